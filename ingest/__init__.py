@@ -1,0 +1,1 @@
+"""Turn markdown and plain-text runbooks into searchable chunks and an on-disk index."""

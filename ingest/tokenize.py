@@ -1,0 +1,168 @@
+"""Tokens for the keyword (BM25) index, shared by ingest and query time.
+
+Chinese is segmented with jieba, but with a small dictionary made from the KB's own
+vocabulary: the full jieba dictionary costs ~0.6 s to load per process, the KB one ~0.05 s,
+and words outside the KB can never match anyway. Long Chinese words also yield their
+character bigrams so "显存不足" still meets "显存不够".
+
+ASCII identifiers are kept whole and split into parts, with `_` and `-` unified, so
+`max_num_seqs`, `max-num-seqs` and "max num seqs" all meet.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from pathlib import Path
+from typing import Collection
+
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
+_ASCII_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/]*[A-Za-z0-9]|[A-Za-z0-9]")
+_PARTS = re.compile(r"[A-Za-z]+|[0-9]+")
+
+EN_STOP = frozenset(
+    "a an the and or of to in on at for with is are was were be been being it its this that these those "
+    "i my me we our you your he she they them do does did doing done can could should would will shall may "
+    "might must how what why when where which who whom whose there here as by from into after before if "
+    "then than so not no but also just get gets got have has had am any some all very too up down out "
+    "about over again now still even ever always please thanks thank help anyone someone "
+    "everyone everybody something anything else seem seems seemed really actually maybe like want need "
+    "know tell way thing things lot lots much many more most one ones way ok okay hi hello "
+    "whats its im dont doesnt cant wont isnt".split()
+)
+ZH_STOP = frozenset(
+    "的 了 是 在 和 与 或 就 都 也 还 吗 呢 吧 啊 呀 么 嘛 什么 怎么 怎么办 怎样 怎么样 为什么 为啥 如何 "
+    "哪些 哪个 哪里 哪儿 多少 是否 是不是 能不能 会不会 要不要 有没有 一个 一下 一些 这个 那个 这些 "
+    "那些 这样 那样 这种 那种 我 你 他 她 它 我们 你们 他们 有 没有 会 要 能 可以 应该 需要 想 请问 "
+    "请 帮 帮忙 之后 以后 时候 时 后 把 被 让 给 对 中 里 上 下 现在 今天 总是 经常 其实 但是 "
+    "然后 所以 因为 如果 而且 还是 或者 已经 就是 的话 一直在".split()
+)
+
+
+def normalize(text: str) -> str:
+    """NFKC folds full-width punctuation (the FastDeploy log's '，') into ASCII."""
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+_STEMMER = None
+
+
+def _stem(word: str) -> str:
+    """Snowball English stemming, so "hangs", "hanging" and "hung up" meet "hang"."""
+    global _STEMMER
+    if not word.isalpha():
+        return word
+    if _STEMMER is None:
+        from snowballstemmer.english_stemmer import EnglishStemmer
+
+        _STEMMER = EnglishStemmer()
+    return _STEMMER.stemWord(word)
+
+
+def edit_distance_at_most(a: str, b: str, limit: int) -> bool:
+    """Damerau-Levenshtein distance <= limit, with early exit (typo tolerance)."""
+    if abs(len(a) - len(b)) > limit:
+        return False
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        if min(cur) > limit:
+            return False
+        prev2, prev = prev, cur
+    return prev[-1] <= limit
+
+
+def correct_typos(tokens: list[str], vocabulary: Collection[str]) -> list[str]:
+    """Replace an unknown ASCII token by the closest KB term (distance 1, or 2 for long words).
+
+    Only tokens the KB has never seen are touched, so a correct word is never "fixed".
+    """
+    out = []
+    for token in tokens:
+        if token in vocabulary or len(token) < 4 or not token.isascii() or token.isdigit():
+            out.append(token)
+            continue
+        limit = 2 if len(token) >= 8 else 1
+        best = None
+        for term in vocabulary:
+            if term[:1] == token[:1] and term.isascii() and abs(len(term) - len(token)) <= limit:
+                if edit_distance_at_most(token, term, limit):
+                    best = term if best is None or len(term) < len(best) else best
+        out.append(best or token)
+    return out
+
+
+def ascii_tokens(text: str) -> list[str]:
+    out: list[str] = []
+    for raw in _ASCII_TOKEN.findall(text.replace("'", "")):
+        token = raw.replace("_", "-").strip(".-/")
+        parts = _PARTS.findall(token)
+        if len(parts) > 1:
+            out.append(token)
+        for part in parts:
+            if part not in EN_STOP and (len(part) > 1 or part.isdigit()):
+                out.append(_stem(part))
+    return out
+
+
+class Tokenizer:
+    """Holds a jieba tokenizer loaded from a dictionary file (or jieba's default)."""
+
+    def __init__(self, dict_path: Path | None = None) -> None:
+        self.dict_path = dict_path
+        self._jieba = None
+
+    def _segmenter(self):
+        if self._jieba is None:
+            import logging
+
+            import jieba
+
+            jieba.setLogLevel(logging.WARNING)
+            tk = jieba.Tokenizer(str(self.dict_path)) if self.dict_path else jieba.Tokenizer()
+            tk.tmp_dir = None
+            self._jieba = tk
+        return self._jieba
+
+    def chinese_tokens(self, run: str) -> list[str]:
+        out: list[str] = []
+        for word in self._segmenter().lcut(run, HMM=True):
+            if word in ZH_STOP:
+                continue
+            if len(word) >= 2:
+                out.append(word)
+            if len(word) >= 3:
+                out.extend(word[i : i + 2] for i in range(len(word) - 1))
+        return out
+
+    def __call__(self, text: str) -> list[str]:
+        text = normalize(text)
+        tokens = ascii_tokens(_CJK_RUN.sub(" ", text))
+        for run in _CJK_RUN.findall(text):
+            tokens.extend(self.chinese_tokens(run))
+        return tokens
+
+
+def build_dictionary(texts: list[str], path: Path) -> None:
+    """Write a jieba dictionary with the KB's Chinese vocabulary and jieba's frequencies."""
+    import logging
+
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    full = jieba.Tokenizer()
+    full.initialize()
+    counts: Counter[str] = Counter()
+    for text in texts:
+        for run in _CJK_RUN.findall(normalize(text)):
+            counts.update(w for w in full.lcut(run) if len(w) >= 2)
+    lines = [f"{w} {max(full.FREQ.get(w, 0), 3)}" for w in sorted(counts)]
+    # jieba needs a non-empty dictionary even for an all-English KB.
+    path.write_text("\n".join(lines or ["知识库 3"]) + "\n", encoding="utf-8")
