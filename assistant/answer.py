@@ -1,0 +1,245 @@
+"""Questions in, `Answer` out: validation, retrieval, and the extractive answer.
+
+Every adapter (CLI, HTTP, Slack, eval) calls `answer_question`; none of them knows how
+retrieval works. The extractive answer quotes the best article's own sections — likely
+cause, fix with commands verbatim, what to check next — so it can never state a fix the KB
+does not contain. When nothing relevant is found it says so and sets grounded=false.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+from .config import Settings
+from .errors import BadQuestion
+from .lang import detect_lang
+from .retrieval import ArticleMatch, Retrieval, search
+
+# A second article is offered as an alternative when its score is this close to the best.
+AMBIGUITY_MARGIN = 0.12
+
+LABELS = {
+    "en": {
+        "cause": "Likely cause",
+        "fix": "Fix",
+        "check": "Check next",
+        "signs": "How to recognise it",
+        "also": "It could also be",
+        "tell": "tell them apart by",
+        "nothing": "I found nothing in the knowledge base that answers this question, so I will not guess a fix.",
+        "closest": "Closest topics in the KB (probably not what you need)",
+        "scope": "The KB covers LLM serving incidents: GPU memory, KV cache, hangs, NCCL, torch/CUDA installs and model loading for vLLM and FastDeploy. You can add your own runbooks with `assistant ingest PATH`.",
+        "other_lang": "(This article exists only in Chinese; quoted as written.)",
+    },
+    "zh": {
+        "cause": "可能原因",
+        "fix": "解决办法",
+        "check": "接下来检查",
+        "signs": "怎么确认",
+        "also": "也可能是",
+        "tell": "区分方法",
+        "nothing": "知识库里没有找到能回答这个问题的内容，我不会去猜一个解决办法。",
+        "closest": "知识库中最接近的条目（大概率不是你要的）",
+        "scope": "知识库覆盖大模型推理服务的故障：显存、KV Cache、请求卡住、NCCL、torch/CUDA 安装、模型加载（vLLM 和 FastDeploy）。可以用 `assistant ingest PATH` 加入自己的运维文档。",
+        "other_lang": "（该文章只有英文版本，以下按原文引用。）",
+    },
+}
+
+
+@dataclass(frozen=True)
+class Citation:
+    id: str
+    title: str
+    source: str  # file path relative to the KB root
+    section: str
+    lang: str
+    score: float
+    text: str
+
+
+@dataclass
+class Answer:
+    question: str
+    answer: str
+    lang: str
+    grounded: bool
+    citations: list[Citation]
+    tool_calls: list[dict] = field(default_factory=list)
+    backend: str = "extractive"
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """The one JSON shape shared by `ask --json`, the HTTP API and the eval."""
+        data = asdict(self)
+        data["timings_ms"] = {k: round(v, 2) for k, v in self.timings_ms.items()}
+        for c in data["citations"]:
+            c["score"] = round(c["score"], 4)
+        return data
+
+
+def validate_question(question: str, max_bytes: int = 8192) -> str:
+    """Reject what cannot be a question, with a message a person can act on."""
+    if not isinstance(question, str):
+        raise BadQuestion("the question must be text")
+    text = question.strip()
+    if not text:
+        raise BadQuestion("the question is empty", 'ask something, e.g. ask "why are requests stuck?"')
+    size = len(text.encode("utf-8", errors="replace"))
+    if size > max_bytes:
+        raise BadQuestion(
+            f"the question is {size} bytes; the limit is {max_bytes}",
+            "paste only the relevant log lines, or use --log FILE",
+        )
+    control = sum(1 for ch in text if (ord(ch) < 32 and ch not in "\n\r\t") or ch == "\ufffd")
+    if "\x00" in text or control > max(2, 0.05 * len(text)):
+        raise BadQuestion("the input looks like binary data, not a question", "paste text, not a binary file")
+    return text
+
+
+def answer_question(
+    question: str,
+    settings: Settings,
+    *,
+    lang: str | None = None,
+    top_k: int | None = None,
+    mode: str = "hybrid",
+    kb=None,
+) -> Answer:
+    started = time.perf_counter()
+    text = validate_question(question, settings.max_question_bytes)
+    if kb is None:
+        from .knowledge import open_kb
+
+        kb = open_kb(settings)
+    loaded = time.perf_counter()
+    result = search(
+        kb.index,
+        kb.embedder,
+        text,
+        mode=mode,
+        dense_weight=settings.dense_weight,
+        bm25_weight=settings.bm25_weight,
+        signature_boost=settings.signature_boost,
+        min_relevance=settings.min_relevance,
+    )
+    answer_lang = lang if lang in ("zh", "en") else result.lang
+    answer = compose(kb, result, answer_lang, top_k or settings.top_k)
+    answer.timings_ms = {
+        "load": (loaded - started) * 1000,
+        **result.timings_ms,
+        "total": (time.perf_counter() - started) * 1000,
+    }
+    return answer
+
+
+def _citation(chunk, score: float) -> Citation:
+    return Citation(chunk.doc_id, chunk.title, chunk.source, chunk.section, chunk.lang, float(score), chunk.text)
+
+
+class _Cites:
+    """Numbers citations in order of first use, so [n] in the text matches the list."""
+
+    def __init__(self) -> None:
+        self.items: list[Citation] = []
+
+    def ref(self, chunk, score: float) -> str:
+        for i, c in enumerate(self.items, 1):
+            if c.source == chunk.source and c.section == chunk.section and c.text == chunk.text:
+                return f"[{i}]"
+        self.items.append(_citation(chunk, score))
+        return f"[{len(self.items)}]"
+
+
+def _pick_lang(kb, doc_id: str, lang: str) -> tuple[str, bool]:
+    langs = kb.article_langs(doc_id)
+    if lang in langs:
+        return lang, False
+    return (langs[0] if langs else lang), True
+
+
+def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
+    labels = LABELS.get(lang, LABELS["en"])
+    cites = _Cites()
+    if not result.grounded:
+        lines = [labels["nothing"], "", labels["scope"]]
+        near = [a for a in result.articles[:2]]
+        if near:
+            lines += ["", f"{labels['closest']}:"]
+            for art in near:
+                chunk = art.chunks[0].chunk
+                lines.append(f"- {chunk.title.split(' > ')[0]} {cites.ref(chunk, art.relevance)}")
+        return Answer(result.question, "\n".join(lines), lang, False, cites.items)
+
+    top = result.articles[0]
+    parts = _article_body(kb, top, lang, labels, cites)
+    alternatives = _alternatives(result, top_k)
+    if alternatives:
+        parts += ["", f"**{labels['also']}:**"]
+        for art in alternatives:
+            doc_lang, _ = _pick_lang(kb, art.doc_id, lang)
+            chunks = kb.article_chunks(art.doc_id, doc_lang)
+            title = chunks[0].title.split(" > ")[0] if chunks else art.doc_id
+            hint_chunk = _section(chunks, "signatures") or _section(chunks, "symptoms") or (chunks[0] if chunks else None)
+            hint = _first_line(hint_chunk.text) if hint_chunk else ""
+            ref = cites.ref(hint_chunk, art.score) if hint_chunk else ""
+            parts.append(f"- **{title}** {ref} — {labels['tell']}: {hint}")
+    return Answer(result.question, "\n".join(parts).strip(), lang, True, cites.items)
+
+
+def _alternatives(result: Retrieval, top_k: int) -> list[ArticleMatch]:
+    top = result.articles[0]
+    out = []
+    for art in result.articles[1 : max(1, top_k)]:
+        if top.signatures and not art.signatures:
+            continue  # a verbatim log line is stronger evidence than any paraphrase
+        if art.score >= top.score - AMBIGUITY_MARGIN and art.relevance >= 0.8 * top.relevance:
+            out.append(art)
+    return out
+
+
+def _section(chunks, kind: str):
+    for chunk in chunks:
+        if chunk.kind == kind:
+            return chunk
+    return None
+
+
+def _sections(chunks, kind: str) -> list:
+    return [c for c in chunks if c.kind == kind]
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        line = line.strip().strip("`")
+        if line and not line.startswith("```") and not line.startswith("|---"):
+            return line[:160]
+    return ""
+
+
+def _article_body(kb, art: ArticleMatch, lang: str, labels: dict, cites: _Cites) -> list[str]:
+    doc_lang, other = _pick_lang(kb, art.doc_id, lang)
+    chunks = kb.article_chunks(art.doc_id, doc_lang)
+    title = chunks[0].title.split(" > ")[0] if chunks else art.doc_id
+    parts = [f"### {title}"]
+    if other:
+        parts.append(labels["other_lang"])
+    structured = False
+    for kind, label in (("causes", "cause"), ("fixes", "fix"), ("checks", "check")):
+        found = _sections(chunks, kind)
+        if not found:
+            continue
+        structured = True
+        parts += ["", f"**{labels[label]}** {cites.ref(found[0], art.score)}", ""]
+        parts += ["\n\n".join(c.text for c in found)]
+    if art.signatures:
+        sig = _section(chunks, "signatures")
+        if sig:
+            parts += ["", f"**{labels['signs']}** {cites.ref(sig, art.score)}", "", sig.text]
+    if not structured:
+        # A user's runbook without the KB's section names: quote its best passages.
+        best = [c for c in art.chunks if c.chunk.lang == doc_lang and c.chunk.kind != "question"][:2]
+        best = best or art.chunks[:1]
+        for sc in best:
+            parts += ["", f"**{sc.chunk.section}** {cites.ref(sc.chunk, sc.score)}", "", sc.chunk.text]
+    return parts
