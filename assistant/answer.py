@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from .config import Settings
 from .errors import BadQuestion
 from .lang import detect_lang
-from .retrieval import ArticleMatch, Retrieval, search
+from .retrieval import ArticleMatch, Retrieval, query_text, search
 
 # A second article is offered as an alternative when its score is this close to the best.
 AMBIGUITY_MARGIN = 0.12
@@ -108,29 +108,64 @@ def answer_question(
 ) -> Answer:
     started = time.perf_counter()
     text = validate_question(question, settings.max_question_bytes)
+    query_vector = None
     if kb is None:
-        from .knowledge import open_kb
+        from .knowledge import get_embedder_for, open_kb
 
+        # Embed the question while the index loads: the model runs in C without holding
+        # the GIL, so on a cold start the two overlap instead of adding up.
+        pending = _Background(get_embedder_for(settings).embed_queries, [query_text(text)])
         kb = open_kb(settings)
+        query_vector = pending.result()
     loaded = time.perf_counter()
     result = search(
         kb.index,
         kb.embedder,
         text,
+        query_vector=query_vector,
         mode=mode,
         dense_weight=settings.dense_weight,
         bm25_weight=settings.bm25_weight,
         signature_boost=settings.signature_boost,
+        faiss_min_vectors=settings.faiss_min_vectors,
         min_relevance=settings.min_relevance,
     )
     answer_lang = lang if lang in ("zh", "en") else result.lang
     answer = compose(kb, result, answer_lang, top_k or settings.top_k)
+    if query_vector is not None:
+        result.timings_ms["embed"] = pending.elapsed_ms  # ran alongside "load"
     answer.timings_ms = {
         "load": (loaded - started) * 1000,
         **result.timings_ms,
         "total": (time.perf_counter() - started) * 1000,
     }
     return answer
+
+
+class _Background:
+    """Run one call in a thread and hand back its result or exception."""
+
+    def __init__(self, fn, *args) -> None:
+        import threading
+
+        self._value = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn, *args), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn, *args) -> None:
+        started = time.perf_counter()
+        try:
+            self._value = fn(*args)
+        except BaseException as exc:  # re-raised in the caller's thread
+            self._error = exc
+        self.elapsed_ms = (time.perf_counter() - started) * 1000
+
+    def result(self):
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def _citation(chunk, score: float) -> Citation:
@@ -173,26 +208,38 @@ def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
 
     top = result.articles[0]
     parts = _article_body(kb, top, lang, labels, cites)
-    alternatives = _alternatives(result, top_k)
+    alternatives = _alternatives(kb, result, top_k)
     if alternatives:
         parts += ["", f"**{labels['also']}:**"]
         for art in alternatives:
             doc_lang, _ = _pick_lang(kb, art.doc_id, lang)
             chunks = kb.article_chunks(art.doc_id, doc_lang)
             title = chunks[0].title.split(" > ")[0] if chunks else art.doc_id
-            hint_chunk = _section(chunks, "signatures") or _section(chunks, "symptoms") or (chunks[0] if chunks else None)
-            hint = _first_line(hint_chunk.text) if hint_chunk else ""
+            hint_chunk = _section(chunks, "symptoms") or (chunks[0] if chunks else None)
+            hint = _first_sentence(hint_chunk.text) if hint_chunk else ""
+            meta = kb.index.docs.get(f"{art.doc_id}:{doc_lang}")
+            if meta and meta.signatures:
+                hint += f" `{meta.signatures[0]}`"
             ref = cites.ref(hint_chunk, art.score) if hint_chunk else ""
             parts.append(f"- **{title}** {ref} — {labels['tell']}: {hint}")
     return Answer(result.question, "\n".join(parts).strip(), lang, True, cites.items)
 
 
-def _alternatives(result: Retrieval, top_k: int) -> list[ArticleMatch]:
+def _is_overview(kb, doc_id: str) -> bool:
+    return any("summary" in meta.tags for key, meta in kb.index.docs.items() if meta.id == doc_id)
+
+
+def _alternatives(kb, result: Retrieval, top_k: int) -> list[ArticleMatch]:
+    """Other articles that fit about as well; overview articles are not alternatives."""
     top = result.articles[0]
     out = []
-    for art in result.articles[1 : max(1, top_k)]:
+    for art in result.articles[1 : max(1, top_k) + 1]:
+        if len(out) >= max(0, top_k - 1):
+            break
         if top.signatures and not art.signatures:
             continue  # a verbatim log line is stronger evidence than any paraphrase
+        if _is_overview(kb, art.doc_id):
+            continue
         if art.score >= top.score - AMBIGUITY_MARGIN and art.relevance >= 0.8 * top.relevance:
             out.append(art)
     return out
@@ -207,6 +254,14 @@ def _section(chunks, kind: str):
 
 def _sections(chunks, kind: str) -> list:
     return [c for c in chunks if c.kind == kind]
+
+
+def _first_sentence(text: str) -> str:
+    line = _first_line(text)
+    for stop in ("。", ". ", "；", "; "):
+        if stop in line:
+            return line[: line.index(stop) + 1].strip()
+    return line
 
 
 def _first_line(text: str) -> str:

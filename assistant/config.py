@@ -8,7 +8,6 @@ Defaults work offline with the bundled KB and the bundled embedding model.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
@@ -61,6 +60,9 @@ class Settings:
     # Grounding threshold on the blended relevance (see retrieval.relevance()).
     min_relevance: float = 0.38
     max_question_bytes: int = 8192
+    # Below this many chunks the dense search is an exact numpy product over the stored
+    # vectors; from it on, the faiss index is loaded and searched (see ingest/index.py).
+    faiss_min_vectors: int = 20_000
     # Chunks are bounded so the embedder sees whole passages (e5-small reads 512 tokens).
     max_chunk_chars: int = 1200
 
@@ -90,9 +92,11 @@ def load_settings(config_path: Path | None = None, environ: dict[str, str] | Non
     values: dict[str, object] = {}
     path = config_path or Path(env.get("ASSISTANT_CONFIG", "") or default_config_path())
     if path.is_file():
+        import tomllib
+
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
+        except (OSError, ValueError) as exc:  # TOMLDecodeError is a ValueError
             raise ConfigError(f"cannot read config file {path}: {exc}", "fix or remove the file") from exc
         values.update({k: v for k, v in data.items() if k in _FIELD_NAMES})
     for name in _FIELD_NAMES:

@@ -98,6 +98,7 @@ def run_case(kb, settings: Settings, case: Case, mode: str) -> CaseResult:
 
     result = search(kb.index, kb.embedder, case.question, mode=mode, dense_weight=settings.dense_weight,
                     bm25_weight=settings.bm25_weight, signature_boost=settings.signature_boost,
+        faiss_min_vectors=settings.faiss_min_vectors,
                     min_relevance=settings.min_relevance, limit=10)
     texts = _article_texts(kb)
     rank = None

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from ingest.chunking import Chunk
-from ingest.index import KBIndex, build_index, load_index, read_manifest, staleness
+from ingest.index import KBIndex, load_index, read_manifest, staleness
 
 from .config import Settings
 from .errors import AssistantError, IndexError_
@@ -101,6 +101,8 @@ def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr, *, ch
             reason = f"{exc.message}"
     if index is None:
         progress(f"indexing the knowledge base ({reason})…")
+        from ingest.build import build_index
+
         try:
             index = build_index(directory, srcs, embedder, max_chunk_chars=settings.max_chunk_chars, progress=progress)
         except OSError as exc:

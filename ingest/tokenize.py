@@ -1,8 +1,9 @@
 """Tokens for the keyword (BM25) index, shared by ingest and query time.
 
-Chinese is segmented with jieba, but with a small dictionary made from the KB's own
-vocabulary: the full jieba dictionary costs ~0.6 s to load per process, the KB one ~0.05 s,
-and words outside the KB can never match anyway. Long Chinese words also yield their
+Chinese vocabulary is discovered with jieba at ingest and written as a small dictionary;
+text and questions are then segmented with that dictionary (see `Tokenizer`). Loading
+jieba's full dictionary costs ~0.6 s per process, the KB one a few ms, and words outside
+the KB can never match anyway. Long Chinese words also yield their
 character bigrams so "显存不足" still meets "显存不够".
 
 ASCII identifiers are kept whole and split into parts, with `_` and `-` unified, so
@@ -11,6 +12,7 @@ ASCII identifiers are kept whole and split into parts, with `_` and `-` unified,
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections import Counter
@@ -113,33 +115,63 @@ def ascii_tokens(text: str) -> list[str]:
 
 
 class Tokenizer:
-    """Holds a jieba tokenizer loaded from a dictionary file (or jieba's default)."""
+    """Segments Chinese with the KB dictionary: maximum-probability path over the word DAG.
+
+    This is the dictionary half of jieba's algorithm. jieba itself is only needed at ingest
+    to discover the vocabulary; importing it per query would cost ~60 ms (it pulls in
+    pkg_resources), more than the whole search. Since a query term can only match KB terms,
+    segmenting with the KB's own words loses nothing.
+    """
 
     def __init__(self, dict_path: Path | None = None) -> None:
         self.dict_path = dict_path
-        self._jieba = None
+        self._freq: dict[str, float] | None = None
+        self._max_len = 1
 
-    def _segmenter(self):
-        if self._jieba is None:
-            import logging
+    def _load(self) -> dict[str, float]:
+        if self._freq is None:
+            freq: dict[str, int] = {}
+            if self.dict_path and self.dict_path.exists():
+                for line in self.dict_path.read_text(encoding="utf-8").splitlines():
+                    word, _, count = line.rpartition(" ")
+                    if word:
+                        freq[word] = int(count or 1)
+            total = float(sum(freq.values()) or 1)
+            self._freq = {w: math.log(c / total) for w, c in freq.items()}
+            self._single = math.log(1.0 / total)
+            self._max_len = max((len(w) for w in freq), default=1)
+        return self._freq
 
-            import jieba
-
-            jieba.setLogLevel(logging.WARNING)
-            tk = jieba.Tokenizer(str(self.dict_path)) if self.dict_path else jieba.Tokenizer()
-            tk.tmp_dir = None
-            self._jieba = tk
-        return self._jieba
+    def segment(self, run: str) -> list[str]:
+        logp = self._load()
+        n = len(run)
+        best: list[tuple[float, int]] = [(0.0, 0)] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            candidates = [(self._single + best[i + 1][0], i + 1)]
+            for j in range(i + 2, min(n, i + self._max_len) + 1):
+                word = run[i:j]
+                if word in logp:
+                    candidates.append((logp[word] + best[j][0], j))
+            best[i] = max(candidates)
+        out, i = [], 0
+        while i < n:
+            j = best[i][1]
+            out.append(run[i:j])
+            i = j
+        return out
 
     def chinese_tokens(self, run: str) -> list[str]:
         out: list[str] = []
-        for word in self._segmenter().lcut(run, HMM=True):
+        words = self.segment(run)
+        for k, word in enumerate(words):
             if word in ZH_STOP:
                 continue
             if len(word) >= 2:
                 out.append(word)
             if len(word) >= 3:
                 out.extend(word[i : i + 2] for i in range(len(word) - 1))
+            elif len(word) == 1 and k + 1 < len(words) and len(words[k + 1]) == 1 and words[k + 1] not in ZH_STOP:
+                out.append(word + words[k + 1])  # two unknown characters in a row: keep the pair
         return out
 
     def __call__(self, text: str) -> list[str]:

@@ -1,0 +1,112 @@
+"""The `ask` command, and the error handling every command shares.
+
+`ask` is run by people in a hurry, so it parses its arguments with argparse (click costs
+~17 ms to import) and imports numpy, faiss, the embedder and rich only once it needs them:
+`ask --help` loads no model. Every failure a user can cause ends as one line on stderr and
+a non-zero exit code; a traceback is a bug. The `assistant` command group is in commands.py.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from .config import load_settings
+from .errors import AssistantError, BadQuestion
+
+EXIT_INTERNAL = 70
+
+
+def _fail(message: str, code: int) -> None:
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    sys.exit(code)
+
+
+def _run(fn, *args, **kwargs):
+    """Run a command body, turning every exception into one readable line."""
+    try:
+        return fn(*args, **kwargs)
+    except AssistantError as exc:
+        _fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence against tracebacks
+        _fail(f"internal error: {type(exc).__name__}: {exc} (please report this)", EXIT_INTERNAL)
+
+
+def settings_for(kb: str | None, **overrides):
+    return load_settings(kb_dir=Path(kb) if kb else None, **overrides)
+
+
+def read_question(words: tuple[str, ...]) -> str:
+    """The question from argv, or from stdin when it is `-` (a pasted log works)."""
+    if words == ("-",) or not words and not sys.stdin.isatty():
+        raw = sys.stdin.buffer.read(1_000_000)
+        if b"\x00" in raw:
+            raise BadQuestion("the input looks like binary data, not a question", "paste text, not a binary file")
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise BadQuestion("the input is not valid UTF-8 text", "paste text, not a binary file") from exc
+    text = " ".join(words)
+    if any("\udc80" <= ch <= "\udcff" for ch in text):  # undecodable bytes in argv
+        raise BadQuestion("the question is not valid UTF-8 text")
+    return text
+
+
+EXAMPLES = """examples:
+  ask "为什么推理卡住"
+  ask "requests hang after I enabled logprobs"
+  tail -n 50 server.log | ask -
+  ask --json "NCCL error at startup" | jq .citations"""
+
+
+def _parser():
+    import argparse
+
+    p = argparse.ArgumentParser(
+        prog="ask",
+        description="Ask the on-call assistant for LLM serving a question, in Chinese or English.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("question", nargs="*", help="the question; '-' reads it from stdin (a pasted log works)")
+    p.add_argument("--json", dest="as_json", action="store_true", help="print exactly one JSON object")
+    p.add_argument("-k", "--top-k", type=int, choices=range(1, 11), metavar="{1..10}", help="articles to consider (default 3)")
+    p.add_argument("--lang", choices=["auto", "zh", "en"], default="auto", help="answer language (default: the question's)")
+    p.add_argument("--kb", metavar="DIR", help="KB directory (default: the bundled KB)")
+    p.add_argument("--mode", choices=["hybrid", "dense", "bm25"], default="hybrid", help=argparse_suppress())
+    return p
+
+
+def argparse_suppress() -> str:
+    import argparse
+
+    return argparse.SUPPRESS
+
+
+def ask(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+
+    def body() -> None:
+        from .answer import answer_question
+
+        settings = settings_for(args.kb)
+        text = read_question(tuple(args.question))
+        lang = None if args.lang == "auto" else args.lang
+        answer = answer_question(text, settings, lang=lang, top_k=args.top_k, mode=args.mode)
+        if args.as_json:
+            print(json.dumps(answer.to_dict(), ensure_ascii=False))
+        else:
+            from .render import print_answer
+
+            print_answer(answer)
+
+    _run(body)
+
+
+def ask_main() -> None:
+    ask()

@@ -1,0 +1,108 @@
+"""The `assistant` command group: ingest, eval, bench (and later serve, slack, doctor)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from .cli import _run, settings_for
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def assistant() -> None:
+    """On-call assistant for LLM serving: index, evaluate and benchmark the knowledge base."""
+
+
+@assistant.command()
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@click.option("--kb", type=click.Path(file_okay=False), default=None, help="KB directory (default: the bundled KB).")
+@click.option("--forget", "forget", multiple=True, type=click.Path(), help="Stop indexing this path.")
+@click.option("--rebuild", is_flag=True, help="Re-embed everything from scratch.")
+@click.option("--status", is_flag=True, help="Show what the index holds and exit.")
+def ingest(paths: tuple[str, ...], kb: str | None, forget: tuple[str, ...], rebuild: bool, status: bool) -> None:
+    """Index the KB, plus your own runbooks (markdown or plain text) given as PATHS.
+
+    Added paths are remembered: later `ask` calls search them too and pick up their
+    changes. Only changed chunks are re-embedded.
+    """
+
+    def body() -> None:
+        import shutil
+
+        from .knowledge import describe, index_dir, open_kb, set_extra_sources, sources
+
+        settings = settings_for(kb)
+        if status:
+            click.echo(json.dumps(describe(settings), ensure_ascii=False, indent=2))
+            return
+        current = sources(settings)[1:]
+        gone = {Path(p).resolve() for p in forget}
+        extra = [p for p in current if p not in gone]
+        for p in paths:
+            path = Path(p).resolve()
+            if path not in extra and path != settings.kb_dir.resolve():
+                extra.append(path)
+        if rebuild:
+            shutil.rmtree(index_dir(settings), ignore_errors=True)
+        set_extra_sources(settings, extra)
+        kb_ = open_kb(settings, progress=lambda m: click.echo(m, err=True))
+        info = describe(settings)
+        click.echo(f"{len(kb_.index.chunks)} chunks from {info['documents']} documents in {len(info['sources'])} source(s); index {info['index_dir']}")
+
+    _run(body)
+
+
+@assistant.command(name="eval")
+@click.option("--cases", type=click.Path(dir_okay=False), default="eval/cases.jsonl", show_default=True)
+@click.option("--mode", type=click.Choice(["all", "hybrid", "dense", "bm25"]), default="all", show_default=True)
+@click.option("--min-pass3", type=float, default=0.98, show_default=True, help="Fail under this pass@3 in any language.")
+@click.option("--min-pass1", type=float, default=0.90, show_default=True, help="Fail under this pass@1 in any language.")
+@click.option("--out", type=click.Path(file_okay=False), default="eval", show_default=True, help="Where report.json and report.md go.")
+@click.option("--kb", type=click.Path(file_okay=False), default=None)
+def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, out: str, kb: str | None) -> None:
+    """Score retrieval and answers on symptom→fix cases; exit 1 under the thresholds."""
+
+    def body() -> None:
+        from .evaluate import check_thresholds, evaluate, load_cases, to_json, to_markdown
+        from .knowledge import open_kb
+
+        settings = settings_for(kb)
+        case_list = load_cases(Path(cases))
+        kb_ = open_kb(settings)
+        modes = ["hybrid", "dense", "bm25"] if mode == "all" else [mode]
+        report = evaluate(kb_, settings, case_list, modes)
+        judged = "hybrid" if "hybrid" in modes else modes[0]
+        problems = check_thresholds(report, judged, min_pass3, min_pass1)
+        out_dir = Path(out)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        md = to_markdown(report, problems, cases)
+        (out_dir / "report.md").write_text(md, encoding="utf-8")
+        (out_dir / "report.json").write_text(json.dumps(to_json(report, problems, cases), ensure_ascii=False, indent=1), encoding="utf-8")
+        click.echo(md)
+        click.echo(f"reports: {out_dir / 'report.md'}, {out_dir / 'report.json'}", err=True)
+        if problems:
+            sys.exit(1)
+
+    _run(body)
+
+
+@assistant.command()
+@click.option("--queries", type=int, default=30, show_default=True, help="Warm queries to time.")
+@click.option("--runs", type=int, default=5, show_default=True, help="Cold `ask` runs to time.")
+@click.option("--kb", type=click.Path(file_okay=False), default=None)
+def bench(queries: int, runs: int, kb: str | None) -> None:
+    """Print start-up, retrieval latency and ingest timings measured on this machine."""
+
+    def body() -> None:
+        from .bench import run_bench
+
+        run_bench(settings_for(kb), queries=queries, runs=runs, echo=click.echo)
+
+    _run(body)
+
+
+def main() -> None:
+    assistant(prog_name="assistant")

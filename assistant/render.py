@@ -1,0 +1,27 @@
+"""Terminal rendering of an Answer with rich: the answer as markdown, then its sources."""
+
+from __future__ import annotations
+
+from .answer import Answer
+
+_SOURCES = {"en": "Sources", "zh": "来源"}
+_UNGROUNDED = {"en": "not grounded in the KB", "zh": "知识库中无依据"}
+
+
+def print_answer(answer: Answer, console=None) -> None:
+    from rich.console import Console
+    from rich.markdown import Markdown
+    from rich.text import Text
+
+    console = console or Console()
+    console.print(Markdown(answer.answer))
+    console.print()
+    heading = _SOURCES.get(answer.lang, "Sources")
+    if not answer.grounded:
+        heading += f" ({_UNGROUNDED.get(answer.lang, 'not grounded')})"
+    console.print(Text(heading, style="bold"))
+    for n, c in enumerate(answer.citations, 1):
+        line = Text(f"[{n}] ", style="cyan")
+        line.append(f"{c.title}", style="bold" if answer.grounded else "")
+        line.append(f"  {c.source} · {c.lang} · {c.score:.2f}", style="dim")
+        console.print(line)

@@ -1,0 +1,69 @@
+"""The BM25 keyword index: weights computed by bm25s at ingest, summed with numpy per query.
+
+bm25s precomputes every (term, chunk) BM25 weight into a sparse matrix; scoring a query is
+then a sum of a few matrix columns. Persisting that matrix as plain arrays lets the query
+path skip importing bm25s (which costs ~25 ms per process via importlib.metadata) while
+keeping bm25s's scoring exactly (a test checks the two agree).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass
+class KeywordIndex:
+    vocab: dict[str, int]
+    data: np.ndarray  # BM25 weights, CSC over terms
+    indices: np.ndarray  # chunk ids
+    indptr: np.ndarray  # term id → slice of data/indices
+    num_docs: int
+
+    @classmethod
+    def build(cls, corpus: list[list[str]], k1: float = 1.2, b: float = 0.75) -> "KeywordIndex":
+        import bm25s
+
+        if not corpus:
+            return cls({}, np.zeros(0, np.float32), np.zeros(0, np.int32), np.zeros(1, np.int64), 0)
+        retriever = bm25s.BM25(k1=k1, b=b)
+        retriever.index([tokens or ["∅"] for tokens in corpus], show_progress=False)
+        s = retriever.scores
+        columns = len(s["indptr"]) - 1
+        return cls(
+            # bm25s adds an empty-string token that has no column; it can never match.
+            {str(k): int(v) for k, v in retriever.vocab_dict.items() if k and int(v) < columns},
+            np.asarray(s["data"], dtype=np.float32),
+            np.asarray(s["indices"], dtype=np.int32),
+            np.asarray(s["indptr"], dtype=np.int64),
+            int(s["num_docs"]),
+        )
+
+    def save(self, directory: Path) -> None:
+        np.savez(directory / "bm25.npz", data=self.data, indices=self.indices, indptr=self.indptr,
+                 num_docs=np.array([self.num_docs]))
+        (directory / "bm25_vocab.json").write_text(json.dumps(self.vocab, ensure_ascii=False), encoding="utf-8")
+
+    @classmethod
+    def load(cls, directory: Path) -> "KeywordIndex":
+        with np.load(directory / "bm25.npz") as arrays:
+            data, indices, indptr = arrays["data"], arrays["indices"], arrays["indptr"]
+            num_docs = int(arrays["num_docs"][0])
+        vocab = json.loads((directory / "bm25_vocab.json").read_text(encoding="utf-8"))
+        if len(indptr) < max(vocab.values(), default=-1) + 2:
+            raise ValueError("bm25 vocabulary and matrix disagree")
+        return cls(vocab, data, indices, indptr, num_docs)
+
+    def scores(self, tokens: list[str]) -> np.ndarray:
+        """BM25 score of every chunk for the query tokens (repeated tokens count again)."""
+        out = np.zeros(self.num_docs, dtype=np.float32)
+        for token in tokens:
+            tid = self.vocab.get(token)
+            if tid is None:
+                continue
+            start, end = self.indptr[tid], self.indptr[tid + 1]
+            out[self.indices[start:end]] += self.data[start:end]
+        return out
