@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from ingest.chunking import Chunk
-from ingest.index import KBIndex, load_index, read_manifest, staleness
+from ingest.index import KBIndex, current_generation, load_index, read_manifest, staleness
 
 from .config import Settings
 from .errors import AssistantError, IndexError_
@@ -93,8 +93,9 @@ def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr, *, ch
     reason = staleness(directory, srcs, embedder.name)
     index = None
     if reason is None:
-        if key in _OPEN:
-            return _OPEN[key]
+        cached = _OPEN.get(key)
+        if cached is not None and cached.index.path == current_generation(directory):
+            return cached  # still the live generation: nothing to reload
         try:
             index = load_index(directory)
         except IndexError_ as exc:
@@ -113,6 +114,11 @@ def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr, *, ch
     kb = KB(index, embedder, by_doc)
     _OPEN[key] = kb
     return kb
+
+
+def forget_loaded() -> None:
+    """Drop this process's loaded indexes; the next open_kb reads from disk again."""
+    _OPEN.clear()
 
 
 def describe(settings: Settings) -> dict:

@@ -8,8 +8,10 @@ Two numbers per article, kept apart on purpose:
 - `score` ranks: 0.7 × dense + 0.3 × BM25 (BM25 max-normalised per query), + a boost when
   the question contains one of the article's log signatures verbatim.
 - `relevance` decides `grounded`: it must be comparable *across* questions, so it uses the
-  absolute cosine (rescaled from e5's narrow band) and the share of the question's keywords
-  the article contains, never a per-query normalisation that makes every top hit look good.
+  absolute cosine (rescaled from e5's narrow band) and the IDF-weighted share of the
+  question's keywords the article contains, never a per-query normalisation that makes
+  every top hit look good. An article that exists only in the other language is judged on
+  the cosine alone.
 """
 
 from __future__ import annotations
@@ -161,9 +163,14 @@ def search(
         match.signatures = sigs.get(match.doc_id, [])
         boost = signature_boost if match.signatures else 0.0
         match.score = best.score + 0.1 * second + boost
-        coverage = keyword_coverage(query_terms, article_terms.get(match.doc_id, set()), index.doc_freq, len(article_terms))
         best_dense = max(c.dense for c in match.chunks[:8])
-        match.relevance = 0.5 * grounding_scale(best_dense, lang) + 0.5 * coverage + boost
+        if f"{match.doc_id}:{lang}" in index.docs:
+            coverage = keyword_coverage(query_terms, article_terms.get(match.doc_id, set()), index.doc_freq, len(article_terms))
+            match.relevance = 0.5 * grounding_scale(best_dense, lang) + 0.5 * coverage + boost
+        else:
+            # Written only in the other language: shared keywords cannot be expected, so
+            # the multilingual dense score is the only evidence.
+            match.relevance = grounding_scale(best_dense, lang) + boost
         match.chunks = match.chunks[:8]
 
     articles = sorted(by_article.values(), key=lambda a: -a.score)[:limit]

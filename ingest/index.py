@@ -12,7 +12,7 @@ This module is on every question's path, so it imports only what loading needs.
 Dense search: faiss holds the index (IndexFlatIP: inner product on normalised vectors).
 Importing faiss costs ~45 ms per process, a third of a cold `ask`, while an exact flat
 search over a few thousand vectors is a single numpy product over the same vectors; so
-below `FAISS_MIN_VECTORS` the query path multiplies the memory-mapped vectors.npy, and
+below `FAISS_MIN_VECTORS` the query path multiplies the stored vectors.npy, and
 above it faiss is loaded and searched. Both give the same scores (tests check this).
 """
 
@@ -30,7 +30,7 @@ from .documents import content_hash, find_files
 from .keyword import KeywordIndex
 from .tokenize import Tokenizer
 
-SCHEMA = 7
+SCHEMA = 9
 FAISS_MIN_VECTORS = 20_000
 FAISS_TOP = 2_000
 
@@ -54,7 +54,7 @@ class KBIndex:
     manifest: dict
     chunks: list[Chunk]
     docs: dict[str, DocMeta]  # key: f"{id}:{lang}"
-    vectors: object  # np.ndarray (memory-mapped), the chunk embeddings in chunk order
+    vectors: object  # np.ndarray, the chunk embeddings in chunk order
     keyword: KeywordIndex
     tokenizer: Tokenizer
     terms: dict[str, set[str]]  # article id → every keyword it contains (both languages)
@@ -116,7 +116,7 @@ def _fingerprint(files: list[tuple[Path, Path, bytes]]) -> dict[str, str]:
 
 # ---------------------------------------------------------------- reading
 
-def _current_gen(index_dir: Path) -> Path | None:
+def current_generation(index_dir: Path) -> Path | None:
     try:
         name = (index_dir / "CURRENT").read_text().strip()
     except OSError:
@@ -126,7 +126,7 @@ def _current_gen(index_dir: Path) -> Path | None:
 
 
 def read_manifest(index_dir: Path) -> dict | None:
-    gen = _current_gen(index_dir)
+    gen = current_generation(index_dir)
     if gen is None:
         return None
     try:
@@ -137,7 +137,7 @@ def read_manifest(index_dir: Path) -> dict | None:
 
 def load_index(index_dir: Path) -> KBIndex:
     """Load the live generation; any inconsistency raises IndexError_ (callers rebuild)."""
-    gen = _current_gen(index_dir)
+    gen = current_generation(index_dir)
     if gen is None:
         raise IndexError_(f"no index at {index_dir}")
     try:
@@ -149,7 +149,7 @@ def load_index(index_dir: Path) -> KBIndex:
         with (gen / "chunks.jsonl").open(encoding="utf-8") as fh:
             chunks = [Chunk(**json.loads(line)) for line in fh if line.strip()]
         docs = {k: DocMeta(**v) for k, v in json.loads((gen / "docs.json").read_text(encoding="utf-8")).items()}
-        vectors = np.load(gen / "vectors.npy", mmap_mode="r")
+        vectors = np.load(gen / "vectors.npy", allow_pickle=False)
         faiss_size = (gen / "dense.faiss").stat().st_size
         keyword = KeywordIndex.load(gen)
     except IndexError_:

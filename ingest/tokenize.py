@@ -31,6 +31,7 @@ EN_STOP = frozenset(
     "about over again now still even ever always please thanks thank help anyone someone "
     "everyone everybody something anything else seem seems seemed really actually maybe like want need "
     "know tell way thing things lot lots much many more most one ones way ok okay hi hello "
+    "because since while during without within whether either neither both each every other "
     "whats its im dont doesnt cant wont isnt".split()
 )
 ZH_STOP = frozenset(
@@ -136,6 +137,9 @@ class Tokenizer:
                     word, _, count = line.rpartition(" ")
                     if word:
                         freq[word] = int(count or 1)
+            for word in ZH_STOP:  # always segment function words as words, so they drop out
+                if len(word) > 1:
+                    freq.setdefault(word, 1000)
             total = float(sum(freq.values()) or 1)
             self._freq = {w: math.log(c / total) for w, c in freq.items()}
             self._single = math.log(1.0 / total)

@@ -1,0 +1,104 @@
+import re
+
+import pytest
+
+from assistant.answer import answer_question, validate_question
+from assistant.errors import BadQuestion
+from assistant.knowledge import open_kb
+
+
+@pytest.fixture()
+def tiny(tiny_settings):
+    return open_kb(tiny_settings, progress=lambda _m: None)
+
+
+def _ask(settings, kb, q, **kw):
+    return answer_question(q, settings, kb=kb, **kw)
+
+
+def test_english_question_finds_chinese_only_fact(tiny_settings, tiny):
+    answer = _ask(tiny_settings, tiny, "gadget fails to start because the disk is full")
+    assert answer.grounded
+    assert answer.citations[0].id == "gadget-disk"
+    assert "gadgetctl logs --purge --keep-days 3" in answer.answer  # command verbatim
+    assert answer.lang == "en"
+
+
+def test_twins_merge_and_the_answer_uses_the_askers_language(tiny_settings, tiny):
+    zh = _ask(tiny_settings, tiny, "widget 服务的请求一直卡住不返回")
+    en = _ask(tiny_settings, tiny, "widget requests never come back")
+    assert zh.lang == "zh" and en.lang == "en"
+    assert {c.id for c in zh.citations} == {"widget-hang"} == {c.id for c in en.citations}
+    assert all(c.lang == "zh" for c in zh.citations) and "可能原因" in zh.answer
+    assert all(c.lang == "en" for c in en.citations) and "Likely cause" in en.answer
+    assert "widgetd --queue-len 4096" in zh.answer and "widgetd --queue-len 4096" in en.answer
+
+
+def test_lang_flag_overrides_the_detected_language(tiny_settings, tiny):
+    answer = _ask(tiny_settings, tiny, "widget requests hang", lang="zh")
+    assert answer.lang == "zh" and "解决办法" in answer.answer
+
+
+def test_exact_log_signature_wins(tiny_settings, tiny):
+    answer = _ask(tiny_settings, tiny, "what is this?\n2026-11-30 12:00:01 ERROR Widget queue is full (size=128)")
+    assert answer.grounded and answer.citations[0].id == "widget-hang"
+    assert "Widget queue is full" in answer.answer  # "how to recognise it" section quoted
+
+
+def test_citation_numbers_in_the_text_match_the_list(bundled_settings, bundled_kb):
+    answer = _ask(bundled_settings, bundled_kb, "为什么推理卡住")
+    used = {int(n) for n in re.findall(r"\[(\d+)\]", answer.answer)}
+    assert used == set(range(1, len(answer.citations) + 1))
+
+
+def test_out_of_scope_question_is_not_grounded_and_invents_no_fix(bundled_settings, bundled_kb):
+    for q in ("How do I configure TLS on a Kubernetes ingress?", "Kubernetes ingress 的 TLS 证书怎么配置"):
+        answer = _ask(bundled_settings, bundled_kb, q)
+        assert not answer.grounded
+        assert "export " not in answer.answer and "sysctl" not in answer.answer
+    assert "没有找到" in answer.answer
+
+
+def test_vague_question_lists_candidates_with_how_to_tell_them_apart(bundled_settings, bundled_kb):
+    answer = _ask(bundled_settings, bundled_kb, "为什么推理卡住")
+    assert answer.grounded and answer.lang == "zh"
+    assert "--max-num-seqs" in answer.answer and "max_tokens" in answer.answer
+    assert "也可能是" in answer.answer and "logprobs" in answer.answer and "区分方法" in answer.answer
+
+
+def test_english_question_about_a_fact_only_the_chinese_source_had(bundled_settings, bundled_kb):
+    answer = _ask(bundled_settings, bundled_kb, "requests hang after I enabled logprobs")
+    assert answer.grounded and answer.lang == "en"
+    assert "sysctl -w kernel.msgmax=1048576" in answer.answer
+    assert "sysctl -w kernel.msgmnb=268435456" in answer.answer
+    assert "--privileged" in answer.answer
+
+
+def test_concurrency_article_carries_the_corrected_arithmetic(bundled_settings, bundled_kb):
+    answer = _ask(bundled_settings, bundled_kb, "how many concurrent requests with num_blocks_global 17131 and 20K tokens each")
+    assert "1,096,384" in answer.answer and "54.8" in answer.answer
+    assert "≈ 53" not in answer.answer.replace("prints ≈ 53", "")
+
+
+@pytest.mark.parametrize(
+    "question,message",
+    [
+        ("", "empty"),
+        ("   \n\t ", "empty"),
+        ("x" * 9000, "limit is 8192"),
+        ("\x00\x01\x02binary", "binary"),
+        ("".join(chr(i % 20 + 1) for i in range(200)), "binary"),
+    ],
+)
+def test_bad_questions_get_a_clear_error(question, message):
+    with pytest.raises(BadQuestion) as err:
+        validate_question(question)
+    assert message in str(err.value)
+
+
+def test_timings_and_backend_in_the_json_shape(tiny_settings, tiny):
+    data = _ask(tiny_settings, tiny, "widget requests hang").to_dict()
+    assert set(data) == {"question", "answer", "lang", "grounded", "citations", "tool_calls", "backend", "timings_ms"}
+    assert data["backend"] == "extractive" and data["tool_calls"] == []
+    assert set(data["citations"][0]) == {"id", "title", "source", "section", "lang", "score", "text"}
+    assert {"load", "embed", "search", "total"} <= set(data["timings_ms"])

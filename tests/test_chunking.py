@@ -1,0 +1,118 @@
+from pathlib import Path
+
+from ingest.chunking import chunk_document, text_sections
+from ingest.documents import parse_document
+
+from .conftest import ARTICLE_EN, dedent
+
+
+def _doc(tmp_path: Path, name: str, text: str):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return parse_document(path, tmp_path, path.read_bytes())
+
+
+def test_front_matter_fields_are_read(tmp_path):
+    doc = _doc(tmp_path, "a.md", ARTICLE_EN)
+    assert (doc.id, doc.lang, doc.product) == ("widget-hang", "en", "general")
+    assert doc.signatures == ("Widget queue is full",)
+    assert doc.title == "Widget server: requests hang"
+
+
+def test_heading_path_is_the_chunk_title_and_sections_have_kinds(tmp_path):
+    chunks = chunk_document(_doc(tmp_path, "a.md", ARTICLE_EN))
+    kinds = [c.kind for c in chunks]
+    assert kinds[:5] == ["symptoms", "signatures", "causes", "checks", "fixes"]
+    fixes = chunks[4]
+    assert fixes.title == "Widget server: requests hang > Fixes"
+    assert "widgetd --queue-len 4096" in fixes.text
+
+
+def test_how_people_ask_items_become_one_chunk_each(tmp_path):
+    chunks = chunk_document(_doc(tmp_path, "a.md", ARTICLE_EN))
+    questions = [c.text for c in chunks if c.kind == "question"]
+    assert questions == ["widget requests hang", "the widget server stopped answering"]
+
+
+def test_code_block_longer_than_the_bound_is_never_split(tmp_path):
+    code = "\n".join(f"echo line {i} of a long script" for i in range(120))
+    text = dedent(f"""
+        # Runbook
+        ## Restart
+        Before.
+
+        ```bash
+        {code.replace(chr(10), chr(10) + '        ')}
+        ```
+
+        After.
+    """)
+    chunks = chunk_document(_doc(tmp_path, "r.md", text), max_chars=400)
+    holding = [c for c in chunks if "echo line 0 of" in c.text]
+    assert len(holding) == 1 and "echo line 119 of" in holding[0].text
+    assert holding[0].text.count("```") == 2
+
+
+def test_table_is_never_split(tmp_path):
+    rows = "\n".join(f"| flag-{i} | value {i} |" for i in range(60))
+    text = f"# T\n## Flags\n| flag | value |\n|---|---|\n{rows}\n"
+    chunks = chunk_document(_doc(tmp_path, "t.md", text), max_chars=300)
+    holding = [c for c in chunks if "flag-0 " in c.text]
+    assert len(holding) == 1 and "flag-59" in holding[0].text
+
+
+def test_long_prose_is_split_under_the_bound(tmp_path):
+    para = " ".join(f"Sentence number {i} explains one more detail." for i in range(200))
+    chunks = chunk_document(_doc(tmp_path, "p.md", f"# P\n## Notes\n{para}\n"), max_chars=500)
+    assert len(chunks) > 5
+    assert all(len(c.text) <= 500 for c in chunks)
+    assert all(c.title == "P > Notes" for c in chunks)
+
+
+def test_chunk_hash_changes_with_content_only(tmp_path):
+    a = chunk_document(_doc(tmp_path, "a.md", ARTICLE_EN))
+    b = chunk_document(_doc(tmp_path, "b.md", ARTICLE_EN.replace("4096", "8192")))
+    changed = [x.kind for x, y in zip(a, b) if x.hash != y.hash]
+    assert changed == ["fixes"]
+
+
+SEED_STYLE = """前言
+
+        生产环境里问题很多，本文给出排查思路。
+
+显存相关报错
+
+• CUDA out of memory 错误
+
+        可能导致的原因先列出来：
+
+可能原因\t本质
+max-model-len 过大\tKV Cache 预留爆炸
+并发太高\t同时生成的 token 过多了
+
+• 排查顺序
+
+        1、检查模型大小
+
+#通过指令查看显存
+nvidia-smi
+"""
+
+
+def test_plain_text_tab_tables_and_bullets(tmp_path):
+    doc = _doc(tmp_path, "seed.txt", SEED_STYLE)
+    assert doc.lang == "zh" and doc.title == "seed"
+    sections = text_sections(doc.body)
+    paths = [" > ".join(p) for p, _ in sections]
+    assert "显存相关报错 > CUDA out of memory 错误" in paths
+    chunks = chunk_document(doc)
+    table = [c for c in chunks if "max-model-len 过大\tKV Cache 预留爆炸" in c.text]
+    assert len(table) == 1 and "并发太高" in table[0].text
+    cmd = [c for c in chunks if "nvidia-smi" in c.text]
+    assert cmd and "检查模型大小" in cmd[0].title
+
+
+def test_file_without_front_matter_gets_fallbacks(tmp_path):
+    (tmp_path / "ops").mkdir()
+    doc = _doc(tmp_path, "ops/restart-guide.md", "# Restarting the fleet\n\nDrain first.\n")
+    assert doc.id == "ops-restart-guide" and doc.title == "Restarting the fleet" and doc.lang == "en"

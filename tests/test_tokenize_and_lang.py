@@ -1,0 +1,46 @@
+import pytest
+
+from assistant.lang import detect_lang
+from ingest.tokenize import Tokenizer, ascii_tokens, correct_typos, normalize
+
+
+def test_identifiers_are_kept_whole_and_split_with_dash_and_underscore_unified():
+    tokens = ascii_tokens("set max_num_seqs and --max-num-seqs and kernel.msgmax")
+    assert tokens.count("max-num-seqs") == 2
+    assert {"max", "num", "seq", "kernel.msgmax", "kernel", "msgmax"} <= set(tokens)
+
+
+def test_full_width_punctuation_from_fastdeploy_logs_is_folded():
+    assert normalize("need_block_len: 1， free_list_len: 0") == "need_block_len: 1, free_list_len: 0"
+
+
+def test_english_words_are_stemmed_and_stopwords_dropped():
+    assert ascii_tokens("the requests are hanging") == ["request", "hang"]
+
+
+def test_chinese_is_segmented_with_the_kb_dictionary(tmp_path):
+    d = tmp_path / "zh.dict"
+    d.write_text("推理 500\n卡住 300\n显存 400\n不足 300\n", encoding="utf-8")
+    tk = Tokenizer(d)
+    assert tk("为什么推理卡住") == ["推理", "卡住"]
+    assert tk("显存不足") == ["显存", "不足"]
+
+
+def test_typos_are_corrected_only_towards_known_terms():
+    vocab = {"stuck", "enabl", "huggingfac", "request"}
+    assert correct_typos(["stuk", "enabel", "request", "kubernetes"], vocab) == ["stuck", "enabl", "request", "kubernetes"]
+
+
+@pytest.mark.parametrize(
+    "text,lang",
+    [
+        ("为什么推理卡住", "zh"),
+        ("requests hang after I enabled logprobs", "en"),
+        ("为什么 vLLM 报 CUDA out of memory", "zh"),
+        ("开了logprobs之后请求卡住", "zh"),
+        ("这个日志是什么意思\nRuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191, unhandled system error", "zh"),
+        ("What does 显存 mean in this English sentence about GPU memory usage?", "en"),
+    ],
+)
+def test_language_detection(text, lang):
+    assert detect_lang(text) == lang
