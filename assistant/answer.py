@@ -27,6 +27,7 @@ LABELS = {
         "signs": "How to recognise it",
         "also": "It could also be",
         "tell": "tell them apart by",
+        "first_fix": "first fix",
         "nothing": "I found nothing in the knowledge base that answers this question, so I will not guess a fix.",
         "closest": "Closest topics in the KB (probably not what you need)",
         "scope": "The KB covers LLM serving incidents: GPU memory, KV cache, hangs, NCCL, torch/CUDA installs and model loading for vLLM and FastDeploy. You can add your own runbooks with `assistant ingest PATH`.",
@@ -39,6 +40,7 @@ LABELS = {
         "signs": "怎么确认",
         "also": "也可能是",
         "tell": "区分方法",
+        "first_fix": "先试",
         "nothing": "知识库里没有找到能回答这个问题的内容，我不会去猜一个解决办法。",
         "closest": "知识库中最接近的条目（大概率不是你要的）",
         "scope": "知识库覆盖大模型推理服务的故障：显存、KV Cache、请求卡住、NCCL、torch/CUDA 安装、模型加载（vLLM 和 FastDeploy）。可以用 `assistant ingest PATH` 加入自己的运维文档。",
@@ -128,6 +130,7 @@ def answer_question(
         bm25_weight=settings.bm25_weight,
         signature_boost=settings.signature_boost,
         faiss_min_vectors=settings.faiss_min_vectors,
+        coverage_weight=settings.coverage_weight,
         min_relevance=settings.min_relevance,
     )
     answer_lang = lang if lang in ("zh", "en") else result.lang
@@ -222,6 +225,9 @@ def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
                 hint += f" `{meta.signatures[0]}`"
             ref = cites.ref(hint_chunk, art.score) if hint_chunk else ""
             parts.append(f"- **{title}** {ref} — {labels['tell']}: {hint}")
+            fixes = _section(chunks, "fixes")
+            if fixes:
+                parts.append(f"  - {labels['first_fix']} {cites.ref(fixes, art.score)}: {_fix_hint(fixes.text)}")
     return Answer(result.question, "\n".join(parts).strip(), lang, True, cites.items)
 
 
@@ -254,6 +260,22 @@ def _section(chunks, kind: str):
 
 def _sections(chunks, kind: str) -> list:
     return [c for c in chunks if c.kind == kind]
+
+
+def _fix_hint(text: str) -> str:
+    """The first command of a Fixes section (or its first line): enough to act on."""
+    in_code = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            in_code = not in_code
+            continue
+        if in_code and stripped and not stripped.startswith("#"):
+            return f"`{stripped}`"
+    for line in text.splitlines():
+        if "`" in line and not line.strip().startswith("|---"):
+            return line.strip().lstrip("-*0123456789. |").strip()[:200]
+    return _first_sentence(text)
 
 
 def _first_sentence(text: str) -> str:

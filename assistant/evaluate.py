@@ -99,6 +99,7 @@ def run_case(kb, settings: Settings, case: Case, mode: str) -> CaseResult:
     result = search(kb.index, kb.embedder, case.question, mode=mode, dense_weight=settings.dense_weight,
                     bm25_weight=settings.bm25_weight, signature_boost=settings.signature_boost,
         faiss_min_vectors=settings.faiss_min_vectors,
+        coverage_weight=settings.coverage_weight,
                     min_relevance=settings.min_relevance, limit=10)
     texts = _article_texts(kb)
     rank = None
@@ -129,6 +130,8 @@ def summarise(results: list[CaseResult]) -> Metrics:
     for r in results:
         if r.case.grounded and (r.rank is None or r.rank > 3):
             m.failures.append(f"{r.case.id}: not in top 3 (got {', '.join(r.top_ids)}) — {r.case.question}")
+        elif r.case.grounded and r.rank != 1:
+            m.failures.append(f"{r.case.id}: expected fix at rank {r.rank}, first was {r.top_ids[0]} — {r.case.question}")
         elif r.case.grounded and not r.grounded:
             m.failures.append(f"{r.case.id}: refused an in-scope question — {r.case.question}")
         elif not r.case.grounded and r.grounded:

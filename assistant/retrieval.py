@@ -5,8 +5,10 @@ and en twins of one article: a question in English can land on a Chinese-only fa
 answer is then rendered in the asker's language.
 
 Two numbers per article, kept apart on purpose:
-- `score` ranks: 0.7 × dense + 0.3 × BM25 (BM25 max-normalised per query), + a boost when
-  the question contains one of the article's log signatures verbatim.
+- `score` ranks: 0.7 × dense + 0.3 × BM25 per chunk (BM25 max-normalised per query), the
+  best chunk per article, + a boost when the question contains one of the article's log
+  signatures verbatim, + a little article-level keyword coverage to break near-ties between
+  articles whose short "how people ask" chunks all match about equally.
 - `relevance` decides `grounded`: it must be comparable *across* questions, so it uses the
   absolute cosine (rescaled from e5's narrow band) and the IDF-weighted share of the
   question's keywords the article contains, never a per-query normalisation that makes
@@ -34,6 +36,9 @@ MODES = ("hybrid", "dense", "bm25")
 # for Chinese: unrelated English text scores ~0.80, unrelated Chinese ~0.85. These bounds,
 # read off the eval's in-scope and out-of-scope questions, stretch each band onto 0..1.
 DENSE_BAND = {"en": (0.80, 0.90), "zh": (0.85, 0.93)}
+# Overview articles (tag "summary") list many symptoms, so they match many questions a
+# little; they should lead only when no specific article fits about as well.
+OVERVIEW_FACTOR = 0.9
 DENSE_FLOOR = 0.78  # ranking scale, shared by both languages
 DENSE_CEIL = 0.92
 
@@ -121,6 +126,7 @@ def search(
     min_relevance: float = 0.5,
     limit: int = 8,
     faiss_min_vectors: int = FAISS_MIN_VECTORS,
+    coverage_weight: float = 0.0,
 ) -> Retrieval:
     timings: dict[str, float] = {}
     lang = detect_lang(question)
@@ -157,15 +163,18 @@ def search(
         match.chunks.append(ScoredChunk(chunk, float(blended[i]), float(dense[i]), float(keyword[i])))
 
     article_terms = index.terms
+    overview_ids = {m.id for m in index.docs.values() if "summary" in m.tags}
     for match in by_article.values():
         best = match.chunks[0]
         second = match.chunks[1].score if len(match.chunks) > 1 else 0.0
         match.signatures = sigs.get(match.doc_id, [])
         boost = signature_boost if match.signatures else 0.0
-        match.score = best.score + 0.1 * second + boost
+        coverage = keyword_coverage(query_terms, article_terms.get(match.doc_id, set()), index.doc_freq, len(article_terms))
+        match.score = best.score + 0.1 * second + boost + (coverage_weight * coverage if mode == "hybrid" else 0.0)
+        if match.doc_id in overview_ids:
+            match.score *= OVERVIEW_FACTOR
         best_dense = max(c.dense for c in match.chunks[:8])
         if f"{match.doc_id}:{lang}" in index.docs:
-            coverage = keyword_coverage(query_terms, article_terms.get(match.doc_id, set()), index.doc_freq, len(article_terms))
             match.relevance = 0.5 * grounding_scale(best_dense, lang) + 0.5 * coverage + boost
         else:
             # Written only in the other language: shared keywords cannot be expected, so

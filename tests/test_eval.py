@@ -31,7 +31,7 @@ def test_metrics_arithmetic():
     assert m.answer_fix == pytest.approx(2 / 4)
     assert m.false_refusal == pytest.approx(1 / 4)
     assert m.oos_refusal == pytest.approx(1 / 2)
-    assert len(m.failures) == 3
+    assert len(m.failures) == 4  # rank 2, rank 4, a false refusal, an answered out-of-scope case
 
 
 def test_thresholds_are_checked_per_language():
