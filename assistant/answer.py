@@ -12,9 +12,9 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from .config import Settings
-from .errors import BadQuestion
+from .questions import Background, EarlyEmbedding, query_text, validate_question
 from .lang import detect_lang
-from .retrieval import ArticleMatch, Retrieval, query_text, search
+from .retrieval import ArticleMatch, Retrieval, search
 
 # A second article is offered as an alternative when its score is this close to the best.
 AMBIGUITY_MARGIN = 0.12
@@ -70,6 +70,7 @@ class Answer:
     tool_calls: list[dict] = field(default_factory=list)
     backend: str = "extractive"
     timings_ms: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # one-line explanations (e.g. why no LLM)
 
     def to_dict(self) -> dict:
         """The one JSON shape shared by `ask --json`, the HTTP API and the eval."""
@@ -80,25 +81,6 @@ class Answer:
         return data
 
 
-def validate_question(question: str, max_bytes: int = 8192) -> str:
-    """Reject what cannot be a question, with a message a person can act on."""
-    if not isinstance(question, str):
-        raise BadQuestion("the question must be text")
-    text = question.strip()
-    if not text:
-        raise BadQuestion("the question is empty", 'ask something, e.g. ask "why are requests stuck?"')
-    size = len(text.encode("utf-8", errors="replace"))
-    if size > max_bytes:
-        raise BadQuestion(
-            f"the question is {size} bytes; the limit is {max_bytes}",
-            "paste only the relevant log lines, or use --log FILE",
-        )
-    control = sum(1 for ch in text if (ord(ch) < 32 and ch not in "\n\r\t") or ch == "\ufffd")
-    if "\x00" in text or control > max(2, 0.05 * len(text)):
-        raise BadQuestion("the input looks like binary data, not a question", "paste text, not a binary file")
-    return text
-
-
 def answer_question(
     question: str,
     settings: Settings,
@@ -107,23 +89,40 @@ def answer_question(
     top_k: int | None = None,
     mode: str = "hybrid",
     kb=None,
+    use_llm: bool | None = None,
+    use_tools: bool = True,
+    log_text: str | None = None,
+    on_token=None,
+    on_tool=None,
+    early: EarlyEmbedding | None = None,
 ) -> Answer:
+    """The one function every adapter calls.
+
+    use_llm: None = use the LLM when one is configured; False = extractive only.
+    log_text: a log to diagnose alongside the question (`ask --log FILE`).
+    on_token / on_tool: streaming callbacks for the LLM path.
+    early: the question's embedding, already started by the caller (see questions.py).
+    """
     started = time.perf_counter()
     text = validate_question(question, settings.max_question_bytes)
+    diagnosis, log_call = _diagnose(log_text, settings) if log_text else (None, None)
+    query = _retrieval_query(text, diagnosis)
     query_vector = None
+    pending = early.for_text(query_text(query)) if early is not None else None
     if kb is None:
-        from .knowledge import get_embedder_for, open_kb
+        from .knowledge import open_kb
 
         # Embed the question while the index loads: the model runs in C without holding
         # the GIL, so on a cold start the two overlap instead of adding up.
-        pending = _Background(get_embedder_for(settings).embed_queries, [query_text(text)])
+        pending = pending or EarlyEmbedding.start(settings, query_text(query)).pending
         kb = open_kb(settings)
+    if pending is not None:
         query_vector = pending.result()
     loaded = time.perf_counter()
     result = search(
         kb.index,
         kb.embedder,
-        text,
+        query,
         query_vector=query_vector,
         mode=mode,
         dense_weight=settings.dense_weight,
@@ -133,10 +132,47 @@ def answer_question(
         coverage_weight=settings.coverage_weight,
         min_relevance=settings.min_relevance,
     )
-    answer_lang = lang if lang in ("zh", "en") else result.lang
-    answer = compose(kb, result, answer_lang, top_k or settings.top_k)
     if query_vector is not None:
         result.timings_ms["embed"] = pending.elapsed_ms  # ran alongside "load"
+    answer_lang = lang if lang in ("zh", "en") else detect_lang(text)
+    calc = None
+    if any(ch.isdigit() for ch in text):  # a calculation needs numbers; skip the parser otherwise
+        from .calculations import capacity_call
+
+        calc = capacity_call(text)
+    tool_calls = [c.to_dict() for c in (log_call, calc) if c is not None]
+    notes: list[str] = []
+    answer = None
+    llm_wanted = bool(settings.llm_base_url) and use_llm is not False
+    if use_llm and not settings.llm_base_url:
+        notes.append("no LLM is configured (set ASSISTANT_LLM_BASE_URL); answered from the KB")
+    if llm_wanted and not result.grounded:
+        notes.append("the KB has nothing on this question, so the LLM was not asked to guess")
+    elif llm_wanted:
+        llm_started = time.perf_counter()
+        try:
+            answer = _from_llm(text, result, kb, settings, answer_lang, use_tools, diagnosis, calc, on_token, on_tool)
+        except Exception as exc:  # LLMError, or anything the client library throws
+            from .llm import LLMError
+
+            reason = exc.message if isinstance(exc, LLMError) else f"the LLM call failed ({type(exc).__name__})"
+            notes.append(f"{reason}; answered from the KB instead")
+            tool_calls += getattr(exc, "tool_calls", [])
+        result.timings_ms["llm"] = (time.perf_counter() - llm_started) * 1000
+    if answer is None:
+        answer = compose(kb, result, answer_lang, top_k or settings.top_k)
+        extras = []
+        if diagnosis is not None and diagnosis.findings:
+            extras.append(_log_summary(diagnosis, answer_lang))
+        if calc is not None:
+            from .calculations import explain
+
+            extras.append(explain(calc, answer_lang))
+        if extras:
+            answer.answer = "\n\n".join(extras + [answer.answer])
+    answer.tool_calls = tool_calls + answer.tool_calls
+    answer.notes = notes + answer.notes
+    answer.question = text
     answer.timings_ms = {
         "load": (loaded - started) * 1000,
         **result.timings_ms,
@@ -145,30 +181,53 @@ def answer_question(
     return answer
 
 
-class _Background:
-    """Run one call in a thread and hand back its result or exception."""
+def _diagnose(log_text: str, settings: Settings):
+    from .tools import ToolCall
+    from .tools.logs import diagnose_text
 
-    def __init__(self, fn, *args) -> None:
-        import threading
+    t0 = time.perf_counter()
+    diagnosis = diagnose_text(log_text, str(settings.kb_dir))
+    call = ToolCall("diagnose_log", {"text": f"<{len(log_text.splitlines())} lines>"}, None, None, (time.perf_counter() - t0) * 1000)
+    from .tools import _jsonable
 
-        self._value = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(fn, *args), daemon=True)
-        self._thread.start()
+    call.result = _jsonable(diagnosis)
+    return diagnosis, call
 
-    def _run(self, fn, *args) -> None:
-        started = time.perf_counter()
-        try:
-            self._value = fn(*args)
-        except BaseException as exc:  # re-raised in the caller's thread
-            self._error = exc
-        self.elapsed_ms = (time.perf_counter() - started) * 1000
 
-    def result(self):
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
+def _retrieval_query(text: str, diagnosis) -> str:
+    """The question plus the log lines that carry known signatures (they decide the article)."""
+    if diagnosis is None or not diagnosis.findings:
+        return text
+    lines = [f.example for f in diagnosis.findings[:5]]
+    return (text + "\n" + "\n".join(lines))[:8000]
+
+
+LOG_LABELS = {"en": ("Log findings", "line", "times"), "zh": ("日志发现", "行", "次")}
+
+
+def _log_summary(diagnosis, lang: str) -> str:
+    title, line_word, times = LOG_LABELS.get(lang, LOG_LABELS["en"])
+    rows = [f"**{title}**", ""]
+    for f in diagnosis.findings[:6]:
+        where = f"{line_word} {f.first_line}" if lang == "en" else f"第 {f.first_line} {line_word}"
+        rows.append(f"- `{f.signature}` × {f.count} {times if lang == 'zh' else ''} ({where}, {f.severity}) → {f.article}".replace("  ", " "))
+    rows += [f"- {c.get(lang, c['en'])}" for c in diagnosis.computed]
+    return "\n".join(rows)
+
+
+def _from_llm(text, result, kb, settings, lang, use_tools, diagnosis, calc, on_token, on_tool) -> Answer:
+    from .llm import llm_answer
+
+    context = []
+    if diagnosis is not None and diagnosis.findings:
+        context.append(_log_summary(diagnosis, "en"))
+    if calc is not None:
+        context.append(f"Computed with kv_concurrency: {calc.result['formula']}. {calc.result['explanation']['en']}")
+    out = llm_answer(text, result, kb, settings, lang, use_tools=use_tools, context="\n\n".join(context),
+                     on_token=on_token, on_tool=on_tool)
+    by_id = {a.doc_id: a for a in result.articles}
+    citations = [_citation(c, by_id[c.doc_id].score if c.doc_id in by_id else 0.0) for c in out.citations]
+    return Answer(text, out.text, lang, result.grounded, citations, out.tool_calls, f"llm:{out.model}", notes=out.notes)
 
 
 def _citation(chunk, score: float) -> Citation:

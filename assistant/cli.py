@@ -37,6 +37,20 @@ def _run(fn, *args, **kwargs):
         _fail(f"internal error: {type(exc).__name__}: {exc} (please report this)", EXIT_INTERNAL)
 
 
+def read_log(path: str) -> str:
+    """The last 2 MB of a log file, decoded leniently (logs mix encodings)."""
+    from .errors import AssistantError
+
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, 2)
+            size = fh.tell()
+            fh.seek(max(0, size - 2_000_000))
+            return fh.read().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise AssistantError(f"cannot read log file {path}: {exc.strerror}") from exc
+
+
 def settings_for(kb: str | None, **overrides):
     return load_settings(kb_dir=Path(kb) if kb else None, **overrides)
 
@@ -78,6 +92,11 @@ def _parser():
     p.add_argument("-k", "--top-k", type=int, choices=range(1, 11), metavar="{1..10}", help="articles to consider (default 3)")
     p.add_argument("--lang", choices=["auto", "zh", "en"], default="auto", help="answer language (default: the question's)")
     p.add_argument("--kb", metavar="DIR", help="KB directory (default: the bundled KB)")
+    p.add_argument("--log", metavar="FILE", help="a server log to diagnose with the question (last 2 MB)")
+    llm = p.add_mutually_exclusive_group()
+    llm.add_argument("--llm", dest="llm", action="store_true", default=None, help="answer with the configured LLM (default when ASSISTANT_LLM_BASE_URL is set)")
+    llm.add_argument("--no-llm", dest="llm", action="store_false", help="answer from the KB only, even if an LLM is configured")
+    p.add_argument("--no-tools", action="store_true", help="do not let the LLM call tools")
     p.add_argument("--mode", choices=["hybrid", "dense", "bm25"], default="hybrid", help=argparse_suppress())
     return p
 
@@ -92,17 +111,45 @@ def ask(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
 
     def body() -> None:
-        from .answer import answer_question
+        from .questions import EarlyEmbedding, query_text, validate_question
 
         settings = settings_for(args.kb)
         text = read_question(tuple(args.question))
+        early = None
+        if not args.log:  # start embedding before the heavy imports below
+            early = EarlyEmbedding.start(settings, query_text(validate_question(text, settings.max_question_bytes)))
+        from .answer import answer_question
+
         lang = None if args.lang == "auto" else args.lang
-        answer = answer_question(text, settings, lang=lang, top_k=args.top_k, mode=args.mode)
+        log_text = read_log(args.log) if args.log else None
+        streamed: list[str] = []
+        stream = not args.as_json and args.llm is not False and bool(settings.llm_base_url)
+
+        def on_token(token: str) -> None:
+            streamed.append(token)
+            sys.stdout.write(token)
+            sys.stdout.flush()
+
+        def on_tool(line: str) -> None:
+            print(line, file=sys.stderr, flush=True)
+
+        answer = answer_question(text, settings, lang=lang, top_k=args.top_k, mode=args.mode, use_llm=args.llm,
+                                 use_tools=not args.no_tools, log_text=log_text,
+                                 on_token=on_token if stream else None, on_tool=None if args.as_json else on_tool,
+                                 early=early)
         if args.as_json:
             print(json.dumps(answer.to_dict(), ensure_ascii=False))
-        else:
-            from .render import print_answer
+            return
+        for note in answer.notes:
+            print(f"note: {note}", file=sys.stderr, flush=True)
+        from .render import print_answer
 
+        if streamed and answer.backend != "extractive":
+            print("\n")
+            print_answer(answer, body=False)  # the text is already on screen
+        else:
+            if streamed:
+                print("\n")  # a fallback after a partial stream starts on a fresh line
             print_answer(answer)
 
     _run(body)

@@ -61,8 +61,9 @@ def ingest(paths: tuple[str, ...], kb: str | None, forget: tuple[str, ...], rebu
 @click.option("--min-pass3", type=float, default=0.98, show_default=True, help="Fail under this pass@3 in any language.")
 @click.option("--min-pass1", type=float, default=0.90, show_default=True, help="Fail under this pass@1 in any language.")
 @click.option("--out", type=click.Path(file_okay=False), default="eval", show_default=True, help="Where report.json and report.md go.")
+@click.option("--llm", "with_llm", is_flag=True, help="Also answer every case with the configured LLM and report it beside the extractive figures.")
 @click.option("--kb", type=click.Path(file_okay=False), default=None)
-def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, out: str, kb: str | None) -> None:
+def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, out: str, with_llm: bool, kb: str | None) -> None:
     """Score retrieval and answers on symptom→fix cases; exit 1 under the thresholds."""
 
     def body() -> None:
@@ -73,6 +74,12 @@ def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, out: str
         case_list = load_cases(Path(cases))
         kb_ = open_kb(settings)
         modes = ["hybrid", "dense", "bm25"] if mode == "all" else [mode]
+        if with_llm:
+            if not settings.llm_base_url:
+                from .errors import ConfigError
+
+                raise ConfigError("--llm needs an LLM endpoint", "set ASSISTANT_LLM_BASE_URL (and ASSISTANT_LLM_MODEL if it serves several)")
+            modes.append("llm")
         report = evaluate(kb_, settings, case_list, modes)
         judged = "hybrid" if "hybrid" in modes else modes[0]
         problems = check_thresholds(report, judged, min_pass3, min_pass1)
@@ -84,6 +91,42 @@ def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, out: str
         click.echo(md)
         click.echo(f"reports: {out_dir / 'report.md'}, {out_dir / 'report.json'}", err=True)
         if problems:
+            sys.exit(1)
+
+    _run(body)
+
+
+@assistant.command()
+@click.option("--serving-url", default=None, help="A vLLM/FastDeploy server to probe, e.g. http://127.0.0.1:8000.")
+@click.option("--log", "log_path", type=click.Path(dir_okay=False), default=None, help="A server log to scan.")
+@click.option("--json", "as_json", is_flag=True, help="Print findings as one JSON object.")
+def doctor(serving_url: str | None, log_path: str | None, as_json: bool) -> None:
+    """Run every probe (GPU, host, serving endpoint, log) and print findings, worst first.
+
+    Exit code 0: nothing needs attention; 1: a warning or critical finding.
+    """
+
+    def body() -> None:
+        from dataclasses import asdict
+
+        from .doctor import needs_attention, run_doctor
+
+        findings = run_doctor(settings_for(None), serving_url, log_path)
+        attention = needs_attention(findings)
+        if as_json:
+            click.echo(json.dumps({"needs_attention": attention, "findings": [asdict(f) for f in findings]}, ensure_ascii=False))
+        else:
+            from rich.console import Console
+            from rich.table import Table
+
+            styles = {"critical": "bold red", "warning": "yellow", "info": "cyan", "ok": "green"}
+            table = Table(title="assistant doctor", show_lines=False)
+            for col in ("severity", "source", "finding", "read"):
+                table.add_column(col, overflow="fold")
+            for f in findings:
+                table.add_row(f"[{styles[f.severity]}]{f.severity}[/]", f.source, f.message, f.article and f"{f.title} ({f.article})" or "")
+            Console().print(table)
+        if attention:
             sys.exit(1)
 
     _run(body)

@@ -66,6 +66,15 @@ class Settings:
     faiss_min_vectors: int = 20_000
     # Chunks are bounded so the embedder sees whole passages (e5-small reads 512 tokens).
     max_chunk_chars: int = 1200
+    # LLM: any OpenAI-compatible chat endpoint. Empty base URL = extractive answers only.
+    llm_base_url: str = ""
+    llm_model: str = ""  # empty: the first model /v1/models lists (vLLM serves one)
+    llm_api_key: str = ""
+    llm_connect_timeout: float = 3.0
+    llm_timeout: float = 60.0  # for the whole answer, tool steps included
+    llm_max_tool_steps: int = 4
+    tool_timeout: float = 10.0
+    llm_passages: int = 6
 
 
 _ENV_PREFIX = "ASSISTANT_"
@@ -100,6 +109,10 @@ def load_settings(config_path: Path | None = None, environ: dict[str, str] | Non
         except (OSError, ValueError) as exc:  # TOMLDecodeError is a ValueError
             raise ConfigError(f"cannot read config file {path}: {exc}", "fix or remove the file") from exc
         values.update({k: v for k, v in data.items() if k in _FIELD_NAMES})
+    # The standard OpenAI variables are the fallback for the LLM endpoint.
+    for name, standard in (("llm_base_url", "OPENAI_BASE_URL"), ("llm_api_key", "OPENAI_API_KEY")):
+        if env.get(standard):
+            values.setdefault(name, env[standard])
     for name in _FIELD_NAMES:
         key = _ENV_PREFIX + name.upper()
         if env.get(key):

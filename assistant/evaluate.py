@@ -9,6 +9,7 @@ the answer is judged on what the user would read.
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,10 @@ class CaseResult:
     grounded: bool
     top_ids: list[str]
     latency_ms: float
+    citations_ok: bool = True  # every [n] in the answer names a listed citation, and there is one
+    lang_ok: bool = True
+    tool_calls: int = 0
+    fallback: bool = False  # an LLM run that ended with the extractive answer
 
 
 @dataclass
@@ -52,6 +57,11 @@ class Metrics:
     out_of_scope: int = 0
     oos_refusal: float = 0.0
     p50_ms: float = 0.0
+    p95_ms: float = 0.0
+    citations_ok: float = 0.0
+    lang_ok: float = 0.0
+    tool_calls: float = 0.0
+    fallback: float = 0.0
     failures: list[str] = field(default_factory=list)
 
 
@@ -89,10 +99,14 @@ def _article_texts(kb) -> dict[str, str]:
 
 
 def run_case(kb, settings: Settings, case: Case, mode: str) -> CaseResult:
+    """mode: hybrid | dense | bm25 (extractive answers), or llm (hybrid retrieval + the LLM)."""
     from .answer import answer_question
+    from .lang import detect_lang
 
+    llm = mode == "llm"
+    mode = "hybrid" if llm else mode
     started = time.perf_counter()
-    answer = answer_question(case.question, settings, mode=mode, kb=kb)
+    answer = answer_question(case.question, settings, mode=mode, kb=kb, use_llm=llm)
     latency = (time.perf_counter() - started) * 1000
     from .retrieval import search
 
@@ -107,8 +121,12 @@ def run_case(kb, settings: Settings, case: Case, mode: str) -> CaseResult:
         if case.expect and passes(texts.get(art.doc_id, ""), case.expect):
             rank = i
             break
+    refs = {int(n) for n in re.findall(r"\[(\d+)\]", answer.answer)}
+    citations_ok = bool(answer.citations) and all(1 <= n <= len(answer.citations) for n in refs)
     return CaseResult(case, rank, passes(answer.answer, case.expect) and answer.grounded, answer.grounded,
-                      [a.doc_id for a in result.articles[:3]], latency)
+                      [a.doc_id for a in result.articles[:3]], latency, citations_ok,
+                      detect_lang(answer.answer) == case.lang or not answer.grounded, len(answer.tool_calls),
+                      llm and answer.backend == "extractive" and answer.grounded)
 
 
 def summarise(results: list[CaseResult]) -> Metrics:
@@ -127,6 +145,12 @@ def summarise(results: list[CaseResult]) -> Metrics:
         m.oos_refusal = sum(not r.grounded for r in oos) / len(oos)
     lat = sorted(r.latency_ms for r in results)
     m.p50_ms = lat[len(lat) // 2] if lat else 0.0
+    m.p95_ms = lat[min(len(lat) - 1, int(0.95 * len(lat)))] if lat else 0.0
+    if results:
+        m.citations_ok = sum(r.citations_ok for r in results) / len(results)
+        m.lang_ok = sum(r.lang_ok for r in results) / len(results)
+        m.tool_calls = sum(r.tool_calls for r in results) / len(results)
+        m.fallback = sum(r.fallback for r in results) / len(results)
     for r in results:
         if r.case.grounded and (r.rank is None or r.rank > 3):
             m.failures.append(f"{r.case.id}: not in top 3 (got {', '.join(r.top_ids)}) — {r.case.question}")
@@ -172,6 +196,9 @@ def check_thresholds(report: dict[str, dict[str, Metrics]], mode: str, min_pass3
 
 _COLUMNS = [("pass@1", "pass1"), ("pass@3", "pass3"), ("MRR", "mrr"), ("answer has fix", "answer_fix"),
             ("OOS refused", "oos_refusal"), ("false refusals", "false_refusal"), ("p50 ms", "p50_ms")]
+_LLM_COLUMNS = [("answer has fix", "answer_fix"), ("citations valid", "citations_ok"), ("in asker's language", "lang_ok"),
+                ("OOS refused", "oos_refusal"), ("tool calls/case", "tool_calls"), ("fell back to KB", "fallback"),
+                ("p50 ms", "p50_ms"), ("p95 ms", "p95_ms")]
 
 
 def to_json(report: dict[str, dict[str, Metrics]], problems: list[str], cases_path: str) -> dict:
@@ -189,10 +216,19 @@ def to_markdown(report: dict[str, dict[str, Metrics]], problems: list[str], case
     lines += ["| mode | lang | cases | " + " | ".join(c for c, _ in _COLUMNS) + " |",
               "|---|---|---|" + "---|" * len(_COLUMNS)]
     for mode, groups in report.items():
+        if mode == "llm":
+            continue
         for g in ("zh", "en", "all"):
             m = groups[g]
             cells = [f"{getattr(m, a):.3f}" if a != "p50_ms" else f"{m.p50_ms:.0f}" for _, a in _COLUMNS]
             lines.append(f"| {mode} | {g} | {m.n} | " + " | ".join(cells) + " |")
+    if "llm" in report:
+        lines += ["", "## LLM answers (hybrid retrieval + the configured LLM)", "",
+                  "| lang | cases | " + " | ".join(c for c, _ in _LLM_COLUMNS) + " |", "|---|---|" + "---|" * len(_LLM_COLUMNS)]
+        for g in ("zh", "en", "all"):
+            m = report["llm"][g]
+            cells = [f"{getattr(m, a):.0f}" if a.endswith("_ms") else f"{getattr(m, a):.3f}" for _, a in _LLM_COLUMNS]
+            lines.append(f"| {g} | {m.n} | " + " | ".join(cells) + " |")
     for mode, groups in report.items():
         fails = groups["all"].failures
         lines += ["", f"## Misses ({mode}): {len(fails)}", ""]

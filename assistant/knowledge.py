@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ingest.chunking import Chunk
+from ingest.records import Chunk
 from ingest.index import KBIndex, current_generation, load_index, read_manifest, staleness
 
 from .config import Settings

@@ -8,14 +8,15 @@ _SOURCES = {"en": "Sources", "zh": "来源"}
 _UNGROUNDED = {"en": "not grounded in the KB", "zh": "知识库中无依据"}
 
 
-def print_answer(answer: Answer, console=None) -> None:
+def print_answer(answer: Answer, console=None, body: bool = True) -> None:
     from rich.console import Console
     from rich.markdown import Markdown
     from rich.text import Text
 
     console = console or Console()
-    console.print(Markdown(answer.answer))
-    console.print()
+    if body:
+        console.print(Markdown(answer.answer))
+        console.print()
     heading = _SOURCES.get(answer.lang, "Sources")
     if not answer.grounded:
         heading += f" ({_UNGROUNDED.get(answer.lang, 'not grounded')})"
@@ -25,3 +26,5 @@ def print_answer(answer: Answer, console=None) -> None:
         line.append(f"{c.title}", style="bold" if answer.grounded else "")
         line.append(f"  {c.source} · {c.lang} · {c.score:.2f}", style="dim")
         console.print(line)
+    if answer.backend != "extractive":
+        console.print(Text(f"answered by {answer.backend}", style="dim"))

@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ingest.chunking import Chunk
+from ingest.records import Chunk
 from ingest.index import FAISS_MIN_VECTORS, KBIndex
 from ingest.tokenize import correct_typos, normalize
 
 from .lang import detect_lang
+from .questions import query_text
 
 MODES = ("hybrid", "dense", "bm25")
 # multilingual-e5 squeezes cosine similarity into a narrow band, and the band sits higher
@@ -106,11 +107,6 @@ def signature_hits(index: KBIndex, question: str) -> dict[str, list[str]]:
             if len(s) >= 6 and s in squashed and sig not in hits.get(meta.id, []):
                 hits.setdefault(meta.id, []).append(sig)
     return hits
-
-
-def query_text(question: str) -> str:
-    """What the dense model embeds: e5 reads 512 tokens, a long pasted log is cut."""
-    return question[:2000]
 
 
 def search(

@@ -20,7 +20,8 @@ import numpy as np
 
 from assistant.errors import IndexError_
 
-from .chunking import Chunk, chunk_document
+from .chunking import chunk_document
+from .records import Chunk
 from .documents import Document, parse_document
 from .embedders import Embedder
 from .index import SCHEMA, DocMeta, KBIndex, load_index, scan

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from .documents import Document, content_hash
+from .records import Chunk
 
 # Section headings of KB articles, in both languages, mapped to what the answer needs.
 SECTION_KINDS = {
@@ -24,19 +25,6 @@ SECTION_KINDS = {
     "解决方案": "fixes", "解决办法": "fixes",
     "how people ask": "questions", "常见问法": "questions",
 }
-
-
-@dataclass(frozen=True)
-class Chunk:
-    chunk_id: str
-    doc_id: str
-    lang: str
-    title: str  # heading path, "Article > Section"
-    section: str  # the innermost heading
-    kind: str  # symptoms | signatures | causes | checks | fixes | questions | question | other
-    source: str
-    text: str
-    hash: str
 
 
 @dataclass

@@ -4,7 +4,7 @@ Layout of an index directory (written by `ingest.build`)::
 
     CURRENT            name of the live generation (replaced atomically)
     gen-<n>/           manifest.json, chunks.jsonl, docs.json, terms.json, dense.faiss,
-                       vectors.npy, bm25.npz, bm25_vocab.json, zh.dict
+                       vectors.npy, bm25_{data,indices,indptr}.npy, bm25.json, zh.dict
     .lock              serialises writers (two `ask` processes on a cold cache)
 
 This module is on every question's path, so it imports only what loading needs.
@@ -25,12 +25,12 @@ from pathlib import Path
 
 from assistant.errors import IndexError_
 
-from .chunking import Chunk
+from .records import Chunk
 from .documents import content_hash, find_files
 from .keyword import KeywordIndex
 from .tokenize import Tokenizer
 
-SCHEMA = 9
+SCHEMA = 10
 FAISS_MIN_VECTORS = 20_000
 FAISS_TOP = 2_000
 

@@ -43,16 +43,17 @@ class KeywordIndex:
         )
 
     def save(self, directory: Path) -> None:
-        np.savez(directory / "bm25.npz", data=self.data, indices=self.indices, indptr=self.indptr,
-                 num_docs=np.array([self.num_docs]))
-        (directory / "bm25_vocab.json").write_text(json.dumps(self.vocab, ensure_ascii=False), encoding="utf-8")
+        # Plain .npy files: reading an .npz imports zipfile, 5 ms on every cold start.
+        for name in ("data", "indices", "indptr"):
+            np.save(directory / f"bm25_{name}.npy", getattr(self, name))
+        meta = {"num_docs": self.num_docs, "vocab": self.vocab}
+        (directory / "bm25.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
 
     @classmethod
     def load(cls, directory: Path) -> "KeywordIndex":
-        with np.load(directory / "bm25.npz") as arrays:
-            data, indices, indptr = arrays["data"], arrays["indices"], arrays["indptr"]
-            num_docs = int(arrays["num_docs"][0])
-        vocab = json.loads((directory / "bm25_vocab.json").read_text(encoding="utf-8"))
+        data, indices, indptr = (np.load(directory / f"bm25_{name}.npy", allow_pickle=False) for name in ("data", "indices", "indptr"))
+        meta = json.loads((directory / "bm25.json").read_text(encoding="utf-8"))
+        vocab, num_docs = meta["vocab"], int(meta["num_docs"])
         if len(indptr) < max(vocab.values(), default=-1) + 2:
             raise ValueError("bm25 vocabulary and matrix disagree")
         return cls(vocab, data, indices, indptr, num_docs)

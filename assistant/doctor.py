@@ -1,0 +1,125 @@
+"""`assistant doctor`: run every probe and turn what they see into findings, each tied to
+the KB article that explains it, worst first. The exit code says whether anything needs
+attention, so it can gate a deployment script.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .config import Settings
+
+ORDER = {"critical": 0, "warning": 1, "info": 2, "ok": 3}
+GIB = 2**30
+
+
+@dataclass
+class Finding:
+    severity: str  # critical | warning | info | ok
+    source: str  # gpu | host | serving | log
+    message: str
+    article: str | None = None
+    title: str | None = None
+
+
+def _gpu_findings(report: dict) -> list[Finding]:
+    out = []
+    if not report.get("available"):
+        return [Finding("info", "gpu", report.get("reason") or "no GPU found")]
+    out.append(Finding("ok", "gpu", f"driver {report.get('driver_version')}, CUDA {report.get('cuda_version')}, {len(report['gpus'])} GPU(s)"))
+    for g in report["gpus"]:
+        if g.get("ecc_uncorrected"):
+            out.append(Finding("critical", "gpu", f"GPU {g['index']} has {g['ecc_uncorrected']} uncorrected ECC errors: take it out of service"))
+        if g["memory_used_pct"] >= 90:
+            out.append(Finding("warning", "gpu", f"GPU {g['index']} ({g['name']}) memory {g['memory_used_pct']:.0f}% used "
+                               f"({len(g.get('processes', []))} processes): little headroom left", "vllm-cuda-oom"))
+    for link in report.get("links", []):
+        if link["p2p_read"] not in ("OK", "unknown"):
+            out.append(Finding("warning", "gpu", f"GPU {link['gpu_a']}↔{link['gpu_b']} ({link['topology']}): peer-to-peer {link['p2p_read']}",
+                               "vllm-nccl-error-multi-gpu"))
+    return out
+
+
+def _host_findings(report: dict) -> list[Finding]:
+    from .tools.capacity import RECOMMENDED_MSGMAX
+
+    out = []
+    msgmax = report.get("msgmax")
+    if msgmax is not None and msgmax < 802840:
+        out.append(Finding("warning", "host", f"kernel.msgmax is {msgmax:,} bytes: FastDeploy with logprobs sends 133,136 (802,840 with MTP) "
+                           f"and hangs; raise it to {RECOMMENDED_MSGMAX}", "fastdeploy-logprobs-hang"))
+    shm = report.get("shm_bytes")
+    if report.get("in_container") and shm is not None and shm <= 64 * 2**20:
+        out.append(Finding("warning", "host", f"/dev/shm is {shm // 2**20} MiB inside a container (Docker's default): multi-GPU NCCL "
+                           "needs the host's IPC namespace (--ipc=host)", "vllm-nccl-error-multi-gpu"))
+    torch = report.get("torch") or {}
+    if torch.get("installed") and not torch.get("cuda"):
+        out.append(Finding("critical", "host", f"torch {torch.get('version')} is a CPU-only build: vLLM fails with "
+                           "'Torch not compiled with CUDA enabled'", "vllm-torch-not-compiled-with-cuda"))
+    hf = report.get("hf_cache") or {}
+    if hf and not hf.get("writable"):
+        out.append(Finding("warning", "host", f"the Hugging Face cache {hf.get('path')} is not writable: model downloads stall",
+                           "vllm-model-loading-stuck"))
+    env = report.get("env") or {}
+    for key in ("NCCL_P2P_DISABLE", "NCCL_IB_DISABLE"):
+        if env.get(key) == "1":
+            out.append(Finding("info", "host", f"{key}=1 is set (a diagnostic setting; it slows multi-GPU communication)",
+                               "vllm-nccl-error-multi-gpu"))
+    out.append(Finding("ok", "host", f"kernel.msgmax={msgmax}, msgmnb={report.get('msgmnb')}, /dev/shm="
+                       f"{(shm or 0) / GIB:.1f} GiB, container={'yes' if report.get('in_container') else 'no'}"))
+    return out
+
+
+def _serving_findings(report: dict) -> list[Finding]:
+    out = [Finding(f["severity"], "serving", f["message"], f.get("article")) for f in report.get("findings", [])]
+    if report.get("healthy"):
+        usage = report.get("kv_cache_usage")
+        out.append(Finding("ok", "serving", f"{report['base_url']} healthy; models {', '.join(report.get('models') or ['?'])}; "
+                           f"running {report.get('running')}, waiting {report.get('waiting')}, KV cache "
+                           f"{'?' if usage is None else f'{usage:.0%}'}"))
+    return out
+
+
+def _log_findings(report: dict) -> list[Finding]:
+    out = [Finding(f["severity"], "log", f"{f['signature']} × {f['count']} (first at line {f['first_line']}): {f['example'][:120]}", f["article"])
+           for f in report.get("findings", [])]
+    out += [Finding("info", "log", c["en"]) for c in report.get("computed", [])]
+    return out
+
+
+def run_doctor(settings: Settings, serving_url: str | None = None, log_path: str | None = None) -> list[Finding]:
+    from .tools import call_tool
+    from .tools.logs import kb_signatures  # noqa: F401  (warms the signature table)
+
+    findings: list[Finding] = []
+    steps = [("gpu", "gpu_status", {}, _gpu_findings), ("host", "host_status", {}, _host_findings)]
+    if serving_url:
+        steps.append(("serving", "serving_status", {"base_url": serving_url}, _serving_findings))
+    if log_path:
+        steps.append(("log", "diagnose_log", {"path": log_path}, _log_findings))
+    for source, name, args, interpret in steps:
+        call = call_tool(name, args, timeout=settings.tool_timeout)
+        if call.error:
+            findings.append(Finding("warning", source, f"{name} failed: {call.error}"))
+        else:
+            findings.extend(interpret(call.result))
+    titles = _titles(settings)
+    for f in findings:
+        if f.article:
+            f.title = titles.get(f.article, f.article)
+    return sorted(findings, key=lambda f: ORDER[f.severity])
+
+
+def _titles(settings: Settings) -> dict[str, str]:
+    from ingest.documents import find_files, parse_document
+
+    out: dict[str, str] = {}
+    for path in find_files(settings.kb_dir):
+        doc = parse_document(path, settings.kb_dir, path.read_bytes())
+        if doc.lang == "en" or doc.id not in out:
+            out[doc.id] = doc.title
+    return out
+
+
+def needs_attention(findings: list[Finding]) -> bool:
+    return any(f.severity in ("critical", "warning") for f in findings)

@@ -1,0 +1,283 @@
+"""Grounded answers from an OpenAI-compatible chat endpoint, with tool calls.
+
+The endpoint may be the very vLLM that is failing, so every call has a connect and a total
+time limit, and any failure (down, slow, HTTP 500, garbage) raises `LLMError`; the caller
+then answers from the KB with a one-line note. Small models handle tools badly (loops,
+echoes, malformed arguments), so the tool loop is bounded, arguments are validated against
+the schema with the error fed back, identical repeated calls are refused, and the assistant
+message beside tool calls carries "" rather than null (some servers reject null).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .config import Settings
+from .errors import AssistantError
+from .lang import detect_lang
+
+PROMPTS = {
+    "en": (
+        "You are an on-call assistant for LLM inference servers (vLLM, FastDeploy). Answer the engineer's question "
+        "using ONLY the numbered passages from the troubleshooting knowledge base and the results of tools you call. "
+        "Answer in English. Cite passages as [1], [2] right after the sentences they support. Give the likely cause, "
+        "then the fix with flags, environment variables and commands copied exactly, then what to check next. "
+        "Use the tools for live facts (GPUs, host limits, a serving endpoint, a log) and for any arithmetic. "
+        "If the passages and tools do not cover the question, say so plainly instead of guessing."
+    ),
+    "zh": (
+        "你是大模型推理服务（vLLM、FastDeploy）的值班助手。只能依据下面编号的知识库段落和你调用的工具结果回答工程师的问题。"
+        "用中文回答。在句子后用 [1]、[2] 标注所依据的段落。先说最可能的原因，再给出解决办法（参数、环境变量、命令照原样写出），"
+        "最后说明接下来要检查什么。需要实时信息（GPU、主机限制、服务端点、日志）或计算时调用工具。"
+        "如果段落和工具都不足以回答，直接说明，不要猜。"
+    ),
+}
+NO_COVER = {"en": "(The passages above are the closest the KB has; they may not answer the question.)",
+            "zh": "（以上是知识库中最接近的段落，未必能回答这个问题。）"}
+
+
+class LLMError(AssistantError):
+    """The LLM could not give a usable answer; the message says why in one line.
+
+    `tool_calls` keeps the calls made before the failure: their results are still facts.
+    """
+
+    tool_calls: list = []
+
+
+@dataclass
+class LLMResult:
+    text: str
+    model: str
+    citations: list  # the passages cited, in the order of their [n] in text
+    tool_calls: list = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _client(settings: Settings):
+    import openai
+
+    return openai.OpenAI(
+        base_url=settings.llm_base_url.rstrip("/"),
+        api_key=settings.llm_api_key or "not-needed",
+        timeout=openai.Timeout(settings.llm_timeout, connect=settings.llm_connect_timeout),
+        max_retries=0,
+    )
+
+
+def _explain(exc: Exception, base_url: str) -> str:
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        return f"the LLM at {base_url} did not answer in time"
+    if isinstance(exc, openai.APIConnectionError):
+        return f"the LLM at {base_url} is unreachable"
+    if isinstance(exc, openai.APIStatusError):
+        return f"the LLM at {base_url} returned HTTP {exc.status_code}"
+    return f"the LLM at {base_url} failed ({type(exc).__name__}: {str(exc)[:120]})"
+
+
+def resolve_model(client, settings: Settings) -> str:
+    if settings.llm_model:
+        return settings.llm_model
+    models = client.models.list()
+    first = next(iter(models), None)
+    if first is None:
+        raise LLMError(f"the LLM at {settings.llm_base_url} serves no model", "set ASSISTANT_LLM_MODEL")
+    return first.id
+
+
+def passages_for(kb, retrieval, lang: str, limit: int) -> list:
+    """The evidence the model sees: key sections of the top articles, in the asker's language."""
+    out = []
+    order = ("causes", "fixes", "checks", "signatures", "symptoms", "other")
+    for art in retrieval.articles[:3]:
+        langs = kb.article_langs(art.doc_id)
+        chunks = kb.article_chunks(art.doc_id, lang if lang in langs else (langs[0] if langs else lang))
+        ranked = sorted((c for c in chunks if c.kind != "question"), key=lambda c: order.index(c.kind) if c.kind in order else 9)
+        take = 3 if not out else 2
+        out.extend(ranked[:take])
+    return out[:limit]
+
+
+def build_messages(question: str, passages: list, lang: str, grounded: bool, context: str = "") -> list[dict]:
+    numbered = "\n\n".join(f"[{i}] {c.title}\n{c.text}" for i, c in enumerate(passages, 1))
+    user = f"Passages:\n\n{numbered}\n\n"
+    if not grounded:
+        user += NO_COVER[lang] + "\n\n"
+    if context:
+        user += f"{context}\n\n"
+    user += f"Question: {question}"
+    return [{"role": "system", "content": PROMPTS.get(lang, PROMPTS["en"])}, {"role": "user", "content": user}]
+
+
+_REF = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+
+
+def fix_citations(text: str, passages: list) -> tuple[str, list]:
+    """Renumber [n] by first use, drop numbers that match no passage, and return the cited
+    passages in that order, so the JSON citations always agree with the text."""
+    mapping: dict[int, int] = {}
+    for m in _REF.finditer(text):
+        for n in (int(x) for x in m.group(1).split(",")):
+            if 1 <= n <= len(passages) and n not in mapping:
+                mapping[n] = len(mapping) + 1
+
+    def repl(m: re.Match) -> str:
+        kept = [f"[{mapping[int(x)]}]" for x in m.group(1).split(",") if int(x) in mapping]
+        return "".join(dict.fromkeys(kept))
+
+    fixed = re.sub(r" +([.,;。，；])", r"\1", _REF.sub(repl, text))
+    return fixed.strip(), [passages[n - 1] for n in mapping]
+
+
+def looks_like_garbage(text: str, prompt: str) -> str | None:
+    """Why an answer is unusable, or None. Catches what small models were seen to do."""
+    stripped = text.strip()
+    if len(stripped) < 8:
+        return "the LLM returned an empty answer"
+    if sum(ch == "\ufffd" or (ord(ch) < 32 and ch not in "\n\t\r") for ch in stripped) > 0.02 * len(stripped):
+        return "the LLM returned unreadable text"
+    words = stripped.split()
+    if len(words) >= 40 and len(set(words)) / len(words) < 0.2:
+        return "the LLM answer repeats itself"
+    if len(stripped) >= 200 and stripped[:200] in prompt:
+        return "the LLM echoed its prompt"
+    return None
+
+
+@dataclass
+class _Turn:
+    content: str
+    tool_calls: list[dict]  # {"id", "name", "arguments"}
+
+
+def _complete(client, model: str, messages: list, tools: list | None, on_token: Callable[[str], None] | None) -> _Turn:
+    kwargs: dict = {"model": model, "messages": messages, "temperature": 0.1}
+    if tools:
+        kwargs["tools"] = tools
+    if on_token is None:
+        resp = client.chat.completions.create(**kwargs)
+        if not resp.choices:
+            raise LLMError("the LLM returned no choices")
+        msg = resp.choices[0].message
+        calls = [{"id": tc.id or f"call_{i}", "name": tc.function.name, "arguments": tc.function.arguments or ""}
+                 for i, tc in enumerate(msg.tool_calls or []) if getattr(tc, "function", None)]
+        return _Turn(msg.content or "", calls)
+    parts: list[str] = []
+    calls: dict[int, dict] = {}
+    for chunk in client.chat.completions.create(stream=True, **kwargs):
+        if not chunk.choices:
+            continue
+        delta = chunk.choices[0].delta
+        if delta is None:
+            continue
+        if delta.content:
+            parts.append(delta.content)
+            on_token(delta.content)
+        for tc in delta.tool_calls or []:
+            slot = calls.setdefault(tc.index or 0, {"id": "", "name": "", "arguments": ""})
+            if tc.id:
+                slot["id"] = tc.id
+            if tc.function is not None:
+                slot["name"] += tc.function.name or ""
+                slot["arguments"] += tc.function.arguments or ""
+    ordered = [dict(v, id=v["id"] or f"call_{k}") for k, v in sorted(calls.items()) if v["name"]]
+    return _Turn("".join(parts), ordered)
+
+
+def llm_answer(
+    question: str,
+    retrieval,
+    kb,
+    settings: Settings,
+    lang: str,
+    *,
+    use_tools: bool = True,
+    context: str = "",
+    on_token: Callable[[str], None] | None = None,
+    on_tool: Callable[[str], None] | None = None,
+) -> LLMResult:
+    """Ask the LLM; raise LLMError with a one-line reason when no usable answer comes back."""
+    from .tools import ToolCall, call_tool, registry
+
+    try:
+        import openai
+    except ImportError as exc:  # a broken install, not a user error
+        raise LLMError("the openai package is missing", "pip install openai") from exc
+    base = settings.llm_base_url
+    deadline = time.monotonic() + settings.llm_timeout
+    passages = passages_for(kb, retrieval, lang, settings.llm_passages)
+    messages = build_messages(question, passages, lang, retrieval.grounded, context)
+    tools = [t.openai_schema() for t in registry().values()] if use_tools else None
+    records: list[ToolCall] = []
+    seen: dict[str, object] = {}
+    notes: list[str] = []
+    try:
+        client = _client(settings)
+        model = resolve_model(client, settings)
+        turn = None
+        for step in range(settings.llm_max_tool_steps + 1):
+            if time.monotonic() > deadline:
+                raise LLMError(f"the LLM at {base} did not finish within {settings.llm_timeout:.0f} s")
+            offer = tools if (tools and step < settings.llm_max_tool_steps) else None
+            turn = _complete(client, model, messages, offer, on_token)
+            if not turn.tool_calls:
+                break
+            if offer is None:  # tools were not offered but the model called one anyway
+                notes.append("the LLM kept calling tools after the step limit; its last text is used")
+                break
+            messages.append({"role": "assistant", "content": turn.content or "",
+                             "tool_calls": [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"] or "{}"}} for c in turn.tool_calls]})
+            for c in turn.tool_calls:
+                key = f"{c['name']}:{_canonical(c['arguments'])}"
+                if key in seen:
+                    payload = {"error": "this exact call was already made; use its result instead of calling again", "earlier_result": seen[key]}
+                    notes.append(f"refused a repeated call to {c['name']}")
+                else:
+                    remaining = max(1.0, min(settings.tool_timeout, deadline - time.monotonic()))
+                    record = call_tool(c["name"], c["arguments"], timeout=remaining)
+                    records.append(record)
+                    payload = {"error": record.error} if record.error else {"result": record.result}
+                    seen[key] = payload
+                    if on_tool:
+                        on_tool(f"→ {record.name}({json.dumps(record.arguments, ensure_ascii=False)[:120]}) "
+                                f"{'error: ' + record.error if record.error else 'ok'} ({record.ms:.0f} ms)")
+                messages.append({"role": "tool", "tool_call_id": c["id"], "content": json.dumps(payload, ensure_ascii=False, default=str)[:12000]})
+    except LLMError as exc:
+        exc.tool_calls = [r.to_dict() for r in records]
+        raise
+    except openai.OpenAIError as exc:
+        raise _failed(_explain(exc, base), records) from exc
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:  # malformed responses
+        raise _failed(f"the LLM at {base} sent a malformed response ({type(exc).__name__})", records) from exc
+    text = turn.content if turn else ""
+    prompt_text = "\n".join(str(m.get("content", "")) for m in messages)
+    why = looks_like_garbage(text, prompt_text)
+    if why:
+        raise _failed(why, records)
+    fixed, cited = fix_citations(text, passages)
+    if not cited and passages:
+        label = "来源" if lang == "zh" else "Sources"
+        fixed += f"\n\n{label}: " + ", ".join(f"[{i}] {c.title}" for i, c in enumerate(passages, 1))
+        cited = list(passages)
+    if detect_lang(fixed) != lang:
+        notes.append(f"the LLM answered in {detect_lang(fixed)} although the question is in {lang}")
+    return LLMResult(fixed, model, cited, [r.to_dict() for r in records], notes)
+
+
+def _failed(message: str, records: list) -> LLMError:
+    error = LLMError(message)
+    error.tool_calls = [r.to_dict() for r in records]
+    return error
+
+
+def _canonical(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments or "{}"), sort_keys=True)
+    except ValueError:
+        return arguments.strip()

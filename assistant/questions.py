@@ -1,0 +1,86 @@
+"""Checking a question, and starting its embedding early.
+
+Both run before the heavy modules are imported: `ask` validates the question and starts
+embedding it in a thread (the model runs in C without the GIL) and only then imports
+retrieval and loads the index, so a cold start pays for the two side by side.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from .errors import BadQuestion
+
+
+def query_text(question: str) -> str:
+    """What the dense model embeds: e5 reads 512 tokens, a long pasted log is cut."""
+    return question[:2000]
+
+
+def validate_question(question: str, max_bytes: int = 8192) -> str:
+    """Reject what cannot be a question, with a message a person can act on."""
+    if not isinstance(question, str):
+        raise BadQuestion("the question must be text")
+    text = question.strip()
+    if not text:
+        raise BadQuestion("the question is empty", 'ask something, e.g. ask "why are requests stuck?"')
+    size = len(text.encode("utf-8", errors="replace"))
+    if size > max_bytes:
+        raise BadQuestion(
+            f"the question is {size} bytes; the limit is {max_bytes}",
+            "paste only the relevant log lines, or use --log FILE",
+        )
+    control = sum(1 for ch in text if (ord(ch) < 32 and ch not in "\n\r\t") or ch == "\ufffd")
+    if "\x00" in text or control > max(2, 0.05 * len(text)):
+        raise BadQuestion("the input looks like binary data, not a question", "paste text, not a binary file")
+    return text
+
+
+class Background:
+    """Run one call in a thread and hand back its result or exception."""
+
+    def __init__(self, fn, *args) -> None:
+        import threading
+
+        self._value = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn, *args), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn, *args) -> None:
+        started = time.perf_counter()
+        try:
+            self._value = fn(*args)
+        except BaseException as exc:  # re-raised in the caller's thread
+            self._error = exc
+        self.elapsed_ms = (time.perf_counter() - started) * 1000
+
+    def result(self):
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+@dataclass
+class EarlyEmbedding:
+    """An embedding of `text` already under way."""
+
+    text: str
+    pending: Background
+
+    @classmethod
+    def start(cls, settings, text: str) -> "EarlyEmbedding":
+        from ingest.embedders import get_embedder
+
+        def embed():
+            embedder = get_embedder(settings.embedder, threads=settings.embed_threads,
+                                    base_url=settings.embed_base_url, api_key=settings.embed_api_key)
+            return embedder.embed_queries([text])
+
+        return cls(text, Background(embed))
+
+    def for_text(self, text: str) -> Background | None:
+        """The pending result if it was started for this exact text (a log changes the query)."""
+        return self.pending if text == self.text else None

@@ -1,0 +1,143 @@
+"""Log diagnosis: find the KB's log signatures in a pasted log or a log file, and the
+numbers worth computing with (`num_blocks_global: 17131`, `GPU KV cache size: N tokens`).
+
+Signatures come from the KB articles' front matter, so a runbook a user adds with a
+`signatures:` list is recognised here too.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from . import tool
+
+SEVERITY = {"critical": 0, "warning": 1, "info": 2}
+# Signatures that decide an incident on their own; others are supporting evidence.
+CRITICAL = {"CUDA out of memory", "NCCL error", "Torch not compiled with CUDA enabled", "free_list_len: 0",
+            "Waiting for free blocks in KV cache", "OutOfMemoryError"}
+# Signatures that carry a number to read, not a problem.
+INFORMATIONAL = {"num_blocks_global"}
+
+NUMBERS = {
+    "num_blocks_global": re.compile(r"num_blocks_global\s*[:=]\s*(\d+)"),
+    "block_size": re.compile(r"block_size\s*[:=]\s*(\d+)"),
+    "kv_cache_tokens": re.compile(r"GPU KV cache size:\s*([\d,]+)\s*tokens"),
+    "max_concurrency": re.compile(r"Maximum concurrency for ([\d,]+) tokens per request:\s*([\d.]+)x"),
+    "total_block_num": re.compile(r"total_block_num\s*[:=]\s*(\d+)"),
+    "prefill_kvcache_block_num": re.compile(r"prefill_kvcache_block_num\s*[:=]\s*(\d+)"),
+}
+
+
+@dataclass
+class LogFinding:
+    signature: str
+    article: str
+    severity: str
+    count: int
+    first_line: int
+    example: str
+
+
+@dataclass
+class LogDiagnosis:
+    lines: int
+    findings: list[LogFinding] = field(default_factory=list)
+    numbers: dict[str, float] = field(default_factory=dict)
+    computed: list[dict[str, str]] = field(default_factory=list)  # {"en": …, "zh": …}
+
+
+@lru_cache(maxsize=4)
+def kb_signatures(kb_dir: str) -> tuple[tuple[str, str], ...]:
+    """(signature, article id) pairs from the front matter of every KB file."""
+    from ingest.documents import find_files, parse_document
+
+    root = Path(kb_dir)
+    pairs: dict[str, str] = {}
+    for path in find_files(root):
+        try:
+            doc = parse_document(path, root, path.read_bytes())
+        except OSError:
+            continue
+        for sig in doc.signatures:
+            pairs.setdefault(sig, doc.id)
+    # Longest first, so "RuntimeError: NCCL error in:" is preferred over "NCCL error".
+    return tuple(sorted(pairs.items(), key=lambda kv: -len(kv[0])))
+
+
+def _norm(text: str) -> str:
+    import unicodedata
+
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).lower()
+
+
+def diagnose_text(text: str, kb_dir: str) -> LogDiagnosis:
+    lines = text.splitlines()
+    report = LogDiagnosis(len(lines))
+    sigs = [(s, a, _norm(s)) for s, a in kb_signatures(kb_dir)]
+    found: dict[str, LogFinding] = {}
+    for n, line in enumerate(lines, 1):
+        low = _norm(line)
+        matched_articles: set[str] = set()
+        for sig, article, nsig in sigs:
+            if nsig in low and article not in matched_articles:
+                matched_articles.add(article)
+                key = f"{article}|{sig}"
+                if key in found:
+                    found[key].count += 1
+                else:
+                    if sig in INFORMATIONAL:
+                        severity = "info"
+                    elif any(c.lower() in nsig for c in CRITICAL):
+                        severity = "critical"
+                    else:
+                        severity = "warning"
+                    found[key] = LogFinding(sig, article, severity, 1, n, line.strip()[:300])
+        for name, pattern in NUMBERS.items():
+            m = pattern.search(line)
+            if m:
+                report.numbers[name] = float(m.group(1).replace(",", ""))
+                if name == "max_concurrency":
+                    report.numbers["max_concurrency_x"] = float(m.group(2))
+    report.findings = sorted(found.values(), key=lambda f: (SEVERITY[f.severity], f.first_line))
+    blocks = report.numbers.get("num_blocks_global")
+    if blocks:
+        bs = int(report.numbers.get("block_size", 64))
+        total = int(blocks) * bs
+        report.computed.append({
+            "en": f"num_blocks_global {int(blocks)} × block_size {bs} = {total:,} tokens of KV cache "
+                  f"(divide by the average prompt + output tokens per request for the real concurrency)",
+            "zh": f"num_blocks_global {int(blocks)} × block_size {bs} = {total:,} 个 token 的 KV Cache（除以每个请求平均的输入 + 输出 token 数，就是实际并发）",
+        })
+    if "kv_cache_tokens" in report.numbers and "max_concurrency" in report.numbers:
+        n, x, per = report.numbers["kv_cache_tokens"], report.numbers["max_concurrency_x"], report.numbers["max_concurrency"]
+        report.computed.append({
+            "en": f"GPU KV cache size {n:,.0f} tokens holds {x}x requests of {per:,.0f} tokens at once",
+            "zh": f"KV Cache 共 {n:,.0f} 个 token，可同时容纳 {x} 个 {per:,.0f} token 的请求",
+        })
+    return report
+
+
+@tool
+def diagnose_log(text: str | None = None, path: str | None = None, _kb_dir: str | None = None) -> LogDiagnosis:
+    """Scan a server log for known failure signatures (CUDA out of memory, NCCL error, free_list_len: 0, Waiting for free blocks in KV cache, …) and for numbers such as num_blocks_global; each finding names the KB article that explains it.
+
+    Args:
+        text: the log text itself (pasted lines).
+        path: a log file to read instead (its last 2 MB).
+    """
+    if not text and not path:
+        raise ValueError("give the log text or a path")
+    if path:
+        file = Path(path).expanduser()
+        with file.open("rb") as fh:
+            size = file.stat().st_size
+            fh.seek(max(0, size - 2_000_000))
+            text = fh.read().decode("utf-8", errors="replace")
+    if _kb_dir is None:
+        from assistant.config import bundled_kb_dir
+
+        _kb_dir = str(bundled_kb_dir())
+    return diagnose_text(text or "", _kb_dir)

@@ -1,0 +1,129 @@
+"""Probe a running vLLM or FastDeploy server: /health, /v1/models and Prometheus /metrics.
+
+Metric names differ between servers and versions (vLLM's `vllm:gpu_cache_usage_perc`
+became `vllm:kv_cache_usage_perc`), so metrics are matched by suffix and summed over
+their labels.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+
+from . import tool
+
+# suffix → field; first match wins
+_METRICS = {
+    "num_requests_running": "running",
+    "num_requests_waiting": "waiting",
+    "kv_cache_usage_perc": "kv_cache_usage",
+    "gpu_cache_usage_perc": "kv_cache_usage",
+    "num_preemptions_total": "preemptions",
+    "num_preemptions": "preemptions",
+}
+_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+([-+0-9.eEInfa]+)")
+
+
+@dataclass
+class ServingReport:
+    base_url: str
+    healthy: bool | None
+    health_error: str | None = None
+    models: list[str] = field(default_factory=list)
+    running: float | None = None
+    waiting: float | None = None
+    kv_cache_usage: float | None = None  # 0..1
+    preemptions: float | None = None
+    metrics_error: str | None = None
+    findings: list[dict] = field(default_factory=list)  # {"severity", "message", "article"}
+
+
+def _get(url: str, timeout: float) -> tuple[int, str]:
+    req = urllib.request.Request(url, headers={"Accept": "application/json, text/plain"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status, resp.read(2_000_000).decode("utf-8", errors="replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, ""
+
+
+def parse_metrics(text: str) -> dict[str, float]:
+    """Sum each known metric over its label sets."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = _LINE.match(line)
+        if not m:
+            continue
+        name = m.group(1).removesuffix("_total") if not m.group(1).endswith("preemptions_total") else m.group(1)
+        for suffix, key in _METRICS.items():
+            if name.endswith(suffix):
+                try:
+                    value = float(m.group(3))
+                except ValueError:
+                    break
+                out[key] = out.get(key, 0.0) + value
+                break
+    return out
+
+
+def interpret(report: ServingReport) -> None:
+    """Turn numbers into findings tied to the KB article that explains them."""
+    if report.healthy is False:
+        report.findings.append({"severity": "critical", "message": f"health check failed: {report.health_error}", "article": "vllm-requests-hang"})
+    usage, waiting = report.kv_cache_usage, report.waiting
+    if waiting and waiting > 0 and usage is not None and usage >= 0.99:
+        report.findings.append({"severity": "critical", "message": f"{waiting:.0f} requests waiting with the KV cache {usage:.0%} full: requests queue for free blocks",
+                                "article": "vllm-requests-hang"})
+    elif usage is not None and usage >= 0.9:
+        report.findings.append({"severity": "warning", "message": f"KV cache {usage:.0%} full", "article": "vllm-requests-hang"})
+    if report.preemptions and report.preemptions > 0:
+        report.findings.append({"severity": "warning", "message": f"{report.preemptions:.0f} preemptions so far: the KV cache ran out and sequences were recomputed",
+                                "article": "vllm-cuda-oom"})
+    if waiting and waiting > 0 and (usage is None or usage < 0.99):
+        report.findings.append({"severity": "info", "message": f"{waiting:.0f} requests waiting while the KV cache has room: the batch ceiling (max-num-seqs) may be the limit",
+                                "article": "vllm-requests-hang"})
+
+
+@tool
+def serving_status(base_url: str, timeout_s: float = 3.0) -> ServingReport:
+    """Health, served models, running/waiting requests, KV-cache usage and preemptions of a vLLM or FastDeploy server, interpreted against the KB.
+
+    Args:
+        base_url: the server's address, e.g. http://127.0.0.1:8000 (a trailing /v1 is fine).
+        timeout_s: seconds to wait for each endpoint.
+    """
+    base = base_url.rstrip("/").removesuffix("/v1")
+    if not re.match(r"^https?://", base):
+        raise ValueError("base_url must start with http:// or https://")
+    report = ServingReport(base, None)
+    try:
+        status, _ = _get(f"{base}/health", timeout_s)
+        report.healthy = status == 200
+        if status != 200:
+            report.health_error = f"HTTP {status}"
+    except (urllib.error.URLError, OSError, TimeoutError) as exc:
+        report.healthy, report.health_error = False, f"unreachable: {getattr(exc, 'reason', exc)}"
+        interpret(report)
+        return report
+    try:
+        status, body = _get(f"{base}/v1/models", timeout_s)
+        if status == 200:
+            report.models = [m.get("id", "?") for m in json.loads(body).get("data", [])]
+    except (urllib.error.URLError, OSError, TimeoutError, ValueError, AttributeError):
+        pass
+    try:
+        status, body = _get(f"{base}/metrics", timeout_s)
+        if status == 200:
+            for key, value in parse_metrics(body).items():
+                setattr(report, key, value)
+        else:
+            report.metrics_error = f"HTTP {status}"
+    except (urllib.error.URLError, OSError, TimeoutError) as exc:
+        report.metrics_error = str(getattr(exc, "reason", exc))
+    interpret(report)
+    return report

@@ -1,0 +1,208 @@
+"""The LLM path end to end: real `openai` client, real HTTP, a scripted server on loopback."""
+
+import json
+import os
+import time
+from dataclasses import replace
+
+import pytest
+
+from assistant.answer import answer_question
+from assistant.config import load_settings
+from assistant.llm import fix_citations, looks_like_garbage
+
+from .conftest import parse_json, run_cli
+from .fake_llm import ScriptedLLM
+
+LOGPROBS_Q = "requests hang after I enabled logprobs"
+
+
+def _settings(base, llm_url, **kw):
+    return replace(base, llm_base_url=llm_url, llm_model=kw.pop("model", ""), llm_timeout=kw.pop("timeout", 10.0),
+                   llm_connect_timeout=1.0, **kw)
+
+
+def test_grounded_answer_with_renumbered_citations(bundled_settings, bundled_kb):
+    with ScriptedLLM([{"content": "Raise kernel.msgmax with sysctl -w kernel.msgmax=1048576 [2]. Ignore [9]."}]) as llm:
+        answer = answer_question(LOGPROBS_Q, _settings(bundled_settings, llm.url), kb=bundled_kb)
+        prompt = llm.requests[0]["messages"]
+    assert answer.backend == "llm:scripted-model" and answer.grounded and answer.notes == []
+    assert "[1]" in answer.answer and "[2]" not in answer.answer and "[9]" not in answer.answer
+    assert len(answer.citations) == 1 and answer.citations[0].id == "fastdeploy-logprobs-hang"
+    assert prompt[0]["role"] == "system" and "Answer in English" in prompt[0]["content"]
+    assert "[1] FastDeploy: requests get stuck after enabling logprobs" in prompt[1]["content"]
+    assert llm.models_requests == 1  # the model name came from /v1/models
+
+
+def test_chinese_question_gets_a_chinese_prompt_and_passages(bundled_settings, bundled_kb):
+    with ScriptedLLM([{"content": "调大 kernel.msgmax：sysctl -w kernel.msgmax=1048576 [1]。"}]) as llm:
+        answer = answer_question("开了 logprobs 以后请求卡住", _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb)
+        prompt = llm.requests[0]["messages"]
+    assert answer.lang == "zh" and answer.backend == "llm:m"
+    assert "用中文回答" in prompt[0]["content"] and "开启 logprobs 后推理请求卡住" in prompt[1]["content"]
+    assert llm.models_requests == 0
+
+
+def test_tool_call_result_is_fed_back_and_recorded(bundled_settings, bundled_kb):
+    script = [
+        {"tool_calls": [{"name": "kv_concurrency", "arguments": json.dumps({"num_blocks": 17131, "avg_tokens_per_request": 20000})}]},
+        {"content": "About 54 requests of 20K tokens fit at once [1]."},
+    ]
+    with ScriptedLLM(script) as llm:
+        answer = answer_question("how many concurrent 20K-token requests fit in FastDeploy's KV cache", _settings(bundled_settings, llm.url), kb=bundled_kb)
+        second = llm.requests[1]["messages"]
+        offered = {t["function"]["name"] for t in llm.requests[0]["tools"]}
+    assert {"kv_concurrency", "gpu_status", "host_status", "serving_status", "diagnose_log", "logprobs_message_size"} <= offered
+    call = next(c for c in answer.tool_calls if c["name"] == "kv_concurrency")
+    assert call["result"]["concurrent_requests"] == 54 and call["error"] is None
+    assistant_msg = next(m for m in second if m["role"] == "assistant")
+    assert assistant_msg["content"] == "" and assistant_msg["tool_calls"][0]["function"]["name"] == "kv_concurrency"
+    tool_msg = next(m for m in second if m["role"] == "tool")
+    assert json.loads(tool_msg["content"])["result"]["total_tokens"] == 1096384
+
+
+def test_malformed_and_invalid_tool_arguments_are_explained_to_the_model(bundled_settings, bundled_kb):
+    script = [
+        {"tool_calls": [{"name": "kv_concurrency", "arguments": "{not json"}]},
+        {"tool_calls": [{"name": "kv_concurrency", "arguments": json.dumps({"num_blocks": "lots"})}]},
+        {"tool_calls": [{"name": "rm_rf", "arguments": "{}"}]},
+        {"content": "I could not compute it; the KB says the KV cache decides concurrency [1]."},
+    ]
+    with ScriptedLLM(script) as llm:
+        answer = answer_question("how many concurrent requests can FastDeploy handle", _settings(bundled_settings, llm.url), kb=bundled_kb)
+        fed_back = [json.loads(m["content"]) for m in llm.requests[-1]["messages"] if m["role"] == "tool"]
+    errors = [f["error"] for f in fed_back]
+    assert "not valid JSON" in errors[0]
+    assert "missing required argument 'avg_tokens_per_request'" in errors[1] and "expected integer" in errors[1]
+    assert "unknown tool 'rm_rf'" in errors[2]
+    assert answer.backend == "llm:scripted-model"
+
+
+def test_repeated_identical_calls_are_refused_and_the_loop_is_bounded(bundled_settings, bundled_kb):
+    loop = {"tool_calls": [{"name": "host_status", "arguments": "{}"}]}
+    with ScriptedLLM([loop]) as llm:  # the model calls the same tool for ever
+        answer = answer_question("ipcs -l shows max size of message 8192", _settings(bundled_settings, llm.url, llm_max_tool_steps=3), kb=bundled_kb)
+        n_requests = len(llm.requests)
+        last_tools = [json.loads(m["content"]) for m in llm.requests[-1]["messages"] if m["role"] == "tool"]
+    assert n_requests == 4  # 3 tool steps + 1 final request without tools
+    assert "tools" not in llm.requests[-1]
+    assert sum(c["name"] == "host_status" for c in answer.tool_calls) == 1
+    assert any("already made" in (t.get("error") or "") for t in last_tools)
+    # the model never produced text, so the user gets the KB answer and a note
+    assert answer.backend == "extractive" and any("empty answer" in n for n in answer.notes)
+
+
+@pytest.mark.parametrize(
+    "step,fragment",
+    [
+        ({"status": 500}, "returned HTTP 500"),
+        ({"hang": 5.0}, "did not answer in time"),
+        ({"raw": "<html>oops</html>"}, "LLM"),
+        ({"content": "token " * 100}, "repeats itself"),
+        ({"content": ""}, "empty answer"),
+    ],
+)
+def test_llm_failures_fall_back_to_the_kb_answer_with_a_note(bundled_settings, bundled_kb, step, fragment):
+    with ScriptedLLM([step]) as llm:
+        started = time.monotonic()
+        answer = answer_question(LOGPROBS_Q, _settings(bundled_settings, llm.url, model="m", timeout=1.5), kb=bundled_kb)
+        elapsed = time.monotonic() - started
+    assert answer.backend == "extractive" and answer.grounded
+    assert "kernel.msgmax=1048576" in answer.answer
+    assert any(fragment in n and "answered from the KB" in n for n in answer.notes), answer.notes
+    assert elapsed < 4.0
+
+
+def test_unreachable_llm_falls_back_quickly(bundled_settings, bundled_kb):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    answer = answer_question(LOGPROBS_Q, _settings(bundled_settings, f"http://127.0.0.1:{port}/v1", model="m"), kb=bundled_kb)
+    assert answer.backend == "extractive" and any("unreachable" in n for n in answer.notes)
+
+
+def test_out_of_scope_questions_are_not_sent_to_the_llm(bundled_settings, bundled_kb):
+    with ScriptedLLM([{"content": "Canberra."}]) as llm:
+        answer = answer_question("What is the capital of Australia?", _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb)
+        assert llm.requests == []
+    assert not answer.grounded and "Canberra" not in answer.answer
+
+
+def test_no_tools_means_no_tools_offered(bundled_settings, bundled_kb):
+    with ScriptedLLM([{"content": "Lower max-model-len [1]."}]) as llm:
+        answer_question("vLLM CUDA out of memory", _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb, use_tools=False)
+        assert "tools" not in llm.requests[0]
+
+
+def test_citation_repair_and_garbage_checks():
+    text, cited = fix_citations("A [3], B [1, 3], C [7].", ["p1", "p2", "p3"])
+    assert text == "A [1], B [2][1], C." and cited == ["p3", "p1"]
+    assert looks_like_garbage("ok", "") == "the LLM returned an empty answer"
+    from assistant.llm import PROMPTS
+
+    prompt = PROMPTS["en"] + "\n\nPassages: [1] vLLM: CUDA out of memory ..."
+    assert looks_like_garbage(prompt[:400], prompt) == "the LLM echoed its prompt"
+    assert looks_like_garbage("Set kernel.msgmax to 1048576 and restart the service [1].", prompt) is None
+
+
+def test_settings_fall_back_to_the_standard_openai_variables(tmp_path):
+    s = load_settings(tmp_path / "none.toml", environ={"OPENAI_BASE_URL": "http://x/v1", "OPENAI_API_KEY": "k"})
+    assert (s.llm_base_url, s.llm_api_key) == ("http://x/v1", "k")
+    s = load_settings(tmp_path / "none.toml", environ={"OPENAI_BASE_URL": "http://x/v1", "ASSISTANT_LLM_BASE_URL": "http://y/v1"})
+    assert s.llm_base_url == "http://y/v1"
+
+
+def test_cli_streams_tokens_and_json_stays_one_object(bundled_env):
+    answer = "Raise kernel.msgmax to 1048576 with sysctl [1]. In Docker use --privileged [1]."
+    script = [{"tool_calls": [{"name": "logprobs_message_size", "arguments": json.dumps({"mtp": True})}]}, {"content": answer}]
+    with ScriptedLLM(script * 2) as llm:
+        env = dict(bundled_env, ASSISTANT_LLM_BASE_URL=llm.url, ASSISTANT_LLM_MODEL="m")
+        proc = run_cli(["ask", LOGPROBS_Q], env)
+        out, err = proc.stdout.decode(), proc.stderr.decode()
+        assert proc.returncode == 0, err
+        assert answer in out and "Sources" in out and "answered by llm:m" in out
+        assert "→ logprobs_message_size" in err and "ok" in err
+        assert all(r.get("stream") for r in llm.requests)
+        data = parse_json(run_cli(["ask", "--json", LOGPROBS_Q], env))
+    assert data["backend"] == "llm:m" and data["answer"] == answer
+    assert data["tool_calls"][0]["result"]["bytes"] == 802840
+    assert len(data["citations"]) == 1
+
+
+def test_cli_no_llm_flag_skips_a_configured_llm(bundled_env):
+    with ScriptedLLM([{"content": "should not be used"}]) as llm:
+        env = dict(bundled_env, ASSISTANT_LLM_BASE_URL=llm.url)
+        data = parse_json(run_cli(["ask", "--json", "--no-llm", LOGPROBS_Q], env))
+        assert llm.requests == [] and data["backend"] == "extractive"
+
+
+def test_eval_with_llm_reports_llm_columns(bundled_env, tmp_path):
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("\n".join(json.dumps(c, ensure_ascii=False) for c in [
+        {"id": "en-1", "lang": "en", "kind": "d", "question": LOGPROBS_Q, "expect": [["kernel.msgmax"]], "grounded": True},
+        {"id": "zh-1", "lang": "zh", "kind": "d", "question": "开了 logprobs 以后请求卡住", "expect": [["kernel.msgmax"]], "grounded": True},
+        {"id": "oos", "lang": "en", "kind": "o", "question": "What is the capital of Australia?", "expect": [], "grounded": False},
+    ]) + "\n", encoding="utf-8")
+
+    def reply(body):
+        zh = "用中文回答" in body["messages"][0]["content"]
+        return {"content": "调大 kernel.msgmax 到 1048576 [1]。" if zh else "Raise kernel.msgmax to 1048576 [1]."}
+
+    with ScriptedLLM([reply]) as llm:
+        env = dict(bundled_env, ASSISTANT_LLM_BASE_URL=llm.url, ASSISTANT_LLM_MODEL="m")
+        proc = run_cli(["assistant", "eval", "--llm", "--mode", "hybrid", "--cases", str(cases), "--out", str(tmp_path)], env)
+    assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
+    llm_metrics = json.loads((tmp_path / "report.json").read_text())["modes"]["llm"]["all"]
+    assert llm_metrics["answer_fix"] == 1.0 and llm_metrics["citations_ok"] == 1.0 and llm_metrics["lang_ok"] == 1.0
+    assert llm_metrics["oos_refusal"] == 1.0 and llm_metrics["fallback"] == 0.0
+    assert "## LLM answers" in (tmp_path / "report.md").read_text()
+
+
+@pytest.mark.skipif(not os.environ.get("ASSISTANT_LLM_BASE_URL"), reason="live test: set ASSISTANT_LLM_BASE_URL to run it against a real endpoint")
+def test_live_endpoint_answers_a_grounded_question(bundled_settings, bundled_kb):
+    settings = replace(load_settings(), kb_dir=bundled_settings.kb_dir, cache_dir=bundled_settings.cache_dir)
+    answer = answer_question(LOGPROBS_Q, settings, kb=bundled_kb)
+    assert answer.grounded and answer.citations
+    assert answer.backend.startswith("llm:") or answer.notes  # either the model answered or we know why not

@@ -1,0 +1,300 @@
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from assistant.calculations import capacity_call, explain
+from assistant.tools import call_tool, registry, schema_for, tool
+from assistant.tools.capacity import (blocks_needed, fastdeploy_decode_budget, kv_bytes_per_token, kv_cache_capacity,
+                                      kv_concurrency, logprobs_message_size)
+from assistant.tools.gpu import gpu_status
+from assistant.tools.host import host_status
+from assistant.tools.logs import diagnose_log
+from assistant.tools.serving import parse_metrics, serving_status
+
+from .conftest import run_cli
+
+LLAMA_31_8B = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32,
+               "num_key_value_heads": 8, "torch_dtype": "bfloat16", "max_position_embeddings": 131072}
+
+
+# ---------------------------------------------------------------- capacity math
+
+def test_fastdeploy_faq_concurrency_example_with_corrected_division():
+    r = kv_concurrency(17131, 20000, block_size=64)
+    assert r.total_tokens == 1_096_384 and r.exact == pytest.approx(54.82, abs=0.01)
+    assert r.concurrent_requests == 54 and r.limited_by == "kv_cache"
+    assert "17131 × 64 = 1,096,384" in r.formula and "wait" in r.explanation["en"] and "排队" in r.explanation["zh"]
+
+
+def test_max_num_seqs_caps_concurrency_and_the_issue_example():
+    assert kv_concurrency(17131, 20000, 64, max_num_seqs=32).concurrent_requests == 32
+    assert kv_concurrency(17131, 20000, 64, max_num_seqs=32).limited_by == "max_num_seqs"
+    assert kv_concurrency(9000, 32000, block_size=128).concurrent_requests == 36  # 1,152,000 / 32,000
+    with pytest.raises(ValueError):
+        kv_concurrency(0, 100)
+
+
+def test_blocks_needed_rounds_partial_blocks_up():
+    r = blocks_needed(10, 1000, 64)
+    assert (r.blocks_per_session, r.total_blocks) == (16, 160)  # ceil(1000 / 64) = 16
+
+
+def test_llama_31_8b_needs_128_kib_per_token_in_bf16(tmp_path):
+    r = kv_bytes_per_token(json.dumps(LLAMA_31_8B))
+    assert r.bytes_per_token == 131072 and r.kib_per_token == 128.0 and not r.mla
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA_31_8B))
+    assert kv_bytes_per_token(str(tmp_path)).bytes_per_token == 131072  # a model folder works too
+    tp2 = kv_bytes_per_token(json.dumps(LLAMA_31_8B), tensor_parallel_size=2)
+    assert tp2.bytes_per_token_per_gpu == 65536
+    assert kv_bytes_per_token(num_layers=32, num_kv_heads=8, head_dim=128, dtype="fp8").bytes_per_token == 65536
+
+
+def test_mla_models_store_one_latent_without_the_factor_two():
+    deepseek = {"num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128, "hidden_size": 7168,
+                "kv_lora_rank": 512, "qk_rope_head_dim": 64, "torch_dtype": "bfloat16"}
+    r = kv_bytes_per_token(json.dumps(deepseek))
+    assert r.mla and r.bytes_per_token == 61 * (512 + 64) * 2
+
+
+def test_kv_cache_capacity_and_vllm_start_up_check():
+    # one 80 GiB GPU at 0.9, 16 GiB of weights, 128 KiB per token
+    r = kv_cache_capacity(80, 16, 131072, 0.9, max_model_len=8192)
+    assert r.kv_budget_gib == pytest.approx(56.0) and r.kv_tokens == 458752
+    assert r.fits_one_request and r.max_concurrency_at_max_model_len == pytest.approx(56.0)
+    too_long = kv_cache_capacity(24, 16, 131072, 0.9, max_model_len=131072)
+    # 24 × 0.9 − 16 = 5.6 GiB; 1 GiB holds 8192 tokens of 128 KiB; 5.6 × 8192 = 45,875
+    assert too_long.fits_one_request is False and too_long.largest_max_model_len == 45875
+    assert "refuses to start" in too_long.explanation["en"] and "--max-model-len" in too_long.explanation["en"]
+
+
+def test_fastdeploy_decode_budget():
+    r = fastdeploy_decode_budget(17131, 0.75, 64, avg_output_tokens=2000)
+    assert r.decode_tokens == int(17131 * 0.25 * 64) and r.max_num_seqs_supported == r.decode_tokens // 2000
+
+
+def test_logprobs_message_sizes_match_the_faq():
+    plain, mtp = logprobs_message_size(), logprobs_message_size(mtp=True)
+    assert (plain.bytes, mtp.bytes) == (133136, 802840)
+    assert not plain.fits and "kernel.msgmax=1048576" in plain.explanation["en"]
+    assert logprobs_message_size(mtp=True, msgmax=1048576).fits
+    assert logprobs_message_size(max_batch=1, top_logprobs=0).bytes < 8192
+
+
+@pytest.mark.parametrize("question,expected", [
+    ("num_blocks_global 9000, block_size 128, 32000 tokens per request, how many concurrent?", 36),
+    ("num_blocks_global: 9000，block_size 128，每个请求平均 3.2 万 token，能并发多少？", 36),
+    ("17131 个 block，每个请求平均 2 万 token，实际能并发多少", 54),
+    ("17131 blocks of 64 tokens with 20K-token requests, how many run concurrently", 54),
+])
+def test_capacity_questions_are_computed_without_an_llm(question, expected):
+    call = capacity_call(question)
+    assert call is not None and call.result["concurrent_requests"] == expected
+
+
+def test_questions_without_all_numbers_are_not_computed():
+    assert capacity_call("how many concurrent requests can FastDeploy handle") is None
+    assert capacity_call("num_blocks_global is 17131, what does it mean") is None
+
+
+def test_capacity_answer_in_both_languages(bundled_settings, bundled_kb):
+    from assistant.answer import answer_question
+
+    zh = answer_question("num_blocks_global: 9000，block_size 128，每个请求平均 3.2 万 token，能并发多少？", bundled_settings, kb=bundled_kb)
+    en = answer_question("num_blocks_global 9000, block_size 128, 32000 tokens per request, how many concurrent?", bundled_settings, kb=bundled_kb)
+    assert "计算结果" in zh.answer and "36" in zh.answer and "9000 × 128 = 1,152,000" in zh.answer
+    assert "Calculation" in en.answer and "about 36 requests" in en.answer
+    assert en.tool_calls[0]["name"] == "kv_concurrency" and en.grounded
+
+
+# ---------------------------------------------------------------- schemas and calls
+
+def test_schema_comes_from_signature_and_docstring():
+    schema = registry()["kv_concurrency"].parameters
+    assert schema["required"] == ["num_blocks", "avg_tokens_per_request"]
+    assert schema["properties"]["block_size"] == {"type": "integer", "description": "tokens per block (FastDeploy's default is 64, vLLM's 16).", "default": 64}
+    assert schema["additionalProperties"] is False
+    host = registry()["host_status"].parameters
+    assert host["properties"] == {}  # _root and friends are for tests, not for models
+    desc = registry()["logprobs_message_size"].description
+    assert "kernel.msgmax" in desc
+
+
+def test_every_tool_has_a_description_and_an_object_schema():
+    for t in registry().values():
+        assert t.description and t.parameters["type"] == "object"
+        assert t.openai_schema()["function"]["name"] == t.name
+
+
+def test_call_tool_never_raises():
+    assert "unknown tool" in call_tool("nope", {}).error
+    assert "not valid JSON" in call_tool("kv_concurrency", "{oops").error
+    assert "unknown argument 'blocks'" in call_tool("kv_concurrency", {"blocks": 1, "num_blocks": 1, "avg_tokens_per_request": 1}).error
+    assert "must be positive" in call_tool("kv_concurrency", {"num_blocks": -1, "avg_tokens_per_request": 5}).error
+    ok = call_tool("kv_concurrency", '{"num_blocks": 100, "avg_tokens_per_request": 640}')
+    assert ok.error is None and ok.result["concurrent_requests"] == 10
+
+
+def test_slow_tool_is_cut_off():
+    @tool
+    def _slow_probe_for_test(seconds: float = 5.0) -> str:
+        """Sleep."""
+        time.sleep(seconds)
+        return "done"
+
+    started = time.monotonic()
+    call = call_tool("_slow_probe_for_test", {}, timeout=0.2)
+    assert "did not finish within" in call.error and time.monotonic() - started < 1.0
+
+
+# ---------------------------------------------------------------- probes
+
+def test_gpu_probe_without_a_driver_is_a_structured_result():
+    report = gpu_status()
+    if report.available:  # on a GPU machine this test checks the other half
+        assert report.driver_version and report.gpus and report.gpus[0].memory_total_mib > 0
+    else:
+        assert "no NVIDIA driver found" in report.reason or "no GPU" in report.reason
+        assert report.gpus == [] and report.links == []
+
+
+def _fixture_root(tmp_path, msgmax=8192, shm="size=65536k", torch_cuda=None):
+    root = tmp_path / "root"
+    (root / "proc/sys/kernel").mkdir(parents=True)
+    for name, value in (("msgmax", msgmax), ("msgmnb", 16384), ("msgmni", 32000)):
+        (root / "proc/sys/kernel" / name).write_text(f"{value}\n")
+    (root / "proc/self").mkdir(parents=True)
+    (root / "proc/self/mounts").write_text(f"overlay / overlay rw 0 0\nshm /dev/shm tmpfs rw,nosuid,nodev,noexec,relatime,{shm} 0 0\n")
+    (root / ".dockerenv").write_text("")
+    site = tmp_path / "site"
+    (site / "torch").mkdir(parents=True)
+    cuda = repr(torch_cuda) if torch_cuda else "None"
+    (site / "torch/version.py").write_text(f"from typing import Optional\n__version__ = '2.9.1+cpu'\ncuda: Optional[str] = {cuda}\n")
+    return root, site
+
+
+def test_host_probe_reads_a_fixture_tree(tmp_path):
+    root, site = _fixture_root(tmp_path)
+    env = {"NCCL_P2P_DISABLE": "1", "CUDA_VISIBLE_DEVICES": "0,1", "HOME": "/home/u", "SECRET_TOKEN": "x"}
+    r = host_status(_root=str(root), _environ=env, _python_paths=[str(site)])
+    assert (r.msgmax, r.msgmnb, r.msgmni) == (8192, 16384, 32000)
+    assert r.shm_bytes == 64 * 2**20 and r.in_container and "/.dockerenv exists" in r.container_evidence
+    assert r.env == {"CUDA_VISIBLE_DEVICES": "0,1", "NCCL_P2P_DISABLE": "1"}  # nothing unrelated leaks
+    assert r.torch.installed and r.torch.version == "2.9.1+cpu" and r.torch.cuda is None
+    assert r.hf_cache.path.endswith("home/u/.cache/huggingface")
+
+
+def test_host_probe_recognises_a_cuda_torch(tmp_path):
+    root, site = _fixture_root(tmp_path, torch_cuda="12.8")
+    assert host_status(_root=str(root), _environ={}, _python_paths=[str(site)]).torch.cuda == "12.8"
+    assert not host_status(_root=str(root), _environ={}, _python_paths=[]).torch.installed
+
+
+METRICS = """# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 64.0
+vllm:num_requests_waiting{engine="0",model_name="m"} 17.0
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 1.0
+vllm:num_preemptions_total{engine="0",model_name="m"} 3.0
+vllm:prompt_tokens_total{engine="0",model_name="m"} 12345.0
+"""
+
+
+class _FakeVLLM:
+    def __init__(self, healthy=True):
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                body, status = {"/health": (b"", 200 if healthy else 503), "/v1/models": (json.dumps({"data": [{"id": "Qwen/Qwen3-8B"}]}).encode(), 200),
+                                "/metrics": (METRICS.encode(), 200)}.get(self.path, (b"", 404))
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_serving_probe_reads_metrics_and_points_at_the_hung_requests_article():
+    fake = _FakeVLLM()
+    try:
+        r = serving_status(fake.url + "/v1")
+    finally:
+        fake.close()
+    assert r.healthy and r.models == ["Qwen/Qwen3-8B"]
+    assert (r.running, r.waiting, r.kv_cache_usage, r.preemptions) == (64.0, 17.0, 1.0, 3.0)
+    critical = [f for f in r.findings if f["severity"] == "critical"]
+    assert critical and critical[0]["article"] == "vllm-requests-hang" and "17 requests waiting" in critical[0]["message"]
+
+
+def test_serving_probe_on_a_dead_or_sick_server():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dead = serving_status(f"http://127.0.0.1:{port}", timeout_s=1)
+    assert dead.healthy is False and "unreachable" in dead.health_error
+    sick = _FakeVLLM(healthy=False)
+    try:
+        assert serving_status(sick.url).health_error == "HTTP 503"
+    finally:
+        sick.close()
+    assert parse_metrics("vllm:gpu_cache_usage_perc 0.5\ngarbage line\n") == {"kv_cache_usage": 0.5}
+
+
+VLLM_LOG = """INFO 11-30 10:01:02 [gpu_model_runner.py:1811] Model loading took 14.99 GiB and 6.2 seconds
+INFO 11-30 10:01:09 [kv_cache_utils.py:868] GPU KV cache size: 158,816 tokens
+INFO 11-30 10:01:09 [kv_cache_utils.py:872] Maximum concurrency for 32,768 tokens per request: 4.85x
+ERROR 11-30 10:07:33 [core.py:700] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB
+ERROR 11-30 10:07:33 [core.py:700] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB.
+"""
+
+
+def test_log_diagnosis_on_a_vllm_log(tmp_path):
+    log = tmp_path / "vllm.log"
+    log.write_text(VLLM_LOG)
+    r = diagnose_log(path=str(log))
+    assert r.findings[0].article == "vllm-cuda-oom" and r.findings[0].severity == "critical" and r.findings[0].count == 2
+    assert r.findings[0].first_line == 4
+    assert r.numbers["kv_cache_tokens"] == 158816 and r.numbers["max_concurrency_x"] == 4.85
+    assert any("4.85x" in c["en"] for c in r.computed)
+
+
+def test_log_diagnosis_on_a_fastdeploy_worker_log():
+    text = "INFO num_blocks_global: 17131\nneed_block_len: 1， free_list_len: 0\nstep max_id: 2， max_num: 133， encoder block len: 24\n"
+    r = diagnose_log(text=text)
+    assert r.findings[0].signature == "free_list_len: 0" and r.findings[0].article == "fastdeploy-oom-while-serving"
+    assert r.numbers["num_blocks_global"] == 17131 and "1,096,384" in r.computed[0]["en"]
+
+
+def test_ask_with_a_log_file_names_the_article(bundled_env, tmp_path):
+    log = tmp_path / "vllm.log"
+    log.write_text(VLLM_LOG)
+    proc = run_cli(["ask", "--json", "--log", str(log), "what happened?"], bundled_env)
+    data = json.loads(proc.stdout)
+    assert data["grounded"] and data["citations"][0]["id"] == "vllm-cuda-oom"
+    assert data["tool_calls"][0]["name"] == "diagnose_log" and "Log findings" in data["answer"]
+
+
+def test_doctor_json_and_exit_code(bundled_env, tmp_path):
+    log = tmp_path / "worker.log"
+    log.write_text("need_block_len: 1， free_list_len: 0\n")
+    proc = run_cli(["assistant", "doctor", "--json", "--log", str(log)], bundled_env)
+    data = json.loads(proc.stdout)
+    assert proc.returncode == 1 and data["needs_attention"] is True
+    first = data["findings"][0]
+    assert first["severity"] == "critical" and first["article"] == "fastdeploy-oom-while-serving" and first["title"]
+    severities = [f["severity"] for f in data["findings"]]
+    order = {"critical": 0, "warning": 1, "info": 2, "ok": 3}
+    assert severities == sorted(severities, key=order.get)
