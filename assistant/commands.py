@@ -147,5 +147,68 @@ def bench(queries: int, runs: int, kb: str | None) -> None:
     _run(body)
 
 
+@assistant.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="Worker processes (each loads the index once).")
+@click.option("--kb", type=click.Path(file_okay=False), default=None)
+def serve(host: str, port: int, workers: int, kb: str | None) -> None:
+    """Serve the HTTP API, the chat page (/) and, when SLACK_* are set, Slack events (/slack/events)."""
+
+    def body() -> None:
+        import os
+
+        import uvicorn
+
+        from .knowledge import open_kb
+
+        if kb:
+            os.environ["ASSISTANT_KB_DIR"] = str(Path(kb).resolve())  # the workers read settings from the environment
+        settings = settings_for(kb)
+        open_kb(settings, progress=lambda m: click.echo(m, err=True))  # build the index once, before the workers start
+        click.echo(f"serving on http://{host}:{port} (page /, API docs /docs) with {workers} worker(s)", err=True)
+        uvicorn.run("assistant.api:app_factory", factory=True, host=host, port=port, workers=workers, log_level="warning")
+
+    _run(body)
+
+
+@assistant.command()
+def slack() -> None:
+    """Run the Slack bot in Socket Mode (needs SLACK_APP_TOKEN and SLACK_BOT_TOKEN)."""
+
+    def body() -> None:
+        from .slack import run_socket_mode
+
+        run_socket_mode(settings_for(None))
+
+    _run(body)
+
+
+@assistant.group()
+def feedback() -> None:
+    """👍/👎 feedback collected by the API, the page and Slack."""
+
+
+@feedback.command("export")
+@click.option("--out", type=click.Path(dir_okay=False), default="-", show_default=True, help="JSONL file, or - for stdout.")
+def feedback_export(out: str) -> None:
+    """Write 👎 answers as draft eval cases (eval/cases.jsonl format) for a maintainer to complete."""
+
+    def body() -> None:
+        from .config import feedback_path
+        from .feedback import FeedbackStore
+
+        settings = settings_for(None)
+        cases = FeedbackStore(feedback_path(settings)).export_negative()
+        lines = "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases)
+        if out == "-":
+            click.echo(lines, nl=False)
+        else:
+            Path(out).write_text(lines, encoding="utf-8")
+        click.echo(f"{len(cases)} draft case(s); fill in `expect` before adding them to eval/cases.jsonl", err=True)
+
+    _run(body)
+
+
 def main() -> None:
     assistant(prog_name="assistant")

@@ -75,6 +75,20 @@ class Settings:
     llm_max_tool_steps: int = 4
     tool_timeout: float = 10.0
     llm_passages: int = 6
+    # HTTP API
+    api_tokens: str = ""  # comma-separated bearer tokens; empty = no auth
+    max_body_bytes: int = 65536
+    per_client_concurrency: int = 4
+    cors_origins: str = ""  # comma-separated; empty = CORS off
+    feedback_db: str = ""  # empty = <cache_dir>/feedback.sqlite3
+    # Hosts the HTTP tool endpoint may probe with serving_status (it must not become a
+    # way to make the server fetch arbitrary URLs).
+    serving_hosts_allow: str = "127.0.0.1,localhost,::1"
+    # Slack
+    slack_bot_token: str = ""
+    slack_signing_secret: str = ""
+    slack_app_token: str = ""
+    slack_api_url: str = ""  # empty = Slack itself; tests point it at a stand-in
 
 
 _ENV_PREFIX = "ASSISTANT_"
@@ -95,6 +109,10 @@ def _coerce(name: str, raw: object, current: object) -> object:
         raise ConfigError(f"setting {name!r} has an invalid value {raw!r}", "fix the config file or environment") from exc
 
 
+def feedback_path(settings: "Settings") -> Path:
+    return Path(settings.feedback_db) if settings.feedback_db else settings.cache_dir / "feedback.sqlite3"
+
+
 def load_settings(config_path: Path | None = None, environ: dict[str, str] | None = None, **overrides: object) -> Settings:
     """Build Settings from defaults < config file < environment < explicit overrides."""
     env = os.environ if environ is None else environ
@@ -109,8 +127,10 @@ def load_settings(config_path: Path | None = None, environ: dict[str, str] | Non
         except (OSError, ValueError) as exc:  # TOMLDecodeError is a ValueError
             raise ConfigError(f"cannot read config file {path}: {exc}", "fix or remove the file") from exc
         values.update({k: v for k, v in data.items() if k in _FIELD_NAMES})
-    # The standard OpenAI variables are the fallback for the LLM endpoint.
-    for name, standard in (("llm_base_url", "OPENAI_BASE_URL"), ("llm_api_key", "OPENAI_API_KEY")):
+    # The standard OpenAI and Slack variables are fallbacks for ours.
+    for name, standard in (("llm_base_url", "OPENAI_BASE_URL"), ("llm_api_key", "OPENAI_API_KEY"),
+                           ("slack_bot_token", "SLACK_BOT_TOKEN"), ("slack_signing_secret", "SLACK_SIGNING_SECRET"),
+                           ("slack_app_token", "SLACK_APP_TOKEN")):
         if env.get(standard):
             values.setdefault(name, env[standard])
     for name in _FIELD_NAMES:

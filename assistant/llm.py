@@ -156,8 +156,10 @@ class _Turn:
     tool_calls: list[dict]  # {"id", "name", "arguments"}
 
 
-def _complete(client, model: str, messages: list, tools: list | None, on_token: Callable[[str], None] | None) -> _Turn:
+def _complete(client, model: str, messages: list, tools: list | None, on_token: Callable[[str], None] | None, timeout=None) -> _Turn:
     kwargs: dict = {"model": model, "messages": messages, "temperature": 0.1}
+    if timeout is not None:
+        kwargs["timeout"] = timeout
     if tools:
         kwargs["tools"] = tools
     if on_token is None:
@@ -225,7 +227,11 @@ def llm_answer(
             if time.monotonic() > deadline:
                 raise LLMError(f"the LLM at {base} did not finish within {settings.llm_timeout:.0f} s")
             offer = tools if (tools and step < settings.llm_max_tool_steps) else None
-            turn = _complete(client, model, messages, offer, on_token)
+            # Each call gets what is left of the answer's budget, so the whole exchange
+            # (all tool steps included) ends within llm_timeout.
+            remaining = max(0.5, deadline - time.monotonic())
+            budget = openai.Timeout(remaining, connect=min(settings.llm_connect_timeout, remaining))
+            turn = _complete(client, model, messages, offer, on_token, timeout=budget)
             if not turn.tool_calls:
                 break
             if offer is None:  # tools were not offered but the model called one anyway

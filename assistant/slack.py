@@ -1,0 +1,272 @@
+"""The Slack bot (slack-bolt): answers mentions in channels and direct messages, in the thread.
+
+- HTTP mode is mounted on the API server at /slack/events (Bolt verifies the signing
+  secret and rejects timestamps older than five minutes); Socket Mode runs with
+  `assistant slack` (app token + bot token).
+- Acknowledges at once with a 👀 reaction, answers in the thread, and reads the thread's
+  earlier messages so a follow-up ("and with MTP?") keeps its context.
+- Slack retries an event it thinks was not handled; event ids already seen are ignored.
+- Markdown becomes Slack mrkdwn, long answers are split under Slack's limits, and the
+  last message carries 👍/👎 buttons that land in the feedback store.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from typing import Callable
+
+from starlette.requests import Request  # at module level: FastAPI resolves the annotation here
+
+from .config import Settings
+
+SECTION_LIMIT = 2900  # a section block holds 3000 characters
+MESSAGE_BLOCKS = 45  # Slack allows 50 blocks per message
+
+
+# ---------------------------------------------------------------- formatting
+
+def to_mrkdwn(markdown: str) -> str:
+    """Markdown (as the answers are written) to Slack mrkdwn."""
+    out: list[str] = []
+    in_code = False
+    for line in markdown.splitlines():
+        if line.strip().startswith("```"):
+            in_code = not in_code
+            out.append("```")
+            continue
+        if in_code:
+            out.append(_escape(line))
+            continue
+        if re.match(r"^\s*\|[\s:|-]+\|\s*$", line):
+            continue  # a table's separator row
+        if re.match(r"^\s*\|.*\|\s*$", line):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            out.append("• " + " — ".join(_inline(c) for c in cells))
+            continue
+        heading = re.match(r"^#{1,6}\s+(.*)$", line)
+        if heading:
+            out.append(f"*{_inline(heading.group(1))}*")
+            continue
+        bullet = re.match(r"^(\s*)[-*+]\s+(.*)$", line)
+        if bullet:
+            out.append(f"{bullet.group(1)}• {_inline(bullet.group(2))}")
+            continue
+        out.append(_inline(line))
+    return "\n".join(out).strip()
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _inline(text: str) -> str:
+    text = _escape(text)
+    text = re.sub(r"\*\*(.+?)\*\*", r"*\1*", text)
+    return re.sub(r"\[([^\]]+)\]\((https?://[^)\s]+)\)", r"<\2|\1>", text)
+
+
+def split_message(text: str, limit: int = SECTION_LIMIT) -> list[str]:
+    """Pieces under `limit`, cut between lines; a code block cut in two is closed at the end of
+    one piece and reopened at the start of the next, so every piece renders on its own."""
+    pieces: list[str] = []
+    current = ""
+    fence_open = False  # whether `current` ends inside a code block
+    budget = limit - 4  # room to close a fence
+
+    def flush() -> None:
+        nonlocal current
+        if current:
+            pieces.append(current + ("\n```" if fence_open else ""))
+            current = "```" if fence_open else ""
+
+    for line in text.split("\n"):
+        while len(line) > budget - 4:  # one enormous line: cut it
+            head, line = line[: budget - 4], line[budget - 4 :]
+            flush()
+            current = f"{current}\n{head}" if current else head
+        candidate = f"{current}\n{line}" if current else line
+        if len(candidate) > budget:
+            flush()
+            candidate = f"{current}\n{line}" if current else line
+        current = candidate
+        if line.strip().startswith("```"):
+            fence_open = not fence_open
+    if current and current != "```":
+        pieces.append(current + ("\n```" if fence_open else ""))
+    return pieces
+
+
+def answer_messages(answer, answer_id: str) -> list[dict]:
+    """chat.postMessage payloads (text + blocks) for an answer; buttons on the last one."""
+    label = "来源" if answer.lang == "zh" else "Sources"
+    sources = "\n".join(f"[{i}] {_escape(c.title)} ({_escape(c.source)})" for i, c in enumerate(answer.citations, 1))
+    body = to_mrkdwn(answer.answer)
+    if answer.notes:
+        body += "\n\n_" + _escape(" · ".join(answer.notes)) + "_"
+    sections = split_message(body) + ([f"*{label}*\n{sources}"] if sources else [])
+    messages: list[dict] = []
+    for start in range(0, len(sections), MESSAGE_BLOCKS):
+        group = sections[start : start + MESSAGE_BLOCKS]
+        blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": s}} for s in group]
+        messages.append({"text": group[0][:3000], "blocks": blocks})
+    messages[-1]["blocks"].append({
+        "type": "actions",
+        "block_id": "feedback",
+        "elements": [
+            {"type": "button", "action_id": "feedback_up", "text": {"type": "plain_text", "text": "👍"}, "value": answer_id},
+            {"type": "button", "action_id": "feedback_down", "text": {"type": "plain_text", "text": "👎"}, "value": answer_id},
+        ],
+    })
+    return messages
+
+
+_MENTION = re.compile(r"<@[A-Z0-9]+>")
+
+
+def thread_question(text: str, history: list[dict], bot_user: str | None) -> str:
+    """The question to answer: a follow-up carries the thread's first question with it."""
+    current = _MENTION.sub("", text).strip()
+    asked = [_MENTION.sub("", m.get("text", "")).strip() for m in history if not m.get("bot_id") and m.get("user") != bot_user]
+    asked = [a for a in asked if a and a != current]
+    if not asked:
+        return current
+    return f"{asked[0]}\n{current}"[:8000]
+
+
+# ---------------------------------------------------------------- the Bolt app
+
+class SeenEvents:
+    """Event ids already taken on; Slack retries (X-Slack-Retry-Num) are dropped."""
+
+    def __init__(self, size: int = 2048) -> None:
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+        self.size = size
+
+    def first_time(self, event_id: str | None) -> bool:
+        if not event_id:
+            return True
+        with self._lock:
+            if event_id in self._seen:
+                return False
+            self._seen[event_id] = None
+            if len(self._seen) > self.size:
+                self._seen.popitem(last=False)
+            return True
+
+
+def build_app(settings: Settings, answer: Callable[[str], object], record: Callable[[object], str], feedback: Callable[[str, int, str], None]):
+    """The Bolt app. `answer(question) -> Answer`, `record(answer) -> id`, `feedback(id, rating, user)`."""
+    from slack_bolt import App
+    from slack_sdk import WebClient
+
+    client = WebClient(token=settings.slack_bot_token, base_url=settings.slack_api_url or WebClient.BASE_URL)
+    app = App(client=client, signing_secret=settings.slack_signing_secret or "socket-mode", token_verification_enabled=False,
+              process_before_response=False)
+    seen = SeenEvents()
+    bot_user: dict[str, str | None] = {"id": None}
+
+    def handle(event: dict, body: dict, client) -> None:
+        if not seen.first_time(body.get("event_id")):
+            return
+        channel, ts = event["channel"], event["ts"]
+        thread_ts = event.get("thread_ts") or ts
+        try:
+            client.reactions_add(channel=channel, timestamp=ts, name="eyes")
+        except Exception:
+            pass  # the acknowledgement is a courtesy; answering matters more
+        history: list[dict] = []
+        if event.get("thread_ts"):
+            try:
+                replies = client.conversations_replies(channel=channel, ts=thread_ts, limit=20)
+                history = [m for m in replies.get("messages", []) if m.get("ts") != ts]
+            except Exception:
+                history = []
+        question = thread_question(event.get("text", ""), history, bot_user["id"])
+        if not question:
+            client.chat_postMessage(channel=channel, thread_ts=thread_ts, text="Ask me about a vLLM or FastDeploy problem — in Chinese or English.")
+            return
+        try:
+            result = answer(question)
+        except Exception as exc:  # a bad question or a broken index: say so in one line
+            message = getattr(exc, "message", None) or "something went wrong; the server log has details"
+            client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=f"Sorry, I could not answer: {message}")
+            return
+        answer_id = record(result)
+        for payload in answer_messages(result, answer_id):
+            client.chat_postMessage(channel=channel, thread_ts=thread_ts, unfurl_links=False, **payload)
+
+    @app.event("app_mention")
+    def on_mention(event, body, client):
+        handle(event, body, client)
+
+    @app.event("message")
+    def on_message(event, body, client):
+        if event.get("channel_type") == "im" and not event.get("bot_id") and not event.get("subtype"):
+            handle(event, body, client)
+
+    @app.action(re.compile(r"^feedback_(up|down)$"))
+    def on_feedback(ack, body, action, client):
+        ack()
+        rating = 1 if action["action_id"] == "feedback_up" else -1
+        user = body.get("user", {}).get("id", "")
+        try:
+            feedback(action["value"], rating, user)
+            text = "Thanks for the feedback!" if rating > 0 else "Thanks — noted for the maintainers."
+        except Exception:
+            text = "Sorry, that feedback could not be saved."
+        channel = body.get("channel", {}).get("id")
+        if channel and user:
+            client.chat_postEphemeral(channel=channel, user=user, text=text,
+                                      thread_ts=body.get("message", {}).get("thread_ts"))
+
+    return app
+
+
+def _callbacks(settings: Settings, kb_getter, store):
+    from .answer import answer_question
+
+    def answer(question: str):
+        return answer_question(question, settings, kb=kb_getter())
+
+    return answer, (lambda a: store.record_answer(a, "slack")), (lambda answer_id, rating, user: store.add_feedback(answer_id, rating, "", user))
+
+
+def mount_http(fastapi_app, settings: Settings, state) -> None:
+    """POST /slack/events on the API server (HTTP mode)."""
+    from fastapi.concurrency import run_in_threadpool
+    from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
+
+    answer, record, feedback = _callbacks(settings, lambda: state.kb or _wait_kb(state), state.feedback)
+    bolt = build_app(settings, answer, record, feedback)
+    fastapi_app.state.slack = bolt
+
+    @fastapi_app.post("/slack/events", include_in_schema=False)
+    async def slack_events(request: Request):
+        body = await request.body()
+        response = await run_in_threadpool(bolt.dispatch, to_bolt_request(request, body))
+        return to_starlette_response(response)
+
+
+def _wait_kb(state):
+    state._loaded.wait(600)
+    return state.kb
+
+
+def run_socket_mode(settings: Settings) -> None:
+    """`assistant slack`: connect out to Slack over a websocket (no public URL needed)."""
+    from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+    from .errors import ConfigError
+    from .feedback import FeedbackStore
+    from .config import feedback_path
+    from .knowledge import open_kb
+
+    if not (settings.slack_app_token and settings.slack_bot_token):
+        raise ConfigError("Socket Mode needs SLACK_APP_TOKEN (xapp-…) and SLACK_BOT_TOKEN (xoxb-…)")
+    kb = open_kb(settings)
+    store = FeedbackStore(feedback_path(settings))
+    answer, record, feedback = _callbacks(settings, lambda: kb, store)
+    SocketModeHandler(build_app(settings, answer, record, feedback), settings.slack_app_token).start()

@@ -1,0 +1,179 @@
+"""The HTTP API over real HTTP (uvicorn on 127.0.0.1), with the real index and embedder."""
+
+import json
+import threading
+from dataclasses import replace
+
+import httpx
+import pytest
+
+from assistant.api import create_app
+
+from .fake_llm import ScriptedLLM
+from .live_server import LiveServer
+
+
+@pytest.fixture(scope="module")
+def server(bundled_settings, bundled_kb, tmp_path_factory):
+    settings = replace(bundled_settings, feedback_db=str(tmp_path_factory.mktemp("fb") / "feedback.sqlite3"))
+    with LiveServer(create_app(settings)) as live:
+        httpx.get(live.url + "/readyz", timeout=60)  # waits for nothing: the index is already built
+        yield live
+
+
+def _ready(url: str) -> dict:
+    for _ in range(200):
+        r = httpx.get(url + "/readyz", timeout=10)
+        if r.status_code == 200:
+            return r.json()
+        import time
+
+        time.sleep(0.05)
+    raise AssertionError("never ready")
+
+
+def test_ask_returns_the_cli_json_plus_an_answer_id(server):
+    assert _ready(server.url)["index"]["chunks"] > 100
+    r = httpx.post(server.url + "/v1/ask", json={"question": "requests hang after I enabled logprobs"}, timeout=30)
+    data = r.json()
+    assert r.status_code == 200 and len(data["id"]) == 16
+    assert set(data) == {"id", "question", "answer", "lang", "grounded", "citations", "tool_calls", "backend", "timings_ms", "notes"}
+    assert data["grounded"] and data["citations"][0]["id"] == "fastdeploy-logprobs-hang" and "kernel.msgmax" in data["answer"]
+
+
+def test_ask_options_and_log(server):
+    r = httpx.post(server.url + "/v1/ask", json={"question": "what happened?", "lang": "zh", "top_k": 1,
+                                                 "log": "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191"}, timeout=30)
+    data = r.json()
+    assert data["lang"] == "zh" and data["citations"][0]["id"] == "vllm-nccl-error-multi-gpu"
+    assert data["tool_calls"][0]["name"] == "diagnose_log"
+
+
+@pytest.mark.parametrize("body,status,fragment", [
+    ({"question": ""}, 422, "empty"),
+    ({"question": "x" * 9000}, 413, "8192"),
+    ({"question": "q", "top_k": 99}, 422, "top_k"),
+    ({"nope": 1}, 422, "question"),
+    ({"question": "\x00\x01\x02\x03binary"}, 422, "binary"),
+])
+def test_bad_requests_get_clear_errors(server, body, status, fragment):
+    r = httpx.post(server.url + "/v1/ask", json=body, timeout=30)
+    assert r.status_code == status and fragment in r.text
+    assert "Traceback" not in r.text and set(r.json()) == {"error", "hint"}
+
+
+def test_oversized_body_is_refused_before_parsing(server):
+    r = httpx.post(server.url + "/v1/ask", content=b'{"question": "' + b"a" * 100_000 + b'"}', headers={"content-type": "application/json"}, timeout=30)
+    assert r.status_code == 413 and "request body over" in r.json()["error"]
+    r = httpx.post(server.url + "/v1/ask", content=b"{not json", headers={"content-type": "application/json"}, timeout=30)
+    assert r.status_code == 422 and "Traceback" not in r.text
+
+
+def test_openai_compatible_chat_completions(server):
+    import openai
+
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+    assert [m.id for m in client.models.list()] == ["kb-assistant"]
+    resp = client.chat.completions.create(model="kb-assistant", messages=[{"role": "user", "content": "多卡启动报 NCCL 错误"}])
+    text = resp.choices[0].message.content
+    assert "NCCL_P2P_DISABLE" in text and "来源" in text and "[1]" in text
+    extra = resp.model_extra or {}
+    assert extra["citations"][0]["id"] == "vllm-nccl-error-multi-gpu"
+    chunks = list(client.chat.completions.create(model="kb-assistant", stream=True, messages=[{"role": "user", "content": "vLLM CUDA out of memory"}]))
+    streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert "--max-model-len" in streamed and chunks[-1].choices[0].finish_reason == "stop"
+    assert (chunks[-1].model_extra or {}).get("citations")
+
+
+def test_stream_endpoint_sends_events_ending_with_the_answer(server):
+    with httpx.stream("POST", server.url + "/v1/ask/stream", json={"question": "加载模型卡住不动"}, timeout=30) as r:
+        text = "".join(r.iter_text())
+    events = [block.split("\n", 1)[0] for block in text.strip().split("\n\n")]
+    assert events[-1] == "event: answer"
+    data = json.loads(text.strip().split("\n\n")[-1].split("data: ", 1)[1])
+    assert "HF_ENDPOINT" in data["answer"] and data["id"]
+
+
+def test_tools_over_http(server):
+    tools = {t["name"]: t for t in httpx.get(server.url + "/v1/tools").json()}
+    assert "kv_concurrency" in tools and tools["kv_concurrency"]["parameters"]["required"] == ["num_blocks", "avg_tokens_per_request"]
+    r = httpx.post(server.url + "/v1/tools/kv_concurrency", json={"num_blocks": 17131, "avg_tokens_per_request": 20000})
+    assert r.status_code == 200 and r.json()["result"]["concurrent_requests"] == 54
+    assert httpx.post(server.url + "/v1/tools/kv_concurrency", json={"num_blocks": "x"}).status_code == 422
+    assert httpx.post(server.url + "/v1/tools/rm_rf", json={}).status_code == 404
+    # no reading server files, no probing arbitrary hosts
+    r = httpx.post(server.url + "/v1/tools/diagnose_log", json={"path": "/etc/passwd"})
+    assert r.status_code == 422 and "not allowed" in r.json()["error"]
+    r = httpx.post(server.url + "/v1/tools/serving_status", json={"base_url": "http://169.254.169.254/latest"})
+    assert r.status_code == 422 and "may only probe" in r.json()["error"]
+    assert httpx.post(server.url + "/v1/tools/diagnose_log", json={"text": "CUDA out of memory"}).json()["result"]["findings"][0]["article"] == "vllm-cuda-oom"
+
+
+def test_feedback_is_stored_and_exported(server, bundled_settings):
+    answer = httpx.post(server.url + "/v1/ask", json={"question": "vLLM CUDA out of memory"}, timeout=30).json()
+    assert httpx.post(server.url + "/v1/feedback", json={"answer_id": answer["id"], "rating": -1, "comment": "wanted the swap-space size"}).status_code == 200
+    assert httpx.post(server.url + "/v1/feedback", json={"answer_id": "nope", "rating": 1}).status_code == 400
+    assert httpx.post(server.url + "/v1/feedback", json={"answer_id": answer["id"], "rating": 5}).status_code == 422
+    store = server.server.config.app.state.assistant.feedback
+    drafts = store.export_negative()
+    assert drafts[-1]["question"] == "vLLM CUDA out of memory" and drafts[-1]["expect"] == []
+    assert "swap-space" in drafts[-1]["draft"]["comments"] and drafts[-1]["draft"]["cited"][0] == "vllm-cuda-oom"
+
+
+def test_health_ready_metrics_docs(server):
+    assert httpx.get(server.url + "/healthz").json()["status"] == "ok"
+    ready = _ready(server.url)
+    assert ready["ready"] and ready["llm"] == {"configured": False, "reachable": None}
+    metrics = httpx.get(server.url + "/metrics").text
+    for name in ("assistant_http_requests_total", "assistant_http_request_seconds_bucket", "assistant_grounded_ratio",
+                 "assistant_llm_fallbacks_total", "assistant_tool_calls_total"):
+        assert name in metrics
+    assert httpx.get(server.url + "/docs").status_code == 200
+    assert "/v1/ask" in httpx.get(server.url + "/openapi.json").json()["paths"]
+    assert "access-control-allow-origin" not in httpx.options(server.url + "/v1/ask", headers={"Origin": "http://evil", "Access-Control-Request-Method": "POST"}).headers
+
+
+def test_tokens_and_per_client_limit(bundled_settings, bundled_kb, tmp_path):
+    settings = replace(bundled_settings, api_tokens="s3cret,other", per_client_concurrency=1, feedback_db=str(tmp_path / "f.db"))
+    with LiveServer(create_app(settings)) as live:
+        _ready(live.url)
+        r = httpx.post(live.url + "/v1/ask", json={"question": "NCCL error"})
+        assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+        assert httpx.post(live.url + "/v1/ask", json={"question": "NCCL error"}, headers={"Authorization": "Bearer wrong"}).status_code == 401
+        ok = httpx.post(live.url + "/v1/ask", json={"question": "NCCL error"}, headers={"Authorization": "Bearer s3cret"}, timeout=30)
+        assert ok.status_code == 200
+        assert httpx.get(live.url + "/healthz").status_code == 200  # probes stay open
+
+        # one request in flight per client: hold one with a slow LLM, the second gets 429
+        with ScriptedLLM([{"hang": 2.0}]) as llm:
+            live.server.config.app.state.assistant.settings = settings  # unchanged; the LLM is set per request below
+            slow_settings = replace(settings, llm_base_url=llm.url, llm_model="m", llm_timeout=1.5)
+            app = create_app(slow_settings)
+            with LiveServer(app) as slow:
+                _ready(slow.url)
+                results = {}
+
+                def first():
+                    results["first"] = httpx.post(slow.url + "/v1/ask", json={"question": "vLLM CUDA out of memory"},
+                                                  headers={"Authorization": "Bearer s3cret"}, timeout=30)
+
+                t = threading.Thread(target=first)
+                t.start()
+                import time
+
+                time.sleep(0.5)
+                second = httpx.post(slow.url + "/v1/ask", json={"question": "NCCL error"}, headers={"Authorization": "Bearer s3cret"}, timeout=30)
+                other_client = httpx.post(slow.url + "/v1/ask", json={"question": "NCCL error", "llm": False}, headers={"Authorization": "Bearer other"}, timeout=30)
+                t.join()
+        assert second.status_code == 429 and second.headers["retry-after"] == "1"
+        assert other_client.status_code == 200
+        # the hanging LLM did not hang the request: extractive answer with a note, within the timeout
+        first_data = results["first"].json()
+        assert first_data["backend"] == "extractive" and any("did not answer in time" in n for n in first_data["notes"])
+
+
+def test_cors_only_when_configured(bundled_settings, bundled_kb, tmp_path):
+    settings = replace(bundled_settings, cors_origins="https://portal.example", feedback_db=str(tmp_path / "f.db"))
+    with LiveServer(create_app(settings)) as live:
+        r = httpx.options(live.url + "/v1/ask", headers={"Origin": "https://portal.example", "Access-Control-Request-Method": "POST"})
+        assert r.headers.get("access-control-allow-origin") == "https://portal.example"

@@ -1,0 +1,207 @@
+"""The Slack bot: the real Bolt app behind /slack/events, signed requests, and a Slack Web
+API stand-in on 127.0.0.1 that records what the bot posts."""
+
+import hashlib
+import hmac
+import json
+import threading
+import time
+import urllib.parse
+from dataclasses import replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+
+from assistant.api import create_app
+from assistant.slack import split_message, thread_question, to_mrkdwn
+
+from .live_server import LiveServer
+
+SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+
+
+class SlackStandIn:
+    """Answers the Web API methods the bot uses and records every call."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict]] = []
+        self.replies: list[dict] = []
+        owner = self
+
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def _handle(self, params: dict) -> None:
+                method = self.path.split("/api/", 1)[-1].split("?", 1)[0]
+                owner.calls.append((method, params))
+                body = {"ok": True}
+                if method == "chat.postMessage":
+                    body.update(ts=f"{time.time():.6f}", channel=params.get("channel"))
+                elif method == "conversations.replies":
+                    body.update(messages=owner.replies)
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self._handle(dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.path).query)))
+
+            def do_POST(self):
+                raw = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
+                if "json" in self.headers.get("Content-Type", ""):
+                    params = json.loads(raw or "{}")
+                else:
+                    params = dict(urllib.parse.parse_qsl(raw))
+                self._handle(params)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/api/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def wait_for(self, method: str, count: int = 1, timeout: float = 30) -> list[dict]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = [p for m, p in self.calls if m == method]
+            if len(found) >= count:
+                return found
+            time.sleep(0.05)
+        raise AssertionError(f"{method} called {len([1 for m, _ in self.calls if m == method])} times, wanted {count}: {self.calls}")
+
+
+@pytest.fixture(scope="module")
+def slack(bundled_settings, bundled_kb, tmp_path_factory):
+    standin = SlackStandIn()
+    settings = replace(bundled_settings, slack_bot_token="xoxb-test", slack_signing_secret=SECRET, slack_api_url=standin.url,
+                       feedback_db=str(tmp_path_factory.mktemp("fb") / "f.sqlite3"))
+    app = create_app(settings)
+    with LiveServer(app) as live:
+        for _ in range(200):
+            if app.state.assistant.kb is not None:
+                break
+            time.sleep(0.05)
+        yield live, standin, app
+    standin.server.shutdown()
+
+
+def _signed(body: str, *, secret: str = SECRET, age: int = 0, retry: int | None = None, content_type: str = "application/json") -> dict:
+    ts = str(int(time.time()) - age)
+    sig = "v0=" + hmac.new(secret.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
+    headers = {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": sig, "Content-Type": content_type}
+    if retry is not None:
+        headers.update({"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_timeout"})
+    return headers
+
+
+def _event(event: dict, event_id: str) -> str:
+    return json.dumps({"token": "t", "team_id": "T1", "api_app_id": "A1", "type": "event_callback", "event_id": event_id,
+                       "event_time": int(time.time()), "event": event, "authorizations": [{"user_id": "UBOT", "is_bot": True}]})
+
+
+def test_mention_is_acknowledged_fast_and_answered_in_the_thread(slack):
+    live, standin, _ = slack
+    body = _event({"type": "app_mention", "user": "U1", "text": "<@UBOT> requests hang after I enabled logprobs",
+                   "ts": "1700000000.000100", "channel": "C1", "event_ts": "1700000000.000100"}, "Ev001")
+    started = time.monotonic()
+    r = httpx.post(live.url + "/slack/events", content=body, headers=_signed(body), timeout=10)
+    assert r.status_code == 200 and time.monotonic() - started < 3.0
+    reaction = standin.wait_for("reactions.add")[0]
+    assert reaction["name"] == "eyes" and reaction["timestamp"] == "1700000000.000100"
+    post = standin.wait_for("chat.postMessage")[-1]
+    assert post["channel"] == "C1" and post["thread_ts"] == "1700000000.000100"
+    text = "\n".join(b["text"]["text"] for b in post["blocks"] if b["type"] == "section")
+    assert "kernel.msgmax=1048576" in text and "**" not in text and "*Sources*" in text
+    actions = post["blocks"][-1]
+    assert actions["type"] == "actions" and [e["action_id"] for e in actions["elements"]] == ["feedback_up", "feedback_down"]
+
+
+def test_bad_signatures_and_stale_timestamps_are_rejected(slack):
+    live, standin, _ = slack
+    body = _event({"type": "app_mention", "user": "U1", "text": "<@UBOT> hi", "ts": "1.2", "channel": "C1"}, "Ev-bad")
+    assert httpx.post(live.url + "/slack/events", content=body, headers=_signed(body, secret="wrong")).status_code == 401
+    assert httpx.post(live.url + "/slack/events", content=body, headers=_signed(body, age=6 * 60)).status_code == 401
+    time.sleep(0.5)
+    assert not [p for m, p in standin.calls if m == "chat.postMessage" and p.get("thread_ts") == "1.2"]
+
+
+def test_slack_retries_of_a_handled_event_are_ignored(slack):
+    live, standin, _ = slack
+    event = {"type": "app_mention", "user": "U1", "text": "<@UBOT> NCCL error at startup", "ts": "1700000001.000200", "channel": "C2"}
+    body = _event(event, "Ev002")
+    assert httpx.post(live.url + "/slack/events", content=body, headers=_signed(body)).status_code == 200
+    standin.wait_for("chat.postMessage")
+    for retry in (1, 2):
+        assert httpx.post(live.url + "/slack/events", content=body, headers=_signed(body, retry=retry)).status_code == 200
+    time.sleep(1.5)
+    posts = [p for m, p in standin.calls if m == "chat.postMessage" and p.get("thread_ts") == "1700000001.000200"]
+    assert len(posts) == 1
+
+
+def test_follow_up_in_a_thread_uses_the_earlier_question(slack):
+    live, standin, _ = slack
+    standin.replies = [
+        {"user": "U1", "text": "<@UBOT> 开了 logprobs 以后请求卡住", "ts": "1700000002.000100"},
+        {"bot_id": "B1", "text": "调大 kernel.msgmax …", "ts": "1700000002.000200"},
+        {"user": "U1", "text": "<@UBOT> 在 docker 里怎么设置？", "ts": "1700000002.000300"},
+    ]
+    event = {"type": "app_mention", "user": "U1", "text": "<@UBOT> 在 docker 里怎么设置？", "ts": "1700000002.000300",
+             "thread_ts": "1700000002.000100", "channel": "C3"}
+    body = _event(event, "Ev003")
+    httpx.post(live.url + "/slack/events", content=body, headers=_signed(body))
+    post = [p for p in standin.wait_for("chat.postMessage", count=1) if p.get("channel") == "C3"]
+    deadline = time.monotonic() + 20
+    while not post and time.monotonic() < deadline:
+        time.sleep(0.05)
+        post = [p for m, p in standin.calls if m == "chat.postMessage" and p.get("channel") == "C3"]
+    assert post[-1]["thread_ts"] == "1700000002.000100"
+    text = "\n".join(b["text"]["text"] for b in post[-1]["blocks"] if b["type"] == "section")
+    assert "--privileged" in text and "kernel.msgmax" in text
+
+
+def test_direct_messages_are_answered_and_bot_messages_ignored(slack):
+    live, standin, _ = slack
+    dm = {"type": "message", "channel_type": "im", "user": "U9", "text": "Torch not compiled with CUDA enabled", "ts": "1700000003.000100", "channel": "D1"}
+    body = _event(dm, "Ev004")
+    httpx.post(live.url + "/slack/events", content=body, headers=_signed(body))
+    own = dict(dm, bot_id="B1", ts="1700000003.000200", text="my own answer")
+    body2 = _event(own, "Ev005")
+    httpx.post(live.url + "/slack/events", content=body2, headers=_signed(body2))
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not [p for m, p in standin.calls if m == "chat.postMessage" and p.get("channel") == "D1"]:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    posts = [p for m, p in standin.calls if m == "chat.postMessage" and p.get("channel") == "D1"]
+    assert len(posts) == 1 and "pip uninstall torch" in json.dumps(posts[0]["blocks"])
+
+
+def test_feedback_buttons_land_in_the_store(slack):
+    live, standin, app = slack
+    store = app.state.assistant.feedback
+    answer_id = next(iter(json.loads(json.dumps(p["blocks"][-1]["elements"][1]["value"])) for m, p in standin.calls
+                          if m == "chat.postMessage" and p.get("blocks")) or [None])
+    payload = {"type": "block_actions", "user": {"id": "U1"}, "channel": {"id": "C1"}, "team": {"id": "T1"},
+               "message": {"ts": "1700000000.000200", "thread_ts": "1700000000.000100"}, "trigger_id": "1.2",
+               "actions": [{"action_id": "feedback_down", "block_id": "feedback", "value": answer_id, "type": "button", "action_ts": "1"}]}
+    body = "payload=" + urllib.parse.quote(json.dumps(payload))
+    r = httpx.post(live.url + "/slack/events", content=body, headers=_signed(body, content_type="application/x-www-form-urlencoded"))
+    assert r.status_code == 200
+    ephemeral = standin.wait_for("chat.postEphemeral")[-1]
+    assert ephemeral["user"] == "U1" and "noted" in ephemeral["text"]
+    assert any(d["id"] == f"feedback-{answer_id}" for d in store.export_negative())
+
+
+def test_markdown_to_mrkdwn_and_message_splitting():
+    md = "### Title\n\n**Likely cause** [1]\n\n| Cause | Why |\n|---|---|\n| a <b> | c |\n\n- item\n\n```\nsysctl -w kernel.msgmax=1048576\n```"
+    out = to_mrkdwn(md)
+    assert out.startswith("*Title*") and "*Likely cause* [1]" in out and "• a &lt;b&gt; — c" in out
+    assert "• item" in out and "```\nsysctl -w kernel.msgmax=1048576\n```" in out
+    long = "\n".join(f"paragraph {i} " + "x" * 200 for i in range(60))
+    pieces = split_message(long, 2900)
+    assert len(pieces) > 3 and all(len(p) <= 2900 for p in pieces) and "".join(pieces).count("paragraph") == 60
+    code = "```\n" + "\n".join("echo " + "y" * 100 for _ in range(80)) + "\n```"
+    assert all(p.count("```") % 2 == 0 for p in split_message(code, 2900))
+    assert thread_question("<@UBOT> and with MTP?", [{"user": "U1", "text": "<@UBOT> logprobs hang"}], "UBOT") == "logprobs hang\nand with MTP?"
