@@ -195,10 +195,12 @@ def _diagnose(log_text: str, settings: Settings):
 
 
 def _retrieval_query(text: str, diagnosis) -> str:
-    """The question plus the log lines that carry known signatures (they decide the article)."""
-    if diagnosis is None or not diagnosis.findings:
+    """The question plus the log lines that carry problem signatures (they decide the article);
+    informational lines such as num_blocks_global are left out."""
+    problems = [f for f in (diagnosis.findings if diagnosis else []) if f.severity != "info"]
+    if not problems:
         return text
-    lines = [f.example for f in diagnosis.findings[:5]]
+    lines = [f.example for f in problems[:5]]
     return (text + "\n" + "\n".join(lines))[:8000]
 
 

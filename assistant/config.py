@@ -59,7 +59,7 @@ class Settings:
     signature_boost: float = 0.35
     coverage_weight: float = 0.1
     # Grounding threshold on the blended relevance (see retrieval.relevance()).
-    min_relevance: float = 0.38
+    min_relevance: float = 0.43
     max_question_bytes: int = 8192
     # Below this many chunks the dense search is an exact numpy product over the stored
     # vectors; from it on, the faiss index is loaded and searched (see ingest/index.py).

@@ -30,7 +30,7 @@ from .documents import content_hash, find_files
 from .keyword import KeywordIndex
 from .tokenize import Tokenizer
 
-SCHEMA = 10
+SCHEMA = 14
 FAISS_MIN_VECTORS = 20_000
 FAISS_TOP = 2_000
 

@@ -21,14 +21,16 @@ from typing import Collection
 
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
 _ASCII_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/]*[A-Za-z0-9]|[A-Za-z0-9]")
-_PARTS = re.compile(r"[A-Za-z]+|[0-9]+")
+_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")  # CamelCase, snake_case, digits
 
 EN_STOP = frozenset(
     "a an the and or of to in on at for with is are was were be been being it its this that these those "
     "i my me we our you your he she they them do does did doing done can could should would will shall may "
     "might must how what why when where which who whom whose there here as by from into after before if "
-    "then than so not no but also just get gets got have has had am any some all very too up down out "
-    "about over again now still even ever always please thanks thank help anyone someone "
+    "then than so not no but also just get gets got have has had am any some all very too up down "
+    "about over again now still even ever always please keep keeps kept make makes made go goes going gone come comes "
+    "give gives gave take takes took use uses used using try tries tried see look looks seem become put let say says "
+    "said mean means meant happen happens happened thanks thank help anyone someone "
     "everyone everybody something anything else seem seems seemed really actually maybe like want need "
     "know tell way thing things lot lots much many more most one ones way ok okay hi hello "
     "because since while during without within whether either neither both each every other "
@@ -83,10 +85,8 @@ def edit_distance_at_most(a: str, b: str, limit: int) -> bool:
 
 
 def correct_typos(tokens: list[str], vocabulary: Collection[str]) -> list[str]:
-    """Replace an unknown ASCII token by the closest KB term (distance 1, or 2 for long words).
-
-    Only tokens the KB has never seen are touched, so a correct word is never "fixed".
-    """
+    """Replace an unknown ASCII token by the closest KB term (distance 1, or 2 for long words)
+    that starts with the same two letters. Only tokens the KB has never seen are touched."""
     out = []
     for token in tokens:
         if token in vocabulary or len(token) < 4 or not token.isascii() or token.isdigit():
@@ -95,7 +95,9 @@ def correct_typos(tokens: list[str], vocabulary: Collection[str]) -> list[str]:
         limit = 2 if len(token) >= 8 else 1
         best = None
         for term in vocabulary:
-            if term[:1] == token[:1] and term.isascii() and abs(len(term) - len(token)) <= limit:
+            # Typos rarely hit the first two letters; requiring them keeps real words
+            # ("speed") from being "corrected" into KB terms ("seed").
+            if term[:2] == token[:2] and term.isascii() and abs(len(term) - len(token)) <= limit:
                 if edit_distance_at_most(token, term, limit):
                     best = term if best is None or len(term) < len(best) else best
         out.append(best or token)
@@ -106,7 +108,8 @@ def ascii_tokens(text: str) -> list[str]:
     out: list[str] = []
     for raw in _ASCII_TOKEN.findall(text.replace("'", "")):
         token = raw.replace("_", "-").strip(".-/")
-        parts = _PARTS.findall(token)
+        parts = [p.lower() for p in _PARTS.findall(token)]
+        token = token.lower()
         if len(parts) > 1:
             out.append(token)
         for part in parts:
@@ -179,8 +182,9 @@ class Tokenizer:
         return out
 
     def __call__(self, text: str) -> list[str]:
-        text = normalize(text)
+        text = unicodedata.normalize("NFKC", text)  # keep case here: CamelCase splits on it
         tokens = ascii_tokens(_CJK_RUN.sub(" ", text))
+        text = text.lower()
         for run in _CJK_RUN.findall(text):
             tokens.extend(self.chinese_tokens(run))
         return tokens
