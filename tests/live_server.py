@@ -17,6 +17,7 @@ class LiveServer:
     def __init__(self, app) -> None:
         import uvicorn
 
+        self.app = app
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on"))
@@ -29,6 +30,9 @@ class LiveServer:
             if time.monotonic() > deadline:
                 raise RuntimeError("server did not start")
             time.sleep(0.02)
+        state = getattr(self.app.state, "assistant", None)
+        if state is not None:  # our API app loads its index in the background: wait for it
+            state._loaded.wait(120)
         return self
 
     def __exit__(self, *exc) -> None:

@@ -88,3 +88,23 @@ def test_assistant_ingest_adds_a_runbook_that_ask_then_finds(bundled_env, tmp_pa
     from ingest.documents import find_files
 
     assert status["documents"] == len(find_files(bundled_kb_dir())) + 1 and str(runbooks.resolve()) in status["sources"]
+
+
+def test_feedback_export_writes_draft_eval_cases(bundled_env, tmp_path):
+    from assistant.answer import Answer, Citation
+    from assistant.evaluate import load_cases
+    from assistant.feedback import FeedbackStore
+
+    db = tmp_path / "feedback.sqlite3"
+    store = FeedbackStore(db)
+    cite = Citation("vllm-cuda-oom", "vLLM: CUDA out of memory > Fixes", "en/vllm-cuda-oom.md", "Fixes", "en", 0.9, "…")
+    liked = store.record_answer(Answer("NCCL error", "…", "en", True, [cite]), "http")
+    disliked = store.record_answer(Answer("显存又爆了", "调低 max-model-len", "zh", True, [cite]), "slack")
+    store.add_feedback(liked, 1)
+    store.add_feedback(disliked, -1, "没有提到 swap-space")
+    out = tmp_path / "drafts.jsonl"
+    proc = run_cli(["assistant", "feedback", "export", "--out", str(out)], dict(bundled_env, ASSISTANT_FEEDBACK_DB=str(db)))
+    assert proc.returncode == 0 and "1 draft case" in proc.stderr.decode()
+    (case,) = load_cases(out)  # the eval reads the drafts as they are
+    assert case.question == "显存又爆了" and case.lang == "zh" and case.expect == []
+    assert "swap-space" in out.read_text(encoding="utf-8")

@@ -1,7 +1,6 @@
 """The chat page in a real headless Chromium (Debian's chromium + chromedriver)."""
 
 import shutil
-import time
 from dataclasses import replace
 
 import pytest
@@ -35,10 +34,6 @@ def site(bundled_settings, bundled_kb, tmp_path_factory):
     settings = replace(bundled_settings, feedback_db=str(tmp_path_factory.mktemp("fb") / "f.sqlite3"))
     app = create_app(settings)
     with LiveServer(app) as live:
-        for _ in range(200):
-            if app.state.assistant.kb is not None:
-                break
-            time.sleep(0.05)
         yield live, app
 
 

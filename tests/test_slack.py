@@ -80,10 +80,6 @@ def slack(bundled_settings, bundled_kb, tmp_path_factory):
                        feedback_db=str(tmp_path_factory.mktemp("fb") / "f.sqlite3"))
     app = create_app(settings)
     with LiveServer(app) as live:
-        for _ in range(200):
-            if app.state.assistant.kb is not None:
-                break
-            time.sleep(0.05)
         yield live, standin, app
     standin.server.shutdown()
 
