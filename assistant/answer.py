@@ -12,7 +12,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from .config import Settings
-from .questions import Background, EarlyEmbedding, query_text, validate_question
+from .questions import EarlyEmbedding, query_text, validate_question
 from .lang import detect_lang
 from .retrieval import ArticleMatch, Retrieval, search
 

@@ -17,7 +17,6 @@ import threading
 import time
 import uuid
 from contextlib import asynccontextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse

@@ -23,7 +23,6 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 QUESTIONS = ["为什么推理卡住", "requests hang after I enabled logprobs", "vLLM CUDA out of memory", "多卡启动报 NCCL error",
              "how many concurrent requests can FastDeploy handle", "加载模型卡住不动", "Torch not compiled with CUDA enabled",

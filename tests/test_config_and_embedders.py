@@ -1,7 +1,6 @@
 import socket
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -5,7 +5,7 @@ import pytest
 from assistant.errors import AssistantError
 from assistant.evaluate import Case, CaseResult, check_thresholds, load_cases, passes, summarise, to_markdown
 
-from .conftest import parse_json, run_cli
+from .conftest import run_cli
 
 
 def test_passes_needs_one_alternative_from_every_group_case_insensitively():

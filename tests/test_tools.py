@@ -5,8 +5,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from assistant.calculations import capacity_call, explain
-from assistant.tools import call_tool, registry, schema_for, tool
+from assistant.calculations import capacity_call
+from assistant.tools import call_tool, registry, tool
 from assistant.tools.capacity import (blocks_needed, fastdeploy_decode_budget, kv_bytes_per_token, kv_cache_capacity,
                                       kv_concurrency, logprobs_message_size)
 from assistant.tools.gpu import gpu_status

@@ -16,7 +16,7 @@ import threading
 import time
 import types
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 _MODULES = ("capacity", "gpu", "host", "serving", "logs")
