@@ -24,7 +24,7 @@ from .chunking import chunk_document
 from .records import Chunk
 from .documents import Document, parse_document
 from .embedders import Embedder
-from .index import SCHEMA, DocMeta, KBIndex, load_index, scan
+from .index import SCHEMA, DocMeta, KBIndex, _stat, load_index, scan
 from .keyword import KeywordIndex
 from .tokenize import Tokenizer, build_dictionary
 
@@ -78,6 +78,7 @@ def build_index(
     with _lock(index_dir):
         started = time.perf_counter()
         files = scan(sources)
+        stats = {str(p.resolve()): _stat(str(p.resolve())) for p, _, _ in files}  # as read, before any later edit
         docs: list[Document] = [parse_document(p, root, raw) for p, root, raw in files]
         chunks: list[Chunk] = []
         for doc in docs:
@@ -115,9 +116,7 @@ def build_index(
                 dense.add(vectors)
             faiss.write_index(dense, str(tmp / "dense.faiss"))
             np.save(tmp / "vectors.npy", vectors)
-            with (tmp / "chunks.jsonl").open("w", encoding="utf-8") as fh:
-                for c in chunks:
-                    fh.write(json.dumps(asdict(c), ensure_ascii=False) + "\n")
+            (tmp / "chunks.json").write_text(json.dumps([asdict(c) for c in chunks], ensure_ascii=False), encoding="utf-8")
             metas = {
                 f"{d.id}:{d.lang}": asdict(DocMeta(d.id, d.lang, d.title, d.product, d.source, list(d.signatures), list(d.tags)))
                 for d in docs
@@ -132,6 +131,7 @@ def build_index(
                     d.path: {"hash": d.hash, "id": d.id, "lang": d.lang, "chunks": [c.hash for c in chunks if c.source == d.source and c.doc_id == d.id]}
                     for d in docs
                 },
+                "stats": stats,
                 "chunk_count": len(chunks),
                 "embedded": len(todo),
                 "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -7,14 +7,13 @@ fallback derived from the file itself.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from assistant.lang import detect_lang
 
-SUFFIXES = {".md", ".markdown", ".txt", ".text"}
+from .files import content_hash, find_files  # noqa: F401  (re-exported for callers)
 _FRONT = re.compile(r"\A---\s*\n(.*?)\n---\s*\n", re.S)
 
 
@@ -32,28 +31,6 @@ class Document:
     signatures: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     sources: tuple[str, ...] = field(default=())
-
-
-def content_hash(data: bytes | str) -> str:
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    return hashlib.sha256(data).hexdigest()[:16]
-
-
-def find_files(root: Path) -> list[Path]:
-    """KB files under root (or root itself), in a stable order; hidden folders skipped."""
-    if root.is_file():
-        return [root]
-    if not root.is_dir():
-        return []
-    out = []
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if any(part.startswith(".") for part in rel.parts):
-            continue
-        if path.is_file() and path.suffix.lower() in SUFFIXES and path.name.lower() != "readme.md":
-            out.append(path)
-    return out
 
 
 def _slug(text: str) -> str:

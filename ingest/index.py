@@ -3,7 +3,7 @@
 Layout of an index directory (written by `ingest.build`)::
 
     CURRENT            name of the live generation (replaced atomically)
-    gen-<n>/           manifest.json, chunks.jsonl, docs.json, terms.json, dense.faiss,
+    gen-<n>/           manifest.json, chunks.json, docs.json, terms.json, dense.faiss,
                        vectors.npy, bm25_{data,indices,indptr}.npy, bm25.json, zh.dict
     .lock              serialises writers (two `ask` processes on a cold cache)
 
@@ -26,11 +26,11 @@ from pathlib import Path
 from assistant.errors import IndexError_
 
 from .records import Chunk
-from .documents import content_hash, find_files
+from .files import content_hash, find_files
 from .keyword import KeywordIndex
 from .tokenize import Tokenizer
 
-SCHEMA = 14
+SCHEMA = 15
 FAISS_MIN_VECTORS = 20_000
 FAISS_TOP = 2_000
 
@@ -110,6 +110,15 @@ def scan(sources: list[Path]) -> list[tuple[Path, Path, bytes]]:
     return out
 
 
+def _stat(path: str) -> list[int] | None:
+    """(size, mtime in ns): a change to either means the file must be hashed again."""
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
 def _fingerprint(files: list[tuple[Path, Path, bytes]]) -> dict[str, str]:
     return {str(p.resolve()): content_hash(raw) for p, _, raw in files}
 
@@ -146,8 +155,7 @@ def load_index(index_dir: Path) -> KBIndex:
         manifest = json.loads((gen / "manifest.json").read_text(encoding="utf-8"))
         if manifest.get("schema") != SCHEMA:
             raise IndexError_(f"index schema {manifest.get('schema')} is not {SCHEMA}")
-        with (gen / "chunks.jsonl").open(encoding="utf-8") as fh:
-            chunks = [Chunk(**json.loads(line)) for line in fh if line.strip()]
+        chunks = [Chunk(**c) for c in json.loads((gen / "chunks.json").read_text(encoding="utf-8"))]
         docs = {k: DocMeta(**v) for k, v in json.loads((gen / "docs.json").read_text(encoding="utf-8")).items()}
         vectors = np.load(gen / "vectors.npy", allow_pickle=False)
         faiss_size = (gen / "dense.faiss").stat().st_size
@@ -182,8 +190,12 @@ def staleness(index_dir: Path, sources: list[Path], embedder_name: str) -> str |
         return f"index was built by {manifest.get('embedder')}, not {embedder_name}"
     if manifest.get("sources") != [str(s.resolve()) for s in sources]:
         return "the set of KB sources changed"
-    current = _fingerprint(scan(sources))
     recorded = {path: meta["hash"] for path, meta in manifest.get("documents", {}).items()}
+    stats = manifest.get("stats", {})
+    paths = [str(p.resolve()) for root in sources for p in find_files(root)]
+    if paths and sorted(paths) == sorted(recorded) and all(_stat(p) == stats.get(p) for p in paths):
+        return None  # same files, same sizes and mtimes: no need to read and hash them
+    current = _fingerprint(scan(sources))
     if current != recorded:
         changed = sum(1 for p in current if recorded.get(p) != current[p]) + sum(1 for p in recorded if p not in current)
         return f"{changed} document(s) changed"

@@ -71,7 +71,7 @@ def test_failed_build_leaves_previous_index_usable(tmp_path, embedder):
     assert not list((tmp_path / "idx").glob(".tmp-*"))
 
 
-@pytest.mark.parametrize("victim", ["chunks.jsonl", "vectors.npy", "bm25_indptr.npy", "bm25.json", "manifest.json", "dense.faiss"])
+@pytest.mark.parametrize("victim", ["chunks.json", "vectors.npy", "bm25_indptr.npy", "bm25.json", "manifest.json", "dense.faiss"])
 def test_corrupt_index_is_detected_and_rebuilt(tiny_settings, victim, capsys):
     open_kb(tiny_settings, progress=lambda _m: None)
     gen = load_index(index_dir(tiny_settings)).path
