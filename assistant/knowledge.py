@@ -8,7 +8,6 @@ that cannot be read is rebuilt rather than trusted.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from dataclasses import dataclass
@@ -40,8 +39,11 @@ class KB:
 
 
 def index_dir(settings: Settings) -> Path:
-    key = hashlib.sha256(str(settings.kb_dir.resolve()).encode()).hexdigest()[:12]
-    return settings.cache_dir / "index" / key
+    """One index per KB directory: its name plus a checksum of its absolute path."""
+    import zlib
+
+    kb = settings.kb_dir.resolve()
+    return settings.cache_dir / "index" / f"{kb.name}-{zlib.crc32(str(kb).encode()):08x}"
 
 
 def _extra_sources_file(settings: Settings) -> Path:

@@ -72,9 +72,10 @@ class EarlyEmbedding:
 
     @classmethod
     def start(cls, settings, text: str) -> "EarlyEmbedding":
-        from ingest.embedders import get_embedder
-
         def embed():
+            # Imported here, in the thread: numpy and the model load overlap the caller's work.
+            from ingest.embedders import get_embedder
+
             embedder = get_embedder(settings.embedder, threads=settings.embed_threads,
                                     base_url=settings.embed_base_url, api_key=settings.embed_api_key)
             return embedder.embed_queries([text])

@@ -3,13 +3,14 @@ parser (documents.py), which the query path never has to import."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 SUFFIXES = {".md", ".markdown", ".txt", ".text"}
 
 
 def content_hash(data: bytes | str) -> str:
+    import hashlib  # OpenSSL's init costs ~3 ms; the freshness check usually needs no hash
+
     if isinstance(data, str):
         data = data.encode("utf-8")
     return hashlib.sha256(data).hexdigest()[:16]

@@ -19,7 +19,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Collection
 
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
 _ASCII_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/]*[A-Za-z0-9]|[A-Za-z0-9]")
 _PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")  # CamelCase, snake_case, digits
 
@@ -43,6 +42,27 @@ ZH_STOP = frozenset(
     "请 帮 帮忙 之后 以后 时候 时 后 把 被 让 给 对 中 里 上 下 现在 今天 总是 经常 其实 但是 "
     "然后 所以 因为 如果 而且 还是 或者 已经 就是 的话 一直在".split()
 )
+
+
+def split_cjk(text: str) -> tuple[str, list[str]]:
+    """(the text with Chinese runs blanked out, the Chinese runs), in one pass."""
+    from assistant.lang import is_cjk
+
+    rest: list[str] = []
+    runs: list[str] = []
+    current: list[str] = []
+    for ch in text:
+        if is_cjk(ch):
+            current.append(ch)
+            continue
+        if current:
+            runs.append("".join(current))
+            current = []
+            rest.append(" ")
+        rest.append(ch)
+    if current:
+        runs.append("".join(current))
+    return "".join(rest), runs
 
 
 def normalize(text: str) -> str:
@@ -183,9 +203,9 @@ class Tokenizer:
 
     def __call__(self, text: str) -> list[str]:
         text = unicodedata.normalize("NFKC", text)  # keep case here: CamelCase splits on it
-        tokens = ascii_tokens(_CJK_RUN.sub(" ", text))
-        text = text.lower()
-        for run in _CJK_RUN.findall(text):
+        rest, runs = split_cjk(text)
+        tokens = ascii_tokens(rest)
+        for run in runs:
             tokens.extend(self.chinese_tokens(run))
         return tokens
 
@@ -201,7 +221,7 @@ def build_dictionary(texts: list[str], path: Path) -> None:
     full.initialize()
     counts: Counter[str] = Counter()
     for text in texts:
-        for run in _CJK_RUN.findall(normalize(text)):
+        for run in split_cjk(normalize(text))[1]:
             counts.update(w for w in full.lcut(run) if len(w) >= 2)
     lines = [f"{w} {max(full.FREQ.get(w, 0), 3)}" for w in sorted(counts)]
     # jieba needs a non-empty dictionary even for an all-English KB.
