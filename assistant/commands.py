@@ -96,6 +96,57 @@ def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, out: str
     _run(body)
 
 
+@assistant.command(name="tools")
+def tools_cmd() -> None:
+    """List the read-only tools and their parameters."""
+
+    def body() -> None:
+        from .tools import registry
+
+        for t in registry().values():
+            params = t.parameters.get("properties", {})
+            required = set(t.parameters.get("required", []))
+            args = " ".join(f"{n}=<{p.get('type', 'value')}>" if n in required else f"[{n}=…]" for n, p in params.items())
+            click.echo(f"{t.name} {args}".rstrip())
+            click.echo(f"    {t.description}")
+
+    _run(body)
+
+
+@assistant.command(name="tool")
+@click.argument("name")
+@click.argument("arguments", nargs=-1)
+def tool_cmd(name: str, arguments: tuple[str, ...]) -> None:
+    """Run one tool: `assistant tool kv_concurrency num_blocks=17131 avg_tokens_per_request=20000`.
+
+    Arguments are key=value pairs (values parsed as JSON when they can be: numbers,
+    true/false, lists), or one JSON object. The result is printed as JSON.
+    """
+
+    def body() -> None:
+        from .errors import AssistantError
+        from .tools import call_tool
+
+        if len(arguments) == 1 and arguments[0].lstrip().startswith("{"):
+            args: object = arguments[0]
+        else:
+            args = {}
+            for item in arguments:
+                key, sep, raw = item.partition("=")
+                if not sep:
+                    raise AssistantError(f"argument {item!r} is not key=value", "e.g. num_blocks=17131")
+                try:
+                    args[key] = json.loads(raw)
+                except ValueError:
+                    args[key] = raw
+        call = call_tool(name, args, timeout=settings_for(None).tool_timeout)
+        if call.error:
+            raise AssistantError(call.error, "assistant tools lists the tools and their parameters")
+        click.echo(json.dumps(call.result, ensure_ascii=False, indent=1))
+
+    _run(body)
+
+
 @assistant.command()
 @click.option("--serving-url", default=None, help="A vLLM/FastDeploy server to probe, e.g. http://127.0.0.1:8000.")
 @click.option("--log", "log_path", type=click.Path(dir_okay=False), default=None, help="A server log to scan.")

@@ -298,3 +298,15 @@ def test_doctor_json_and_exit_code(bundled_env, tmp_path):
     severities = [f["severity"] for f in data["findings"]]
     order = {"critical": 0, "warning": 1, "info": 2, "ok": 3}
     assert severities == sorted(severities, key=order.get)
+
+
+def test_tools_from_the_cli(bundled_env, tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA_31_8B))
+    listing = run_cli(["assistant", "tools"], bundled_env).stdout.decode()
+    assert "kv_concurrency num_blocks=<integer> avg_tokens_per_request=<integer>" in listing
+    proc = run_cli(["assistant", "tool", "kv_bytes_per_token", f"config_json={tmp_path}"], bundled_env)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["bytes_per_token"] == 131072
+    proc = run_cli(["assistant", "tool", "kv_concurrency", '{"num_blocks": 17131, "avg_tokens_per_request": 20000}'], bundled_env)
+    assert json.loads(proc.stdout)["concurrent_requests"] == 54
+    bad = run_cli(["assistant", "tool", "kv_concurrency", "num_blocks=many"], bundled_env)
+    assert bad.returncode == 1 and bad.stderr.decode().startswith("error: invalid arguments") and "Traceback" not in bad.stderr.decode()
