@@ -147,9 +147,14 @@ class ServerState:
         finally:
             self._loaded.set()
 
+    def wait_loaded(self, timeout: float = 600):
+        """Block until the index is loaded (or failed to load); returns the KB or None."""
+        self._loaded.wait(timeout)
+        return self.kb
+
     async def get_kb(self):
         if not self._loaded.is_set():
-            await run_in_threadpool(self._loaded.wait, 600)
+            await run_in_threadpool(self.wait_loaded)
         if self.kb is None:
             raise AssistantError(f"the knowledge base is not available: {self.kb_error}")
         return self.kb

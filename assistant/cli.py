@@ -97,14 +97,8 @@ def _parser():
     llm.add_argument("--llm", dest="llm", action="store_true", default=None, help="answer with the configured LLM (default when ASSISTANT_LLM_BASE_URL is set)")
     llm.add_argument("--no-llm", dest="llm", action="store_false", help="answer from the KB only, even if an LLM is configured")
     p.add_argument("--no-tools", action="store_true", help="do not let the LLM call tools")
-    p.add_argument("--mode", choices=["hybrid", "dense", "bm25"], default="hybrid", help=argparse_suppress())
+    p.add_argument("--mode", choices=["hybrid", "dense", "bm25"], default="hybrid", help=argparse.SUPPRESS)
     return p
-
-
-def argparse_suppress() -> str:
-    import argparse
-
-    return argparse.SUPPRESS
 
 
 def ask(argv: list[str] | None = None) -> None:

@@ -89,7 +89,6 @@ def _log_findings(report: dict) -> list[Finding]:
 
 def run_doctor(settings: Settings, serving_url: str | None = None, log_path: str | None = None) -> list[Finding]:
     from .tools import call_tool
-    from .tools.logs import kb_signatures  # noqa: F401  (warms the signature table)
 
     findings: list[Finding] = []
     steps = [("gpu", "gpu_status", {}, _gpu_findings), ("host", "host_status", {}, _host_findings)]
@@ -111,11 +110,10 @@ def run_doctor(settings: Settings, serving_url: str | None = None, log_path: str
 
 
 def _titles(settings: Settings) -> dict[str, str]:
-    from ingest.documents import find_files, parse_document
+    from .tools.logs import kb_documents
 
     out: dict[str, str] = {}
-    for path in find_files(settings.kb_dir):
-        doc = parse_document(path, settings.kb_dir, path.read_bytes())
+    for doc in kb_documents(str(settings.kb_dir)):
         if doc.lang == "en" or doc.id not in out:
             out[doc.id] = doc.title
     return out

@@ -98,7 +98,7 @@ def _article_texts(kb) -> dict[str, str]:
     return {k: "\n".join(v) for k, v in texts.items()}
 
 
-def run_case(kb, settings: Settings, case: Case, mode: str) -> CaseResult:
+def run_case(kb, settings: Settings, case: Case, mode: str, texts: dict[str, str] | None = None) -> CaseResult:
     """mode: hybrid | dense | bm25 (extractive answers), or llm (hybrid retrieval + the LLM)."""
     from .answer import answer_question
     from .lang import detect_lang
@@ -115,7 +115,7 @@ def run_case(kb, settings: Settings, case: Case, mode: str) -> CaseResult:
         faiss_min_vectors=settings.faiss_min_vectors,
         coverage_weight=settings.coverage_weight,
                     min_relevance=settings.min_relevance, limit=10)
-    texts = _article_texts(kb)
+    texts = texts if texts is not None else _article_texts(kb)
     rank = None
     for i, art in enumerate(result.articles, 1):
         if case.expect and passes(texts.get(art.doc_id, ""), case.expect):
@@ -166,8 +166,9 @@ def summarise(results: list[CaseResult]) -> Metrics:
 def evaluate(kb, settings: Settings, cases: list[Case], modes: list[str]) -> dict[str, dict[str, Metrics]]:
     """mode → group ("zh", "en", "all") → Metrics."""
     report: dict[str, dict[str, Metrics]] = {}
+    texts = _article_texts(kb)
     for mode in modes:
-        results = [run_case(kb, settings, c, mode) for c in cases]
+        results = [run_case(kb, settings, c, mode, texts) for c in cases]
         groups = {"all": results}
         for lang in LANGS:
             groups[lang] = [r for r in results if r.case.lang == lang]

@@ -82,13 +82,11 @@ def get_embedder_for(settings: Settings):
 _OPEN: dict[tuple, KB] = {}
 
 
-def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr, *, check_fresh: bool = True) -> KB:
+def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr) -> KB:
     """Load (building or refreshing if needed) the index for settings.kb_dir."""
     if not settings.kb_dir.is_dir():
         raise AssistantError(f"KB directory {settings.kb_dir} does not exist", "pass --kb DIR or set ASSISTANT_KB_DIR")
     key = (str(settings.kb_dir), str(settings.cache_dir), settings.embedder)
-    if key in _OPEN and not check_fresh:
-        return _OPEN[key]
     embedder = get_embedder_for(settings)
     directory = index_dir(settings)
     srcs = sources(settings)

@@ -239,7 +239,7 @@ def mount_http(fastapi_app, settings: Settings, state) -> None:
     from fastapi.concurrency import run_in_threadpool
     from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
 
-    answer, record, feedback = _callbacks(settings, lambda: state.kb or _wait_kb(state), state.feedback)
+    answer, record, feedback = _callbacks(settings, state.wait_loaded, state.feedback)
     bolt = build_app(settings, answer, record, feedback)
     fastapi_app.state.slack = bolt
 
@@ -248,11 +248,6 @@ def mount_http(fastapi_app, settings: Settings, state) -> None:
         body = await request.body()
         response = await run_in_threadpool(bolt.dispatch, to_bolt_request(request, body))
         return to_starlette_response(response)
-
-
-def _wait_kb(state):
-    state._loaded.wait(600)
-    return state.kb
 
 
 def run_socket_mode(settings: Settings) -> None:

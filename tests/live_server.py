@@ -32,7 +32,7 @@ class LiveServer:
             time.sleep(0.02)
         state = getattr(self.app.state, "assistant", None)
         if state is not None:  # our API app loads its index in the background: wait for it
-            state._loaded.wait(120)
+            state.wait_loaded(120)
         return self
 
     def __exit__(self, *exc) -> None:

@@ -50,17 +50,25 @@ class LogDiagnosis:
 
 
 @lru_cache(maxsize=4)
-def kb_signatures(kb_dir: str) -> tuple[tuple[str, str], ...]:
-    """(signature, article id) pairs from the front matter of every KB file."""
+def kb_documents(kb_dir: str) -> tuple:
+    """Every KB file parsed once per process (front matter: ids, titles, signatures)."""
     from ingest.documents import find_files, parse_document
 
     root = Path(kb_dir)
-    pairs: dict[str, str] = {}
+    docs = []
     for path in find_files(root):
         try:
-            doc = parse_document(path, root, path.read_bytes())
+            docs.append(parse_document(path, root, path.read_bytes()))
         except OSError:
             continue
+    return tuple(docs)
+
+
+@lru_cache(maxsize=4)
+def kb_signatures(kb_dir: str) -> tuple[tuple[str, str], ...]:
+    """(signature, article id) pairs from the front matter of every KB file."""
+    pairs: dict[str, str] = {}
+    for doc in kb_documents(kb_dir):
         for sig in doc.signatures:
             pairs.setdefault(sig, doc.id)
     # Longest first, so "RuntimeError: NCCL error in:" is preferred over "NCCL error".
