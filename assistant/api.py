@@ -133,6 +133,7 @@ class ServerState:
         self.kb_error: str | None = None
         self._loaded = threading.Event()
         self._active: dict[str, int] = {}
+        self.llm_check: tuple[float, bool | None] = (-1e9, None)  # (when, reachable)
         self._lock = threading.Lock()
 
     def load(self) -> None:
@@ -411,7 +412,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ready = state.kb is not None
         llm = {"configured": bool(settings.llm_base_url), "reachable": None}
         if settings.llm_base_url:
-            llm["reachable"] = await run_in_threadpool(_llm_reachable, settings)
+            # Load balancers poll this; ask the LLM at most every 10 s.
+            checked_at, reachable = state.llm_check
+            if time.monotonic() - checked_at > 10:
+                reachable = await run_in_threadpool(_llm_reachable, settings)
+                state.llm_check = (time.monotonic(), reachable)
+            llm["reachable"] = reachable
         body = {"ready": ready, "index": describe(settings) if ready else None, "error": state.kb_error, "llm": llm}
         return JSONResponse(body, status_code=200 if ready else 503)
 
