@@ -18,6 +18,10 @@ from .retrieval import ArticleMatch, Retrieval, search
 
 # A second article is offered as an alternative when its score is this close to the best.
 AMBIGUITY_MARGIN = 0.12
+# Quoted text is bounded: a passage this long, an answer this long; the rest stays behind
+# the citation. A 12,000-character answer is a document, not an answer.
+MAX_PASSAGE_CHARS = 1500
+MAX_ANSWER_CHARS = 3000
 
 LABELS = {
     "en": {
@@ -30,8 +34,15 @@ LABELS = {
         "first_fix": "first fix",
         "nothing": "I found nothing in the knowledge base that answers this question, so I will not guess a fix.",
         "closest": "Closest topics in the KB (probably not what you need)",
-        "scope": "The KB covers LLM serving incidents: GPU memory, KV cache, hangs, NCCL, torch/CUDA installs and model loading for vLLM and FastDeploy. You can add your own runbooks with `assistant ingest PATH`.",
         "other_lang": "(This article exists only in Chinese; quoted as written.)",
+        "platform": "The closest article, **{title}** {ref}, is written for {declared}. You are on {platform}, where its fix may not apply or may be wrong, and the KB has nothing specific for {platform}.",
+        "partial": "The KB covers **{title}** {ref}, but has nothing on {missing}: its fixes may not apply to your case, so I will not present them as the answer.",
+        "missing": "It has nothing on {missing}.",
+        "covers": "This knowledge base ({n} documents) covers, among others:",
+        "more": "- … and {n} more",
+        "add_docs": "You can add your own runbooks with `assistant ingest PATH`.",
+        "yours": "From your command line",
+        "cut": "… (more in the cited source)",
     },
     "zh": {
         "cause": "可能原因",
@@ -43,8 +54,15 @@ LABELS = {
         "first_fix": "先试",
         "nothing": "知识库里没有找到能回答这个问题的内容，我不会去猜一个解决办法。",
         "closest": "知识库中最接近的条目（大概率不是你要的）",
-        "scope": "知识库覆盖大模型推理服务的故障：显存、KV Cache、请求卡住、NCCL、torch/CUDA 安装、模型加载（vLLM 和 FastDeploy）。可以用 `assistant ingest PATH` 加入自己的运维文档。",
         "other_lang": "（该文章只有英文版本，以下按原文引用。）",
+        "platform": "最接近的条目 **{title}** {ref} 是针对 {declared} 写的。你用的是 {platform}，其中的解决办法可能不适用甚至是错的，知识库里没有针对 {platform} 的内容。",
+        "partial": "知识库覆盖 **{title}** {ref}，但没有关于 {missing} 的内容：那里的解决办法不一定适用于你的情况，所以不把它当作答案。",
+        "missing": "知识库里没有关于 {missing} 的内容。",
+        "covers": "这个知识库（{n} 篇文档）覆盖的内容包括：",
+        "more": "- …… 以及另外 {n} 篇",
+        "add_docs": "可以用 `assistant ingest PATH` 加入自己的运维文档。",
+        "yours": "你命令行里的相关参数",
+        "cut": "……（其余内容见引用的原文）",
     },
 }
 
@@ -71,6 +89,8 @@ class Answer:
     backend: str = "extractive"
     timings_ms: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # one-line explanations (e.g. why no LLM)
+    coverage: str = "full"  # full | partial (symptom covered, platform or subject not) | none
+    confidence: float | None = None  # the refusal model's P(the KB answers this question)
 
     def to_dict(self) -> dict:
         """The one JSON shape shared by `ask --json`, the HTTP API and the eval."""
@@ -95,6 +115,7 @@ def answer_question(
     on_token=None,
     on_tool=None,
     early: EarlyEmbedding | None = None,
+    trace: dict | None = None,
 ) -> Answer:
     """The one function every adapter calls.
 
@@ -102,6 +123,7 @@ def answer_question(
     log_text: a log to diagnose alongside the question (`ask --log FILE`).
     on_token / on_tool: streaming callbacks for the LLM path.
     early: the question's embedding, already started by the caller (see questions.py).
+    trace: receives the retrieval under "retrieval" (the eval ranks articles from it).
     """
     started = time.perf_counter()
     text = validate_question(question, settings.max_question_bytes)
@@ -131,7 +153,10 @@ def answer_question(
         faiss_min_vectors=settings.faiss_min_vectors,
         coverage_weight=settings.coverage_weight,
         min_relevance=settings.min_relevance,
+        limit=10,
     )
+    if trace is not None:
+        trace["retrieval"] = result
     if query_vector is not None:
         result.timings_ms["embed"] = pending.elapsed_ms  # ran alongside "load"
     answer_lang = lang if lang in ("zh", "en") else detect_lang(text)
@@ -170,6 +195,7 @@ def answer_question(
             extras.append(explain(calc, answer_lang))
         if extras:
             answer.answer = "\n\n".join(extras + [answer.answer])
+    answer.confidence = result.confidence
     answer.tool_calls = tool_calls + answer.tool_calls
     answer.notes = notes + answer.notes
     answer.question = text
@@ -261,35 +287,212 @@ def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
     labels = LABELS.get(lang, LABELS["en"])
     cites = _Cites()
     if not result.grounded:
-        lines = [labels["nothing"], "", labels["scope"]]
-        near = [a for a in result.articles[:2]]
-        if near:
-            lines += ["", f"{labels['closest']}:"]
-            for art in near:
-                chunk = art.chunks[0].chunk
-                lines.append(f"- {chunk.title.split(' > ')[0]} {cites.ref(chunk, art.relevance)}")
-        return Answer(result.question, "\n".join(lines), lang, False, cites.items)
+        text, coverage = _refusal(kb, result, lang, labels, cites)
+        answer = Answer(result.question, text, lang, False, cites.items, coverage=coverage)
+        answer.confidence = result.confidence
+        return answer
 
     top = result.articles[0]
-    parts = _article_body(kb, top, lang, labels, cites)
-    alternatives = _alternatives(kb, result, top_k)
-    if alternatives:
-        parts += ["", f"**{labels['also']}:**"]
-        for art in alternatives:
-            doc_lang, _ = _pick_lang(kb, art.doc_id, lang)
-            chunks = kb.article_chunks(art.doc_id, doc_lang)
-            title = chunks[0].title.split(" > ")[0] if chunks else art.doc_id
-            hint_chunk = _section(chunks, "symptoms") or (chunks[0] if chunks else None)
-            hint = _first_sentence(hint_chunk.text) if hint_chunk else ""
-            meta = kb.index.docs.get(f"{art.doc_id}:{doc_lang}")
-            if meta and meta.signatures:
-                hint += f" `{meta.signatures[0]}`"
-            ref = cites.ref(hint_chunk, art.score) if hint_chunk else ""
-            parts.append(f"- **{title}** {ref} — {labels['tell']}: {hint}")
-            fixes = _section(chunks, "fixes")
-            if fixes:
-                parts.append(f"  - {labels['first_fix']} {cites.ref(fixes, art.score)}: {_fix_hint(fixes.text)}")
-    return Answer(result.question, "\n".join(parts).strip(), lang, True, cites.items)
+    if top.passage:
+        parts = _passages_body(kb, result, lang, labels, cites, top_k)
+    else:
+        parts = _article_body(kb, top, lang, labels, cites)
+        parts += _your_settings(kb, top, lang, labels, result.flags)
+        alternatives = _alternatives(kb, result, top_k)
+        if alternatives:
+            parts += ["", f"**{labels['also']}:**"]
+            for art in alternatives:
+                parts += _alternative(kb, art, lang, labels, cites)
+    text = _bounded("\n".join(parts).strip(), MAX_ANSWER_CHARS, labels)
+    answer = Answer(result.question, text, lang, True, cites.items, coverage="full")
+    answer.confidence = result.confidence
+    return answer
+
+
+def _alternative(kb, art: ArticleMatch, lang: str, labels: dict, cites: "_Cites") -> list[str]:
+    doc_lang, _ = _pick_lang(kb, art.doc_id, lang)
+    chunks = kb.article_chunks(art.doc_id, doc_lang)
+    title = chunks[0].title.split(" > ")[0] if chunks else art.doc_id
+    hint_chunk = _section(chunks, "symptoms") or (chunks[0] if chunks else None)
+    hint = _first_sentence(hint_chunk.text) if hint_chunk else ""
+    meta = kb.index.docs.get(f"{art.doc_id}:{doc_lang}")
+    if meta and meta.signatures:
+        hint += f" `{meta.signatures[0]}`"
+    ref = cites.ref(hint_chunk, art.score) if hint_chunk else ""
+    out = [f"- **{title}** {ref} — {labels['tell']}: {hint}"]
+    fixes = _section(chunks, "fixes")
+    if fixes:
+        out.append(f"  - {labels['first_fix']} {cites.ref(fixes, art.score)}: {_fix_hint(fixes.text)}")
+    return out
+
+
+def _kb_topics(kb, result: Retrieval, lang: str, limit: int = 6) -> tuple[list[str], int]:
+    """What *this* KB covers, as its documents' own titles: the ones nearest the question
+    first, then the rest, so a refusal on a team's own runbooks names their topics."""
+    titles: dict[str, str] = {}
+    for meta in kb.index.docs.values():
+        if meta.id not in titles or meta.lang == lang:
+            titles[meta.id] = meta.title
+    order = [a.doc_id for a in result.articles] + sorted(titles)
+    seen: list[str] = []
+    for doc_id in order:
+        if doc_id in titles and doc_id not in seen and "summary" not in _tags(kb, doc_id):
+            seen.append(doc_id)
+    return [titles[d] for d in seen[:limit]], len(titles)
+
+
+def _tags(kb, doc_id: str) -> set[str]:
+    return {t for meta in kb.index.docs.values() if meta.id == doc_id for t in meta.tags}
+
+
+def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") -> tuple[str, str]:
+    """Say what the KB does and does not cover. When the symptom is covered but the
+    question's platform, product or key subject is not, name both: the closest article
+    is shown as what the KB says in general, never as the fix for this case."""
+    from .scope import HARDWARE_NAMES
+
+    top = result.articles[0] if result.articles else None
+    title = ""
+    ref = ""
+    if top is not None:
+        doc_lang, _ = _pick_lang(kb, top.doc_id, lang)
+        chunks = kb.article_chunks(top.doc_id, doc_lang) or [top.chunks[0].chunk]
+        chunk = next((c for c in chunks if top.passage and c.title == top.passage), None) or top.chunks[0].chunk
+        if not top.passage:
+            chunk = chunks[0] if chunks[0].lang == doc_lang else chunk
+        title = (top.passage or chunk.title).split(" > ")[0] if not top.passage else top.passage
+        ref = cites.ref(chunk, top.relevance)
+    lines: list[str] = []
+    coverage = "none"
+    if top is not None and top.hardware_conflict:
+        platforms = ", ".join(HARDWARE_NAMES.get(h, h) for h in top.hardware_conflict)
+        declared = ", ".join(HARDWARE_NAMES.get(h, h) for h in _article_hardware(kb, top.doc_id))
+        lines.append(labels["platform"].format(title=title, ref=ref, declared=declared or "NVIDIA/CUDA", platform=platforms))
+        coverage = "partial"
+    elif top is not None and (result.unseen or result.foreign_products) and result.symptom_covered:
+        missing = ", ".join(result.unseen + [p for p in result.foreign_products])
+        lines.append(labels["partial"].format(title=title, ref=ref, missing=missing))
+        coverage = "partial"
+    else:
+        lines.append(labels["nothing"])
+        if result.unseen or result.foreign_products:
+            lines.append(labels["missing"].format(missing=", ".join(result.unseen + result.foreign_products)))
+    topics, total = _kb_topics(kb, result, lang)
+    if topics:
+        lines += ["", labels["covers"].format(n=total)]
+        lines += [f"- {t}" for t in topics]
+        if total > len(topics):
+            lines.append(labels["more"].format(n=total - len(topics)))
+    lines += ["", labels["add_docs"]]
+    if coverage == "none" and result.articles:
+        lines += ["", f"{labels['closest']}:"]
+        for art in result.articles[:2]:
+            chunk = art.chunks[0].chunk
+            name = art.passage or chunk.title.split(" > ")[0]
+            lines.append(f"- {name} {cites.ref(chunk, art.relevance)}")
+    return "\n".join(lines), coverage
+
+
+def _article_hardware(kb, doc_id: str) -> list[str]:
+    from .scope import article_hardware
+
+    for meta in kb.index.docs.values():
+        if meta.id == doc_id:
+            return sorted(article_hardware(meta))
+    return []
+
+
+def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[str, str]) -> list[str]:
+    """Flags pasted with the question that the article talks about, quoted back as facts:
+    "you run with `--gpu-memory-utilization 0.97`" makes "lower it" concrete."""
+    if not flags:
+        return []
+    doc_lang, _ = _pick_lang(kb, art.doc_id, lang)
+    text = "\n".join(c.text for c in kb.article_chunks(art.doc_id, doc_lang)).lower().replace("_", "-")
+    named = []
+    for flag, value in flags.items():
+        bare = flag.lstrip("-").lower().replace("_", "-")
+        if len(bare) >= 4 and bare in text:
+            named.append(f"`{flag}{' ' + value if value and flag.startswith('--') else ('=' + value if value else '')}`")
+    if not named:
+        return []
+    return ["", f"**{labels['yours']}:** " + ", ".join(named[:6])]
+
+
+def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites", top_k: int) -> list[str]:
+    """Answer from the best passages of documents without article structure: each passage
+    under its own heading path, cited on its own, in the asker's language when the
+    document has a twin in it. Passages that score well below the best are left out."""
+    top = result.articles[0]
+    chosen = [top]
+    for art in result.articles[1:]:
+        if len(chosen) >= max(1, top_k):
+            break
+        if art.relevance >= 0.85 * top.relevance and art.score >= top.score - AMBIGUITY_MARGIN:
+            chosen.append(art)
+    parts: list[str] = []
+    for i, art in enumerate(chosen):
+        chunk = _in_lang(kb, art, lang, result)
+        body = _bounded(_with_neighbours(kb, chunk), MAX_PASSAGE_CHARS, labels)
+        heading = chunk.title
+        if i == 0:
+            parts.append(f"### {heading}")
+        else:
+            parts += ["", f"**{labels['also']}:** {heading}"]
+        parts += [f"{cites.ref(chunk, art.score)}", "", body]
+    return parts
+
+
+def _in_lang(kb, art: ArticleMatch, lang: str, result: Retrieval):
+    """The passage itself, or — when it is in the other language and the document has a
+    twin in the asker's — the twin's passage at the same position in the document."""
+    chunk = art.chunks[0].chunk
+    if chunk.lang == lang:
+        return chunk
+    twin = kb.article_chunks(chunk.doc_id, lang)
+    if not twin:
+        return chunk
+    own = kb.article_chunks(chunk.doc_id, chunk.lang)
+    try:
+        pos = next(i for i, c in enumerate(own) if c.chunk_id == chunk.chunk_id)
+    except StopIteration:
+        return chunk
+    return twin[min(len(twin) - 1, round(pos * len(twin) / max(1, len(own))))]
+
+
+def _with_neighbours(kb, chunk) -> str:
+    """A short passage reads better with the next one of the same section (a heading
+    followed by its table, a step followed by its command)."""
+    chunks = kb.article_chunks(chunk.doc_id, chunk.lang)
+    text = chunk.text
+    for i, c in enumerate(chunks):
+        if c.chunk_id == chunk.chunk_id and i + 1 < len(chunks) and len(text) < 300:
+            nxt = chunks[i + 1]
+            if nxt.title.startswith(chunk.title):
+                text += "\n\n" + nxt.text
+            break
+    return text
+
+
+def _bounded(text: str, limit: int, labels: dict) -> str:
+    """Cut at a line boundary under `limit` characters, closing an open code fence; the
+    rest stays behind the citation."""
+    if len(text) <= limit:
+        return text
+    out: list[str] = []
+    size = 0
+    fenced = False
+    for line in text.splitlines():
+        if size + len(line) + 1 > limit - 40:
+            break
+        out.append(line)
+        size += len(line) + 1
+        if line.strip().startswith("```"):
+            fenced = not fenced
+    if fenced:
+        out.append("```")
+    out.append(labels["cut"])
+    return "\n".join(out)
 
 
 def _is_overview(kb, doc_id: str) -> bool:

@@ -60,19 +60,38 @@ def ingest(paths: tuple[str, ...], kb: str | None, forget: tuple[str, ...], rebu
 @click.option("--mode", type=click.Choice(["all", "hybrid", "dense", "bm25"]), default="all", show_default=True)
 @click.option("--min-pass3", type=float, default=0.98, show_default=True, help="Fail under this pass@3 in any language.")
 @click.option("--min-pass1", type=float, default=0.90, show_default=True, help="Fail under this pass@1 in any language.")
+@click.option("--min-topic1", type=float, default=0.0, help="Per-language bar for topic@1 (sets with expect_topic).")
+@click.option("--min-fix", type=float, default=0.0, help="Per-language bar for answer-has-fix.")
+@click.option("--min-oos", type=float, default=1.0, show_default=True, help="Per-language bar for out-of-scope refusals.")
+@click.option("--max-false-refusals", type=float, default=0.03, show_default=True)
+@click.option("--split", type=click.Choice(["all", "dev", "test"]), default="all", show_default=True,
+              help="Run only one split of a set that has one (tune on dev; report test).")
+@click.option("--judge", type=click.Choice(["all", "dev", "test"]), default="all", show_default=True,
+              help="Which split the thresholds judge.")
+@click.option("--fit-refusals", "fit", is_flag=True, help="Fit the refusal model on the dev split and save it.")
 @click.option("--out", type=click.Path(file_okay=False), default="eval", show_default=True, help="Where report.json and report.md go.")
-@click.option("--llm", "with_llm", is_flag=True, help="Also answer every case with the configured LLM and report it beside the extractive figures.")
-@click.option("--kb", type=click.Path(file_okay=False), default=None)
-def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, out: str, with_llm: bool, kb: str | None) -> None:
+@click.option("--llm", "with_llm", is_flag=True, help="Also answer every case with the configured LLM and report its metrics.")
+@click.option("--kb", type=click.Path(file_okay=False), default=None, help="KB directory (default: the bundled KB).")
+def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, min_topic1: float, min_fix: float, min_oos: float,
+             max_false_refusals: float, split: str, judge: str, fit: bool, out: str, with_llm: bool, kb: str | None) -> None:
     """Score retrieval and answers on symptom→fix cases; exit 1 under the thresholds."""
 
     def body() -> None:
-        from .evaluate import check_thresholds, evaluate, load_cases, to_json, to_markdown
+        from .evaluate import Thresholds, check_thresholds, evaluate, load_cases, reliability, to_json, to_markdown
         from .knowledge import open_kb
 
         settings = settings_for(kb)
         case_list = load_cases(Path(cases))
+        if split != "all":
+            case_list = [c for c in case_list if c.split == split]
         kb_ = open_kb(settings)
+        if fit:
+            from .refusal import fit_and_save
+
+            click.echo(fit_and_save(kb_, settings, [c for c in case_list if c.split in ("dev", "")]), err=True)
+            from .refusal import reset_model
+
+            reset_model()
         modes = ["hybrid", "dense", "bm25"] if mode == "all" else [mode]
         if with_llm:
             if not settings.llm_base_url:
@@ -80,14 +99,17 @@ def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, out: str
 
                 raise ConfigError("--llm needs an LLM endpoint", "set ASSISTANT_LLM_BASE_URL (and ASSISTANT_LLM_MODEL if it serves several)")
             modes.append("llm")
-        report = evaluate(kb_, settings, case_list, modes)
+        collected: dict = {}
+        report = evaluate(kb_, settings, case_list, modes, collected)
         judged = "hybrid" if "hybrid" in modes else modes[0]
-        problems = check_thresholds(report, judged, min_pass3, min_pass1)
+        bar = Thresholds(min_pass3, min_pass1, min_topic1, min_fix, min_oos, max_false_refusals)
+        problems = check_thresholds(report, judged, bar=bar, group_prefix="" if judge == "all" else judge + "/")
+        calibration = reliability(collected[judged])
         out_dir = Path(out)
         out_dir.mkdir(parents=True, exist_ok=True)
-        md = to_markdown(report, problems, cases)
+        md = to_markdown(report, problems, cases, calibration)
         (out_dir / "report.md").write_text(md, encoding="utf-8")
-        (out_dir / "report.json").write_text(json.dumps(to_json(report, problems, cases), ensure_ascii=False, indent=1), encoding="utf-8")
+        (out_dir / "report.json").write_text(json.dumps(to_json(report, problems, cases, calibration), ensure_ascii=False, indent=1), encoding="utf-8")
         click.echo(md)
         click.echo(f"reports: {out_dir / 'report.md'}, {out_dir / 'report.json'}", err=True)
         if problems:

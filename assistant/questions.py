@@ -14,8 +14,11 @@ from .errors import BadQuestion
 
 
 def query_text(question: str) -> str:
-    """What the dense model embeds: e5 reads 512 tokens, a long pasted log is cut."""
-    return question[:2000]
+    """What the dense model embeds: the question's prose and error lines (pasted code,
+    config and command lines are left out, see cleaning.py), cut to what e5 reads."""
+    from .cleaning import retrieval_text
+
+    return retrieval_text(question)[:2000]
 
 
 def validate_question(question: str, max_bytes: int = 8192) -> str:

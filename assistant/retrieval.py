@@ -59,6 +59,13 @@ class ArticleMatch:
     relevance: float
     chunks: list[ScoredChunk] = field(default_factory=list)
     signatures: list[str] = field(default_factory=list)
+    coverage: float = 0.0  # IDF-weighted share of the question's keywords in this article
+    dense: float = 0.0  # best chunk cosine, rescaled to the question language's band
+    product: str = ""
+    passage: str = ""  # the heading path, when this match is one section of a document without article structure
+    hardware_conflict: tuple[str, ...] = ()  # the question's hardware this article does not apply to
+    product_conflict: bool = False
+    version_conflict: bool = False
 
 
 @dataclass
@@ -69,6 +76,13 @@ class Retrieval:
     articles: list[ArticleMatch]
     grounded: bool
     timings_ms: dict[str, float]
+    scope: object = None  # scope.Scope: products, hardware, versions, entities named
+    unseen: list[str] = field(default_factory=list)  # near-domain subjects this KB never mentions
+    foreign_products: list[str] = field(default_factory=list)  # named products this KB has nothing on
+    kb_coverage: float = 0.0  # IDF-weighted share of the question's keywords the KB has at all
+    confidence: float | None = None  # the refusal model's P(the KB answers this)
+    symptom_covered: bool = False  # the KB would answer but for an unknown subject, product or platform
+    flags: dict[str, str] = field(default_factory=dict)  # --flag values pasted in the question
 
 
 def _squash(text: str) -> str:
@@ -109,6 +123,12 @@ def signature_hits(index: KBIndex, question: str) -> dict[str, list[str]]:
     return hits
 
 
+def kb_keyword_coverage(query_terms: set[str], doc_freq: dict[str, int], n_articles: int) -> float:
+    """IDF-weighted share of the question's keywords that occur anywhere in the KB: low when
+    the question is mostly about words this KB has never seen."""
+    return keyword_coverage(query_terms, {t for t in query_terms if doc_freq.get(t, 0) > 0}, doc_freq, n_articles)
+
+
 def search(
     index: KBIndex,
     embedder,
@@ -123,20 +143,32 @@ def search(
     limit: int = 8,
     faiss_min_vectors: int = FAISS_MIN_VECTORS,
     coverage_weight: float = 0.0,
+    mismatch_penalty: float = 0.15,
 ) -> Retrieval:
+    """Rank articles for a question; decide whether the KB answers it (see refusal.py).
+
+    The question is read in two ways: retrieval sees its prose and error lines
+    (cleaning.py), while log signatures are matched on the whole text, pasted logs
+    included. Articles about another product than the one the question names, or for
+    other hardware or versions, are demoted by `mismatch_penalty`."""
+    from .cleaning import split_question
+    from .scope import detect, foreign_products, hardware_mismatch, product_mismatch, unseen_entities, version_mismatch
+
     timings: dict[str, float] = {}
     lang = detect_lang(question)
     n = len(index.chunks)
+    scope = detect(question)
     if n == 0:
-        return Retrieval(question, lang, mode, [], False, timings)
+        return Retrieval(question, lang, mode, [], False, timings, scope)
 
     t0 = time.perf_counter()
-    qvec = query_vector if query_vector is not None else embedder.embed_queries([query_text(question)])
+    query = query_text(question)
+    qvec = query_vector if query_vector is not None else embedder.embed_queries([query])
     timings["embed"] = (time.perf_counter() - t0) * 1000
     t1 = time.perf_counter()
     dense = index.dense_scores(qvec[0], faiss_min_vectors)
 
-    tokens = correct_typos(index.tokenizer(question), index.doc_freq.keys())
+    tokens = correct_typos(index.tokenizer(query), index.doc_freq.keys())
     keyword_raw = index.keyword.scores(tokens)
     top_kw = float(keyword_raw.max()) if n else 0.0
     keyword = keyword_raw / top_kw if top_kw > 0 else keyword_raw
@@ -151,34 +183,71 @@ def search(
 
     sigs = signature_hits(index, question)
     query_terms = set(tokens)
-    by_article: dict[str, ArticleMatch] = {}
+    # Articles written for the KB (front matter with an id) are answered as a whole; any
+    # other document is a set of passages, each ranked and cited on its own, so a long
+    # wiki page with twenty topics does not answer every question with all of them.
+    unstructured = {m.id for m in index.docs.values() if not getattr(m, "structured", True)}
+    by_article: dict[tuple[str, str], ArticleMatch] = {}
     order = np.argsort(-blended)
     for i in order:
         chunk = index.chunks[int(i)]
-        match = by_article.setdefault(chunk.doc_id, ArticleMatch(chunk.doc_id, 0.0, 0.0))
-        match.chunks.append(ScoredChunk(chunk, float(blended[i]), float(dense[i]), float(keyword[i])))
+        passage = chunk.title if chunk.doc_id in unstructured else ""
+        key = (chunk.doc_id, passage)
+        match = by_article.get(key)
+        if match is None:
+            match = by_article[key] = ArticleMatch(chunk.doc_id, 0.0, 0.0, passage=passage)
+        if len(match.chunks) < 8:
+            match.chunks.append(ScoredChunk(chunk, float(blended[i]), float(dense[i]), float(keyword[i])))
 
     article_terms = index.terms
+    metas: dict[str, object] = {}
+    for key, meta in index.docs.items():
+        metas.setdefault(meta.id, meta)
+        if key.endswith(":" + lang):
+            metas[meta.id] = meta
+    kb_products = frozenset(m.product for m in index.docs.values())
     overview_ids = {m.id for m in index.docs.values() if "summary" in m.tags}
+    # A passage's keyword coverage is judged on its own words, not its whole file's; only
+    # passages that can still make the top of the list are tokenised.
+    passage_pool = sorted((m for m in by_article.values() if m.passage), key=lambda m: -m.chunks[0].score)[:15]
+    passage_terms = {(m.doc_id, m.passage): set(index.tokenizer(" ".join(f"{c.chunk.title} {c.chunk.text}" for c in m.chunks)))
+                     for m in passage_pool}
     for match in by_article.values():
         best = match.chunks[0]
         second = match.chunks[1].score if len(match.chunks) > 1 else 0.0
         match.signatures = sigs.get(match.doc_id, [])
         boost = signature_boost if match.signatures else 0.0
-        coverage = keyword_coverage(query_terms, article_terms.get(match.doc_id, set()), index.doc_freq, len(article_terms))
+        terms = passage_terms.get((match.doc_id, match.passage), set()) if match.passage else article_terms.get(match.doc_id, set())
+        coverage = keyword_coverage(query_terms, terms, index.doc_freq, len(article_terms))
+        match.coverage = coverage
         match.score = best.score + 0.1 * second + boost + (coverage_weight * coverage if mode == "hybrid" else 0.0)
         if match.doc_id in overview_ids:
             match.score *= OVERVIEW_FACTOR
-        best_dense = max(c.dense for c in match.chunks[:8])
+        meta = metas.get(match.doc_id)
+        if meta is not None:
+            match.product = meta.product
+            match.product_conflict = product_mismatch(scope, meta.product, kb_products)
+            match.hardware_conflict = tuple(sorted(hardware_mismatch(scope, meta)))
+            match.version_conflict = version_mismatch(scope, meta)
+            conflicts = match.product_conflict + bool(match.hardware_conflict) + match.version_conflict
+            match.score -= mismatch_penalty * conflicts
+        best_dense = max(c.dense for c in match.chunks)
+        match.dense = grounding_scale(best_dense, lang)
         if f"{match.doc_id}:{lang}" in index.docs:
-            match.relevance = 0.5 * grounding_scale(best_dense, lang) + 0.5 * coverage + boost
+            match.relevance = 0.5 * match.dense + 0.5 * coverage + boost
         else:
             # Written only in the other language: shared keywords cannot be expected, so
             # the multilingual dense score is the only evidence.
-            match.relevance = grounding_scale(best_dense, lang) + boost
-        match.chunks = match.chunks[:8]
+            match.relevance = match.dense + boost
 
     articles = sorted(by_article.values(), key=lambda a: -a.score)[:limit]
     timings["search"] = (time.perf_counter() - t1) * 1000
-    grounded = bool(articles) and articles[0].relevance >= min_relevance
-    return Retrieval(question, lang, mode, articles, grounded, timings)
+    result = Retrieval(question, lang, mode, articles, False, timings, scope)
+    result.unseen = unseen_entities(scope, index)
+    result.foreign_products = sorted(foreign_products(scope, kb_products))
+    result.kb_coverage = kb_keyword_coverage(query_terms, index.doc_freq, len(article_terms))
+    result.flags = split_question(question).flags if "-" in question or "=" in question else {}
+    from .refusal import decide
+
+    result.grounded, result.confidence, result.symptom_covered = decide(result, min_relevance)
+    return result

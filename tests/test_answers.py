@@ -98,7 +98,8 @@ def test_bad_questions_get_a_clear_error(question, message):
 
 def test_timings_and_backend_in_the_json_shape(tiny_settings, tiny):
     data = _ask(tiny_settings, tiny, "widget requests hang").to_dict()
-    assert set(data) == {"question", "answer", "lang", "grounded", "citations", "tool_calls", "backend", "timings_ms", "notes"}
+    assert set(data) == {"question", "answer", "lang", "grounded", "citations", "tool_calls", "backend", "timings_ms", "notes",
+                         "coverage", "confidence"}
     assert data["backend"] == "extractive" and data["tool_calls"] == []
     assert set(data["citations"][0]) == {"id", "title", "source", "section", "lang", "score", "text"}
     assert {"load", "embed", "search", "total"} <= set(data["timings_ms"])

@@ -1,0 +1,151 @@
+"""Separating what a question says from what it pastes.
+
+Real questions arrive with a `vllm serve …` command line, a Python snippet, a
+docker-compose file or a stack trace around the one line that matters. Every word of the
+paste used to count as a topic word, so `enforce_eager=True` in a snippet pulled the CUDA
+graph article and `image: vllm/vllm-openai` plus "H100" pulled chunked prefill. Here each
+line is sorted into prose, error, log, code/config, command or stack frame; retrieval reads
+the prose and the errors, and the command line's flags are kept as facts the answer can
+quote ("you run with `--gpu-memory-utilization 0.97`").
+
+Everything is line-by-line with anchored, linear patterns: a hostile 8 kB paste costs the
+same as a normal one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+MAX_LINES = 400  # a paste longer than this is mostly log; the rest adds nothing but time
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_STACK = re.compile(r'^\s*(File "[^"]{0,500}", line \d{1,7}|at [\w.$<>]{1,200}\(|Traceback \(most recent call last\)|\^+\s*$|~+\^*~*\s*$)')
+# An exception or error line: "RuntimeError: …", "torch.OutOfMemoryError: …", "ERROR …", "error: …".
+_ERROR = re.compile(
+    r"(^|[\s\[(])("
+    r"[A-Za-z_][\w.]{0,80}(Error|Exception|Exit|Interrupt|Warning)\b"
+    r"|error|errors|failed|failure|fatal|panic|abort(ed)?|killed|segmentation fault|core dumped|oom"
+    r"|报错|错误|失败|异常|超时|卡住|崩溃"
+    r")",
+    re.I,
+)
+_LOG_PREFIX = re.compile(r"^\s*(\(\w{1,40}(\s+pid=\d{1,10})?\)\s*)?(\[?\d{4}-\d{2}-\d{2}|\[?\d{2}-\d{2}\s\d{2}:\d{2}|(INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\b|\[(INFO|DEBUG|WARNING|WARN|ERROR)\])")
+_LOG_LEVEL_PROBLEM = re.compile(r"\b(WARNING|WARN|ERROR|CRITICAL|FATAL)\b")
+_COMMAND = re.compile(
+    r"^\s*(\$\s|#\s*\$|>>>\s|(sudo\s)?(python3?|vllm|docker|docker-compose|kubectl|pip3?|uv|conda|torchrun|deepspeed|"
+    r"fastdeploy|bash|sh|export|curl|nvidia-smi|sysctl|ray|CUDA_VISIBLE_DEVICES=\S*|[A-Z][A-Z0-9_]{2,40}=\S*\s+(python3?|vllm))\b)"
+)
+_CONFIG = re.compile(
+    r"^\s*(-\s+)?("
+    r"[\w.\-]{1,60}:\s*[\w\"'\[{/.\-]"  # yaml  key: value
+    r"|[\w.\-]{1,60}:\s*$"  # yaml  key:
+    r"|-\s*[\"']?--[\w-]"  # yaml list of flags
+    r"|\"[\w.\-]{1,60}\"\s*:"  # json  "key":
+    r"|[{}\[\]],?\s*$"  # a lone brace
+    r")"
+)
+_CODE = re.compile(
+    r"^\s*(from\s+[\w.]+\s+import\b|import\s+[\w.]+|def\s+\w+\(|class\s+\w+|return\b|if\s+__name__|for\s+\w+\s+in\b|with\s+\w"
+    r"|print\(|[\w.\[\]'\"]{1,80}\s*=\s*\S|[\w.]{1,80}\(.*[,(=]\s*$|\w+=[\w\"'.\[\]{}-]+,?\s*\)?\s*$|\)\s*$|#\s)"
+)
+_FLAG = re.compile(r"(?<![\w-])(--[a-zA-Z][\w-]{1,60})(?:[ =]+(?!--)([^\s\\'\"]{1,80}|\"[^\"]{0,80}\"|'[^']{0,80}'))?")
+_KWARG = re.compile(r"(?<![\w.])([a-z][a-z0-9_]{2,60})\s*=\s*([\w.\-]{1,40}|\"[^\"]{0,60}\"|'[^']{0,60}')")
+_PROSE_WORDS = re.compile(r"[A-Za-z]{2,}")
+
+
+@dataclass
+class QuestionParts:
+    """A question split by what each line is."""
+
+    prose: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # exception and error lines, problem log lines
+    logs: list[str] = field(default_factory=list)  # informational log lines
+    code: list[str] = field(default_factory=list)  # code, config, command lines and stack frames
+    flags: dict[str, str] = field(default_factory=dict)  # --flag → value, from commands, config and code
+
+    @property
+    def pasted(self) -> bool:
+        return bool(self.code or self.logs)
+
+    def query(self) -> str:
+        """What retrieval should read: the prose and the error lines, in order of appearance
+        as far as that matters (prose first). Falls back to everything when that is empty."""
+        parts = self.prose + self.errors
+        return "\n".join(parts)
+
+
+def _is_prose(line: str) -> bool:
+    """A sentence, not a paste: Chinese text, or several plain words with few symbols."""
+    from .lang import cjk_count
+
+    if cjk_count(line) >= 2:
+        return True
+    words = _PROSE_WORDS.findall(line)
+    symbols = sum(1 for ch in line if ch in "=()[]{}<>_/\\:;\"'`$|")
+    return len(words) >= 3 and symbols <= max(2, len(words) // 2)
+
+
+def _collect_flags(line: str, flags: dict[str, str]) -> None:
+    for name, value in _FLAG.findall(line):
+        flags.setdefault(name, value.strip("\"'"))
+    for name, value in _KWARG.findall(line):
+        flags.setdefault(name, value.strip("\"'"))
+
+
+def split_question(text: str) -> QuestionParts:
+    """Sort each line of a question into prose, error, log or paste."""
+    parts = QuestionParts()
+    in_fence = False
+    for raw in text.splitlines()[:MAX_LINES]:
+        line = raw.strip()
+        if not line:
+            continue
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        line = line[:2000]
+        is_error = bool(_ERROR.search(line)) and not line.lstrip().startswith("#")
+        if _STACK.match(line):
+            parts.code.append(line)
+        elif _LOG_PREFIX.match(line):
+            (parts.errors if _LOG_LEVEL_PROBLEM.search(line[:80]) or is_error else parts.logs).append(line)
+        elif _COMMAND.match(line):
+            _collect_flags(line, parts.flags)
+            parts.code.append(line)
+        elif in_fence:
+            if is_error and not _CODE.match(line):
+                parts.errors.append(line)
+            else:
+                _collect_flags(line, parts.flags)
+                parts.code.append(line)
+        elif _is_prose(line):
+            (parts.errors if is_error and ":" in line and not _contains_cjk_sentence(line) else parts.prose).append(line)
+            if "--" in line:
+                _collect_flags(line, parts.flags)
+        elif is_error:
+            parts.errors.append(line)
+        elif _CONFIG.match(line) or _CODE.match(line):
+            _collect_flags(line, parts.flags)
+            parts.code.append(line)
+        else:
+            parts.prose.append(line)
+    return parts
+
+
+def _contains_cjk_sentence(line: str) -> bool:
+    from .lang import cjk_count
+
+    return cjk_count(line) >= 4
+
+
+def retrieval_text(question: str) -> str:
+    """The part of a question retrieval should read. A question that is all paste (a bare
+    log or stack trace) is read whole: then the paste *is* the question."""
+    parts = split_question(question)
+    if not parts.pasted:
+        return question
+    query = parts.query()
+    if len(query.strip()) < 8:
+        return question
+    return query

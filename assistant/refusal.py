@@ -1,0 +1,186 @@
+"""Whether the KB answers a question: a small logistic model instead of hand-set bands.
+
+A single relevance threshold could not separate real near-domain questions ("LoRA adapter
+OOM", "speculative decoding is slow") from real in-scope ones: their scores overlap. The
+evidence that does separate them is several weak signals together: how close the best
+passage is (dense cosine, per language), how many of the question's keywords the article
+and the KB contain at all, whether the question names a subject, product or platform the
+KB never covers, and exact log signatures. A logistic regression over those signals is
+transparent (the weights are in `refusal_model.json`, next to this file, and printed by
+`assistant eval --fit-refusals`), exact, fast, and needs no new dependency: it is fitted
+with numpy's Newton steps on the `dev` split of the real-question set plus the bundled cases.
+
+The operating point (`threshold`) is chosen on the same data: the highest out-of-scope
+refusal rate that keeps false refusals at or under 5%.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+MODEL_PATH = Path(__file__).with_name("refusal_model.json")
+
+FEATURES = (
+    "dense",  # best passage cosine, rescaled to the question language's band (0..1)
+    "coverage",  # IDF-weighted share of the question's keywords in the top article
+    "kb_coverage",  # ... anywhere in the KB
+    "signature",  # the question contains one of the top article's log signatures
+    "unseen_entity",  # names a near-domain subject (LoRA, guided_json…) the KB never mentions
+    "foreign_product",  # names only products the KB has no article for (SGLang, Ollama…)
+    "platform_conflict",  # on hardware the top article does not apply to
+    "margin",  # lead of the top article over the second
+    "other_lang_only",  # the top article exists only in the other language
+)
+
+
+@dataclass(frozen=True)
+class RefusalModel:
+    weights: tuple[float, ...]
+    bias: float
+    threshold: float
+    note: str = ""
+
+    def probability(self, x: dict[str, float]) -> float:
+        z = self.bias + sum(w * x[name] for w, name in zip(self.weights, FEATURES))
+        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+_MODEL: RefusalModel | None = None
+_LOADED = False
+
+
+def load_model(path: Path = MODEL_PATH) -> RefusalModel | None:
+    """The fitted model, or None when there is none (then the relevance threshold decides)."""
+    global _MODEL, _LOADED
+    if _LOADED and path == MODEL_PATH:
+        return _MODEL
+    model = None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if list(data["features"]) == list(FEATURES):
+            model = RefusalModel(tuple(float(w) for w in data["weights"]), float(data["bias"]), float(data["threshold"]),
+                                 str(data.get("note", "")))
+    except (OSError, ValueError, KeyError, TypeError):
+        model = None  # a missing or foreign model file: fall back, never fail an answer
+    if path == MODEL_PATH:
+        _MODEL, _LOADED = model, True
+    return model
+
+
+def reset_model() -> None:
+    global _MODEL, _LOADED
+    _MODEL, _LOADED = None, False
+
+
+def features(result) -> dict[str, float]:
+    """The model's inputs for a retrieval result (all zero when nothing was retrieved)."""
+    if not result.articles:
+        return {name: 0.0 for name in FEATURES}
+    top = result.articles[0]
+    second = result.articles[1].score if len(result.articles) > 1 else 0.0
+    return {
+        "dense": float(top.dense),
+        "coverage": float(top.coverage),
+        "kb_coverage": float(result.kb_coverage),
+        "signature": 1.0 if top.signatures else 0.0,
+        "unseen_entity": 1.0 if result.unseen else 0.0,
+        "foreign_product": 1.0 if result.foreign_products else 0.0,
+        "platform_conflict": 1.0 if top.hardware_conflict else 0.0,
+        "margin": float(min(0.5, max(0.0, top.score - second))),
+        "other_lang_only": 0.0 if top.chunks and any(c.chunk.lang == result.lang for c in top.chunks) else 1.0,
+    }
+
+
+def decide(result, min_relevance: float) -> tuple[bool, float | None, bool]:
+    """(grounded, P(in scope), symptom covered).
+
+    "Symptom covered" asks the same model with the question's unknown subjects and
+    products left out: when that alone would answer, the refusal becomes a partial answer
+    ("the KB covers CUDA OOM, but nothing on LoRA"). An article declared for other hardware
+    never grounds an answer: its fix could be actively wrong there (a CUDA torch build on
+    a TPU)."""
+    if not result.articles:
+        return False, 0.0, False
+    top = result.articles[0]
+    model = load_model()
+    x = features(result)
+    if model is None:
+        covered = top.relevance >= min_relevance
+        return covered and not top.hardware_conflict and not result.unseen, None, covered
+    p = model.probability(x)
+    covered = model.probability({**x, "unseen_entity": 0.0, "foreign_product": 0.0, "platform_conflict": 0.0}) >= model.threshold
+    if top.hardware_conflict:
+        return False, p, covered
+    return p >= model.threshold, p, covered
+
+
+# ------------------------------------------------------------------------------- fitting
+
+def fit_logistic(rows: list[list[float]], labels: list[int], l2: float = 1.0, steps: int = 50):
+    """Newton–Raphson for L2-regularised logistic regression (the bias is not penalised)."""
+    import numpy as np
+
+    X = np.hstack([np.asarray(rows, dtype=float), np.ones((len(rows), 1))])
+    y = np.asarray(labels, dtype=float)
+    w = np.zeros(X.shape[1])
+    reg = np.eye(X.shape[1]) * l2
+    reg[-1, -1] = 0.0
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-np.clip(X @ w, -30, 30)))
+        grad = X.T @ (p - y) + reg @ w
+        hess = (X * (p * (1 - p))[:, None]).T @ X + reg
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if float(np.abs(step).max()) < 1e-8:
+            break
+    return [float(v) for v in w[:-1]], float(w[-1])
+
+
+def choose_threshold(probs: list[float], labels: list[int], max_false_refusal: float = 0.05) -> float:
+    """The threshold refusing the most out-of-scope questions while refusing at most
+    `max_false_refusal` of the in-scope ones (ties broken toward answering)."""
+    pos = sorted(p for p, y in zip(probs, labels) if y)
+    if not pos:
+        return 0.5
+    allowed = int(math.floor(max_false_refusal * len(pos)))
+    # Refusing everything under pos[allowed] refuses exactly `allowed` in-scope questions.
+    return max(1e-6, pos[allowed] - 1e-9) if allowed < len(pos) else pos[-1]
+
+
+def fit_and_save(kb, settings, cases, path: Path = MODEL_PATH) -> str:
+    """Fit on `cases` (dev split and bundled cases only), save, and describe the result."""
+    from .retrieval import search
+
+    rows, labels = [], []
+    for case in cases:
+        result = search(kb.index, kb.embedder, case.question, dense_weight=settings.dense_weight,
+                        bm25_weight=settings.bm25_weight, signature_boost=settings.signature_boost,
+                        faiss_min_vectors=settings.faiss_min_vectors, coverage_weight=settings.coverage_weight,
+                        min_relevance=settings.min_relevance)
+        if result.articles and result.articles[0].hardware_conflict:
+            continue  # decided by the hardware rule, not by the model
+        x = features(result)
+        rows.append([x[name] for name in FEATURES])
+        labels.append(1 if case.grounded else 0)
+    if not rows or len(set(labels)) < 2:
+        from .errors import AssistantError
+
+        raise AssistantError("fitting refusals needs both in-scope and out-of-scope cases", "use a case file with expect_topic \"oos\" cases")
+    weights, bias = fit_logistic(rows, labels)
+    model = RefusalModel(tuple(weights), bias, 0.5)
+    probs = [model.probability(dict(zip(FEATURES, r))) for r in rows]
+    threshold = choose_threshold(probs, labels)
+    refused_oos = sum(p < threshold for p, y in zip(probs, labels) if not y) / max(1, labels.count(0))
+    false_ref = sum(p < threshold for p, y in zip(probs, labels) if y) / max(1, labels.count(1))
+    note = (f"fitted on {len(rows)} cases ({labels.count(1)} in scope, {labels.count(0)} out of scope): "
+            f"at threshold {threshold:.3f}, {refused_oos:.2f} of out-of-scope refused, {false_ref:.3f} false refusals")
+    data = {"features": list(FEATURES), "weights": [round(w, 5) for w in weights], "bias": round(bias, 5),
+            "threshold": round(threshold, 5), "note": note}
+    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    lines = [note, "", "feature            weight"]
+    lines += [f"{name:<18} {w:+.3f}" for name, w in zip(FEATURES, weights)]
+    lines.append(f"{'bias':<18} {bias:+.3f}")
+    return "\n".join(lines)

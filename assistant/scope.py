@@ -1,0 +1,236 @@
+"""What a question is about beyond its symptom: product, hardware, version, and the
+near-domain entities a KB may or may not cover.
+
+Retrieval ranks by symptom, and symptoms repeat across products and platforms: "KV cache
+at 100%" reads the same in vLLM and FastDeploy, and "Torch not compiled with CUDA enabled"
+means something else on a TPU than on an NVIDIA box. This module only detects; the
+decisions (demote a mismatching article, refuse, answer partially) are in retrieval.py and
+refusal.py. Every pattern is a plain substring or a small linear regex over a lower-cased
+question, so detection costs microseconds and cannot backtrack.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+# Product names as people write them. Keys match the KB's `product` front matter.
+PRODUCTS: dict[str, tuple[str, ...]] = {
+    "vllm": ("vllm", "vllm-openai", "vllm serve"),
+    "fastdeploy": ("fastdeploy", "fast deploy", "paddlepaddle", "paddle inference", "fd_", "ernie-4.5", "ernie 4.5"),
+    "sglang": ("sglang",),
+    "tensorrt-llm": ("tensorrt-llm", "tensorrt_llm", "trt-llm", "trtllm"),
+    "tgi": ("text-generation-inference", "huggingface tgi"),
+    "ollama": ("ollama",),
+    "llama.cpp": ("llama.cpp", "llama-server", "llama_cpp"),
+    "lmdeploy": ("lmdeploy",),
+    "triton": ("tritonserver", "triton inference server"),
+    "xinference": ("xinference",),
+    "mindie": ("mindie",),
+}
+
+# Hardware families. NVIDIA is what the bundled articles are written for; the others have
+# their own runtimes (ROCm, XLA, CANN, XPU…) where CUDA fixes do not apply.
+HARDWARE: dict[str, tuple[str, ...]] = {
+    # Not "cuda": a TPU user pasting "Torch not compiled with CUDA enabled" is not on NVIDIA.
+    "nvidia": ("nvidia", "a100*", "h100*", "h800*", "a800*", "h200*", "h20*", "l40*", "l20*", "4090*", "3090*", "a30*",
+               "v100*", "t4", "a10*", "a6000*", "rtx*", "geforce", "tesla", "nvlink", "gb200*", "b200*", "jetson"),
+    "amd": ("rocm*", "amd", "mi200*", "mi210*", "mi250*", "mi300*", "mi308*", "mi325*", "mi355*", "radeon", "rccl", "hipblas", "hip error"),
+    "tpu": ("tpu", "torch_xla", "pjrt", "libtpu"),
+    "ascend": ("ascend", "昇腾", "npu", "910b*", "910c*", "cann", "torch_npu", "hccl", "atlas 800", "vllm-ascend"),
+    "kunlun": ("kunlun", "昆仑", "kunlunxin", "p800", "xpu"),
+    "intel": ("gaudi", "habana", "hpu", "ipex", "intel gpu", "arc a770", "intel xpu", "intel arc"),
+    "hygon": ("dcu", "海光", "hygon"),
+    "metax": ("metax", "沐曦"),
+    "iluvatar": ("iluvatar", "天数"),
+    "neuron": ("neuron", "inferentia", "trainium"),
+    "apple": ("apple silicon", "mps", "macbook", "m1 max", "m2 max", "m3 max", "m4 max"),
+    "cpu": ("cpu only", "cpu-only", "纯cpu", "纯 cpu", "only cpu", "cpu backend", "vllm_target_device=cpu", "没有gpu", "没有 gpu", "no gpu"),
+}
+HARDWARE_NAMES = {"nvidia": "NVIDIA/CUDA", "amd": "AMD ROCm", "tpu": "TPU", "ascend": "Ascend NPU", "kunlun": "Kunlun XPU",
+                  "intel": "Intel Gaudi/XPU", "hygon": "Hygon DCU", "metax": "MetaX", "iluvatar": "Iluvatar",
+                  "neuron": "AWS Neuron", "apple": "Apple silicon", "cpu": "CPU-only"}
+
+# Near-domain subjects an on-call KB may or may not cover. A question naming one that the
+# KB's text never mentions asks about something else, however well its symptom matches:
+# "LoRA adapter OOM" is not answered by the generic OOM article. The list is a domain
+# lexicon, checked against whatever KB is in use, so a team whose runbooks cover LoRA is
+# not penalised.
+ENTITIES: dict[str, tuple[str, ...]] = {
+    "LoRA": ("lora", "qlora", "lora_modules", "enable-lora", "enable_lora"),
+    "speculative decoding": ("speculative", "spec decode", "spec_decode", "draft model", "draft_model", "eagle", "medusa",
+                             "num_speculative_tokens", "投机解码", "推测解码", "投机采样", "acceptance rate", "接受率"),
+    "structured output": ("guided_json", "guided_regex", "guided_choice", "guided_grammar", "guided decoding", "structured output",
+                          "response_format", "json_schema", "json schema", "xgrammar", "outlines", "lm-format-enforcer",
+                          "结构化输出", "guided_decoding"),
+    "chat templates": ("chat template", "chat_template", "jinja", "聊天模板", "对话模板"),
+    "tool calling": ("tool call", "tool_call", "function call", "function_call", "tool-call-parser", "tool_choice",
+                     "函数调用", "工具调用", "auto-tool-choice"),
+    "reasoning parsers": ("reasoning parser", "reasoning_parser", "reasoning-parser", "reasoning_content", "enable_thinking", "思考模式"),
+    "quantization kernels": ("awq", "gptq", "marlin", "bitsandbytes", "w8a8", "w4a16", "wint4", "wint8", "fp8", "int4", "int8",
+                             "squeezellm", "compressed-tensors", "量化"),
+    "multimodal inputs": ("multimodal", "multi-modal", "vision", "image_url", "video", "audio", "qwen-vl", "qwen2-vl",
+                          "qwen2.5-vl", "llava", "internvl", "pixel_values", "多模态", "图片", "图像", "视觉"),
+    "embedding and rerank models": ("embedding model", "embeddings endpoint", "/v1/embeddings", "pooling", "rerank", "reranker",
+                                    "task embed", "--task embed", "向量模型", "嵌入模型", "重排"),
+    "prefix caching": ("prefix caching", "prefix cache", "enable-prefix-caching", "enable_prefix_caching", "前缀缓存", "automatic prefix"),
+    "disaggregated serving": ("disaggregat*", "pd分离", "pd 分离", "kv transfer", "kv_transfer", "lmcache", "mooncake", "nixl"),
+    "tokenizers": ("tokenizer", "detokeniz*", "tokenization", "分词器"),
+    "beam search": ("beam search", "beam_search", "best_of", "use_beam_search"),
+    "Ray clusters": ("ray cluster", "ray start", "ray://", "kuberay", "raylet"),
+    "Kubernetes": ("kubernetes", "k8s", "helm", "kubectl", "ingress"),
+    "pipeline and expert parallelism": ("pipeline-parallel", "pipeline_parallel", "expert parallel", "expert-parallel", "enable-expert-parallel"),
+    "sleep mode and weight updates": ("sleep mode", "sleep_mode", "wake_up", "update_weights", "rlhf"),
+    "benchmark tools": ("benchmark_serving", "benchmark_throughput", "vllm bench", "benchmarks/"),
+}
+
+_VERSION = re.compile(r"(?<![\w.])v?(\d{1,2})\.(\d{1,3})(?:\.(\d{1,3}))?(?:\.post\d+|rc\d+|\.dev\d*)?(?![\w.])")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a question names. Empty sets mean "not said", which never counts as a mismatch."""
+
+    products: frozenset[str] = frozenset()
+    hardware: frozenset[str] = frozenset()
+    versions: tuple[tuple[int, int, int], ...] = ()
+    entities: tuple[str, ...] = ()  # ENTITIES keys the question names
+    entity_terms: dict[str, str] = field(default_factory=dict)  # entity → the word the question used
+
+
+_COUNT_TIMES = re.compile(r"(\d)\s?[x×*]\s?(?=[a-z])")
+
+
+def _padded(text: str) -> str:
+    """Lower-cased, one line, with "8xA100" / "8*H100" split so the model name stands alone."""
+    return " " + _COUNT_TIMES.sub(r"\1 ", text.lower().replace("\n", " ")) + " "
+
+
+def _ascii_alnum(ch: str) -> bool:
+    """Word characters for boundaries: Chinese next to a name ("4卡A100") is a boundary."""
+    return ch.isascii() and ch.isalnum()
+
+
+def _found(haystack: str, needles: tuple[str, ...]) -> str | None:
+    """The first needle present in haystack. ASCII needles must stand as words ("cann" is
+    not in "cannot", "ray start" not in "array start"); a trailing "*" marks a prefix."""
+    for needle in needles:
+        prefix = needle.endswith("*")
+        word = needle.rstrip("*")
+        if word not in haystack:
+            continue
+        if not word.isascii():
+            return word
+        i = haystack.find(word)
+        while i != -1:
+            j = i + len(word)
+            before_ok = not word[0].isalnum() or i == 0 or not _ascii_alnum(haystack[i - 1])
+            after_ok = prefix or not word[-1].isalnum() or j >= len(haystack) or not _ascii_alnum(haystack[j])
+            if before_ok and after_ok:
+                return word
+            i = haystack.find(word, i + 1)
+    return None
+
+
+def detect(question: str) -> Scope:
+    """Products, hardware, versions and near-domain entities named in the question."""
+    text = _padded(question[:8000])
+    products = frozenset(p for p, names in PRODUCTS.items() if _found(text, names))
+    hardware = frozenset(h for h, names in HARDWARE.items() if _found(text, names))
+    if "kunlun" in hardware or "intel" in hardware:
+        pass  # "xpu" alone is ambiguous between them; both are non-NVIDIA either way
+    versions = tuple((int(a), int(b), int(c or 0)) for a, b, c in _VERSION.findall(text[:4000]))
+    terms: dict[str, str] = {}
+    for entity, names in ENTITIES.items():
+        hit = _found(text, names)
+        if hit:
+            terms[entity] = hit.strip()
+    return Scope(products, hardware, versions, tuple(terms), terms)
+
+
+def kb_text(index) -> str:
+    """All of a KB's text, lower-cased, built once per loaded index (a few hundred kB)."""
+    cached = getattr(index, "_scope_text", None)
+    if cached is None:
+        cached = _padded("\n".join(f"{c.title}\n{c.text}" for c in index.chunks))
+        try:
+            index._scope_text = cached
+        except AttributeError:
+            pass
+    return cached
+
+
+def unseen_entities(scope: Scope, index) -> list[str]:
+    """The question's near-domain subjects that no document of this KB mentions at all."""
+    if not scope.entities:
+        return []
+    text = kb_text(index)
+    return [e for e in scope.entities if not _found(text, ENTITIES[e])]
+
+
+def kb_hardware(index) -> frozenset[str]:
+    """Hardware families the KB's documents declare (`applies_to.hardware`), or mention."""
+    declared: set[str] = set()
+    for meta in index.docs.values():
+        applies = getattr(meta, "applies_to", None) or {}
+        declared.update(str(h).lower() for h in applies.get("hardware", []) or [])
+    return frozenset(declared)
+
+
+def article_hardware(meta) -> frozenset[str]:
+    applies = getattr(meta, "applies_to", None) or {}
+    return frozenset(str(h).lower() for h in (applies.get("hardware") or []))
+
+
+def hardware_mismatch(scope: Scope, meta) -> frozenset[str]:
+    """Hardware the question is on that the article does not apply to (empty: no conflict).
+
+    Naming NVIDIA beside another platform (an A100 box next to a TPU question) is not a
+    mismatch: the user may have both."""
+    declared = article_hardware(meta)
+    if not declared or not scope.hardware or scope.hardware & declared:
+        return frozenset()
+    return scope.hardware - declared
+
+
+def product_mismatch(scope: Scope, product: str, kb_products: frozenset[str]) -> bool:
+    """The question names a product this KB covers, and the article is about another one."""
+    named = scope.products & kb_products
+    return bool(named) and product not in named and product not in ("general", "")
+
+
+def foreign_products(scope: Scope, kb_products: frozenset[str]) -> frozenset[str]:
+    """Products the question names that this KB has no article for, when it names none it has."""
+    if scope.products & kb_products:
+        return frozenset()
+    return scope.products - kb_products
+
+
+def _parse_version(text: str) -> tuple[int, int, int] | None:
+    m = _VERSION.search(" " + text + " ")
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) if m else None
+
+
+def version_mismatch(scope: Scope, meta) -> bool:
+    """The question names only versions outside the article's `applies_to.versions`
+    (">=0.8.0", "<0.6", or a list of such bounds, all of which must hold)."""
+    applies = getattr(meta, "applies_to", None) or {}
+    bounds = applies.get("versions")
+    if not bounds or not scope.versions:
+        return False
+    bounds = [bounds] if isinstance(bounds, str) else list(bounds)
+
+    def ok(v: tuple[int, int, int]) -> bool:
+        for bound in bounds:
+            m = re.match(r"\s*(>=|<=|>|<|==)?\s*(.+)", str(bound))
+            if not m:
+                continue
+            limit = _parse_version(m.group(2))
+            if limit is None:
+                continue
+            op = m.group(1) or ">="
+            if not {">=": v >= limit, "<=": v <= limit, ">": v > limit, "<": v < limit, "==": v[:2] == limit[:2]}[op]:
+                return False
+        return True
+
+    return not any(ok(v) for v in scope.versions)
