@@ -7,8 +7,9 @@ import pytest
 
 from assistant.calculations import capacity_call
 from assistant.tools import call_tool, registry, tool
-from assistant.tools.capacity import (blocks_needed, fastdeploy_decode_budget, kv_bytes_per_token, kv_cache_capacity,
-                                      kv_concurrency, logprobs_message_size)
+from assistant.tools.capacity import (RECOMMENDED_MSGMAX, RECOMMENDED_MSGMNB, blocks_needed, fastdeploy_decode_budget,
+                                      kv_bytes_per_token, kv_cache_capacity, kv_concurrency, kv_tokens_concurrency,
+                                      logprobs_message_size)
 from assistant.tools.gpu import gpu_status
 from assistant.tools.host import host_status
 from assistant.tools.logs import diagnose_log
@@ -46,10 +47,99 @@ def test_llama_31_8b_needs_128_kib_per_token_in_bf16(tmp_path):
     r = kv_bytes_per_token(json.dumps(LLAMA_31_8B))
     assert r.bytes_per_token == 131072 and r.kib_per_token == 128.0 and not r.mla
     (tmp_path / "config.json").write_text(json.dumps(LLAMA_31_8B))
-    assert kv_bytes_per_token(str(tmp_path)).bytes_per_token == 131072  # a model folder works too
+    assert kv_bytes_per_token(config_path=str(tmp_path)).bytes_per_token == 131072  # a model folder works too
+    assert kv_bytes_per_token(config_path=str(tmp_path / "config.json")).bytes_per_token == 131072
     tp2 = kv_bytes_per_token(json.dumps(LLAMA_31_8B), tensor_parallel_size=2)
     assert tp2.bytes_per_token_per_gpu == 65536
     assert kv_bytes_per_token(num_layers=32, num_kv_heads=8, head_dim=128, dtype="fp8").bytes_per_token == 65536
+
+
+def test_config_path_reads_only_small_regular_files_and_never_says_which_exist(tmp_path):
+    import os
+    import threading
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("password=hunter2\n")
+    big = tmp_path / "big.json"
+    big.write_text("{" + " " * 2_000_000 + "}")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    messages = set()
+    for path in ("/dev/zero", str(fifo), str(big), str(secret), str(tmp_path / "missing.json"), str(tmp_path)):
+        box = {}
+        worker = threading.Thread(target=lambda: box.update(call=call_tool("kv_bytes_per_token", {"config_path": path})), daemon=True)
+        worker.start()
+        worker.join(5)
+        assert not worker.is_alive(), f"{path} blocked"
+        error = box["call"].error
+        assert error and "hunter2" not in error and "password" not in error
+        messages.add(error)
+    assert len(messages) == 1  # the same words whether the file is missing, a FIFO, huge or not JSON
+
+
+def test_config_json_is_inline_json_only_and_config_values_are_not_echoed(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA_31_8B))
+    with pytest.raises(ValueError, match="JSON text"):
+        kv_bytes_per_token(config_json=str(tmp_path))  # a path in config_json is not opened
+    with pytest.raises(ValueError) as info:
+        kv_bytes_per_token(config_json=json.dumps({**LLAMA_31_8B, "num_hidden_layers": "s3cret"}))
+    assert "num_hidden_layers" in str(info.value) and "s3cret" not in str(info.value)
+    with pytest.raises(ValueError) as info:
+        kv_bytes_per_token(config_json=json.dumps({**LLAMA_31_8B, "torch_dtype": "s3cret"}))
+    assert "s3cret" not in str(info.value)
+
+
+def test_config_path_is_declared_a_local_file_parameter():
+    from assistant.tools import remote_caller
+
+    tool_ = registry()["kv_bytes_per_token"]
+    assert tool_.access.reads_files == ("config_path",)
+    remote = remote_caller("127.0.0.1")
+    assert "config_path" not in remote.parameters(tool_)["properties"]
+    assert call_tool("kv_bytes_per_token", {"config_path": "/etc/hostname"}, caller=remote).error
+
+
+CAPACITY_TOOLS = ["kv_concurrency", "kv_tokens_concurrency", "blocks_needed", "kv_bytes_per_token", "kv_cache_capacity",
+                  "fastdeploy_decode_budget", "logprobs_message_size"]
+
+
+@pytest.mark.parametrize("name", CAPACITY_TOOLS)
+def test_capacity_schemas_allow_positive_values_only(name):
+    for pname, prop in registry()[name].parameters["properties"].items():
+        if prop.get("type") in ("integer", "number") and pname not in ("top_logprobs", "overhead_gib", "kv_cache_ratio"):
+            assert prop.get("minimum", 0) >= 1 or "exclusiveMinimum" in prop, (name, pname)
+
+
+@pytest.mark.parametrize("name,args", [
+    ("kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 2000, "max_num_seqs": -3}),
+    ("kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 2000, "block_size": 0}),
+    ("kv_tokens_concurrency", {"kv_cache_tokens": -5, "tokens_per_request": 8192}),
+    ("blocks_needed", {"sessions": -1, "tokens_per_session": 100}),
+    ("kv_bytes_per_token", {"num_layers": 32, "num_kv_heads": -8, "head_dim": 128, "dtype": "bf16"}),
+    ("kv_cache_capacity", {"gpu_memory_gib": -80, "weights_gib": 16, "kv_bytes_per_token": 131072}),
+    ("fastdeploy_decode_budget", {"total_blocks": 0, "kv_cache_ratio": 0.75}),
+    ("logprobs_message_size", {"msgmnb": -1}),
+    ("kv_concurrency", {"num_blocks": 10**400, "avg_tokens_per_request": 2000}),
+])
+def test_capacity_tools_reject_non_positive_and_absurd_values(name, args):
+    call = call_tool(name, args)
+    assert call.error and call.result is None
+    with pytest.raises(ValueError):
+        registry()[name].fn(**args)
+
+
+def test_kv_tokens_concurrency_is_vllms_maximum_concurrency():
+    r = kv_tokens_concurrency(34952, 8192)  # the KB's log line: 34,952 tokens, 8,192 per request: 4.27x
+    assert r.exact == 4.27 and r.concurrent_requests == 4 and r.limited_by == "kv_cache"
+    assert kv_tokens_concurrency(34952, 65536).limited_by == "too_long"
+    capped = kv_tokens_concurrency(458752, 2000, max_num_seqs=64)
+    assert capped.concurrent_requests == 64 and "queue" in capped.explanation["en"] and "排队" in capped.explanation["zh"]
+
+
+def test_messages_per_queue_is_msgmnb_over_message_size():
+    r = logprobs_message_size(mtp=True, msgmax=RECOMMENDED_MSGMAX, msgmnb=RECOMMENDED_MSGMNB)
+    assert r.fits and r.messages_per_queue == RECOMMENDED_MSGMNB // 802840 == 334
+    assert logprobs_message_size(msgmnb=16384).messages_per_queue == 0
 
 
 def test_mla_models_store_one_latent_without_the_factor_two():
@@ -114,7 +204,7 @@ def test_capacity_answer_in_both_languages(bundled_settings, bundled_kb):
 def test_schema_comes_from_signature_and_docstring():
     schema = registry()["kv_concurrency"].parameters
     assert schema["required"] == ["num_blocks", "avg_tokens_per_request"]
-    assert schema["properties"]["block_size"] == {"type": "integer", "description": "tokens per block (FastDeploy's default is 64, vLLM's 16).", "default": 64}
+    assert schema["properties"]["block_size"] == {"type": "integer", "minimum": 1, "description": "tokens per block (FastDeploy's default is 64, vLLM's 16).", "default": 64}
     assert schema["additionalProperties"] is False
     host = registry()["host_status"].parameters
     assert host["properties"] == {}  # _root and friends are for tests, not for models
@@ -304,7 +394,7 @@ def test_tools_from_the_cli(bundled_env, tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(LLAMA_31_8B))
     listing = run_cli(["assistant", "tools"], bundled_env).stdout.decode()
     assert "kv_concurrency num_blocks=<integer> avg_tokens_per_request=<integer>" in listing
-    proc = run_cli(["assistant", "tool", "kv_bytes_per_token", f"config_json={tmp_path}"], bundled_env)
+    proc = run_cli(["assistant", "tool", "kv_bytes_per_token", f"config_path={tmp_path}"], bundled_env)
     assert proc.returncode == 0 and json.loads(proc.stdout)["bytes_per_token"] == 131072
     proc = run_cli(["assistant", "tool", "kv_concurrency", '{"num_blocks": 17131, "avg_tokens_per_request": 20000}'], bundled_env)
     assert json.loads(proc.stdout)["concurrent_requests"] == 54

@@ -1,20 +1,30 @@
 """Capacity math for KV caches, concurrency and FastDeploy's IPC messages.
 
-Every result carries the formula it used and a short explanation in both languages, so
-the extractive path can answer a sizing question without an LLM and an LLM can quote it.
-Figures are checked in tests against the sources: 17131 blocks × 64 = 1,096,384 tokens →
-54 requests of 20,000 tokens; logprobs messages of 133,136 (non-MTP) and 802,840 (MTP)
-bytes; Llama-3.1-8B in bf16 needs 128 KiB of KV cache per token.
+Every result carries the formula it used, with the numbers substituted, in English (`formula`) and
+Chinese (`formula_zh`), and a short explanation in both languages, so the extractive path can answer a
+sizing question without an LLM and an LLM can quote it. Figures are checked in tests against the
+sources: 17131 blocks × 64 = 1,096,384 tokens → 54 requests of 20,000 tokens; logprobs messages of
+133,136 (non-MTP) and 802,840 (MTP) bytes; Llama-3.1-8B in bf16 needs 128 KiB of KV cache per token.
+
+Every count is positive: the signature says so (`PositiveInt` becomes `"minimum": 1` in the tool's
+JSON schema, so a model sees it) and each function checks again, because the CLI and tests call
+the functions directly. Nothing here reads a file except `kv_bytes_per_token(config_path=…)`, whose
+parameter is marked LOCAL_PATH so remote callers never get it.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
 
-from . import tool
+from annotated_types import Ge, Gt, Le, Lt
+
+from . import LOCAL_PATH, tool
 
 GIB = 1024**3
 DTYPE_BYTES = {"float32": 4, "fp32": 4, "float": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2,
@@ -22,10 +32,33 @@ DTYPE_BYTES = {"float32": 4, "fp32": 4, "float": 4, "bfloat16": 2, "bf16": 2, "f
 DEFAULT_MSGMAX = 8192
 RECOMMENDED_MSGMAX = 1048576
 RECOMMENDED_MSGMNB = 268435456
+CONFIG_MAX_BYTES = 1_000_000  # a real config.json is a few kB; this stops /dev/zero-style inputs
+MAX_VALUE = 10**15  # larger "counts" are typos or attacks; they would only overflow floats
+
+PositiveInt = Annotated[int, Ge(1)]
+PositiveFloat = Annotated[float, Gt(0)]
+NonNegativeInt = Annotated[int, Ge(0)]
+NonNegativeFloat = Annotated[float, Ge(0)]
+Share = Annotated[float, Gt(0), Le(1)]  # gpu_memory_utilization
+PrefillRatio = Annotated[float, Ge(0), Lt(1)]  # kv_cache_ratio
 
 
 def _fmt(n: float) -> str:
-    return f"{n:,.0f}" if float(n).is_integer() else f"{n:,.1f}"
+    return f"{n:,.0f}" if float(n).is_integer() else f"{n:,.2f}"
+
+
+def _check(positive: dict[str, float | None] | None = None, non_negative: dict[str, float | None] | None = None) -> None:
+    """Reject values that are not positive (or negative, for non_negative), NaN, or absurdly large, naming
+    the parameter: the schema says the same, but the CLI and tests call these functions directly."""
+    for name, value in (positive or {}).items():
+        if value is not None and (isinstance(value, bool) or not value > 0):
+            raise ValueError(f"{name} must be positive")
+    for name, value in (non_negative or {}).items():
+        if value is not None and (isinstance(value, bool) or not value >= 0):
+            raise ValueError(f"{name} must not be negative")
+    for name, value in {**(positive or {}), **(non_negative or {})}.items():
+        if value is not None and value > MAX_VALUE:
+            raise ValueError(f"{name} is too large to be a real value")
 
 
 @dataclass
@@ -38,10 +71,12 @@ class Concurrency:
     limited_by: str  # "kv_cache" or "max_num_seqs"
     formula: str
     explanation: dict[str, str] = field(default_factory=dict)
+    formula_zh: str = ""
 
 
 @tool
-def kv_concurrency(num_blocks: int, avg_tokens_per_request: int, block_size: int = 64, max_num_seqs: int | None = None) -> Concurrency:
+def kv_concurrency(num_blocks: PositiveInt, avg_tokens_per_request: PositiveInt, block_size: PositiveInt = 64,
+                   max_num_seqs: PositiveInt | None = None) -> Concurrency:
     """How many requests fit in the KV cache at once: num_blocks × block_size / average tokens per request, capped by max_num_seqs.
 
     Args:
@@ -50,15 +85,19 @@ def kv_concurrency(num_blocks: int, avg_tokens_per_request: int, block_size: int
         block_size: tokens per block (FastDeploy's default is 64, vLLM's 16).
         max_num_seqs: the server's configured batch ceiling, if known.
     """
-    if num_blocks <= 0 or block_size <= 0 or avg_tokens_per_request <= 0:
-        raise ValueError("num_blocks, block_size and avg_tokens_per_request must be positive")
+    _check({"num_blocks": num_blocks, "avg_tokens_per_request": avg_tokens_per_request, "block_size": block_size,
+            "max_num_seqs": max_num_seqs})
     total = num_blocks * block_size
     exact = total / avg_tokens_per_request
     fits = math.floor(exact)
     limited = "kv_cache"
     if max_num_seqs is not None and max_num_seqs < fits:
         fits, limited = max_num_seqs, "max_num_seqs"
-    formula = f"{num_blocks} × {block_size} = {_fmt(total)} tokens; {_fmt(total)} / {_fmt(avg_tokens_per_request)} ≈ {exact:.1f}"
+    steps = f"{num_blocks} × {block_size} = {_fmt(total)}"
+    tail = f"{_fmt(total)} ÷ {_fmt(avg_tokens_per_request)} ≈ {exact:.2f} → {math.floor(exact)}"
+    capped = f"; min({math.floor(exact)}, max_num_seqs {max_num_seqs}) = {fits}" if limited == "max_num_seqs" else ""
+    formula = f"num_blocks × block_size ÷ tokens per request: {steps} tokens; {tail}{capped}"
+    formula_zh = f"num_blocks × block_size ÷ 每个请求的 token 数：{steps} 个 token；{tail}{capped}"
     if limited == "kv_cache":
         en = (f"The KV cache holds {_fmt(total)} tokens, so about {fits} requests of {_fmt(avg_tokens_per_request)} tokens "
               f"run at once; further requests wait in the queue until blocks free up.")
@@ -70,7 +109,59 @@ def kv_concurrency(num_blocks: int, avg_tokens_per_request: int, block_size: int
         en = (f"The KV cache would hold about {exact:.1f} such requests, but max_num_seqs caps the batch at {fits}; "
               f"requests beyond {fits} queue.")
         zh = f"KV Cache 能容纳约 {exact:.1f} 个这样的请求，但 max_num_seqs 把批大小限制在 {fits}，超出的请求排队。"
-    return Concurrency(total, avg_tokens_per_request, round(exact, 2), fits, max_num_seqs, limited, formula, {"en": en, "zh": zh})
+    return Concurrency(total, avg_tokens_per_request, round(exact, 2), fits, max_num_seqs, limited, formula, {"en": en, "zh": zh},
+                       formula_zh)
+
+
+@dataclass
+class TokenConcurrency:
+    kv_cache_tokens: int
+    tokens_per_request: int
+    exact: float
+    concurrent_requests: int
+    max_num_seqs: int | None
+    limited_by: str  # "kv_cache", "max_num_seqs" or "too_long" (not even one request fits)
+    largest_max_model_len: int
+    formula: str
+    explanation: dict[str, str] = field(default_factory=dict)
+    formula_zh: str = ""
+
+
+@tool
+def kv_tokens_concurrency(kv_cache_tokens: PositiveInt, tokens_per_request: PositiveInt,
+                          max_num_seqs: PositiveInt | None = None) -> TokenConcurrency:
+    """vLLM what-if from its start-up log: requests of tokens_per_request tokens (a new --max-model-len for full-length requests, or an average) that fit at once in a KV cache of kv_cache_tokens (`GPU KV cache size: N tokens`), as vLLM's `Maximum concurrency` line computes it; capped by max_num_seqs.
+
+    Args:
+        kv_cache_tokens: the KV cache size in tokens, from `GPU KV cache size: N tokens` in vLLM's log.
+        tokens_per_request: tokens of one request: the --max-model-len to check, or the average prompt + output tokens.
+        max_num_seqs: the server's --max-num-seqs, if known.
+    """
+    _check({"kv_cache_tokens": kv_cache_tokens, "tokens_per_request": tokens_per_request, "max_num_seqs": max_num_seqs})
+    exact = kv_cache_tokens / tokens_per_request
+    fits = math.floor(exact)
+    limited = "kv_cache" if fits >= 1 else "too_long"
+    if max_num_seqs is not None and max_num_seqs < fits:
+        fits, limited = max_num_seqs, "max_num_seqs"
+    capped = f"; min({math.floor(exact)}, max_num_seqs {max_num_seqs}) = {fits}" if limited == "max_num_seqs" else ""
+    steps = f"{_fmt(kv_cache_tokens)} ÷ {_fmt(tokens_per_request)} = {exact:.2f}x → {math.floor(exact)}{capped}"
+    formula = f"GPU KV cache size ÷ tokens per request: {steps}"
+    formula_zh = f"GPU KV cache size ÷ 每个请求的 token 数：{steps}"
+    if limited == "too_long":
+        en = (f"One request of {_fmt(tokens_per_request)} tokens needs more than the {_fmt(kv_cache_tokens)} tokens of KV cache: "
+              f"vLLM refuses to start with --max-model-len {tokens_per_request}. The largest that fits is {_fmt(kv_cache_tokens)}.")
+        zh = (f"一个 {_fmt(tokens_per_request)} token 的请求就超过了 {_fmt(kv_cache_tokens)} token 的 KV Cache，"
+              f"--max-model-len {tokens_per_request} 时 vLLM 会拒绝启动；最大能设到 {_fmt(kv_cache_tokens)}。")
+    elif limited == "kv_cache":
+        en = (f"{_fmt(kv_cache_tokens)} tokens of KV cache hold {exact:.2f} requests of {_fmt(tokens_per_request)} tokens "
+              f"(vLLM prints this as `Maximum concurrency … {exact:.2f}x`): about {fits} at once; the rest wait in the queue.")
+        zh = (f"{_fmt(kv_cache_tokens)} 个 token 的 KV Cache 能容纳 {exact:.2f} 个 {_fmt(tokens_per_request)} token 的请求"
+              f"（vLLM 日志里的 `Maximum concurrency … {exact:.2f}x`）：同时大约 {fits} 个，其余排队。")
+    else:
+        en = (f"The KV cache would hold {exact:.2f} such requests, but max_num_seqs caps the batch at {fits}; requests beyond {fits} queue.")
+        zh = f"KV Cache 能容纳 {exact:.2f} 个这样的请求，但 max_num_seqs 把批大小限制在 {fits}，超出的请求排队。"
+    return TokenConcurrency(kv_cache_tokens, tokens_per_request, round(exact, 2), fits, max_num_seqs, limited, kv_cache_tokens,
+                            formula, {"en": en, "zh": zh}, formula_zh)
 
 
 @dataclass
@@ -80,10 +171,11 @@ class BlocksNeeded:
     total_tokens: int
     formula: str
     explanation: dict[str, str] = field(default_factory=dict)
+    formula_zh: str = ""
 
 
 @tool
-def blocks_needed(sessions: int, tokens_per_session: int, block_size: int = 64) -> BlocksNeeded:
+def blocks_needed(sessions: PositiveInt, tokens_per_session: PositiveInt, block_size: PositiveInt = 64) -> BlocksNeeded:
     """KV-cache blocks needed to hold N sessions of T tokens each (a partial block still takes a whole block).
 
     Args:
@@ -91,15 +183,17 @@ def blocks_needed(sessions: int, tokens_per_session: int, block_size: int = 64) 
         tokens_per_session: prompt + output tokens of each session.
         block_size: tokens per block (FastDeploy 64, vLLM 16 by default).
     """
-    if sessions <= 0 or tokens_per_session <= 0 or block_size <= 0:
-        raise ValueError("sessions, tokens_per_session and block_size must be positive")
+    _check({"sessions": sessions, "tokens_per_session": tokens_per_session, "block_size": block_size})
     per = math.ceil(tokens_per_session / block_size)
     total = per * sessions
-    formula = f"ceil({tokens_per_session} / {block_size}) = {per} blocks per session; {per} × {sessions} = {total} blocks"
+    formula = (f"ceil(tokens per session ÷ block_size) × sessions: ceil({tokens_per_session} ÷ {block_size}) = {per} blocks per session; "
+               f"{per} × {sessions} = {total} blocks")
+    formula_zh = (f"ceil(每个会话的 token 数 ÷ block_size) × 会话数：ceil({tokens_per_session} ÷ {block_size}) = 每个会话 {per} 个 block；"
+                  f"{per} × {sessions} = {total} 个 block")
     return BlocksNeeded(per, total, sessions * tokens_per_session, formula, {
         "en": f"{sessions} sessions of {_fmt(tokens_per_session)} tokens need {_fmt(total)} blocks of {block_size} tokens ({per} each).",
         "zh": f"{sessions} 个 {_fmt(tokens_per_session)} token 的会话需要 {_fmt(total)} 个大小为 {block_size} 的 block（每个 {per} 个）。",
-    })
+    }, formula_zh)
 
 
 @dataclass
@@ -114,35 +208,82 @@ class KVBytes:
     tensor_parallel_size: int
     mla: bool
     formula: str
+    formula_zh: str = ""
 
 
-def _load_config(config_json: str) -> dict:
-    text = config_json.strip()
-    if not text.startswith("{"):
-        path = Path(text).expanduser()
-        if path.is_dir():
-            path = path / "config.json"
-        text = path.read_text(encoding="utf-8")
-    data = json.loads(text)
-    return data.get("text_config", data) if isinstance(data, dict) else {}
+_PATH_ERROR = (f"could not read a model config from config_path: it must be a regular file (config.json, or a folder "
+               f"holding one) of at most {CONFIG_MAX_BYTES:,} bytes, holding a JSON object")
+
+
+def read_config_file(path: str) -> str:
+    """The text of a config.json named on the command line. Only a regular file (no FIFO, device or
+    directory) of at most CONFIG_MAX_BYTES is read, so /dev/zero or a pipe cannot exhaust memory or hang
+    a thread. Every failure raises the same message: it never says which paths exist or what they hold."""
+    try:
+        target = Path(path).expanduser()
+        if target.is_dir():
+            target = target / "config.json"
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK)  # O_NONBLOCK: opening a FIFO must not wait for a writer
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > CONFIG_MAX_BYTES:
+                raise ValueError
+            data = os.read(fd, CONFIG_MAX_BYTES + 1)
+        finally:
+            os.close(fd)
+        if len(data) > CONFIG_MAX_BYTES:
+            raise ValueError
+        return data.decode("utf-8")
+    except (OSError, ValueError, UnicodeError):
+        raise ValueError(_PATH_ERROR) from None
+
+
+def _parse_config(text: str, from_file: bool) -> dict:
+    """The config as a dict (a multimodal model's text_config when it has one)."""
+    if len(text) > CONFIG_MAX_BYTES:
+        raise ValueError(f"config_json is larger than {CONFIG_MAX_BYTES:,} bytes")
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        if from_file:
+            raise ValueError(_PATH_ERROR) from None
+        raise ValueError("config_json must be the JSON text of a model's config.json (on the CLI, config_path reads a file)") from None
+    if not isinstance(data, dict):
+        raise ValueError(_PATH_ERROR if from_file else "config_json must be a JSON object")
+    inner = data.get("text_config")
+    return inner if isinstance(inner, dict) else data
+
+
+def _config_int(cfg: dict, *names: str) -> int | None:
+    """A positive integer field of config.json. A field that is not one is refused by name only:
+    its value is never echoed (the config may have come from a file the caller cannot read)."""
+    for name in names:
+        if name in cfg and cfg[name] is not None:
+            value = cfg[name]
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_VALUE:
+                raise ValueError(f"config field {name} is not a positive integer")
+            return value
+    return None
 
 
 @tool
 def kv_bytes_per_token(
     config_json: str | None = None,
-    num_layers: int | None = None,
-    num_kv_heads: int | None = None,
-    head_dim: int | None = None,
+    config_path: Annotated[str | None, LOCAL_PATH] = None,
+    num_layers: PositiveInt | None = None,
+    num_kv_heads: PositiveInt | None = None,
+    head_dim: PositiveInt | None = None,
     dtype: str = "auto",
-    tensor_parallel_size: int = 1,
-    kv_lora_rank: int | None = None,
-    qk_rope_head_dim: int | None = None,
+    tensor_parallel_size: PositiveInt = 1,
+    kv_lora_rank: PositiveInt | None = None,
+    qk_rope_head_dim: PositiveInt | None = None,
 ) -> KVBytes:
     """KV-cache bytes per token: 2 × layers × KV heads × head_dim × dtype bytes (MLA models: layers × (kv_lora_rank + qk_rope_head_dim) × dtype bytes), from a model's config.json or explicit numbers.
 
     Args:
-        config_json: a path to config.json (or its folder), or the JSON text itself.
-        num_layers: num_hidden_layers, when not read from config_json.
+        config_json: the JSON text of the model's config.json (inline; never a path).
+        config_path: a config.json file, or a model folder holding one, on this machine (command line only).
+        num_layers: num_hidden_layers, when not read from the config.
         num_kv_heads: num_key_value_heads (equals num_attention_heads without GQA).
         head_dim: per-head dimension (hidden_size / num_attention_heads when absent).
         dtype: KV-cache dtype: auto (the model's torch_dtype), bfloat16, float16, float32 or fp8.
@@ -150,35 +291,52 @@ def kv_bytes_per_token(
         kv_lora_rank: MLA latent rank (DeepSeek-style models), read from config when present.
         qk_rope_head_dim: MLA rotary key dimension, read from config when present.
     """
-    cfg = _load_config(config_json) if config_json else {}
-    layers = num_layers or cfg.get("num_hidden_layers") or cfg.get("n_layer") or cfg.get("num_layers")
-    heads = cfg.get("num_attention_heads") or cfg.get("n_head")
-    kv_heads = num_kv_heads or cfg.get("num_key_value_heads") or heads
-    hdim = head_dim or cfg.get("head_dim") or (cfg.get("hidden_size") // heads if cfg.get("hidden_size") and heads else None)
-    lora = kv_lora_rank or cfg.get("kv_lora_rank")
-    rope = qk_rope_head_dim or cfg.get("qk_rope_head_dim")
-    if dtype == "auto":
-        dtype = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
+    _check({"num_layers": num_layers, "num_kv_heads": num_kv_heads, "head_dim": head_dim,
+            "tensor_parallel_size": tensor_parallel_size, "kv_lora_rank": kv_lora_rank, "qk_rope_head_dim": qk_rope_head_dim})
+    if config_json and config_path:
+        raise ValueError("give config_json or config_path, not both")
+    cfg: dict = {}
+    if config_json:
+        cfg = _parse_config(config_json, from_file=False)
+    elif config_path:
+        cfg = _parse_config(read_config_file(config_path), from_file=True)
+    layers = num_layers or _config_int(cfg, "num_hidden_layers", "n_layer", "num_layers")
+    heads = _config_int(cfg, "num_attention_heads", "n_head")
+    kv_heads = num_kv_heads or _config_int(cfg, "num_key_value_heads") or heads
+    hidden = _config_int(cfg, "hidden_size")
+    hdim = head_dim or _config_int(cfg, "head_dim") or (hidden // heads if hidden and heads else None)
+    lora = kv_lora_rank or _config_int(cfg, "kv_lora_rank")
+    rope = qk_rope_head_dim or _config_int(cfg, "qk_rope_head_dim")
+    from_config = dtype == "auto"
+    if from_config:
+        raw = cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16"
+        dtype = raw if isinstance(raw, str) else ""
     dbytes = DTYPE_BYTES.get(dtype.lower().replace("torch.", ""))
     if dbytes is None:
-        raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(DTYPE_BYTES)}")
+        if from_config:
+            raise ValueError(f"the config's torch_dtype is not one of {sorted(DTYPE_BYTES)}; pass dtype")
+        raise ValueError(f"unknown dtype {dtype[:40]!r}; use one of {sorted(DTYPE_BYTES)}")
     if not layers:
-        raise ValueError("need num_layers (or a config.json with num_hidden_layers)")
-    tp = max(1, tensor_parallel_size)
+        raise ValueError("need num_layers (or a config with num_hidden_layers)")
+    tp = tensor_parallel_size
     if lora and rope:
-        per_token = int(layers) * (int(lora) + int(rope)) * dbytes
+        per_token = layers * (lora + rope) * dbytes
         per_gpu = per_token  # the MLA latent cache is not split across tensor-parallel ranks
-        formula = f"{layers} layers × ({lora} + {rope}) × {dbytes} B = {_fmt(per_token)} B per token (MLA: one latent, no K/V factor 2)"
-        return KVBytes(per_token, per_gpu, per_token / 1024, int(layers), 1, int(lora) + int(rope), dbytes, tp, True, formula)
+        formula = f"layers × (kv_lora_rank + qk_rope_head_dim) × dtype bytes: {layers} × ({lora} + {rope}) × {dbytes} B = {_fmt(per_token)} B per token (MLA: one latent, no K/V factor 2)"
+        formula_zh = f"层数 × (kv_lora_rank + qk_rope_head_dim) × dtype 字节：{layers} × ({lora} + {rope}) × {dbytes} B = 每 token {_fmt(per_token)} 字节（MLA：只存一个 latent，没有 K/V 的 2 倍）"
+        return KVBytes(per_token, per_gpu, per_token / 1024, layers, 1, lora + rope, dbytes, tp, True, formula, formula_zh)
     if not kv_heads or not hdim:
-        raise ValueError("need num_kv_heads and head_dim (or a config.json with them)")
-    per_token = 2 * int(layers) * int(kv_heads) * int(hdim) * dbytes
-    heads_per_gpu = max(1, math.ceil(int(kv_heads) / tp))  # a KV head is replicated when TP > heads
-    per_gpu = 2 * int(layers) * heads_per_gpu * int(hdim) * dbytes
-    formula = f"2 × {layers} layers × {kv_heads} KV heads × {hdim} head_dim × {dbytes} B = {_fmt(per_token)} B per token"
+        raise ValueError("need num_kv_heads and head_dim (or a config with them)")
+    per_token = 2 * layers * kv_heads * hdim * dbytes
+    heads_per_gpu = max(1, math.ceil(kv_heads / tp))  # a KV head is replicated when TP > heads
+    per_gpu = 2 * layers * heads_per_gpu * hdim * dbytes
+    steps = f"2 × {layers} × {kv_heads} × {hdim} × {dbytes} B = {_fmt(per_token)} B ({per_token / 1024:g} KiB)"
+    formula = f"2 (K and V) × layers × KV heads × head_dim × dtype bytes: {steps} per token"
+    formula_zh = f"2（K 和 V）× 层数 × KV 头数 × head_dim × dtype 字节：{steps}，每个 token"
     if tp > 1:
-        formula += f"; {_fmt(per_gpu)} B per GPU at tensor_parallel_size {tp}"
-    return KVBytes(per_token, per_gpu, per_token / 1024, int(layers), int(kv_heads), int(hdim), dbytes, tp, False, formula)
+        formula += f"; per GPU at tensor_parallel_size {tp}: 2 × {layers} × ceil({kv_heads} ÷ {tp}) × {hdim} × {dbytes} B = {_fmt(per_gpu)} B"
+        formula_zh += f"；tensor_parallel_size {tp} 时每张卡：2 × {layers} × ceil({kv_heads} ÷ {tp}) × {hdim} × {dbytes} B = {_fmt(per_gpu)} B"
+    return KVBytes(per_token, per_gpu, per_token / 1024, layers, kv_heads, hdim, dbytes, tp, False, formula, formula_zh)
 
 
 @dataclass
@@ -190,17 +348,18 @@ class KVCapacity:
     fits_one_request: bool | None
     formula: str
     explanation: dict[str, str] = field(default_factory=dict)
+    formula_zh: str = ""
 
 
 @tool
 def kv_cache_capacity(
-    gpu_memory_gib: float,
-    weights_gib: float,
-    kv_bytes_per_token: int,
-    gpu_memory_utilization: float = 0.9,
-    max_model_len: int | None = None,
-    tensor_parallel_size: int = 1,
-    overhead_gib: float = 0.0,
+    gpu_memory_gib: PositiveFloat,
+    weights_gib: PositiveFloat,
+    kv_bytes_per_token: PositiveInt,
+    gpu_memory_utilization: Share = 0.9,
+    max_model_len: PositiveInt | None = None,
+    tensor_parallel_size: PositiveInt = 1,
+    overhead_gib: NonNegativeFloat = 0.0,
 ) -> KVCapacity:
     """KV-cache tokens a vLLM deployment can hold per GPU, the concurrency that gives at max_model_len, and the largest max_model_len that fits one request (vLLM's start-up check).
 
@@ -215,19 +374,23 @@ def kv_cache_capacity(
     """
     if not 0 < gpu_memory_utilization <= 1:
         raise ValueError("gpu_memory_utilization must be in (0, 1]")
-    if kv_bytes_per_token <= 0 or gpu_memory_gib <= 0:
-        raise ValueError("gpu_memory_gib and kv_bytes_per_token must be positive")
-    tp = max(1, tensor_parallel_size)
+    _check({"gpu_memory_gib": gpu_memory_gib, "weights_gib": weights_gib, "kv_bytes_per_token": kv_bytes_per_token,
+            "max_model_len": max_model_len, "tensor_parallel_size": tensor_parallel_size})
+    _check(non_negative={"overhead_gib": overhead_gib})
+    tp = tensor_parallel_size
     budget = gpu_memory_gib * gpu_memory_utilization - weights_gib / tp - overhead_gib
     tokens = max(0, int(budget * GIB // kv_bytes_per_token))
     conc = tokens / max_model_len if max_model_len else None
     fits = (max_model_len <= tokens) if max_model_len else None
-    formula = (f"{gpu_memory_gib} GiB × {gpu_memory_utilization} − {weights_gib}/{tp} GiB weights − {overhead_gib} GiB = "
-               f"{budget:.2f} GiB; {budget:.2f} GiB / {kv_bytes_per_token} B = {_fmt(tokens)} tokens")
+    numbers = (f"{_fmt(gpu_memory_gib)} × {gpu_memory_utilization} − {_fmt(weights_gib)}/{tp} − {_fmt(overhead_gib)} = {budget:.2f} GiB; "
+               f"{budget:.2f} GiB ÷ {_fmt(kv_bytes_per_token)} B = {_fmt(tokens)}")
+    formula = f"(GPU GiB × gpu_memory_utilization − weights/TP − overhead) ÷ KV bytes per token: {numbers} tokens"
+    formula_zh = f"(显存 GiB × gpu_memory_utilization − 权重/TP − 其他开销) ÷ 每 token 的 KV 字节数：{numbers} 个 token"
     en = f"About {_fmt(tokens)} tokens of KV cache fit per GPU ({budget:.2f} GiB)."
     zh = f"每张卡大约能放 {_fmt(tokens)} 个 token 的 KV Cache（{budget:.2f} GiB）。"
     if max_model_len:
-        formula += f"; {_fmt(tokens)} / {max_model_len} = {conc:.2f} requests at max_model_len"
+        formula += f"; {_fmt(tokens)} ÷ {max_model_len} = {conc:.2f} requests at max_model_len"
+        formula_zh += f"；{_fmt(tokens)} ÷ {max_model_len} = 按 max_model_len 同时 {conc:.2f} 个请求"
         if fits:
             en += f" At max_model_len {max_model_len} that is {conc:.1f} full-length requests at once."
             zh += f" 按 max_model_len {max_model_len} 计算，同时能容纳 {conc:.1f} 个满长度请求。"
@@ -238,7 +401,8 @@ def kv_cache_capacity(
                    f"--gpu-memory-utilization, or add GPUs.")
             zh += (f" max_model_len {max_model_len} 单个请求就需要 {need:.2f} GiB，超过可用的 {max(budget, 0):.2f} GiB，vLLM 会拒绝启动。"
                    f"把 --max-model-len 降到 {_fmt(tokens)} 以下，或调高 --gpu-memory-utilization，或增加 GPU。")
-    return KVCapacity(round(budget, 3), tokens, round(conc, 2) if conc is not None else None, tokens, fits, formula, {"en": en, "zh": zh})
+    return KVCapacity(round(budget, 3), tokens, round(conc, 2) if conc is not None else None, tokens, fits, formula,
+                      {"en": en, "zh": zh}, formula_zh)
 
 
 @dataclass
@@ -248,10 +412,12 @@ class DecodeBudget:
     max_num_seqs_supported: int | None
     formula: str
     explanation: dict[str, str] = field(default_factory=dict)
+    formula_zh: str = ""
 
 
 @tool
-def fastdeploy_decode_budget(total_blocks: int, kv_cache_ratio: float, block_size: int = 64, avg_output_tokens: int | None = None) -> DecodeBudget:
+def fastdeploy_decode_budget(total_blocks: PositiveInt, kv_cache_ratio: PrefillRatio, block_size: PositiveInt = 64,
+                             avg_output_tokens: PositiveInt | None = None) -> DecodeBudget:
     """FastDeploy's output (decode) token budget: total_blocks × (1 − kv_cache_ratio) × block_size, and the max_num_seqs it supports at an average output length.
 
     Args:
@@ -262,17 +428,23 @@ def fastdeploy_decode_budget(total_blocks: int, kv_cache_ratio: float, block_siz
     """
     if not 0 <= kv_cache_ratio < 1:
         raise ValueError("kv_cache_ratio must be in [0, 1)")
+    _check({"total_blocks": total_blocks, "block_size": block_size, "avg_output_tokens": avg_output_tokens})
     decode = int(total_blocks * (1 - kv_cache_ratio) * block_size)
     prefill = int(total_blocks * kv_cache_ratio * block_size)
     seqs = decode // avg_output_tokens if avg_output_tokens else None
-    formula = f"{total_blocks} × (1 − {kv_cache_ratio}) × {block_size} = {_fmt(decode)} decode tokens"
+    steps = f"{total_blocks} × (1 − {kv_cache_ratio}) × {block_size} = {_fmt(decode)}"
+    formula = f"total_blocks × (1 − kv_cache_ratio) × block_size: {steps} decode tokens"
+    formula_zh = f"total_blocks × (1 − kv_cache_ratio) × block_size：{steps} 个解码 token"
     en = f"{_fmt(decode)} tokens are left for outputs."
     zh = f"留给输出（解码）的 token 有 {_fmt(decode)} 个。"
     if seqs is not None:
-        formula += f"; {_fmt(decode)} / {avg_output_tokens} = {seqs}"
-        en += f" At {avg_output_tokens} output tokens per request that supports max_num_seqs ≈ {seqs}; if outputs run short of blocks (free_list_len: 0), lower kv_cache_ratio."
-        zh += f" 平均每个请求输出 {avg_output_tokens} token 时，可支撑 max_num_seqs ≈ {seqs}；如果出现 free_list_len: 0，调小 kv_cache_ratio。"
-    return DecodeBudget(decode, prefill, seqs, formula, {"en": en, "zh": zh})
+        formula += f"; max_num_seqs = decode tokens ÷ average output tokens: {_fmt(decode)} ÷ {avg_output_tokens} = {seqs}"
+        formula_zh += f"；max_num_seqs = 解码 token ÷ 平均输出 token：{_fmt(decode)} ÷ {avg_output_tokens} = {seqs}"
+        en += (f" At {avg_output_tokens} output tokens per request that supports max_num_seqs ≈ {seqs} (the FastDeploy FAQ advises "
+               f"no more than 128); if outputs run short of blocks (free_list_len: 0), lower kv_cache_ratio.")
+        zh += (f" 平均每个请求输出 {avg_output_tokens} token 时，可支撑 max_num_seqs ≈ {seqs}（FastDeploy FAQ 建议不超过 128）；"
+               f"如果出现 free_list_len: 0，调小 kv_cache_ratio。")
+    return DecodeBudget(decode, prefill, seqs, formula, {"en": en, "zh": zh}, formula_zh)
 
 
 @dataclass
@@ -282,22 +454,24 @@ class MessageSize:
     msgmax: int
     msgmnb: int | None
     fits: bool
+    messages_per_queue: int | None  # msgmnb ÷ message size, when msgmnb is known
     recommended_msgmax: int
     recommended_msgmnb: int
     formula: str
     explanation: dict[str, str] = field(default_factory=dict)
+    formula_zh: str = ""
 
 
 @tool
 def logprobs_message_size(
     mtp: bool = False,
-    max_batch: int = 512,
-    top_logprobs: int = 20,
-    mtp_tokens: int = 6,
-    msgmax: int | None = None,
-    msgmnb: int | None = None,
+    max_batch: PositiveInt = 512,
+    top_logprobs: NonNegativeInt = 20,
+    mtp_tokens: PositiveInt = 6,
+    msgmax: PositiveInt | None = None,
+    msgmnb: PositiveInt | None = None,
 ) -> MessageSize:
-    """Size of one FastDeploy inter-process message with logprobs on, compared with the System V limit kernel.msgmax (8192 bytes by default; a larger message blocks and requests hang).
+    """Size of one FastDeploy inter-process message with logprobs on, compared with the System V limit kernel.msgmax (8192 bytes by default; a larger message blocks and requests hang), and how many such messages one queue holds (kernel.msgmnb ÷ size).
 
     Args:
         mtp: whether MTP (multi-token prediction) is enabled.
@@ -305,17 +479,23 @@ def logprobs_message_size(
         top_logprobs: logprobs returned per token (20 in the example).
         mtp_tokens: tokens per step with MTP (6 in the example).
         msgmax: the host's kernel.msgmax; 8192 when unknown.
-        msgmnb: the host's kernel.msgmnb, if known.
+        msgmnb: the host's kernel.msgmnb (bytes one queue may hold), if known.
     """
+    _check({"max_batch": max_batch, "mtp_tokens": mtp_tokens, "msgmax": msgmax, "msgmnb": msgmnb}, {"top_logprobs": top_logprobs})
     b, k, m = max_batch, top_logprobs, mtp_tokens
     if mtp:
         size = (b * m * (k + 1) + b + 3) * 8 + b * m * (k + 1) * 4 + b * m * 8
-        formula = f"({b} × {m} × ({k} + 1) + {b} + 3) × 8 + {b} × {m} × ({k} + 1) × 4 + {b} × {m} × 8 = {size:,} bytes"
+        steps = f"({b} × {m} × ({k} + 1) + {b} + 3) × 8 + {b} × {m} × ({k} + 1) × 4 + {b} × {m} × 8 = {size:,}"
+        symbolic = "(batch × mtp_tokens × (top_logprobs + 1) + batch + 3) × 8 + batch × mtp_tokens × (top_logprobs + 1) × 4 + batch × mtp_tokens × 8"
     else:
         size = ((b * (k + 1)) + 2) * 8 + b * (k + 1) * 4 + b * 8
-        formula = f"(({b} × ({k} + 1)) + 2) × 8 + {b} × ({k} + 1) × 4 + {b} × 8 = {size:,} bytes"
+        steps = f"(({b} × ({k} + 1)) + 2) × 8 + {b} × ({k} + 1) × 4 + {b} × 8 = {size:,}"
+        symbolic = "((batch × (top_logprobs + 1)) + 2) × 8 + batch × (top_logprobs + 1) × 4 + batch × 8"
     limit = msgmax or DEFAULT_MSGMAX
     fits = size <= limit
+    per_queue = msgmnb // size if msgmnb else None
+    formula = f"{symbolic}: {steps} bytes"
+    formula_zh = f"{symbolic}：{steps} 字节"
     if fits:
         en = f"One message is {size:,} bytes, within kernel.msgmax ({limit:,})."
         zh = f"单条消息 {size:,} 字节，没有超过 kernel.msgmax（{limit:,}）。"
@@ -326,4 +506,14 @@ def logprobs_message_size(
         zh = (f"单条消息 {size:,} 字节，超过 kernel.msgmax（{limit:,}），进程间通信会阻塞，请求卡住。"
               f"调大限制：sysctl -w kernel.msgmax={RECOMMENDED_MSGMAX}，sysctl -w kernel.msgmnb={RECOMMENDED_MSGMNB}"
               f"（Docker 中需 --privileged 或在启动参数里设置）。")
-    return MessageSize(size, mtp, limit, msgmnb, fits, RECOMMENDED_MSGMAX, RECOMMENDED_MSGMNB, formula, {"en": en, "zh": zh})
+    if per_queue is not None:
+        formula += f"; messages per queue = msgmnb ÷ message size: {msgmnb:,} ÷ {size:,} = {per_queue}"
+        formula_zh += f"；每个队列能放的消息数 = msgmnb ÷ 消息大小：{msgmnb:,} ÷ {size:,} = {per_queue}"
+        if per_queue >= 1:
+            en += f" One queue (kernel.msgmnb {msgmnb:,}) holds {per_queue} such messages."
+            zh += f" 一个队列（kernel.msgmnb {msgmnb:,}）能放 {per_queue} 条这样的消息。"
+        else:
+            en += f" kernel.msgmnb ({msgmnb:,}) is smaller than one message, so not even one fits in a queue: raise kernel.msgmnb."
+            zh += f" kernel.msgmnb（{msgmnb:,}）比一条消息还小，队列里一条都放不下：需要调大 kernel.msgmnb。"
+    return MessageSize(size, mtp, limit, msgmnb, fits, per_queue, RECOMMENDED_MSGMAX, RECOMMENDED_MSGMNB, formula,
+                       {"en": en, "zh": zh}, formula_zh)
