@@ -1,19 +1,27 @@
-"""Reading KB files: front matter, language, and a stable content hash.
+"""Reading KB files: front matter, format, language, and a stable content hash.
 
 Articles written for this project carry YAML front matter (id, lang, title, product,
-signatures, tags). A user's own runbook usually does not, so every field has a sensible
-fallback derived from the file itself.
+signatures, tags, applies_to). A user's own runbook usually does not, so every field has a
+fallback derived from the file itself:
+
+- format from the content: a `.txt` with markdown headings, fences or tables is markdown;
+  `.html`/`.htm` pages are converted to markdown (ingest/html.py);
+- language from the body text, not counting navigation links (`[简体中文](…)`), link
+  targets, URLs and code, so an English page with a language switch stays English;
+- id from the path (twins and collisions are settled across documents in ingest/identity.py).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from assistant.lang import detect_lang
+from assistant.lang import cjk_count, detect_lang
 
-from .files import content_hash, find_files  # noqa: F401  (re-exported for callers)
+from .files import HTML_SUFFIXES, MARKDOWN_SUFFIXES, content_hash, find_files, read_text  # noqa: F401  (re-exported)
+
 _FRONT = re.compile(r"\A---\s*\n(.*?)\n---\s*\n", re.S)
 
 
@@ -31,6 +39,10 @@ class Document:
     signatures: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     sources: tuple[str, ...] = field(default=())
+    format: str = "markdown"  # markdown | text | html (what the file was; html is chunked as markdown)
+    structured: bool = False  # front matter declares the article structure (has an `id`)
+    applies_to: dict = field(default_factory=dict, hash=False, compare=False)
+    root: str = ""  # the source root it was found under
 
 
 def _slug(text: str) -> str:
@@ -46,24 +58,46 @@ def _as_tuple(value: object) -> tuple[str, ...]:
     return (str(value),) if str(value).strip() else ()
 
 
-def parse_document(path: Path, root: Path, raw: bytes) -> Document:
-    """Parse one file. Undecodable bytes are replaced rather than failing the whole ingest."""
-    text = raw.decode("utf-8", errors="replace").replace("\r\n", "\n")
-    meta: dict = {}
-    match = _FRONT.match(text)
-    if match:
-        import yaml
+def _applies_to(value: object) -> dict:
+    """`applies_to: {hardware: [nvidia], versions: ">=0.8.0"}` as plain JSON data."""
+    if not isinstance(value, dict):
+        return {}
+    return json.loads(json.dumps({str(k): v for k, v in value.items()}, default=str, ensure_ascii=False))
 
-        try:
-            loaded = yaml.safe_load(match.group(1))
-            meta = loaded if isinstance(loaded, dict) else {}
-        except yaml.YAMLError:
-            meta = {}
-        text = text[match.end():]
-    is_markdown = path.suffix.lower() in {".md", ".markdown"}
+
+def parse_document(path: Path, root: Path, raw: bytes) -> Document:
+    """Parse one file. Undecodable bytes are replaced rather than failing the whole ingest
+    (files.read_text lets callers skip binaries first)."""
+    text, _ = read_text(raw)
+    if text is None:
+        text = raw.decode("utf-8", errors="replace")
+    text = text.replace("\r\n", "\n")
+    suffix = path.suffix.lower()
+    meta: dict = {}
+    html_title = ""
+    if suffix in HTML_SUFFIXES:
+        from .html import html_to_markdown
+
+        html_title, text = html_to_markdown(text)
+        fmt = "html"
+    else:
+        match = _FRONT.match(text)
+        if match:
+            import yaml
+
+            try:
+                loaded = yaml.safe_load(match.group(1))
+                meta = loaded if isinstance(loaded, dict) else {}
+            except yaml.YAMLError:
+                meta = {}
+            text = text[match.end():]
+        fmt = "markdown" if suffix in MARKDOWN_SUFFIXES or looks_like_markdown(text) else "text"
+    is_markdown = fmt != "text"
+    if is_markdown:
+        text = strip_language_switch(text)
     source = str(path.relative_to(root)) if root.is_dir() else path.name
-    title = str(meta.get("title") or (_first_heading(text) if is_markdown else "") or path.stem)
-    lang = str(meta.get("lang") or detect_lang(text[:4000]))
+    title = str(meta.get("title") or html_title or (_first_heading(text) if is_markdown else "") or path.stem)
+    lang = str(meta.get("lang") or document_lang(text))
     doc_id = str(meta.get("id") or _slug(str(Path(source).with_suffix(""))))
     return Document(
         id=doc_id,
@@ -78,6 +112,10 @@ def parse_document(path: Path, root: Path, raw: bytes) -> Document:
         signatures=_as_tuple(meta.get("signatures")),
         tags=_as_tuple(meta.get("tags")),
         sources=_as_tuple(meta.get("sources")),
+        format=fmt,
+        structured=bool(meta.get("id")),
+        applies_to=_applies_to(meta.get("applies_to")),
+        root=str(root.resolve()),
     )
 
 
@@ -86,6 +124,87 @@ def _first_heading(text: str) -> str:
         line = line.strip()
         if not line:
             continue
-        if line.startswith("#"):
+        if re.match(r"^#{1,6}\s", line):
             return line.lstrip("#").strip()
     return ""
+
+
+# ---------------------------------------------------------------- format
+
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)+\|?\s*$")
+_ATX = re.compile(r"^#{1,6}\s+\S")
+_LINK = re.compile(r"\[[^\]\n]+\]\([^)\s]+\)")
+_BOLD = re.compile(r"\*\*[^*\n]+\*\*")
+
+
+def looks_like_markdown(text: str) -> bool:
+    """Markdown saved as .txt: fences, pipe tables, `##` headings and links outweigh the
+    plain-text signs (tab-separated tables, • bullets, shell comments such as `# 查看变量值`)."""
+    md = plain = 0
+    fences = 0
+    previous_blank = True
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            fences += 1
+        elif _TABLE_RULE.match(line):
+            md += 3
+        elif _ATX.match(line):
+            # `## Heading` is markdown; a lone `# comment` right under text is a shell comment.
+            md += 2 if line.startswith("##") or previous_blank else 0
+        if "\t" in line.strip():
+            plain += 1
+        if line.lstrip().startswith("•"):
+            plain += 1
+        previous_blank = not line.strip()
+    md += 2 * (fences // 2) + len(_LINK.findall(text)) + len(_BOLD.findall(text)) // 2
+    return md >= 3 and md > plain
+
+
+# ---------------------------------------------------------------- language
+
+_LANG_LABELS = {"简体中文", "中文", "繁體中文", "english", "英文", "英语", "chinese", "日本語", "한국어", "zh", "en", "cn"}
+_LINK_ONLY_LINE = re.compile(r"^\s*(?:[|/·•,]?\s*\[[^\]\n]*\]\([^)\n]*\)\s*)+[|/·,]?\s*$")
+_LINK_LABEL = re.compile(r"\[([^\]\n]*)\]\(")
+
+
+def _is_language_switch(line: str) -> bool:
+    if not _LINK_ONLY_LINE.match(line):
+        return False
+    labels = [label.strip().strip("*_ ").lower() for label in _LINK_LABEL.findall(line)]
+    return bool(labels) and all(label in _LANG_LABELS for label in labels)
+
+
+def strip_language_switch(text: str) -> str:
+    """Drop lines that are only a language switch, e.g. `[简体中文](../zh/usage/log.md)`."""
+    lines = text.split("\n")
+    kept = [line for line in lines if not _is_language_switch(line)]
+    return "\n".join(kept) if len(kept) != len(lines) else text
+
+
+_CODE_FENCE_BLOCK = re.compile(r"^\s{0,3}(`{3,}|~{3,})[^\n]*\n.*?^\s{0,3}\1[ \t]*$", re.S | re.M)
+_INLINE_CODE = re.compile(r"`[^`\n]*`")
+_MD_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)")
+_URL = re.compile(r"https?://\S+")
+_TAG = re.compile(r"<[^>\n]{1,200}>")
+_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def language_text(text: str) -> str:
+    """The prose that decides a document's language: no code, link targets, URLs or tags."""
+    text = _CODE_FENCE_BLOCK.sub(" ", text)
+    text = "\n".join(line for line in text.split("\n") if not _is_language_switch(line))
+    text = _MD_LINK.sub(r"\1", text)
+    text = _INLINE_CODE.sub(" ", text)
+    text = _URL.sub(" ", text)
+    return _TAG.sub(" ", text)
+
+
+def document_lang(text: str) -> str:
+    """"zh" or "en" for a whole document, from its prose: Chinese when Chinese characters
+    carry a real share of it (a character counts for about half an English word)."""
+    prose = language_text(text)
+    cjk, words = cjk_count(prose), len(_WORD.findall(prose))
+    if cjk + words < 5:  # nothing but code: judge what there is
+        return detect_lang(text[:4000])
+    return "zh" if cjk >= 2 and cjk >= 0.5 * words else "en"

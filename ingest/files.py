@@ -1,11 +1,29 @@
-"""Finding KB files and hashing their content: all the freshness check needs, without the
-parser (documents.py), which the query path never has to import."""
+"""Finding KB files, deciding which ones can be read as text, and hashing content: all the
+freshness check needs, without the parser (documents.py), which the query path never has
+to import.
+
+Nothing is dropped silently: `survey` says for every file it passes over why (hidden,
+unknown type, too big), and `read_text` says why bytes are not text (binary, encoding),
+so `assistant ingest` can list what it skipped.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
-SUFFIXES = {".md", ".markdown", ".txt", ".text"}
+MARKDOWN_SUFFIXES = {".md", ".markdown"}
+TEXT_SUFFIXES = {".txt", ".text"}
+HTML_SUFFIXES = {".html", ".htm"}
+SUFFIXES = MARKDOWN_SUFFIXES | TEXT_SUFFIXES | HTML_SUFFIXES
+# A runbook or a wiki page is kilobytes; a file this big is a log or a dump, not a document.
+MAX_FILE_BYTES = 2_000_000
+
+
+@dataclass(frozen=True)
+class Skipped:
+    path: str  # absolute path, or a folder for a group of hidden files
+    reason: str
 
 
 def content_hash(data: bytes | str) -> str:
@@ -16,17 +34,70 @@ def content_hash(data: bytes | str) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
+
+
+def survey(root: Path) -> tuple[list[Path], list[Skipped]]:
+    """KB files under root (or root itself) in a stable order, and what was passed over.
+
+    Hidden folders (.git, .venv…) are reported once per folder, not file by file.
+    """
+    skipped: list[Skipped] = []
+    if root.is_file():
+        candidates = [root]
+        base = root.parent
+    elif root.is_dir():
+        candidates = sorted(root.rglob("*"))
+        base = root
+    else:
+        return [], [Skipped(str(root), "does not exist")]
+    out: list[Path] = []
+    hidden: dict[str, int] = {}
+    for path in candidates:
+        rel = path.relative_to(base)
+        hidden_part = next((i for i, part in enumerate(rel.parts) if part.startswith(".")), None)
+        if hidden_part is not None and root.is_dir():
+            if path.is_file():
+                top = str(base.joinpath(*rel.parts[: hidden_part + 1]))
+                hidden[top] = hidden.get(top, 0) + 1
+            continue
+        if not path.is_file():
+            continue
+        suffix = path.suffix.lower()
+        if suffix not in SUFFIXES:
+            skipped.append(Skipped(str(path), f"unknown type ({suffix or 'no extension'})"))
+            continue
+        size = _size(path)
+        if size < 0:
+            skipped.append(Skipped(str(path), "unreadable"))
+        elif size > MAX_FILE_BYTES:
+            skipped.append(Skipped(str(path), f"too big ({size / 1e6:.1f} MB > {MAX_FILE_BYTES / 1e6:.0f} MB)"))
+        else:
+            out.append(path)
+    for top, count in hidden.items():
+        skipped.append(Skipped(top, f"hidden ({count} file{'s' if count != 1 else ''})"))
+    return out, skipped
+
+
 def find_files(root: Path) -> list[Path]:
     """KB files under root (or root itself), in a stable order; hidden folders skipped."""
-    if root.is_file():
-        return [root]
-    if not root.is_dir():
-        return []
-    out = []
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if any(part.startswith(".") for part in rel.parts):
+    return survey(root)[0]
+
+
+def read_text(raw: bytes) -> tuple[str | None, str]:
+    """(text, "") when the bytes are a text document, else (None, why not).
+
+    UTF-8 (with or without BOM) first; GB18030 for Chinese documents saved by Windows tools.
+    """
+    if b"\x00" in raw[:8192]:
+        return None, "binary"
+    for encoding in ("utf-8-sig", "gb18030"):
+        try:
+            return raw.decode(encoding), ""
+        except UnicodeDecodeError:
             continue
-        if path.is_file() and path.suffix.lower() in SUFFIXES and path.name.lower() != "readme.md":
-            out.append(path)
-    return out
+    return None, "not text (neither UTF-8 nor GB18030)"

@@ -53,12 +53,23 @@ def test_code_block_longer_than_the_bound_is_never_split(tmp_path):
     assert holding[0].text.count("```") == 2
 
 
-def test_table_is_never_split(tmp_path):
+def test_large_table_is_split_into_row_groups_each_with_the_header(tmp_path):
     rows = "\n".join(f"| flag-{i} | value {i} |" for i in range(60))
     text = f"# T\n## Flags\n| flag | value |\n|---|---|\n{rows}\n"
     chunks = chunk_document(_doc(tmp_path, "t.md", text), max_chars=300)
-    holding = [c for c in chunks if "flag-0 " in c.text]
-    assert len(holding) == 1 and "flag-59" in holding[0].text
+    assert len(chunks) > 2
+    for c in chunks:
+        assert c.text.startswith("| flag | value |\n|---|---|\n") and c.title == "T > Flags"
+    found = [c for c in chunks if "| flag-37 |" in c.text]
+    assert len(found) == 1  # each row in exactly one group
+    assert sum(c.text.count("| flag-") for c in chunks) == 60
+
+
+def test_small_table_stays_whole(tmp_path):
+    rows = "\n".join(f"| flag-{i} | value {i} |" for i in range(5))
+    text = f"# T\n## Flags\n| flag | value |\n|---|---|\n{rows}\n"
+    chunks = chunk_document(_doc(tmp_path, "t.md", text), max_chars=300)
+    assert len(chunks) == 1 and "flag-0 " in chunks[0].text and "flag-4 " in chunks[0].text
 
 
 def test_long_prose_is_split_under_the_bound(tmp_path):
@@ -109,7 +120,8 @@ def test_plain_text_tab_tables_and_bullets(tmp_path):
     table = [c for c in chunks if "max-model-len 过大\tKV Cache 预留爆炸" in c.text]
     assert len(table) == 1 and "并发太高" in table[0].text
     cmd = [c for c in chunks if "nvidia-smi" in c.text]
-    assert cmd and "检查模型大小" in cmd[0].title
+    # an indented numbered step is body text: it stays with its command under the bullet heading
+    assert cmd and cmd[0].title.endswith("排查顺序") and "1、检查模型大小" in cmd[0].text
 
 
 def test_file_without_front_matter_gets_fallbacks(tmp_path):

@@ -1,0 +1,66 @@
+"""HTML pages (wiki and Confluence exports) as markdown, so the markdown chunker handles them.
+
+BeautifulSoup (stdlib html.parser, no lxml) finds the page's main content and drops the
+navigation and boilerplate around it; markdownify turns what is left into markdown with ATX
+headings, fenced code and pipe tables. Imported only at ingest.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Elements that never carry the page's content.
+_DROP_TAGS = ("script", "style", "noscript", "template", "nav", "header", "footer", "aside", "form",
+              "iframe", "svg", "button", "select", "input", "object", "embed", "canvas")
+_DROP_ROLES = ("navigation", "banner", "contentinfo", "search", "complementary")
+# Confluence, MediaWiki and static-site chrome, matched on id/class words.
+_DROP_MARKERS = re.compile(
+    r"(^|[-_\s])(breadcrumbs?|sidebar|navbar|nav|menu|toc|footer|site-header|page-metadata|"
+    r"likes-and-labels|comments?-section|printfooter|catlinks|mw-navigation|jump-to|skip-link|"
+    r"edit-?section|pagination|cookie)([-_\s]|$)",
+    re.I,
+)
+# Where a page keeps its content, best first.
+_MAIN = ("main", "article", "[role=main]", "#main-content", ".wiki-content", "#content", "#mw-content-text", ".content", "body")
+
+
+def html_to_markdown(html: str) -> tuple[str, str]:
+    """(title, markdown) of an HTML page; the title is <title> or the first <h1>."""
+    from bs4 import BeautifulSoup
+    from markdownify import MarkdownConverter
+
+    soup = BeautifulSoup(html, "html.parser")
+    title = ""
+    h1 = soup.find("h1")
+    if soup.title and soup.title.get_text(strip=True):
+        title = soup.title.get_text(" ", strip=True)
+    elif h1 is not None:
+        title = h1.get_text(" ", strip=True)
+    for tag in soup.find_all(_DROP_TAGS):
+        tag.decompose()
+    for tag in soup.find_all(attrs={"role": list(_DROP_ROLES)}):
+        tag.decompose()
+    for tag in soup.find_all(_is_chrome):
+        tag.decompose()
+    main = None
+    for selector in _MAIN:
+        main = soup.select_one(selector)
+        if main is not None and main.get_text(strip=True):
+            break
+    main = main or soup
+    markdown = MarkdownConverter(heading_style="ATX", bullets="-", escape_underscores=False, escape_asterisks=False,
+                                 escape_misc=False, strip=["img"]).convert_soup(main)
+    markdown = re.sub(r"\n{3,}", "\n\n", markdown).strip() + "\n"
+    # Confluence titles read "Space : Page"; the page is what the reader asked about.
+    if " : " in title:
+        title = title.split(" : ", 1)[1].strip()
+    if h1 is not None and not title:
+        title = h1.get_text(" ", strip=True)
+    return title, markdown
+
+
+def _is_chrome(tag) -> bool:
+    if getattr(tag, "attrs", None) is None or tag.name in ("html", "body", "main", "article"):
+        return False
+    words = " ".join([tag.get("id") or ""] + list(tag.get("class") or []))
+    return bool(words.strip()) and bool(_DROP_MARKERS.search(words))
