@@ -9,6 +9,12 @@ Layout of an index directory (written by `ingest.build`)::
 
 This module is on every question's path, so it imports only what loading needs.
 
+Integrity: the manifest records one checksum (size + CRC-32) per file of the generation,
+and loading verifies each file it reads against it, so an altered chunks.json, NaN vectors
+or a garbage zh.dict raise IndexError_ (the caller rebuilds, reusing whatever vectors are
+still valid) instead of being quoted as truth. CRC-32 rather than SHA: it catches
+corruption, costs about a millisecond for the bundled KB, and needs no OpenSSL at start-up.
+
 Dense search: faiss holds the index (IndexFlatIP: inner product on normalised vectors).
 Importing faiss costs ~45 ms per process, a third of a cold `ask`, while an exact flat
 search over a few thousand vectors is a single numpy product over the same vectors; so
@@ -18,19 +24,20 @@ above it faiss is loaded and searched. Both give the same scores (tests check th
 
 from __future__ import annotations
 
+import contextlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 from assistant.errors import IndexError_
 
 from .records import Chunk
-from .files import content_hash, find_files
+from .files import Skipped, content_hash, find_files, read_text, survey
 from .keyword import KeywordIndex
 from .tokenize import Tokenizer
 
-SCHEMA = 15
+SCHEMA = 16
 FAISS_MIN_VECTORS = 20_000
 FAISS_TOP = 2_000
 
@@ -46,6 +53,12 @@ class DocMeta:
     source: str
     signatures: list[str]
     tags: list[str]
+    # True only when the front matter declares the article structure (it has an `id`):
+    # then chunks group into an article; otherwise each passage stands on its own.
+    structured: bool = False
+    # Front matter `applies_to`, e.g. {"hardware": ["nvidia"], "versions": ">=0.8.0"}; {} when absent.
+    applies_to: dict = field(default_factory=dict)
+    format: str = "markdown"  # markdown | text | html: what the file was
 
 
 @dataclass
@@ -67,6 +80,7 @@ class KBIndex:
     def faiss_index(self):
         import faiss
 
+        _read_verified(self.path, "dense.faiss", self.manifest)
         index = faiss.read_index(str(self.path / "dense.faiss"))
         if index.ntotal != len(self.chunks):
             raise IndexError_(f"index at {self.path} is inconsistent (faiss holds {index.ntotal} vectors)")
@@ -98,16 +112,45 @@ class KBIndex:
 
 # ---------------------------------------------------------------- sources
 
+def scan_sources(sources: list[Path]) -> tuple[list[tuple[Path, Path, bytes]], list[Skipped]]:
+    """(file, root, raw bytes) for every readable text document under the sources, and
+    every file passed over with the reason (hidden, unknown type, too big, binary…)."""
+    out = []
+    skipped: list[Skipped] = []
+    for root in sources:
+        paths, passed = survey(root)
+        skipped.extend(passed)
+        for path in paths:
+            try:
+                raw = path.read_bytes()
+            except OSError as exc:
+                skipped.append(Skipped(str(path.resolve()), f"unreadable ({exc.strerror or exc})"))
+                continue
+            text, why = read_text(raw)
+            if text is None:
+                skipped.append(Skipped(str(path.resolve()), why))
+                continue
+            out.append((path, root, raw))
+    return out, skipped
+
+
 def scan(sources: list[Path]) -> list[tuple[Path, Path, bytes]]:
     """(file, root, raw bytes) for every KB file under the sources."""
-    out = []
-    for root in sources:
-        for path in find_files(root):
-            try:
-                out.append((path, root, path.read_bytes()))
-            except OSError:
-                continue
-    return out
+    return scan_sources(sources)[0]
+
+
+@contextlib.contextmanager
+def index_lock(index_dir: Path):
+    """Serialise writers of one index directory (builds, and the sources.json update)."""
+    import fcntl
+
+    index_dir.mkdir(parents=True, exist_ok=True)
+    with open(index_dir / ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _stat(path: str) -> list[int] | None:
@@ -144,22 +187,47 @@ def read_manifest(index_dir: Path) -> dict | None:
         return None
 
 
+def checksum(data: bytes) -> str:
+    """What the manifest records per file: size and CRC-32."""
+    import zlib
+
+    return f"{len(data)}:{zlib.crc32(data):08x}"
+
+
+def _read_verified(gen: Path, name: str, manifest: dict) -> bytes:
+    data = (gen / name).read_bytes()
+    expected = (manifest.get("files") or {}).get(name)
+    if expected is None:
+        raise IndexError_(f"index at {gen} has no checksum for {name}")
+    if checksum(data) != expected:
+        raise IndexError_(f"index at {gen} is corrupt: {name} does not match its checksum")
+    return data
+
+
 def load_index(index_dir: Path) -> KBIndex:
     """Load the live generation; any inconsistency raises IndexError_ (callers rebuild)."""
     gen = current_generation(index_dir)
     if gen is None:
         raise IndexError_(f"no index at {index_dir}")
     try:
+        import io
+
         import numpy as np
 
         manifest = json.loads((gen / "manifest.json").read_text(encoding="utf-8"))
         if manifest.get("schema") != SCHEMA:
             raise IndexError_(f"index schema {manifest.get('schema')} is not {SCHEMA}")
-        chunks = [Chunk(**c) for c in json.loads((gen / "chunks.json").read_text(encoding="utf-8"))]
-        docs = {k: DocMeta(**v) for k, v in json.loads((gen / "docs.json").read_text(encoding="utf-8")).items()}
-        vectors = np.load(gen / "vectors.npy", allow_pickle=False)
+
+        def read(name: str) -> bytes:
+            return _read_verified(gen, name, manifest)
+
+        chunks = [Chunk(**c) for c in json.loads(read("chunks.json").decode("utf-8"))]
+        docs = {k: DocMeta(**v) for k, v in json.loads(read("docs.json").decode("utf-8")).items()}
+        vectors = np.load(io.BytesIO(read("vectors.npy")), allow_pickle=False)
         faiss_size = (gen / "dense.faiss").stat().st_size
-        keyword = KeywordIndex.load(gen)
+        keyword = KeywordIndex.load(gen, read=read)
+        terms = {k: set(v) for k, v in json.loads(read("terms.json").decode("utf-8")).items()}
+        read("zh.dict")  # the tokenizer reads it lazily; verify it now
     except IndexError_:
         raise
     except Exception as exc:  # corrupt files surface as many exception types
@@ -170,11 +238,24 @@ def load_index(index_dir: Path) -> KBIndex:
         raise IndexError_(f"index at {gen} is inconsistent (chunks {n}, vectors {vectors.shape})")
     if keyword.num_docs != n:
         raise IndexError_(f"index at {gen} is inconsistent (bm25 docs differ from chunks)")
-    try:
-        terms = {k: set(v) for k, v in json.loads((gen / "terms.json").read_text(encoding="utf-8")).items()}
-    except (OSError, ValueError) as exc:
-        raise IndexError_(f"index at {gen} is unreadable: {exc}") from exc
+    if n and not np.isfinite(vectors).all():
+        raise IndexError_(f"index at {gen} is corrupt: vectors.npy holds NaN or infinite values")
     return KBIndex(gen, manifest, chunks, docs, vectors, keyword, Tokenizer(gen / "zh.dict"), terms)
+
+
+def load_docs(index_dir: Path) -> dict[str, DocMeta] | None:
+    """Only the per-document metadata of the live generation (verified), or None."""
+    gen = current_generation(index_dir)
+    if gen is None:
+        return None
+    try:
+        manifest = json.loads((gen / "manifest.json").read_text(encoding="utf-8"))
+        if manifest.get("schema") != SCHEMA:
+            return None
+        raw = json.loads(_read_verified(gen, "docs.json", manifest).decode("utf-8"))
+        return {k: DocMeta(**v) for k, v in raw.items()}
+    except (OSError, ValueError, TypeError, IndexError_):
+        return None
 
 
 # ---------------------------------------------------------------- freshness
@@ -191,9 +272,11 @@ def staleness(index_dir: Path, sources: list[Path], embedder_name: str) -> str |
     if manifest.get("sources") != [str(s.resolve()) for s in sources]:
         return "the set of KB sources changed"
     recorded = {path: meta["hash"] for path, meta in manifest.get("documents", {}).items()}
+    # Files ingest passed over for their content (binary, undecodable) are candidates too.
+    known = set(recorded) | set(manifest.get("skipped_content", {}))
     stats = manifest.get("stats", {})
     paths = [str(p.resolve()) for root in sources for p in find_files(root)]
-    if paths and sorted(paths) == sorted(recorded) and all(_stat(p) == stats.get(p) for p in paths):
+    if paths and sorted(paths) == sorted(known) and all(_stat(p) == stats.get(p) for p in paths):
         return None  # same files, same sizes and mtimes: no need to read and hash them
     current = _fingerprint(scan(sources))
     if current != recorded:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -50,9 +51,13 @@ class KeywordIndex:
         (directory / "bm25.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
 
     @classmethod
-    def load(cls, directory: Path) -> "KeywordIndex":
-        data, indices, indptr = (np.load(directory / f"bm25_{name}.npy", allow_pickle=False) for name in ("data", "indices", "indptr"))
-        meta = json.loads((directory / "bm25.json").read_text(encoding="utf-8"))
+    def load(cls, directory: Path, read: Callable[[str], bytes] | None = None) -> "KeywordIndex":
+        """Load from directory; `read(name)` returns a file's bytes (the index verifies them)."""
+        import io
+
+        read = read or (lambda name: (directory / name).read_bytes())
+        data, indices, indptr = (np.load(io.BytesIO(read(f"bm25_{name}.npy")), allow_pickle=False) for name in ("data", "indices", "indptr"))
+        meta = json.loads(read("bm25.json").decode("utf-8"))
         vocab, num_docs = meta["vocab"], int(meta["num_docs"])
         if len(indptr) < max(vocab.values(), default=-1) + 2:
             raise ValueError("bm25 vocabulary and matrix disagree")

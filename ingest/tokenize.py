@@ -156,10 +156,11 @@ class Tokenizer:
         if self._freq is None:
             freq: dict[str, int] = {}
             if self.dict_path and self.dict_path.exists():
-                for line in self.dict_path.read_text(encoding="utf-8").splitlines():
+                text = self.dict_path.read_bytes().decode("utf-8", errors="replace")
+                for line in text.splitlines():
                     word, _, count = line.rpartition(" ")
-                    if word:
-                        freq[word] = int(count or 1)
+                    if word and count.isascii() and count.isdigit():  # a damaged line is dropped, never fatal
+                        freq[word] = int(count)
             for word in ZH_STOP:  # always segment function words as words, so they drop out
                 if len(word) > 1:
                     freq.setdefault(word, 1000)
