@@ -23,7 +23,7 @@ def assistant() -> None:
 @click.option("--rebuild", is_flag=True, help="Re-embed everything from scratch.")
 @click.option("--status", is_flag=True, help="Show what the index holds and exit.")
 def ingest(paths: tuple[str, ...], kb: str | None, forget: tuple[str, ...], rebuild: bool, status: bool) -> None:
-    """Index the KB, plus your own runbooks (markdown or plain text) given as PATHS.
+    """Index the KB, plus your own runbooks (markdown, plain text or HTML) given as PATHS.
 
     Added paths are remembered: later `ask` calls search them too and pick up their
     changes. Only changed chunks are re-embedded.
@@ -32,25 +32,19 @@ def ingest(paths: tuple[str, ...], kb: str | None, forget: tuple[str, ...], rebu
     def body() -> None:
         import shutil
 
-        from .knowledge import describe, index_dir, open_kb, set_extra_sources, sources
+        from .knowledge import describe, index_dir, open_kb, update_extra_sources
 
         settings = settings_for(kb)
         if status:
             click.echo(json.dumps(describe(settings), ensure_ascii=False, indent=2))
             return
-        current = sources(settings)[1:]
-        gone = {Path(p).resolve() for p in forget}
-        extra = [p for p in current if p not in gone]
-        for p in paths:
-            path = Path(p).resolve()
-            if path not in extra and path != settings.kb_dir.resolve():
-                extra.append(path)
         if rebuild:
             shutil.rmtree(index_dir(settings), ignore_errors=True)
-        set_extra_sources(settings, extra)
+        update_extra_sources(settings, add=[Path(p) for p in paths], forget=[Path(p) for p in forget])
         kb_ = open_kb(settings, progress=lambda m: click.echo(m, err=True))
         info = describe(settings)
-        click.echo(f"{len(kb_.index.chunks)} chunks from {info['documents']} documents in {len(info['sources'])} source(s); index {info['index_dir']}")
+        skipped = f"; {len(info['skipped'])} path(s) skipped (see --status)" if info["skipped"] else ""
+        click.echo(f"{len(kb_.index.chunks)} chunks from {info['documents']} documents in {len(info['sources'])} source(s){skipped}; index {info['index_dir']}")
 
     _run(body)
 
@@ -69,11 +63,14 @@ def ingest(paths: tuple[str, ...], kb: str | None, forget: tuple[str, ...], rebu
 @click.option("--judge", type=click.Choice(["all", "dev", "test"]), default="all", show_default=True,
               help="Which split the thresholds judge.")
 @click.option("--fit-refusals", "fit", is_flag=True, help="Fit the refusal model on the dev split and save it.")
+@click.option("--fit-with", "fit_with", multiple=True, type=click.Path(dir_okay=False),
+              help="More case files to fit on (their dev split, or all of a file without splits).")
 @click.option("--out", type=click.Path(file_okay=False), default="eval", show_default=True, help="Where report.json and report.md go.")
 @click.option("--llm", "with_llm", is_flag=True, help="Also answer every case with the configured LLM and report its metrics.")
 @click.option("--kb", type=click.Path(file_okay=False), default=None, help="KB directory (default: the bundled KB).")
 def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, min_topic1: float, min_fix: float, min_oos: float,
-             max_false_refusals: float, split: str, judge: str, fit: bool, out: str, with_llm: bool, kb: str | None) -> None:
+             max_false_refusals: float, split: str, judge: str, fit: bool, fit_with: tuple[str, ...], out: str,
+             with_llm: bool, kb: str | None) -> None:
     """Score retrieval and answers on symptom→fix cases; exit 1 under the thresholds."""
 
     def body() -> None:
@@ -88,7 +85,8 @@ def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, min_topi
         if fit:
             from .refusal import fit_and_save
 
-            click.echo(fit_and_save(kb_, settings, [c for c in case_list if c.split in ("dev", "")]), err=True)
+            fit_cases = [c for path in (cases, *fit_with) for c in load_cases(Path(path)) if c.split in ("dev", "")]
+            click.echo(fit_and_save(kb_, settings, fit_cases), err=True)
             from .refusal import reset_model
 
             reset_model()

@@ -110,13 +110,10 @@ def run_doctor(settings: Settings, serving_url: str | None = None, log_path: str
 
 
 def _titles(settings: Settings) -> dict[str, str]:
-    from .tools.logs import kb_documents
+    """Titles from the index in use (runbooks added with `assistant ingest` included)."""
+    from .knowledge import kb_titles
 
-    out: dict[str, str] = {}
-    for doc in kb_documents(str(settings.kb_dir)):
-        if doc.lang == "en" or doc.id not in out:
-            out[doc.id] = doc.title
-    return out
+    return kb_titles(settings)
 
 
 def needs_attention(findings: list[Finding]) -> bool:

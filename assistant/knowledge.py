@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from ingest.records import Chunk
-from ingest.index import KBIndex, current_generation, load_index, read_manifest, staleness
+from ingest.index import DocMeta, KBIndex, current_generation, load_docs, load_index, read_manifest, staleness
 
 from .config import Settings
 from .errors import AssistantError, IndexError_
@@ -30,6 +30,7 @@ class KB:
     index: KBIndex
     embedder: object
     by_doc: dict[tuple[str, str], list[Chunk]]  # (article id, lang) → chunks in order
+    settings: Settings | None = None  # what it was opened with
 
     def article_chunks(self, doc_id: str, lang: str) -> list[Chunk]:
         return self.by_doc.get((doc_id, lang), [])
@@ -50,27 +51,60 @@ def _extra_sources_file(settings: Settings) -> Path:
     return index_dir(settings) / "sources.json"
 
 
-def sources(settings: Settings) -> list[Path]:
-    """The KB directory plus runbook paths added with `assistant ingest PATH`."""
-    extra: list[str] = []
+def _read_extra(settings: Settings) -> list[Path]:
     try:
         extra = json.loads(_extra_sources_file(settings).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        extra = []
+        return []
+    return [Path(p) for p in extra if isinstance(p, str)] if isinstance(extra, list) else []
+
+
+def sources(settings: Settings) -> list[Path]:
+    """The KB directory plus runbook paths added with `assistant ingest PATH`."""
     out = [settings.kb_dir.resolve()]
-    for p in extra:
-        path = Path(p)
+    for path in _read_extra(settings):
         if path not in out:
             out.append(path)
     return out
 
 
-def set_extra_sources(settings: Settings, paths: list[Path]) -> None:
+def _write_extra(settings: Settings, paths: list[Path]) -> None:
+    import os
+    import uuid
+
     f = _extra_sources_file(settings)
     f.parent.mkdir(parents=True, exist_ok=True)
-    tmp = f.with_suffix(".tmp")
-    tmp.write_text(json.dumps([str(p.resolve()) for p in paths], ensure_ascii=False), encoding="utf-8")
-    tmp.replace(f)
+    tmp = f.with_name(f".sources.{os.getpid()}.{uuid.uuid4().hex}.tmp")  # unique: writers never share a tmp file
+    try:
+        tmp.write_text(json.dumps([str(p.resolve()) for p in paths], ensure_ascii=False), encoding="utf-8")
+        tmp.replace(f)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def set_extra_sources(settings: Settings, paths: list[Path]) -> None:
+    """Replace the runbook paths (under the index lock)."""
+    from ingest.index import index_lock
+
+    with index_lock(index_dir(settings)):
+        _write_extra(settings, paths)
+
+
+def update_extra_sources(settings: Settings, add: list[Path] = (), forget: list[Path] = ()) -> list[Path]:
+    """Add and remove runbook paths in one read-modify-write under the index lock, so two
+    `assistant ingest` runs at once both keep their paths. Returns the new list."""
+    from ingest.index import index_lock
+
+    kb = settings.kb_dir.resolve()
+    gone = {Path(p).resolve() for p in forget}
+    with index_lock(index_dir(settings)):
+        extra = [p for p in _read_extra(settings) if p not in gone]
+        for p in add:
+            path = Path(p).resolve()
+            if path not in extra and path != kb:
+                extra.append(path)
+        _write_extra(settings, extra)
+    return extra
 
 
 def get_embedder_for(settings: Settings):
@@ -105,13 +139,18 @@ def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr) -> KB
         from ingest.build import build_index
 
         try:
-            index = build_index(directory, srcs, embedder, max_chunk_chars=settings.max_chunk_chars, progress=progress)
+            for _ in range(3):
+                index = build_index(directory, srcs, embedder, max_chunk_chars=settings.max_chunk_chars, progress=progress)
+                latest = sources(settings)
+                if latest == srcs:
+                    break
+                srcs = latest  # another `assistant ingest` changed the sources meanwhile: fold them in (vectors are reused)
         except OSError as exc:
             raise AssistantError(f"cannot write the index under {directory}: {exc}", "set ASSISTANT_CACHE_DIR to a writable directory") from exc
     by_doc: dict[tuple[str, str], list[Chunk]] = {}
     for chunk in index.chunks:
         by_doc.setdefault((chunk.doc_id, chunk.lang), []).append(chunk)
-    kb = KB(index, embedder, by_doc)
+    kb = KB(index, embedder, by_doc, settings)
     _OPEN[key] = kb
     return kb
 
@@ -131,4 +170,96 @@ def describe(settings: Settings) -> dict:
         "documents": len(manifest.get("documents", {})),
         "chunks": manifest.get("chunk_count"),
         "built_at": manifest.get("built_at"),
+        "skipped": manifest.get("skipped", {}),
+        "renamed": manifest.get("renamed", []),
     }
+
+
+# ---------------------------------------------------------------- KB metadata
+
+_META: dict[str, dict] = {}  # generation path → its docs.json, read once
+
+
+def kb_docs(settings: Settings) -> dict[str, DocMeta]:
+    """Per-document metadata (titles, signatures, …) of the index in use for these settings:
+    the one this process loaded, else the live generation on disk (docs.json only, no
+    vectors), else — no index built yet — the front matter of the source files.
+
+    Keyed like `KBIndex.docs` (f"{id}:{lang}"); it follows rebuilds, so runbooks added with
+    `assistant ingest` count as soon as they are indexed.
+    """
+    key = (str(settings.kb_dir), str(settings.cache_dir), settings.embedder)
+    loaded = _OPEN.get(key)
+    directory = index_dir(settings)
+    gen = current_generation(directory)
+    if loaded is not None and loaded.index.path == gen:
+        return loaded.index.docs
+    if gen is not None:
+        cached = _META.get(str(gen))
+        if cached is not None:
+            return cached
+        docs = load_docs(directory)
+        if docs is not None:
+            if len(_META) > 8:
+                _META.clear()
+            _META[str(gen)] = docs
+            return docs
+    return _docs_from_sources(sources(settings))
+
+
+_FROM_SOURCES: dict[tuple, dict[str, DocMeta]] = {}
+
+
+def _docs_from_sources(paths: list[Path]) -> dict[str, DocMeta]:
+    """Front matter of the source files, for a KB not indexed yet (cached on file stamps)."""
+    from ingest.files import find_files
+    from ingest.index import _stat
+
+    stamp = tuple((str(p), tuple(_stat(str(p)) or ())) for root in paths for p in find_files(root))
+    if stamp not in _FROM_SOURCES:
+        _FROM_SOURCES.clear()
+        _FROM_SOURCES[stamp] = _parse_sources(paths)
+    return _FROM_SOURCES[stamp]
+
+
+def _parse_sources(paths: list[Path]) -> dict[str, DocMeta]:
+    from ingest.documents import parse_document
+    from ingest.identity import pair_twins, settle_ids
+    from ingest.index import scan_sources
+
+    files, _ = scan_sources(paths)
+    docs, _ = settle_ids(pair_twins([parse_document(p, root, raw) for p, root, raw in files]))
+    return {f"{d.id}:{d.lang}": DocMeta(d.id, d.lang, d.title, d.product, d.source, list(d.signatures), list(d.tags),
+                                         d.structured, dict(d.applies_to), d.format) for d in docs}
+
+
+def kb_titles(settings: Settings) -> dict[str, str]:
+    """Document id → title (the English one when there are twins)."""
+    out: dict[str, str] = {}
+    for meta in kb_docs(settings).values():
+        if meta.lang == "en" or meta.id not in out:
+            out[meta.id] = meta.title
+    return out
+
+
+def kb_signatures(settings: Settings) -> list[tuple[str, str]]:
+    """(log signature, document id) from the front matter of every indexed document,
+    longest first, so "RuntimeError: NCCL error in:" is preferred over "NCCL error"."""
+    pairs: dict[str, str] = {}
+    for meta in kb_docs(settings).values():
+        for sig in meta.signatures:
+            pairs.setdefault(sig, meta.id)
+    return sorted(pairs.items(), key=lambda kv: -len(kv[0]))
+
+
+def settings_for_kb_dir(kb_dir: str | Path) -> Settings:
+    """Settings for a KB directory named by path: the one this process has open, else the
+    configured settings pointed at that directory."""
+    resolved = Path(kb_dir).resolve()
+    for kb in list(_OPEN.values()):
+        settings = getattr(kb, "settings", None)
+        if settings is not None and settings.kb_dir.resolve() == resolved:
+            return settings
+    from .config import load_settings
+
+    return load_settings(kb_dir=resolved)

@@ -1,15 +1,15 @@
 """Log diagnosis: find the KB's log signatures in a pasted log or a log file, and the
 numbers worth computing with (`num_blocks_global: 17131`, `GPU KV cache size: N tokens`).
 
-Signatures come from the KB articles' front matter, so a runbook a user adds with a
-`signatures:` list is recognised here too.
+Signatures come from the front matter of the documents in the index actually in use (the
+KB's articles, and runbooks added with `assistant ingest` that have a `signatures:` list),
+re-read whenever the index is rebuilt.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 from . import tool
@@ -49,30 +49,34 @@ class LogDiagnosis:
     computed: list[dict[str, str]] = field(default_factory=list)  # {"en": …, "zh": …}
 
 
-@lru_cache(maxsize=4)
-def kb_documents(kb_dir: str) -> tuple:
-    """Every KB file parsed once per process (front matter: ids, titles, signatures)."""
-    from ingest.documents import find_files, parse_document
+def _kb_settings(kb: object):
+    """Settings naming the index in use: given Settings, a KB from open_kb, a KB directory
+    path, or None for the configured KB."""
+    from assistant.config import Settings, load_settings
+    from assistant.knowledge import settings_for_kb_dir
 
-    root = Path(kb_dir)
-    docs = []
-    for path in find_files(root):
-        try:
-            docs.append(parse_document(path, root, path.read_bytes()))
-        except OSError:
-            continue
-    return tuple(docs)
+    if isinstance(kb, Settings):
+        return kb
+    if kb is None:
+        return load_settings()
+    return settings_for_kb_dir(str(kb))
 
 
-@lru_cache(maxsize=4)
-def kb_signatures(kb_dir: str) -> tuple[tuple[str, str], ...]:
-    """(signature, article id) pairs from the front matter of every KB file."""
-    pairs: dict[str, str] = {}
-    for doc in kb_documents(kb_dir):
-        for sig in doc.signatures:
-            pairs.setdefault(sig, doc.id)
-    # Longest first, so "RuntimeError: NCCL error in:" is preferred over "NCCL error".
-    return tuple(sorted(pairs.items(), key=lambda kv: -len(kv[0])))
+def kb_signatures(kb: object = None) -> tuple[tuple[str, str], ...]:
+    """(signature, document id) pairs from the front matter of every document in the index
+    in use — the KB's articles and any runbook added with `assistant ingest` — longest
+    first, so "RuntimeError: NCCL error in:" is preferred over "NCCL error"."""
+    from assistant.knowledge import KB
+
+    if isinstance(kb, KB):  # an open KB: its own documents
+        pairs: dict[str, str] = {}
+        for meta in kb.index.docs.values():
+            for sig in meta.signatures:
+                pairs.setdefault(sig, meta.id)
+        return tuple(sorted(pairs.items(), key=lambda kv: -len(kv[0])))
+    from assistant.knowledge import kb_signatures as indexed_signatures
+
+    return tuple(indexed_signatures(_kb_settings(kb)))
 
 
 def _norm(text: str) -> str:
@@ -81,10 +85,12 @@ def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).lower()
 
 
-def diagnose_text(text: str, kb_dir: str) -> LogDiagnosis:
+def diagnose_text(text: str, kb: object = None) -> LogDiagnosis:
+    """Findings in a log. kb names the index whose signatures count: Settings, a KB from
+    open_kb, a KB directory path, or None for the configured KB."""
     lines = text.splitlines()
     report = LogDiagnosis(len(lines))
-    sigs = [(s, a, _norm(s)) for s, a in kb_signatures(kb_dir)]
+    sigs = [(s, a, _norm(s)) for s, a in kb_signatures(kb)]
     found: dict[str, LogFinding] = {}
     for n, line in enumerate(lines, 1):
         low = _norm(line)
@@ -144,8 +150,4 @@ def diagnose_log(text: str | None = None, path: str | None = None, _kb_dir: str 
             size = file.stat().st_size
             fh.seek(max(0, size - 2_000_000))
             text = fh.read().decode("utf-8", errors="replace")
-    if _kb_dir is None:
-        from assistant.config import bundled_kb_dir
-
-        _kb_dir = str(bundled_kb_dir())
-    return diagnose_text(text or "", _kb_dir)
+    return diagnose_text(text or "", _kb_dir)  # None: the configured KB's index
