@@ -1,0 +1,431 @@
+"""Quantities in a capacity question, in Chinese, English or both: each number with its unit and the
+parameter it belongs to.
+
+The capacity router (`calculations.py`) must never guess, so this module answers one narrow question
+well: which number is what. It knows that "8 块 A100" counts GPUs, not blocks; that "输入 2k、输出 6k"
+is an input and an output; that "block_size 我们改成了 128" sets block_size; that "2 万", "20k",
+"20,000" and "２００００" are one value; and that "大概", "约" and "~" make a value approximate, not
+unreadable. A number is bound to the nearest label on either side (a name such as `block_size`
+before it, a noun such as "blocks" or "层" after it), and a label binds one number only.
+
+Safety: every pattern here runs in linear time. Text is normalised first (NFKC, whitespace runs
+collapsed to one space, digit runs cut to 20 digits) so no pattern meets an unbounded run, and no
+pattern nests quantifiers. Numbers are read as `Decimal`; anything over 10^15 is marked "too large"
+instead of raising OverflowError.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field, replace
+from decimal import Decimal, InvalidOperation
+
+MAX_CHARS = 16_000  # questions are capped at 8 kB before they get here; this bounds other callers
+MAX_VALUE = Decimal(10) ** 15
+PRE_GAP = 16  # characters allowed between a label and the number after it ("block_size 我们改成了 128")
+POST_GAP = 6  # characters allowed between a number and its noun ("17131 个 block")
+OFF_SIDE_PENALTY = 6  # a label on its unusual side ("blocks: 17131") loses to one on its usual side
+
+# Chinese punctuation that NFKC keeps, or that would glue numbers together ("9000，128" → "9000,128").
+_PUNCT = str.maketrans({"，": ", ", "、": ", ", "。": ". ", "；": "; ", "！": "! ", "？": "? ", "～": "~", "〜": "~",
+                        "＋": "+", "—": "-", "–": "-", "－": "-", "·": " ", "∶": ":"})
+# "１７，１３１": a full-width comma between full-width digits groups thousands; elsewhere it separates.
+_WIDE_THOUSANDS = re.compile(r"(?<=[０-９])，(?=[０-９]{3}(?![０-９]))")
+_ASCII_LOWER = str.maketrans({c: c.lower() for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"})
+_WS = re.compile(r"\s+")
+_LONG_DIGITS = re.compile(r"[0-9]{21,}")
+_GLUED_TP = re.compile(r"(?<![a-z])tp(?=[0-9])")  # "tp2" → "tp 2"
+
+_NUMBER = re.compile(
+    r"(?<![a-z0-9_.])(-?)([0-9]{1,3}(?:,[0-9]{3})+(?![0-9])|[0-9]+)(\.[0-9]+)?"
+    r"(?: ?(万|千|亿|gib|gb|mib|mb|kib|kb|tib|tb|(?:k|w|m|g|b)(?![a-z])|%|[x×](?![a-z0-9])(?! ?[0-9])))?"
+)
+_SCALES = {"万": 10_000, "w": 10_000, "千": 1_000, "k": 1_000, "亿": 100_000_000, "m": 1_000_000}
+_BYTES = {"gib": 2**30, "gb": 2**30, "g": 2**30, "mib": 2**20, "mb": 2**20, "kib": 2**10, "kb": 2**10,
+          "tib": 2**40, "tb": 2**40}
+_SUM_GAP = re.compile(r" ?(?:\+|加上?|plus) ?")
+_RANGE_GAP = re.compile(r" ?(?:-|~|到|至|to) ?")
+_CHANGE_GAP = re.compile(r" ?(?:改成了?|改为|改到|换成了?|调成了?|调到|调整为|设成了?|设为|->|→|=>|changed to|set to|became|now) ?")
+_SEPARATOR = re.compile(r"[,;!?()\[\]\n]|\. ")
+_POST_FILLER = re.compile(r" ?(?:个|块|张|台|层|条|路|位|of|的|x)? ?")
+_APPROX = re.compile(r"大概|大约|约|~|≈|about|around|roughly|approx|左右|上下|估计|差不多")
+_AFTER_APPROX = re.compile(r" ?(?:左右|上下|or so|-ish)")
+
+# vLLM's own start-up lines, read before anything else so their numbers are not re-bound.
+_VLLM_KV_TOKENS = re.compile(r"gpu kv cache size: ?([0-9][0-9,]{0,24}) tokens")
+_VLLM_MAX_CONC = re.compile(r"maximum concurrency for ([0-9][0-9,]{0,24}) tokens per request: ?([0-9]{1,12}(?:\.[0-9]{1,6})?)x")
+
+NAME, MOD, NOUN, IGNORE = "name", "mod", "noun", "ignore"
+FRACTIONAL = {"kv_cache_ratio", "gpu_memory_utilization"}  # the labels whose plain numbers may have a fraction
+
+
+@dataclass(frozen=True)
+class Role:
+    kind: str
+    category: str
+    canonical: str  # "pre": the label usually comes before its number; "post": after it
+
+
+def _roles(*items: tuple[str, str, str]) -> tuple[Role, ...]:
+    return tuple(Role(*item) for item in items)
+
+
+# (pattern, roles). Order matters where two patterns start at the same place: specific before general.
+# Each pattern is a bounded alternation of literals (no nested or unbounded quantifiers).
+_LABELS: list[tuple[str, tuple[Role, ...]]] = [
+    # things that look like capacity numbers but are not
+    (r"cpu blocks?|# ?cpu blocks?|swap space|gpu(?= ?[0-9])|cuda:|rank|port|端口|pid|step|version|版本", _roles(("ignore", IGNORE, "pre"))),
+    # names: they decide what the number is
+    (r"num_blocks_global|num_gpu_blocks_override|num_gpu_blocks|num-gpu-blocks-override|num-gpu-blocks|total_block_num|total block num"
+     r"|num_blocks|num blocks|total (?:kv |gpu )?blocks|total number of (?:kv |gpu )?blocks|number of (?:kv cache |kv |gpu )?blocks"
+     r"|block ?count|# ?gpu blocks|block ?总数|总 ?block ?数|block ?数量?|总块数|块数", _roles(("num_blocks", NAME, "pre"))),
+    (r"prefill_kvcache_block_num|prefill kvcache block num", _roles(("prefill_blocks", NAME, "pre"))),
+    (r"tokens? ?(?:per|/|each|every) ?block|token ?每个? ?block", _roles(("block_size", NAME, "post"))),
+    (r"block[ _-]?size|blocksize|块大小|page[ _-]?size|每个? ?(?:kv )?block(?: ?的)?(?: ?大小| ?能?放| ?有| ?存)?|每块|per block|each block(?: holds| has| stores)?",
+     _roles(("block_size", NAME, "pre"))),
+    (r"blocks? of(?= ?[0-9])|blocks?, each(?= ?[0-9])", _roles(("num_blocks", NOUN, "post"), ("block_size", NAME, "pre"))),
+    (r"max[ _-]?num[ _-]?seqs?|max[ _-]?seqs", _roles(("max_num_seqs", NAME, "pre"))),
+    (r"kv[ _-]?cache[ _-]?ratio", _roles(("kv_cache_ratio", NAME, "pre"))),
+    (r"(?:kernel\.)?msgmax", _roles(("msgmax", NAME, "pre"))),
+    (r"(?:kernel\.)?msgmnb", _roles(("msgmnb", NAME, "pre"))),
+    (r"tensor[ _-]?parallel(?:[ _-]?size)?|tp[ _-]?size|tp|张量并行(?:数|度)?", _roles(("tensor_parallel_size", NAME, "pre"))),
+    (r"head[ _-]?dim(?:ension)?|head[ _-]?size|头维度|每个头的?维度", _roles(("head_dim", NAME, "pre"))),
+    (r"gpu[ _-]?memory[ _-]?utili[sz]ation|gpu[ _-]?mem(?:ory)?[ _-]?util|memory[ _-]?utili[sz]ation|显存利用率|显存占用率|显存比例",
+     _roles(("gpu_memory_utilization", NAME, "pre"))),
+    (r"top[ _-]?logprobs|num[ _-]?logprobs|logprobs", _roles(("top_logprobs", NAME, "pre"))),
+    (r"max[ _-]?batch(?:[ _-]?size)?|max[ _-]?bsz|batch[ _-]?slots?", _roles(("max_batch", NAME, "pre"))),
+    (r"mtp[ _-]?tokens|num[ _-]?speculative[ _-]?tokens", _roles(("mtp_tokens", NAME, "pre"))),
+    (r"num[ _-]?hidden[ _-]?layers|num[ _-]?layers|n[ _-]?layers?|层数", _roles(("num_layers", NAME, "pre"))),
+    (r"num[ _-]?key[ _-]?value[ _-]?heads|num[ _-]?kv[ _-]?heads|kv ?头数|kv[ _-]?heads? ?数", _roles(("num_kv_heads", NAME, "pre"))),
+    (r"num[ _-]?attention[ _-]?heads|注意力头数", _roles(("num_attention_heads", NAME, "pre"))),
+    (r"hidden[ _-]?size|隐藏层维度", _roles(("hidden_size", NAME, "pre"))),
+    (r"gpu ?数量?|卡数|显卡数量?|number of gpus|gpu count|num[ _-]?gpus", _roles(("gpu_count", NAME, "pre"))),
+    (r"max[ _-]?model[ _-]?len(?:gth)?|max[ _-]?seq[ _-]?len|max[ _-]?context(?:[ _-]?len(?:gth)?)?|上下文长度|上下文|context[ _-]?length"
+     r"|context[ _-]?window|最大长度|max(?:imum)? length|序列长度|full[ -]length|满长度", _roles(("max_model_len", MOD, "pre"))),
+    # nouns that need a modifier-like phrase before them
+    (r"-?tokens? ?(?:per|/|each|an?|every) ?(?:request|req|session|user|query|prompt|sequence|seq|conversation)s?"
+     r"|-?tokens? (?:requests?|sessions?|prompts?|sequences?|conversations?)|tokens? each|token ?的请求|token ?的会话|token ?/ ?请求|token ?每个?请求",
+     _roles(("tokens_per_request", NOUN, "post"))),
+    (r"(?:sessions?|requests?|users?|conversations?|并发) of|(?:个 ?)?会话, ?每个?|(?:个 ?)?并发, ?每个?",
+     _roles(("sessions", NOUN, "post"), ("per_request", MOD, "pre"))),
+    (r"(?:bytes?|字节|b) ?(?:per|/|每个?) ?token|字节每 ?token", _roles(("kv_bytes_per_token", NOUN, "post"))),
+    # modifiers: they say which kind of tokens or bytes a number counts
+    (r"total capacity of|gpu has a total capacity of", _roles(("gpu_memory", MOD, "pre"))),  # torch's OOM message
+    (r"输入 ?(?:加|\+|和|与|及|跟|加上) ?输出|输入输出(?:合计|总和|总共|一共|合起来|加起来)?|input ?(?:\+|and|plus|&) ?output"
+     r"|prompt ?(?:\+|and|plus|&) ?(?:completion|output|generation)|in ?\+ ?out|总长度|total(?: length| tokens?)?|合计|一共|总共|加起来",
+     _roles(("in_out", MOD, "pre"))),
+    (r"输入|input|prompt|prefill|isl|上文", _roles(("input", MOD, "pre"))),
+    (r"输出|output|completion|generation|生成|decode|decoding|osl|回复|回答", _roles(("output", MOD, "pre"))),
+    (r"gpu kv cache size|kv[ _-]?cache[ _-]?blocks?|kv[ _-]?blocks?|gpu[ _-]?blocks?|cache blocks?", _roles(("num_blocks", NOUN, "post"))),
+    (r"kv[ _-]?cache[ _-]?size|kv ?cache ?(?:大小|容量|总量|能放|可缓存|可以放|holds?|has|can hold)|kv[ _-]?cache|kv ?缓存|kvcache",
+     _roles(("kv_cache_tokens", MOD, "pre"))),
+    (r"平均每个?请求|每个?请求(?: ?的)?(?: ?平均)?|每条请求|单个?请求|请求平均|each request|per request|every request|a request|one request"
+     r"|average request|avg request|request (?:size|length)|请求长度|平均长度|each session|per session|每个?会话|每个?用户|per user|each|每个|每条|每路",
+     _roles(("per_request", MOD, "pre"))),
+    (r"on average|average|avg|mean|平均", _roles(("per_request", MOD, "pre"))),
+    (r"model loading took|loading took|weights? took|模型权重|权重|model weights|weights?|model size|模型大小|模型占用|模型显存|参数显存",
+     _roles(("weights", MOD, "pre"))),
+    (r"显存大小|显存|gpu memory|gpu mem|vram|memory per gpu|per[ -]gpu memory|hbm|显卡内存|gpu 内存|memory",
+     _roles(("gpu_memory", MOD, "pre"))),
+    (r"per token|/ ?token|每个? ?token|每 ?tok|a token|one token", _roles(("per_token", MOD, "post"))),
+    # nouns: what is counted
+    (r"(?:(?:块|张|台|个) ?)?(?:gpus?|cards?|显卡|卡(?!住|顿|死)|a100s?|h100s?|h800s?|h20|h200s?|a800s?|l40s?|l20|l4|4090s?|3090s?|v100s?|t4|a10g?|mi300x?|910b|昇腾)",
+     _roles(("gpus", NOUN, "post"))),
+    (r"blocks?|个 ?block|块(?!大小)", _roles(("num_blocks", NOUN, "post"))),
+    (r"bytes?|字节", _roles(("bytes", NOUN, "post"))),
+    (r"tokens?|个 ?token|toks?", _roles(("tokens", NOUN, "post"))),
+    (r"concurrent (?:requests?|sessions?|users?|connections?|streams?)|simultaneous (?:requests?|sessions?|users?)|parallel (?:requests?|sessions?)"
+     r"|requests? at once|requests? in parallel|并发(?:请求|会话|用户|数|量)?|路并发|(?:个 ?)?会话|(?:个 ?)?用户|(?:个 ?)?请求|sessions?|users?|requests?|reqs?"
+     r"|concurrency|streams?|路", _roles(("sessions", NOUN, "post"))),
+    (r"(?:hidden |transformer |decoder )?layers?|层(?!数)", _roles(("num_layers", NOUN, "post"))),
+    (r"kv[ _-]?heads?|key[ _-]?value[ _-]?heads?|kv ?头|个 ?kv ?heads?", _roles(("num_kv_heads", NOUN, "post"))),
+    (r"attention heads?|q heads?|query heads?|heads?|注意力头|个头|头(?!维度|数)", _roles(("num_attention_heads", NOUN, "post"))),
+]
+
+
+def _bounded(pattern: str) -> str:
+    """Word boundaries for the ASCII ends of a pattern, so "tp" does not match inside "http"."""
+    return rf"(?<![a-z0-9_]){pattern}(?![a-z0-9_])"
+
+
+_LABEL_RE = re.compile("|".join(f"(?P<l{i}>{_bounded(p)})" if p[0].isascii() else f"(?P<l{i}>{p})" for i, (p, _) in enumerate(_LABELS)))
+_DTYPE = re.compile(r"(?<![a-z0-9_])(bfloat16|bf16|float16|fp16|half|float32|fp32|fp8_e4m3|fp8_e5m2|fp8|int8)(?![a-z0-9_])")
+_KV_DTYPE = re.compile(r"kv[ _-]?cache[ _-]?dtype(?: ?[=:] ?| )(bfloat16|bf16|float16|fp16|half|float32|fp32|fp8_e4m3|fp8_e5m2|fp8|int8|auto)")
+_MTP_ON = re.compile(r"(?<![a-z])mtp(?![a-z])|multi[ -]token prediction|投机解码|speculative decoding")
+_MTP_OFF = re.compile(r"(?:without|no|not|disabled?|off|不开|关闭了?|关掉|没开|未开启?|不用|没有用?) ?(?:the )?(?:mtp|multi[ -]token)|mtp ?(?:off|disabled|关闭|没开|未开启?)")
+_DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32"}
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """One number as written, and what it was read as."""
+
+    label: str  # the parameter it belongs to ("num_blocks", "tokens_per_request", …); "" when unbound
+    value: Decimal | None  # None when it cannot be used: a range, or too large to be real
+    unit: str  # "count", "bytes" (value in bytes), "ratio", "times" or "params" (a "7B" model size)
+    text: str  # as written, normalised: "2 万", "2k + 6k", "80gb"
+    start: int
+    end: int
+    approximate: bool = False
+    scale: str = ""  # the multiplier as written: "k", "万", "gib", "%", …
+    problem: str = ""  # "range", "too_large", "negative", "not_integer"
+    source: str = "question"
+
+    @property
+    def usable(self) -> bool:
+        return self.value is not None and not self.problem
+
+
+@dataclass
+class Extraction:
+    """Everything read from one text."""
+
+    text: str  # the normalised text the spans refer to
+    quantities: list[Quantity] = field(default_factory=list)
+    dtypes: tuple[str, ...] = ()  # dtype words, normalised and deduplicated ("bfloat16", "fp8")
+    kv_cache_dtype: str | None = None
+    mtp: bool | None = None  # None: MTP not mentioned
+
+    def by_label(self, label: str) -> list[Quantity]:
+        return [q for q in self.quantities if q.label == label]
+
+    def has(self, label: str) -> bool:
+        return any(q.label == label for q in self.quantities)
+
+    def unbound(self) -> list[Quantity]:
+        return [q for q in self.quantities if not q.label and q.unit in ("count", "bytes")]
+
+
+def normalize(text: str) -> str:
+    """NFKC (full-width digits and punctuation), one space for any whitespace run, digit runs cut to
+    21 digits (still "too large"), ASCII lower-case. Every step is linear and keeps the text's meaning."""
+    text = _WIDE_THOUSANDS.sub(",", text[:MAX_CHARS]).translate(_PUNCT)
+    text = unicodedata.normalize("NFKC", text)
+    text = _WS.sub(" ", text)
+    text = _LONG_DIGITS.sub(lambda m: m.group()[:21], text)
+    text = text.translate(_ASCII_LOWER)
+    return _GLUED_TP.sub("tp ", text).strip()
+
+
+def _read_number(m: re.Match) -> Quantity:
+    sign, digits, frac, scale = m.groups()
+    digits = digits.replace(",", "")
+    scale = scale or ""
+    unit, factor = "count", Decimal(1)
+    if scale in _SCALES:
+        factor = Decimal(_SCALES[scale])
+    elif scale in _BYTES:
+        unit, factor = "bytes", Decimal(_BYTES[scale])
+    elif scale == "%":
+        unit, factor = "ratio", Decimal("0.01")
+    elif scale in ("x", "×"):
+        unit = "times"
+    elif scale == "b":
+        unit = "params"
+    problem = ""
+    value: Decimal | None = None
+    if len(digits) > 16:
+        problem = "too_large"
+    else:
+        try:
+            value = Decimal(digits + (frac or "")) * factor
+        except InvalidOperation:  # not reachable with the pattern above; kept so a bug never raises
+            problem = "too_large"
+        if value is not None and value > MAX_VALUE:
+            problem, value = "too_large", None
+    if sign and value is not None:
+        problem = "negative"
+        value = -value
+    return Quantity("", value, unit, m.group(0).strip(), m.start(), m.end(), scale=scale, problem=problem)
+
+
+def _merge(numbers: list[Quantity], text: str) -> list[Quantity]:
+    """Join "2k + 6k" into one sum, "2k-6k" into a range (ambiguous), "64 改成 128" into the new value."""
+    out: list[Quantity] = []
+    for q in numbers:
+        prev = out[-1] if out else None
+        gap = text[prev.end:q.start] if prev else ""
+        if prev is None or prev.unit != q.unit or len(gap) > 12:
+            out.append(q)
+            continue
+        joined = text[prev.start:q.end]
+        if _SUM_GAP.fullmatch(gap) and prev.usable and q.usable:
+            out[-1] = replace(prev, value=prev.value + q.value, text=joined, end=q.end, scale=prev.scale or q.scale)
+        elif _RANGE_GAP.fullmatch(gap):
+            out[-1] = replace(prev, value=None, text=joined, end=q.end, problem="range")
+        elif _CHANGE_GAP.fullmatch(gap):
+            out[-1] = replace(q, start=prev.start, text=joined)
+        else:
+            out.append(q)
+    return out
+
+
+@dataclass
+class _Label:
+    start: int
+    end: int
+    roles: tuple[Role, ...]
+
+
+def _labels(text: str) -> list[_Label]:
+    found = []
+    for m in _LABEL_RE.finditer(text):
+        index = int(m.lastgroup[1:])
+        found.append(_Label(m.start(), m.end(), _LABELS[index][1]))
+    return found
+
+
+def _candidates(numbers: list[Quantity], labels: list[_Label], text: str) -> list[tuple[int, int, int, int]]:
+    """(score, number index, label index, role index) for every label a number could belong to:
+    the nearest of each category on each side, in the same clause, with no other number between."""
+    out = []
+    starts = [q.start for q in numbers]
+    li = 0
+    for ni, q in enumerate(numbers):
+        prev_end = numbers[ni - 1].end if ni else 0
+        next_start = starts[ni + 1] if ni + 1 < len(numbers) else len(text)
+        while li < len(labels) and labels[li].end <= q.start - PRE_GAP - 40:
+            li += 1
+        seen: set[tuple[str, str]] = set()
+        j = li
+        left = []
+        while j < len(labels) and labels[j].end <= q.start:
+            left.append(j)
+            j += 1
+        for j in reversed(left):  # nearest first
+            lab = labels[j]
+            gap = text[lab.end:q.start]
+            if lab.end < prev_end or len(gap) > PRE_GAP or _SEPARATOR.search(gap):
+                break
+            for ri, role in enumerate(lab.roles):
+                key = ("pre", role.category)
+                if key in seen:
+                    continue
+                seen.add(key)
+                penalty = 0 if role.canonical == "pre" else OFF_SIDE_PENALTY
+                out.append((len(gap.strip()) + penalty, ni, j, ri))
+        k = j
+        while k < len(labels) and labels[k].start < q.end:
+            k += 1
+        while k < len(labels) and labels[k].start <= min(next_start, q.end + POST_GAP):
+            lab = labels[k]
+            gap = text[q.end:lab.start]
+            if not _POST_FILLER.fullmatch(gap) and len(gap.strip()) > 0:
+                break
+            for ri, role in enumerate(lab.roles):
+                key = ("post", role.category)
+                if key in seen:
+                    continue
+                seen.add(key)
+                penalty = 0 if role.canonical == "post" else OFF_SIDE_PENALTY
+                out.append((len(gap.strip()) + penalty, ni, k, ri))
+            k += 1
+    return sorted(out)
+
+
+_TOKEN_MODS = {"input": "input_tokens", "output": "output_tokens", "in_out": "tokens_per_request",
+               "per_request": "tokens_per_request", "max_model_len": "max_model_len", "kv_cache_tokens": "kv_cache_tokens"}
+_COUNT_NOUNS = {"num_blocks": "num_blocks", "sessions": "sessions", "num_layers": "num_layers",
+                "num_kv_heads": "num_kv_heads", "num_attention_heads": "num_attention_heads"}
+
+
+def _resolve(q: Quantity, name: str, mod: str, noun: str) -> tuple[str, str]:
+    """(label, unit) from the labels a number got: a GPU noun wins, then a name, then the noun,
+    refined by the modifier for tokens and bytes."""
+    unit = "bytes" if noun == "bytes" and q.unit == "count" else q.unit
+    if unit == "params" or (noun == "ignore" or name == "ignore"):
+        return "", unit
+    if noun == "gpus":
+        return ("gpu_memory" if unit == "bytes" else "gpu_count"), unit
+    if name:
+        return name, unit
+    if noun == "kv_bytes_per_token" or (unit == "bytes" and mod == "per_token"):
+        return "kv_bytes_per_token", "bytes"
+    if unit == "bytes":
+        return {"gpu_memory": "gpu_memory", "weights": "weights"}.get(mod, ""), unit
+    if unit == "ratio":
+        return ("gpu_memory_utilization" if mod == "gpu_memory" else ""), unit
+    if unit == "times":
+        return "", unit
+    if noun in _COUNT_NOUNS:
+        return _COUNT_NOUNS[noun], unit
+    if mod == "kv_cache_tokens":  # "KV cache 458752" could be tokens or bytes; only "… tokens" is read
+        return ("kv_cache_tokens" if noun in ("tokens", "tokens_per_request") else ""), unit
+    if mod in _TOKEN_MODS and noun in ("tokens", "tokens_per_request", ""):
+        return _TOKEN_MODS[mod], unit
+    if noun == "tokens_per_request":
+        return "tokens_per_request", unit
+    if noun == "tokens":
+        return "tokens", unit  # tokens of no stated kind; the router decides whether that is enough
+    return "", unit
+
+
+def _bind(numbers: list[Quantity], labels: list[_Label], text: str) -> list[Quantity]:
+    slots: list[dict[str, str]] = [{} for _ in numbers]
+    used: set[tuple[int, int]] = set()
+    for _, ni, li, ri in _candidates(numbers, labels, text):
+        role = labels[li].roles[ri]
+        category = NOUN if role.category == IGNORE else role.category
+        if category in slots[ni] or (li, ri) in used:
+            continue
+        if category in (NAME, NOUN) and (NAME in slots[ni] or NOUN in slots[ni]):
+            continue  # a name and a noun both decide what a number is; the nearest one does
+        slots[ni][category] = role.kind if role.category != IGNORE else "ignore"
+        used.add((li, ri))
+    out = []
+    for q, slot in zip(numbers, slots):
+        label, unit = _resolve(q, slot.get(NAME, ""), slot.get(MOD, ""), slot.get(NOUN, ""))
+        tail = _SEPARATOR.split(text[q.end:q.end + 32], 1)[0]  # "32000 tokens per request 左右"
+        approx = bool(_APPROX.search(text[max(0, q.start - 8):q.start])) or bool(_AFTER_APPROX.search(tail))
+        problem = q.problem
+        if (not problem and q.value is not None and unit == "count" and label and label not in FRACTIONAL
+                and q.value != q.value.to_integral_value()):
+            problem = "not_integer"
+        out.append(replace(q, label=label, unit=unit, approximate=approx or q.approximate, problem=problem))
+    return out
+
+
+def _vllm_lines(text: str) -> tuple[str, list[Quantity]]:
+    """vLLM's capacity log lines, read exactly; their spans are blanked so nothing binds them twice."""
+    found: list[Quantity] = []
+    chars = list(text)
+    for m in _VLLM_KV_TOKENS.finditer(text):
+        found.append(Quantity("kv_cache_tokens", Decimal(m.group(1).replace(",", "")), "count", m.group(0), m.start(), m.end()))
+        chars[m.start():m.end()] = " " * (m.end() - m.start())
+    for m in _VLLM_MAX_CONC.finditer(text):
+        found.append(Quantity("max_concurrency_tokens", Decimal(m.group(1).replace(",", "")), "count", m.group(0), m.start(), m.end()))
+        found.append(Quantity("max_concurrency_x", Decimal(m.group(2)), "times", m.group(0), m.start(), m.end()))
+        chars[m.start():m.end()] = " " * (m.end() - m.start())
+    for q in found:
+        if q.value is not None and q.value > MAX_VALUE:
+            found[found.index(q)] = replace(q, value=None, problem="too_large")
+    return "".join(chars), found
+
+
+def _dtypes(text: str) -> tuple[tuple[str, ...], str | None]:
+    kv = _KV_DTYPE.search(text)
+    kv_dtype = _DTYPE_NAMES.get(kv.group(1), kv.group(1)) if kv else None
+    seen: list[str] = []
+    for m in _DTYPE.finditer(text):
+        name = _DTYPE_NAMES.get(m.group(1), m.group(1))
+        if name not in seen:
+            seen.append(name)
+    return tuple(seen), (None if kv_dtype == "auto" else kv_dtype)
+
+
+def _mtp(text: str) -> bool | None:
+    if _MTP_OFF.search(text):
+        return False
+    return True if _MTP_ON.search(text) else None
+
+
+def extract(text: str) -> Extraction:
+    """Every number in `text`, each bound to the parameter it belongs to (or to nothing)."""
+    norm = normalize(text)
+    scanned, special = _vllm_lines(norm)
+    numbers = _merge([_read_number(m) for m in _NUMBER.finditer(scanned)], scanned)
+    bound = _bind(numbers, _labels(scanned), scanned)
+    dtypes, kv_dtype = _dtypes(norm)
+    quantities = sorted(special + bound, key=lambda q: q.start)
+    return Extraction(norm, quantities, dtypes, kv_dtype, _mtp(norm))

@@ -1,0 +1,152 @@
+"""The quantity extractor: which number is what, in Chinese, English and both, and never slowly."""
+
+import time
+from decimal import Decimal
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from assistant.quantities import extract, normalize
+
+
+def labels(text: str) -> dict[str, Decimal | None]:
+    """label → value for the bound quantities of `text` (the last one wins; tests use unique labels)."""
+    return {q.label: q.value for q in extract(text).quantities if q.label}
+
+
+@pytest.mark.parametrize("text,expected", [
+    # the issue's own examples
+    ("17131 个 block，每个请求平均 2 万 token，实际能并发多少", {"num_blocks": 17131, "tokens_per_request": 20000}),
+    ("平均每个请求输入加输出大概 32000 tokens", {"tokens_per_request": 32000}),
+    ("block_size 我们改成了 128", {"block_size": 128}),
+    ("8 块 A100, 每个请求平均 2000 token", {"gpu_count": 8, "tokens_per_request": 2000}),
+    ("input 2k + output 6k tokens", {"input_tokens": 2000, "output_tokens": 6000}),
+    ("输入2k+输出6k", {"input_tokens": 2000, "output_tokens": 6000}),
+    ("输入 2k、输出 6k", {"input_tokens": 2000, "output_tokens": 6000}),
+    ("how many blocks do I need for 100 sessions of 16k tokens", {"sessions": 100, "tokens_per_request": 16000}),
+    ("要撑 50 并发至少要多少 block", {"sessions": 50}),
+    ("num_blocks_global: 17131", {"num_blocks": 17131}),
+    # names and nouns on either side
+    ("17131 blocks of 64 tokens with 20K-token requests", {"num_blocks": 17131, "block_size": 64, "tokens_per_request": 20000}),
+    ("total blocks 9000, block size: 16", {"num_blocks": 9000, "block_size": 16}),
+    ("每个 block 128 个 token，共 4000 块", {"block_size": 128, "num_blocks": 4000}),
+    ("--max-num-seqs 256 --max-model-len 8192", {"max_num_seqs": 256, "max_model_len": 8192}),
+    ("max_num_seqs=128, max_model_len=32768", {"max_num_seqs": 128, "max_model_len": 32768}),
+    ("上下文长度 32k，并发 64", {"max_model_len": 32000, "sessions": 64}),
+    ("32 layers, 8 KV heads, head_dim 128, TP=2", {"num_layers": 32, "num_kv_heads": 8, "head_dim": 128, "tensor_parallel_size": 2}),
+    ("61 层，num_key_value_heads 128，tp4", {"num_layers": 61, "num_kv_heads": 128, "tensor_parallel_size": 4}),
+    ("kv_cache_ratio 0.75, total_block_num: 17220", {"kv_cache_ratio": Decimal("0.75"), "num_blocks": 17220}),
+    ("Reset block num, the total_block_num:17220, prefill_kvcache_block_num:12915", {"num_blocks": 17220, "prefill_blocks": 12915}),
+    ("kernel.msgmax=1048576 kernel.msgmnb=268435456", {"msgmax": 1048576, "msgmnb": 268435456}),
+    ("80GB GPU, gpu_memory_utilization 0.9, weights 16 GiB, 128 KiB per token",
+     {"gpu_memory": 80 * 2**30, "gpu_memory_utilization": Decimal("0.9"), "weights": 16 * 2**30, "kv_bytes_per_token": 131072}),
+    ("显存 80G，显存利用率 90%，模型权重 15,360 MiB", {"gpu_memory": 80 * 2**30, "gpu_memory_utilization": Decimal("0.9"), "weights": 15 * 2**30}),
+    ("A100-80GB, 131072 bytes per token", {"gpu_memory": 80 * 2**30, "kv_bytes_per_token": 131072}),
+    ("GPU KV cache size: 34,952 tokens", {"kv_cache_tokens": 34952}),
+    ("Maximum concurrency for 8,192 tokens per request: 4.27x", {"max_concurrency_tokens": 8192, "max_concurrency_x": Decimal("4.27")}),
+    ("top_logprobs 5, max_batch 256", {"top_logprobs": 5, "max_batch": 256}),
+])
+def test_each_number_is_bound_to_its_label(text, expected):
+    assert labels(text) == {k: Decimal(v) for k, v in expected.items()}
+
+
+@pytest.mark.parametrize("text,label,value", [
+    ("１７１３１ 个 block", "num_blocks", 17131),  # full-width digits
+    ("１７，１３１ blocks", "num_blocks", 17131),  # full-width thousands separator
+    ("17,131 blocks", "num_blocks", 17131),
+    ("每个请求平均 ３.２ 万 token", "tokens_per_request", 32000),
+    ("每个请求 3.2w token", "tokens_per_request", 32000),
+    ("每个请求 2千 token", "tokens_per_request", 2000),
+    ("1.5M tokens per request", "tokens_per_request", 1_500_000),
+    ("20K tokens per request", "tokens_per_request", 20000),
+    ("2k + 6k tokens per request", "tokens_per_request", 8000),  # a sum
+    ("block_size 从 64 改成 128", "block_size", 128),  # a change: the new value
+])
+def test_units_and_separators(text, label, value):
+    assert labels(text)[label] == value
+
+
+@pytest.mark.parametrize("text", ["8 块 A100", "8 张卡", "8x H100", "8 gpus", "8 卡", "8 块 H800"])
+def test_a_count_of_gpus_is_never_a_count_of_blocks(text):
+    found = labels(text)
+    assert found == {"gpu_count": 8}
+
+
+def test_approximate_words_mark_a_value_without_blocking_it():
+    for text in ("大概 32000 tokens per request", "约 32000 tokens per request", "~32000 tokens per request",
+                 "about 32000 tokens per request", "32000 tokens per request 左右"):
+        (q,) = [q for q in extract(text).quantities if q.label]
+        assert q.value == 32000 and q.approximate, text
+    (q,) = extract("32000 tokens per request").quantities
+    assert not q.approximate
+
+
+@pytest.mark.parametrize("text,problem", [
+    ("每个请求 2k-6k token", "range"),
+    ("2000 到 6000 tokens per request", "range"),
+    ("max_num_seqs=-3", "negative"),
+    ("2.5 blocks", "not_integer"),
+])
+def test_unusable_values_are_marked_not_guessed(text, problem):
+    assert [q.problem for q in extract(text).quantities if q.problem] == [problem]
+
+
+def test_a_7000_digit_number_is_too_large_not_an_overflow():
+    x = extract("num_blocks_global " + "9" * 7000 + ", 每个请求 2000 token")
+    (blocks,) = x.by_label("num_blocks")
+    assert blocks.value is None and blocks.problem == "too_large"
+    assert x.by_label("tokens_per_request")[0].value == 2000
+
+
+def test_dtypes_and_mtp_are_read_as_words():
+    x = extract("bf16 weights, --kv-cache-dtype fp8, MTP on")
+    assert x.dtypes == ("bfloat16", "fp8") and x.kv_cache_dtype == "fp8" and x.mtp is True
+    assert extract("logprobs without MTP").mtp is False
+    assert extract("logprobs").mtp is None
+
+
+def test_things_that_only_look_like_numbers_are_left_alone():
+    found = labels("vLLM 0.6.3 on Llama-3.1-8B, fp8, A100, GPU 0 has a total capacity of 79.10 GiB, port 8000")
+    assert found == {"gpu_memory": Decimal("79.10") * 2**30}  # the model size, GPU index and port are not capacity numbers
+
+
+def test_normalize_collapses_whitespace_and_caps_digit_runs():
+    assert normalize("ＡＢ\t\t  １２") == "ab 12"
+    assert normalize("1" * 5000) == "1" * 21
+
+
+# ---------------------------------------------------------------- time: linear on adversarial input
+
+def _timed(text: str) -> float:
+    started = time.perf_counter()
+    extract(text)
+    return time.perf_counter() - started
+
+
+def test_the_reported_slow_inputs_are_fast():
+    # issue 11: 12.9 s and 10.4 s before, through the old chained \s*…\s* patterns
+    for text in ("多少 请求" + " " * 300 + "1", "多少 请求" + " " * 7900 + "1", "how many " + "7" * 7990,
+                 "num_blocks_global " * 450, "每个请求 2k + " * 600, "1-2~3 到 " * 900):
+        assert _timed(text[:8192]) < 0.5
+
+
+_PIECES = st.sampled_from([
+    " ", "  ", "\t", "\n", "　", "1", "9" * 50, "0.", ".", ",", "，", "、", "+", "-", "~", "x", "k", "万", "w", "G", "GiB", "%",
+    "block", "blocks", "block_size", "num_blocks_global", "个", "块", "张卡", "A100", "token", "tokens per request", "每个请求",
+    "平均", "输入", "输出", "加", "并发", "多少", "how many", "sessions of", "max-num-seqs", "max_model_len", "kv_cache_ratio",
+    "GPU KV cache size: ", "Maximum concurrency for ", "layers", "KV heads", "head_dim", "bf16", "tp", "logprobs", "msgmnb",
+    "显存", "weights", "per token", "=", ":", "改成",
+])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.lists(st.tuples(_PIECES, st.integers(1, 400)), min_size=1, max_size=40))
+def test_fuzz_adversarial_inputs_up_to_8_kb_stay_fast(parts):
+    from assistant.calculations import capacity_answer
+
+    text = "".join(piece * times for piece, times in parts)[:8192]
+    started = time.perf_counter()
+    extract(text)
+    capacity_answer(text)
+    assert time.perf_counter() - started < 0.5, len(text)
