@@ -161,11 +161,12 @@ def answer_question(
         result.timings_ms["embed"] = pending.elapsed_ms  # ran alongside "load"
     answer_lang = lang if lang in ("zh", "en") else detect_lang(text)
     calc = None
-    if any(ch.isdigit() for ch in text):  # a calculation needs numbers; skip the parser otherwise
-        from .calculations import capacity_call
+    log_numbers = diagnosis.numbers if diagnosis is not None else None
+    if log_numbers or any(ch.isdigit() for ch in text):  # a calculation needs numbers; skip the parser otherwise
+        from .calculations import capacity_answer
 
-        calc = capacity_call(text)
-    tool_calls = [c.to_dict() for c in (log_call, calc) if c is not None]
+        calc = capacity_answer(text, log_numbers)  # the tool run, or what is missing (then nothing is computed)
+    tool_calls = [c.to_dict() for c in (log_call, *(calc.calls if calc is not None else ())) if c is not None]
     notes: list[str] = []
     answer = None
     llm_wanted = bool(settings.llm_base_url) and use_llm is not False
@@ -250,7 +251,7 @@ def _from_llm(text, result, kb, settings, lang, use_tools, diagnosis, calc, on_t
     if diagnosis is not None and diagnosis.findings:
         context.append(_log_summary(diagnosis, "en"))
     if calc is not None:
-        context.append(f"Computed with kv_concurrency: {calc.result['formula']}. {calc.result['explanation']['en']}")
+        context.append(calc.context())
     out = llm_answer(text, result, kb, settings, lang, use_tools=use_tools, context="\n\n".join(context),
                      on_token=on_token, on_tool=on_tool)
     by_id = {a.doc_id: a for a in result.articles}

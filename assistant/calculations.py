@@ -1,89 +1,682 @@
-"""Capacity questions answered without an LLM: find the numbers in the question, run the
-capacity tool, and explain the result with its formula in the asker's language.
+"""Capacity questions answered without an LLM: read the numbers (`quantities.py`), pick the capacity
+tool the question asks for, run it through `call_tool` (the same typed function the LLM calls), and
+explain the result with its formula and the values used, in the asker's language.
 
-Only questions that carry every number a calculation needs are computed; anything less
-falls through to the normal KB answer, which explains how to get the numbers.
+Never a silent wrong number:
+- a value the tool needs and the question (or the log) does not give is named, with the formula and
+  where to read it, and nothing is computed;
+- a documented default (FastDeploy block_size 64, vLLM's 16, kv_cache_ratio 0.75,
+  gpu_memory_utilization 0.9, kernel.msgmax 8192, the FAQ's logprobs example) is used only when the
+  answer says so;
+- a value given twice with different numbers, a range, a negative or absurd number is asked about.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from typing import TYPE_CHECKING, Callable
 
-from typing import TYPE_CHECKING
+from .quantities import Extraction, Quantity, extract
 
 if TYPE_CHECKING:
     from .tools import ToolCall
 
-_NUM = r"(\d[\d,]*(?:\.\d+)?)\s*(k|K|千|万|w|W)?"
-_SCALE = {"k": 1_000, "K": 1_000, "千": 1_000, "万": 10_000, "w": 10_000, "W": 10_000, None: 1, "": 1}
+GIB = Decimal(2**30)
 
-_BLOCKS = [
-    re.compile(r"(?:num_blocks_global|num_gpu_blocks(?:_override)?|total_block_num|num_blocks)\s*[:=]?\s*(?:of|是|为|=)?\s*" + _NUM, re.I),
-    re.compile(_NUM + r"\s*(?:个\s*)?(?:kv[\s-]*(?:cache)?\s*)?(?:blocks?|块)(?!_)", re.I),
-]
-_BLOCK_SIZE = [
-    re.compile(r"block[_\s-]?size\s*(?:is|of|=|:|是|为)?\s*(\d+)", re.I),
-    re.compile(r"blocks?\s+of\s+(\d+)\s+tokens?", re.I),
-    re.compile(r"每个\s*block\s*(\d+)\s*(?:个)?\s*token", re.I),
-]
-_AVG = [
-    re.compile(_NUM + r"[\s-]*tokens?\s*(?:per|each|/|an?)\s*(?:request|req|session|user)", re.I),
-    re.compile(_NUM + r"[\s-]*tokens?\s*(?:requests|sessions)", re.I),
-    re.compile(r"(?:average|avg|mean)\s*(?:of\s*)?(?:request\s*(?:size|length)\s*(?:of|is)?\s*)?" + _NUM + r"\s*tokens?", re.I),
-    re.compile(r"(?:每个|每条|单个)?\s*(?:请求|会话)\s*(?:平均)?\s*(?:长度)?\s*(?:为|是|有|约)?\s*" + _NUM + r"\s*(?:个)?\s*token", re.I),
-    re.compile(r"平均\s*(?:每个请求)?\s*(?:输入\s*\+\s*输出\s*)?(?:为|是|约)?\s*" + _NUM + r"\s*(?:个)?\s*token", re.I),
-]
-_MAX_SEQS = re.compile(r"max[_-]num[_-]seqs\s*(?:is|of|=|:|是|为)?\s*(\d+)", re.I)
-_INTENT = re.compile(r"concurren|how many|simultaneous|at once|parallel|capacity|并发|多少|同时|几个|容量", re.I)
+# ---------------------------------------------------------------- what the question asks
+# Bounded patterns on normalised text (see quantities.normalize): linear time.
+_NOT_GPU = r"(?! ?(?:卡|张|gpu|显卡|a100|h100|h800|h20|h200|a800|l40|4090))"  # "多少块卡" counts GPUs
+_ASK_BLOCKS = re.compile(
+    rf"(?:how many|多少|几)(?: ?个)?(?: ?kv)?(?: ?cache)? ?(?:blocks?|块{_NOT_GPU})"
+    r"|blocks? (?:do|would|will|should|must) (?:i|we|you) need|blocks? (?:are |is )?(?:needed|required)|blocks_needed"
+    rf"|需要.{{0,8}}(?:block|块{_NOT_GPU})|(?:block|块)数? ?(?:够不够|够吗|要多少|需要多少)|number of blocks (?:needed|required)")
+_ASK_BYTES = re.compile(
+    r"bytes? (?:per|/|for each|for one|of) ?(?:kv )?(?:cache )?(?:per )?token|per[ -]token (?:kv|size|bytes|memory)"
+    r"|kv (?:cache )?(?:size |bytes |memory )?(?:per|/|for each|of one|of a|for one) ?token|kv_bytes_per_token"
+    r"|(?:每个?|单个?|一个) ?token.{0,12}(?:多大|多少|字节|占)|(?:多少|几)(?: ?个)? ?(?:字节|kib|kb)")
+_ASK_CONC = re.compile(
+    r"concurren|simultaneous|at once|at the same time|in parallel|how many (?:requests|sessions|users|of them|such|full|can|will|would|fit|run)"
+    r"|并发|同时|能跑|能支持|支持多少|多少个?(?:请求|会话|用户|路)|几个请求|几路|容纳|(?<![a-z])fit|capacity|容量|撑")
+_WHAT_IF = re.compile(r"what if|(?<![a-z])if (?:i|we|you) |如果|假如|要是|改成|改为|设成|设为|调成|调到|换成|set to|lowered? to|raised? to")
+_ASK_KV = re.compile(r"how many tokens|多少(?: ?个)? ?token|kv (?:cache )?capacity|能放多少|能缓存多少|largest max[ _-]?model[ _-]?len"
+                     r"|max[ _-]?model[ _-]?len.{0,12}(?:最大|能开|能设|多大|多少)|(?:最大|最多)能?(?:开|设)")
+_ASKING = re.compile(r"how (?:many|much|big|large)|多少|多大|几|\?|吗|计算|算一下|估算|compute|calculate|estimate|what(?:'s| is)")
+_LOGPROBS = re.compile(r"logprob")
+_MSG_WORDS = re.compile(r"message|消息|msgmax|msgmnb|queue|队列|size|大小|多大|bytes|字节|ipc")
+_DECODE = re.compile(r"decode (?:token )?budget|decode tokens|解码 ?(?:token)? ?预算|留给输出|输出预算")
+_ASK_SEQS = re.compile(r"max[_ -]?num[_ -]?seqs|how many (?:seqs|sequences|requests)|concurren|并发|支撑|support")
+_VLLM = re.compile(r"vllm")
+_FASTDEPLOY = re.compile(r"fastdeploy|num_blocks_global|total_block_num|kv_cache_ratio")
 
+LOG_KEYS = {"num_blocks_global": "num_blocks", "total_block_num": "num_blocks", "block_size": "block_size",
+            "kv_cache_tokens": "kv_cache_tokens", "max_concurrency": "max_concurrency_tokens",
+            "max_concurrency_x": "max_concurrency_x", "prefill_kvcache_block_num": "prefill_blocks"}
 
-def _number(value: str, scale: str | None) -> int:
-    return int(float(value.replace(",", "")) * _SCALE.get(scale, 1))
+# ---------------------------------------------------------------- words shown to the asker
 
+NAMES = {
+    "num_blocks": ("num_blocks", "num_blocks（block 总数）"),
+    "block_size": ("block_size", "block_size"),
+    "tokens_per_request": ("tokens per request (prompt + output)", "每个请求的 token 数（输入 + 输出）"),
+    "input_tokens": ("average input (prompt) tokens", "平均输入 token 数"),
+    "output_tokens": ("average output tokens", "平均输出 token 数"),
+    "sessions": ("concurrent sessions", "并发会话数"),
+    "max_num_seqs": ("max_num_seqs", "max_num_seqs"),
+    "kv_cache_tokens": ("GPU KV cache size (tokens)", "GPU KV cache size（token 数）"),
+    "max_model_len": ("max_model_len", "max_model_len"),
+    "kv_cache_ratio": ("kv_cache_ratio", "kv_cache_ratio"),
+    "num_layers": ("layers", "层数"),
+    "num_kv_heads": ("KV heads", "KV 头数"),
+    "head_dim": ("head_dim", "head_dim"),
+    "dtype": ("KV-cache dtype", "KV Cache 的 dtype"),
+    "tensor_parallel_size": ("tensor_parallel_size", "tensor_parallel_size"),
+    "gpu_memory": ("GPU memory (GiB)", "单卡显存（GiB）"),
+    "weights": ("weights (GiB)", "权重大小（GiB）"),
+    "gpu_memory_utilization": ("gpu_memory_utilization", "gpu_memory_utilization"),
+    "kv_bytes_per_token": ("KV bytes per token", "每 token 的 KV 字节数"),
+    "msgmax": ("kernel.msgmax", "kernel.msgmax"),
+    "msgmnb": ("kernel.msgmnb", "kernel.msgmnb"),
+    "top_logprobs": ("top_logprobs", "top_logprobs"),
+    "max_batch": ("max_batch", "max_batch"),
+    "mtp_tokens": ("mtp_tokens", "mtp_tokens"),
+    "tokens": ("tokens", "token 数"),
+    "gpu_count": ("GPUs", "GPU 数"),
+    "num_attention_heads": ("attention heads", "注意力头数"),
+    "prefill_blocks": ("prefill_kvcache_block_num", "prefill_kvcache_block_num"),
+    "max_concurrency_tokens": ("Maximum concurrency line", "Maximum concurrency 日志行"),
+    "max_concurrency_x": ("Maximum concurrency (x)", "Maximum concurrency（倍数）"),
+    "hidden_size": ("hidden_size", "hidden_size"),
+    "mtp": ("MTP", "MTP"),
+}
 
-def _first(patterns: list[re.Pattern], text: str) -> int | None:
-    for pattern in patterns:
-        m = pattern.search(text)
-        if m:
-            groups = [g for g in m.groups()]
-            return _number(groups[0], groups[1] if len(groups) > 1 else None)
-    return None
+WHERE = {
+    "num_blocks": ("`num_blocks_global` in FastDeploy's `log/worker_process.log` (or `total_block_num` in `log/fastdeploy.log`); "
+                   "vLLM logs `GPU KV cache size: N tokens` instead",
+                   "FastDeploy 的 `log/worker_process.log` 里的 `num_blocks_global`（或 `log/fastdeploy.log` 里的 `total_block_num`）；"
+                   "vLLM 的日志给的是 `GPU KV cache size: N tokens`"),
+    "tokens_per_request": ("measure it from your traffic: `usage.prompt_tokens` + `usage.completion_tokens` of the responses",
+                           "从实际流量统计：响应里的 `usage.prompt_tokens` + `usage.completion_tokens`"),
+    "input_tokens": ("`usage.prompt_tokens` of the responses; the KV cache holds prompt and output",
+                     "响应里的 `usage.prompt_tokens`；KV Cache 同时存输入和输出"),
+    "output_tokens": ("`usage.completion_tokens` of the responses; the KV cache holds prompt and output",
+                      "响应里的 `usage.completion_tokens`；KV Cache 同时存输入和输出"),
+    "sessions": ("the number of sessions (requests) you want to serve at once", "你希望同时服务的会话（请求）数"),
+    "kv_cache_tokens": ("`GPU KV cache size: N tokens` in vLLM's start-up log", "vLLM 启动日志里的 `GPU KV cache size: N tokens`"),
+    "max_model_len": ("the `--max-model-len` to check (or the average tokens per request)", "要检查的 `--max-model-len`（或每个请求平均的 token 数）"),
+    "num_layers": ("`num_hidden_layers` in the model's config.json", "模型 config.json 里的 `num_hidden_layers`"),
+    "num_kv_heads": ("`num_key_value_heads` in config.json (with GQA it is smaller than `num_attention_heads`)",
+                     "config.json 里的 `num_key_value_heads`（GQA 模型比 `num_attention_heads` 小）"),
+    "head_dim": ("`head_dim` in config.json, or `hidden_size` ÷ `num_attention_heads`", "config.json 里的 `head_dim`，或 `hidden_size` ÷ `num_attention_heads`"),
+    "dtype": ("`torch_dtype` in config.json (bf16/fp16), or `--kv-cache-dtype` (fp8)", "config.json 里的 `torch_dtype`（bf16/fp16），或 `--kv-cache-dtype`（fp8）"),
+    "gpu_memory": ("one GPU's total memory: `nvidia-smi` or `assistant tool gpu_status`", "单卡总显存：`nvidia-smi` 或 `assistant tool gpu_status`"),
+    "weights": ("vLLM's start-up log: `Model loading took N GiB`", "vLLM 启动日志：`Model loading took N GiB`"),
+    "kv_bytes_per_token": ("`assistant tool kv_bytes_per_token`, or give layers, KV heads, head_dim and dtype",
+                           "`assistant tool kv_bytes_per_token`，或给出层数、KV 头数、head_dim 和 dtype"),
+}
 
-
-def capacity_call(question: str) -> "ToolCall | None":
-    """A kv_concurrency call when the question asks for concurrency and gives the numbers."""
-    text = unicodedata.normalize("NFKC", question)
-    if not _INTENT.search(text):
-        return None
-    blocks = _first(_BLOCKS, text)
-    avg = _first(_AVG, text)
-    if not blocks or not avg or blocks == avg:
-        return None
-    args: dict = {"num_blocks": blocks, "avg_tokens_per_request": avg}
-    size = _first(_BLOCK_SIZE, text)
-    if size:
-        args["block_size"] = size
-    seqs = _MAX_SEQS.search(text)
-    if seqs:
-        args["max_num_seqs"] = int(seqs.group(1))
-    from .tools import call_tool
-
-    call = call_tool("kv_concurrency", args)
-    return None if call.error else call
-
+FORMULAS = {
+    "kv_concurrency": ("concurrency = num_blocks × block_size ÷ tokens per request (prompt + output), capped by max_num_seqs",
+                       "并发 = num_blocks × block_size ÷ 每个请求的 token 数（输入 + 输出），且不超过 max_num_seqs"),
+    "blocks_needed": ("blocks = ceil(tokens per session ÷ block_size) × sessions", "block 数 = ceil(每个会话的 token 数 ÷ block_size) × 会话数"),
+    "kv_tokens_concurrency": ("concurrency = GPU KV cache size (tokens) ÷ tokens per request (the --max-model-len for full-length requests)",
+                              "并发 = GPU KV cache size（token 数）÷ 每个请求的 token 数（满长度请求就是 --max-model-len）"),
+    "kv_bytes_per_token": ("bytes per token = 2 × layers × KV heads × head_dim × dtype bytes (per GPU: KV heads ÷ TP)",
+                           "每 token 字节数 = 2 × 层数 × KV 头数 × head_dim × dtype 字节数（每张卡：KV 头数 ÷ TP）"),
+    "kv_cache_capacity": ("KV tokens per GPU = (GPU GiB × gpu_memory_utilization − weights ÷ TP) ÷ KV bytes per token; concurrency = KV tokens ÷ max_model_len",
+                          "每张卡的 KV token 数 = (显存 GiB × gpu_memory_utilization − 权重 ÷ TP) ÷ 每 token 的 KV 字节数；并发 = KV token 数 ÷ max_model_len"),
+    "fastdeploy_decode_budget": ("decode tokens = total_blocks × (1 − kv_cache_ratio) × block_size; max_num_seqs = decode tokens ÷ average output tokens",
+                                 "解码 token 数 = total_blocks × (1 − kv_cache_ratio) × block_size；max_num_seqs = 解码 token 数 ÷ 平均输出 token 数"),
+    "logprobs_message_size": ("message bytes from batch, top_logprobs and MTP; messages per queue = kernel.msgmnb ÷ message bytes",
+                              "消息字节数由 batch、top_logprobs 和 MTP 决定；每个队列的消息数 = kernel.msgmnb ÷ 消息字节数"),
+}
 
 HEADINGS = {
-    "en": ("Calculation", "formula", "block_size 64 assumed (FastDeploy's default); vLLM's default is 16."),
-    "zh": ("计算结果", "公式", "按 FastDeploy 默认的 block_size = 64 计算；vLLM 默认是 16。"),
+    "en": {"done": "Calculation", "missing": "Calculation: more numbers needed, nothing computed", "formula": "Formula: ",
+           "values": "Values used:", "need": "Missing:", "given": "Given: ", "ask": "Please check:"},
+    "zh": {"done": "计算结果", "missing": "计算：还缺数据，暂不计算", "formula": "公式：", "values": "使用的数值：", "need": "缺少：",
+           "given": "已知：", "ask": "请确认："},
 }
 
 
-def explain(call: "ToolCall", lang: str) -> str:
-    title, formula_label, assumed = HEADINGS.get(lang, HEADINGS["en"])
-    result = call.result
-    lines = [f"**{title}** (kv_concurrency)", "", result["explanation"].get(lang, result["explanation"]["en"]), "",
-             f"{formula_label}: `{result['formula']}`"]
-    if "block_size" not in call.arguments:
-        lines += ["", assumed]
-    return "\n".join(lines)
+def _t(en: str, zh: str) -> dict[str, str]:
+    return {"en": en, "zh": zh}
+
+
+@dataclass(frozen=True)
+class Value:
+    """One input of a calculation and where it came from, so the answer can show it."""
+
+    key: str  # a NAMES key
+    value: int | float | bool
+    source: str  # "question", "log", "default", "derived"
+    written: str = ""  # as written in the question, the log key, or how it was derived
+    approximate: bool = False
+
+
+@dataclass
+class CapacityAnswer:
+    """A capacity question's outcome: the tool runs, or what is missing and why nothing was computed."""
+
+    tool: str
+    calls: list["ToolCall"] = field(default_factory=list)
+    values: list[Value] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    problems: list[dict[str, str]] = field(default_factory=list)
+    notes: list[dict[str, str]] = field(default_factory=list)
+    defaults: list[dict[str, str]] = field(default_factory=list)  # documented defaults used, each said out loud
+    error: str | None = None  # a tool's own refusal (e.g. a value out of range)
+
+    @property
+    def computed(self) -> bool:
+        return bool(self.calls) and all(c.error is None for c in self.calls) and not self.missing and not self.problems
+
+    @property
+    def call(self) -> "ToolCall | None":
+        """The call that answers the question (the last of a chain), when it ran."""
+        return self.calls[-1] if self.computed else None
+
+    def context(self) -> str:
+        """A line for the LLM's prompt: the computed result, or what it must ask for instead of guessing."""
+        if self.computed:
+            result = self.call.result
+            return (f"Computed with {self.tool}: {result['formula']}. {result.get('explanation', {}).get('en', '')} "
+                    f"Values used: {_values_line(self.values, 'en')}.").strip()
+        asks = [NAMES.get(k, (k, k))[0] for k in self.missing] + [p["en"] for p in self.problems]
+        return (f"A {self.tool} calculation ({FORMULAS[self.tool][0]}) cannot be done yet: {'; '.join(asks) or self.error}. "
+                f"Do not invent these numbers; ask the user for them.")
+
+
+# ---------------------------------------------------------------- facts: question first, then log
+
+class _Facts:
+    """The values of one question (and its log), with the problems found while reading them."""
+
+    def __init__(self, x: Extraction, log_numbers: dict[str, float] | None):
+        self.x = x
+        self.log: dict[str, list[tuple[str, Decimal]]] = {}
+        for raw_key, number in (log_numbers or {}).items():
+            key = LOG_KEYS.get(raw_key)
+            if key is not None and number is not None and number > 0:
+                self.log.setdefault(key, []).append((raw_key, Decimal(str(number))))
+        self.problems: list[dict[str, str]] = []
+        self.notes: list[dict[str, str]] = []
+        self._reported: set[str] = set()
+
+    def has(self, key: str) -> bool:
+        return self.x.has(key) or key in self.log
+
+    def asked(self, key: str) -> bool:
+        return self.x.has(key)
+
+    def get(self, key: str) -> Value | None:
+        """The one value for `key`. Two different values, a range or a bad number become a problem
+        (asked about) and None; a question value wins over the log's, with a note when they differ."""
+        found = self.x.by_label(key)
+        bad = [q for q in found if not q.usable]
+        if bad:
+            self._problem(key, bad[0])
+            return None
+        values = sorted({q.value for q in found})
+        if len(values) > 1:
+            self._report(key, _t(f"the question gives {NAMES[key][0]} more than once ({', '.join(q.text for q in found)}); which one is it?",
+                                 f"问题里 {NAMES[key][1]} 出现了不止一个值（{'、'.join(q.text for q in found)}），用哪一个？"))
+            return None
+        logged = sorted({v for _, v in self.log.get(key, [])})
+        if found:
+            q = found[0]
+            if q.unit == "bytes" and q.scale in ("gb", "g", "mb", "kb", "tb"):
+                self.notes.append(_t(f"{q.text} is read in binary units ({q.scale} as {q.scale[0]}iB), as nvidia-smi and vLLM report memory",
+                                     f"{q.text} 按二进制单位计算（{q.scale} 即 {q.scale[0]}iB），与 nvidia-smi 和 vLLM 的口径一致"))
+            if key == "max_model_len" and q.scale == "k":
+                self.notes.append(_t(f"{q.text} is read as {_plain(q.value)}; write {_plain(q.value / 1000 * 1024)} if you mean multiples of 1024",
+                                     f"{q.text} 按 {_plain(q.value)} 计算；如果指的是 1024 的倍数，请写 {_plain(q.value / 1000 * 1024)}"))
+            if logged and logged != [q.value]:
+                self.notes.append(_t(f"the log says {key} {_plain(logged[0])}; the question's {q.text} is used",
+                                     f"日志里 {key} 是 {_plain(logged[0])}；按问题里的 {q.text} 计算"))
+            return Value(key, _number(q.value), "question", q.text, q.approximate)
+        if len(logged) > 1:
+            self._report(key, _t(f"the log gives {NAMES[key][0]} as {' and '.join(_plain(v) for v in logged)}; which one is it?",
+                                 f"日志里 {NAMES[key][1]} 有多个值（{'、'.join(_plain(v) for v in logged)}），用哪一个？"))
+            return None
+        if logged:
+            raw_key = self.log[key][0][0]
+            return Value(key, _number(logged[0]), "log", raw_key)
+        return None
+
+    def _problem(self, key: str, q: Quantity) -> None:
+        name_en, name_zh = NAMES.get(key, (key, key))
+        text = {
+            "range": _t(f"{q.text} is a range; give one average value for {name_en}", f"{q.text} 是一个范围，请给出 {name_zh} 的一个平均值"),
+            "negative": _t(f"{name_en} must be positive, not {q.text}", f"{name_zh} 必须是正数，不能是 {q.text}"),
+            "too_large": _t(f"{q.text[:24]}… is too large to be a real {name_en}", f"{q.text[:24]}… 太大了，不像真实的 {name_zh}"),
+            "not_integer": _t(f"{name_en} must be a whole number, not {q.text}", f"{name_zh} 必须是整数，不能是 {q.text}"),
+        }.get(q.problem, _t(f"{q.text} cannot be used as {name_en}", f"{q.text} 不能作为 {name_zh}"))
+        self._report(key, text)
+
+    def _report(self, key: str, text: dict[str, str]) -> None:
+        if key not in self._reported:
+            self._reported.add(key)
+            self.problems.append(text)
+
+
+def _number(value: Decimal) -> int | float:
+    return int(value) if value == value.to_integral_value() else float(value)
+
+
+def _plain(value: Decimal | float | int) -> str:
+    return f"{_number(Decimal(str(value))):,}" if not isinstance(value, bool) else str(value)
+
+
+# ---------------------------------------------------------------- one planner per tool
+
+class _Plan:
+    """Collects the arguments of one tool call, the values shown, and what is missing."""
+
+    def __init__(self, tool: str, facts: _Facts):
+        self.tool, self.facts = tool, facts
+        self.args: dict = {}
+        self.values: list[Value] = []
+        self.missing: list[str] = []
+        self.notes: list[dict[str, str]] = []
+        self.defaults: list[dict[str, str]] = []
+
+    def need(self, key: str, arg: str, value: Value | None, convert: Callable = int) -> None:
+        if value is None:
+            if key not in self.missing:
+                self.missing.append(key)
+            return
+        self.args[arg] = convert(value.value)
+        self.values.append(replace(value, value=self.args[arg]))  # shown as the tool gets it (GiB, not bytes)
+
+    def optional(self, arg: str, value: Value | None, convert: Callable = int) -> None:
+        if value is not None:
+            self.need(arg, arg, value, convert)
+
+    def default(self, key: str, arg: str, value: int | float, note: dict[str, str]) -> None:
+        """A documented default, used only with a note that says so (dropped when nothing is computed)."""
+        self.args[arg] = value
+        self.values.append(Value(key, value, "default", note["en"]))
+        self.defaults.append(note)
+
+
+def _framework(facts: _Facts) -> str:
+    text = facts.x.text
+    if _FASTDEPLOY.search(text) or "num_blocks" in facts.log and "kv_cache_tokens" not in facts.log:
+        return "fastdeploy"
+    return "vllm" if _VLLM.search(text) or "kv_cache_tokens" in facts.log else "fastdeploy"
+
+
+def _block_size(plan: _Plan) -> None:
+    value = plan.facts.get("block_size")
+    if value is not None:
+        plan.need("block_size", "block_size", value)
+    elif "block_size" in plan.facts._reported:
+        plan.missing.append("block_size")
+    elif _framework(plan.facts) == "vllm":
+        plan.default("block_size", "block_size", 16, _t(
+            "block_size 16 is vLLM's default (CUDA), used because the question does not give it; say e.g. `block_size 32` if yours differs",
+            "问题里没有给 block_size，按 vLLM 的默认值 16（CUDA）计算；如果不同，请写明，例如 `block_size 32`"))
+    else:
+        plan.default("block_size", "block_size", 64, _t(
+            "block_size 64 is FastDeploy's default, used because the question does not give it (vLLM's default is 16); say e.g. `block_size 128` if yours differs",
+            "问题里没有给 block_size，按 FastDeploy 的默认值 64 计算（vLLM 默认是 16）；如果不同，请写明，例如 `block_size 128`"))
+
+
+def _request_tokens(plan: _Plan, arg: str, allow_max_model_len: bool = False) -> None:
+    """Tokens of one request: a stated total, or input + output, or plain "N tokens"; never input alone."""
+    f = plan.facts
+    total, given_in, given_out = f.get("tokens_per_request"), f.get("input_tokens"), f.get("output_tokens")
+    if given_in is not None and given_out is not None:
+        summed = given_in.value + given_out.value
+        if total is not None and total.value != summed:
+            f._report("tokens_per_request", _t(
+                f"input {given_in.written} + output {given_out.written} is not the stated {total.written}; which total is right?",
+                f"输入 {given_in.written} + 输出 {given_out.written} 与问题里的 {total.written} 不一致，以哪个为准？"))
+            return
+        plan.values += [given_in, given_out]
+        plan.args[arg] = int(summed)
+        plan.values.append(Value("tokens_per_request", summed, "derived", f"{given_in.written} + {given_out.written}",
+                                 given_in.approximate or given_out.approximate))
+        return
+    if total is not None:
+        plan.need("tokens_per_request", arg, total)
+        return
+    if given_in is not None or given_out is not None:
+        plan.values.append(given_in or given_out)
+        plan.missing.append("output_tokens" if given_in is not None else "input_tokens")
+        return
+    plain = f.get("tokens")
+    if plain is not None:
+        plan.need("tokens_per_request", arg, Value("tokens_per_request", plain.value, plain.source, plain.written, plain.approximate))
+        return
+    longest = f.get("max_model_len") if allow_max_model_len else None
+    if longest is not None:
+        plan.need("max_model_len", arg, longest)
+        plan.notes.append(_t("requests are taken at the full max_model_len (the worst case); give the average tokens per request for typical traffic",
+                             "按满长度 max_model_len 计算（最坏情况）；给出每个请求的平均 token 数可得到常规流量下的结果"))
+        return
+    if "tokens_per_request" not in f._reported:
+        plan.missing.append("tokens_per_request")
+
+
+def _plan_kv_concurrency(f: _Facts) -> _Plan:
+    plan = _Plan("kv_concurrency", f)
+    plan.need("num_blocks", "num_blocks", f.get("num_blocks"))
+    _request_tokens(plan, "avg_tokens_per_request", allow_max_model_len=True)
+    _block_size(plan)
+    plan.optional("max_num_seqs", f.get("max_num_seqs"))
+    return plan
+
+
+def _plan_blocks_needed(f: _Facts) -> _Plan:
+    plan = _Plan("blocks_needed", f)
+    plan.need("sessions", "sessions", f.get("sessions"))
+    _request_tokens(plan, "tokens_per_session", allow_max_model_len=True)
+    _block_size(plan)
+    return plan
+
+
+def _plan_kv_tokens(f: _Facts) -> _Plan:
+    plan = _Plan("kv_tokens_concurrency", f)
+    kv = f.get("kv_cache_tokens")
+    if kv is None and f.has("max_concurrency_tokens") and f.has("max_concurrency_x"):
+        per, times = f.get("max_concurrency_tokens"), f.get("max_concurrency_x")
+        if per is not None and times is not None:
+            derived = round(Decimal(str(per.value)) * Decimal(str(times.value)))
+            kv = Value("kv_cache_tokens", int(derived), "derived", f"{_plain(per.value)} × {times.value}", True)
+            plan.notes.append(_t(f"the KV cache size is derived from `Maximum concurrency for {_plain(per.value)} tokens per request: {times.value}x` "
+                                 f"(vLLM rounds that to 2 decimals); `GPU KV cache size: N tokens` gives it exactly",
+                                 f"KV Cache 大小由 `Maximum concurrency for {_plain(per.value)} tokens per request: {times.value}x` 推算"
+                                 f"（vLLM 保留两位小数）；`GPU KV cache size: N tokens` 更精确"))
+    plan.need("kv_cache_tokens", "kv_cache_tokens", kv)
+    longest = f.get("max_model_len")
+    if longest is not None:
+        plan.need("max_model_len", "tokens_per_request", longest)
+    else:
+        _request_tokens(plan, "tokens_per_request")
+        if "tokens_per_request" in plan.missing:
+            plan.missing[plan.missing.index("tokens_per_request")] = "max_model_len"
+    plan.optional("max_num_seqs", f.get("max_num_seqs"))
+    return plan
+
+
+def _dtype(plan: _Plan) -> None:
+    x = plan.facts.x
+    if x.kv_cache_dtype:
+        plan.args["dtype"] = x.kv_cache_dtype
+        plan.values.append(Value("dtype", x.kv_cache_dtype, "question", "--kv-cache-dtype"))
+    elif len(x.dtypes) == 1:
+        plan.args["dtype"] = x.dtypes[0]
+        plan.values.append(Value("dtype", x.dtypes[0], "question", x.dtypes[0]))
+    elif len(x.dtypes) > 1:
+        plan.facts._report("dtype", _t(f"the question names several dtypes ({', '.join(x.dtypes)}); which one does the KV cache use?",
+                                       f"问题里有多个 dtype（{'、'.join(x.dtypes)}），KV Cache 用的是哪一个？"))
+    else:
+        plan.missing.append("dtype")
+
+
+def _plan_kv_bytes(f: _Facts) -> _Plan:
+    plan = _Plan("kv_bytes_per_token", f)
+    plan.need("num_layers", "num_layers", f.get("num_layers"))
+    kv_heads = f.get("num_kv_heads")
+    if kv_heads is None and f.asked("num_attention_heads"):
+        heads = f.get("num_attention_heads")
+        f._report("num_kv_heads", _t(
+            f"are the {heads.written if heads else ''} heads KV heads (num_key_value_heads)? With GQA there are fewer KV heads than attention heads",
+            f"{heads.written if heads else ''} 个头是 KV 头（num_key_value_heads）吗？GQA 模型的 KV 头比注意力头少"))
+    else:
+        plan.need("num_kv_heads", "num_kv_heads", kv_heads)
+    head_dim = f.get("head_dim")
+    hidden, heads = f.get("hidden_size") if f.asked("hidden_size") else None, f.get("num_attention_heads") if f.asked("num_attention_heads") else None
+    if head_dim is None and hidden is not None and heads is not None and hidden.value % heads.value == 0:
+        head_dim = Value("head_dim", hidden.value // heads.value, "derived", f"hidden_size {hidden.written} ÷ {heads.written} heads")
+    plan.need("head_dim", "head_dim", head_dim)
+    _dtype(plan)
+    plan.optional("tensor_parallel_size", f.get("tensor_parallel_size"))
+    return plan
+
+
+def _plan_kv_capacity(f: _Facts) -> list[_Plan]:
+    """kv_cache_capacity, preceded by kv_bytes_per_token when the model's shape is given instead of bytes."""
+    plan = _Plan("kv_cache_capacity", f)
+    gib = lambda v: round(float(Decimal(str(v)) / GIB), 3)  # noqa: E731 - the quantities hold bytes
+    plan.need("gpu_memory", "gpu_memory_gib", f.get("gpu_memory"), gib)
+    plan.need("weights", "weights_gib", f.get("weights"), gib)
+    util = f.get("gpu_memory_utilization")
+    if util is not None:
+        plan.need("gpu_memory_utilization", "gpu_memory_utilization", util, float)
+    elif "gpu_memory_utilization" not in f._reported:
+        plan.default("gpu_memory_utilization", "gpu_memory_utilization", 0.9, _t(
+            "gpu_memory_utilization 0.9 is vLLM's default, used because the question does not give it",
+            "问题里没有给 gpu_memory_utilization，按 vLLM 默认值 0.9 计算"))
+    plan.optional("max_model_len", f.get("max_model_len"))
+    tp = f.get("tensor_parallel_size")
+    plan.optional("tensor_parallel_size", tp)
+    given = f.get("kv_bytes_per_token")
+    plans = [plan]
+    if given is not None:
+        if tp is not None and tp.value > 1:
+            f._report("kv_bytes_per_token", _t(
+                f"is {given.written} per token for the whole model or per GPU at tensor_parallel_size {tp.value}? Give the per-GPU figure",
+                f"{given.written} 是整个模型每 token 的 KV，还是 TP {tp.value} 时每张卡的？请给出每张卡的数值"))
+        else:
+            plan.need("kv_bytes_per_token", "kv_bytes_per_token", given)
+    elif any(f.asked(k) for k in ("num_layers", "num_kv_heads", "head_dim")):
+        shape = _plan_kv_bytes(f)
+        plans.insert(0, shape)  # its result fills kv_bytes_per_token when the chain runs
+    else:
+        plan.missing.append("kv_bytes_per_token")
+    return plans
+
+
+def _plan_decode(f: _Facts) -> _Plan:
+    plan = _Plan("fastdeploy_decode_budget", f)
+    plan.need("num_blocks", "total_blocks", f.get("num_blocks"))
+    ratio = f.get("kv_cache_ratio")
+    prefill = f.get("prefill_blocks") if ratio is None else None
+    if ratio is not None:
+        plan.need("kv_cache_ratio", "kv_cache_ratio", ratio, float)
+    elif prefill is not None and "num_blocks" in plan.args and "kv_cache_ratio" not in f._reported:
+        derived = round(prefill.value / plan.args["total_blocks"], 4)
+        plan.values.append(prefill)
+        plan.need("kv_cache_ratio", "kv_cache_ratio", Value("kv_cache_ratio", derived, "derived",
+                                                               f"{_plain(prefill.value)} ÷ {_plain(plan.args['total_blocks'])}"), float)
+    elif "kv_cache_ratio" not in f._reported:
+        plan.default("kv_cache_ratio", "kv_cache_ratio", 0.75, _t(
+            "kv_cache_ratio 0.75 is FastDeploy's default, used because the question does not give it",
+            "问题里没有给 kv_cache_ratio，按 FastDeploy 默认值 0.75 计算"))
+    _block_size(plan)
+    out = f.get("output_tokens")
+    if out is not None:
+        plan.need("output_tokens", "avg_output_tokens", out)
+    elif _ASK_SEQS.search(f.x.text) and "output_tokens" not in f._reported:
+        plan.missing.append("output_tokens")
+    return plan
+
+
+def _plan_logprobs(f: _Facts) -> _Plan:
+    plan = _Plan("logprobs_message_size", f)
+    mtp = bool(f.x.mtp)
+    plan.args["mtp"] = mtp
+    plan.values.append(Value("mtp", mtp, "question" if f.x.mtp is not None else "default", "MTP on" if mtp else "MTP off"))
+    if f.x.mtp is None:
+        plan.notes.append(_t("MTP is taken as off because the question does not mention it (with MTP one message is 802,840 bytes)",
+                             "问题里没有提到 MTP，按未开启计算（开启 MTP 时单条消息 802,840 字节）"))
+    examples = {"max_batch": 512, "top_logprobs": 20, "mtp_tokens": 6}
+    used_example = []
+    for key, example in examples.items():
+        if key == "mtp_tokens" and not mtp:
+            continue
+        value = f.get(key)
+        if value is not None:
+            plan.need(key, key, value)
+        elif key not in f._reported:
+            plan.args[key] = example
+            plan.values.append(Value(key, example, "default", "FastDeploy FAQ example"))
+            used_example.append(f"{key} {example}")
+    if used_example:
+        plan.notes.append(_t(f"{', '.join(used_example)} are the FastDeploy FAQ's example values, used because the question does not give them",
+                             f"问题里没有给出，按 FastDeploy FAQ 的示例值计算：{'，'.join(used_example)}"))
+    msgmax = f.get("msgmax")
+    if msgmax is not None:
+        plan.need("msgmax", "msgmax", msgmax)
+    elif "msgmax" not in f._reported:
+        plan.default("msgmax", "msgmax", 8192, _t("kernel.msgmax 8192 is the Linux default, used because the question does not give it (`sysctl kernel.msgmax` shows yours)",
+                                                  "问题里没有给 kernel.msgmax，按 Linux 默认值 8192 计算（`sysctl kernel.msgmax` 可查看）"))
+    plan.optional("msgmnb", f.get("msgmnb"))
+    return plan
+
+
+# ---------------------------------------------------------------- routing
+
+def _asks_anything(text: str) -> bool:
+    return bool(_ASKING.search(text) or _ASK_CONC.search(text) or _ASK_KV.search(text) or _ASK_BYTES.search(text) or _WHAT_IF.search(text))
+
+
+def route(x: Extraction, facts: _Facts) -> str | None:
+    """The capacity tool a question asks for, or None when it is not a capacity question."""
+    t = x.text
+    if _LOGPROBS.search(t) and (_MSG_WORDS.search(t) or facts.asked("msgmax") or facts.asked("msgmnb")):
+        return "logprobs_message_size"
+    if facts.asked("kv_cache_ratio") or facts.has("prefill_blocks") or _DECODE.search(t):
+        return "fastdeploy_decode_budget"
+    if _ASK_BLOCKS.search(t) and not _ASK_BYTES.search(t):
+        return "blocks_needed"
+    shape = any(facts.asked(k) for k in ("num_layers", "num_kv_heads", "head_dim"))
+    memory = facts.asked("gpu_memory") or facts.asked("weights")
+    if memory and _asks_anything(t):
+        return "kv_cache_capacity"
+    if _ASK_BYTES.search(t) or (shape and _asks_anything(t)):
+        return "kv_bytes_per_token"
+    vllm_cache = facts.has("kv_cache_tokens") or facts.has("max_concurrency_tokens")
+    if vllm_cache and not facts.has("num_blocks") and (_ASK_CONC.search(t) or _WHAT_IF.search(t) or _ASK_KV.search(t) or facts.asked("max_model_len")):
+        return "kv_tokens_concurrency"
+    relevant = ("num_blocks", "tokens_per_request", "tokens", "input_tokens", "output_tokens", "max_num_seqs", "block_size",
+                "gpu_count", "max_model_len", "sessions")
+    if _ASK_CONC.search(t) and any(facts.has(k) for k in relevant):
+        return "kv_concurrency"
+    return None
+
+
+_PLANNERS = {"kv_concurrency": _plan_kv_concurrency, "blocks_needed": _plan_blocks_needed, "kv_tokens_concurrency": _plan_kv_tokens,
+             "kv_bytes_per_token": _plan_kv_bytes, "fastdeploy_decode_budget": _plan_decode, "logprobs_message_size": _plan_logprobs}
+
+
+def capacity_answer(question: str, log_numbers: dict[str, float] | None = None) -> CapacityAnswer | None:
+    """Read a capacity question (plus numbers from its log) and run the tool it asks for, or say what
+    is missing. None when the question is not a capacity question."""
+    x = extract(question)
+    facts = _Facts(x, log_numbers)
+    tool = route(x, facts)
+    if tool is None:
+        return None
+    plans = _plan_kv_capacity(facts) if tool == "kv_cache_capacity" else [_PLANNERS[tool](facts)]
+    answer = CapacityAnswer(tool)
+    for plan in plans:
+        answer.values += [v for v in plan.values if v not in answer.values]
+        answer.missing += [m for m in plan.missing if m not in answer.missing]
+        answer.notes += plan.notes
+        answer.defaults += plan.defaults
+    answer.problems = facts.problems
+    answer.notes += facts.notes
+    _note_bystanders(x, answer)
+    if answer.missing or answer.problems:
+        return answer
+    from .tools import call_tool
+
+    for plan in plans:
+        if plan.tool == "kv_cache_capacity" and answer.calls:
+            shape = answer.calls[-1].result
+            plan.args["kv_bytes_per_token"] = shape["bytes_per_token_per_gpu"]
+            answer.values.append(Value("kv_bytes_per_token", shape["bytes_per_token_per_gpu"], "derived", "kv_bytes_per_token"))
+        call = call_tool(plan.tool, plan.args)
+        answer.calls.append(call)
+        if call.error:
+            answer.error = call.error
+            break
+    return answer
+
+
+def _note_bystanders(x: Extraction, answer: CapacityAnswer) -> None:
+    """Say which numbers were not used: GPU counts (never blocks), and numbers without a label when
+    something is missing (the asker may have meant one of them)."""
+    gpus = x.by_label("gpu_count")
+    if gpus:
+        answer.notes.append(_t(f"{gpus[0].text} is read as a count of GPUs, not of KV-cache blocks, and is not part of this calculation",
+                               f"{gpus[0].text} 是 GPU 数量，不是 KV Cache 的 block 数，不参与这个计算"))
+    if answer.missing:
+        loose = [q.text for q in x.unbound()][:3]
+        if loose:
+            answer.notes.append(_t(f"I could not tell what {', '.join(loose)} refers to; name it (e.g. `num_blocks_global 17131`)",
+                                   f"无法判断 {'、'.join(loose)} 指的是什么；请写明参数名（例如 `num_blocks_global 17131`）"))
+
+
+def capacity_call(question: str, log_numbers: dict[str, float] | None = None) -> "ToolCall | None":
+    """The tool call that answers a capacity question, when every value was there (else None)."""
+    answer = capacity_answer(question, log_numbers)
+    return answer.call if answer is not None else None
+
+
+# ---------------------------------------------------------------- the text shown above the KB article
+
+def _shown(value: Value, lang: str) -> str:
+    name = NAMES.get(value.key, (value.key, value.key))[0 if lang == "en" else 1]
+    number = value.value if isinstance(value.value, (bool, str)) else _plain(value.value)
+    approx = "≈ " if value.approximate else ""
+    source = {
+        "question": {"en": f'from the question: "{value.written}"', "zh": f"来自问题：“{value.written}”"},
+        "log": {"en": f"from the log: `{value.written}`", "zh": f"来自日志：`{value.written}`"},
+        "default": {"en": "default, see the note below", "zh": "默认值，见下方说明"},
+        "derived": {"en": f"derived: {value.written}", "zh": f"推算：{value.written}"},
+    }[value.source][lang]
+    return f"{name} = {approx}{number} ({source})" if lang == "en" else f"{name} = {approx}{number}（{source}）"
+
+
+def _values_line(values: list[Value], lang: str) -> str:
+    return "; ".join(_shown(v, lang) for v in values)
+
+
+def explain(answer: "CapacityAnswer | ToolCall", lang: str) -> str:
+    """Markdown for the answer's top: result, formula with numbers, values used and their sources, and
+    notes; or, when something is missing, the formula, what is missing and where to read it."""
+    lang = lang if lang in HEADINGS else "en"
+    if not isinstance(answer, CapacityAnswer):  # a bare ToolCall (e.g. from capacity_call)
+        answer = CapacityAnswer(answer.name, [answer])
+    h = HEADINGS[lang]
+    idx = 0 if lang == "en" else 1
+    if answer.computed:
+        lines = [f"**{h['done']}** ({answer.tool})", ""]
+        for call in answer.calls:
+            result = call.result
+            text = result.get("explanation", {}).get(lang) if isinstance(result.get("explanation"), dict) else None
+            if text:
+                lines += [text, ""]
+            formula = result.get("formula_zh") if lang == "zh" and result.get("formula_zh") else result["formula"]
+            lines += [f"{h['formula']}`{formula}`", ""]
+        if answer.values:
+            lines.append(h["values"])
+            lines += [f"- {_shown(v, lang)}" for v in answer.values]
+    else:
+        lines = [f"**{h['missing']}** ({answer.tool})", "", f"{h['formula']}{FORMULAS[answer.tool][idx]}", ""]
+        if answer.error:
+            lines.append(answer.error)
+        if answer.missing:
+            lines.append(h["need"])
+            for key in answer.missing:
+                where = WHERE.get(key)
+                lines.append(f"- {NAMES.get(key, (key, key))[idx]}" + (f" — {where[idx]}" if where else ""))
+        if answer.problems:
+            lines.append(h["ask"])
+            lines += [f"- {p[lang]}" for p in answer.problems]
+        given = [v for v in answer.values if v.source in ("question", "log")]
+        if given:
+            lines.append(h["given"] + ("; " if lang == "en" else "；").join(
+                f"{NAMES.get(v.key, (v.key, v.key))[idx]} = " + (v.written if v.source == "question" else f"`{v.written}: {_plain(v.value)}`")
+                for v in given))
+    notes = (answer.defaults if answer.computed else []) + answer.notes
+    if notes:
+        lines.append("")
+        lines += [f"- {n[lang]}" for n in notes]
+    return "\n".join(lines).rstrip()
