@@ -193,7 +193,7 @@ def answer_question(
         if calc is not None:
             from .calculations import explain
 
-            extras.append(explain(calc, answer_lang))
+            extras.insert(0, explain(calc, answer_lang))  # the answer to the question first, then the log findings
         if extras:
             answer.answer = "\n\n".join(extras + [answer.answer])
     answer.confidence = result.confidence

@@ -284,7 +284,7 @@ class _Plan:
 
     def need(self, key: str, arg: str, value: Value | None, convert: Callable = int) -> None:
         if value is None:
-            if key not in self.missing:
+            if key not in self.missing and key not in self.facts._reported:  # a reported problem is asked about already
                 self.missing.append(key)
             return
         self.args[arg] = convert(value.value)
@@ -313,7 +313,7 @@ def _block_size(plan: _Plan) -> None:
     if value is not None:
         plan.need("block_size", "block_size", value)
     elif "block_size" in plan.facts._reported:
-        plan.missing.append("block_size")
+        return  # given twice, or as a range: asked about, never defaulted
     elif _framework(plan.facts) == "vllm":
         plan.default("block_size", "block_size", 16, _t(
             "block_size 16 is vLLM's default (CUDA), used because the question does not give it; say e.g. `block_size 32` if yours differs",

@@ -1,0 +1,224 @@
+"""Write eval/capacity.jsonl: capacity questions, each with the tool call it must produce.
+
+A case names the tool and the arguments a careful engineer would read from the question (and its
+log); the expected result is computed here by calling that tool function, never typed by hand.
+Cases with `missing` must produce no number at all. Run `python eval/make_capacity.py` after editing
+CASES; tests/test_capacity_questions.py runs every case through the real no-LLM answer path.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+# (id, lang, kind, question, log, tool, arguments, key) for computed cases;
+# (id, lang, kind, question, log, tool, missing) for cases that must ask instead of computing.
+FD_LOG = "INFO worker_process.py:321 num_blocks_global: 17131\nINFO engine started\n"
+FD_LOG_128 = "INFO num_blocks_global: 9000\nINFO block_size: 128\n"
+FD_LOG_RESET = "INFO Reset block num, the total_block_num:17220, prefill_kvcache_block_num:12915\n"
+VLLM_LOG = ("INFO 11-30 10:07:31 [kv_cache_utils.py:716] GPU KV cache size: 458,752 tokens\n"
+            "INFO 11-30 10:07:31 [kv_cache_utils.py:720] Maximum concurrency for 32,768 tokens per request: 14.00x\n")
+
+COMPUTED = [
+    # ---- concurrency from blocks (kv_concurrency)
+    ("zh-conc-01", "zh", "concurrency", "17131 个 block，每个请求平均 2 万 token，实际能并发多少", None,
+     "kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 20000, "block_size": 64}, "concurrent_requests"),
+    ("zh-conc-02", "zh", "concurrency", "num_blocks_global: 9000，block_size 128，每个请求平均 3.2 万 token，能并发多少？", None,
+     "kv_concurrency", {"num_blocks": 9000, "avg_tokens_per_request": 32000, "block_size": 128}, "concurrent_requests"),
+    ("zh-conc-03", "zh", "unit", "num_blocks_global 9000，block_size 我们改成了 128，平均每个请求输入加输出大概 32000 tokens，能并发多少", None,
+     "kv_concurrency", {"num_blocks": 9000, "avg_tokens_per_request": 32000, "block_size": 128}, "concurrent_requests"),
+    ("zh-conc-04", "zh", "sum", "17131 个 block，输入2k+输出6k，能并发多少", None,
+     "kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 8000, "block_size": 64}, "concurrent_requests"),
+    ("zh-conc-05", "zh", "sum", "num_blocks_global 17131，每个请求输入 2k、输出 6k，同时能跑几个请求？", None,
+     "kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 8000, "block_size": 64}, "concurrent_requests"),
+    ("zh-conc-06", "zh", "unit", "ｎｕｍ＿ｂｌｏｃｋｓ＿ｇｌｏｂａｌ：１７１３１，每个请求平均２００００个token，能并发多少？", None,
+     "kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 20000, "block_size": 64}, "concurrent_requests"),
+    ("zh-conc-07", "zh", "unit", "共 1.2w 个 block，block_size 64，单个请求 8千 token，最多同时处理多少请求", None,
+     "kv_concurrency", {"num_blocks": 12000, "avg_tokens_per_request": 8000, "block_size": 64}, "concurrent_requests"),
+    ("zh-conc-08", "zh", "cap", "17131 个 block，每个请求 2000 token，max_num_seqs 设的 128，能并发多少", None,
+     "kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 2000, "block_size": 64, "max_num_seqs": 128}, "concurrent_requests"),
+    ("zh-conc-09", "zh", "gpu-count", "8 张卡，每张卡 num_blocks_global 17131，每个请求平均 2 万 token，能并发多少", None,
+     "kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 20000, "block_size": 64}, "concurrent_requests"),
+    ("zh-conc-10", "zh", "gpu-count", "8 块 A100，total_block_num 20000，每个请求大约 4k token，并发能到多少", None,
+     "kv_concurrency", {"num_blocks": 20000, "avg_tokens_per_request": 4000, "block_size": 64}, "concurrent_requests"),
+    ("zh-conc-11", "zh", "unit", "KV Cache 一共 30,000 个 block，每个 block 16 个 token，平均请求长度 1500 token，能同时跑几个", None,
+     "kv_concurrency", {"num_blocks": 30000, "avg_tokens_per_request": 1500, "block_size": 16}, "concurrent_requests"),
+    ("zh-conc-12", "zh", "sum", "num_blocks_global 17131，平均输入 3000 token，平均输出 1000 token，能并发多少", None,
+     "kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 4000, "block_size": 64}, "concurrent_requests"),
+    ("en-conc-01", "en", "concurrency", "num_blocks_global 9000, block_size 128, 32000 tokens per request, how many concurrent?", None,
+     "kv_concurrency", {"num_blocks": 9000, "avg_tokens_per_request": 32000, "block_size": 128}, "concurrent_requests"),
+    ("en-conc-02", "en", "unit", "17131 blocks of 64 tokens with 20K-token requests, how many run concurrently", None,
+     "kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 20000, "block_size": 64}, "concurrent_requests"),
+    ("en-conc-03", "en", "sum", "We have 17,131 KV blocks; input 2k + output 6k tokens per request. How many requests at once?", None,
+     "kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 8000, "block_size": 64}, "concurrent_requests"),
+    ("en-conc-04", "en", "sum", "total blocks 17131, each request is 2k + 6k tokens, how many fit at the same time?", None,
+     "kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 8000, "block_size": 64}, "concurrent_requests"),
+    ("en-conc-05", "en", "cap", "17131 blocks, 2000 tokens per request, --max-num-seqs 256: how many concurrent requests?", None,
+     "kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 2000, "block_size": 64, "max_num_seqs": 256}, "concurrent_requests"),
+    ("en-conc-06", "en", "vllm-default", "vLLM with num_gpu_blocks 4096 and requests of about 1,000 tokens (prompt + output): what concurrency can I expect?", None,
+     "kv_concurrency", {"num_blocks": 4096, "avg_tokens_per_request": 1000, "block_size": 16}, "concurrent_requests"),
+    ("en-conc-07", "en", "gpu-count", "On 8 GPUs with num_blocks_global 17131 and an average of 20k tokens per request, how many concurrent requests?", None,
+     "kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 20000, "block_size": 64}, "concurrent_requests"),
+    ("en-conc-08", "en", "unit", "num_blocks_global = 17131, block size 128, requests average ~15k tokens (prompt + output); max concurrency?", None,
+     "kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 15000, "block_size": 128}, "concurrent_requests"),
+    ("en-conc-09", "en", "full-length", "17131 blocks and max_model_len 32768: how many full-length requests fit concurrently?", None,
+     "kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 32768, "block_size": 64}, "concurrent_requests"),
+    ("mix-conc-01", "zh", "mixed", "FastDeploy 的 num_blocks_global 是 17131，avg 20k tokens per request，并发多少？", None,
+     "kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 20000, "block_size": 64}, "concurrent_requests"),
+    ("mix-conc-02", "zh", "mixed", "total_block_num: 17220, block_size=64, input 1500 + output 500 tokens, 能撑多少并发", None,
+     "kv_concurrency", {"num_blocks": 17220, "avg_tokens_per_request": 2000, "block_size": 64}, "concurrent_requests"),
+    ("mix-conc-03", "en", "mixed", "how many concurrent requests: 9000 个 block, block_size 128, 每个请求 3.2万 token", None,
+     "kv_concurrency", {"num_blocks": 9000, "avg_tokens_per_request": 32000, "block_size": 128}, "concurrent_requests"),
+    # ---- log plus question
+    ("zh-log-01", "zh", "log", "每个请求平均 2 万 token，能并发多少？", FD_LOG,
+     "kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 20000, "block_size": 64}, "concurrent_requests"),
+    ("en-log-01", "en", "log", "with 5000 tokens per request and max-num-seqs 128, how many requests run at once?", FD_LOG,
+     "kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 5000, "block_size": 64, "max_num_seqs": 128}, "concurrent_requests"),
+    ("zh-log-02", "zh", "log", "每个请求输入 6k 输出 2k，能并发多少", FD_LOG_128,
+     "kv_concurrency", {"num_blocks": 9000, "avg_tokens_per_request": 8000, "block_size": 128}, "concurrent_requests"),
+    ("en-log-02", "en", "log", "what if --max-model-len were 8192, how many concurrent requests?", VLLM_LOG,
+     "kv_tokens_concurrency", {"kv_cache_tokens": 458752, "tokens_per_request": 8192}, "concurrent_requests"),
+    ("zh-log-03", "zh", "log", "如果把 --max-model-len 改成 65536，还能并发几个？", VLLM_LOG,
+     "kv_tokens_concurrency", {"kv_cache_tokens": 458752, "tokens_per_request": 65536}, "concurrent_requests"),
+    ("zh-log-04", "zh", "log", "kv_cache_ratio 0.75，平均输出 2000 token，max_num_seqs 应该设多少", FD_LOG_RESET,
+     "fastdeploy_decode_budget", {"total_blocks": 17220, "kv_cache_ratio": 0.75, "block_size": 64, "avg_output_tokens": 2000},
+     "max_num_seqs_supported"),
+    # ---- vLLM max-model-len what-if (kv_tokens_concurrency), log pasted in the question
+    ("en-vllm-01", "en", "what-if", "GPU KV cache size: 458,752 tokens. If I set --max-model-len 8192, how many concurrent requests?", None,
+     "kv_tokens_concurrency", {"kv_cache_tokens": 458752, "tokens_per_request": 8192}, "concurrent_requests"),
+    ("en-vllm-02", "en", "what-if", "GPU KV cache size: 34,952 tokens, Maximum concurrency for 8,192 tokens per request: 4.27x. What if max-model-len is 4096?", None,
+     "kv_tokens_concurrency", {"kv_cache_tokens": 34952, "tokens_per_request": 4096}, "concurrent_requests"),
+    ("zh-vllm-01", "zh", "what-if", "vLLM 日志 GPU KV cache size: 120,000 tokens，max-model-len 改成 16384 能并发多少", None,
+     "kv_tokens_concurrency", {"kv_cache_tokens": 120000, "tokens_per_request": 16384}, "concurrent_requests"),
+    ("en-vllm-03", "en", "what-if", "Maximum concurrency for 32,768 tokens per request: 14.00x — what would it be at --max-model-len 8192?", None,
+     "kv_tokens_concurrency", {"kv_cache_tokens": 458752, "tokens_per_request": 8192}, "concurrent_requests"),
+    ("en-vllm-04", "en", "what-if", "GPU KV cache size: 458,752 tokens, average request 3k tokens, --max-num-seqs 64. How many run concurrently?", None,
+     "kv_tokens_concurrency", {"kv_cache_tokens": 458752, "tokens_per_request": 3000, "max_num_seqs": 64}, "concurrent_requests"),
+    ("zh-vllm-02", "zh", "what-if", "GPU KV cache size: 34,952 tokens，如果 max_model_len 设成 65536 会怎样", None,
+     "kv_tokens_concurrency", {"kv_cache_tokens": 34952, "tokens_per_request": 65536}, "concurrent_requests"),
+    # ---- inverse: blocks needed
+    ("en-inv-01", "en", "inverse", "how many blocks do I need for 100 sessions of 16k tokens", None,
+     "blocks_needed", {"sessions": 100, "tokens_per_session": 16000, "block_size": 64}, "total_blocks"),
+    ("zh-inv-01", "zh", "inverse", "要撑 50 并发，每个请求 8k token，至少要多少 block", None,
+     "blocks_needed", {"sessions": 50, "tokens_per_session": 8000, "block_size": 64}, "total_blocks"),
+    ("zh-inv-02", "zh", "inverse", "block_size 128，想同时跑 200 个会话，每个会话 4000 token，需要多少个 block？", None,
+     "blocks_needed", {"sessions": 200, "tokens_per_session": 4000, "block_size": 128}, "total_blocks"),
+    ("en-inv-02", "en", "inverse", "How many KV blocks are needed for 64 concurrent requests of 2k + 1k tokens with block size 16?", None,
+     "blocks_needed", {"sessions": 64, "tokens_per_session": 3000, "block_size": 16}, "total_blocks"),
+    ("zh-inv-03", "zh", "inverse", "支持 1000 个用户同时在线，每个请求大概 1.5k token，需要多少 block", None,
+     "blocks_needed", {"sessions": 1000, "tokens_per_session": 1500, "block_size": 64}, "total_blocks"),
+    ("en-inv-03", "en", "inverse", "vLLM: blocks needed for 32 sessions of 100,000 tokens?", None,
+     "blocks_needed", {"sessions": 32, "tokens_per_session": 100000, "block_size": 16}, "total_blocks"),
+    ("mix-inv-01", "zh", "mixed", "我想要 128 concurrent requests，每个 20k tokens，需要多少个 blocks", None,
+     "blocks_needed", {"sessions": 128, "tokens_per_session": 20000, "block_size": 64}, "total_blocks"),
+    # ---- KV bytes per token
+    ("en-bytes-01", "en", "bytes", "Llama 3.1 8B: 32 layers, 8 KV heads, head_dim 128, bf16. How many bytes of KV cache per token?", None,
+     "kv_bytes_per_token", {"num_layers": 32, "num_kv_heads": 8, "head_dim": 128, "dtype": "bfloat16"}, "bytes_per_token"),
+    ("zh-bytes-01", "zh", "bytes", "32 层，8 个 KV 头，head_dim 128，fp16，每个 token 的 KV cache 占多少字节", None,
+     "kv_bytes_per_token", {"num_layers": 32, "num_kv_heads": 8, "head_dim": 128, "dtype": "float16"}, "bytes_per_token"),
+    ("en-bytes-02", "en", "bytes", "num_hidden_layers 80, num_key_value_heads 8, head_dim 128, bf16 with TP=4: KV bytes per token per GPU?", None,
+     "kv_bytes_per_token", {"num_layers": 80, "num_kv_heads": 8, "head_dim": 128, "dtype": "bfloat16", "tensor_parallel_size": 4},
+     "bytes_per_token_per_gpu"),
+    ("zh-bytes-02", "zh", "bytes", "模型 28 层，kv heads 4，head_dim 128，--kv-cache-dtype fp8，单个 token 的 KV 多大", None,
+     "kv_bytes_per_token", {"num_layers": 28, "num_kv_heads": 4, "head_dim": 128, "dtype": "fp8"}, "bytes_per_token"),
+    # ---- KV capacity at a max_model_len (kv_cache_capacity)
+    ("en-cap-01", "en", "capacity", "80GB GPU, gpu_memory_utilization 0.9, weights 16 GiB, 128 KiB per token, max-model-len 8192: how many concurrent requests?", None,
+     "kv_cache_capacity", {"gpu_memory_gib": 80.0, "weights_gib": 16.0, "kv_bytes_per_token": 131072, "gpu_memory_utilization": 0.9,
+                           "max_model_len": 8192}, "kv_tokens"),
+    ("zh-cap-01", "zh", "capacity", "显存 24G，模型权重 16G，每 token 128 KiB，max_model_len 131072，vLLM 能启动吗，KV cache 能放多少 token", None,
+     "kv_cache_capacity", {"gpu_memory_gib": 24.0, "weights_gib": 16.0, "kv_bytes_per_token": 131072, "gpu_memory_utilization": 0.9,
+                           "max_model_len": 131072}, "largest_max_model_len"),
+    ("en-cap-02", "en", "capacity", "A100 80GB, weights 16 GiB, 32 layers, 8 KV heads, head_dim 128, bf16, max-model-len 32768: how many full-length requests fit?", None,
+     "kv_cache_capacity", {"gpu_memory_gib": 80.0, "weights_gib": 16.0, "kv_bytes_per_token": 131072, "gpu_memory_utilization": 0.9,
+                           "max_model_len": 32768}, "max_concurrency_at_max_model_len"),
+    ("zh-cap-02", "zh", "capacity", "显存 80G，显存利用率 0.95，权重 40 GiB，每 token 64 KiB，KV cache 能放多少 token", None,
+     "kv_cache_capacity", {"gpu_memory_gib": 80.0, "weights_gib": 40.0, "kv_bytes_per_token": 65536, "gpu_memory_utilization": 0.95},
+     "kv_tokens"),
+    ("mix-cap-01", "en", "capacity", "H100 80GB x4, TP 4, weights 140 GiB, 80 layers, 8 KV heads, head_dim 128, bf16, max_model_len 32768: how many concurrent?",
+     None, "kv_cache_capacity", {"gpu_memory_gib": 80.0, "weights_gib": 140.0, "kv_bytes_per_token": 81920, "gpu_memory_utilization": 0.9,
+                                 "max_model_len": 32768, "tensor_parallel_size": 4}, "max_concurrency_at_max_model_len"),
+    # ---- FastDeploy decode budget
+    ("zh-dec-01", "zh", "decode", "kv_cache_ratio 0.75，total_block_num 17220，平均输出 2000 token，max_num_seqs 设多少", None,
+     "fastdeploy_decode_budget", {"total_blocks": 17220, "kv_cache_ratio": 0.75, "block_size": 64, "avg_output_tokens": 2000},
+     "max_num_seqs_supported"),
+    ("en-dec-01", "en", "decode", "num_blocks_global 17131, kv_cache_ratio 0.6, block_size 64: what is the decode token budget?", None,
+     "fastdeploy_decode_budget", {"total_blocks": 17131, "kv_cache_ratio": 0.6, "block_size": 64}, "decode_tokens"),
+    ("en-dec-02", "en", "decode", "Reset block num, the total_block_num:17220, prefill_kvcache_block_num:12915 — with 1,000 output tokens per request, what max_num_seqs?", None,
+     "fastdeploy_decode_budget", {"total_blocks": 17220, "kv_cache_ratio": 0.75, "block_size": 64, "avg_output_tokens": 1000},
+     "max_num_seqs_supported"),
+    ("zh-dec-02", "zh", "decode", "FastDeploy 解码预算：num_blocks_global 20000，kv_cache_ratio 0.5", None,
+     "fastdeploy_decode_budget", {"total_blocks": 20000, "kv_cache_ratio": 0.5, "block_size": 64}, "decode_tokens"),
+    # ---- logprobs message size and messages per queue
+    ("zh-msg-01", "zh", "logprobs", "开了 logprobs 和 MTP，kernel.msgmax=1048576，kernel.msgmnb=268435456，队列能放几条消息", None,
+     "logprobs_message_size", {"mtp": True, "max_batch": 512, "top_logprobs": 20, "mtp_tokens": 6, "msgmax": 1048576,
+                               "msgmnb": 268435456}, "messages_per_queue"),
+    ("en-msg-01", "en", "logprobs", "logprobs on, no MTP, kernel.msgmax 8192: how big is one message?", None,
+     "logprobs_message_size", {"mtp": False, "max_batch": 512, "top_logprobs": 20, "msgmax": 8192}, "bytes"),
+    ("en-msg-02", "en", "logprobs", "With logprobs and msgmnb 16777216, how many messages fit in one queue?", None,
+     "logprobs_message_size", {"mtp": False, "max_batch": 512, "top_logprobs": 20, "msgmax": 8192, "msgmnb": 16777216},
+     "messages_per_queue"),
+    ("zh-msg-02", "zh", "logprobs", "logprobs 开了 top_logprobs 5，max_batch 256，消息多大，kernel.msgmax 65536 够不够", None,
+     "logprobs_message_size", {"mtp": False, "max_batch": 256, "top_logprobs": 5, "msgmax": 65536}, "bytes"),
+]
+
+MISSING = [
+    ("zh-miss-01", "zh", "missing", "平均每个请求输入加输出大概 32000 tokens，能并发多少", None, "kv_concurrency", ["num_blocks"]),
+    ("zh-miss-02", "zh", "missing", "8 块 A100, 每个请求平均 2000 token，能并发多少", None, "kv_concurrency", ["num_blocks"]),
+    ("zh-miss-03", "zh", "missing", "要撑 50 并发至少要多少 block", None, "blocks_needed", ["tokens_per_request"]),
+    ("en-miss-01", "en", "missing", "num_blocks_global 17131, how many concurrent requests can it handle?", None, "kv_concurrency",
+     ["tokens_per_request"]),
+    ("en-miss-02", "en", "missing", "17131 blocks, prompts of 3000 tokens, how many concurrent requests?", None, "kv_concurrency",
+     ["output_tokens"]),
+    ("en-miss-03", "en", "missing", "8 x H100, 2k tokens per request, how many requests at once?", None, "kv_concurrency", ["num_blocks"]),
+    ("en-miss-04", "en", "missing", "32 layers, 8 KV heads, head_dim 128: KV bytes per token?", None, "kv_bytes_per_token", ["dtype"]),
+    ("zh-miss-04", "zh", "missing", "显存 80G，max_model_len 32768，KV cache 能放多少 token", None, "kv_cache_capacity",
+     ["weights", "kv_bytes_per_token"]),
+    ("en-miss-05", "en", "missing", "if I set --max-model-len 8192, how many concurrent requests will vLLM run? It has 4 GPUs.", None,
+     "kv_concurrency", ["num_blocks"]),
+    ("zh-miss-05", "zh", "missing", "kv_cache_ratio 0.75，平均输出 2000 token，max_num_seqs 设多少", None, "fastdeploy_decode_budget",
+     ["num_blocks"]),
+    ("en-miss-06", "en", "ambiguous", "17131 blocks, each request 2k-6k tokens, how many concurrent?", None, "kv_concurrency", []),
+    ("zh-miss-06", "zh", "ambiguous", "num_blocks_global 17131，block_size 64，block_size 128，每个请求 2 万 token，能并发多少", None,
+     "kv_concurrency", []),
+    ("en-miss-07", "en", "bad-value", "max_num_seqs=-3, 17131 blocks, 2000 tokens per request, how many concurrent?", None,
+     "kv_concurrency", []),
+    ("en-miss-08", "en", "bad-value", "how many concurrent requests with num_blocks_global " + "9" * 7000 + " and 2000 tokens per request?",
+     None, "kv_concurrency", []),
+    ("zh-miss-08", "zh", "ambiguous", "显存 80G，权重 140 GiB，TP 4，每 token 64 KiB，KV cache 能放多少 token", None,
+     "kv_cache_capacity", []),
+    ("zh-miss-07", "zh", "missing", "GPU KV cache size: 458,752 tokens，能并发多少？", None, "kv_tokens_concurrency", ["max_model_len"]),
+]
+
+NOT_CAPACITY = [
+    ("en-none-01", "en", "trap", "num_blocks_global is 17131, what does it mean", None),
+    ("en-none-02", "en", "trap", "how many concurrent requests can FastDeploy handle", None),
+    ("zh-none-01", "zh", "trap", "为什么 8 张卡启动时报 NCCL error", None),
+]
+
+
+def build() -> list[dict]:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from assistant.tools import call_tool
+
+    rows: list[dict] = []
+    for case_id, lang, kind, question, log, tool, arguments, key in COMPUTED:
+        call = call_tool(tool, arguments)
+        if call.error:
+            raise SystemExit(f"{case_id}: {call.error}")
+        rows.append({"id": f"cap-{case_id}", "lang": lang, "kind": kind, "question": question, "log": log, "tool": tool,
+                     "arguments": arguments, "key": key, "expected": call.result[key]})
+    for case_id, lang, kind, question, log, tool, missing in MISSING:
+        rows.append({"id": f"cap-{case_id}", "lang": lang, "kind": kind, "question": question, "log": log, "tool": tool,
+                     "missing": missing, "expected": None})
+    for case_id, lang, kind, question, log in NOT_CAPACITY:
+        rows.append({"id": f"cap-{case_id}", "lang": lang, "kind": kind, "question": question, "log": log, "tool": None, "expected": None})
+    return rows
+
+
+if __name__ == "__main__":
+    out = Path(__file__).resolve().parent / "capacity.jsonl"
+    rows = build()
+    out.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    print(f"{len(rows)} cases written to {out}")

@@ -1,0 +1,211 @@
+"""Capacity questions through the real no-LLM answer path: every case of eval/capacity.jsonl exact,
+no number when a value is missing, and random values in phrase templates equal to a direct tool call."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from assistant.calculations import capacity_answer, capacity_call, explain
+from assistant.tools import call_tool
+
+CASES = [json.loads(line) for line in (Path(__file__).resolve().parent.parent / "eval" / "capacity.jsonl").read_text(encoding="utf-8").splitlines()]
+CAPACITY_TOOLS = {"kv_concurrency", "kv_tokens_concurrency", "blocks_needed", "kv_bytes_per_token", "kv_cache_capacity",
+                  "fastdeploy_decode_budget", "logprobs_message_size"}
+HEADINGS = {"en": ("**Calculation**", "**Calculation: more numbers needed"), "zh": ("**计算结果**", "**计算：还缺数据")}
+
+
+def test_the_eval_has_enough_cases_of_every_kind():
+    kinds = {c["kind"] for c in CASES}
+    assert len(CASES) >= 60 and {c["lang"] for c in CASES} == {"zh", "en"}
+    assert {"inverse", "unit", "sum", "log", "missing", "gpu-count", "what-if", "mixed", "trap"} <= kinds
+    assert sum("missing" in c for c in CASES) >= 10
+    assert {c["tool"] for c in CASES if c.get("arguments")} == CAPACITY_TOOLS
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.get("arguments")], ids=lambda c: c["id"])
+def test_stored_expectations_are_what_the_tools_compute(case):
+    call = call_tool(case["tool"], case["arguments"])
+    assert call.error is None and call.result[case["key"]] == case["expected"]
+
+
+def _calc_block(text: str, lang: str) -> str:
+    """The calculation part of an answer: everything before the KB article's title."""
+    return text.split("\n### ", 1)[0]
+
+
+def _numbers(text: str) -> set[str]:
+    """Digit runs of a text, leaving out names that contain digits (bf16, fp8, float32)."""
+    return set(re.findall(r"\d+", re.sub(r"(?:bf|fp|float|int)\d+", "", text.replace(",", ""))))
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
+def test_every_capacity_case_through_the_no_llm_answer(case, bundled_settings, bundled_kb):
+    from assistant.answer import answer_question
+
+    answer = answer_question(case["question"], bundled_settings, kb=bundled_kb, use_llm=False, log_text=case["log"])
+    calls = [c for c in answer.tool_calls if c["name"] in CAPACITY_TOOLS]
+    done, missing = HEADINGS[answer.lang]
+    if case["tool"] is None:  # not a capacity question: no calculation, no request for numbers
+        assert calls == [] and done not in answer.answer and missing not in answer.answer
+        return
+    if "missing" in case:  # a needed value is missing or unclear: ask, compute nothing
+        assert calls == []
+        block = _calc_block(answer.answer, answer.lang)
+        assert block.startswith(missing), block[:200]
+        known = re.sub(r"\D+", " ", (case["question"] + " " + (case["log"] or "")).replace(",", ""))
+        formula_digits = {"1", "2"}  # "(1 − kv_cache_ratio)", "2 × layers" in the formulas shown
+        assert all(n in known or n in formula_digits for n in _numbers(block)), block  # only the asker's own numbers
+        return
+    (call,) = [c for c in calls if c["name"] == case["tool"]]
+    assert call["error"] is None and call["arguments"] == case["arguments"]
+    assert call["result"][case["key"]] == case["expected"]
+    block = _calc_block(answer.answer, answer.lang)
+    formula = call["result"]["formula_zh" if answer.lang == "zh" else "formula"]
+    assert block.startswith(done) and formula in block  # the work is shown, above the KB article
+    assert answer.answer.index(formula) < answer.answer.find("\n### ") or "\n### " not in answer.answer
+
+
+def test_defaults_are_said_out_loud_and_override_them_when_given():
+    assumed = capacity_answer("17131 个 block，每个请求平均 2 万 token，实际能并发多少")
+    assert assumed.call.arguments["block_size"] == 64 and "FastDeploy 的默认值 64" in explain(assumed, "zh")
+    given_ = capacity_answer("17131 个 block，block_size 我们改成了 128，每个请求平均 2 万 token，实际能并发多少")
+    assert given_.call.result["concurrent_requests"] == 109 and "默认值" not in explain(given_, "zh")
+    vllm = capacity_answer("vLLM, num_gpu_blocks 4096, requests of 1000 tokens (prompt + output), how many concurrent?")
+    assert vllm.call.arguments["block_size"] == 16 and "vLLM's default" in explain(vllm, "en")
+
+
+def test_a_gpu_count_is_named_and_not_used_as_blocks():
+    answer = capacity_answer("8 块 A100, 每个请求平均 2000 token，能并发多少")
+    text = explain(answer, "zh")
+    assert not answer.computed and answer.missing == ["num_blocks"]
+    assert "num_blocks_global" in text and "log/worker_process.log" in text and "GPU 数量" in text
+
+
+def test_the_cap_by_max_num_seqs_says_the_rest_queue():
+    answer = capacity_answer("17131 blocks, 2000 tokens per request, --max-num-seqs 256: how many concurrent requests?")
+    assert answer.call.result["limited_by"] == "max_num_seqs" and "queue" in explain(answer, "en")
+
+
+def test_the_llm_gets_the_same_result_or_is_told_not_to_guess():
+    computed = capacity_answer("num_blocks_global 9000, block_size 128, 32000 tokens per request, how many concurrent?")
+    assert "9000 × 128 = 1,152,000" in computed.context() and "36" in computed.context()
+    asking = capacity_answer("num_blocks_global 17131, how many concurrent requests can it handle?")
+    assert "Do not invent" in asking.context() and "tokens per request" in asking.context()
+
+
+def test_a_7000_digit_number_is_refused_with_a_message_not_an_overflow():
+    answer = capacity_answer("how many concurrent requests with 17131 blocks and " + "9" * 7000 + " tokens per request?")
+    assert answer is not None and not answer.computed and "too large" in explain(answer, "en")
+
+
+# ---------------------------------------------------------------- properties: templates × random values
+
+_FULL_WIDTH = str.maketrans("0123456789,", "０１２３４５６７８９，")
+
+
+@st.composite
+def written(draw, n: int, lang: str) -> str:
+    """n as a person might write it: plain, with separators, full-width, k, 万 or w."""
+    forms = [str(n), f"{n:,}", str(n).translate(_FULL_WIDTH)]
+    if n % 1000 == 0:
+        forms.append(f"{n // 1000}k" if lang == "en" else f"{n // 1000}K")
+    if n % 1000 == 0 and n >= 10000 and lang == "zh":
+        forms += [f"{n / 10000:g} 万", f"{n / 10000:g}w"]
+    return draw(st.sampled_from(forms))
+
+
+BLOCKS = st.integers(100, 200_000)
+SIZES = st.sampled_from([16, 32, 64, 128, 256])
+TOKENS = st.one_of(st.integers(50, 120_000), st.integers(1, 120).map(lambda k: k * 1000))
+
+CONCURRENCY = {
+    "en": ["num_blocks_global {b}, block_size {s}, {t} tokens per request, how many concurrent?",
+           "{b} blocks of {s} tokens with {t}-token requests, how many run concurrently?",
+           "total blocks: {b}; block size {s}; average request {t} tokens. How many requests at once?"],
+    "zh": ["{b} 个 block，block_size {s}，每个请求平均 {t} token，能并发多少",
+           "num_blocks_global: {b}，block_size 是 {s}，单个请求 {t} 个 token，同时能跑几个请求？",
+           "KV Cache 一共 {b} 个 block，每个 block {s} 个 token，平均请求长度 {t} token，最多并发多少"],
+}
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), BLOCKS, SIZES, TOKENS, st.sampled_from(["en", "zh"]))
+def test_concurrency_phrasings_equal_the_direct_tool_call(data, blocks, size, tokens, lang):
+    template = data.draw(st.sampled_from(CONCURRENCY[lang]))
+    question = template.format(b=data.draw(written(blocks, lang)), s=size, t=data.draw(written(tokens, lang)))
+    call = capacity_call(question)
+    direct = call_tool("kv_concurrency", {"num_blocks": blocks, "avg_tokens_per_request": tokens, "block_size": size})
+    assert call is not None, question
+    assert call.result == direct.result, question
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), BLOCKS, st.integers(1, 60).map(lambda k: k * 1000), st.integers(1, 30).map(lambda k: k * 1000), st.sampled_from(["en", "zh"]))
+def test_input_plus_output_phrasings_sum_the_two(data, blocks, given_in, given_out, lang):
+    template = {"en": "{b} KV blocks; input {i} + output {o} tokens per request. How many requests at once?",
+                "zh": "num_blocks_global {b}，每个请求输入 {i}、输出 {o}，能并发多少"}[lang]
+    question = template.format(b=data.draw(written(blocks, lang)), i=data.draw(written(given_in, lang)), o=data.draw(written(given_out, lang)))
+    direct = call_tool("kv_concurrency", {"num_blocks": blocks, "avg_tokens_per_request": given_in + given_out})
+    call = capacity_call(question)
+    assert call is not None and call.result == direct.result, question
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), st.integers(1, 5000), TOKENS, SIZES, st.sampled_from(["en", "zh"]))
+def test_inverse_phrasings_equal_blocks_needed(data, sessions, tokens, size, lang):
+    template = {"en": "how many blocks do I need for {n} sessions of {t} tokens with block_size {s}?",
+                "zh": "要撑 {n} 并发，每个请求 {t} token，block_size {s}，至少要多少 block"}[lang]
+    question = template.format(n=sessions, t=data.draw(written(tokens, lang)), s=size)
+    direct = call_tool("blocks_needed", {"sessions": sessions, "tokens_per_session": tokens, "block_size": size})
+    call = capacity_call(question)
+    assert call is not None and call.result == direct.result, question
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1000, 5_000_000), st.sampled_from([2048, 4096, 8192, 16384, 32768, 65536, 131072]), st.sampled_from(["en", "zh"]))
+def test_vllm_what_if_phrasings_equal_kv_tokens_concurrency(kv_tokens, max_model_len, lang):
+    template = {"en": "GPU KV cache size: {kv:,} tokens. If I set --max-model-len {m}, how many concurrent requests?",
+                "zh": "GPU KV cache size: {kv:,} tokens，如果 max-model-len 改成 {m}，能并发几个"}[lang]
+    question = template.format(kv=kv_tokens, m=max_model_len)
+    direct = call_tool("kv_tokens_concurrency", {"kv_cache_tokens": kv_tokens, "tokens_per_request": max_model_len})
+    call = capacity_call(question)
+    assert call is not None and call.result == direct.result, question
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 128), st.integers(1, 64), st.sampled_from([64, 80, 96, 128, 256]), st.sampled_from(["bf16", "fp16", "fp8", "float32"]),
+       st.sampled_from(["en", "zh"]))
+def test_kv_bytes_phrasings_equal_kv_bytes_per_token(layers, kv_heads, head_dim, dtype, lang):
+    template = {"en": "{L} layers, {H} KV heads, head_dim {D}, {dt}: how many bytes of KV cache per token?",
+                "zh": "{L} 层，{H} 个 KV 头，head_dim {D}，{dt}，每个 token 的 KV 占多少字节"}[lang]
+    question = template.format(L=layers, H=kv_heads, D=head_dim, dt=dtype)
+    direct = call_tool("kv_bytes_per_token", {"num_layers": layers, "num_kv_heads": kv_heads, "head_dim": head_dim, "dtype": dtype})
+    call = capacity_call(question)
+    assert call is not None and call.result == direct.result, question
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), BLOCKS, st.sampled_from([0.5, 0.6, 0.7, 0.75, 0.8, 0.9]), st.integers(100, 8000), st.sampled_from(["en", "zh"]))
+def test_decode_budget_phrasings_equal_fastdeploy_decode_budget(data, blocks, ratio, output, lang):
+    template = {"en": "total_block_num {b}, kv_cache_ratio {r}, average output {o} tokens: what max_num_seqs?",
+                "zh": "num_blocks_global {b}，kv_cache_ratio {r}，平均输出 {o} token，max_num_seqs 设多少"}[lang]
+    question = template.format(b=data.draw(written(blocks, lang)), r=ratio, o=output)
+    direct = call_tool("fastdeploy_decode_budget", {"total_blocks": blocks, "kv_cache_ratio": ratio, "avg_output_tokens": output})
+    call = capacity_call(question)
+    assert call is not None and call.result == direct.result, question
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.booleans(), st.integers(8192, 2**24), st.integers(2**20, 2**30), st.sampled_from(["en", "zh"]))
+def test_logprobs_phrasings_equal_logprobs_message_size(mtp, msgmax, msgmnb, lang):
+    template = {"en": "logprobs on, {m}, kernel.msgmax {a}, kernel.msgmnb {b}: how many messages fit in one queue?",
+                "zh": "开了 logprobs，{m}，kernel.msgmax={a}，kernel.msgmnb={b}，一个队列能放几条消息"}[lang]
+    flag = {("en", True): "with MTP", ("en", False): "without MTP", ("zh", True): "开了 MTP", ("zh", False): "没开 MTP"}[(lang, mtp)]
+    question = template.format(m=flag, a=msgmax, b=msgmnb)
+    direct = call_tool("logprobs_message_size", {"mtp": mtp, "msgmax": msgmax, "msgmnb": msgmnb})
+    call = capacity_call(question)
+    assert call is not None and call.result == direct.result, question
