@@ -110,7 +110,7 @@ def split_question(text: str) -> QuestionParts:
             parts.code.append(line)
         elif _LOG_PREFIX.match(line):
             (parts.errors if _LOG_LEVEL_PROBLEM.search(line[:80]) or is_error else parts.logs).append(line)
-        elif _COMMAND.match(line):
+        elif _COMMAND.match(line) and not _prose_after_command_word(line):
             _collect_flags(line, parts.flags)
             parts.code.append(line)
         elif in_fence:
@@ -131,6 +131,19 @@ def split_question(text: str) -> QuestionParts:
         else:
             parts.prose.append(line)
     return parts
+
+
+def _prose_after_command_word(line: str) -> bool:
+    """"nvidia-smi shows 23859MiB per card; so is that CUDA graph?" starts like a command
+    but is a sentence: no flags, no assignments, several plain words."""
+    if line.lstrip().startswith(("$", ">>>")):
+        return False
+    words = len(_PROSE_WORDS.findall(line))
+    if words >= 8 and any(mark in line for mark in ("? ", ". ", "; ", "，", "。", "？")) or line.rstrip().endswith("?"):
+        return _is_prose(line) or words >= 12
+    if " -" in line or "=" in line or "|" in line:
+        return False
+    return _is_prose(line) and words >= 5
 
 
 def _contains_cjk_sentence(line: str) -> bool:

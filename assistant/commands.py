@@ -85,8 +85,9 @@ def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, min_topi
         if fit:
             from .refusal import fit_and_save
 
-            fit_cases = [c for path in (cases, *fit_with) for c in load_cases(Path(path)) if c.split in ("dev", "")]
-            click.echo(fit_and_save(kb_, settings, fit_cases), err=True)
+            dev_cases = [c for c in load_cases(Path(cases)) if c.split in ("dev", "")]
+            extra = [c for path in fit_with for c in load_cases(Path(path)) if c.split in ("dev", "")]
+            click.echo(fit_and_save(kb_, settings, dev_cases + extra, calibrate_on=dev_cases), err=True)
             from .refusal import reset_model
 
             reset_model()

@@ -57,7 +57,7 @@ class Settings:
     dense_weight: float = 0.7
     bm25_weight: float = 0.3
     signature_boost: float = 0.35
-    coverage_weight: float = 0.1
+    coverage_weight: float = 0.3
     # Grounding threshold on the blended relevance (see retrieval.relevance()).
     min_relevance: float = 0.43
     max_question_bytes: int = 8192

@@ -33,6 +33,8 @@ FEATURES = (
     "platform_conflict",  # on hardware the top article does not apply to
     "margin",  # lead of the top article over the second
     "other_lang_only",  # the top article exists only in the other language
+    "unknown_terms",  # plain words the KB never uses (PostgreSQL, IPv6…), 0..1 for 0..3 of them
+    "short_gap",  # a short question's keywords missing from the top article (every word counts there)
 )
 
 
@@ -47,6 +49,9 @@ class RefusalModel:
         z = self.bias + sum(w * x[name] for w, name in zip(self.weights, FEATURES))
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
+
+SHORT_QUESTION_TERMS = 8
+L2 = 0.3  # ridge on the weights: enough to keep them finite on separable data, little else
 
 _MODEL: RefusalModel | None = None
 _LOADED = False
@@ -91,6 +96,8 @@ def features(result) -> dict[str, float]:
         "platform_conflict": 1.0 if top.hardware_conflict else 0.0,
         "margin": float(min(0.5, max(0.0, top.score - second))),
         "other_lang_only": 0.0 if top.chunks and any(c.chunk.lang == result.lang for c in top.chunks) else 1.0,
+        "unknown_terms": min(3, len(result.unknown_terms)) / 3,
+        "short_gap": (1.0 - float(top.coverage)) if result.n_terms <= SHORT_QUESTION_TERMS else 0.0,
     }
 
 
@@ -150,8 +157,7 @@ def choose_threshold(probs: list[float], labels: list[int], max_false_refusal: f
     return max(1e-6, pos[allowed] - 1e-9) if allowed < len(pos) else pos[-1]
 
 
-def fit_and_save(kb, settings, cases, path: Path = MODEL_PATH) -> str:
-    """Fit on `cases` (dev split and bundled cases only), save, and describe the result."""
+def _rows(kb, settings, cases) -> tuple[list[list[float]], list[int]]:
     from .retrieval import search
 
     rows, labels = [], []
@@ -165,20 +171,30 @@ def fit_and_save(kb, settings, cases, path: Path = MODEL_PATH) -> str:
         x = features(result)
         rows.append([x[name] for name in FEATURES])
         labels.append(1 if case.grounded else 0)
+    return rows, labels
+
+
+def fit_and_save(kb, settings, cases, calibrate_on=None, path: Path = MODEL_PATH, l2: float = L2) -> str:
+    """Fit on `cases` (dev splits and the bundled cases only), choose the threshold on
+    `calibrate_on` (the real questions' dev split; default: the same cases), save, and
+    describe the result."""
+    rows, labels = _rows(kb, settings, cases)
     if not rows or len(set(labels)) < 2:
         from .errors import AssistantError
 
         raise AssistantError("fitting refusals needs both in-scope and out-of-scope cases", "use a case file with expect_topic \"oos\" cases")
-    weights, bias = fit_logistic(rows, labels)
+    weights, bias = fit_logistic(rows, labels, l2=l2)
     model = RefusalModel(tuple(weights), bias, 0.5)
-    probs = [model.probability(dict(zip(FEATURES, r))) for r in rows]
-    threshold = choose_threshold(probs, labels)
-    refused_oos = sum(p < threshold for p, y in zip(probs, labels) if not y) / max(1, labels.count(0))
-    false_ref = sum(p < threshold for p, y in zip(probs, labels) if y) / max(1, labels.count(1))
-    note = (f"fitted on {len(rows)} cases ({labels.count(1)} in scope, {labels.count(0)} out of scope): "
-            f"at threshold {threshold:.3f}, {refused_oos:.2f} of out-of-scope refused, {false_ref:.3f} false refusals")
+    cal_rows, cal_labels = _rows(kb, settings, calibrate_on) if calibrate_on else (rows, labels)
+    probs = [model.probability(dict(zip(FEATURES, r))) for r in cal_rows]
+    threshold = choose_threshold(probs, cal_labels)
+    refused_oos = sum(p < threshold for p, y in zip(probs, cal_labels) if not y) / max(1, cal_labels.count(0))
+    false_ref = sum(p < threshold for p, y in zip(probs, cal_labels) if y) / max(1, cal_labels.count(1))
+    note = (f"fitted on {len(rows)} cases ({labels.count(1)} in scope, {labels.count(0)} out of scope); threshold "
+            f"{threshold:.3f} chosen on {len(cal_rows)}: {refused_oos:.2f} of out-of-scope refused, "
+            f"{false_ref:.3f} false refusals (platform-conflict cases are refused by rule and left out)")
     data = {"features": list(FEATURES), "weights": [round(w, 5) for w in weights], "bias": round(bias, 5),
-            "threshold": round(threshold, 5), "note": note}
+            "threshold": round(threshold, 5), "l2": l2, "note": note}
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     lines = [note, "", "feature            weight"]
     lines += [f"{name:<18} {w:+.3f}" for name, w in zip(FEATURES, weights)]

@@ -40,8 +40,9 @@ DENSE_BAND = {"en": (0.80, 0.90), "zh": (0.85, 0.93)}
 # Overview articles (tag "summary") list many symptoms, so they match many questions a
 # little; they should lead only when no specific article fits about as well.
 OVERVIEW_FACTOR = 0.9
-DENSE_FLOOR = 0.78  # ranking scale, shared by both languages
-DENSE_CEIL = 0.92
+# Ranking scale per question language: Chinese questions score higher against every
+# passage (the band above), and a shared ceiling clipped their best matches flat.
+DENSE_RANGE = {"en": (0.78, 0.92), "zh": (0.85, 0.97)}
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,8 @@ class Retrieval:
     unseen: list[str] = field(default_factory=list)  # near-domain subjects this KB never mentions
     foreign_products: list[str] = field(default_factory=list)  # named products this KB has nothing on
     kb_coverage: float = 0.0  # IDF-weighted share of the question's keywords the KB has at all
+    unknown_terms: list[str] = field(default_factory=list)  # plain words of the question the KB never uses
+    n_terms: int = 0  # distinct keywords in the question
     confidence: float | None = None  # the refusal model's P(the KB answers this)
     symptom_covered: bool = False  # the KB would answer but for an unknown subject, product or platform
     flags: dict[str, str] = field(default_factory=dict)  # --flag values pasted in the question
@@ -89,8 +92,9 @@ def _squash(text: str) -> str:
     return re.sub(r"\s+", "", normalize(text))
 
 
-def dense_scale(cosine: float | np.ndarray) -> float | np.ndarray:
-    return np.clip((cosine - DENSE_FLOOR) / (DENSE_CEIL - DENSE_FLOOR), 0.0, 1.0)
+def dense_scale(cosine: float | np.ndarray, lang: str = "en") -> float | np.ndarray:
+    floor, ceil = DENSE_RANGE.get(lang, DENSE_RANGE["en"])
+    return np.clip((cosine - floor) / (ceil - floor), 0.0, 1.0)
 
 
 def grounding_scale(cosine: float, lang: str) -> float:
@@ -172,7 +176,7 @@ def search(
     keyword_raw = index.keyword.scores(tokens)
     top_kw = float(keyword_raw.max()) if n else 0.0
     keyword = keyword_raw / top_kw if top_kw > 0 else keyword_raw
-    dscaled = dense_scale(dense)
+    dscaled = dense_scale(dense, lang)
 
     if mode == "dense":
         blended = dscaled
@@ -246,6 +250,8 @@ def search(
     result.unseen = unseen_entities(scope, index)
     result.foreign_products = sorted(foreign_products(scope, kb_products))
     result.kb_coverage = kb_keyword_coverage(query_terms, index.doc_freq, len(article_terms))
+    result.n_terms = len(query_terms)
+    result.unknown_terms = sorted(t for t in query_terms if t.isascii() and t.isalpha() and len(t) >= 4 and not index.doc_freq.get(t))
     result.flags = split_question(question).flags if "-" in question or "=" in question else {}
     from .refusal import decide
 

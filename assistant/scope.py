@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 # Product names as people write them. Keys match the KB's `product` front matter.
 PRODUCTS: dict[str, tuple[str, ...]] = {
-    "vllm": ("vllm", "vllm-openai", "vllm serve"),
+    "vllm": ("vllm", "vllm-openai", "vllm serve", "samplingparams", "asyncllmengine", "llmengine", "enginecore", "enginecore_core"),
     "fastdeploy": ("fastdeploy", "fast deploy", "paddlepaddle", "paddle inference", "fd_", "ernie-4.5", "ernie 4.5"),
     "sglang": ("sglang",),
     "tensorrt-llm": ("tensorrt-llm", "tensorrt_llm", "trt-llm", "trtllm"),
@@ -35,7 +35,7 @@ HARDWARE: dict[str, tuple[str, ...]] = {
     # Not "cuda": a TPU user pasting "Torch not compiled with CUDA enabled" is not on NVIDIA.
     "nvidia": ("nvidia", "a100*", "h100*", "h800*", "a800*", "h200*", "h20*", "l40*", "l20*", "4090*", "3090*", "a30*",
                "v100*", "t4", "a10*", "a6000*", "rtx*", "geforce", "tesla", "nvlink", "gb200*", "b200*", "jetson"),
-    "amd": ("rocm*", "amd", "mi200*", "mi210*", "mi250*", "mi300*", "mi308*", "mi325*", "mi355*", "radeon", "rccl", "hipblas", "hip error"),
+    "amd": ("rocm*", "amd", "ryzen", "strix halo", "mi200*", "mi210*", "mi250*", "mi300*", "mi308*", "mi325*", "mi355*", "radeon", "rccl", "hipblas", "hip error"),
     "tpu": ("tpu", "torch_xla", "pjrt", "libtpu"),
     "ascend": ("ascend", "昇腾", "npu", "910b*", "910c*", "cann", "torch_npu", "hccl", "atlas 800", "vllm-ascend"),
     "kunlun": ("kunlun", "昆仑", "kunlunxin", "p800", "xpu"),
@@ -44,12 +44,13 @@ HARDWARE: dict[str, tuple[str, ...]] = {
     "metax": ("metax", "沐曦"),
     "iluvatar": ("iluvatar", "天数"),
     "neuron": ("neuron", "inferentia", "trainium"),
-    "apple": ("apple silicon", "mps", "macbook", "m1 max", "m2 max", "m3 max", "m4 max"),
+    "apple": ("apple silicon", "mps", "macbook", "macos", "mac", "m1 max", "m2 max", "m3 max", "m4 max", "m-series"),
+    "windows": ("windows", "win10", "win11"),
     "cpu": ("cpu only", "cpu-only", "纯cpu", "纯 cpu", "only cpu", "cpu backend", "vllm_target_device=cpu", "没有gpu", "没有 gpu", "no gpu"),
 }
 HARDWARE_NAMES = {"nvidia": "NVIDIA/CUDA", "amd": "AMD ROCm", "tpu": "TPU", "ascend": "Ascend NPU", "kunlun": "Kunlun XPU",
                   "intel": "Intel Gaudi/XPU", "hygon": "Hygon DCU", "metax": "MetaX", "iluvatar": "Iluvatar",
-                  "neuron": "AWS Neuron", "apple": "Apple silicon", "cpu": "CPU-only"}
+                  "neuron": "AWS Neuron", "apple": "Apple silicon", "cpu": "CPU-only", "windows": "Windows"}
 
 # Near-domain subjects an on-call KB may or may not cover. A question naming one that the
 # KB's text never mentions asks about something else, however well its symptom matches:
@@ -67,10 +68,15 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     "tool calling": ("tool call", "tool_call", "function call", "function_call", "tool-call-parser", "tool_choice",
                      "函数调用", "工具调用", "auto-tool-choice"),
     "reasoning parsers": ("reasoning parser", "reasoning_parser", "reasoning-parser", "reasoning_content", "enable_thinking", "思考模式"),
-    "quantization kernels": ("awq", "gptq", "marlin", "bitsandbytes", "w8a8", "w4a16", "wint4", "wint8", "fp8", "int4", "int8",
-                             "squeezellm", "compressed-tensors", "量化"),
-    "multimodal inputs": ("multimodal", "multi-modal", "vision", "image_url", "video", "audio", "qwen-vl", "qwen2-vl",
-                          "qwen2.5-vl", "llava", "internvl", "pixel_values", "多模态", "图片", "图像", "视觉"),
+    "quantization kernels": ("awq", "gptq", "marlin", "bitsandbytes", "w8a8", "w4a16", "wint4", "wint8",
+                             "squeezellm", "compressed-tensors", "minimum capability", "quantization method", "quantization scheme", "gguf", "量化"),
+    "several models on one GPU": ("two models", "multiple models", "several models", "second model", "another model on the same gpu",
+                                  "两个模型", "多个模型", "两个 vllm", "两个vllm", "再起一个"),
+    "vision/OCR model serving": ("paddleocr", "ocr", "uie", "yolo", "ppyoloe", "simple-serving", "detection model", "目标检测"),
+    "multimodal inputs": ("multimodal", "multi-modal", "vision", "image_url", "video", "audio", "pixel_values",
+                          "limit_mm_per_prompt", "limit-mm-per-prompt", "image(s)", "images per", "multiple images", "多模态", "图片", "图像",
+                          "视觉", "多张图"),
+    "IPv6 networking": ("ipv6",),
     "embedding and rerank models": ("embedding model", "embeddings endpoint", "/v1/embeddings", "pooling", "rerank", "reranker",
                                     "task embed", "--task embed", "向量模型", "嵌入模型", "重排"),
     "prefix caching": ("prefix caching", "prefix cache", "enable-prefix-caching", "enable_prefix_caching", "前缀缓存", "automatic prefix"),
@@ -96,6 +102,30 @@ class Scope:
     versions: tuple[tuple[int, int, int], ...] = ()
     entities: tuple[str, ...] = ()  # ENTITIES keys the question names
     entity_terms: dict[str, str] = field(default_factory=dict)  # entity → the word the question used
+
+
+_TOKEN = re.compile(r"[\w.\-/:]+")
+
+
+def _dashed(text: str) -> str:
+    """`enable_prefix_caching` and `--enable-prefix-caching` are one name."""
+    return text.replace("_", "-")
+
+
+def _drop_model_ids(text: str) -> str:
+    """Blank out Hugging Face ids, paths and model file names ("Qwen/Qwen2.5-VL-7B-AWQ",
+    "qwen2.5-vl-32b-instruct", "model-fp8.safetensors"): words with a slash, or with a
+    dash and a digit. Flags ("--enable-lora") are kept."""
+
+    def keep(m: re.Match) -> str:
+        tok = m.group(0)
+        if tok.startswith("--"):
+            return tok
+        if "/" in tok or ("-" in tok and any(ch.isdigit() for ch in tok)):
+            return " "
+        return tok
+
+    return _TOKEN.sub(keep, text)
 
 
 _COUNT_TIMES = re.compile(r"(\d)\s?[x×*]\s?(?=[a-z])")
@@ -140,19 +170,27 @@ def detect(question: str) -> Scope:
     if "kunlun" in hardware or "intel" in hardware:
         pass  # "xpu" alone is ambiguous between them; both are non-NVIDIA either way
     versions = tuple((int(a), int(b), int(c or 0)) for a, b, c in _VERSION.findall(text[:4000]))
+    # Model ids are left out: Qwen2.5-VL-32B-Instruct-AWQ in a command line says little
+    # about what is asked, while a flag such as --enable-lora says a lot.
+    said = _dashed(_drop_model_ids(text).replace(" --", " "))
     terms: dict[str, str] = {}
     for entity, names in ENTITIES.items():
-        hit = _found(text, names)
+        hit = _found(said, tuple(_dashed(n) for n in names))
         if hit:
             terms[entity] = hit.strip()
     return Scope(products, hardware, versions, tuple(terms), terms)
 
 
-def kb_text(index) -> str:
-    """All of a KB's text, lower-cased, built once per loaded index (a few hundred kB)."""
+def kb_text(index) -> tuple[str, str]:
+    """(titles and headings, all text) of a KB, lower-cased, built once per loaded index."""
     cached = getattr(index, "_scope_text", None)
     if cached is None:
-        cached = _padded("\n".join(f"{c.title}\n{c.text}" for c in index.chunks))
+        heads = _dashed(_padded("\n".join({c.title for c in index.chunks})))
+        docs: dict[str, list[str]] = {}
+        for c in index.chunks:
+            docs.setdefault(c.doc_id, []).append(c.text)
+        body = _dashed(_padded("\n\x00".join("\n".join(texts) for texts in docs.values())))
+        cached = (heads, body)
         try:
             index._scope_text = cached
         except AttributeError:
@@ -160,12 +198,29 @@ def kb_text(index) -> str:
     return cached
 
 
+def covers(index, word: str) -> bool:
+    """A KB covers a subject when a title or heading names it, or two of its documents do;
+    one passing remark ("unlike speculative decoding, …") is not coverage, while one
+    mention of an exact parameter name is."""
+    heads, body = kb_text(index)
+    needle = _dashed(word)
+    if _found(heads, (needle,)):
+        return True
+    first = _found(body, (needle,))
+    if not first:
+        return False
+    if "-" in needle.strip("-") and " " not in needle:
+        return True  # an exact parameter name (enable_prefix_caching) is specific enough
+    return sum(1 for part in body.split("\x00") if _found(part, (needle,))) >= 2
+
+
 def unseen_entities(scope: Scope, index) -> list[str]:
-    """The question's near-domain subjects that no document of this KB mentions at all."""
+    """The question's near-domain subjects that this KB does not cover."""
     if not scope.entities:
         return []
-    text = kb_text(index)
-    return [e for e in scope.entities if not _found(text, ENTITIES[e])]
+    # The word the question used, not the whole family: a KB that mentions 量化 (one
+    # quantization remark) still knows nothing about bitsandbytes.
+    return [e for e in scope.entities if not covers(index, scope.entity_terms.get(e) or ENTITIES[e][0])]
 
 
 def kb_hardware(index) -> frozenset[str]:
