@@ -4,6 +4,10 @@ Targets (printed beside the figures, never asserted in unit tests):
 - cold `ask` (KB already indexed) ≤ 1.5× the floor, where the floor is a bare Python
   process that loads the embedder and embeds one query: everything `ask` cannot avoid;
 - re-ingest after touching one document ≤ 2 s.
+
+`assistant bench --ingest` instead times a first-time index of whole doc trees (the bundled
+KB, and FastDeploy's and vLLM's docs when ../shared/corpora is beside the clone): chunks/s,
+tokens/s, and where the time went (parse+chunk, embed, BM25+faiss+write).
 """
 
 from __future__ import annotations
@@ -110,3 +114,57 @@ def run_bench(settings: Settings, *, queries: int = 30, runs: int = 5, echo: Cal
 
 def _verdict(ok: bool, target: str) -> str:
     return f"{target} {'✓' if ok else '✗'}"
+
+
+def default_corpora(settings: Settings) -> list[Path]:
+    """The bundled KB, plus the shared test corpora when they are beside the clone."""
+    out = [settings.kb_dir]
+    for base in (Path(__file__).resolve().parents[2] / "shared" / "corpora", Path.cwd().parent / "shared" / "corpora"):
+        for name in ("fastdeploy-docs", "vllm-docs"):
+            if (base / name).is_dir() and (base / name).resolve() not in [p.resolve() for p in out]:
+                out.append(base / name)
+    return out
+
+
+def run_ingest_bench(settings: Settings, corpora: list[Path] | None = None, *, echo: Callable[[str], None] = print) -> dict:
+    """First-time indexing speed per doc tree, each into a fresh cache."""
+    from ingest.index import read_manifest
+
+    from .knowledge import forget_loaded, index_dir, open_kb
+
+    results: dict[str, dict] = {}
+    for corpus in corpora or default_corpora(settings):
+        with tempfile.TemporaryDirectory(prefix="assistant-bench-ingest-") as tmp:
+            fresh = replace(settings, kb_dir=Path(corpus).resolve(), cache_dir=Path(tmp) / "cache")
+            forget_loaded()
+            started = time.perf_counter()
+            kb = open_kb(fresh, progress=lambda _m: None)
+            elapsed = time.perf_counter() - started
+            manifest = read_manifest(index_dir(fresh)) or {}
+        timings = manifest.get("timings", {})
+        chunks = len(kb.index.chunks)
+        tokens = manifest.get("embedded_tokens_est", 0)
+        name = "bundled KB" if Path(corpus).resolve() == Path(settings.kb_dir).resolve() else Path(corpus).name
+        results[name] = {
+            "documents": len(manifest.get("documents", {})),
+            "chunks": chunks,
+            "seconds": elapsed,
+            "chunks_per_s": chunks / elapsed if elapsed else 0.0,
+            "tokens_est": tokens,
+            "tokens_per_s": tokens / timings["embed_s"] if timings.get("embed_s") else 0.0,
+            **timings,
+        }
+    forget_loaded()
+
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"assistant bench --ingest ({os.cpu_count()} cores; first-time index, fresh cache)")
+    for col in ("corpus", "docs", "chunks", "total", "chunks/s", "~tokens/s", "parse+chunk", "embed", "index+write"):
+        table.add_column(col)
+    for name, r in results.items():
+        table.add_row(name, str(r["documents"]), str(r["chunks"]), f"{r['seconds']:.1f} s", f"{r['chunks_per_s']:.1f}",
+                      f"{r['tokens_per_s']:.0f}", f"{r.get('parse_chunk_s', 0):.2f} s", f"{r.get('embed_s', 0):.1f} s",
+                      f"{r.get('index_s', 0):.1f} s")
+    Console().print(table)
+    return results

@@ -208,12 +208,18 @@ def doctor(serving_url: str | None, log_path: str | None, as_json: bool) -> None
 @click.option("--queries", type=int, default=30, show_default=True, help="Warm queries to time.")
 @click.option("--runs", type=int, default=5, show_default=True, help="Cold `ask` runs to time.")
 @click.option("--kb", type=click.Path(file_okay=False), default=None)
-def bench(queries: int, runs: int, kb: str | None) -> None:
+@click.option("--ingest", "ingest_only", is_flag=True, help="Instead, time a first-time index of whole doc trees (chunks/s).")
+@click.option("--corpus", "corpora", multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="With --ingest: a doc tree to index (repeatable; default: the KB and ../shared/corpora/*).")
+def bench(queries: int, runs: int, kb: str | None, ingest_only: bool, corpora: tuple[str, ...]) -> None:
     """Print start-up, retrieval latency and ingest timings measured on this machine."""
 
     def body() -> None:
-        from .bench import run_bench
+        from .bench import run_bench, run_ingest_bench
 
+        if ingest_only:
+            run_ingest_bench(settings_for(kb), [Path(c) for c in corpora] or None, echo=click.echo)
+            return
         run_bench(settings_for(kb), queries=queries, runs=runs, echo=click.echo)
 
     _run(body)
@@ -232,13 +238,17 @@ def serve(host: str, port: int, workers: int, kb: str | None) -> None:
 
         import uvicorn
 
+        from .api import api_tokens
         from .knowledge import open_kb
 
         if kb:
             os.environ["ASSISTANT_KB_DIR"] = str(Path(kb).resolve())  # the workers read settings from the environment
         settings = settings_for(kb)
+        tokens = api_tokens(settings)  # refuse ", ," here, in one line, before any worker starts
         open_kb(settings, progress=lambda m: click.echo(m, err=True))  # build the index once, before the workers start
-        click.echo(f"serving on http://{host}:{port} (page /, API docs /docs) with {workers} worker(s)", err=True)
+        docs = "" if tokens else ", API docs /docs"
+        auth = f"bearer tokens required ({len(tokens)} configured)" if tokens else "no authentication (set ASSISTANT_API_TOKENS)"
+        click.echo(f"serving on http://{host}:{port} (page /{docs}) with {workers} worker(s); {auth}", err=True)
         uvicorn.run("assistant.api:app_factory", factory=True, host=host, port=port, workers=workers, log_level="warning")
 
     _run(body)
