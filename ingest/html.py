@@ -49,7 +49,7 @@ def html_to_markdown(html: str) -> tuple[str, str]:
             break
     main = main or soup
     markdown = MarkdownConverter(heading_style="ATX", bullets="-", escape_underscores=False, escape_asterisks=False,
-                                 escape_misc=False, strip=["img"]).convert_soup(main)
+                                 escape_misc=False, strip=["img"], table_infer_header=True).convert_soup(main)
     markdown = re.sub(r"\n{3,}", "\n\n", markdown).strip() + "\n"
     # Confluence titles read "Space : Page"; the page is what the reader asked about.
     if " : " in title:

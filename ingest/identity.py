@@ -75,10 +75,11 @@ def settle_ids(docs: list[Document]) -> tuple[list[Document], list[str]]:
     for doc in docs:
         source = doc.source
         if seen_sources.get(source, doc.root) != doc.root:
-            source = f"{Path(doc.root).name}/{doc.source}"
+            folder = Path(doc.root).name if doc.root != doc.path else Path(doc.path).parent.name  # a file given as its own source
+            source = f"{folder}/{doc.source}"
             n = 2
             while seen_sources.get(source, doc.root) != doc.root:
-                source = f"{Path(doc.root).name}-{n}/{doc.source}"
+                source = f"{folder}-{n}/{doc.source}"
                 n += 1
         seen_sources[source] = doc.root
         owner = owners.get(doc.id)
