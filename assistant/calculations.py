@@ -45,7 +45,7 @@ _ASK_KV = re.compile(r"how many tokens|多少(?: ?个)? ?token|kv (?:cache )?cap
 _ASKING = re.compile(r"how (?:many|much|big|large)|多少|多大|几|\?|吗|计算|算一下|估算|compute|calculate|estimate|what(?:'s| is)")
 _LOGPROBS = re.compile(r"logprob")
 _MSG_WORDS = re.compile(r"message|消息|msgmax|msgmnb|queue|队列|size|大小|多大|bytes|字节|ipc")
-_DECODE = re.compile(r"decode (?:token )?budget|decode tokens|解码 ?(?:token)? ?预算|留给输出|输出预算")
+_DECODE = re.compile(r"decode (?:token )?budget|decode tokens|tokens? (?:left )?for (?:decode|outputs?)|解码 ?(?:token)? ?预算|留给 ?(?:输出|decode|解码)|输出预算")
 _ASK_SEQS = re.compile(r"max[_ -]?num[_ -]?seqs|how many (?:seqs|sequences|requests)|concurren|并发|支撑|support")
 _VLLM = re.compile(r"vllm")
 _FASTDEPLOY = re.compile(r"fastdeploy|num_blocks_global|total_block_num|kv_cache_ratio")
@@ -88,6 +88,8 @@ NAMES = {
     "max_concurrency_tokens": ("Maximum concurrency line", "Maximum concurrency 日志行"),
     "max_concurrency_x": ("Maximum concurrency (x)", "Maximum concurrency（倍数）"),
     "hidden_size": ("hidden_size", "hidden_size"),
+    "kv_lora_rank": ("kv_lora_rank", "kv_lora_rank"),
+    "qk_rope_head_dim": ("qk_rope_head_dim", "qk_rope_head_dim"),
     "mtp": ("MTP", "MTP"),
 }
 
@@ -109,6 +111,8 @@ WHERE = {
     "num_kv_heads": ("`num_key_value_heads` in config.json (with GQA it is smaller than `num_attention_heads`)",
                      "config.json 里的 `num_key_value_heads`（GQA 模型比 `num_attention_heads` 小）"),
     "head_dim": ("`head_dim` in config.json, or `hidden_size` ÷ `num_attention_heads`", "config.json 里的 `head_dim`，或 `hidden_size` ÷ `num_attention_heads`"),
+    "kv_lora_rank": ("`kv_lora_rank` in the model's config.json (MLA models)", "模型 config.json 里的 `kv_lora_rank`（MLA 模型）"),
+    "qk_rope_head_dim": ("`qk_rope_head_dim` in the model's config.json (MLA models)", "模型 config.json 里的 `qk_rope_head_dim`（MLA 模型）"),
     "dtype": ("`torch_dtype` in config.json (bf16/fp16), or `--kv-cache-dtype` (fp8)", "config.json 里的 `torch_dtype`（bf16/fp16），或 `--kv-cache-dtype`（fp8）"),
     "gpu_memory": ("one GPU's total memory: `nvidia-smi` or `assistant tool gpu_status`", "单卡总显存：`nvidia-smi` 或 `assistant tool gpu_status`"),
     "weights": ("vLLM's start-up log: `Model loading took N GiB`", "vLLM 启动日志：`Model loading took N GiB`"),
@@ -128,6 +132,8 @@ FORMULAS = {
                           "每张卡的 KV token 数 = (显存 GiB × gpu_memory_utilization − 权重 ÷ TP) ÷ 每 token 的 KV 字节数；并发 = KV token 数 ÷ max_model_len"),
     "fastdeploy_decode_budget": ("decode tokens = total_blocks × (1 − kv_cache_ratio) × block_size; max_num_seqs = decode tokens ÷ average output tokens",
                                  "解码 token 数 = total_blocks × (1 − kv_cache_ratio) × block_size；max_num_seqs = 解码 token 数 ÷ 平均输出 token 数"),
+    "kv_bytes_per_token_mla": ("bytes per token = layers × (kv_lora_rank + qk_rope_head_dim) × dtype bytes (MLA: one latent, no K/V factor)",
+                               "每 token 字节数 = 层数 × (kv_lora_rank + qk_rope_head_dim) × dtype 字节数（MLA：只存一个 latent）"),
     "logprobs_message_size": ("message bytes from batch, top_logprobs and MTP; messages per queue = kernel.msgmnb ÷ message bytes",
                               "消息字节数由 batch、top_logprobs 和 MTP 决定；每个队列的消息数 = kernel.msgmnb ÷ 消息字节数"),
 }
@@ -167,6 +173,7 @@ class CapacityAnswer:
     notes: list[dict[str, str]] = field(default_factory=list)
     defaults: list[dict[str, str]] = field(default_factory=list)  # documented defaults used, each said out loud
     error: str | None = None  # a tool's own refusal (e.g. a value out of range)
+    formula: str | None = None  # a FORMULAS key when the tool has a variant (MLA)
 
     @property
     def computed(self) -> bool:
@@ -184,7 +191,7 @@ class CapacityAnswer:
             return (f"Computed with {self.tool}: {result['formula']}. {result.get('explanation', {}).get('en', '')} "
                     f"Values used: {_values_line(self.values, 'en')}.").strip()
         asks = [NAMES.get(k, (k, k))[0] for k in self.missing] + [p["en"] for p in self.problems]
-        return (f"A {self.tool} calculation ({FORMULAS[self.tool][0]}) cannot be done yet: {'; '.join(asks) or self.error}. "
+        return (f"A {self.tool} calculation ({FORMULAS[self.formula or self.tool][0]}) cannot be done yet: {'; '.join(asks) or self.error}. "
                 f"Do not invent these numbers; ask the user for them.")
 
 
@@ -420,6 +427,11 @@ def _dtype(plan: _Plan) -> None:
 def _plan_kv_bytes(f: _Facts) -> _Plan:
     plan = _Plan("kv_bytes_per_token", f)
     plan.need("num_layers", "num_layers", f.get("num_layers"))
+    if f.asked("kv_lora_rank") or f.asked("qk_rope_head_dim"):  # MLA (DeepSeek): one latent per token, no KV heads
+        plan.need("kv_lora_rank", "kv_lora_rank", f.get("kv_lora_rank"))
+        plan.need("qk_rope_head_dim", "qk_rope_head_dim", f.get("qk_rope_head_dim"))
+        _dtype(plan)
+        return plan
     kv_heads = f.get("num_kv_heads")
     if kv_heads is None and f.asked("num_attention_heads"):
         heads = f.get("num_attention_heads")
@@ -463,7 +475,7 @@ def _plan_kv_capacity(f: _Facts) -> list[_Plan]:
                 f"{given.written} 是整个模型每 token 的 KV，还是 TP {tp.value} 时每张卡的？请给出每张卡的数值"))
         else:
             plan.need("kv_bytes_per_token", "kv_bytes_per_token", given)
-    elif any(f.asked(k) for k in ("num_layers", "num_kv_heads", "head_dim")):
+    elif any(f.asked(k) for k in ("num_layers", "num_kv_heads", "head_dim", "kv_lora_rank")):
         shape = _plan_kv_bytes(f)
         plans.insert(0, shape)  # its result fills kv_bytes_per_token when the chain runs
     else:
@@ -544,7 +556,7 @@ def route(x: Extraction, facts: _Facts) -> str | None:
         return "fastdeploy_decode_budget"
     if _ASK_BLOCKS.search(t) and not _ASK_BYTES.search(t):
         return "blocks_needed"
-    shape = any(facts.asked(k) for k in ("num_layers", "num_kv_heads", "head_dim"))
+    shape = any(facts.asked(k) for k in ("num_layers", "num_kv_heads", "head_dim", "kv_lora_rank"))
     memory = facts.asked("gpu_memory") or facts.asked("weights")
     if memory and _asks_anything(t):
         return "kv_cache_capacity"
@@ -574,6 +586,8 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None) 
         return None
     plans = _plan_kv_capacity(facts) if tool == "kv_cache_capacity" else [_PLANNERS[tool](facts)]
     answer = CapacityAnswer(tool)
+    if tool == "kv_bytes_per_token" and (x.has("kv_lora_rank") or x.has("qk_rope_head_dim")):
+        answer.formula = "kv_bytes_per_token_mla"
     for plan in plans:
         answer.values += [v for v in plan.values if v not in answer.values]
         answer.missing += [m for m in plan.missing if m not in answer.missing]
@@ -659,7 +673,8 @@ def explain(answer: "CapacityAnswer | ToolCall", lang: str) -> str:
             lines.append(h["values"])
             lines += [f"- {_shown(v, lang)}" for v in answer.values]
     else:
-        lines = [f"**{h['missing']}** ({answer.tool})", "", f"{h['formula']}{FORMULAS[answer.tool][idx]}", ""]
+        formula = FORMULAS[answer.formula or answer.tool][idx]
+        lines = [f"**{h['missing']}** ({answer.tool})", "", f"{h['formula']}{formula}", ""]
         if answer.error:
             lines.append(answer.error)
         if answer.missing:

@@ -26,6 +26,8 @@ MAX_VALUE = Decimal(10) ** 15
 PRE_GAP = 16  # characters allowed between a label and the number after it ("block_size 我们改成了 128")
 POST_GAP = 6  # characters allowed between a number and its noun ("17131 个 block")
 OFF_SIDE_PENALTY = 6  # a label on its unusual side ("blocks: 17131") loses to one on its usual side
+WEAK_PENALTY = 10  # "平均"/"each request" yield to a nearby "输入"/"output": "prompts average 1.5k" is input
+WEAK = {"per_request"}
 
 # Chinese punctuation that NFKC keeps, or that would glue numbers together ("9000，128" → "9000,128").
 _PUNCT = str.maketrans({"，": ", ", "、": ", ", "。": ". ", "；": "; ", "！": "! ", "？": "? ", "～": "~", "〜": "~",
@@ -64,7 +66,7 @@ FRACTIONAL = {"kv_cache_ratio", "gpu_memory_utilization"}  # the labels whose pl
 class Role:
     kind: str
     category: str
-    canonical: str  # "pre": the label usually comes before its number; "post": after it
+    canonical: str  # "pre": the label usually comes before its number; "post": after it; "both": either
 
 
 def _roles(*items: tuple[str, str, str]) -> tuple[Role, ...]:
@@ -84,7 +86,7 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     (r"tokens? ?(?:per|/|each|every) ?block|token ?每个? ?block", _roles(("block_size", NAME, "post"))),
     (r"block[ _-]?size|blocksize|块大小|page[ _-]?size|每个? ?(?:kv )?block(?: ?的)?(?: ?大小| ?能?放| ?有| ?存)?|每块|per block|each block(?: holds| has| stores)?",
      _roles(("block_size", NAME, "pre"))),
-    (r"blocks? of(?= ?[0-9])|blocks?, each(?= ?[0-9])", _roles(("num_blocks", NOUN, "post"), ("block_size", NAME, "pre"))),
+    (r"blocks? of size|blocks? of(?= ?[0-9])|blocks?, each(?= ?[0-9])|blocks? with size", _roles(("num_blocks", NOUN, "post"), ("block_size", NAME, "pre"))),
     (r"max[ _-]?num[ _-]?seqs?|max[ _-]?seqs", _roles(("max_num_seqs", NAME, "pre"))),
     (r"kv[ _-]?cache[ _-]?ratio", _roles(("kv_cache_ratio", NAME, "pre"))),
     (r"(?:kernel\.)?msgmax", _roles(("msgmax", NAME, "pre"))),
@@ -100,6 +102,8 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     (r"num[ _-]?key[ _-]?value[ _-]?heads|num[ _-]?kv[ _-]?heads|kv ?头数|kv[ _-]?heads? ?数", _roles(("num_kv_heads", NAME, "pre"))),
     (r"num[ _-]?attention[ _-]?heads|注意力头数", _roles(("num_attention_heads", NAME, "pre"))),
     (r"hidden[ _-]?size|隐藏层维度", _roles(("hidden_size", NAME, "pre"))),
+    (r"kv[ _-]?lora[ _-]?rank", _roles(("kv_lora_rank", NAME, "pre"))),
+    (r"qk[ _-]?rope[ _-]?head[ _-]?dim", _roles(("qk_rope_head_dim", NAME, "pre"))),
     (r"gpu ?数量?|卡数|显卡数量?|number of gpus|gpu count|num[ _-]?gpus", _roles(("gpu_count", NAME, "pre"))),
     (r"max[ _-]?model[ _-]?len(?:gth)?|max[ _-]?seq[ _-]?len|max[ _-]?context(?:[ _-]?len(?:gth)?)?|上下文长度|上下文|context[ _-]?length"
      r"|context[ _-]?window|最大长度|max(?:imum)? length|序列长度|full[ -]length|满长度", _roles(("max_model_len", MOD, "pre"))),
@@ -110,16 +114,19 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     (r"(?:sessions?|requests?|users?|conversations?|并发) of|(?:个 ?)?会话, ?每个?|(?:个 ?)?并发, ?每个?",
      _roles(("sessions", NOUN, "post"), ("per_request", MOD, "pre"))),
     (r"(?:bytes?|字节|b) ?(?:per|/|每个?) ?token|字节每 ?token", _roles(("kv_bytes_per_token", NOUN, "post"))),
+    (r"(?:generated|output|completion|new|decode) tokens?|输出 ?tokens?", _roles(("output_tokens", NOUN, "post"))),
+    (r"(?:prompt|input|prefill) tokens?|输入 ?tokens?", _roles(("input_tokens", NOUN, "post"))),
     # modifiers: they say which kind of tokens or bytes a number counts
     (r"total capacity of|gpu has a total capacity of", _roles(("gpu_memory", MOD, "pre"))),  # torch's OOM message
     (r"输入 ?(?:加|\+|和|与|及|跟|加上) ?输出|输入输出(?:合计|总和|总共|一共|合起来|加起来)?|input ?(?:\+|and|plus|&) ?output"
      r"|prompt ?(?:\+|and|plus|&) ?(?:completion|output|generation)|in ?\+ ?out|总长度|total(?: length| tokens?)?|合计|一共|总共|加起来",
      _roles(("in_out", MOD, "pre"))),
-    (r"输入|input|prompt|prefill|isl|上文", _roles(("input", MOD, "pre"))),
-    (r"输出|output|completion|generation|生成|decode|decoding|osl|回复|回答", _roles(("output", MOD, "pre"))),
+    (r"输入|inputs?|prompts?|prefill|isl|上文", _roles(("input", MOD, "pre"))),
+    (r"输出|outputs?|completions?|generations?|生成|decode|decoding|osl|回复|回答", _roles(("output", MOD, "pre"))),
     (r"gpu kv cache size|kv[ _-]?cache[ _-]?blocks?|kv[ _-]?blocks?|gpu[ _-]?blocks?|cache blocks?", _roles(("num_blocks", NOUN, "post"))),
     (r"kv[ _-]?cache[ _-]?size|kv ?cache ?(?:大小|容量|总量|能放|可缓存|可以放|holds?|has|can hold)|kv[ _-]?cache|kv ?缓存|kvcache",
      _roles(("kv_cache_tokens", MOD, "pre"))),
+    (r"per token|/ ?token|每个? ?token|每 ?tok|a token|one token", _roles(("per_token", MOD, "both"))),
     (r"平均每个?请求|每个?请求(?: ?的)?(?: ?平均)?|每条请求|单个?请求|请求平均|each request|per request|every request|a request|one request"
      r"|average request|avg request|request (?:size|length)|请求长度|平均长度|each session|per session|每个?会话|每个?用户|per user|each|每个|每条|每路",
      _roles(("per_request", MOD, "pre"))),
@@ -128,7 +135,6 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
      _roles(("weights", MOD, "pre"))),
     (r"显存大小|显存|gpu memory|gpu mem|vram|memory per gpu|per[ -]gpu memory|hbm|显卡内存|gpu 内存|memory",
      _roles(("gpu_memory", MOD, "pre"))),
-    (r"per token|/ ?token|每个? ?token|每 ?tok|a token|one token", _roles(("per_token", MOD, "post"))),
     # nouns: what is counted
     (r"(?:(?:块|张|台|个) ?)?(?:gpus?|cards?|显卡|卡(?!住|顿|死)|a100s?|h100s?|h800s?|h20|h200s?|a800s?|l40s?|l20|l4|4090s?|3090s?|v100s?|t4|a10g?|mi300x?|910b|昇腾)",
      _roles(("gpus", NOUN, "post"))),
@@ -144,12 +150,36 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
 ]
 
 
+def _alternatives(pattern: str) -> list[str]:
+    """The top-level alternatives of a pattern ("a|b(c|d)" → ["a", "b(c|d)"])."""
+    out, depth, start, escaped = [], 0, 0, False
+    for i, ch in enumerate(pattern):
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            out.append(pattern[start:i])
+            start = i + 1
+    return out + [pattern[start:]]
+
+
 def _bounded(pattern: str) -> str:
-    """Word boundaries for the ASCII ends of a pattern, so "tp" does not match inside "http"."""
-    return rf"(?<![a-z0-9_]){pattern}(?![a-z0-9_])"
+    """Word boundaries on the ASCII ends of each alternative, so "tp" does not match inside "http" nor
+    "port" inside "support"; a Chinese end needs none ("8块" and "17131blocks" still read)."""
+    parts = []
+    for alt in _alternatives(pattern):
+        head = r"(?<![a-z_])" if alt[:1].isascii() and alt[:1] not in "-#/\\" else ""
+        tail = "" if not alt[-1:].isascii() else r"(?![a-z0-9_])"
+        parts.append(f"{head}(?:{alt}){tail}")
+    return "|".join(parts)
 
 
-_LABEL_RE = re.compile("|".join(f"(?P<l{i}>{_bounded(p)})" if p[0].isascii() else f"(?P<l{i}>{p})" for i, (p, _) in enumerate(_LABELS)))
+_LABEL_RE = re.compile("|".join(f"(?P<l{i}>{_bounded(p)})" for i, (p, _) in enumerate(_LABELS)))
 _DTYPE = re.compile(r"(?<![a-z0-9_])(bfloat16|bf16|float16|fp16|half|float32|fp32|fp8_e4m3|fp8_e5m2|fp8|int8)(?![a-z0-9_])")
 _KV_DTYPE = re.compile(r"kv[ _-]?cache[ _-]?dtype(?: ?[=:] ?| )(bfloat16|bf16|float16|fp16|half|float32|fp32|fp8_e4m3|fp8_e5m2|fp8|int8|auto)")
 _MTP_ON = re.compile(r"(?<![a-z])mtp(?![a-z])|multi[ -]token prediction|投机解码|speculative decoding")
@@ -299,11 +329,11 @@ def _candidates(numbers: list[Quantity], labels: list[_Label], text: str) -> lis
             if lab.end < prev_end or len(gap) > PRE_GAP or _SEPARATOR.search(gap):
                 break
             for ri, role in enumerate(lab.roles):
-                key = ("pre", role.category)
+                key = ("pre", role.category, role.kind in WEAK)
                 if key in seen:
                     continue
                 seen.add(key)
-                penalty = 0 if role.canonical == "pre" else OFF_SIDE_PENALTY
+                penalty = (0 if role.canonical in ("pre", "both") else OFF_SIDE_PENALTY) + (WEAK_PENALTY if role.kind in WEAK else 0)
                 out.append((len(gap.strip()) + penalty, ni, j, ri))
         k = j
         while k < len(labels) and labels[k].start < q.end:
@@ -314,11 +344,11 @@ def _candidates(numbers: list[Quantity], labels: list[_Label], text: str) -> lis
             if not _POST_FILLER.fullmatch(gap) and len(gap.strip()) > 0:
                 break
             for ri, role in enumerate(lab.roles):
-                key = ("post", role.category)
+                key = ("post", role.category, role.kind in WEAK)
                 if key in seen:
                     continue
                 seen.add(key)
-                penalty = 0 if role.canonical == "post" else OFF_SIDE_PENALTY
+                penalty = (0 if role.canonical in ("post", "both") else OFF_SIDE_PENALTY) + (WEAK_PENALTY if role.kind in WEAK else 0)
                 out.append((len(gap.strip()) + penalty, ni, k, ri))
             k += 1
     return sorted(out)
@@ -354,8 +384,8 @@ def _resolve(q: Quantity, name: str, mod: str, noun: str) -> tuple[str, str]:
         return ("kv_cache_tokens" if noun in ("tokens", "tokens_per_request") else ""), unit
     if mod in _TOKEN_MODS and noun in ("tokens", "tokens_per_request", ""):
         return _TOKEN_MODS[mod], unit
-    if noun == "tokens_per_request":
-        return "tokens_per_request", unit
+    if noun in ("tokens_per_request", "input_tokens", "output_tokens"):
+        return noun, unit
     if noun == "tokens":
         return "tokens", unit  # tokens of no stated kind; the router decides whether that is enough
     return "", unit

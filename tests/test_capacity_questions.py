@@ -32,9 +32,13 @@ def test_stored_expectations_are_what_the_tools_compute(case):
     assert call.error is None and call.result[case["key"]] == case["expected"]
 
 
-def _calc_block(text: str, lang: str) -> str:
-    """The calculation part of an answer: everything before the KB article's title."""
-    return text.split("\n### ", 1)[0]
+def _shown_block(case: dict, lang: str) -> str:
+    """The calculation block the answer must start with, built the same way answer_question builds it."""
+    from assistant.config import bundled_kb_dir
+    from assistant.tools.logs import diagnose_text
+
+    numbers = diagnose_text(case["log"], str(bundled_kb_dir())).numbers if case["log"] else None
+    return explain(capacity_answer(case["question"], numbers), lang)
 
 
 def _numbers(text: str) -> set[str]:
@@ -54,8 +58,8 @@ def test_every_capacity_case_through_the_no_llm_answer(case, bundled_settings, b
         return
     if "missing" in case:  # a needed value is missing or unclear: ask, compute nothing
         assert calls == []
-        block = _calc_block(answer.answer, answer.lang)
-        assert block.startswith(missing), block[:200]
+        block = _shown_block(case, answer.lang)
+        assert answer.answer.startswith(block) and block.startswith(missing), answer.answer[:300]
         known = re.sub(r"\D+", " ", (case["question"] + " " + (case["log"] or "")).replace(",", ""))
         formula_digits = {"1", "2"}  # "(1 − kv_cache_ratio)", "2 × layers" in the formulas shown
         assert all(n in known or n in formula_digits for n in _numbers(block)), block  # only the asker's own numbers
@@ -63,10 +67,10 @@ def test_every_capacity_case_through_the_no_llm_answer(case, bundled_settings, b
     (call,) = [c for c in calls if c["name"] == case["tool"]]
     assert call["error"] is None and call["arguments"] == case["arguments"]
     assert call["result"][case["key"]] == case["expected"]
-    block = _calc_block(answer.answer, answer.lang)
+    block = _shown_block(case, answer.lang)
     formula = call["result"]["formula_zh" if answer.lang == "zh" else "formula"]
-    assert block.startswith(done) and formula in block  # the work is shown, above the KB article
-    assert answer.answer.index(formula) < answer.answer.find("\n### ") or "\n### " not in answer.answer
+    assert answer.answer.startswith(block) and block.startswith(done)  # the work is shown first, above the KB article
+    assert f"`{formula}`" in block
 
 
 def test_defaults_are_said_out_loud_and_override_them_when_given():
