@@ -140,9 +140,9 @@ FORMULAS = {
 
 HEADINGS = {
     "en": {"done": "Calculation", "missing": "Calculation: more numbers needed, nothing computed", "formula": "Formula: ",
-           "values": "Values used:", "need": "Missing:", "given": "Given: ", "ask": "Please check:"},
+           "values": "Values used:", "need": "Missing:", "given": "Given: ", "ask": "Please check:", "notes": "Notes:"},
     "zh": {"done": "计算结果", "missing": "计算：还缺数据，暂不计算", "formula": "公式：", "values": "使用的数值：", "need": "缺少：",
-           "given": "已知：", "ask": "请确认："},
+           "given": "已知：", "ask": "请确认：", "notes": "说明："},
 }
 
 
@@ -692,6 +692,6 @@ def explain(answer: "CapacityAnswer | ToolCall", lang: str) -> str:
                 for v in given))
     notes = (answer.defaults if answer.computed else []) + answer.notes
     if notes:
-        lines.append("")
+        lines += ["", h["notes"]]
         lines += [f"- {n[lang]}" for n in notes]
     return "\n".join(lines).rstrip()
