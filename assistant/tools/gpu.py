@@ -63,7 +63,7 @@ def _try(fn, *args, default=None):
         return default
 
 
-@tool
+@tool(reads_host=True)
 def gpu_status() -> GPUReport:
     """Driver and CUDA version, each GPU's memory, utilisation, temperature, ECC errors and processes, and the link (NVLink/PCIe topology, P2P) between every pair of GPUs."""
     try:

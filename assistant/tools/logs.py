@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
 
-from . import tool
+from . import LOCAL_PATH, tool
 
 SEVERITY = {"critical": 0, "warning": 1, "info": 2}
 # Signatures that decide an incident on their own; others are supporting evidence.
@@ -135,7 +136,7 @@ def diagnose_text(text: str, kb: object = None) -> LogDiagnosis:
 
 
 @tool
-def diagnose_log(text: str | None = None, path: str | None = None, _kb_dir: str | None = None) -> LogDiagnosis:
+def diagnose_log(text: str | None = None, path: Annotated[str | None, LOCAL_PATH] = None, _kb_dir: str | None = None) -> LogDiagnosis:
     """Scan a server log for known failure signatures (CUDA out of memory, NCCL error, free_list_len: 0, Waiting for free blocks in KV cache, …) and for numbers such as num_blocks_global; each finding names the KB article that explains it.
 
     Args:

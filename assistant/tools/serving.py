@@ -12,8 +12,9 @@ import re
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
+from typing import Annotated
 
-from . import tool
+from . import URL, tool
 
 # suffix → field; first match wins
 _METRICS = {
@@ -41,10 +42,21 @@ class ServingReport:
     findings: list[dict] = field(default_factory=list)  # {"severity", "message", "article"}
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A serving endpoint has no reason to redirect; following one would let an allowed host
+    send the probe to a host that is not allowed."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
 def _get(url: str, timeout: float) -> tuple[int, str]:
     req = urllib.request.Request(url, headers={"Accept": "application/json, text/plain"})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with _OPENER.open(req, timeout=timeout) as resp:
             return resp.status, resp.read(2_000_000).decode("utf-8", errors="replace")
     except urllib.error.HTTPError as exc:
         return exc.code, ""
@@ -90,7 +102,7 @@ def interpret(report: ServingReport) -> None:
 
 
 @tool
-def serving_status(base_url: str, timeout_s: float = 3.0) -> ServingReport:
+def serving_status(base_url: Annotated[str, URL], timeout_s: float = 3.0) -> ServingReport:
     """Health, served models, running/waiting requests, KV-cache usage and preemptions of a vLLM or FastDeploy server, interpreted against the KB.
 
     Args:
