@@ -16,6 +16,14 @@ from . import tool
 
 ENV_PREFIXES = ("NCCL_", "CUDA_VISIBLE_DEVICES", "ENABLE_V1_KVCACHE_SCHEDULER", "HF_ENDPOINT", "HF_HOME",
                 "HF_HUB_OFFLINE", "VLLM_", "PYTORCH_CUDA_ALLOC_CONF", "FD_")
+# Values are shown only for these known, non-secret settings (a prefix ends with "_"); every
+# other matching variable is reported by name, because VLLM_API_KEY and FD_* secrets exist.
+ENV_VALUES = ("NCCL_", "CUDA_VISIBLE_DEVICES", "ENABLE_V1_KVCACHE_SCHEDULER", "HF_ENDPOINT", "HF_HOME", "HF_HUB_OFFLINE",
+              "PYTORCH_CUDA_ALLOC_CONF", "VLLM_USE_V1", "VLLM_ATTENTION_BACKEND", "VLLM_WORKER_MULTIPROC_METHOD",
+              "VLLM_LOGGING_LEVEL", "VLLM_USE_MODELSCOPE", "VLLM_HOST_IP", "VLLM_PORT", "VLLM_ENABLE_V1_MULTIPROCESSING",
+              "FD_ENABLE_MAX_PREFILL", "FD_DEBUG")
+SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
+HIDDEN = "<set, value hidden>"
 DOCKER_DEFAULT_SHM = 64 * 2**20
 
 
@@ -120,7 +128,28 @@ def _hf_cache(root: Path, env: dict[str, str]) -> HFCache:
     return HFCache(str(path), path.exists(), os.access(probe, os.W_OK))
 
 
-@tool
+def reported_env(env: dict[str, str]) -> dict[str, str]:
+    """The serving-related variables: names always, values only for known non-secret ones
+    (URLs without their user:password part); anything named like a secret is hidden."""
+    out: dict[str, str] = {}
+    for name, value in sorted(env.items()):
+        if not name.startswith(ENV_PREFIXES):
+            continue
+        upper = name.upper()
+        shown = any(upper == v or (v.endswith("_") and upper.startswith(v)) for v in ENV_VALUES)
+        if any(word in upper for word in SECRET_WORDS) or not shown:
+            out[name] = HIDDEN
+        else:
+            out[name] = _without_userinfo(str(value))
+    return out
+
+
+def _without_userinfo(value: str) -> str:
+    """HF_ENDPOINT=https://user:pass@mirror/ shows as https://mirror/."""
+    return re.sub(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]*@", r"\1", value)
+
+
+@tool(reads_host=True)
 def host_status(_root: str = "/", _environ: dict | None = None, _python_paths: list | None = None) -> HostReport:
     """System V message-queue limits (kernel.msgmax/msgmnb/msgmni, as `ipcs -l` shows), /dev/shm size, whether this runs in a container, NCCL/CUDA/Hugging Face environment variables, whether the installed torch is a CUDA build, and whether the Hugging Face cache is writable."""
     import sys
@@ -136,7 +165,7 @@ def host_status(_root: str = "/", _environ: dict | None = None, _python_paths: l
         shm_bytes=_shm_size(root),
         in_container=False,
         container_evidence=_container(root),
-        env={k: v for k, v in sorted(env.items()) if k.startswith(ENV_PREFIXES)},
+        env=reported_env(env),
         torch=_torch(paths),
         hf_cache=_hf_cache(root, env),
     )
