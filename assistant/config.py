@@ -72,6 +72,9 @@ class Settings:
     llm_api_key: str = ""
     llm_connect_timeout: float = 3.0
     llm_timeout: float = 60.0  # for the whole answer, tool steps included
+    # Silence allowed before the first streamed chunk (and between chunks): a hung endpoint
+    # falls back to the KB answer after this, a slow one that keeps streaming may finish.
+    llm_first_token_timeout: float = 10.0
     llm_max_tool_steps: int = 4
     tool_timeout: float = 10.0
     llm_passages: int = 6
@@ -81,6 +84,11 @@ class Settings:
     per_client_concurrency: int = 4
     cors_origins: str = ""  # comma-separated; empty = CORS off
     feedback_db: str = ""  # empty = <cache_dir>/feedback.sqlite3
+    feedback_timeout: float = 0.5  # seconds to wait for a locked feedback DB; answering never waits longer
+    feedback_retention_days: float = 90.0  # answers nobody rated are pruned after this; 0 keeps them
+    # Seconds between checks that the KB files and runbooks are unchanged (a stat per file);
+    # a changed source is re-indexed in the background, a vanished one reported in /readyz.
+    kb_check_interval: float = 30.0
     # Hosts the HTTP tool endpoint may probe with serving_status (it must not become a
     # way to make the server fetch arbitrary URLs).
     serving_hosts_allow: str = "127.0.0.1,localhost,::1"

@@ -11,10 +11,12 @@ message beside tool calls carries "" rather than null (some servers reject null)
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable
+from urllib.parse import urlsplit, urlunsplit
 
 from .config import Settings
 from .errors import AssistantError
@@ -58,6 +60,20 @@ class LLMResult:
     notes: list[str] = field(default_factory=list)
 
 
+log = logging.getLogger(__name__)
+
+
+def redact_url(url: str) -> str:
+    """The URL without user:password, for logs: the LLM's address may carry credentials."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparsable URL>"
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
+
+
 def _client(settings: Settings):
     import openai
 
@@ -69,26 +85,42 @@ def _client(settings: Settings):
     )
 
 
-def _explain(exc: Exception, base_url: str) -> str:
+def _explain(exc: Exception, settings: Settings, waited_for_first: bool) -> str:
+    """One line for the person asking. It never names the endpoint: answers and notes go to
+    HTTP and Slack clients, and the URL may carry credentials. The log gets the redacted URL."""
     import openai
 
+    log.warning("LLM call to %s failed: %s", redact_url(settings.llm_base_url), type(exc).__name__)
     if isinstance(exc, openai.APITimeoutError):
-        return f"the LLM at {base_url} did not answer in time"
+        if waited_for_first:
+            silence = min(settings.llm_first_token_timeout, settings.llm_timeout)
+            return f"the LLM did not answer in time (nothing within {silence:g} s)"
+        return "the LLM did not answer in time"
     if isinstance(exc, openai.APIConnectionError):
-        return f"the LLM at {base_url} is unreachable"
+        return "the LLM is unreachable"
     if isinstance(exc, openai.APIStatusError):
-        return f"the LLM at {base_url} returned HTTP {exc.status_code}"
-    return f"the LLM at {base_url} failed ({type(exc).__name__}: {str(exc)[:120]})"
+        return f"the LLM returned HTTP {exc.status_code}"
+    return f"the LLM call failed ({type(exc).__name__})"
 
 
 def resolve_model(client, settings: Settings) -> str:
     if settings.llm_model:
         return settings.llm_model
-    models = client.models.list()
+    models = client.models.list(timeout=_budget(settings, settings.llm_first_token_timeout))
     first = next(iter(models), None)
     if first is None:
-        raise LLMError(f"the LLM at {settings.llm_base_url} serves no model", "set ASSISTANT_LLM_MODEL")
+        raise LLMError("the LLM serves no model", "set ASSISTANT_LLM_MODEL")
     return first.id
+
+
+def _budget(settings: Settings, remaining: float):
+    """Time limits for one request: connect, then at most llm_first_token_timeout of silence
+    (waiting for the first chunk, or between chunks), all within what is left of the answer."""
+    import openai
+
+    remaining = max(0.5, remaining)
+    silence = min(settings.llm_first_token_timeout, remaining)
+    return openai.Timeout(remaining, connect=min(settings.llm_connect_timeout, remaining), read=silence)
 
 
 def passages_for(kb, retrieval, lang: str, limit: int) -> list:
@@ -115,7 +147,8 @@ def build_messages(question: str, passages: list, lang: str, grounded: bool, con
     return [{"role": "system", "content": PROMPTS.get(lang, PROMPTS["en"])}, {"role": "user", "content": user}]
 
 
-_REF = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+_REF = re.compile(r"\[(\d{1,4}(?:\s*,\s*\d{1,4})*)\]")  # bounded: int() of 5,000 digits raises
+_SPACE_BEFORE_PUNCT = re.compile(r"(?<! ) +([.,;。，；])")
 
 
 def fix_citations(text: str, passages: list) -> tuple[str, list]:
@@ -131,7 +164,9 @@ def fix_citations(text: str, passages: list) -> tuple[str, list]:
         kept = [f"[{mapping[int(x)]}]" for x in m.group(1).split(",") if int(x) in mapping]
         return "".join(dict.fromkeys(kept))
 
-    fixed = re.sub(r" +([.,;。，；])", r"\1", _REF.sub(repl, text))
+    # (?<! ) starts a match only at the first space of a run: without it a long run of spaces
+    # is rescanned from every position (quadratic).
+    fixed = _SPACE_BEFORE_PUNCT.sub(r"\1", _REF.sub(repl, text))
     return fixed.strip(), [passages[n - 1] for n in mapping]
 
 
@@ -156,38 +191,41 @@ class _Turn:
     tool_calls: list[dict]  # {"id", "name", "arguments"}
 
 
-def _complete(client, model: str, messages: list, tools: list | None, on_token: Callable[[str], None] | None, timeout=None) -> _Turn:
-    kwargs: dict = {"model": model, "messages": messages, "temperature": 0.1}
-    if timeout is not None:
-        kwargs["timeout"] = timeout
+def _complete(client, model: str, messages: list, tools: list | None, on_token: Callable[[str], None] | None,
+              deadline: float, settings: Settings, chunks_seen: list[int]) -> _Turn:
+    """One chat request, always streamed: a streaming endpoint shows it is alive with its
+    first chunk, so a hung one is given up after llm_first_token_timeout while a slow one that
+    keeps sending may use the whole budget. The whole call ends by `deadline`."""
+    kwargs: dict = {"model": model, "messages": messages, "temperature": 0.1, "stream": True,
+                    "timeout": _budget(settings, deadline - time.monotonic())}
     if tools:
         kwargs["tools"] = tools
-    if on_token is None:
-        resp = client.chat.completions.create(**kwargs)
-        if not resp.choices:
-            raise LLMError("the LLM returned no choices")
-        msg = resp.choices[0].message
-        calls = [{"id": tc.id or f"call_{i}", "name": tc.function.name, "arguments": tc.function.arguments or ""}
-                 for i, tc in enumerate(msg.tool_calls or []) if getattr(tc, "function", None)]
-        return _Turn(msg.content or "", calls)
     parts: list[str] = []
     calls: dict[int, dict] = {}
-    for chunk in client.chat.completions.create(stream=True, **kwargs):
-        if not chunk.choices:
-            continue
-        delta = chunk.choices[0].delta
-        if delta is None:
-            continue
-        if delta.content:
-            parts.append(delta.content)
-            on_token(delta.content)
-        for tc in delta.tool_calls or []:
-            slot = calls.setdefault(tc.index or 0, {"id": "", "name": "", "arguments": ""})
-            if tc.id:
-                slot["id"] = tc.id
-            if tc.function is not None:
-                slot["name"] += tc.function.name or ""
-                slot["arguments"] += tc.function.arguments or ""
+    stream = client.chat.completions.create(**kwargs)
+    try:
+        for chunk in stream:
+            chunks_seen[0] += 1
+            if time.monotonic() > deadline:
+                raise LLMError(f"the LLM did not finish within {settings.llm_timeout:g} s")
+            if not chunk.choices:
+                continue
+            delta = chunk.choices[0].delta
+            if delta is None:
+                continue
+            if delta.content:
+                parts.append(delta.content)
+                if on_token is not None:
+                    on_token(delta.content)
+            for tc in delta.tool_calls or []:
+                slot = calls.setdefault(tc.index or 0, {"id": "", "name": "", "arguments": ""})
+                if tc.id:
+                    slot["id"] = tc.id
+                if tc.function is not None:
+                    slot["name"] += tc.function.name or ""
+                    slot["arguments"] += tc.function.arguments or ""
+    finally:
+        stream.close()
     ordered = [dict(v, id=v["id"] or f"call_{k}") for k, v in sorted(calls.items()) if v["name"]]
     return _Turn("".join(parts), ordered)
 
@@ -204,34 +242,35 @@ def llm_answer(
     on_token: Callable[[str], None] | None = None,
     on_tool: Callable[[str], None] | None = None,
 ) -> LLMResult:
-    """Ask the LLM; raise LLMError with a one-line reason when no usable answer comes back."""
-    from .tools import ToolCall, call_tool, registry
+    """Ask the LLM; raise LLMError with a one-line reason when no usable answer comes back.
+
+    The model is offered the tools the current caller may use (see tools.acting_for): all of
+    them on the CLI, only the remote-safe ones, under the same checks, for HTTP and Slack."""
+    from .tools import ToolCall, available, call_tool, current_caller
 
     try:
         import openai
     except ImportError as exc:  # a broken install, not a user error
         raise LLMError("the openai package is missing", "pip install openai") from exc
-    base = settings.llm_base_url
+    caller = current_caller()
     deadline = time.monotonic() + settings.llm_timeout
     passages = passages_for(kb, retrieval, lang, settings.llm_passages)
     messages = build_messages(question, passages, lang, retrieval.grounded, context)
-    tools = [t.openai_schema() for t in registry().values()] if use_tools else None
+    tools = [t.openai_schema(caller) for t in available(caller).values()] if use_tools else None
     records: list[ToolCall] = []
     seen: dict[str, object] = {}
     notes: list[str] = []
+    chunks_seen = [0]  # in the current request: none when it fails means the endpoint sent nothing
     try:
         client = _client(settings)
         model = resolve_model(client, settings)
         turn = None
         for step in range(settings.llm_max_tool_steps + 1):
             if time.monotonic() > deadline:
-                raise LLMError(f"the LLM at {base} did not finish within {settings.llm_timeout:.0f} s")
+                raise LLMError(f"the LLM did not finish within {settings.llm_timeout:g} s")
             offer = tools if (tools and step < settings.llm_max_tool_steps) else None
-            # Each call gets what is left of the answer's budget, so the whole exchange
-            # (all tool steps included) ends within llm_timeout.
-            remaining = max(0.5, deadline - time.monotonic())
-            budget = openai.Timeout(remaining, connect=min(settings.llm_connect_timeout, remaining))
-            turn = _complete(client, model, messages, offer, on_token, timeout=budget)
+            chunks_seen[0] = 0
+            turn = _complete(client, model, messages, offer, on_token, deadline, settings, chunks_seen)
             if not turn.tool_calls:
                 break
             if offer is None:  # tools were not offered but the model called one anyway
@@ -243,10 +282,10 @@ def llm_answer(
                 key = f"{c['name']}:{_canonical(c['arguments'])}"
                 if key in seen:
                     payload = {"error": "this exact call was already made; use its result instead of calling again", "earlier_result": seen[key]}
-                    notes.append(f"refused a repeated call to {c['name']}")
+                    notes.append(f"refused a repeated call to {_shown_name(c['name'], tools)}")
                 else:
                     remaining = max(1.0, min(settings.tool_timeout, deadline - time.monotonic()))
-                    record = call_tool(c["name"], c["arguments"], timeout=remaining)
+                    record = call_tool(c["name"], c["arguments"], timeout=remaining, caller=caller)
                     records.append(record)
                     payload = {"error": record.error} if record.error else {"result": record.result}
                     seen[key] = payload
@@ -258,9 +297,10 @@ def llm_answer(
         exc.tool_calls = [r.to_dict() for r in records]
         raise
     except openai.OpenAIError as exc:
-        raise _failed(_explain(exc, base), records) from exc
+        raise _failed(_explain(exc, settings, waited_for_first=chunks_seen[0] == 0), records) from exc
     except (ValueError, KeyError, TypeError, AttributeError) as exc:  # malformed responses
-        raise _failed(f"the LLM at {base} sent a malformed response ({type(exc).__name__})", records) from exc
+        log.warning("malformed response from the LLM at %s", redact_url(settings.llm_base_url), exc_info=exc)
+        raise _failed(f"the LLM sent a malformed response ({type(exc).__name__})", records) from exc
     text = turn.content if turn else ""
     prompt_text = "\n".join(str(m.get("content", "")) for m in messages)
     why = looks_like_garbage(text, prompt_text)
@@ -274,6 +314,12 @@ def llm_answer(
     if detect_lang(fixed) != lang:
         notes.append(f"the LLM answered in {detect_lang(fixed)} although the question is in {lang}")
     return LLMResult(fixed, model, cited, [r.to_dict() for r in records], notes)
+
+
+def _shown_name(name: str, tools: list | None) -> str:
+    """A tool name fit for a note: one the model invented is not echoed to the user."""
+    offered = {t["function"]["name"] for t in tools or []}
+    return name if name in offered else "an unknown tool"
 
 
 def _failed(message: str, records: list) -> LLMError:

@@ -6,6 +6,8 @@ Each POST /v1/chat/completions takes the next step of the script:
   {"tool_calls": [{"name": ..., "arguments": "..."}]}  a tool call (arguments: raw string)
   {"status": 500}                                      an HTTP error
   {"hang": 5.0}                                        no answer for that many seconds
+  {"content": "text", "chunk_delay": 0.3}              a slow stream: that long before every chunk
+  {"stall": 5.0}                                       a stream's headers, then silence that long
   {"raw": "not json"}                                  a malformed body
 A step can also be a function of the request body returning one of these. When the
 script runs out, the last step repeats. Requests are recorded for assertions.
@@ -75,12 +77,20 @@ class ScriptedLLM:
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Connection", "close")
                 self.end_headers()
-                for chunk in owner.chunks(step):
-                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                    self.wfile.flush()
-                self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
+                if "stall" in step:
+                    time.sleep(step["stall"])
+                    return
                 self.close_connection = True
+                try:
+                    for chunk in owner.chunks(step):
+                        time.sleep(step.get("chunk_delay", 0))
+                        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                        self.wfile.flush()
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a deadline under test): nothing to report
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True

@@ -206,3 +206,55 @@ def test_live_endpoint_answers_a_grounded_question(bundled_settings, bundled_kb)
     answer = answer_question(LOGPROBS_Q, settings, kb=bundled_kb)
     assert answer.grounded and answer.citations
     assert answer.backend.startswith("llm:") or answer.notes  # either the model answered or we know why not
+
+
+@pytest.mark.parametrize("step", [{"hang": 20.0}, {"stall": 20.0}], ids=["no-headers", "headers-then-silence"])
+def test_a_hung_endpoint_falls_back_after_the_first_token_deadline_not_the_whole_budget(bundled_settings, bundled_kb, step):
+    settings = _settings(bundled_settings, "", model="m", timeout=60.0, llm_first_token_timeout=1.0)
+    with ScriptedLLM([step]) as llm:
+        started = time.monotonic()
+        answer = answer_question(LOGPROBS_Q, replace(settings, llm_base_url=llm.url), kb=bundled_kb)
+        elapsed = time.monotonic() - started
+    assert answer.backend == "extractive" and "kernel.msgmax=1048576" in answer.answer
+    assert any("nothing within 1 s" in n for n in answer.notes), answer.notes
+    assert elapsed < 5.0
+
+
+def test_a_slow_but_streaming_endpoint_may_use_the_whole_budget(bundled_settings, bundled_kb):
+    text = "Raise kernel.msgmax with sysctl -w kernel.msgmax=1048576 [1]."  # 10 chunks, 0.3 s apart
+    settings = _settings(bundled_settings, "", model="m", timeout=30.0, llm_first_token_timeout=1.0)
+    with ScriptedLLM([{"content": text, "chunk_delay": 0.3}]) as llm:
+        started = time.monotonic()
+        answer = answer_question(LOGPROBS_Q, replace(settings, llm_base_url=llm.url), kb=bundled_kb)
+        elapsed = time.monotonic() - started
+    assert answer.backend == "llm:m" and answer.answer.startswith("Raise kernel.msgmax") and answer.notes == []
+    assert elapsed > 2.5  # it took longer than the first-token deadline, and that was fine
+
+
+def test_a_stream_that_outlasts_the_total_budget_is_cut_off(bundled_settings, bundled_kb):
+    settings = _settings(bundled_settings, "", model="m", timeout=1.5, llm_first_token_timeout=1.0)
+    with ScriptedLLM([{"content": "word " * 40, "chunk_delay": 0.2}]) as llm:
+        started = time.monotonic()
+        answer = answer_question(LOGPROBS_Q, replace(settings, llm_base_url=llm.url), kb=bundled_kb)
+    assert answer.backend == "extractive" and any("did not finish within 1.5 s" in n for n in answer.notes), answer.notes
+    assert time.monotonic() - started < 4.0
+
+
+def test_notes_never_carry_the_llm_url_and_logs_redact_its_credentials(bundled_settings, bundled_kb, caplog):
+    with ScriptedLLM([{"status": 500}]) as llm:
+        url = llm.url.replace("http://", "http://alice:hunter2@")
+        with caplog.at_level("WARNING"):
+            answer = answer_question(LOGPROBS_Q, _settings(bundled_settings, url, model="m"), kb=bundled_kb)
+    assert answer.backend == "extractive"
+    assert any(n.startswith("the LLM returned HTTP 500") for n in answer.notes), answer.notes
+    shown = json.dumps(answer.to_dict())
+    assert "hunter2" not in shown and "127.0.0.1" not in shown and "alice" not in shown
+    logged = caplog.text
+    assert "hunter2" not in logged and "alice" not in logged and "***@127.0.0.1" in logged
+
+
+def test_citation_cleanup_is_linear_on_long_runs_of_spaces():
+    started = time.perf_counter()
+    text, _ = fix_citations("a" + " " * 8000 + "b [1]" + "[" + "9" * 5000 + "]", ["p1"])
+    assert time.perf_counter() - started < 0.05
+    assert text.startswith("a") and text.endswith("]")
