@@ -8,10 +8,15 @@
 - Slack retries an event it thinks was not handled; event ids already seen are ignored.
 - Markdown becomes Slack mrkdwn, long answers are split under Slack's limits, and the
   last message carries 👍/👎 buttons that land in the feedback store.
+- Requests are checked before Bolt sees them: a bad timestamp or signature gets 401, a
+  signed body that is not JSON 422, and a well-signed but malformed event is ignored with a
+  200 (Slack would only retry it) and a log line.
+- Answers are made on behalf of a remote caller: the LLM gets the tools safe for Slack only.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections import OrderedDict
@@ -22,6 +27,7 @@ from starlette.requests import Request  # at module level: FastAPI resolves the 
 from .config import Settings
 
 SECTION_LIMIT = 2900  # a section block holds 3000 characters
+log = logging.getLogger(__name__)
 MESSAGE_BLOCKS = 45  # Slack allows 50 blocks per message
 
 
@@ -64,7 +70,11 @@ def _escape(text: str) -> str:
 def _inline(text: str) -> str:
     text = _escape(text)
     text = re.sub(r"\*\*(.+?)\*\*", r"*\1*", text)
-    return re.sub(r"\[([^\]]+)\]\((https?://[^)\s]+)\)", r"<\2|\1>", text)
+    # [^\[\]] (not [^\]]): a match attempt stops at the next "[", so "[[[[…" is linear, not quadratic.
+    return _LINK.sub(r"<\2|\1>", text)
+
+
+_LINK = re.compile(r"\[([^\[\]]+)\]\((https?://[^)\s]+)\)")
 
 
 def split_message(text: str, limit: int = SECTION_LIMIT) -> list[str]:
@@ -128,7 +138,8 @@ _MENTION = re.compile(r"<@[A-Z0-9]+>")
 def thread_question(text: str, history: list[dict], bot_user: str | None) -> str:
     """The question to answer: a follow-up carries the thread's first question with it."""
     current = _MENTION.sub("", text).strip()
-    asked = [_MENTION.sub("", m.get("text", "")).strip() for m in history if not m.get("bot_id") and m.get("user") != bot_user]
+    asked = [_MENTION.sub("", m["text"]).strip() for m in history
+             if isinstance(m, dict) and isinstance(m.get("text"), str) and not m.get("bot_id") and m.get("user") != bot_user]
     asked = [a for a in asked if a and a != current]
     if not asked:
         return current
@@ -169,6 +180,10 @@ def build_app(settings: Settings, answer: Callable[[str], object], record: Calla
     bot_user: dict[str, str | None] = {"id": None}
 
     def handle(event: dict, body: dict, client) -> None:
+        problem = event_problem({"type": "event_callback", "event": event})
+        if problem:  # mount_http checked already; Socket Mode events arrive here directly
+            log.warning("ignored a malformed Slack event: %s", problem)
+            return
         if not seen.first_time(body.get("event_id")):
             return
         channel, ts = event["channel"], event["ts"]
@@ -211,25 +226,71 @@ def build_app(settings: Settings, answer: Callable[[str], object], record: Calla
     def on_feedback(ack, body, action, client):
         ack()
         rating = 1 if action["action_id"] == "feedback_up" else -1
-        user = body.get("user", {}).get("id", "")
+        user = _field(body, "user", "id")
         try:
-            feedback(action["value"], rating, user)
+            feedback(str(action.get("value", "")), rating, user)
             text = "Thanks for the feedback!" if rating > 0 else "Thanks — noted for the maintainers."
-        except Exception:
+        except Exception as exc:
+            log.warning("Slack feedback not saved: %s", getattr(exc, "message", type(exc).__name__))
             text = "Sorry, that feedback could not be saved."
-        channel = body.get("channel", {}).get("id")
+        channel = _field(body, "channel", "id")
         if channel and user:
-            client.chat_postEphemeral(channel=channel, user=user, text=text,
-                                      thread_ts=body.get("message", {}).get("thread_ts"))
+            client.chat_postEphemeral(channel=channel, user=user, text=text, thread_ts=_field(body, "message", "thread_ts") or None)
 
     return app
 
 
+def _field(body: dict, outer: str, inner: str) -> str:
+    """body[outer][inner] as a string, or "" when either level is missing or not what Slack sends."""
+    value = body.get(outer)
+    got = value.get(inner) if isinstance(value, dict) else None
+    return got if isinstance(got, str) else ""
+
+
+_TS = re.compile(r"\d{1,12}(?:\.\d{1,9})?")
+
+
+def event_problem(payload: object) -> str | None:
+    """What is wrong with a (signature-checked) Slack payload, or None. The handlers may then
+    rely on the fields they read; anything else would be a KeyError or a 500."""
+    if not isinstance(payload, dict):
+        return "the payload is not a JSON object"
+    kind = payload.get("type")
+    if kind == "event_callback":
+        event = payload.get("event")
+        if not isinstance(event, dict):
+            return "event_callback without an event object"
+        if event.get("type") in ("app_mention", "message"):
+            for name in ("channel", "ts"):
+                if not isinstance(event.get(name), str) or not event[name]:
+                    return f"{event.get('type')} event without {name}"
+            for name in ("ts", "thread_ts"):
+                if name in event and not (isinstance(event[name], str) and _TS.fullmatch(event[name])):
+                    return f"{name} is not a Slack timestamp"
+            for name in ("text", "user", "bot_id", "subtype", "channel_type"):
+                if name in event and event[name] is not None and not isinstance(event[name], str):
+                    return f"{name} is not a string"
+        if "event_id" in payload and not isinstance(payload["event_id"], str):
+            return "event_id is not a string"
+    elif kind == "block_actions":
+        actions = payload.get("actions")
+        if not isinstance(actions, list) or not all(isinstance(a, dict) and isinstance(a.get("action_id", ""), str) for a in actions):
+            return "block_actions without a list of actions"
+        for name in ("user", "channel", "message"):
+            if name in payload and not isinstance(payload[name], dict):
+                return f"{name} is not an object"
+    return None
+
+
 def _callbacks(settings: Settings, kb_getter, store):
     from .answer import answer_question
+    from .tools import acting_for, remote_caller
+
+    caller = remote_caller(settings.serving_hosts_allow)
 
     def answer(question: str):
-        return answer_question(question, settings, kb=kb_getter())
+        with acting_for(caller):  # a Slack user is a remote caller, and so is the LLM answering them
+            return answer_question(question, settings, kb=kb_getter())
 
     return answer, (lambda a: store.record_answer(a, "slack")), (lambda answer_id, rating, user: store.add_feedback(answer_id, rating, "", user))
 
@@ -239,6 +300,8 @@ def mount_http(fastapi_app, settings: Settings, state) -> None:
     from fastapi.concurrency import run_in_threadpool
     from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
 
+    from starlette.responses import JSONResponse, Response
+
     answer, record, feedback = _callbacks(settings, state.wait_loaded, state.feedback)
     bolt = build_app(settings, answer, record, feedback)
     fastapi_app.state.slack = bolt
@@ -246,8 +309,45 @@ def mount_http(fastapi_app, settings: Settings, state) -> None:
     @fastapi_app.post("/slack/events", include_in_schema=False)
     async def slack_events(request: Request):
         body = await request.body()
+        stamp = request.headers.get("x-slack-request-timestamp", "")
+        signature = request.headers.get("x-slack-signature", "")
+        if not signature_ok(settings.slack_signing_secret, stamp, signature, body):
+            log.warning("refused a Slack request: bad or stale signature")
+            return JSONResponse({"error": "invalid Slack signature or timestamp", "hint": "check SLACK_SIGNING_SECRET"}, status_code=401)
+        try:
+            payload = _parse(body, request.headers.get("content-type", ""))
+        except ValueError:
+            log.warning("refused a signed Slack request whose body is not JSON")
+            return JSONResponse({"error": "the Slack request body is not valid JSON", "hint": ""}, status_code=422)
+        problem = event_problem(payload)
+        if problem:
+            log.warning("ignored a malformed Slack event: %s", problem)
+            return Response(status_code=200)
         response = await run_in_threadpool(bolt.dispatch, to_bolt_request(request, body))
         return to_starlette_response(response)
+
+
+def signature_ok(secret: str, stamp: str, signature: str, body: bytes) -> bool:
+    """Slack's v0 signature over the raw bytes, checked before anything reads the body: the
+    timestamp must be digits within five minutes (int() of anything else was a 500), and the
+    body need not be UTF-8 to be refused cleanly. Constant-time comparison."""
+    import hashlib
+    import hmac
+    import time
+
+    if not (stamp.isascii() and stamp.isdigit() and len(stamp) <= 12) or abs(time.time() - int(stamp)) > 300:
+        return False
+    expected = "v0=" + hmac.new(secret.encode(), b"v0:" + stamp.encode() + b":" + body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected.encode(), signature.encode("utf-8", "replace"))
+
+
+def _parse(body: bytes, content_type: str) -> object:
+    """The payload as Bolt will read it (JSON, or a form whose `payload` is JSON); ValueError
+    (UnicodeDecodeError and JSONDecodeError are ValueErrors) when it cannot be read."""
+    from slack_bolt.request.internals import parse_body
+
+    text = body.decode("utf-8")
+    return parse_body(text, content_type.split(";")[0].strip() or None)
 
 
 def run_socket_mode(settings: Settings) -> None:

@@ -201,3 +201,49 @@ def test_markdown_to_mrkdwn_and_message_splitting():
     code = "```\n" + "\n".join("echo " + "y" * 100 for _ in range(80)) + "\n```"
     assert all(p.count("```") % 2 == 0 for p in split_message(code, 2900))
     assert thread_question("<@UBOT> and with MTP?", [{"user": "U1", "text": "<@UBOT> logprobs hang"}], "UBOT") == "logprobs hang\nand with MTP?"
+
+
+# ---------------------------------------------------------------- malformed requests (issue 11, items 8 and 12)
+
+def test_a_non_numeric_timestamp_is_refused_not_a_500(slack, caplog):
+    live, standin, _ = slack
+    body = _event({"type": "app_mention", "user": "U1", "text": "<@UBOT> hi", "ts": "1.3", "channel": "C1"}, "Ev-ts")
+    headers = dict(_signed(body), **{"X-Slack-Request-Timestamp": "soon"})
+    r = httpx.post(live.url + "/slack/events", content=body, headers=headers, timeout=10)
+    assert r.status_code == 401 and set(r.json()) == {"error", "hint"}
+    assert "Traceback" not in caplog.text
+
+
+def test_a_signed_body_that_is_not_json_gets_422(slack):
+    live, _, _ = slack
+    for body in ("{this is not json", "payload=%7Bbroken"):
+        ctype = "application/json" if body.startswith("{") else "application/x-www-form-urlencoded"
+        r = httpx.post(live.url + "/slack/events", content=body, headers=_signed(body, content_type=ctype), timeout=10)
+        assert r.status_code == 422 and set(r.json()) == {"error", "hint"}, body
+    raw = b'{"type": "event_callback", "x": "\xff"}'
+    ts = str(int(time.time()))
+    sig = "v0=" + hmac.new(SECRET.encode(), f"v0:{ts}:".encode() + raw, hashlib.sha256).hexdigest()
+    r = httpx.post(live.url + "/slack/events", content=raw, headers={"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": sig,
+                                                                      "Content-Type": "application/json"}, timeout=10)
+    assert r.status_code == 422
+
+
+@pytest.mark.parametrize("event", [
+    {"type": "app_mention", "user": "U1", "text": "<@UBOT> NCCL error", "ts": "1700000009.000100"},  # no channel
+    {"type": "app_mention", "user": "U1", "text": "<@UBOT> NCCL error", "ts": "yesterday", "channel": "C9"},
+    {"type": "app_mention", "user": "U1", "text": ["not", "text"], "ts": "1700000009.000300", "channel": "C9"},
+], ids=["no-channel", "bad-ts", "text-not-string"])
+def test_malformed_events_are_ignored_with_200_and_a_log_line(slack, caplog, event):
+    live, standin, _ = slack
+    body = _event(event, f"Ev-bad-{event['ts']}")
+    r = httpx.post(live.url + "/slack/events", content=body, headers=_signed(body), timeout=10)
+    assert r.status_code == 200
+    time.sleep(0.5)
+    assert not [p for m, p in standin.calls if p.get("channel") == "C9" or p.get("timestamp") == event["ts"]]
+    assert "ignored a malformed Slack event" in caplog.text and "Traceback" not in caplog.text
+
+
+def test_links_in_long_bracket_runs_format_in_linear_time():
+    started = time.perf_counter()
+    out = to_mrkdwn("[" * 8000 + "x](http://e.x)")
+    assert time.perf_counter() - started < 0.05 and out.endswith("<http://e.x|x>")
