@@ -106,21 +106,33 @@ def edit_distance_at_most(a: str, b: str, limit: int) -> bool:
 
 def correct_typos(tokens: list[str], vocabulary: Collection[str]) -> list[str]:
     """Replace an unknown ASCII token by the closest KB term (distance 1, or 2 for long words)
-    that starts with the same two letters. Only tokens the KB has never seen are touched."""
+    that starts with the same two letters. Only tokens the KB has never seen are touched.
+
+    Terms are grouped by their first two letters once per call and each distinct token is
+    looked up once, so an 8 kB question of unknown words costs one pass over the vocabulary,
+    not one pass per word."""
     out = []
+    by_prefix: dict[str, list[str]] | None = None
+    corrected: dict[str, str] = {}
     for token in tokens:
         if token in vocabulary or len(token) < 4 or not token.isascii() or token.isdigit():
             out.append(token)
             continue
-        limit = 2 if len(token) >= 8 else 1
-        best = None
-        for term in vocabulary:
+        if token not in corrected:
+            if by_prefix is None:
+                by_prefix = {}
+                for term in vocabulary:
+                    if term.isascii():
+                        by_prefix.setdefault(term[:2], []).append(term)
+            limit = 2 if len(token) >= 8 else 1
+            best = None
             # Typos rarely hit the first two letters; requiring them keeps real words
             # ("speed") from being "corrected" into KB terms ("seed").
-            if term[:2] == token[:2] and term.isascii() and abs(len(term) - len(token)) <= limit:
-                if edit_distance_at_most(token, term, limit):
+            for term in by_prefix.get(token[:2], ()):
+                if abs(len(term) - len(token)) <= limit and edit_distance_at_most(token, term, limit):
                     best = term if best is None or len(term) < len(best) else best
-        out.append(best or token)
+            corrected[token] = best or token
+        out.append(corrected[token])
     return out
 
 
