@@ -333,13 +333,27 @@ def _kb_topics(kb, result: Retrieval, lang: str, limit: int = 6) -> tuple[list[s
     titles: dict[str, str] = {}
     for meta in kb.index.docs.values():
         if meta.id not in titles or meta.lang == lang:
-            titles[meta.id] = meta.title
+            titles[meta.id] = _doc_label(kb, meta)
     order = [a.doc_id for a in result.articles] + sorted(titles)
     seen: list[str] = []
     for doc_id in order:
         if doc_id in titles and doc_id not in seen and "summary" not in _tags(kb, doc_id):
             seen.append(doc_id)
     return [titles[d] for d in seen[:limit]], len(titles)
+
+
+def _doc_label(kb, meta) -> str:
+    """A document's title, or — for a file whose only title is its name — its first
+    few section headings, which say more about what it covers."""
+    stem = meta.source.replace("\\", "/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    if meta.title != stem:
+        return meta.title
+    sections: list[str] = []
+    for chunk in kb.article_chunks(meta.id, meta.lang):
+        name = _display_title(chunk.title, chunk.source)
+        if name and name not in sections and name != stem:
+            sections.append(name)
+    return " · ".join(sections[:4]) or meta.title
 
 
 def _tags(kb, doc_id: str) -> set[str]:
@@ -350,7 +364,7 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
     """Say what the KB does and does not cover. When the symptom is covered but the
     question's platform, product or key subject is not, name both: the closest article
     is shown as what the KB says in general, never as the fix for this case."""
-    from .scope import HARDWARE_NAMES
+    from .scope import HARDWARE_NAMES, PRODUCT_NAMES
 
     top = result.articles[0] if result.articles else None
     title = ""
@@ -361,7 +375,7 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
         chunk = next((c for c in chunks if top.passage and c.title == top.passage), None) or top.chunks[0].chunk
         if not top.passage:
             chunk = chunks[0] if chunks[0].lang == doc_lang else chunk
-        title = (top.passage or chunk.title).split(" > ")[0] if not top.passage else top.passage
+        title = _display_title(chunk.title, chunk.source) if top.passage else chunk.title.split(" > ")[0]
         ref = cites.ref(chunk, top.relevance)
     lines: list[str] = []
     coverage = "none"
@@ -371,13 +385,13 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
         lines.append(labels["platform"].format(title=title, ref=ref, declared=declared or "NVIDIA/CUDA", platform=platforms))
         coverage = "partial"
     elif top is not None and (result.unseen or result.foreign_products) and result.symptom_covered:
-        missing = ", ".join(result.unseen + [p for p in result.foreign_products])
+        missing = ", ".join(result.unseen + [PRODUCT_NAMES.get(p, p) for p in result.foreign_products])
         lines.append(labels["partial"].format(title=title, ref=ref, missing=missing))
         coverage = "partial"
     else:
         lines.append(labels["nothing"])
         if result.unseen or result.foreign_products:
-            lines.append(labels["missing"].format(missing=", ".join(result.unseen + result.foreign_products)))
+            lines.append(labels["missing"].format(missing=", ".join(result.unseen + [PRODUCT_NAMES.get(p, p) for p in result.foreign_products])))
     topics, total = _kb_topics(kb, result, lang)
     if topics:
         lines += ["", labels["covers"].format(n=total)]
@@ -389,7 +403,7 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
         lines += ["", f"{labels['closest']}:"]
         for art in result.articles[:2]:
             chunk = art.chunks[0].chunk
-            name = art.passage or chunk.title.split(" > ")[0]
+            name = _display_title(chunk.title, chunk.source) if art.passage else chunk.title.split(" > ")[0]
             lines.append(f"- {name} {cites.ref(chunk, art.relevance)}")
     return "\n".join(lines), coverage
 
@@ -421,9 +435,10 @@ def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[s
 
 
 def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites", top_k: int) -> list[str]:
-    """Answer from the best passages of documents without article structure: each passage
-    under its own heading path, cited on its own, in the asker's language when the
-    document has a twin in it. Passages that score well below the best are left out."""
+    """Answer from the best passages of documents without article structure: each
+    passage (a section, with its subsections) under its own heading path, cited on its
+    own, in the asker's language when the document has a twin in it. Passages that score
+    well below the best are left out."""
     top = result.articles[0]
     chosen = [top]
     for art in result.articles[1:]:
@@ -433,20 +448,32 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
             chosen.append(art)
     parts: list[str] = []
     for i, art in enumerate(chosen):
-        chunk = _in_lang(kb, art, lang, result)
-        body = _bounded(_with_neighbours(kb, chunk), MAX_PASSAGE_CHARS, labels)
-        heading = chunk.title
+        best = _in_lang(kb, art, lang)
+        section = _section_chunks(kb, best)
+        heading = _display_title(best.title, best.source)
         if i == 0:
             parts.append(f"### {heading}")
         else:
             parts += ["", f"**{labels['also']}:** {heading}"]
-        parts += [f"{cites.ref(chunk, art.score)}", "", body]
+        parts += [cites.ref(best, art.score), "", _section_text(section, best, labels)]
     return parts
 
 
-def _in_lang(kb, art: ArticleMatch, lang: str, result: Retrieval):
-    """The passage itself, or — when it is in the other language and the document has a
-    twin in the asker's — the twin's passage at the same position in the document."""
+def _display_title(title: str, source: str) -> str:
+    """A passage's heading path (to its section), without a leading file name: plain-text
+    files have no title, and "001_075f06 > NCCL errors" reads worse than "NCCL errors"."""
+    from .retrieval import section_key
+
+    path = section_key(title).split(" > ")
+    stem = source.replace("\\", "/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    if len(path) > 1 and path[0] == stem:
+        path = path[1:]
+    return " > ".join(path)
+
+
+def _in_lang(kb, art: ArticleMatch, lang: str):
+    """The passage's best chunk, or — when it is in the other language and the document
+    has a twin in the asker's — the twin's chunk at the same position in the document."""
     chunk = art.chunks[0].chunk
     if chunk.lang == lang:
         return chunk
@@ -461,18 +488,44 @@ def _in_lang(kb, art: ArticleMatch, lang: str, result: Retrieval):
     return twin[min(len(twin) - 1, round(pos * len(twin) / max(1, len(own))))]
 
 
-def _with_neighbours(kb, chunk) -> str:
-    """A short passage reads better with the next one of the same section (a heading
-    followed by its table, a step followed by its command)."""
-    chunks = kb.article_chunks(chunk.doc_id, chunk.lang)
-    text = chunk.text
-    for i, c in enumerate(chunks):
-        if c.chunk_id == chunk.chunk_id and i + 1 < len(chunks) and len(text) < 300:
-            nxt = chunks[i + 1]
-            if nxt.title.startswith(chunk.title):
-                text += "\n\n" + nxt.text
-            break
-    return text
+def _section_chunks(kb, chunk) -> list:
+    """The chunks of the section `chunk` belongs to, in document order."""
+    from .retrieval import section_key
+
+    key = section_key(chunk.title)
+    return [c for c in kb.article_chunks(chunk.doc_id, chunk.lang) if section_key(c.title) == key] or [chunk]
+
+
+def _section_text(section: list, best, labels: dict) -> str:
+    """The section from its start, subsections under their own headings, bounded; when
+    the best chunk would fall past the bound, start from the best chunk instead."""
+    def render(chunks) -> str:
+        out: list[str] = []
+        last_heading = None
+        for c in chunks:
+            sub = " > ".join(c.title.split(" > ")[2:])
+            if sub and sub != last_heading:
+                out.append(f"**{sub}**")
+            last_heading = sub
+            out.append(c.text)
+        return "\n\n".join(out)
+
+    text = render(section)
+    if len(text) > MAX_PASSAGE_CHARS:
+        # Too long to quote whole: keep the best chunk, then fixes, causes and checks,
+        # then the rest, while they fit; quote them in document order.
+        rank = {"fixes": 1, "causes": 2, "checks": 3}
+        order = sorted(range(len(section)), key=lambda i: (section[i].chunk_id != best.chunk_id, rank.get(section[i].kind, 4), i))
+        keep: set[int] = set()
+        size = 0
+        for i in order:
+            cost = len(section[i].text) + 40
+            if keep and size + cost > MAX_PASSAGE_CHARS:
+                continue
+            keep.add(i)
+            size += cost
+        text = render([c for i, c in enumerate(section) if i in keep])
+    return _bounded(text, MAX_PASSAGE_CHARS, labels)
 
 
 def _bounded(text: str, limit: int, labels: dict) -> str:

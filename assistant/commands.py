@@ -64,13 +64,15 @@ def ingest(paths: tuple[str, ...], kb: str | None, forget: tuple[str, ...], rebu
               help="Which split the thresholds judge.")
 @click.option("--fit-refusals", "fit", is_flag=True, help="Fit the refusal model on the dev split and save it.")
 @click.option("--fit-with", "fit_with", multiple=True, type=click.Path(dir_okay=False),
-              help="More case files to fit on (their dev split, or all of a file without splits).")
+              help="More case files to fit on, against the same KB (their dev split, or all of a file without splits).")
+@click.option("--fit-with-kb", "fit_with_kb", multiple=True, metavar="DIR=FILE",
+              help="Cases asked against another KB directory, fitted on and used to choose the threshold.")
 @click.option("--out", type=click.Path(file_okay=False), default="eval", show_default=True, help="Where report.json and report.md go.")
 @click.option("--llm", "with_llm", is_flag=True, help="Also answer every case with the configured LLM and report its metrics.")
 @click.option("--kb", type=click.Path(file_okay=False), default=None, help="KB directory (default: the bundled KB).")
 def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, min_topic1: float, min_fix: float, min_oos: float,
-             max_false_refusals: float, split: str, judge: str, fit: bool, fit_with: tuple[str, ...], out: str,
-             with_llm: bool, kb: str | None) -> None:
+             max_false_refusals: float, split: str, judge: str, fit: bool, fit_with: tuple[str, ...],
+             fit_with_kb: tuple[str, ...], out: str, with_llm: bool, kb: str | None) -> None:
     """Score retrieval and answers on symptom→fix cases; exit 1 under the thresholds."""
 
     def body() -> None:
@@ -85,9 +87,21 @@ def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, min_topi
         if fit:
             from .refusal import fit_and_save
 
-            dev_cases = [c for c in load_cases(Path(cases)) if c.split in ("dev", "")]
-            extra = [c for path in fit_with for c in load_cases(Path(path)) if c.split in ("dev", "")]
-            click.echo(fit_and_save(kb_, settings, dev_cases + extra, calibrate_on=dev_cases), err=True)
+            from .refusal import FitSet
+
+            def dev(path: str) -> list:
+                return [c for c in load_cases(Path(path)) if c.split in ("dev", "")]
+
+            sets = [FitSet(kb_, settings, dev(cases))] + [FitSet(kb_, settings, dev(p), calibrate=False) for p in fit_with]
+            for pair in fit_with_kb:
+                other_dir, _, other_cases = pair.partition("=")
+                if not other_cases:
+                    from .errors import ConfigError
+
+                    raise ConfigError(f"--fit-with-kb {pair!r} needs DIR=FILE")
+                other = settings_for(other_dir)
+                sets.append(FitSet(open_kb(other), other, dev(other_cases)))
+            click.echo(fit_and_save(sets), err=True)
             from .refusal import reset_model
 
             reset_model()

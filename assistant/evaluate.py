@@ -187,7 +187,8 @@ def summarise(results: list[CaseResult]) -> Metrics:
             m.failures.append(f"{r.case.id}: expected {'/'.join(r.case.topics)}, cited {got}{'' if r.grounded else ' (refused)'} — {r.case.question[:160]}")
             continue
         if r.case.topics and r.case.grounded and not r.answer_pass:
-            m.failures.append(f"{r.case.id}: right topic but the fix is not in the answer — {r.case.question[:160]}")
+            why = "refused, though the first cited article is right" if not r.grounded else "right topic but the fix is not in the answer"
+            m.failures.append(f"{r.case.id}: {why} — {r.case.question[:160]}")
             continue
         if r.case.grounded and (r.rank is None or r.rank > 3):
             m.failures.append(f"{r.case.id}: not in top 3 (got {', '.join(r.top_ids)}) — {r.case.question}")

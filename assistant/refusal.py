@@ -28,9 +28,8 @@ FEATURES = (
     "coverage",  # IDF-weighted share of the question's keywords in the top article
     "kb_coverage",  # ... anywhere in the KB
     "signature",  # the question contains one of the top article's log signatures
-    "unseen_entity",  # names a near-domain subject (LoRA, guided_json…) the KB never mentions
-    "foreign_product",  # names only products the KB has no article for (SGLang, Ollama…)
-    "platform_conflict",  # on hardware the top article does not apply to
+    "unseen_entity",  # says a near-domain subject (LoRA, guided_json…) the KB does not cover
+    "unseen_pasted",  # ... named only in a pasted command line or config (--reasoning-parser …)
     "margin",  # lead of the top article over the second
     "other_lang_only",  # the top article exists only in the other language
     "unknown_terms",  # plain words the KB never uses (PostgreSQL, IPv6…), 0..1 for 0..3 of them
@@ -86,19 +85,27 @@ def features(result) -> dict[str, float]:
         return {name: 0.0 for name in FEATURES}
     top = result.articles[0]
     second = result.articles[1].score if len(result.articles) > 1 else 0.0
-    return {
+    other_lang = not (top.chunks and any(c.chunk.lang == result.lang for c in top.chunks))
+    said = set(getattr(result.scope, "said_entities", ()) or ())
+    unseen_said = [e for e in result.unseen if e in said or e not in getattr(result.scope, "entities", ())]
+    x = {
         "dense": float(top.dense),
         "coverage": float(top.coverage),
         "kb_coverage": float(result.kb_coverage),
         "signature": 1.0 if top.signatures else 0.0,
-        "unseen_entity": 1.0 if result.unseen else 0.0,
-        "foreign_product": 1.0 if result.foreign_products else 0.0,
-        "platform_conflict": 1.0 if top.hardware_conflict else 0.0,
+        "unseen_entity": 1.0 if unseen_said else 0.0,
+        "unseen_pasted": 1.0 if result.unseen and not unseen_said else 0.0,
         "margin": float(min(0.5, max(0.0, top.score - second))),
-        "other_lang_only": 0.0 if top.chunks and any(c.chunk.lang == result.lang for c in top.chunks) else 1.0,
+        "other_lang_only": 1.0 if other_lang else 0.0,
         "unknown_terms": min(3, len(result.unknown_terms)) / 3,
         "short_gap": (1.0 - float(top.coverage)) if result.n_terms <= SHORT_QUESTION_TERMS else 0.0,
     }
+    if other_lang:
+        # An English question against an article written only in Chinese shares no
+        # keywords with it by nature: the multilingual dense score is the only evidence,
+        # so the keyword signals are set from it instead of counting against the answer.
+        x.update(coverage=x["dense"], kb_coverage=max(x["kb_coverage"], x["dense"]), unknown_terms=0.0, short_gap=0.0)
+    return x
 
 
 def decide(result, min_relevance: float) -> tuple[bool, float | None, bool]:
@@ -106,9 +113,10 @@ def decide(result, min_relevance: float) -> tuple[bool, float | None, bool]:
 
     "Symptom covered" asks the same model with the question's unknown subjects and
     products left out: when that alone would answer, the refusal becomes a partial answer
-    ("the KB covers CUDA OOM, but nothing on LoRA"). An article declared for other hardware
-    never grounds an answer: its fix could be actively wrong there (a CUDA torch build on
-    a TPU)."""
+    ("the KB covers CUDA OOM, but nothing on LoRA"). Two rules come before the model: an
+    article declared for other hardware never grounds an answer (a CUDA torch build is
+    the wrong fix on a TPU), and neither does any article when the question is about a
+    serving product the KB never mentions (LMDeploy, SGLang…)."""
     if not result.articles:
         return False, 0.0, False
     top = result.articles[0]
@@ -116,10 +124,10 @@ def decide(result, min_relevance: float) -> tuple[bool, float | None, bool]:
     x = features(result)
     if model is None:
         covered = top.relevance >= min_relevance
-        return covered and not top.hardware_conflict and not result.unseen, None, covered
+        return covered and not (top.hardware_conflict or result.foreign_products or result.unseen), None, covered
     p = model.probability(x)
-    covered = model.probability({**x, "unseen_entity": 0.0, "foreign_product": 0.0, "platform_conflict": 0.0}) >= model.threshold
-    if top.hardware_conflict:
+    covered = model.probability({**x, "unseen_entity": 0.0, "unseen_pasted": 0.0}) >= model.threshold
+    if top.hardware_conflict or result.foreign_products:
         return False, p, covered
     return p >= model.threshold, p, covered
 
@@ -151,48 +159,77 @@ def choose_threshold(probs: list[float], labels: list[int], max_false_refusal: f
     `max_false_refusal` of the in-scope ones (ties broken toward answering)."""
     pos = sorted(p for p, y in zip(probs, labels) if y)
     if not pos:
-        return 0.5
+        return 1.0
     allowed = int(math.floor(max_false_refusal * len(pos)))
     # Refusing everything under pos[allowed] refuses exactly `allowed` in-scope questions.
     return max(1e-6, pos[allowed] - 1e-9) if allowed < len(pos) else pos[-1]
 
 
-def _rows(kb, settings, cases) -> tuple[list[list[float]], list[int]]:
+def _rows(kb, settings, cases) -> tuple[list[list[float]], list[int], list[str]]:
     from .retrieval import search
 
-    rows, labels = [], []
+    rows, labels, langs = [], [], []
     for case in cases:
         result = search(kb.index, kb.embedder, case.question, dense_weight=settings.dense_weight,
                         bm25_weight=settings.bm25_weight, signature_boost=settings.signature_boost,
                         faiss_min_vectors=settings.faiss_min_vectors, coverage_weight=settings.coverage_weight,
                         min_relevance=settings.min_relevance)
-        if result.articles and result.articles[0].hardware_conflict:
-            continue  # decided by the hardware rule, not by the model
+        if result.articles and (result.articles[0].hardware_conflict or result.foreign_products):
+            continue  # decided by rule, not by the model
         x = features(result)
         rows.append([x[name] for name in FEATURES])
         labels.append(1 if case.grounded else 0)
-    return rows, labels
+        langs.append(case.lang)
+    return rows, labels, langs
 
 
-def fit_and_save(kb, settings, cases, calibrate_on=None, path: Path = MODEL_PATH, l2: float = L2) -> str:
-    """Fit on `cases` (dev splits and the bundled cases only), choose the threshold on
-    `calibrate_on` (the real questions' dev split; default: the same cases), save, and
-    describe the result."""
-    rows, labels = _rows(kb, settings, cases)
+@dataclass
+class FitSet:
+    """Cases to fit on, with the KB they are asked against; `calibrate` marks the sets
+    the threshold is chosen on (real users' questions, a team's doc tree)."""
+
+    kb: object
+    settings: object
+    cases: list
+    calibrate: bool = True
+
+
+def fit_and_save(sets: list[FitSet], path: Path = MODEL_PATH, l2: float = L2) -> str:
+    """Fit on every set's cases, choose the threshold on the calibration sets, save, and
+    describe the result. Several KBs make the model hold beyond the bundled one: a team's
+    docs answer in-scope questions with higher keyword coverage than a curated KB does."""
+    rows: list[list[float]] = []
+    labels: list[int] = []
+    cal_rows: list[list[float]] = []
+    cal_labels: list[int] = []
+    cal_langs: list[str] = []
+    for fit_set in sets:
+        r, y, langs = _rows(fit_set.kb, fit_set.settings, fit_set.cases)
+        rows += r
+        labels += y
+        if fit_set.calibrate:
+            cal_rows += r
+            cal_labels += y
+            cal_langs += langs
     if not rows or len(set(labels)) < 2:
         from .errors import AssistantError
 
         raise AssistantError("fitting refusals needs both in-scope and out-of-scope cases", "use a case file with expect_topic \"oos\" cases")
     weights, bias = fit_logistic(rows, labels, l2=l2)
     model = RefusalModel(tuple(weights), bias, 0.5)
-    cal_rows, cal_labels = _rows(kb, settings, calibrate_on) if calibrate_on else (rows, labels)
+    if not cal_rows:
+        cal_rows, cal_labels, cal_langs = rows, labels, [""] * len(rows)
     probs = [model.probability(dict(zip(FEATURES, r))) for r in cal_rows]
-    threshold = choose_threshold(probs, cal_labels)
+    # The bound holds in each language, not only on average: Chinese questions score
+    # differently, and a user asking in Chinese should not be refused more often.
+    threshold = min(choose_threshold([p for p, g in zip(probs, cal_langs) if g == lang],
+                                     [y for y, g in zip(cal_labels, cal_langs) if g == lang])
+                    for lang in sorted(set(cal_langs)))
     refused_oos = sum(p < threshold for p, y in zip(probs, cal_labels) if not y) / max(1, cal_labels.count(0))
     false_ref = sum(p < threshold for p, y in zip(probs, cal_labels) if y) / max(1, cal_labels.count(1))
-    note = (f"fitted on {len(rows)} cases ({labels.count(1)} in scope, {labels.count(0)} out of scope); threshold "
-            f"{threshold:.3f} chosen on {len(cal_rows)}: {refused_oos:.2f} of out-of-scope refused, "
-            f"{false_ref:.3f} false refusals (platform-conflict cases are refused by rule and left out)")
+    note = (f"fitted on {len(rows)} cases ({labels.count(1)} in scope, {labels.count(0)} out of scope) from {len(sets)} "
+            f"case set(s); threshold {threshold:.3f} chosen on {len(cal_rows)}: {refused_oos:.2f} of out-of-scope refused, "
+            f"{false_ref:.3f} false refusals (cases refused by the platform and product rules are left out)")
     data = {"features": list(FEATURES), "weights": [round(w, 5) for w in weights], "bias": round(bias, 5),
             "threshold": round(threshold, 5), "l2": l2, "note": note}
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")

@@ -92,6 +92,12 @@ def _squash(text: str) -> str:
     return re.sub(r"\s+", "", normalize(text))
 
 
+def section_key(title: str) -> str:
+    """The passage a chunk belongs to: its heading path down to the second level
+    ("Doc > Section"), so a section's "Cause" and "Fix" subsections answer together."""
+    return " > ".join(title.split(" > ")[:2])
+
+
 def dense_scale(cosine: float | np.ndarray, lang: str = "en") -> float | np.ndarray:
     floor, ceil = DENSE_RANGE.get(lang, DENSE_RANGE["en"])
     return np.clip((cosine - floor) / (ceil - floor), 0.0, 1.0)
@@ -195,7 +201,7 @@ def search(
     order = np.argsort(-blended)
     for i in order:
         chunk = index.chunks[int(i)]
-        passage = chunk.title if chunk.doc_id in unstructured else ""
+        passage = section_key(chunk.title) if chunk.doc_id in unstructured else ""
         key = (chunk.doc_id, passage)
         match = by_article.get(key)
         if match is None:
@@ -248,10 +254,14 @@ def search(
     timings["search"] = (time.perf_counter() - t1) * 1000
     result = Retrieval(question, lang, mode, articles, False, timings, scope)
     result.unseen = unseen_entities(scope, index)
-    result.foreign_products = sorted(foreign_products(scope, kb_products))
+    result.foreign_products = sorted(foreign_products(scope, index))
     result.kb_coverage = kb_keyword_coverage(query_terms, index.doc_freq, len(article_terms))
     result.n_terms = len(query_terms)
-    result.unknown_terms = sorted(t for t in query_terms if t.isascii() and t.isalpha() and len(t) >= 4 and not index.doc_freq.get(t))
+    # Whole words only: the tokenizer also yields identifier parts and stems ("fast" and
+    # "deploy" from FastDeploy), which say nothing about the subject being unknown.
+    words = set(re.findall(r"[a-z]{4,}", query.lower()))
+    result.unknown_terms = sorted(t for t in query_terms if t.isascii() and t.isalpha() and len(t) >= 4 and not index.doc_freq.get(t)
+                                  and any(w.startswith(t) and len(w) - len(t) <= 3 for w in words))
     result.flags = split_question(question).flags if "-" in question or "=" in question else {}
     from .refusal import decide
 

@@ -29,6 +29,10 @@ PRODUCTS: dict[str, tuple[str, ...]] = {
     "mindie": ("mindie",),
 }
 
+PRODUCT_NAMES = {"vllm": "vLLM", "fastdeploy": "FastDeploy", "sglang": "SGLang", "tensorrt-llm": "TensorRT-LLM", "tgi": "TGI",
+                 "ollama": "Ollama", "llama.cpp": "llama.cpp", "lmdeploy": "LMDeploy", "triton": "Triton Inference Server",
+                 "xinference": "Xinference", "mindie": "MindIE"}
+
 # Hardware families. NVIDIA is what the bundled articles are written for; the others have
 # their own runtimes (ROCm, XLA, CANN, XPU…) where CUDA fixes do not apply.
 HARDWARE: dict[str, tuple[str, ...]] = {
@@ -46,7 +50,10 @@ HARDWARE: dict[str, tuple[str, ...]] = {
     "neuron": ("neuron", "inferentia", "trainium"),
     "apple": ("apple silicon", "mps", "macbook", "macos", "mac", "m1 max", "m2 max", "m3 max", "m4 max", "m-series"),
     "windows": ("windows", "win10", "win11"),
-    "cpu": ("cpu only", "cpu-only", "纯cpu", "纯 cpu", "only cpu", "cpu backend", "vllm_target_device=cpu", "没有gpu", "没有 gpu", "no gpu"),
+    # The machine, not the torch build: "a CPU-only PyTorch" on a GPU box is the torch article's case.
+    "cpu": ("cpu backend", "vllm-target-device=cpu", "vllm_target_device=cpu", "--device cpu", "device=cpu", "cpu-only machine", "cpu-only-",
+            "cpu-only server", "cpu-only host", "cpu only machine", "no gpu box", "no gpu machine", "without a gpu", "without gpu",
+            "only have cpu", "只有 cpu", "只有cpu", "没有显卡", "纯cpu", "纯 cpu"),
 }
 HARDWARE_NAMES = {"nvidia": "NVIDIA/CUDA", "amd": "AMD ROCm", "tpu": "TPU", "ascend": "Ascend NPU", "kunlun": "Kunlun XPU",
                   "intel": "Intel Gaudi/XPU", "hygon": "Hygon DCU", "metax": "MetaX", "iluvatar": "Iluvatar",
@@ -84,9 +91,18 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     "tokenizers": ("tokenizer", "detokeniz*", "tokenization", "分词器"),
     "beam search": ("beam search", "beam_search", "best_of", "use_beam_search"),
     "Ray clusters": ("ray cluster", "ray start", "ray://", "kuberay", "raylet"),
-    "Kubernetes": ("kubernetes", "k8s", "helm", "kubectl", "ingress"),
+    # Kubernetes as the subject (its objects and tools), not as where vLLM happens to run.
+    "Kubernetes": ("helm", "helm chart", "kubectl", "ingress", "kuberay", "daemonset", "statefulset"),
     "pipeline and expert parallelism": ("pipeline-parallel", "pipeline_parallel", "expert parallel", "expert-parallel", "enable-expert-parallel"),
     "sleep mode and weight updates": ("sleep mode", "sleep_mode", "wake_up", "update_weights", "rlhf"),
+    # Fine-tuning as the subject ("how do I run SFT"), not as the history of a model
+    # ("a fine-tuned Baichuan", "微调后的模型").
+    "fine-tuning": ("sft", "fine-tuning", "finetuning", "how to fine-tune", "how do i fine-tune", "微调训练", "怎么微调", "如何微调",
+                    "rlhf training"),
+    "GPU partitioning (MIG)": ("mig", "mig slice", "multi-instance gpu"),
+    "TLS and certificates": ("tls", "ssl certificate", "certificate", "enable https", "证书"),
+    "dashboards and alerting": ("grafana", "alert", "alerts", "alerting", "alertmanager", "pagerduty", "告警", "监控面板", "dashboard"),
+    "autoscaling": ("autoscal*", "hpa", "弹性伸缩", "扩缩容", "自动扩容"),
     "benchmark tools": ("benchmark_serving", "benchmark_throughput", "vllm bench", "benchmarks/"),
 }
 
@@ -102,6 +118,8 @@ class Scope:
     versions: tuple[tuple[int, int, int], ...] = ()
     entities: tuple[str, ...] = ()  # ENTITIES keys the question names
     entity_terms: dict[str, str] = field(default_factory=dict)  # entity → the word the question used
+    hardware_terms: dict[str, str] = field(default_factory=dict)  # hardware family → the word the question used
+    said_entities: tuple[str, ...] = ()  # the entities named in the prose, not only in a pasted command or config
 
 
 _TOKEN = re.compile(r"[\w.\-/:]+")
@@ -121,8 +139,8 @@ def _drop_model_ids(text: str) -> str:
         tok = m.group(0)
         if tok.startswith("--"):
             return tok
-        if "/" in tok or ("-" in tok and any(ch.isdigit() for ch in tok)):
-            return " "
+        if "/" in tok or ("-" in tok and any(ch.isdigit() or ch.isupper() for ch in tok)):
+            return " "  # Qwen/Qwen2-VL-7B, DeepSeek-OCR, llama-3-8b: names, not subjects
         return tok
 
     return _TOKEN.sub(keep, text)
@@ -166,19 +184,25 @@ def detect(question: str) -> Scope:
     """Products, hardware, versions and near-domain entities named in the question."""
     text = _padded(question[:8000])
     products = frozenset(p for p, names in PRODUCTS.items() if _found(text, names))
-    hardware = frozenset(h for h, names in HARDWARE.items() if _found(text, names))
-    if "kunlun" in hardware or "intel" in hardware:
-        pass  # "xpu" alone is ambiguous between them; both are non-NVIDIA either way
+    hardware_terms = {h: hit.strip() for h, names in HARDWARE.items() if (hit := _found(text, names))}
+    hardware = frozenset(hardware_terms)
     versions = tuple((int(a), int(b), int(c or 0)) for a, b, c in _VERSION.findall(text[:4000]))
     # Model ids are left out: Qwen2.5-VL-32B-Instruct-AWQ in a command line says little
     # about what is asked, while a flag such as --enable-lora says a lot.
-    said = _dashed(_drop_model_ids(text).replace(" --", " "))
+    from .cleaning import retrieval_text
+
+    said = _dashed(_padded(_drop_model_ids(question[:8000])).replace(" --", " "))
+    prose = _dashed(_padded(_drop_model_ids(retrieval_text(question[:8000]))).replace(" --", " "))
     terms: dict[str, str] = {}
+    in_prose: list[str] = []
     for entity, names in ENTITIES.items():
-        hit = _found(said, tuple(_dashed(n) for n in names))
+        needles = tuple(_dashed(n) for n in names)
+        hit = _found(said, needles)
         if hit:
             terms[entity] = hit.strip()
-    return Scope(products, hardware, versions, tuple(terms), terms)
+            if _found(prose, needles):
+                in_prose.append(entity)
+    return Scope(products, hardware, versions, tuple(terms), terms, hardware_terms, tuple(in_prose))
 
 
 def kb_text(index) -> tuple[str, str]:
@@ -198,7 +222,7 @@ def kb_text(index) -> tuple[str, str]:
     return cached
 
 
-def covers(index, word: str) -> bool:
+def covers(index, word: str, min_docs: int = 2) -> bool:
     """A KB covers a subject when a title or heading names it, or two of its documents do;
     one passing remark ("unlike speculative decoding, …") is not coverage, while one
     mention of an exact parameter name is."""
@@ -211,16 +235,24 @@ def covers(index, word: str) -> bool:
         return False
     if "-" in needle.strip("-") and " " not in needle:
         return True  # an exact parameter name (enable_prefix_caching) is specific enough
-    return sum(1 for part in body.split("\x00") if _found(part, (needle,))) >= 2
+    return min_docs <= 1 or sum(1 for part in body.split("\x00") if _found(part, (needle,))) >= min_docs
 
 
 def unseen_entities(scope: Scope, index) -> list[str]:
-    """The question's near-domain subjects that this KB does not cover."""
+    """The question's near-domain subjects that this KB does not cover. For a KB whose
+    documents declare no hardware (a team's own docs), a platform the question names
+    (Ascend, ROCm, Windows…) counts as a subject too."""
+    out: list[str] = []
+    if not kb_hardware(index):
+        for h in sorted(scope.hardware - {"nvidia"}):
+            hit = scope.hardware_terms.get(h)
+            if hit and not covers(index, hit):
+                out.append(HARDWARE_NAMES.get(h, h))
     if not scope.entities:
-        return []
+        return out
     # The word the question used, not the whole family: a KB that mentions 量化 (one
     # quantization remark) still knows nothing about bitsandbytes.
-    return [e for e in scope.entities if not covers(index, scope.entity_terms.get(e) or ENTITIES[e][0])]
+    return out + [e for e in scope.entities if not covers(index, scope.entity_terms.get(e) or ENTITIES[e][0])]
 
 
 def kb_hardware(index) -> frozenset[str]:
@@ -254,11 +286,15 @@ def product_mismatch(scope: Scope, product: str, kb_products: frozenset[str]) ->
     return bool(named) and product not in named and product not in ("general", "")
 
 
-def foreign_products(scope: Scope, kb_products: frozenset[str]) -> frozenset[str]:
-    """Products the question names that this KB has no article for, when it names none it has."""
-    if scope.products & kb_products:
-        return frozenset()
-    return scope.products - kb_products
+def foreign_products(scope: Scope, index) -> frozenset[str]:
+    """Serving products the question names that this KB never mentions, when it names
+    none that the KB does mention ("lmdeploy crashes at 4 concurrent requests" against a
+    vLLM/FastDeploy KB). Only for KBs whose articles declare a `product`; a mention
+    anywhere in the KB's text counts as known, so a team's SGLang runbook does."""
+    if not scope.products or all(m.product in ("general", "") for m in index.docs.values()):
+        return frozenset()  # a KB that declares no products (a team's own docs) cannot judge
+    known = {p for p in scope.products if any(covers(index, name, min_docs=1) for name in PRODUCTS[p])}
+    return frozenset() if known else scope.products
 
 
 def _parse_version(text: str) -> tuple[int, int, int] | None:
