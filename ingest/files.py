@@ -9,6 +9,7 @@ so `assistant ingest` can list what it skipped.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,51 +36,51 @@ def content_hash(data: bytes | str) -> str:
 
 
 def _size(path: Path) -> int:
+    """Size of a regular file; -1 for anything else (a FIFO would block the reader)."""
+    import stat
+
     try:
-        return path.stat().st_size
+        st = path.stat()
     except OSError:
         return -1
+    return st.st_size if stat.S_ISREG(st.st_mode) else -1
 
 
 def survey(root: Path) -> tuple[list[Path], list[Skipped]]:
     """KB files under root (or root itself) in a stable order, and what was passed over.
 
-    Hidden folders (.git, .venv…) are reported once per folder, not file by file.
+    Hidden folders (.git, .venv…) are reported once and never walked.
     """
     skipped: list[Skipped] = []
     if root.is_file():
         candidates = [root]
-        base = root.parent
     elif root.is_dir():
-        candidates = sorted(root.rglob("*"))
-        base = root
+        candidates = []
+        for folder, dirs, names in os.walk(root):
+            for d in [d for d in dirs if d.startswith(".")]:
+                dirs.remove(d)  # never walked: a .git can hold thousands of files
+                skipped.append(Skipped(os.path.join(folder, d), "hidden folder"))
+            for name in names:
+                if name.startswith("."):
+                    skipped.append(Skipped(os.path.join(folder, name), "hidden"))
+                else:
+                    candidates.append(Path(folder, name))
+        candidates.sort()
     else:
         return [], [Skipped(str(root), "does not exist")]
     out: list[Path] = []
-    hidden: dict[str, int] = {}
     for path in candidates:
-        rel = path.relative_to(base)
-        hidden_part = next((i for i, part in enumerate(rel.parts) if part.startswith(".")), None)
-        if hidden_part is not None and root.is_dir():
-            if path.is_file():
-                top = str(base.joinpath(*rel.parts[: hidden_part + 1]))
-                hidden[top] = hidden.get(top, 0) + 1
-            continue
-        if not path.is_file():
-            continue
         suffix = path.suffix.lower()
         if suffix not in SUFFIXES:
             skipped.append(Skipped(str(path), f"unknown type ({suffix or 'no extension'})"))
             continue
         size = _size(path)
         if size < 0:
-            skipped.append(Skipped(str(path), "unreadable"))
+            skipped.append(Skipped(str(path), "not a readable regular file"))
         elif size > MAX_FILE_BYTES:
             skipped.append(Skipped(str(path), f"too big ({size / 1e6:.1f} MB > {MAX_FILE_BYTES / 1e6:.0f} MB)"))
         else:
             out.append(path)
-    for top, count in hidden.items():
-        skipped.append(Skipped(top, f"hidden ({count} file{'s' if count != 1 else ''})"))
     return out, skipped
 
 

@@ -251,7 +251,7 @@ def test_nothing_is_skipped_silently(tmp_path):
     assert "diagram.png: unknown type (.png)" in text
     assert "dump.txt: binary" in text
     assert "huge.md: too big" in text
-    assert ".git: hidden (1 file)" in text
+    assert ".git: hidden folder" in text
     skipped = read_manifest(index_dir(settings))["skipped"]
     assert len(skipped) == 4
     # the binary .txt does not make every later run think the KB changed
