@@ -77,3 +77,46 @@ def test_eval_command_writes_reports_and_fails_under_the_threshold(bundled_env, 
     cases.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
     failing = run_cli(["assistant", "eval", "--cases", str(cases), "--mode", "hybrid", "--out", str(out)], bundled_env)
     assert failing.returncode == 1 and "FAIL" in failing.stdout.decode()
+
+
+def test_real_question_cases_carry_topic_source_and_split(tmp_path):
+    f = tmp_path / "real.jsonl"
+    rows = [
+        {"id": "r1", "lang": "en", "question": "q", "source": "a/b#1", "expect_topic": "t1", "expect": [["x"]], "split": "dev"},
+        {"id": "r2", "lang": "zh", "question": "q", "source": "a/b#2", "expect_topic": ["t1", "t2"], "expect": [["x"]], "split": "test"},
+        {"id": "r3", "lang": "en", "question": "q", "source": "a/b#3", "expect_topic": "oos", "expect": [], "split": "test"},
+    ]
+    f.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    cases = load_cases(f)
+    assert [c.topics for c in cases] == [("t1",), ("t1", "t2"), ()]
+    assert [c.grounded for c in cases] == [True, True, False]
+    assert [c.split for c in cases] == ["dev", "test", "test"]
+
+
+def test_topic_and_file_metrics_use_the_first_distinct_cited_articles():
+    def result(topics, cited, files=(), expect_file="", split="dev", grounded=True):
+        case = Case("c", "en", "k", "q", [["x"]], True, tuple(topics), expect_file, "src", split)
+        return CaseResult(case, 1, True, grounded, ["a"], 1.0, cited=list(cited), cited_files=list(files))
+
+    m = summarise([result(["a"], ["a", "b"]), result(["b"], ["a", "b"]), result(["c"], ["a"]),
+                   result([], [], ["docs/x.md"], expect_file="x.md")])
+    assert m.topic_cases == 3 and m.topic1 == pytest.approx(1 / 3) and m.topic3 == pytest.approx(2 / 3)
+    assert m.file_cases == 1 and m.file1 == 1.0
+    from assistant.evaluate import group_results
+
+    groups = group_results([result(["a"], ["a"]), result(["a"], ["b"], split="test")])
+    assert {"dev/en", "test/en", "dev/all", "test/all"} <= set(groups)
+    assert len(groups["test/en"]) == 1
+
+
+def test_shipped_real_question_set_is_split_by_source_and_large_enough():
+    path = __import__("pathlib").Path(__file__).resolve().parent.parent / "eval" / "real.jsonl"
+    cases = load_cases(path)
+    in_scope = [c for c in cases if c.grounded]
+    assert len(in_scope) >= 150 and len(cases) - len(in_scope) >= 50
+    assert sum(c.lang == "zh" for c in cases) >= 0.25 * len(cases)
+    assert all(c.source and c.split in ("dev", "test") for c in cases)
+    by_source: dict[str, set[str]] = {}
+    for c in cases:
+        by_source.setdefault(c.source, set()).add(c.split)
+    assert all(len(splits) == 1 for splits in by_source.values())  # one thread never sits on both sides

@@ -1,0 +1,83 @@
+"""The refusal model: fitting, the operating point, the shipped model, and the answers it
+leads to (partial answers for other platforms, products and subjects)."""
+
+import json
+import math
+
+import pytest
+
+from assistant import refusal
+from assistant.answer import answer_question
+
+
+def test_fit_separates_a_separable_signal_and_the_threshold_meets_the_false_refusal_bound():
+    rows = [[0.9, 0.6], [0.8, 0.7], [0.85, 0.5], [0.95, 0.8], [0.2, 0.1], [0.3, 0.05], [0.25, 0.2]]
+    labels = [1, 1, 1, 1, 0, 0, 0]
+    weights, bias = refusal.fit_logistic(rows, labels)
+    assert weights[0] > 0 and weights[1] > 0 and all(math.isfinite(w) for w in weights)
+    probs = [1 / (1 + math.exp(-(bias + sum(w * x for w, x in zip(weights, r))))) for r in rows]
+    t = refusal.choose_threshold(probs, labels, max_false_refusal=0.0)
+    assert all(p >= t for p, y in zip(probs, labels) if y)
+    assert all(p < t for p, y in zip(probs, labels) if not y)
+
+
+def test_choose_threshold_allows_exactly_the_budgeted_false_refusals():
+    probs = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95] + [0.05, 0.35]
+    labels = [1] * 10 + [0, 0]
+    t = refusal.choose_threshold(probs, labels, max_false_refusal=0.1)  # one of ten in-scope may be refused
+    assert sum(p < t for p, y in zip(probs, labels) if y) == 1
+
+
+def test_the_shipped_model_is_readable_and_matches_the_feature_list():
+    data = json.loads(refusal.MODEL_PATH.read_text(encoding="utf-8"))
+    assert data["features"] == list(refusal.FEATURES)
+    assert len(data["weights"]) == len(refusal.FEATURES) and 0 < data["threshold"] < 1
+    assert "fitted on" in data["note"]
+    model = refusal.load_model()
+    assert model is not None and model.weights[refusal.FEATURES.index("unseen_entity")] < 0
+
+
+def test_a_broken_model_file_falls_back_instead_of_failing(tmp_path):
+    bad = tmp_path / "model.json"
+    bad.write_text("{not json", encoding="utf-8")
+    assert refusal.load_model(bad) is None
+    bad.write_text(json.dumps({"features": ["other"], "weights": [1], "bias": 0, "threshold": 0.5}), encoding="utf-8")
+    assert refusal.load_model(bad) is None
+
+
+@pytest.mark.parametrize("question, platform", [
+    ("vllm serve --device tpu on a TPU VM fails with AssertionError: Torch not compiled with CUDA enabled", "TPU"),
+    ("昇腾 910B 上 vllm-ascend 启动报 Torch not compiled with CUDA enabled", "Ascend"),
+])
+def test_a_cuda_fix_is_not_offered_as_the_answer_on_other_hardware(bundled_settings, bundled_kb, question, platform):
+    answer = answer_question(question, bundled_settings, kb=bundled_kb)
+    assert not answer.grounded and answer.coverage == "partial"
+    assert platform in answer.answer and "NVIDIA" in answer.answer
+    assert "pip install torch" not in answer.answer  # the CUDA build is not presented as the fix
+    assert answer.citations and answer.citations[0].id == "vllm-torch-not-compiled-with-cuda"
+
+
+def test_a_product_the_kb_never_mentions_is_refused_with_what_it_covers(bundled_settings, bundled_kb):
+    answer = answer_question("3090 上用 lmdeploy 压测，并发 4 以上服务直接崩: No enough cache entries", bundled_settings, kb=bundled_kb)
+    assert not answer.grounded
+    assert "LMDeploy" in answer.answer and "FastDeploy" in answer.answer
+
+
+def test_a_named_product_demotes_the_other_products_articles(bundled_settings, bundled_kb):
+    answer = answer_question("vLLM: KV cache usage stuck at 100%, requests pile up in waiting", bundled_settings, kb=bundled_kb)
+    assert answer.citations[0].id.startswith("vllm-")
+
+
+def test_an_uncovered_subject_gets_a_partial_answer_not_the_fix(bundled_settings, bundled_kb):
+    answer = answer_question("speculative decoding with a draft model is slower than plain decoding in vLLM, why?",
+                             bundled_settings, kb=bundled_kb)
+    assert not answer.grounded
+    assert "speculative decoding" in answer.answer
+    assert answer.confidence is not None and answer.confidence < refusal.load_model().threshold
+
+
+def test_pasted_flags_are_quoted_back_when_the_article_is_about_them(bundled_settings, bundled_kb):
+    answer = answer_question("vllm serve my-model --gpu-memory-utilization 0.97 --max-model-len 32768\nCUDA out of memory",
+                             bundled_settings, kb=bundled_kb)
+    assert answer.grounded and answer.citations[0].id == "vllm-cuda-oom"
+    assert "--gpu-memory-utilization 0.97" in answer.answer

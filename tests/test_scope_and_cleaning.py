@@ -1,0 +1,87 @@
+"""What a question names (product, platform, subjects) and what it pastes."""
+
+import time
+
+from assistant.cleaning import retrieval_text, split_question
+from assistant.scope import detect, version_mismatch
+
+
+def test_products_and_hardware_are_detected_in_both_languages():
+    s = detect("vLLM 0.8.0 在 8xA100 上跑，MI300X 那台机器也有同样问题")
+    assert s.products == {"vllm"}
+    assert s.hardware == {"nvidia", "amd"}
+    assert (0, 8, 0) in s.versions
+    assert detect("FastDeploy 起服务 OOM").products == {"fastdeploy"}
+    assert detect("昇腾910B 上跑 vllm-ascend 报错").hardware == {"ascend"}
+    assert detect("TPU v5e: AssertionError: Torch not compiled with CUDA enabled").hardware == {"tpu"}
+
+
+def test_cuda_in_an_error_message_is_not_evidence_of_an_nvidia_box():
+    assert detect("AssertionError: Torch not compiled with CUDA enabled").hardware == frozenset()
+
+
+def test_a_cpu_only_torch_build_is_not_a_cpu_only_machine():
+    assert detect("how do I replace a CPU-only PyTorch with the CUDA build").hardware == frozenset()
+    assert detect("pip 装的 torch 没有 GPU 支持").hardware == frozenset()
+    assert detect("vllm serve --device cpu fails").hardware == {"cpu"}
+
+
+def test_words_inside_other_words_do_not_count():
+    assert detect("cannot start, the array start index is wrong").hardware == frozenset()
+    assert detect("cannot start").entities == ()
+
+
+def test_subjects_come_from_what_is_said_not_from_model_names():
+    assert detect("用 vllm 部署 qwen2.5-vl-32b-instruct，部署卡死").entities == ()
+    assert detect("DeepSeek-OCR 本地连不上 huggingface").entities == ()
+    lora = detect("vllm serve Qwen/Qwen2.5-7B-Instruct-AWQ --enable-lora\nOOM with the adapter")
+    assert "LoRA" in lora.entities and "quantization kernels" not in lora.entities
+    assert detect("guided_json 很慢，xgrammar 后端").entities == ("structured output",)
+
+
+def test_a_subject_only_in_a_pasted_command_is_told_apart():
+    s = detect("python -m fastdeploy.entrypoints.openai.api_server --reasoning-parser ernie-45-vl --max-num-seqs 32\n"
+               "设置了 --max-num-seqs 32，请求还是串行处理的")
+    assert s.entities == ("reasoning parsers",) and s.said_entities == ()
+
+
+def test_version_bounds_in_applies_to():
+    class Meta:
+        applies_to = {"versions": ">=0.8.0"}
+
+    assert version_mismatch(detect("vllm 0.7.3 temperature ignored"), Meta())
+    assert not version_mismatch(detect("vllm 0.8.1 temperature ignored"), Meta())
+    assert not version_mismatch(detect("temperature ignored"), Meta())
+
+
+def test_pasted_command_config_and_stack_frames_leave_the_query():
+    q = ("Running a 4-bit Qwen 7B with:\n"
+         "python -m vllm.entrypoints.openai.api_server --model /m --gpu-memory-utilization 0.15 --max-model-len 2046\n"
+         "  File \"/usr/lib/python3/site-packages/vllm/worker.py\", line 12, in load\n"
+         "image: vllm/vllm-openai:latest\n"
+         "0.15 fails, 0.2 works. Which knobs shrink vLLM's GPU footprint?")
+    parts = split_question(q)
+    query = retrieval_text(q)
+    assert "api_server" not in query and "image:" not in query and "worker.py" not in query
+    assert "Which knobs shrink" in query
+    assert parts.flags["--gpu-memory-utilization"] == "0.15"
+
+
+def test_error_lines_stay_and_a_bare_log_is_read_whole():
+    q = "INFO 05-01 12:00:00 engine.py:10 started\nRuntimeError: NCCL error in: ../nccl.cpp:1, unhandled system error"
+    assert "NCCL error" in retrieval_text(q) and "started" not in retrieval_text(q)
+    log_only = "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>"
+    assert retrieval_text(log_only) == log_only
+
+
+def test_a_sentence_that_starts_with_a_command_word_is_prose():
+    q = "nvidia-smi shows 23859MiB per card; with --enforce-eager it's 21395MiB. So is 2.4GB CUDA graph?"
+    assert "nvidia-smi shows" in retrieval_text("4x RTX 4090:\nvllm serve x --tensor-parallel-size 4\n" + q)
+
+
+def test_detection_and_cleaning_are_linear_on_hostile_input():
+    started = time.perf_counter()
+    for text in ("a-1" * 2700, " " * 8000, "1" * 8000, "--x " * 2000, "x=" * 4000, "File \"" * 1300, "```\n" * 2000):
+        detect(text)
+        split_question(text)
+    assert time.perf_counter() - started < 2.0
