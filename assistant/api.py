@@ -3,11 +3,17 @@
 - POST /v1/ask, POST /v1/ask/stream (server-sent events), POST /v1/chat/completions
   (OpenAI-compatible, model "kb-assistant"), GET /v1/tools, POST /v1/tools/{name},
   POST /v1/feedback, GET /healthz, GET /readyz, GET /metrics, GET / (the chat page).
-- The index and embedder are loaded once per process; answering runs in the thread pool
-  so embedding never blocks the event loop.
-- Optional bearer tokens, body and question size limits, a per-client concurrency limit,
-  CORS only when configured, and no stack trace in any response: unexpected exceptions are
-  logged here, with their traceback, and the client gets one line.
+- The port is bound at once and the index loaded in the background: /healthz answers
+  immediately, /readyz says {"loading": true, "progress": …} and answer endpoints 503 with
+  Retry-After until it is loaded.
+- Answers run on one bounded executor behind a fair queue per worker (assistant/admission.py):
+  a burst waits its turn instead of being refused; 429/503 with Retry-After only when the
+  queue is full or the wait would pass its deadline. A stream that loses its client stops.
+- The client is its bearer token, or its address; X-Forwarded-For counts only from the
+  proxies in `trusted_proxies` (none by default), so a local process cannot pose as others.
+- Optional bearer tokens, body and question size limits, CORS only when configured, and no
+  stack trace in any response: unexpected exceptions are logged here, with their traceback,
+  and the client gets one line.
 - The LLM answering an HTTP or Slack request may only use the tools, arguments and hosts a
   remote caller may (see tools.Caller); the CLI keeps every tool.
 """
@@ -35,9 +41,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from . import __version__
 from .answer import Answer, answer_question
-from .config import Settings, feedback_path, load_settings
+from .admission import Admission, ClientGone, Shed, request_cost
+from .config import Settings, load_settings
 from .errors import AssistantError, BadQuestion, ConfigError
-from .feedback import FeedbackStore, FeedbackUnavailable
+from .state import FeedbackUnavailable, open_state
 
 WEB_DIR = Path(__file__).parent / "web"
 MODEL_NAME = "kb-assistant"
@@ -152,6 +159,13 @@ class Metrics:
         self.grounded_ratio = Gauge("assistant_grounded_ratio", "Share of answers grounded in the KB", registry=self.registry)
         self.llm_errors = Counter("assistant_llm_fallbacks_total", "LLM failures answered from the KB instead", registry=self.registry)
         self.tool_calls = Counter("assistant_tool_calls_total", "Tool calls", ["tool", "ok"], registry=self.registry)
+        self.queue_depth = Gauge("assistant_queue_depth", "Requests waiting for an answer slot in this worker", registry=self.registry)
+        self.running = Gauge("assistant_answers_running", "Answers running in this worker", registry=self.registry)
+        self.queue_wait = Histogram("assistant_queue_wait_seconds", "Time a request waited for its answer slot", registry=self.registry,
+                                    buckets=(0.001, 0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
+        self.shed = Counter("assistant_shed_total", "Requests refused by admission", ["reason"], registry=self.registry)
+        for reason in ("full", "deadline", "disconnected", "loading"):
+            self.shed.labels(reason)  # present at 0 from the start, so rates can be taken
         self._answered = [0, 0]
 
     def record(self, answer: Answer) -> None:
@@ -192,25 +206,79 @@ def _token_ok(given: str, tokens: frozenset[str]) -> bool:
 
 
 def client_label(token: str) -> str:
-    """A stable name for a token's client (concurrency limit, feedback `user`) that does not
+    """A stable name for a token's client (fair queueing, feedback `user`) that does not
     reveal the token: a salted hash, the same in every worker and after restarts."""
     return "token-" + hashlib.sha256(b"oncall-assistant client\0" + token.encode()).hexdigest()[:12]
+
+
+def address_label(address: str) -> str:
+    """What the answer records keep of an address-keyed client: a salted hash, not the address."""
+    return "ip-" + hashlib.sha256(b"oncall-assistant address\0" + address.encode()).hexdigest()[:12]
+
+
+def trusted_networks(setting: str) -> list | None:
+    """The trusted_proxies setting as networks; None means every peer ("*")."""
+    import ipaddress
+
+    items = [item.strip() for item in setting.split(",") if item.strip()]
+    if "*" in items:
+        return None
+    try:
+        return [ipaddress.ip_network(item, strict=False) for item in items]
+    except ValueError as exc:
+        raise ConfigError(f"ASSISTANT_TRUSTED_PROXIES has an invalid entry: {exc}",
+                          "list proxy addresses or networks, e.g. 10.0.0.5,10.1.0.0/16, or * for any") from exc
+
+
+def client_address(peer: str, forwarded_for: str, trusted: list | None) -> str:
+    """The client's address: the peer's, unless the peer is a trusted proxy; then the nearest
+    address in X-Forwarded-For that is not a trusted proxy (entries left of it could be
+    anything the client wrote)."""
+    import ipaddress
+
+    def is_trusted(address: str) -> bool:
+        if trusted is None:
+            return True
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            return False
+        return any(ip in net for net in trusted)
+
+    if trusted == [] or not forwarded_for or not is_trusted(peer):
+        return peer
+    hops = [hop.strip() for hop in forwarded_for.split(",") if hop.strip()]
+    for hop in reversed(hops):
+        if not is_trusted(hop):
+            return hop[:64]
+    return hops[0][:64] if hops else peer
 
 
 class ServerState:
     def __init__(self, settings: Settings) -> None:
         from .tools import remote_caller
 
+        from concurrent.futures import ThreadPoolExecutor
+
         self.settings = settings
         self.tokens = api_tokens(settings)
+        self.trusted = trusted_networks(settings.trusted_proxies)
         self.metrics = Metrics()
-        self.feedback = FeedbackStore(feedback_path(settings), timeout=settings.feedback_timeout,
-                                      retention_days=settings.feedback_retention_days)
+        self.store = open_state(settings)
+        self.feedback = self.store  # the name tests and older code use
         self.caller = remote_caller(settings.serving_hosts_allow)
         self.kb = None
         self.kb_error: str | None = None
+        self.progress = "starting"
+        self.load_started = time.monotonic()
         self._loaded = threading.Event()
-        self._active: dict[str, int] = {}
+        # One bounded executor for every answer, streamed or not; admission hands out its threads.
+        self.executor = ThreadPoolExecutor(max_workers=max(1, settings.answer_threads), thread_name_prefix="answer")
+        self.admission = Admission(settings.answer_threads, settings.queue_size, settings.queue_timeout,
+                                   observe_wait=self.metrics.queue_wait.observe,
+                                   on_shed=lambda reason: self.metrics.shed.labels(reason).inc())
+        self.metrics.queue_depth.set_function(lambda: self.admission.depth)
+        self.metrics.running.set_function(lambda: self.admission.running)
         self.llm_check: tuple[float, bool | None] = (-1e9, None)  # (when, reachable)
         self._lock = threading.Lock()
         # Freshness of the loaded KB (see check_fresh): why it is stale, and sources that vanished.
@@ -225,7 +293,8 @@ class ServerState:
         try:
             if self.settings.llm_base_url:
                 import openai  # noqa: F401  (340 ms to import: pay it at start-up, not in the first answers)
-            self.kb = open_kb(self.settings, progress=lambda m: log.info("%s", m))
+            self.kb = open_kb(self.settings, progress=self._progress)
+            self.progress = "loaded"
         except AssistantError as exc:
             self.kb_error = exc.message
             log.error("the knowledge base could not be loaded: %s", exc)
@@ -235,6 +304,14 @@ class ServerState:
         finally:
             self._checked_at = time.monotonic()
             self._loaded.set()
+
+    def _progress(self, message: str) -> None:
+        """Log the indexing progress and keep its last line for /readyz, without paths (it is
+        unauthenticated)."""
+        import re
+
+        log.info("%s", message)
+        self.progress = re.sub(r"(?<![\w.])/[^\s,;)]+", "…", message.strip())[:200]
 
     def check_fresh(self) -> None:
         """At most every kb_check_interval seconds, in the background: re-open the KB when a
@@ -283,26 +360,48 @@ class ServerState:
         self._loaded.wait(timeout)
         return self.kb
 
+    @property
+    def loading(self) -> bool:
+        return not self._loaded.is_set()
+
     async def get_kb(self):
-        if not self._loaded.is_set():
-            await run_in_threadpool(self.wait_loaded)
+        """The loaded KB; while it loads, a 503 that says so and when to come back."""
+        if self.loading:
+            self.metrics.shed.labels("loading").inc()
+            raise HTTPError(503, f"the knowledge base is still loading ({self.progress})",
+                            "retry in a few seconds; GET /readyz shows the progress", {"Retry-After": "2"})
         if self.kb is None:
             raise AssistantError("the knowledge base is not available", "the server log says why")
         self.check_fresh()
         return self.kb
 
-    def enter(self, client: str) -> bool:
-        with self._lock:
-            if self._active.get(client, 0) >= self.settings.per_client_concurrency:
-                return False
-            self._active[client] = self._active.get(client, 0) + 1
-            return True
+    async def admit(self, client: str, cost: int, request: Request | None):
+        """Wait for an answer slot (see assistant/admission.py); returns the grant that
+        `submit` hands back when the work ends."""
+        try:
+            return await self.admission.acquire(client, cost, request.is_disconnected if request is not None else None)
+        except Shed as exc:
+            hint = "retry after the time in Retry-After" + ("; a full queue sheds the client with the most waiting" if exc.status == 429 else "")
+            raise HTTPError(exc.status, exc.message, hint, {"Retry-After": str(exc.retry_after)}) from None
+        except ClientGone:
+            raise HTTPError(499, "the client went away while waiting") from None
 
-    def leave(self, client: str) -> None:
-        with self._lock:
-            self._active[client] -= 1
-            if not self._active[client]:
-                del self._active[client]
+    def submit(self, grant, fn, *args, **kwargs):
+        """Run fn on the answer executor; its slot is released when fn returns, whenever
+        that is (a stream's client may have left long before)."""
+        loop = asyncio.get_running_loop()
+        try:
+            future = self.executor.submit(fn, *args, **kwargs)
+        except BaseException:
+            self.admission.release(grant)
+            raise
+        future.add_done_callback(lambda _f: loop.call_soon_threadsafe(self.admission.release, grant))
+        return future
+
+    async def run(self, client: str, cost: int, request: Request | None, fn, *args, **kwargs):
+        """Queue, then run fn on the answer executor and return its result."""
+        grant = await self.admit(client, cost, request)
+        return await asyncio.wrap_future(self.submit(grant, fn, *args, **kwargs))
 
 
 class HTTPError(Exception):
@@ -320,6 +419,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         threading.Thread(target=state.load, name="kb-load", daemon=True).start()
         yield
+        state.executor.shutdown(wait=False, cancel_futures=True)
+        state.store.close()
 
     app = FastAPI(
         title="On-call assistant for LLM serving",
@@ -395,120 +496,146 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return _internal_error()
 
     def authorize(request: Request) -> str:
-        """Bearer token check (when tokens are configured); returns the client's label."""
+        """Bearer token check (when tokens are configured); returns the client's key: its
+        token's label, or "ip-" and its address (see client_address: proxies are trusted
+        only when configured)."""
         header = request.headers.get("authorization", "")
         token = header[7:].strip() if header.lower().startswith("bearer ") else ""
         if state.tokens:
             if not _token_ok(token, state.tokens):
                 raise HTTPError(401, "missing or invalid bearer token", "send Authorization: Bearer <token>", {"WWW-Authenticate": "Bearer"})
             return client_label(token)
-        return "ip-" + (request.client.host if request.client else "unknown")
+        peer = request.client.host if request.client else "unknown"
+        return "ip-" + client_address(peer, request.headers.get("x-forwarded-for", ""), state.trusted)
 
-    async def limited(client: str = Depends(authorize)):
-        if not state.enter(client):
-            raise HTTPError(429, "too many concurrent requests from this client", f"at most {settings.per_client_concurrency} at once", {"Retry-After": "1"})
-        try:
-            yield client
-        finally:
-            state.leave(client)
+    def record_label(client: str) -> str:
+        return client if client.startswith("token-") else address_label(client[3:])
 
-    errors = {401: {"model": ErrorOut}, 413: {"model": ErrorOut}, 422: {"model": ErrorOut}, 429: {"model": ErrorOut}}
+    errors = {401: {"model": ErrorOut}, 413: {"model": ErrorOut}, 422: {"model": ErrorOut}, 429: {"model": ErrorOut},
+              503: {"model": ErrorOut}}
 
-    def _answer(req: AskRequest, kb, channel: str, on_token=None, on_tool=None) -> dict:
+    def _answer(req: AskRequest, kb, channel: str, client: str = "", on_token=None, on_tool=None) -> dict:
         from .tools import acting_for
 
         with acting_for(state.caller):  # the LLM gets the tools a remote caller may use, no more
             answer = answer_question(req.question, settings, kb=kb, lang=req.lang, top_k=req.top_k, use_llm=req.llm,
                                      log_text=req.log, on_token=on_token, on_tool=on_tool)
-        answer_id = state.feedback.record_answer(answer, channel)  # best-effort: never fails the answer
+        answer_id = state.store.record_answer(answer, channel, record_label(client) if client else "")  # best-effort
         state.metrics.record(answer)
         return {"id": answer_id, **answer.to_dict()}
 
-    @app.post("/v1/ask", response_model=AskResponse, responses=errors, tags=["answers"])
-    async def ask(req: AskRequest, client: str = Depends(limited)):
-        """Answer a question from the knowledge base (and the LLM, when configured), with citations."""
-        kb = await state.get_kb()
-        return await run_in_threadpool(_answer, req, kb, "http")
+    def cost_of(req: AskRequest) -> int:
+        return request_cost(req.question + (req.log or ""))
 
-    @app.post("/v1/ask/stream", responses=errors, tags=["answers"])
-    async def ask_stream(req: AskRequest, client: str = Depends(limited)):
-        """Like /v1/ask, as server-sent events: `tool` and `token` while the answer is made, then `answer` (the full object)."""
-        kb = await state.get_kb()
+    async def stream_answer(request: Request, client: str, cost: int, work, render) -> StreamingResponse:
+        """Queue, then stream: `work(push, gone)` runs on the answer executor and pushes
+        (kind, data) events; `render(kind, data)` turns each into text for the client. When the
+        client disconnects, `gone` is set, the work stops at its next token or tool line
+        (ClientGone) and its slot comes free as soon as it has."""
+        grant = await state.admit(client, cost, request)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
+        gone = threading.Event()
 
         def push(kind: str, data: Any) -> None:
+            if gone.is_set():
+                raise _StreamClosed()
             loop.call_soon_threadsafe(queue.put_nowait, (kind, data))
 
-        def work() -> None:
+        def run() -> None:
             try:
-                push("answer", _answer(req, kb, "page", on_token=lambda t: push("token", t), on_tool=lambda line: push("tool", line)))
-            except AssistantError as exc:
-                push("error", {"error": exc.message, "hint": exc.hint})
+                work(push)
+            except _StreamClosed:
+                log.info("a streaming client went away; its answer was stopped")
             except Exception:
                 log.exception("unhandled error while streaming an answer")
-                push("error", {"error": "internal error", "hint": "see the server log"})
-            push("end", None)
+                loop.call_soon_threadsafe(queue.put_nowait, ("error", {"error": "internal error", "hint": "see the server log"}))
+            finally:
+                loop.call_soon_threadsafe(queue.put_nowait, ("end", None))
 
-        threading.Thread(target=work, daemon=True).start()
+        state.submit(grant, run)
 
         async def events():
-            while True:
-                kind, data = await queue.get()
-                if kind == "end":
-                    return
-                yield f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+            try:
+                while True:
+                    kind, data = await queue.get()
+                    if kind == "end":
+                        return
+                    for text in render(kind, data):
+                        yield text
+            finally:
+                gone.set()  # the client left (or the stream ended): stop the work
 
         return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
 
+    @app.post("/v1/ask", response_model=AskResponse, responses=errors, tags=["answers"])
+    async def ask(req: AskRequest, request: Request, client: str = Depends(authorize)):
+        """Answer a question from the knowledge base (and the LLM, when configured), with citations."""
+        kb = await state.get_kb()
+        return await state.run(client, cost_of(req), request, _answer, req, kb, "http", client)
+
+    @app.post("/v1/ask/stream", responses=errors, tags=["answers"])
+    async def ask_stream(req: AskRequest, request: Request, client: str = Depends(authorize)):
+        """Like /v1/ask, as server-sent events: `tool` and `token` while the answer is made, then `answer` (the full object)."""
+        kb = await state.get_kb()
+
+        def work(push) -> None:
+            try:
+                push("answer", _answer(req, kb, "page", client, on_token=lambda t: push("token", t),
+                                       on_tool=lambda line: push("tool", line)))
+            except AssistantError as exc:
+                push("error", {"error": exc.message, "hint": exc.hint})
+
+        def render(kind: str, data: Any):
+            yield f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+        return await stream_answer(request, client, cost_of(req), work, render)
+
     @app.post("/v1/chat/completions", responses=errors, tags=["openai-compatible"])
-    async def chat_completions(req: ChatRequest, client: str = Depends(limited)):
+    async def chat_completions(req: ChatRequest, request: Request, client: str = Depends(authorize)):
         """OpenAI-compatible chat: the last user message is the question; the answer text ends with its sources and the
         response carries an extra `citations` list. With `stream: true`, chat.completion.chunk events."""
         question = _last_user_text(req.messages)
         kb = await state.get_kb()
         created = int(time.time())
         cid = f"chatcmpl-{uuid.uuid4().hex[:20]}"
+        ask_req = AskRequest(question=question)
         if not req.stream:
-            data = await run_in_threadpool(_answer, AskRequest(question=question), kb, "openai")
+            data = await state.run(client, cost_of(ask_req), request, _answer, ask_req, kb, "openai", client)
             text = _with_sources(data)
             return {"id": cid, "object": "chat.completion", "created": created, "model": MODEL_NAME,
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
                     "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
                     "citations": data["citations"], "answer_id": data["id"]}
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue = asyncio.Queue()
 
         def chunk(delta: dict, finish: str | None = None, **extra) -> str:
             body = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": MODEL_NAME,
                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
             return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
-        def work() -> None:
+        def work(push) -> None:
             streamed: list[str] = []
 
             def on_token(t: str) -> None:
                 streamed.append(t)
-                loop.call_soon_threadsafe(queue.put_nowait, ("token", t))
+                push("token", t)
 
+            push("start", None)
             try:
-                data = _answer(AskRequest(question=question), kb, "openai", on_token=on_token)
-                loop.call_soon_threadsafe(queue.put_nowait, ("done", (data, "".join(streamed))))
+                data = _answer(ask_req, kb, "openai", client, on_token=on_token)
+                push("done", (data, "".join(streamed)))
             except AssistantError as exc:
-                loop.call_soon_threadsafe(queue.put_nowait, ("done", ({"error": exc.message}, "")))
-            except Exception:
-                log.exception("unhandled error while streaming a chat completion")
-                loop.call_soon_threadsafe(queue.put_nowait, ("done", ({"error": "internal error"}, "")))
+                push("done", ({"error": exc.message}, ""))
 
-        threading.Thread(target=work, daemon=True).start()
-
-        async def events():
-            yield chunk({"role": "assistant", "content": ""})
-            while True:
-                kind, data = await queue.get()
-                if kind == "token":
-                    yield chunk({"content": data})
-                    continue
+        def render(kind: str, data: Any):
+            if kind == "start":
+                yield chunk({"role": "assistant", "content": ""})
+            elif kind == "token":
+                yield chunk({"content": data})
+            elif kind == "error":
+                yield chunk({"content": f"error: {data['error']}"}, "stop")
+                yield "data: [DONE]\n\n"
+            else:
                 result, streamed = data
                 if "error" in result:
                     yield chunk({"content": f"error: {result['error']}"}, "stop")
@@ -519,9 +646,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                         yield chunk({"content": rest[i:i + 64]})
                     yield chunk({}, "stop", citations=result["citations"], answer_id=result["id"])
                 yield "data: [DONE]\n\n"
-                return
 
-        return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+        return await stream_answer(request, client, cost_of(ask_req), work, render)
 
     @app.get("/v1/models", tags=["openai-compatible"])
     async def models(client: str = Depends(authorize)):
@@ -537,7 +663,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 for t in available(state.caller).values()]
 
     @app.post("/v1/tools/{name}", responses={**errors, 404: {"model": ErrorOut}}, tags=["tools"])
-    async def run_tool(name: str, arguments: dict[str, Any] | None = None, client: str = Depends(limited)):
+    async def run_tool(name: str, request: Request, arguments: dict[str, Any] | None = None, client: str = Depends(authorize)):
         """Run one tool with the arguments in the body (a JSON object). Tools only read and compute; over HTTP
         no argument may name a server file (a log goes in as `text`) and URLs may only point at the allowed hosts."""
         from .tools import available, call_tool
@@ -551,17 +677,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         refusal = state.caller.refusal(tools[name], args)
         if refusal:
             raise HTTPError(422, refusal, "GET /v1/tools shows what may be sent over HTTP")
-        call = await run_in_threadpool(call_tool, name, args, timeout=settings.tool_timeout, caller=state.caller)
+        call = await state.run(client, 1, request, call_tool, name, args, timeout=settings.tool_timeout, caller=state.caller)
         state.metrics.tool_call(name, call.error is None)
         if call.error:
             raise HTTPError(422, call.error)
         return {"name": name, "result": call.result, "ms": round(call.ms, 2)}
 
     @app.post("/v1/feedback", responses={**errors, 503: {"model": ErrorOut}}, tags=["answers"])
-    async def feedback(req: FeedbackRequest, client: str = Depends(limited)):
+    async def feedback(req: FeedbackRequest, client: str = Depends(authorize)):
         """👍 (1) or 👎 (-1), with an optional comment, for an answer id."""
         user = client if client.startswith("token-") else "anonymous"
-        await run_in_threadpool(state.feedback.add_feedback, req.answer_id, req.rating, req.comment, user)
+        await run_in_threadpool(state.store.add_feedback, req.answer_id, req.rating, req.comment, user)
         return {"ok": True}
 
     @app.get("/healthz", tags=["operations"])
@@ -576,6 +702,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         """Ready when the index is loaded; reports whether it is current, and whether the LLM is configured
         and reachable. Counts and names only: this is unauthenticated, so no server paths."""
         ready = state.kb is not None
+        if state.loading:
+            return JSONResponse({"ready": False, "loading": True, "progress": state.progress,
+                                 "loading_s": round(time.monotonic() - state.load_started, 1)},
+                                status_code=503, headers={"Retry-After": "2"})
         if ready:
             state.check_fresh()
         llm = {"configured": bool(settings.llm_base_url), "reachable": None}
@@ -586,9 +716,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 reachable = await run_in_threadpool(_llm_reachable, settings)
                 state.llm_check = (time.monotonic(), reachable)
             llm["reachable"] = reachable
-        body = {"ready": ready, "index": _index_facts(state) if ready else None,
+        body = {"ready": ready, "loading": False, "index": _index_facts(state) if ready else None,
                 "error": None if ready or state.kb_error is None else "the knowledge base could not be loaded; the server log says why",
-                "llm": llm, "feedback": "ok" if state.feedback.available else "unavailable (answers are not recorded)"}
+                "llm": llm, "feedback": "ok" if state.store.available else "unavailable (answers are not recorded)",
+                "state": state.store.kind,
+                "queue": {"depth": state.admission.depth, "running": state.admission.running,
+                          "slots": state.admission.slots, "size": state.admission.queue_size}}
         return JSONResponse(body, status_code=200 if ready else 503)
 
     @app.get("/metrics", tags=["operations"], response_class=PlainTextResponse)
@@ -720,6 +853,11 @@ class BodyLimit:
 
 class _TooLarge(Exception):
     pass
+
+
+class _StreamClosed(BaseException):
+    """Raised from a stream's token callback once its client has gone. A BaseException, so
+    that the answer path's `except Exception` fallbacks let it through and the work stops."""
 
 
 def app_factory() -> FastAPI:

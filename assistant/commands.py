@@ -252,18 +252,24 @@ def serve(host: str, port: int, workers: int, kb: str | None) -> None:
 
         import uvicorn
 
-        from .api import api_tokens
-        from .knowledge import open_kb
+        from .api import api_tokens, trusted_networks
+        from .state import open_state
 
         if kb:
             os.environ["ASSISTANT_KB_DIR"] = str(Path(kb).resolve())  # the workers read settings from the environment
         settings = settings_for(kb)
         tokens = api_tokens(settings)  # refuse ", ," here, in one line, before any worker starts
-        open_kb(settings, progress=lambda m: click.echo(m, err=True))  # build the index once, before the workers start
+        trusted_networks(settings.trusted_proxies)  # and a malformed proxy list
+        open_state(settings).close()  # migrate the state store once, before the workers race to
         docs = "" if tokens else ", API docs /docs"
         auth = f"bearer tokens required ({len(tokens)} configured)" if tokens else "no authentication (set ASSISTANT_API_TOKENS)"
-        click.echo(f"serving on http://{host}:{port} (page /{docs}) with {workers} worker(s); {auth}", err=True)
-        uvicorn.run("assistant.api:app_factory", factory=True, host=host, port=port, workers=workers, log_level="warning")
+        proxies = f"; X-Forwarded-For trusted from {settings.trusted_proxies}" if settings.trusted_proxies.strip() else ""
+        click.echo(f"serving on http://{host}:{port} (page /{docs}) with {workers} worker(s); {auth}{proxies}; "
+                   "the index loads in the background (GET /readyz)", err=True)
+        # The port is bound at once and every worker loads the index in the background. Proxy
+        # headers are the app's business (trusted_proxies): uvicorn would trust 127.0.0.1's.
+        uvicorn.run("assistant.api:app_factory", factory=True, host=host, port=port, workers=workers, log_level="warning",
+                    proxy_headers=False)
 
     _run(body)
 
@@ -291,11 +297,10 @@ def feedback_export(out: str) -> None:
     """Write 👎 answers as draft eval cases (eval/cases.jsonl format) for a maintainer to complete."""
 
     def body() -> None:
-        from .config import feedback_path
-        from .feedback import FeedbackStore
+        from .state import open_state
 
         settings = settings_for(None)
-        cases = FeedbackStore(feedback_path(settings)).export_negative()
+        cases = open_state(settings).export_negative()
         lines = "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases)
         if out == "-":
             click.echo(lines, nl=False)

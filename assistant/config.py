@@ -81,7 +81,20 @@ class Settings:
     # HTTP API
     api_tokens: str = ""  # comma-separated bearer tokens; empty = no auth
     max_body_bytes: int = 65536
-    per_client_concurrency: int = 4
+    per_client_concurrency: int = 4  # no longer used: requests queue (below) instead of a per-client 429
+    # Admission, per worker process: answers run on `answer_threads` threads (one bounded
+    # executor, streams included); up to `queue_size` more wait their turn, served
+    # round-robin by client, long questions weighing more. 429 only when the queue is full,
+    # 503 when a request would wait longer than `queue_timeout` seconds.
+    answer_threads: int = 16
+    queue_size: int = 256
+    queue_timeout: float = 30.0
+    # Reverse proxies (comma-separated IPs or CIDRs, or "*") whose X-Forwarded-For names the
+    # client. Empty: none, so the client is the connecting address and cannot be spoofed.
+    trusted_proxies: str = ""
+    # Answers, feedback and Slack event ids: empty = SQLite at feedback_db; sqlite:///path;
+    # or postgresql://user:password@host:5432/db, one store shared by every replica.
+    state_url: str = ""
     cors_origins: str = ""  # comma-separated; empty = CORS off
     feedback_db: str = ""  # empty = <cache_dir>/feedback.sqlite3
     feedback_timeout: float = 0.5  # seconds to wait for a locked feedback DB; answering never waits longer

@@ -5,7 +5,9 @@
   `assistant slack` (app token + bot token).
 - Acknowledges at once with a 👀 reaction, answers in the thread, and reads the thread's
   earlier messages so a follow-up ("and with MTP?") keeps its context.
-- Slack retries an event it thinks was not handled; event ids already seen are ignored.
+- Slack retries an event it thinks was not handled; event ids already seen are ignored,
+  here and, through the state store's unique insert, by every replica sharing it: the
+  first to claim an event answers it.
 - Markdown becomes Slack mrkdwn, long answers are split under Slack's limits, and the
   last message carries 👍/👎 buttons that land in the feedback store.
 - Requests are checked before Bolt sees them: a bad timestamp or signature gets 401, a
@@ -168,8 +170,10 @@ class SeenEvents:
             return True
 
 
-def build_app(settings: Settings, answer: Callable[[str], object], record: Callable[[object], str], feedback: Callable[[str, int, str], None]):
-    """The Bolt app. `answer(question) -> Answer`, `record(answer) -> id`, `feedback(id, rating, user)`."""
+def build_app(settings: Settings, answer: Callable[[str], object], record: Callable[[object], str], feedback: Callable[[str, int, str], None],
+              claim: Callable[[str], bool | None] | None = None):
+    """The Bolt app. `answer(question) -> Answer`, `record(answer) -> id`, `feedback(id, rating, user)`,
+    `claim(event_id) -> True` (first), False (another replica took it) or None (cannot tell)."""
     from slack_bolt import App
     from slack_sdk import WebClient
 
@@ -184,7 +188,11 @@ def build_app(settings: Settings, answer: Callable[[str], object], record: Calla
         if problem:  # mount_http checked already; Socket Mode events arrive here directly
             log.warning("ignored a malformed Slack event: %s", problem)
             return
-        if not seen.first_time(body.get("event_id")):
+        event_id = body.get("event_id")
+        if not seen.first_time(event_id):
+            return
+        if event_id and claim is not None and claim(event_id) is False:
+            log.info("Slack event %s was taken by another replica", event_id[:64])
             return
         channel, ts = event["channel"], event["ts"]
         thread_ts = event.get("thread_ts") or ts
@@ -292,7 +300,8 @@ def _callbacks(settings: Settings, kb_getter, store):
         with acting_for(caller):  # a Slack user is a remote caller, and so is the LLM answering them
             return answer_question(question, settings, kb=kb_getter())
 
-    return answer, (lambda a: store.record_answer(a, "slack")), (lambda answer_id, rating, user: store.add_feedback(answer_id, rating, "", user))
+    return (answer, (lambda a: store.record_answer(a, "slack")),
+            (lambda answer_id, rating, user: store.add_feedback(answer_id, rating, "", user)), store.claim_event)
 
 
 def mount_http(fastapi_app, settings: Settings, state) -> None:
@@ -302,8 +311,8 @@ def mount_http(fastapi_app, settings: Settings, state) -> None:
 
     from starlette.responses import JSONResponse, Response
 
-    answer, record, feedback = _callbacks(settings, state.wait_loaded, state.feedback)
-    bolt = build_app(settings, answer, record, feedback)
+    answer, record, feedback, claim = _callbacks(settings, state.wait_loaded, state.store)
+    bolt = build_app(settings, answer, record, feedback, claim)
     fastapi_app.state.slack = bolt
 
     @fastapi_app.post("/slack/events", include_in_schema=False)
@@ -355,13 +364,12 @@ def run_socket_mode(settings: Settings) -> None:
     from slack_bolt.adapter.socket_mode import SocketModeHandler
 
     from .errors import ConfigError
-    from .feedback import FeedbackStore
-    from .config import feedback_path
     from .knowledge import open_kb
+    from .state import open_state
 
     if not (settings.slack_app_token and settings.slack_bot_token):
         raise ConfigError("Socket Mode needs SLACK_APP_TOKEN (xapp-…) and SLACK_BOT_TOKEN (xoxb-…)")
     kb = open_kb(settings)
-    store = FeedbackStore(feedback_path(settings))
-    answer, record, feedback = _callbacks(settings, lambda: kb, store)
-    SocketModeHandler(build_app(settings, answer, record, feedback), settings.slack_app_token).start()
+    store = open_state(settings)
+    answer, record, feedback, claim = _callbacks(settings, lambda: kb, store)
+    SocketModeHandler(build_app(settings, answer, record, feedback, claim), settings.slack_app_token).start()

@@ -14,13 +14,15 @@ def free_port() -> int:
 
 
 class LiveServer:
-    def __init__(self, app) -> None:
+    def __init__(self, app, wait_loaded: bool = True) -> None:
         import uvicorn
 
         self.app = app
+        self.wait_loaded = wait_loaded
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on"))
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on",
+                                                   proxy_headers=False))  # as `assistant serve` runs it
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> "LiveServer":
@@ -31,7 +33,7 @@ class LiveServer:
                 raise RuntimeError("server did not start")
             time.sleep(0.02)
         state = getattr(self.app.state, "assistant", None)
-        if state is not None:  # our API app loads its index in the background: wait for it
+        if state is not None and self.wait_loaded:  # our API app loads its index in the background: wait for it
             state.wait_loaded(120)
         return self
 

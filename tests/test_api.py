@@ -133,8 +133,8 @@ def test_health_ready_metrics_docs(server):
     assert "access-control-allow-origin" not in httpx.options(server.url + "/v1/ask", headers={"Origin": "http://evil", "Access-Control-Request-Method": "POST"}).headers
 
 
-def test_tokens_and_per_client_limit(bundled_settings, bundled_kb, tmp_path):
-    settings = replace(bundled_settings, api_tokens="s3cret,other", per_client_concurrency=1, feedback_db=str(tmp_path / "f.db"))
+def test_tokens_and_a_busy_client_is_queued_not_refused(bundled_settings, bundled_kb, tmp_path):
+    settings = replace(bundled_settings, api_tokens="s3cret,other", feedback_db=str(tmp_path / "f.db"))
     with LiveServer(create_app(settings)) as live:
         _ready(live.url)
         r = httpx.post(live.url + "/v1/ask", json={"question": "NCCL error"})
@@ -144,32 +144,38 @@ def test_tokens_and_per_client_limit(bundled_settings, bundled_kb, tmp_path):
         assert ok.status_code == 200
         assert httpx.get(live.url + "/healthz").status_code == 200  # probes stay open
 
-        # one request in flight per client: hold one with a slow LLM, the second gets 429
-        with ScriptedLLM([{"hang": 2.0}]) as llm:
-            live.server.config.app.state.assistant.settings = settings  # unchanged; the LLM is set per request below
-            slow_settings = replace(settings, llm_base_url=llm.url, llm_model="m", llm_timeout=1.5)
-            app = create_app(slow_settings)
-            with LiveServer(app) as slow:
-                _ready(slow.url)
-                results = {}
+    # One answer slot, held by a request whose LLM hangs: the same client's next requests
+    # wait their turn and are answered (no per-client 429); only a full queue refuses.
+    with ScriptedLLM([{"hang": 2.0}]) as llm:
+        slow_settings = replace(settings, llm_base_url=llm.url, llm_model="m", llm_timeout=1.5, answer_threads=1, queue_size=2)
+        with LiveServer(create_app(slow_settings)) as slow:
+            _ready(slow.url)
+            results: dict = {}
 
-                def first():
-                    results["first"] = httpx.post(slow.url + "/v1/ask", json={"question": "vLLM CUDA out of memory"},
-                                                  headers={"Authorization": "Bearer s3cret"}, timeout=30)
+            def send(name: str, body: dict, token: str = "s3cret") -> None:
+                results[name] = httpx.post(slow.url + "/v1/ask", json=body, headers={"Authorization": f"Bearer {token}"}, timeout=30)
 
-                t = threading.Thread(target=first)
+            first = threading.Thread(target=send, args=("first", {"question": "vLLM CUDA out of memory"}))
+            first.start()
+            import time
+
+            time.sleep(0.5)
+            queued = [threading.Thread(target=send, args=(f"q{i}", {"question": "NCCL error", "llm": False})) for i in range(2)]
+            for t in queued:
                 t.start()
-                import time
-
-                time.sleep(0.5)
-                second = httpx.post(slow.url + "/v1/ask", json={"question": "NCCL error"}, headers={"Authorization": "Bearer s3cret"}, timeout=30)
-                other_client = httpx.post(slow.url + "/v1/ask", json={"question": "NCCL error", "llm": False}, headers={"Authorization": "Bearer other"}, timeout=30)
+            time.sleep(0.3)
+            send("over", {"question": "NCCL error", "llm": False})  # the queue (2) is full: refused
+            send("other", {"question": "NCCL error", "llm": False}, token="other")  # another client: the hog's newest waiter makes room
+            for t in [first, *queued]:
                 t.join()
-        assert second.status_code == 429 and second.headers["retry-after"] == "1"
-        assert other_client.status_code == 200
-        # the hanging LLM did not hang the request: extractive answer with a note, within the timeout
-        first_data = results["first"].json()
-        assert first_data["backend"] == "extractive" and any("did not answer in time" in n for n in first_data["notes"])
+    assert results["over"].status_code == 429 and int(results["over"].headers["retry-after"]) >= 1
+    assert set(results["over"].json()) == {"error", "hint"} and "queue is full" in results["over"].json()["error"]
+    assert results["other"].status_code == 200
+    codes = sorted(results[f"q{i}"].status_code for i in range(2))
+    assert codes == [200, 429]  # one of the hog's two waiters was shed for the other client
+    # the hanging LLM did not hang the request: extractive answer with a note, within the timeout
+    first_data = results["first"].json()
+    assert first_data["backend"] == "extractive" and any("did not answer in time" in n for n in first_data["notes"])
 
 
 def test_cors_only_when_configured(bundled_settings, bundled_kb, tmp_path):

@@ -79,6 +79,7 @@ async function ask(question) {
   }
   if (!response.ok) {
     const err = await response.json().catch(() => ({ error: response.statusText }));
+    if (response.status === 503 || response.status === 429) watchReady();  // loading or busy: say when to retry
     body.textContent = "Error: " + err.error + (err.hint ? " (" + err.hint + ")" : "");
     card.classList.add("error");
     return;
@@ -135,6 +136,28 @@ function showAnswer(card, data) {
   }
   $("#status").textContent = data.grounded ? "" : "not found in the knowledge base";
 }
+
+// Until the server has loaded its index, say so (and how far it got), and keep asking.
+let watching = false;
+async function watchReady() {
+  if (watching) return;
+  watching = true;
+  try {
+    for (;;) {
+      let r;
+      try { r = await fetch("/readyz", { cache: "no-store" }); } catch (err) { r = null; }
+      const data = r ? await r.json().catch(() => ({})) : {};
+      if (r && r.ok) { if ($("#status").dataset.loading) { $("#status").textContent = ""; delete $("#status").dataset.loading; } return; }
+      if (r && !data.loading) { $("#status").textContent = data.error || "the server is not ready"; return; }
+      if (data.loading) {
+        $("#status").dataset.loading = "1";
+        $("#status").textContent = "loading the knowledge base…" + (data.progress ? " (" + data.progress + ")" : "");
+      }
+      await new Promise((done) => setTimeout(done, 1000));
+    }
+  } finally { watching = false; }
+}
+watchReady();
 
 $("#ask-form").addEventListener("submit", async (e) => {
   e.preventDefault();
