@@ -1,14 +1,16 @@
 """Load and fault benchmark for `assistant serve`; prints figures, asserts nothing.
 
-    python bench/http_load.py            # ~1 minute on 2 cores
+    python bench/http_load.py            # ~3 minutes on 2 cores
 
-1. Retrieval-only POST /v1/ask (llm: false) at 1, 8 and 50 concurrent clients on
-   127.0.0.1: p50/p95 and errors; HTTP p50 against in-process answer p50 (target ≤ 1.5×).
-2. An LLM that never answers: requests still finish with the KB answer within the
+1. Start-up on an empty cache: seconds until /healthz answers 200 (target ≤ 2 s) and
+   until /readyz does.
+2. Retrieval-only POST /v1/ask (llm: false) at 1, 8, 50 and 200 concurrent clients, all
+   from one address and without tokens (a portal proxying its users), with 1 and with 2
+   worker processes: p50/p95, errors (target: 0 at 50 clients), throughput per worker;
+   HTTP p50 against in-process answer p50 (target ≤ 1.5×).
+3. An LLM that never answers: requests still finish with the KB answer within the
    configured timeout, and other clients keep being served meanwhile.
-3. Two workers (--workers 2) serving from the same on-disk index.
-Every client has its own bearer token, so the per-client concurrency limit applies as it
-would for separate users. Traffic goes to 127.0.0.1 only, in bounded loops.
+Traffic goes to 127.0.0.1 only, in bounded loops.
 """
 
 from __future__ import annotations
@@ -42,23 +44,30 @@ def pct(values: list[float], q: float) -> float:
 
 
 class Server:
-    def __init__(self, workers: int = 1, **env: str) -> None:
+    def __init__(self, workers: int = 1, tokens: bool = False, **env: str) -> None:
         self.port = free_port()
-        self.env = dict(os.environ, ASSISTANT_API_TOKENS=",".join(TOKENS), **env)
+        self.env = dict(os.environ, **env)
+        if tokens:
+            self.env["ASSISTANT_API_TOKENS"] = ",".join(TOKENS)
         self.workers = workers
+        self.healthz_s = self.ready_s = float("nan")
 
     def __enter__(self) -> "Server":
         cmd = [sys.executable, "-c", "from assistant.commands import main; main()", "serve", "--port", str(self.port), "--workers", str(self.workers)]
+        started = time.perf_counter()
         self.proc = subprocess.Popen(cmd, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             try:
-                status, _ = request(self.port, "GET", "/readyz")
+                if self.healthz_s != self.healthz_s and request(self.port, "GET", "/healthz", timeout=2)[0] == 200:
+                    self.healthz_s = time.perf_counter() - started
+                status, _ = request(self.port, "GET", "/readyz", timeout=2)
                 if status == 200:
+                    self.ready_s = time.perf_counter() - started
                     return self
             except OSError:
                 pass
-            time.sleep(0.1)
+            time.sleep(0.02)
         raise RuntimeError("server did not become ready: " + (self.proc.stderr.read() if self.proc.poll() is not None else ""))
 
     def __exit__(self, *exc) -> None:
@@ -83,18 +92,21 @@ def request(port: int, method: str, path: str, body: dict | None = None, token: 
         return resp.status, {}
 
 
-def load(port: int, clients: int, per_client: int, body_extra: dict | None = None) -> dict:
+def load(port: int, clients: int, per_client: int, body_extra: dict | None = None, tokens: bool = False) -> dict:
+    """`clients` threads each sending `per_client` questions one after another, from one
+    address; with tokens=False all are the same client as far as the server can tell."""
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
 
     def client(i: int) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         for n in range(per_client):
             q = QUESTIONS[(i + n) % len(QUESTIONS)]
             started = time.perf_counter()
             try:
-                status, _ = request(port, "POST", "/v1/ask", {"question": q, "llm": False, **(body_extra or {})}, TOKENS[i], conn=conn)
+                status, _ = request(port, "POST", "/v1/ask", {"question": q, "llm": False, **(body_extra or {})},
+                                    TOKENS[i % len(TOKENS)] if tokens else None, conn=conn)
                 ok = status == 200
             except OSError as exc:
                 ok, status = False, str(exc)
@@ -162,16 +174,36 @@ def in_process_p50(n: int = 40) -> float:
     return statistics.median(times)
 
 
+LOADS = ((1, 60), (8, 20), (50, 6), (200, 3))  # (concurrent clients, questions each)
+
+
 def main() -> None:
+    import tempfile
+
     out: dict = {"cores": os.cpu_count()}
     out["in_process_p50_ms"] = in_process_p50()
-    with Server() as server:
-        for clients, per in ((1, 60), (8, 20), (50, 6)):
-            load(server.port, min(clients, 4), 2)  # warm connections
-            out[f"c{clients}"] = load(server.port, clients, per)
-    out["http_over_in_process"] = out["c1"]["p50_ms"] / out["in_process_p50_ms"]
+    with tempfile.TemporaryDirectory(prefix="bench-empty-cache-") as empty:
+        with Server(ASSISTANT_CACHE_DIR=empty) as server:
+            out["start_empty_cache"] = {"healthz_s": server.healthz_s, "readyz_s": server.ready_s}
 
-    with HangingLLM() as llm, Server(ASSISTANT_LLM_BASE_URL=llm.url, ASSISTANT_LLM_TIMEOUT="2", ASSISTANT_LLM_CONNECT_TIMEOUT="1") as server:
+    for workers in (1, 2):
+        with Server(workers=workers) as server:
+            pids = set()
+            for _ in range(20):
+                conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)  # new connections spread over workers
+                pids.add(request(server.port, "GET", "/healthz", conn=conn)[1].get("pid"))
+                conn.close()
+            runs = {"distinct_pids": len(pids)}
+            for clients, per in LOADS:
+                load(server.port, min(clients, 4), 2)  # warm connections
+                result = load(server.port, clients, per)
+                result["rps_per_worker"] = result["rps"] / workers
+                runs[f"c{clients}"] = result
+            out[f"workers{workers}"] = runs
+    out["http_over_in_process"] = out["workers1"]["c1"]["p50_ms"] / out["in_process_p50_ms"]
+
+    with HangingLLM() as llm, Server(tokens=True, ASSISTANT_LLM_BASE_URL=llm.url, ASSISTANT_LLM_TIMEOUT="2",
+                                     ASSISTANT_LLM_CONNECT_TIMEOUT="1") as server:
         hung: list[tuple[float, dict]] = []
 
         def hung_client(i: int) -> None:
@@ -183,7 +215,7 @@ def main() -> None:
         for t in threads:
             t.start()
         time.sleep(0.3)
-        others = load(server.port, 4, 10)  # other clients, KB-only, while the LLM hangs
+        others = load(server.port, 4, 10, tokens=True)  # other clients, KB-only, while the LLM hangs
         health_started = time.perf_counter()
         request(server.port, "GET", "/healthz")
         health_ms = (time.perf_counter() - health_started) * 1000
@@ -198,27 +230,22 @@ def main() -> None:
             "healthz_ms_during_hang": health_ms,
         }
 
-    with Server(workers=2) as server:
-        pids = set()
-        for _ in range(40):
-            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)  # new connections spread over workers
-            pids.add(request(server.port, "GET", "/healthz", conn=conn)[1].get("pid"))
-            conn.close()
-        out["two_workers"] = {"distinct_pids": len(pids), **load(server.port, 50, 6)}
-
     print(json.dumps(out, indent=1, ensure_ascii=False))
-    c1, c8, c50 = out["c1"], out["c8"], out["c50"]
-    print(f"\nin-process answer p50 {out['in_process_p50_ms']:.1f} ms; HTTP p50 at 1 client {c1['p50_ms']:.1f} ms "
+    start = out["start_empty_cache"]
+    print(f"\nempty cache: /healthz 200 after {start['healthz_s']:.2f} s (target ≤ 2 s), /readyz 200 after {start['readyz_s']:.2f} s")
+    print(f"in-process answer p50 {out['in_process_p50_ms']:.1f} ms; HTTP p50 at 1 client {out['workers1']['c1']['p50_ms']:.1f} ms "
           f"→ {out['http_over_in_process']:.2f}× (target ≤ 1.5×)")
-    for c in (c1, c8, c50):
-        print(f"{c['clients']:>3} clients: p50 {c['p50_ms']:.1f} ms, p95 {c['p95_ms']:.1f} ms, {c['rps']:.0f} req/s, errors {c['errors']}/{c['requests']}")
+    for workers in (1, 2):
+        runs = out[f"workers{workers}"]
+        print(f"{workers} worker(s) ({runs['distinct_pids']} pids answered), all clients from one address:")
+        for clients, _ in LOADS:
+            c = runs[f"c{clients}"]
+            print(f"  {clients:>3} clients: p50 {c['p50_ms']:.0f} ms, p95 {c['p95_ms']:.0f} ms, errors {c['errors']}/{c['requests']}, "
+                  f"{c['rps']:.0f} req/s ({c['rps_per_worker']:.0f} per worker)")
     h = out["llm_hang"]
     print(f"LLM hanging: 8 requests all answered from the KB: {h['all_extractive']}, slowest {h['max_request_s']:.2f} s "
           f"(timeout {h['llm_timeout_s']} s); meanwhile 4 other clients p50 {h['others_during_hang']['p50_ms']:.0f} ms, "
           f"errors {h['others_during_hang']['errors']}; /healthz {h['healthz_ms_during_hang']:.0f} ms")
-    w = out["two_workers"]
-    print(f"two workers: {w['distinct_pids']} distinct worker pids answered; 50 clients p50 {w['p50_ms']:.1f} ms, "
-          f"p95 {w['p95_ms']:.1f} ms, errors {w['errors']}/{w['requests']}")
 
 
 if __name__ == "__main__":
