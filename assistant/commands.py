@@ -22,7 +22,9 @@ def assistant() -> None:
 @click.option("--forget", "forget", multiple=True, type=click.Path(), help="Stop indexing this path.")
 @click.option("--rebuild", is_flag=True, help="Re-embed everything from scratch.")
 @click.option("--status", is_flag=True, help="Show what the index holds and exit.")
-def ingest(paths: tuple[str, ...], kb: str | None, forget: tuple[str, ...], rebuild: bool, status: bool) -> None:
+@click.option("--build-bundled", "build_bundled", is_flag=True,
+              help="Regenerate the index shipped in the package (assistant/bundled_index) from the bundled KB; run after editing kb/.")
+def ingest(paths: tuple[str, ...], kb: str | None, forget: tuple[str, ...], rebuild: bool, status: bool, build_bundled: bool) -> None:
     """Index the KB, plus your own runbooks (markdown, plain text or HTML) given as PATHS.
 
     Added paths are remembered: later `ask` calls search them too and pick up their
@@ -34,6 +36,9 @@ def ingest(paths: tuple[str, ...], kb: str | None, forget: tuple[str, ...], rebu
 
         from .knowledge import describe, index_dir, open_kb, update_extra_sources
 
+        if build_bundled:
+            _build_bundled(rebuild)
+            return
         settings = settings_for(kb)
         if status:
             click.echo(json.dumps(describe(settings), ensure_ascii=False, indent=2))
@@ -47,6 +52,35 @@ def ingest(paths: tuple[str, ...], kb: str | None, forget: tuple[str, ...], rebu
         click.echo(f"{len(kb_.index.chunks)} chunks from {info['documents']} documents in {len(info['sources'])} source(s){skipped}; index {info['index_dir']}")
 
     _run(body)
+
+
+def _build_bundled(rebuild: bool) -> None:
+    """`assistant ingest --build-bundled`: the shipped index, from kb/ with the default
+    embedder and chunk size (what a fresh install runs with); only changed chunks are embedded."""
+    import time
+
+    from ingest.bundled import build_bundle, bundle_staleness, bundled_index_dir
+    from ingest.embedders import get_embedder
+
+    from .config import Settings, bundled_kb_dir
+
+    defaults = Settings()
+    kb_root = bundled_kb_dir()
+    embedder = get_embedder(defaults.embedder, threads=defaults.embed_threads)
+    out = bundled_index_dir()
+    why = "--rebuild" if rebuild else bundle_staleness(kb_root, embedder.name, defaults.max_chunk_chars, out)
+    if why is None:
+        click.echo(f"the bundled index at {out} matches {kb_root}; nothing to do")
+        return
+    click.echo(f"rebuilding the bundled index: {why}", err=True)
+    if rebuild:
+        import shutil
+
+        shutil.rmtree(out, ignore_errors=True)
+    started = time.perf_counter()
+    manifest = build_bundle(kb_root, embedder, defaults.max_chunk_chars, out, progress=lambda m: click.echo(m, err=True))
+    click.echo(f"bundled index: {manifest['chunk_count']} chunks from {len(manifest['documents'])} documents "
+               f"in {time.perf_counter() - started:.1f} s → {out}")
 
 
 @assistant.command(name="eval")

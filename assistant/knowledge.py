@@ -125,6 +125,8 @@ def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr) -> KB
     directory = index_dir(settings)
     srcs = sources(settings)
     reason = staleness(directory, srcs, embedder.name)
+    if reason is not None and _seed_bundled(settings, directory, embedder.name):
+        reason = staleness(directory, srcs, embedder.name)  # what the shipped index does not cover is indexed below
     index = None
     if reason is None:
         cached = _OPEN.get(key)
@@ -153,6 +155,27 @@ def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr) -> KB
     kb = KB(index, embedder, by_doc, settings)
     _OPEN[key] = kb
     return kb
+
+
+def _seed_bundled(settings: Settings, directory: Path, embedder_name: str) -> bool:
+    """With no usable index of the bundled KB in the cache (a first run after `pip install`),
+    start from the index shipped in the package instead of embedding everything (42 s on
+    two cores); see ingest/bundled.py. A usable index is refreshed incrementally as before."""
+    from ingest.index import SCHEMA
+
+    from .config import bundled_kb_dir
+
+    manifest = read_manifest(directory)
+    if manifest is not None and manifest.get("schema") == SCHEMA and manifest.get("embedder") == embedder_name:
+        return False
+    if settings.kb_dir.resolve() != bundled_kb_dir().resolve():
+        return False
+    from ingest.bundled import seed_index
+
+    try:
+        return seed_index(directory, settings.kb_dir, embedder_name, settings.max_chunk_chars)
+    except OSError:
+        return False  # an unwritable cache is reported by the build below
 
 
 def forget_loaded() -> None:
