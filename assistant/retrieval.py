@@ -36,13 +36,15 @@ MODES = ("hybrid", "dense", "bm25")
 # multilingual-e5 squeezes cosine similarity into a narrow band, and the band sits higher
 # for Chinese: unrelated English text scores ~0.80, unrelated Chinese ~0.85. These bounds,
 # read off the eval's in-scope and out-of-scope questions, stretch each band onto 0..1.
-DENSE_BAND = {"en": (0.80, 0.90), "zh": (0.85, 0.93)}
+DENSE_BAND = {"en": (0.80, 0.90), "zh": (0.85, 0.93), "cross": (0.80, 0.90)}
 # Overview articles (tag "summary") list many symptoms, so they match many questions a
 # little; they should lead only when no specific article fits about as well.
 OVERVIEW_FACTOR = 0.9
 # Ranking scale per question language: Chinese questions score higher against every
 # passage (the band above), and a shared ceiling clipped their best matches flat.
-DENSE_RANGE = {"en": (0.78, 0.92), "zh": (0.85, 0.97)}
+# A question against a passage in the other language (a Chinese question on English-only
+# docs) scores lower again; its range keeps those passages apart instead of clipping them.
+DENSE_RANGE = {"en": (0.78, 0.92), "zh": (0.85, 0.97), "cross": (0.76, 0.92)}
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,14 @@ def section_key(title: str) -> str:
 def dense_scale(cosine: float | np.ndarray, lang: str = "en") -> float | np.ndarray:
     floor, ceil = DENSE_RANGE.get(lang, DENSE_RANGE["en"])
     return np.clip((cosine - floor) / (ceil - floor), 0.0, 1.0)
+
+
+def _other_lang_mask(index: KBIndex, lang: str) -> np.ndarray:
+    """Which chunks are in the other language than the question's, cached per index."""
+    cache = index.__dict__.setdefault("_lang_masks", {})
+    if lang not in cache:
+        cache[lang] = np.fromiter((c.lang != lang for c in index.chunks), dtype=bool, count=len(index.chunks))
+    return cache[lang]
 
 
 def grounding_scale(cosine: float, lang: str) -> float:
@@ -183,6 +193,9 @@ def search(
     top_kw = float(keyword_raw.max()) if n else 0.0
     keyword = keyword_raw / top_kw if top_kw > 0 else keyword_raw
     dscaled = dense_scale(dense, lang)
+    other = _other_lang_mask(index, lang)
+    if other.any():
+        dscaled = np.where(other, dense_scale(dense, "cross"), dscaled)
 
     if mode == "dense":
         blended = dscaled
@@ -241,8 +254,8 @@ def search(
             match.version_conflict = version_mismatch(scope, meta)
             conflicts = match.product_conflict + bool(match.hardware_conflict) + match.version_conflict
             match.score -= mismatch_penalty * conflicts
-        best_dense = max(c.dense for c in match.chunks)
-        match.dense = grounding_scale(best_dense, lang)
+        closest = max(match.chunks, key=lambda c: c.dense)
+        match.dense = grounding_scale(closest.dense, lang if closest.chunk.lang == lang else "cross")
         if f"{match.doc_id}:{lang}" in index.docs:
             match.relevance = 0.5 * match.dense + 0.5 * coverage + boost
         else:

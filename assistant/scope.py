@@ -86,7 +86,7 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     "IPv6 networking": ("ipv6",),
     "embedding and rerank models": ("embedding model", "embeddings endpoint", "/v1/embeddings", "pooling", "rerank", "reranker",
                                     "task embed", "--task embed", "向量模型", "嵌入模型", "重排"),
-    "prefix caching": ("prefix caching", "prefix cache", "enable-prefix-caching", "enable_prefix_caching", "前缀缓存", "automatic prefix"),
+    "prefix caching": ("prefix cach*", "enable-prefix-caching", "enable_prefix_caching", "前缀缓存", "automatic prefix"),
     "disaggregated serving": ("disaggregat*", "pd分离", "pd 分离", "kv transfer", "kv_transfer", "lmcache", "mooncake", "nixl"),
     "tokenizers": ("tokenizer", "detokeniz*", "tokenization", "分词器"),
     "beam search": ("beam search", "beam_search", "best_of", "use_beam_search"),
@@ -103,6 +103,16 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     "TLS and certificates": ("tls", "ssl certificate", "certificate", "enable https", "证书"),
     "dashboards and alerting": ("grafana", "alert", "alerts", "alerting", "alertmanager", "pagerduty", "告警", "监控面板", "dashboard"),
     "autoscaling": ("autoscal*", "hpa", "弹性伸缩", "扩缩容", "自动扩容"),
+    "attention backends": ("flashinfer", "flash-attn", "flash_attn", "flashattention", "flash attention", "vllm_attention_backend",
+                           "attention backend", "xformers", "flashmla"),
+    "torch.compile": ("torch.compile", "compilation_config", "compilation-config", "inductor", "dynamo", "torch._dynamo"),
+    "building from source": ("build from source", "building from source", "setup.py", "cmake", "compile vllm", "源码编译", "从源码"),
+    "CPU offload": ("cpu-offload-gb", "cpu_offload_gb", "cpu offload", "offload"),
+    "KV cache quantization": ("fp8 kv", "kv cache fp8", "calculate_kv_scales", "kv cache quantization"),
+    "OpenAI API request fields": ("stream_options", "logit_bias", "stop_token_ids", "stop sequences", "tool_choice",
+                                  "extra_body", "chat/completions format"),
+    "reward and classification models": ("reward model", "--task classify", "task classify", "classification model", "奖励模型"),
+    "speech models": ("whisper", "transcription", "/v1/audio", "语音识别"),
     "benchmark tools": ("benchmark_serving", "benchmark_throughput", "vllm bench", "benchmarks/"),
 }
 
@@ -168,14 +178,14 @@ def _found(haystack: str, needles: tuple[str, ...]) -> str | None:
         if word not in haystack:
             continue
         if not word.isascii():
-            return word
+            return needle
         i = haystack.find(word)
         while i != -1:
             j = i + len(word)
             before_ok = not word[0].isalnum() or i == 0 or not _ascii_alnum(haystack[i - 1])
             after_ok = prefix or not word[-1].isalnum() or j >= len(haystack) or not _ascii_alnum(haystack[j])
             if before_ok and after_ok:
-                return word
+                return needle
             i = haystack.find(word, i + 1)
     return None
 
@@ -184,7 +194,7 @@ def detect(question: str) -> Scope:
     """Products, hardware, versions and near-domain entities named in the question."""
     text = _padded(question[:8000])
     products = frozenset(p for p, names in PRODUCTS.items() if _found(text, names))
-    hardware_terms = {h: hit.strip() for h, names in HARDWARE.items() if (hit := _found(text, names))}
+    hardware_terms = {h: hit for h, names in HARDWARE.items() if (hit := _found(text, names))}
     hardware = frozenset(hardware_terms)
     versions = tuple((int(a), int(b), int(c or 0)) for a, b, c in _VERSION.findall(text[:4000]))
     # Model ids are left out: Qwen2.5-VL-32B-Instruct-AWQ in a command line says little
@@ -199,7 +209,7 @@ def detect(question: str) -> Scope:
         needles = tuple(_dashed(n) for n in names)
         hit = _found(said, needles)
         if hit:
-            terms[entity] = hit.strip()
+            terms[entity] = hit
             if _found(prose, needles):
                 in_prose.append(entity)
     return Scope(products, hardware, versions, tuple(terms), terms, hardware_terms, tuple(in_prose))
