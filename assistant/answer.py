@@ -213,7 +213,7 @@ def _diagnose(log_text: str, settings: Settings):
     from .tools.logs import diagnose_text
 
     t0 = time.perf_counter()
-    diagnosis = diagnose_text(log_text, str(settings.kb_dir))
+    diagnosis = diagnose_text(log_text, settings)  # the index in use, cache dir included
     call = ToolCall("diagnose_log", {"text": f"<{len(log_text.splitlines())} lines>"}, None, None, (time.perf_counter() - t0) * 1000)
     from .tools import _jsonable
 
