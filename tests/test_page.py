@@ -91,3 +91,36 @@ def test_page_says_when_nothing_is_found(browser, site):
     card = _ask(browser, live.url, "How do I configure TLS on a Kubernetes ingress?")
     assert "ungrounded" in card.get_attribute("class")
     assert "nothing in the knowledge base" in card.find_element(By.CSS_SELECTOR, ".body").text
+
+
+def test_page_says_the_knowledge_base_is_loading_until_it_is(browser, tiny_settings, monkeypatch, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    import threading
+
+    import assistant.knowledge as knowledge
+
+    release = threading.Event()
+    real_open_kb = knowledge.open_kb
+
+    def slow_open_kb(settings, progress):
+        progress("indexing the knowledge base (no index yet)…")
+        release.wait(30)
+        return real_open_kb(settings, progress=progress)
+
+    monkeypatch.setattr(knowledge, "open_kb", slow_open_kb)
+    app = create_app(replace(tiny_settings, feedback_db=str(tmp_path / "f.db")))
+    with LiveServer(app, wait_loaded=False) as live:
+        browser.get(live.url + "/")
+        status = browser.find_element(By.ID, "status")
+        WebDriverWait(browser, 10).until(lambda d: "loading the knowledge base" in status.text)
+        assert "no index yet" in status.text
+        browser.find_element(By.ID, "question").send_keys("widget requests hang")
+        browser.find_element(By.ID, "ask").click()
+        WebDriverWait(browser, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".answer.error"))
+        assert "still loading" in browser.find_element(By.CSS_SELECTOR, ".answer.error .body").text
+        release.set()
+        WebDriverWait(browser, 60).until(lambda d: not status.text.startswith("loading") and status.get_attribute("data-loading") is None)
+        card = _ask(browser, live.url, "widget requests hang")
+        assert "queue-len" in card.find_element(By.CSS_SELECTOR, ".body").text
