@@ -126,7 +126,7 @@ def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, min_topi
             def dev(path: str) -> list:
                 return [c for c in load_cases(Path(path)) if c.split in ("dev", "")]
 
-            sets = [FitSet(kb_, settings, dev(cases))] + [FitSet(kb_, settings, dev(p), calibrate=False) for p in fit_with]
+            sets = [FitSet(kb_, settings, dev(cases))] + [FitSet(kb_, settings, dev(p)) for p in fit_with]
             for pair in fit_with_kb:
                 other_dir, _, other_cases = pair.partition("=")
                 if not other_cases:

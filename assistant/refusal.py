@@ -11,7 +11,7 @@ transparent (the weights are in `refusal_model.json`, next to this file, and pri
 with numpy's Newton steps on the `dev` split of the real-question set plus the bundled cases.
 
 The operating point (`threshold`) is chosen on the same data: the highest out-of-scope
-refusal rate that keeps false refusals at or under 5%.
+refusal rate that keeps false refusals at or under 3% in each language.
 """
 
 from __future__ import annotations
@@ -50,6 +50,10 @@ class RefusalModel:
 
 
 SHORT_QUESTION_TERMS = 8
+# Chosen in-sample for at most 3% false refusals per language: 5-fold cross-validation
+# showed out-of-fold false refusals running ~1.5 points above the in-sample target, with
+# the same share of out-of-scope questions refused at 3% as at 5%.
+TARGET_FALSE_REFUSAL = 0.03
 L2 = 1.0  # ridge on the weights; 5-fold cross-validation on the dev sets found 0.3–10 alike
 
 _MODEL: RefusalModel | None = None
@@ -85,7 +89,7 @@ def features(result) -> dict[str, float]:
         return {name: 0.0 for name in FEATURES}
     top = result.articles[0]
     second = result.articles[1].score if len(result.articles) > 1 else 0.0
-    other_lang = not (top.chunks and any(c.chunk.lang == result.lang for c in top.chunks))
+    other_lang = top.other_lang_only
     said = set(getattr(result.scope, "said_entities", ()) or ())
     unseen_said = [e for e in result.unseen if e in said or e not in getattr(result.scope, "entities", ())]
     x = {
@@ -223,7 +227,7 @@ def fit_and_save(sets: list[FitSet], path: Path = MODEL_PATH, l2: float = L2) ->
     # The bound holds in each language, not only on average: Chinese questions score
     # differently, and a user asking in Chinese should not be refused more often.
     threshold = min(choose_threshold([p for p, g in zip(probs, cal_langs) if g == lang],
-                                     [y for y, g in zip(cal_labels, cal_langs) if g == lang])
+                                     [y for y, g in zip(cal_labels, cal_langs) if g == lang], TARGET_FALSE_REFUSAL)
                     for lang in sorted(set(cal_langs)))
     refused_oos = sum(p < threshold for p, y in zip(probs, cal_labels) if not y) / max(1, cal_labels.count(0))
     false_ref = sum(p < threshold for p, y in zip(probs, cal_labels) if y) / max(1, cal_labels.count(1))

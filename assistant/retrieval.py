@@ -65,6 +65,7 @@ class ArticleMatch:
     coverage: float = 0.0  # IDF-weighted share of the question's keywords in this article
     dense: float = 0.0  # best chunk cosine, rescaled to the question language's band
     product: str = ""
+    other_lang_only: bool = False  # the document has no version in the question's language
     passage: str = ""  # the heading path, when this match is one section of a document without article structure
     hardware_conflict: tuple[str, ...] = ()  # the question's hardware this article does not apply to
     product_conflict: bool = False
@@ -83,7 +84,7 @@ class Retrieval:
     unseen: list[str] = field(default_factory=list)  # near-domain subjects this KB never mentions
     foreign_products: list[str] = field(default_factory=list)  # named products this KB has nothing on
     kb_coverage: float = 0.0  # IDF-weighted share of the question's keywords the KB has at all
-    unknown_terms: list[str] = field(default_factory=list)  # plain words of the question the KB never uses
+    unknown_terms: list[str] = field(default_factory=list)  # names in the question the KB never uses (Kafka, PostgreSQL…)
     n_terms: int = 0  # distinct keywords in the question
     confidence: float | None = None  # the refusal model's P(the KB answers this)
     symptom_covered: bool = False  # the KB would answer but for an unknown subject, product or platform
@@ -141,6 +142,39 @@ def signature_hits(index: KBIndex, question: str) -> dict[str, list[str]]:
             if len(s) >= 6 and s in squashed and sig not in hits.get(meta.id, []):
                 hits.setdefault(meta.id, []).append(sig)
     return hits
+
+
+# Model families are named in most real questions and are never what the question is
+# about; they must not count as subjects the KB lacks.
+MODEL_FAMILIES = frozenset(
+    "qwen qwq llama mistral mixtral deepseek gemma phi baichuan chatglm glm internlm ernie falcon vicuna minicpm "
+    "command nemotron starcoder codellama bloom opt gpt yi kimi hunyuan doubao olmo granite exaone aya jamba".split())
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]{2,30}")
+
+
+def unknown_names(index: KBIndex, query: str, lang: str) -> list[str]:
+    """Names of things the KB never mentions: "PostgreSQL", "Kafka", "Grafana". In an English
+    question those are the CamelCase, ALL-CAPS or capitalised words inside a sentence; in a
+    Chinese one every English word is such a name. Ordinary English words the KB happens not
+    to use ("flight", "sentence") are not evidence of another subject."""
+    from .scope import _drop_model_ids
+
+    text = _drop_model_ids(query)
+    names: list[str] = []
+    for m in _NAME.finditer(text):
+        word = m.group(0)
+        if lang != "zh":
+            before = text[max(0, m.start() - 2):m.start()]
+            sentence_start = m.start() == 0 or before.rstrip().endswith((".", "?", "!", ":", "\n")) or before.endswith("\n")
+            named = (word.isupper() and len(word) >= 3) or any(ch.isupper() for ch in word[1:]) or (word[0].isupper() and not sentence_start)
+            if not named:
+                continue
+        low = word.lower()
+        if low in MODEL_FAMILIES or any(ch.isdigit() for ch in word) or low in names:
+            continue
+        if not any(index.doc_freq.get(t) for t in index.tokenizer(word)):
+            names.append(low)
+    return names
 
 
 def kb_keyword_coverage(query_terms: set[str], doc_freq: dict[str, int], n_articles: int) -> float:
@@ -256,7 +290,8 @@ def search(
             match.score -= mismatch_penalty * conflicts
         closest = max(match.chunks, key=lambda c: c.dense)
         match.dense = grounding_scale(closest.dense, lang if closest.chunk.lang == lang else "cross")
-        if f"{match.doc_id}:{lang}" in index.docs:
+        match.other_lang_only = f"{match.doc_id}:{lang}" not in index.docs
+        if not match.other_lang_only:
             match.relevance = 0.5 * match.dense + 0.5 * coverage + boost
         else:
             # Written only in the other language: shared keywords cannot be expected, so
@@ -270,11 +305,7 @@ def search(
     result.foreign_products = sorted(foreign_products(scope, index))
     result.kb_coverage = kb_keyword_coverage(query_terms, index.doc_freq, len(article_terms))
     result.n_terms = len(query_terms)
-    # Whole words only: the tokenizer also yields identifier parts and stems ("fast" and
-    # "deploy" from FastDeploy), which say nothing about the subject being unknown.
-    words = set(re.findall(r"[a-z]{4,}", query.lower()))
-    result.unknown_terms = sorted(t for t in query_terms if t.isascii() and t.isalpha() and len(t) >= 4 and not index.doc_freq.get(t)
-                                  and any(w.startswith(t) and len(w) - len(t) <= 3 for w in words))
+    result.unknown_terms = unknown_names(index, query, lang)
     result.flags = split_question(question).flags if "-" in question or "=" in question else {}
     from .refusal import decide
 
