@@ -40,15 +40,14 @@ def _run(fn, *args, **kwargs):
 def read_log(path: str) -> str:
     """The last 2 MB of a log file, decoded leniently (logs mix encodings)."""
     from .errors import AssistantError
+    from .tools.logs import read_tail
 
     try:
-        with open(path, "rb") as fh:
-            fh.seek(0, 2)
-            size = fh.tell()
-            fh.seek(max(0, size - 2_000_000))
-            return fh.read().decode("utf-8", errors="replace")
+        return read_tail(path)
     except OSError as exc:
         raise AssistantError(f"cannot read log file {path}: {exc.strerror}") from exc
+    except ValueError as exc:
+        raise AssistantError(f"cannot read log file: {exc}", "pass a log file, not a pipe or device") from exc
 
 
 def settings_for(kb: str | None, **overrides):

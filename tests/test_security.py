@@ -403,3 +403,24 @@ def test_old_unrated_answers_are_pruned_and_rated_ones_kept(tmp_path):
     ids = {row[0] for row in sqlite3.connect(db).execute("SELECT id FROM answers")}
     assert ids == {old_rated, fresh}
     assert [c["id"] for c in again.export_negative()] == [f"feedback-{old_rated}"]
+
+
+def test_cli_log_reading_refuses_fifos_and_devices_at_once(tmp_path, bundled_env):
+    import os
+    import time as _time
+
+    from tests.conftest import run_cli
+
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)
+    for target in (str(fifo), "/dev/zero", str(tmp_path)):
+        started = _time.perf_counter()
+        proc = run_cli(["ask", "--no-llm", "--log", target, "what happened?"], bundled_env, timeout=60)
+        assert proc.returncode != 0 and _time.perf_counter() - started < 30
+        err = proc.stderr.decode()
+        assert "Traceback" not in err and "log file" in err
+    log = tmp_path / "server.log"
+    log.write_text("x\n" * 10 + "RuntimeError: NCCL error in: ../nccl.cpp:1\n", encoding="utf-8")
+    from assistant.tools.logs import read_tail
+
+    assert read_tail(str(log), limit=20).endswith("nccl.cpp:1\n")

@@ -146,9 +146,34 @@ def diagnose_log(text: str | None = None, path: Annotated[str | None, LOCAL_PATH
     if not text and not path:
         raise ValueError("give the log text or a path")
     if path:
-        file = Path(path).expanduser()
-        with file.open("rb") as fh:
-            size = file.stat().st_size
-            fh.seek(max(0, size - 2_000_000))
-            text = fh.read().decode("utf-8", errors="replace")
+        text = read_tail(path)
     return diagnose_text(text or "", _kb_dir)  # None: the configured KB's index
+
+
+LOG_TAIL_BYTES = 2_000_000
+
+
+def read_tail(path: str, limit: int = LOG_TAIL_BYTES) -> str:
+    """The last `limit` bytes of a regular file, decoded leniently (logs mix encodings).
+
+    Opened non-blocking and checked with fstat before reading, so a FIFO, a device such
+    as /dev/zero or a directory is refused at once instead of hanging or filling memory."""
+    import os
+    import stat
+
+    fd = os.open(os.path.expanduser(path), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"{path} is not a regular file")
+        os.lseek(fd, max(0, info.st_size - limit), os.SEEK_SET)
+        chunks, remaining = [], limit
+        while remaining > 0:
+            block = os.read(fd, min(remaining, 1 << 20))
+            if not block:
+                break
+            chunks.append(block)
+            remaining -= len(block)
+        return b"".join(chunks).decode("utf-8", errors="replace")
+    finally:
+        os.close(fd)
