@@ -860,6 +860,31 @@ class _StreamClosed(BaseException):
     that the answer path's `except Exception` fallbacks let it through and the work stops."""
 
 
+def run_server(host: str, port: int, workers: int) -> None:
+    """Serve app_factory with uvicorn (what `assistant serve` runs). Proxy headers are the
+    app's business (trusted_proxies), so uvicorn's own handling, which trusts 127.0.0.1, is
+    off. With several workers uvicorn binds a socket whose protocol number is 0, so asyncio
+    leaves Nagle's algorithm on for every connection and each keep-alive response waits for
+    a delayed ACK (44 ms instead of 0.2 ms for /healthz): the socket is handed over as TCP."""
+    import socket
+
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    config = uvicorn.Config("assistant.api:app_factory", factory=True, host=host, port=port, workers=workers,
+                            log_level="warning", proxy_headers=False)
+    if workers <= 1:
+        uvicorn.Server(config).run()
+        return
+    bound = config.bind_socket()
+    sock = socket.socket(bound.family, bound.type, socket.IPPROTO_TCP, fileno=bound.detach())
+    sock.set_inheritable(True)
+    try:
+        Multiprocess(config, sockets=[sock]).run()
+    except KeyboardInterrupt:
+        pass
+
+
 def app_factory() -> FastAPI:
     """For `uvicorn --factory assistant.api:app_factory` and multi-worker serving."""
     configure_logging()

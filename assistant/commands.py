@@ -284,9 +284,7 @@ def serve(host: str, port: int, workers: int, kb: str | None) -> None:
     def body() -> None:
         import os
 
-        import uvicorn
-
-        from .api import api_tokens, trusted_networks
+        from .api import api_tokens, run_server, trusted_networks
         from .state import open_state
 
         if kb:
@@ -300,10 +298,8 @@ def serve(host: str, port: int, workers: int, kb: str | None) -> None:
         proxies = f"; X-Forwarded-For trusted from {settings.trusted_proxies}" if settings.trusted_proxies.strip() else ""
         click.echo(f"serving on http://{host}:{port} (page /{docs}) with {workers} worker(s); {auth}{proxies}; "
                    "the index loads in the background (GET /readyz)", err=True)
-        # The port is bound at once and every worker loads the index in the background. Proxy
-        # headers are the app's business (trusted_proxies): uvicorn would trust 127.0.0.1's.
-        uvicorn.run("assistant.api:app_factory", factory=True, host=host, port=port, workers=workers, log_level="warning",
-                    proxy_headers=False)
+        # The port is bound at once and every worker loads the index in the background.
+        run_server(host, port, workers)
 
     _run(body)
 

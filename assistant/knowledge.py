@@ -125,8 +125,10 @@ def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr) -> KB
     directory = index_dir(settings)
     srcs = sources(settings)
     reason = staleness(directory, srcs, embedder.name)
-    if reason is not None and _seed_bundled(settings, directory, embedder.name):
-        reason = staleness(directory, srcs, embedder.name)  # what the shipped index does not cover is indexed below
+    if reason is not None:
+        _seed_bundled(settings, directory, embedder.name)
+        # Again: seeded, or seeded or built by another worker meanwhile; what is still missing is indexed below.
+        reason = staleness(directory, srcs, embedder.name)
     index = None
     if reason is None:
         cached = _OPEN.get(key)
