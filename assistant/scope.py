@@ -49,7 +49,6 @@ HARDWARE: dict[str, tuple[str, ...]] = {
     "iluvatar": ("iluvatar", "天数"),
     "neuron": ("neuron", "inferentia", "trainium"),
     "apple": ("apple silicon", "mps", "macbook", "macos", "mac", "m1 max", "m2 max", "m3 max", "m4 max", "m-series"),
-    "windows": ("windows", "win10", "win11"),
     # The machine, not the torch build: "a CPU-only PyTorch" on a GPU box is the torch article's case.
     "cpu": ("cpu backend", "vllm-target-device=cpu", "vllm_target_device=cpu", "--device cpu", "device=cpu", "cpu-only machine", "cpu-only-",
             "cpu-only server", "cpu-only host", "cpu only machine", "no gpu box", "no gpu machine", "without a gpu", "without gpu",
@@ -57,7 +56,7 @@ HARDWARE: dict[str, tuple[str, ...]] = {
 }
 HARDWARE_NAMES = {"nvidia": "NVIDIA/CUDA", "amd": "AMD ROCm", "tpu": "TPU", "ascend": "Ascend NPU", "kunlun": "Kunlun XPU",
                   "intel": "Intel Gaudi/XPU", "hygon": "Hygon DCU", "metax": "MetaX", "iluvatar": "Iluvatar",
-                  "neuron": "AWS Neuron", "apple": "Apple silicon", "cpu": "CPU-only", "windows": "Windows"}
+                  "neuron": "AWS Neuron", "apple": "Apple silicon", "cpu": "CPU-only"}
 
 # Near-domain subjects an on-call KB may or may not cover. A question naming one that the
 # KB's text never mentions asks about something else, however well its symptom matches:
