@@ -16,9 +16,17 @@ from .errors import BadQuestion
 def query_text(question: str) -> str:
     """What the dense model embeds: the question's prose and error lines (pasted code,
     config and command lines are left out, see cleaning.py), cut to what e5 reads."""
+    if not might_paste(question):
+        return question[:2000]
     from .cleaning import retrieval_text
 
     return retrieval_text(question)[:2000]
+
+
+def might_paste(question: str) -> bool:
+    """Whether a question can hold pasted lines at all. A one-line question is read whole
+    (a lone pasted line *is* the question), so the cleaner is not even imported for it."""
+    return "\n" in question.strip()
 
 
 def validate_question(question: str, max_bytes: int = 8192) -> str:

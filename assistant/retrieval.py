@@ -205,7 +205,6 @@ def search(
     (cleaning.py), while log signatures are matched on the whole text, pasted logs
     included. Articles about another product than the one the question names, or for
     other hardware or versions, are demoted by `mismatch_penalty`."""
-    from .cleaning import split_question
     from .scope import detect, foreign_products, hardware_mismatch, product_mismatch, unseen_entities, version_mismatch
 
     timings: dict[str, float] = {}
@@ -306,7 +305,10 @@ def search(
     result.kb_coverage = kb_keyword_coverage(query_terms, index.doc_freq, len(article_terms))
     result.n_terms = len(query_terms)
     result.unknown_terms = unknown_names(index, query, lang)
-    result.flags = split_question(question).flags if "-" in question or "=" in question else {}
+    if "--" in question or "=" in question:
+        from .cleaning import split_question
+
+        result.flags = split_question(question).flags
     from .refusal import decide
 
     result.grounded, result.confidence, result.symptom_covered = decide(result, min_relevance)

@@ -198,10 +198,10 @@ def detect(question: str) -> Scope:
     versions = tuple((int(a), int(b), int(c or 0)) for a, b, c in _VERSION.findall(text[:4000]))
     # Model ids are left out: Qwen2.5-VL-32B-Instruct-AWQ in a command line says little
     # about what is asked, while a flag such as --enable-lora says a lot.
-    from .cleaning import retrieval_text
+    from .questions import query_text
 
     said = _dashed(_padded(_drop_model_ids(question[:8000])).replace(" --", " "))
-    prose = _dashed(_padded(_drop_model_ids(retrieval_text(question[:8000]))).replace(" --", " "))
+    prose = _dashed(_padded(_drop_model_ids(query_text(question[:8000]))).replace(" --", " "))
     terms: dict[str, str] = {}
     in_prose: list[str] = []
     for entity, names in ENTITIES.items():
