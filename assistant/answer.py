@@ -38,7 +38,7 @@ LABELS = {
         "platform": "The closest article, **{title}** {ref}, is written for {declared}. You are on {platform}, where its fix may not apply or may be wrong, and the KB has nothing specific for {platform}.",
         "partial": "The KB covers **{title}** {ref}, but has nothing on {missing}: its fixes may not apply to your case, so I will not present them as the answer.",
         "missing": "It has nothing on {missing}.",
-        "covers": "This knowledge base ({n} documents) covers, among others:",
+        "covers": "This knowledge base ({n} topics) covers, among others:",
         "more": "- … and {n} more",
         "add_docs": "You can add your own runbooks with `assistant ingest PATH`.",
         "yours": "From your command line",
@@ -58,7 +58,7 @@ LABELS = {
         "platform": "最接近的条目 **{title}** {ref} 是针对 {declared} 写的。你用的是 {platform}，其中的解决办法可能不适用甚至是错的，知识库里没有针对 {platform} 的内容。",
         "partial": "知识库覆盖 **{title}** {ref}，但没有关于 {missing} 的内容：那里的解决办法不一定适用于你的情况，所以不把它当作答案。",
         "missing": "知识库里没有关于 {missing} 的内容。",
-        "covers": "这个知识库（{n} 篇文档）覆盖的内容包括：",
+        "covers": "这个知识库（{n} 个主题）覆盖的内容包括：",
         "more": "- …… 以及另外 {n} 篇",
         "add_docs": "可以用 `assistant ingest PATH` 加入自己的运维文档。",
         "yours": "你命令行里的相关参数",
@@ -376,9 +376,10 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
         if not top.passage:
             chunk = chunks[0] if chunks[0].lang == doc_lang else chunk
         title = _display_title(chunk.title, chunk.source) if top.passage else chunk.title.split(" > ")[0]
-        ref = cites.ref(chunk, top.relevance)
     lines: list[str] = []
     coverage = "none"
+    if top is not None and (top.hardware_conflict or ((result.unseen or result.foreign_products) and result.symptom_covered)):
+        ref = cites.ref(chunk, top.relevance)  # cited only where the text names it
     if top is not None and top.hardware_conflict:
         platforms = ", ".join(HARDWARE_NAMES.get(h, h) for h in top.hardware_conflict)
         declared = ", ".join(HARDWARE_NAMES.get(h, h) for h in _article_hardware(kb, top.doc_id))

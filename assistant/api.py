@@ -113,6 +113,8 @@ class AskResponse(BaseModel):
     backend: str
     timings_ms: dict[str, float]
     notes: list[str]
+    coverage: Literal["full", "partial", "none"] = Field("full", description="partial: the symptom is covered, the question's platform, product or subject is not")
+    confidence: float | None = Field(None, description="The refusal model's P(the KB answers this question)")
 
 
 class FeedbackRequest(BaseModel):

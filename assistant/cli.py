@@ -54,16 +54,37 @@ def settings_for(kb: str | None, **overrides):
     return load_settings(kb_dir=Path(kb) if kb else None, **overrides)
 
 
-def read_question(words: tuple[str, ...]) -> str:
-    """The question from argv, or from stdin when it is `-` (a pasted log works)."""
+def _log_tail(text: str, max_bytes: int) -> str:
+    """The last whole lines of text that fit in max_bytes (unchanged when it fits)."""
+    if len(text.strip().encode("utf-8")) <= max_bytes:
+        return text
+    kept: list[str] = []
+    size = 0
+    for line in reversed(text.strip().splitlines()):
+        cost = len(line.encode("utf-8")) + 1
+        if size + cost > max_bytes:
+            break
+        kept.append(line)
+        size += cost
+    print(f"note: the input is {len(text.encode('utf-8'))} bytes; answering from its last {len(kept)} lines "
+          f"(use --log FILE to diagnose a whole log)", file=sys.stderr)
+    return "\n".join(reversed(kept))
+
+
+def read_question(words: tuple[str, ...], max_bytes: int = 8192) -> str:
+    """The question from argv, or from stdin when it is `-` (a pasted log works).
+
+    A log piped in (`tail -n 50 server.log | ask -`) easily passes the question limit; its
+    last lines, where the error usually is, are kept, and stderr says so."""
     if words == ("-",) or not words and not sys.stdin.isatty():
         raw = sys.stdin.buffer.read(1_000_000)
         if b"\x00" in raw:
             raise BadQuestion("the input looks like binary data, not a question", "paste text, not a binary file")
         try:
-            return raw.decode("utf-8")
+            text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise BadQuestion("the input is not valid UTF-8 text", "paste text, not a binary file") from exc
+        return _log_tail(text, max_bytes)
     text = " ".join(words)
     if any("\udc80" <= ch <= "\udcff" for ch in text):  # undecodable bytes in argv
         raise BadQuestion("the question is not valid UTF-8 text")
@@ -107,7 +128,7 @@ def ask(argv: list[str] | None = None) -> None:
         from .questions import EarlyEmbedding, query_text, validate_question
 
         settings = settings_for(args.kb)
-        text = read_question(tuple(args.question))
+        text = read_question(tuple(args.question), settings.max_question_bytes)
         early = None
         if not args.log:  # start embedding before the heavy imports below
             early = EarlyEmbedding.start(settings, query_text(validate_question(text, settings.max_question_bytes)))

@@ -40,7 +40,7 @@ def validate_question(question: str, max_bytes: int = 8192) -> str:
     if size > max_bytes:
         raise BadQuestion(
             f"the question is {size} bytes; the limit is {max_bytes}",
-            "paste only the relevant log lines, or use --log FILE",
+            "paste only the relevant log lines, and send the whole log separately (`ask --log FILE`, or the `log` field over HTTP)",
         )
     control = sum(1 for ch in text if (ord(ch) < 32 and ch not in "\n\r\t") or ch == "\ufffd")
     if "\x00" in text or control > max(2, 0.05 * len(text)):

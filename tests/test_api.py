@@ -37,7 +37,8 @@ def test_ask_returns_the_cli_json_plus_an_answer_id(server):
     r = httpx.post(server.url + "/v1/ask", json={"question": "requests hang after I enabled logprobs"}, timeout=30)
     data = r.json()
     assert r.status_code == 200 and len(data["id"]) == 16
-    assert set(data) == {"id", "question", "answer", "lang", "grounded", "citations", "tool_calls", "backend", "timings_ms", "notes"}
+    assert set(data) == {"id", "question", "answer", "lang", "grounded", "citations", "tool_calls", "backend", "timings_ms", "notes",
+                         "coverage", "confidence"}
     assert data["grounded"] and data["citations"][0]["id"] == "fastdeploy-logprobs-hang" and "kernel.msgmax" in data["answer"]
 
 

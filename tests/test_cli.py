@@ -109,3 +109,14 @@ def test_feedback_export_writes_draft_eval_cases(bundled_env, tmp_path):
     (case,) = load_cases(out)  # the eval reads the drafts as they are
     assert case.question == "显存又爆了" and case.lang == "zh" and case.expect == []
     assert "swap-space" in out.read_text(encoding="utf-8")
+
+
+def test_a_long_log_piped_on_stdin_is_answered_from_its_last_lines(bundled_env):
+    stats = "INFO 05-09 00:49:33 metrics.py:341] Avg generation throughput: 12.1 tokens/s, Running: 2 reqs, Pending: 20 reqs\n"
+    log = (stats * 120 + "WARNING 05-09 00:50:01 scheduler.py:1057 Sequence group 12 is preempted by "
+           "PreemptionMode.RECOMPUTE mode because there is not enough KV cache space.\n").encode()
+    assert len(log) > 8192
+    proc = run_cli(["ask", "--json", "-"], bundled_env, stdin=log)
+    data = parse_json(proc)
+    assert "last" in proc.stderr.decode() and "--log FILE" in proc.stderr.decode()
+    assert data["grounded"] and data["citations"][0]["id"] == "vllm-preemption"

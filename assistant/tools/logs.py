@@ -146,7 +146,10 @@ def diagnose_log(text: str | None = None, path: Annotated[str | None, LOCAL_PATH
     if not text and not path:
         raise ValueError("give the log text or a path")
     if path:
-        text = read_tail(path)
+        try:
+            text = read_tail(path)
+        except OSError as exc:
+            raise ValueError(f"cannot read log file {path}: {exc.strerror or exc}") from exc
     return diagnose_text(text or "", _kb_dir)  # None: the configured KB's index
 
 
