@@ -151,6 +151,9 @@ def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr) -> KB
                 srcs = latest  # another `assistant ingest` changed the sources meanwhile: fold them in (vectors are reused)
         except OSError as exc:
             raise AssistantError(f"cannot write the index under {directory}: {exc}", "set ASSISTANT_CACHE_DIR to a writable directory") from exc
+    if not index.chunks:
+        progress(f"warning: nothing to search: no markdown, text or HTML documents under {settings.kb_dir} "
+                 "(every question will be refused; check --kb or ASSISTANT_KB_DIR)")
     by_doc: dict[tuple[str, str], list[Chunk]] = {}
     for chunk in index.chunks:
         by_doc.setdefault((chunk.doc_id, chunk.lang), []).append(chunk)
