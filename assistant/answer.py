@@ -337,7 +337,7 @@ def _kb_topics(kb, result: Retrieval, lang: str, limit: int = 6) -> tuple[list[s
     order = [a.doc_id for a in result.articles] + sorted(titles)
     seen: list[str] = []
     for doc_id in order:
-        if doc_id in titles and doc_id not in seen and "summary" not in _tags(kb, doc_id):
+        if doc_id in titles and doc_id not in seen and not _is_overview(kb, doc_id):
             seen.append(doc_id)
     return [titles[d] for d in seen[:limit]], len(titles)
 
@@ -354,10 +354,6 @@ def _doc_label(kb, meta) -> str:
         if name and name not in sections and name != stem:
             sections.append(name)
     return " · ".join(sections[:4]) or meta.title
-
-
-def _tags(kb, doc_id: str) -> set[str]:
-    return {t for meta in kb.index.docs.values() if meta.id == doc_id for t in meta.tags}
 
 
 def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") -> tuple[str, str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 MAX_LINES = 400  # a paste longer than this is mostly log; the rest adds nothing but time
 
@@ -93,8 +94,12 @@ def _collect_flags(line: str, flags: dict[str, str]) -> None:
         flags.setdefault(name, value.strip("\"'"))
 
 
+@lru_cache(maxsize=32)
 def split_question(text: str) -> QuestionParts:
-    """Sort each line of a question into prose, error, log or paste."""
+    """Sort each line of a question into prose, error, log or paste.
+
+    Cached: the embedder, retrieval, scope detection and the answer all ask about the
+    same question; callers read the result and never change it."""
     parts = QuestionParts()
     in_fence = False
     for raw in text.splitlines()[:MAX_LINES]:

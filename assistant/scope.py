@@ -214,16 +214,17 @@ def detect(question: str) -> Scope:
     return Scope(products, hardware, versions, tuple(terms), terms, hardware_terms, tuple(in_prose))
 
 
-def kb_text(index) -> tuple[str, str]:
-    """(titles and headings, all text) of a KB, lower-cased, built once per loaded index."""
+def kb_text(index) -> tuple[str, str, list[str]]:
+    """(titles and headings, all text, the text of each document) of a KB, lower-cased and
+    built once per loaded index: coverage is asked on every question naming a subject."""
     cached = getattr(index, "_scope_text", None)
     if cached is None:
         heads = _dashed(_padded("\n".join({c.title for c in index.chunks})))
         docs: dict[str, list[str]] = {}
         for c in index.chunks:
             docs.setdefault(c.doc_id, []).append(c.text)
-        body = _dashed(_padded("\n\x00".join("\n".join(texts) for texts in docs.values())))
-        cached = (heads, body)
+        per_doc = [_dashed(_padded("\n".join(texts))) for texts in docs.values()]
+        cached = (heads, "\n".join(per_doc), per_doc)
         try:
             index._scope_text = cached
         except AttributeError:
@@ -235,7 +236,7 @@ def covers(index, word: str, min_docs: int = 2) -> bool:
     """A KB covers a subject when a title or heading names it, or two of its documents do;
     one passing remark ("unlike speculative decoding, …") is not coverage, while one
     mention of an exact parameter name is."""
-    heads, body = kb_text(index)
+    heads, body, per_doc = kb_text(index)
     needle = _dashed(word)
     if _found(heads, (needle,)):
         return True
@@ -244,7 +245,7 @@ def covers(index, word: str, min_docs: int = 2) -> bool:
         return False
     if "-" in needle.strip("-") and " " not in needle:
         return True  # an exact parameter name (enable_prefix_caching) is specific enough
-    return min_docs <= 1 or sum(1 for part in body.split("\x00") if _found(part, (needle,))) >= min_docs
+    return min_docs <= 1 or sum(1 for text in per_doc if _found(text, (needle,))) >= min_docs
 
 
 def unseen_entities(scope: Scope, index) -> list[str]:
