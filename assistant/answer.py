@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 
 from .config import Settings
 from .questions import EarlyEmbedding, query_text, validate_question
-from .lang import detect_lang
+from oncall_common.lang import detect_lang
 from .retrieval import ArticleMatch, Retrieval, search
 
 # A second article is offered as an alternative when its score is this close to the best.

@@ -78,7 +78,7 @@ class QuestionParts:
 
 def _is_prose(line: str) -> bool:
     """A sentence, not a paste: Chinese text, or several plain words with few symbols."""
-    from .lang import cjk_count
+    from oncall_common.lang import cjk_count
 
     if cjk_count(line) >= 2:
         return True
@@ -152,7 +152,7 @@ def _prose_after_command_word(line: str) -> bool:
 
 
 def _contains_cjk_sentence(line: str) -> bool:
-    from .lang import cjk_count
+    from oncall_common.lang import cjk_count
 
     return cjk_count(line) >= 4
 

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-from .errors import ConfigError
+from oncall_common.errors import ConfigError
 
 APP_NAME = "oncall-assistant"
 

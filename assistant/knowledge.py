@@ -18,7 +18,7 @@ from ingest.records import Chunk
 from ingest.index import DocMeta, KBIndex, current_generation, load_docs, load_index, read_manifest, staleness
 
 from .config import Settings
-from .errors import AssistantError, IndexError_
+from oncall_common.errors import AssistantError, IndexError_
 
 
 def _stderr(msg: str) -> None:

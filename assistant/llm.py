@@ -19,8 +19,8 @@ from typing import Callable
 from urllib.parse import urlsplit, urlunsplit
 
 from .config import Settings
-from .errors import AssistantError
-from .lang import detect_lang
+from oncall_common.errors import AssistantError
+from oncall_common.lang import detect_lang
 
 PROMPTS = {
     "en": (

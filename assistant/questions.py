@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from .errors import BadQuestion
+from oncall_common.errors import BadQuestion
 
 
 def query_text(question: str) -> str:

@@ -216,7 +216,7 @@ def fit_and_save(sets: list[FitSet], path: Path = MODEL_PATH, l2: float = L2) ->
             cal_labels += y
             cal_langs += langs
     if not rows or len(set(labels)) < 2:
-        from .errors import AssistantError
+        from oncall_common.errors import AssistantError
 
         raise AssistantError("fitting refusals needs both in-scope and out-of-scope cases", "use a case file with expect_topic \"oos\" cases")
     weights, bias = fit_logistic(rows, labels, l2=l2)

@@ -29,7 +29,7 @@ from ingest.records import Chunk
 from ingest.index import FAISS_MIN_VECTORS, KBIndex
 from ingest.tokenize import correct_typos, normalize
 
-from .lang import detect_lang
+from oncall_common.lang import detect_lang
 from .questions import query_text
 
 MODES = ("hybrid", "dense", "bm25")

@@ -53,7 +53,7 @@ class Server:
         self.healthz_s = self.ready_s = float("nan")
 
     def __enter__(self) -> "Server":
-        cmd = [sys.executable, "-c", "from assistant.commands import main; main()", "serve", "--port", str(self.port), "--workers", str(self.workers)]
+        cmd = [sys.executable, "-c", "from assistant.interfaces.commands import main; main()", "serve", "--port", str(self.port), "--workers", str(self.workers)]
         started = time.perf_counter()
         self.proc = subprocess.Popen(cmd, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 300

@@ -27,7 +27,7 @@ from typing import Callable
 
 import numpy as np
 
-from assistant.errors import IndexError_
+from oncall_common.errors import IndexError_
 
 from .chunking import chunk_document, estimate_tokens
 from .documents import Document, parse_document

@@ -52,7 +52,7 @@ def section_kind(heading: str) -> str:
 def estimate_tokens(text: str) -> int:
     """About what e5's tokenizer makes of the text: ~1 token per CJK character, ~1 per 3
     other characters."""
-    from assistant.lang import cjk_count
+    from oncall_common.lang import cjk_count
 
     cjk = cjk_count(text)
     return int(cjk + 0.35 * (len(text) - cjk))

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from assistant.lang import cjk_count, detect_lang
+from oncall_common.lang import cjk_count, detect_lang
 
 from .files import HTML_SUFFIXES, MARKDOWN_SUFFIXES, content_hash, find_files, read_text  # noqa: F401  (re-exported)
 

@@ -20,7 +20,7 @@ from typing import Protocol
 
 import numpy as np
 
-from assistant.errors import ConfigError
+from oncall_common.errors import ConfigError
 
 
 # The bundled model's identity, kept in the manifest. Read from the package metadata only

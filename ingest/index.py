@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from assistant.errors import IndexError_
+from oncall_common.errors import IndexError_
 
 from .records import Chunk
 from .files import Skipped, content_hash, find_files, read_text, survey

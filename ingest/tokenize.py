@@ -46,7 +46,7 @@ ZH_STOP = frozenset(
 
 def split_cjk(text: str) -> tuple[str, list[str]]:
     """(the text with Chinese runs blanked out, the Chinese runs), in one pass."""
-    from assistant.lang import is_cjk
+    from oncall_common.lang import is_cjk
 
     rest: list[str] = []
     runs: list[str] = []

@@ -171,7 +171,7 @@ def bundled_env(bundled_cache: Path, bundled_kb) -> dict[str, str]:
 def run_cli(args: list[str], env: dict[str, str], stdin: bytes | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     """Run `ask ...` or `assistant ...` as the installed console script would."""
     prog, rest = args[0], args[1:]
-    entry = {"ask": "from assistant.cli import ask_main as m", "assistant": "from assistant.commands import main as m"}[prog]
+    entry = {"ask": "from assistant.interfaces.cli import ask_main as m", "assistant": "from assistant.interfaces.commands import main as m"}[prog]
     cmd = [sys.executable, "-c", f"import sys; sys.argv[0]={prog!r}; {entry}; m()", *rest]
     return subprocess.run(cmd, input=stdin if stdin is not None else b"", env=env, capture_output=True, timeout=timeout, cwd=ROOT)
 

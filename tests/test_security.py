@@ -15,9 +15,9 @@ import httpx
 import pytest
 
 from assistant.answer import answer_question
-from assistant.api import client_label, create_app
-from assistant.errors import ConfigError
-from assistant.feedback import FeedbackStore
+from assistant.interfaces.http.app import client_label, create_app
+from oncall_common.errors import ConfigError
+from assistant.ops.feedback import FeedbackStore
 
 from .fake_llm import ScriptedLLM
 from .live_server import LiveServer

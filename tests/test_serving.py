@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from assistant.api import client_address, create_app, trusted_networks
+from assistant.interfaces.http.app import client_address, create_app, trusted_networks
 
 from .conftest import ROOT, write_tiny_kb
 from .fake_llm import ScriptedLLM
@@ -95,7 +95,7 @@ def _slow_kb(root: Path, extra: int = 24) -> Path:
 
 
 def _serve(args: list[str], env: dict, port: int) -> subprocess.Popen:
-    cmd = [sys.executable, "-c", "import sys; sys.argv[0]='assistant'; from assistant.commands import main; main()",
+    cmd = [sys.executable, "-c", "import sys; sys.argv[0]='assistant'; from assistant.interfaces.commands import main; main()",
            "serve", "--port", str(port), *args]
     return subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 

@@ -13,8 +13,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from assistant.api import create_app
-from assistant.slack import split_message, thread_question, to_mrkdwn
+from assistant.interfaces.http.app import create_app
+from assistant.interfaces.slack import split_message, thread_question, to_mrkdwn
 
 from .live_server import LiveServer
 

@@ -1,4 +1,4 @@
-"""The state store (assistant/state.py) on SQLite and on a real PostgreSQL: migrations,
+"""The state store (assistant/ops/store.py) on SQLite and on a real PostgreSQL: migrations,
 answers and feedback, Slack event claims, and two `assistant serve` replicas sharing it.
 
 PostgreSQL comes from ASSISTANT_TEST_POSTGRES_URL, which `.ci/run` sets after starting a
@@ -20,8 +20,8 @@ import httpx
 import pytest
 
 from assistant.answer import Answer, Citation
-from assistant.errors import AssistantError
-from assistant.state import SCHEMA_VERSION, FeedbackUnavailable, StateStore, dialect_for, open_state, redact
+from oncall_common.errors import AssistantError
+from assistant.ops.store import SCHEMA_VERSION, FeedbackUnavailable, StateStore, dialect_for, open_state, redact
 
 from .test_serving import _serve, _stop
 from .live_server import free_port
@@ -155,7 +155,7 @@ def test_an_unreachable_postgres_costs_an_answer_nothing_and_its_password_stays_
 
 
 def test_an_unknown_state_url_is_a_config_error(tiny_settings):
-    from assistant.errors import ConfigError
+    from oncall_common.errors import ConfigError
 
     with pytest.raises(ConfigError, match="not a store I know"):
         open_state(replace(tiny_settings, state_url="mysql://u:pw@h/db"))

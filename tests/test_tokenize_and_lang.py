@@ -1,6 +1,6 @@
 import pytest
 
-from assistant.lang import detect_lang
+from oncall_common.lang import detect_lang
 from ingest.tokenize import Tokenizer, ascii_tokens, correct_typos, normalize
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .answer import Answer
+from assistant.answer import Answer
 
 _SOURCES = {"en": "Sources", "zh": "来源"}
 _UNGROUNDED = {"en": "not grounded in the KB", "zh": "知识库中无依据"}

@@ -26,7 +26,7 @@ from typing import Callable
 
 from starlette.requests import Request  # at module level: FastAPI resolves the annotation here
 
-from .config import Settings
+from assistant.config import Settings
 
 SECTION_LIMIT = 2900  # a section block holds 3000 characters
 log = logging.getLogger(__name__)
@@ -291,8 +291,8 @@ def event_problem(payload: object) -> str | None:
 
 
 def _callbacks(settings: Settings, kb_getter, store):
-    from .answer import answer_question
-    from .tools import acting_for, remote_caller
+    from assistant.answer import answer_question
+    from assistant.tools import acting_for, remote_caller
 
     caller = remote_caller(settings.serving_hosts_allow)
 
@@ -363,9 +363,9 @@ def run_socket_mode(settings: Settings) -> None:
     """`assistant slack`: connect out to Slack over a websocket (no public URL needed)."""
     from slack_bolt.adapter.socket_mode import SocketModeHandler
 
-    from .errors import ConfigError
-    from .knowledge import open_kb
-    from .state import open_state
+    from oncall_common.errors import ConfigError
+    from assistant.knowledge import open_kb
+    from assistant.ops.store import open_state
 
     if not (settings.slack_app_token and settings.slack_bot_token):
         raise ConfigError("Socket Mode needs SLACK_APP_TOKEN (xapp-…) and SLACK_BOT_TOKEN (xoxb-…)")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .cli import _run, settings_for
+from assistant.interfaces.cli import _run, settings_for
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -34,7 +34,7 @@ def ingest(paths: tuple[str, ...], kb: str | None, forget: tuple[str, ...], rebu
     def body() -> None:
         import shutil
 
-        from .knowledge import describe, index_dir, open_kb, update_extra_sources
+        from assistant.knowledge import describe, index_dir, open_kb, update_extra_sources
 
         if build_bundled:
             _build_bundled(rebuild)
@@ -62,7 +62,7 @@ def _build_bundled(rebuild: bool) -> None:
     from ingest.bundled import build_bundle, bundle_staleness, bundled_index_dir
     from ingest.embedders import get_embedder
 
-    from .config import Settings, bundled_kb_dir
+    from assistant.config import Settings, bundled_kb_dir
 
     defaults = Settings()
     kb_root = bundled_kb_dir()
@@ -110,8 +110,8 @@ def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, min_topi
     """Score retrieval and answers on symptom→fix cases; exit 1 under the thresholds."""
 
     def body() -> None:
-        from .evaluate import Thresholds, check_thresholds, evaluate, load_cases, reliability, to_json, to_markdown
-        from .knowledge import open_kb
+        from assistant.ops.evaluate import Thresholds, check_thresholds, evaluate, load_cases, reliability, to_json, to_markdown
+        from assistant.knowledge import open_kb
 
         settings = settings_for(kb)
         case_list = load_cases(Path(cases))
@@ -119,9 +119,9 @@ def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, min_topi
             case_list = [c for c in case_list if c.split == split]
         kb_ = open_kb(settings)
         if fit:
-            from .refusal import fit_and_save
+            from assistant.refusal import fit_and_save
 
-            from .refusal import FitSet
+            from assistant.refusal import FitSet
 
             def dev(path: str) -> list:
                 return [c for c in load_cases(Path(path)) if c.split in ("dev", "")]
@@ -130,19 +130,19 @@ def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, min_topi
             for pair in fit_with_kb:
                 other_dir, _, other_cases = pair.partition("=")
                 if not other_cases:
-                    from .errors import ConfigError
+                    from oncall_common.errors import ConfigError
 
                     raise ConfigError(f"--fit-with-kb {pair!r} needs DIR=FILE")
                 other = settings_for(other_dir)
                 sets.append(FitSet(open_kb(other), other, dev(other_cases)))
             click.echo(fit_and_save(sets), err=True)
-            from .refusal import reset_model
+            from assistant.refusal import reset_model
 
             reset_model()
         modes = ["hybrid", "dense", "bm25"] if mode == "all" else [mode]
         if with_llm:
             if not settings.llm_base_url:
-                from .errors import ConfigError
+                from oncall_common.errors import ConfigError
 
                 raise ConfigError("--llm needs an LLM endpoint", "set ASSISTANT_LLM_BASE_URL (and ASSISTANT_LLM_MODEL if it serves several)")
             modes.append("llm")
@@ -170,7 +170,7 @@ def tools_cmd() -> None:
     """List the read-only tools and their parameters."""
 
     def body() -> None:
-        from .tools import registry
+        from assistant.tools import registry
 
         for t in registry().values():
             params = t.parameters.get("properties", {})
@@ -193,8 +193,8 @@ def tool_cmd(name: str, arguments: tuple[str, ...]) -> None:
     """
 
     def body() -> None:
-        from .errors import AssistantError
-        from .tools import call_tool
+        from oncall_common.errors import AssistantError
+        from assistant.tools import call_tool
 
         if len(arguments) == 1 and arguments[0].lstrip().startswith("{"):
             args: object = arguments[0]
@@ -229,7 +229,7 @@ def doctor(serving_url: str | None, log_path: str | None, as_json: bool) -> None
     def body() -> None:
         from dataclasses import asdict
 
-        from .doctor import needs_attention, run_doctor
+        from assistant.ops.doctor import needs_attention, run_doctor
 
         findings = run_doctor(settings_for(None), serving_url, log_path)
         attention = needs_attention(findings)
@@ -263,7 +263,7 @@ def bench(queries: int, runs: int, kb: str | None, ingest_only: bool, corpora: t
     """Print start-up, retrieval latency and ingest timings measured on this machine."""
 
     def body() -> None:
-        from .bench import run_bench, run_ingest_bench
+        from assistant.ops.bench import run_bench, run_ingest_bench
 
         if ingest_only:
             run_ingest_bench(settings_for(kb), [Path(c) for c in corpora] or None, echo=click.echo)
@@ -284,8 +284,8 @@ def serve(host: str, port: int, workers: int, kb: str | None) -> None:
     def body() -> None:
         import os
 
-        from .api import api_tokens, run_server, trusted_networks
-        from .state import open_state
+        from assistant.interfaces.http.app import api_tokens, run_server, trusted_networks
+        from assistant.ops.store import open_state
 
         if kb:
             os.environ["ASSISTANT_KB_DIR"] = str(Path(kb).resolve())  # the workers read settings from the environment
@@ -309,7 +309,7 @@ def slack() -> None:
     """Run the Slack bot in Socket Mode (needs SLACK_APP_TOKEN and SLACK_BOT_TOKEN)."""
 
     def body() -> None:
-        from .slack import run_socket_mode
+        from assistant.interfaces.slack import run_socket_mode
 
         run_socket_mode(settings_for(None))
 
@@ -327,7 +327,7 @@ def feedback_export(out: str) -> None:
     """Write 👎 answers as draft eval cases (eval/cases.jsonl format) for a maintainer to complete."""
 
     def body() -> None:
-        from .state import open_state
+        from assistant.ops.store import open_state
 
         settings = settings_for(None)
         cases = open_state(settings).export_negative()

@@ -5,7 +5,7 @@ point at exactly what the person saw (question, answer, citations). A maintainer
 👎 ones into eval cases with `assistant feedback export`, filling in `expect`.
 
 The store itself (SQLite or a PostgreSQL shared by replicas, migrations, best-effort
-writes) is `assistant.state`; this module keeps the names the rest of the code and older
+writes) is `assistant.ops.store`; this module keeps the names the rest of the code and older
 scripts use.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .state import FeedbackUnavailable, StateStore, _sqlite, open_state
+from assistant.ops.store import FeedbackUnavailable, StateStore, _sqlite, open_state
 
 __all__ = ["FeedbackStore", "FeedbackUnavailable", "open_state"]
 

@@ -6,7 +6,7 @@
 - The port is bound at once and the index loaded in the background: /healthz answers
   immediately, /readyz says {"loading": true, "progress": …} and answer endpoints 503 with
   Retry-After until it is loaded.
-- Answers run on one bounded executor behind a fair queue per worker (assistant/admission.py):
+- Answers run on one bounded executor behind a fair queue per worker (assistant/interfaces/admission.py):
   a burst waits its turn instead of being refused; 429/503 with Retry-After only when the
   queue is full or the wait would pass its deadline. A stream that loses its client stops.
 - The client is its bearer token, or its address; X-Forwarded-For counts only from the
@@ -39,12 +39,12 @@ from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Str
 from pydantic import AfterValidator, BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from . import __version__
-from .answer import Answer, answer_question
-from .admission import Admission, ClientGone, Shed, request_cost
-from .config import Settings, load_settings
-from .errors import AssistantError, BadQuestion, ConfigError
-from .state import FeedbackUnavailable, open_state
+from assistant import __version__
+from assistant.answer import Answer, answer_question
+from assistant.interfaces.admission import Admission, ClientGone, Shed, request_cost
+from assistant.config import Settings, load_settings
+from oncall_common.errors import AssistantError, BadQuestion, ConfigError
+from assistant.ops.store import FeedbackUnavailable, open_state
 
 WEB_DIR = Path(__file__).parent / "web"
 MODEL_NAME = "kb-assistant"
@@ -184,7 +184,7 @@ class Metrics:
     def tool_call(self, name: str, ok: bool) -> None:
         """Count a call under its tool's name, or "unknown": a model that invents tool names
         must not create a new time series per invention."""
-        from .tools import registry
+        from assistant.tools import registry
 
         self.tool_calls.labels(name if name in registry() else "unknown", str(ok).lower()).inc()
 
@@ -258,7 +258,7 @@ def client_address(peer: str, forwarded_for: str, trusted: list | None) -> str:
 
 class ServerState:
     def __init__(self, settings: Settings) -> None:
-        from .tools import remote_caller
+        from assistant.tools import remote_caller
 
         from concurrent.futures import ThreadPoolExecutor
 
@@ -290,7 +290,7 @@ class ServerState:
         self._refreshing = False
 
     def load(self) -> None:
-        from .knowledge import open_kb
+        from assistant.knowledge import open_kb
 
         try:
             if self.settings.llm_base_url:
@@ -330,7 +330,7 @@ class ServerState:
     def _refresh(self) -> None:
         from ingest.index import staleness
 
-        from .knowledge import index_dir, open_kb, sources
+        from assistant.knowledge import index_dir, open_kb, sources
 
         reason = None
         try:
@@ -378,7 +378,7 @@ class ServerState:
         return self.kb
 
     async def admit(self, client: str, cost: int, request: Request | None):
-        """Wait for an answer slot (see assistant/admission.py); returns the grant that
+        """Wait for an answer slot (see assistant/interfaces/admission.py); returns the grant that
         `submit` hands back when the work ends."""
         try:
             return await self.admission.acquire(client, cost, request.is_disconnected if request is not None else None)
@@ -517,7 +517,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
               503: {"model": ErrorOut}}
 
     def _answer(req: AskRequest, kb, channel: str, client: str = "", on_token=None, on_tool=None) -> dict:
-        from .tools import acting_for
+        from assistant.tools import acting_for
 
         with acting_for(state.caller):  # the LLM gets the tools a remote caller may use, no more
             answer = answer_question(req.question, settings, kb=kb, lang=req.lang, top_k=req.top_k, use_llm=req.llm,
@@ -659,7 +659,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/v1/tools", tags=["tools"])
     async def list_tools(client: str = Depends(authorize)):
         """The tools an HTTP client (and the LLM answering it) may use, with the schemas they see."""
-        from .tools import available
+        from assistant.tools import available
 
         return [{"name": t.name, "description": t.description, "parameters": state.caller.parameters(t)}
                 for t in available(state.caller).values()]
@@ -668,7 +668,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def run_tool(name: str, request: Request, arguments: dict[str, Any] | None = None, client: str = Depends(authorize)):
         """Run one tool with the arguments in the body (a JSON object). Tools only read and compute; over HTTP
         no argument may name a server file (a log goes in as `text`) and URLs may only point at the allowed hosts."""
-        from .tools import available, call_tool
+        from assistant.tools import available, call_tool
 
         tools = available(state.caller)
         if name not in tools:
@@ -745,7 +745,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return FileResponse(path)
 
     if settings.slack_bot_token and settings.slack_signing_secret:
-        from .slack import mount_http
+        from assistant.interfaces.slack import mount_http
 
         mount_http(app, settings, state)
     return app
@@ -873,7 +873,7 @@ def run_server(host: str, port: int, workers: int) -> None:
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
-    config = uvicorn.Config("assistant.api:app_factory", factory=True, host=host, port=port, workers=workers,
+    config = uvicorn.Config("assistant.interfaces.http.app:app_factory", factory=True, host=host, port=port, workers=workers,
                             log_level="warning", proxy_headers=False)
     if workers <= 1:
         uvicorn.Server(config).run()
@@ -888,7 +888,7 @@ def run_server(host: str, port: int, workers: int) -> None:
 
 
 def app_factory() -> FastAPI:
-    """For `uvicorn --factory assistant.api:app_factory` and multi-worker serving."""
+    """For `uvicorn --factory assistant.interfaces.http.app:app_factory` and multi-worker serving."""
     configure_logging()
     return create_app()
 

@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from .config import Settings
+from assistant.config import Settings
 
 QUESTIONS = [
     "为什么推理卡住",
@@ -68,8 +68,8 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def run_bench(settings: Settings, *, queries: int = 30, runs: int = 5, echo: Callable[[str], None] = print) -> dict:
-    from .answer import answer_question
-    from .knowledge import open_kb
+    from assistant.answer import answer_question
+    from assistant.knowledge import open_kb
 
     results: dict[str, float] = {}
     env = dict(os.environ, ASSISTANT_CACHE_DIR=str(settings.cache_dir), ASSISTANT_KB_DIR=str(settings.kb_dir))
@@ -77,9 +77,9 @@ def run_bench(settings: Settings, *, queries: int = 30, runs: int = 5, echo: Cal
     _compile_bytecode()
 
     floor = [_timed([sys.executable, "-c", FLOOR], env) for _ in range(runs)]
-    ask_cmd = [sys.executable, "-c", "from assistant.cli import ask_main; ask_main()", "--json", "为什么推理卡住"]
+    ask_cmd = [sys.executable, "-c", "from assistant.interfaces.cli import ask_main; ask_main()", "--json", "为什么推理卡住"]
     cold = [_timed(ask_cmd, env) for _ in range(runs)]
-    help_cmd = [sys.executable, "-c", "from assistant.cli import ask_main; ask_main()", "--help"]
+    help_cmd = [sys.executable, "-c", "from assistant.interfaces.cli import ask_main; ask_main()", "--help"]
     helps = [_timed(help_cmd, env) for _ in range(runs)]
     results["floor_s"] = statistics.median(floor)
     results["cold_ask_s"] = statistics.median(cold)
@@ -158,7 +158,7 @@ def run_ingest_bench(settings: Settings, corpora: list[Path] | None = None, *, e
     """First-time indexing speed per doc tree, each into a fresh cache."""
     from ingest.index import read_manifest
 
-    from .knowledge import forget_loaded, index_dir, open_kb
+    from assistant.knowledge import forget_loaded, index_dir, open_kb
 
     results: dict[str, dict] = {}
     for corpus in corpora or default_corpora(settings):

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from .errors import AssistantError, ConfigError
+from oncall_common.errors import AssistantError, ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -427,7 +427,7 @@ def _one_line(exc: BaseException) -> str:
 
 def open_state(settings) -> StateStore:
     """The store the settings name (see the module docstring)."""
-    from .config import feedback_path
+    from assistant.config import feedback_path
 
     dialect = dialect_for(settings.state_url, feedback_path(settings), settings.feedback_timeout)
     return StateStore(dialect, timeout=settings.feedback_timeout, retention_days=settings.feedback_retention_days)

@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import Settings
-from .errors import AssistantError
+from assistant.config import Settings
+from oncall_common.errors import AssistantError
 
 LANGS = ("zh", "en")
 
@@ -120,8 +120,8 @@ def _article_texts(kb) -> dict[str, str]:
 
 def run_case(kb, settings: Settings, case: Case, mode: str, texts: dict[str, str] | None = None) -> CaseResult:
     """mode: hybrid | dense | bm25 (extractive answers), or llm (hybrid retrieval + the LLM)."""
-    from .answer import answer_question
-    from .lang import detect_lang
+    from assistant.answer import answer_question
+    from oncall_common.lang import detect_lang
 
     llm = mode == "llm"
     mode = "hybrid" if llm else mode

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import Settings
+from assistant.config import Settings
 
 ORDER = {"critical": 0, "warning": 1, "info": 2, "ok": 3}
 GIB = 2**30
@@ -41,7 +41,7 @@ def _gpu_findings(report: dict) -> list[Finding]:
 
 
 def _host_findings(report: dict) -> list[Finding]:
-    from .tools.capacity import RECOMMENDED_MSGMAX
+    from assistant.tools.capacity import RECOMMENDED_MSGMAX
 
     out = []
     msgmax = report.get("msgmax")
@@ -88,7 +88,7 @@ def _log_findings(report: dict) -> list[Finding]:
 
 
 def run_doctor(settings: Settings, serving_url: str | None = None, log_path: str | None = None) -> list[Finding]:
-    from .tools import call_tool
+    from assistant.tools import call_tool
 
     findings: list[Finding] = []
     steps = [("gpu", "gpu_status", {}, _gpu_findings), ("host", "host_status", {}, _host_findings)]
@@ -111,7 +111,7 @@ def run_doctor(settings: Settings, serving_url: str | None = None, log_path: str
 
 def _titles(settings: Settings) -> dict[str, str]:
     """Titles from the index in use (runbooks added with `assistant ingest` included)."""
-    from .knowledge import kb_titles
+    from assistant.knowledge import kb_titles
 
     return kb_titles(settings)
 

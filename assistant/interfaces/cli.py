@@ -12,8 +12,8 @@ import json
 import sys
 from pathlib import Path
 
-from .config import load_settings
-from .errors import AssistantError, BadQuestion
+from assistant.config import load_settings
+from oncall_common.errors import AssistantError, BadQuestion
 
 EXIT_INTERNAL = 70
 
@@ -39,8 +39,8 @@ def _run(fn, *args, **kwargs):
 
 def read_log(path: str) -> str:
     """The last 2 MB of a log file, decoded leniently (logs mix encodings)."""
-    from .errors import AssistantError
-    from .tools.logs import read_tail
+    from oncall_common.errors import AssistantError
+    from assistant.tools.logs import read_tail
 
     try:
         return read_tail(path)
@@ -125,14 +125,14 @@ def ask(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
 
     def body() -> None:
-        from .questions import EarlyEmbedding, query_text, validate_question
+        from assistant.questions import EarlyEmbedding, query_text, validate_question
 
         settings = settings_for(args.kb)
         text = read_question(tuple(args.question), settings.max_question_bytes)
         early = None
         if not args.log:  # start embedding before the heavy imports below
             early = EarlyEmbedding.start(settings, query_text(validate_question(text, settings.max_question_bytes)))
-        from .answer import answer_question
+        from assistant.answer import answer_question
 
         lang = None if args.lang == "auto" else args.lang
         log_text = read_log(args.log) if args.log else None
@@ -156,7 +156,7 @@ def ask(argv: list[str] | None = None) -> None:
             return
         for note in answer.notes:
             print(f"note: {note}", file=sys.stderr, flush=True)
-        from .render import print_answer
+        from assistant.interfaces.render import print_answer
 
         if streamed and answer.backend != "extractive":
             print("\n")

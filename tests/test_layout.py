@@ -1,0 +1,62 @@
+"""The layers point one way: ingest and oncall_common know nothing of assistant, and the
+core knows nothing of its adapters (interfaces) or of ops. Read from the source, so a stray
+import fails here rather than in a review."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def imports(path: Path, root: Path = ROOT) -> set[str]:
+    """Absolute module names a file imports (relative imports resolved from its package)."""
+    package = ".".join(path.relative_to(root).with_suffix("").parts[:-1])
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def offenders(folder: str, forbidden: tuple[str, ...], skip: tuple[str, ...] = (), root: Path = ROOT) -> list[str]:
+    bad = []
+    for path in sorted((root / folder).rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if any(rel.startswith(s) for s in skip):
+            continue
+        for module in sorted(imports(path, root)):
+            if any(module == f or module.startswith(f + ".") for f in forbidden):
+                bad.append(f"{rel} imports {module}")
+    return bad
+
+
+def test_ingest_and_common_import_nothing_from_assistant():
+    assert offenders("ingest", ("assistant",)) == []
+    assert offenders("oncall_common", ("assistant", "ingest")) == []
+
+
+def test_the_core_imports_no_adapter_and_no_ops():
+    assert offenders("assistant", ("assistant.interfaces", "assistant.ops"),
+                     skip=("assistant/interfaces/", "assistant/ops/")) == []
+
+
+def test_the_finder_sees_forbidden_imports(tmp_path):
+    """The checks above must be able to fail: planted imports, absolute and relative, are reported."""
+    (tmp_path / "ingest").mkdir()
+    (tmp_path / "ingest" / "probe.py").write_text("import os\nfrom assistant.answer import Answer\n", encoding="utf-8")
+    (tmp_path / "assistant").mkdir()
+    (tmp_path / "assistant" / "core.py").write_text("from .interfaces import cli\n", encoding="utf-8")
+    assert offenders("ingest", ("assistant",), root=tmp_path) == ["ingest/probe.py imports assistant.answer",
+                                                                  "ingest/probe.py imports assistant.answer.Answer"]
+    assert offenders("assistant", ("assistant.interfaces",), root=tmp_path) == ["assistant/core.py imports assistant.interfaces",
+                                                                              "assistant/core.py imports assistant.interfaces.cli"]
