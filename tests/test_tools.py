@@ -227,6 +227,86 @@ def test_call_tool_never_raises():
     assert ok.error is None and ok.result["concurrent_requests"] == 10
 
 
+def test_arguments_are_checked_strictly_and_explained_in_one_line_each():
+    t = registry()["kv_cache_capacity"]
+    ok = {"gpu_memory_gib": 80, "weights_gib": 16.5, "kv_bytes_per_token": 131072}
+    assert t.problems(ok) == [] and t.problems({**ok, "max_model_len": None}) == []  # ints are numbers; null is "not given"
+    assert t.problems({**ok, "kv_bytes_per_token": True}) == ["argument 'kv_bytes_per_token': expected integer, got bool"]
+    assert t.problems({**ok, "kv_bytes_per_token": "3"}) == ["argument 'kv_bytes_per_token': expected integer, got str"]
+    assert t.problems({**ok, "kv_bytes_per_token": 3.0}) == ["argument 'kv_bytes_per_token': expected integer, got float"]
+    assert t.problems({**ok, "gpu_memory_gib": "80"}) == ["argument 'gpu_memory_gib': expected number, got str"]
+    assert t.problems({**ok, "weights_gib": False}) == ["argument 'weights_gib': expected number, got bool"]
+    assert t.problems({**ok, "weights_gib": 10**400}) == ["argument 'weights_gib': too large to be a number"]
+    assert registry()["logprobs_message_size"].problems({"mtp": 1}) == ["argument 'mtp': expected boolean, got int"]
+    assert t.problems({"weights_gib": "x", "_root": "/", "gpu_memory_gib": 1}) == [
+        "missing required argument 'kv_bytes_per_token'", "argument 'weights_gib': expected number, got str",
+        "unknown argument '_root' (allowed: gpu_memory_gib, weights_gib, kv_bytes_per_token, gpu_memory_utilization, "
+        "max_model_len, tensor_parallel_size, overhead_gib)"]
+    assert t.problems([1]) == ["arguments must be a JSON object"]
+    # ranges are in the schema, but the tool checks them and names the parameter in its own words
+    assert t.problems({**ok, "gpu_memory_gib": -80}) == []
+    assert call_tool("kv_cache_capacity", {**ok, "gpu_memory_gib": -80}).error == "ValueError: gpu_memory_gib must be positive"
+    bad = call_tool("kv_concurrency", {"num_blocks": True, "avg_tokens_per_request": "20000"})
+    assert bad.error == ("invalid arguments for kv_concurrency: argument 'num_blocks': expected integer, got bool; "
+                         "argument 'avg_tokens_per_request': expected integer, got str") and bad.value is None
+
+
+def test_a_remote_callers_hidden_parameters_are_unknown_arguments():
+    from assistant.tools import remote_caller
+
+    t = registry()["diagnose_log"]
+    assert t.problems({"path": ""}) == []
+    assert t.problems({"path": ""}, remote_caller("").hidden(t)) == ["unknown argument 'path' (allowed: text)"]
+    assert "unknown argument 'path'" in call_tool("diagnose_log", {"text": "x", "path": ""}, caller=remote_caller("")).error
+
+
+def test_tool_modules_are_found_without_a_list(tmp_path, monkeypatch):
+    import pathlib
+
+    import assistant.tools as tools
+
+    folder = pathlib.Path(tools.__file__).parent
+    public = {p.stem for p in folder.glob("*.py") if not p.stem.startswith("_")}
+    assert {t.fn.__module__.rsplit(".", 1)[1] for t in registry().values() if t.fn.__module__.startswith("assistant.tools.")} == public
+    package = tmp_path / "extra_tools_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "_helpers.py").write_text("raise RuntimeError('plumbing modules are not imported as tool modules')\n")
+    (package / "widgets.py").write_text(
+        "from assistant.tools import tool\n\n"
+        "@tool\ndef count_widgets_for_test(n: int) -> int:\n"
+        '    """Count widgets.\n\n    Args:\n        n: how many.\n    """\n    return n\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(tools, "_REGISTRY", dict(tools._REGISTRY))
+    assert tools.tool_modules("extra_tools_pkg") == ["extra_tools_pkg.widgets"]
+    found = tools.registry()["count_widgets_for_test"]
+    assert found.parameters["properties"] == {"n": {"type": "integer", "description": "how many."}}
+    assert call_tool("count_widgets_for_test", {"n": 3}).result == 3
+
+
+def test_tool_calls_carry_the_typed_value_and_json_for_everyone_else():
+    from assistant.tools import ToolCall
+    from assistant.tools.capacity import Concurrency
+
+    call = call_tool("kv_concurrency", {"num_blocks": 100, "avg_tokens_per_request": 640})
+    assert isinstance(call.value, Concurrency) and call.value.concurrent_requests == call.result["concurrent_requests"] == 10
+    assert set(call.to_dict()) == {"name", "arguments", "result", "error", "ms"}
+    json.dumps(call.to_dict())
+    made = ToolCall.of("kv_concurrency", {"num_blocks": 100}, call.value, 1.5)
+    assert (made.result, made.value, made.error, made.ms) == (call.result, call.value, None, 1.5)
+
+
+def test_every_tool_is_declared_to_return_a_dataclass():
+    import dataclasses
+    import typing
+
+    ours = [t for t in registry().values() if t.fn.__module__.startswith("assistant.tools.")]
+    assert len(ours) >= 11
+    for t in ours:
+        returns = typing.get_type_hints(t.fn)["return"]
+        assert dataclasses.is_dataclass(returns), f"{t.name} returns {returns}"
+
+
 def test_slow_tool_is_cut_off():
     @tool
     def _slow_probe_for_test(seconds: float = 5.0) -> str:

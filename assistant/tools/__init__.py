@@ -1,9 +1,12 @@
-"""Read-only tools shared by the LLM, the CLI, `doctor` and (later) the HTTP API.
+"""Read-only tools shared by the LLM, the CLI, `doctor` and the HTTP API.
 
-A tool is a plain typed function. Its JSON schema is derived from the signature (types,
-defaults) and the docstring (first paragraph = description; "Args:" lines = parameter
-descriptions), so one definition serves every caller. Tools never shell out and never
-write; probes read files and endpoints, capacity tools only compute.
+A tool is a plain typed function in a module of this package, registered by `@tool`: its
+signature and docstring are its only definition, turned into the JSON schema a model sees and
+the check its arguments pass (see `_arguments`), and its result is a dataclass that in-process
+callers read by attribute and everyone else gets as JSON. Modules are found by listing the
+package, so adding a tool is adding a file. Tools never shell out and never write; probes read
+files and endpoints, capacity tools only compute. What a tool touches (files, the network, the
+host, secrets) is declared with it, so who may call it is decided from the declaration.
 """
 
 from __future__ import annotations
@@ -11,17 +14,27 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import functools
+import importlib
 import inspect
 import json
-import re
+import pkgutil
 import threading
 import time
-import types
 import typing
-from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass, field
+from typing import Any
 
-_MODULES = ("capacity", "gpu", "host", "serving", "logs")
+from pydantic import BaseModel
+
+from ._arguments import arguments_model, description, json_schema, problems
+
+# Annotated marker: the parameter names a file on this machine. Safe on the CLI only; never over HTTP
+# or from an LLM (find it with typing.get_type_hints(fn, include_extras=True)).
+LOCAL_PATH = "local-path"
+# Annotated marker: the parameter is a URL the tool fetches. A remote caller may only name the allowed hosts.
+URL = "network-url"
 
 
 @dataclass(frozen=True)
@@ -42,23 +55,39 @@ class Tool:
     name: str
     fn: Callable[..., Any]
     description: str
-    parameters: dict
+    parameters: dict  # the JSON schema of its arguments, as a local caller sees it
+    arguments: type[BaseModel] = field(repr=False, compare=False)  # checks arguments (see _arguments)
     access: Access = Access()
 
-    def openai_schema(self, caller: "Caller | None" = None) -> dict:
+    def openai_schema(self, caller: Caller | None = None) -> dict:
         params = (caller or LOCAL).parameters(self)
         return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": params}}
+
+    def problems(self, arguments: Any, hidden: Collection[str] = ()) -> list[str]:
+        """What is wrong with `arguments`, one line each (empty when they may be passed to fn).
+        `hidden`: parameters the caller may not use, which then count as unknown."""
+        return problems(self.arguments, arguments, hidden)
 
 
 @dataclass
 class ToolCall:
-    """One call as recorded in an Answer's `tool_calls` (and shown to the user)."""
+    """One call as recorded in an Answer's `tool_calls` (and shown to the user).
+
+    `result` is the JSON the LLM and HTTP clients see; `value` is the tool's own typed result
+    (a dataclass) for in-process callers, left out of `to_dict()`."""
 
     name: str
     arguments: dict
     result: Any = None
     error: str | None = None
     ms: float = 0.0
+    value: Any = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, name: str, arguments: dict, value: Any, ms: float = 0.0) -> ToolCall:
+        """Record a successful call made in-process rather than through call_tool (e.g. a log
+        the CLI already read), with its JSON result derived from the typed value as call_tool does."""
+        return cls(name, arguments, _jsonable(value), None, ms, value)
 
     def to_dict(self) -> dict:
         return {"name": self.name, "arguments": self.arguments, "result": self.result, "error": self.error, "ms": round(self.ms, 2)}
@@ -85,7 +114,8 @@ def tool(fn: Callable[..., Any] | None = None, *, reads_host: bool = False, secr
             secrets=secrets,
             http_safe=(not secrets) if http_safe is None else http_safe,
         )
-        _REGISTRY[f.__name__] = Tool(f.__name__, f, _description(f), schema_for(f), access)
+        model = arguments_model(f)
+        _REGISTRY[f.__name__] = Tool(f.__name__, f, description(f), json_schema(model), model, access)
         return f
 
     return register(fn) if fn is not None else register
@@ -101,11 +131,29 @@ def _marked(hint: Any, marker: str) -> bool:
     return any(_marked(arg, marker) for arg in typing.get_args(hint))
 
 
-def registry() -> dict[str, Tool]:
-    import importlib
+def schema_for(fn: Callable[..., Any]) -> dict:
+    """The JSON schema of fn's public arguments, as a registered tool shows it."""
+    return json_schema(arguments_model(fn))
 
-    for name in _MODULES:
-        importlib.import_module(f"{__name__}.{name}")
+
+def tool_modules(package: str = __name__) -> list[str]:
+    """Import every public module of `package` (once: Python caches imports) and return their
+    names. Their `@tool` functions register themselves; modules starting with "_" are plumbing."""
+    path = importlib.import_module(package).__path__
+    names = [f"{package}.{info.name}" for info in pkgutil.iter_modules(path) if not info.name.startswith("_")]
+    for name in names:
+        importlib.import_module(name)
+    return names
+
+
+@functools.cache
+def _discovered() -> tuple[str, ...]:
+    return tuple(tool_modules())
+
+
+def registry() -> dict[str, Tool]:
+    """Every registered tool, by name (the modules of this package are imported on first use)."""
+    _discovered()
     return dict(_REGISTRY)
 
 
@@ -124,15 +172,20 @@ class Caller:
     def allows(self, t: Tool) -> bool:
         return not self.remote or (t.access.http_safe and not t.access.secrets)
 
+    def hidden(self, t: Tool) -> tuple[str, ...]:
+        """Parameters of `t` this caller is not told about and may not use: a remote caller's file parameters."""
+        return t.access.reads_files if self.remote else ()
+
     def parameters(self, t: Tool) -> dict:
         """The schema this caller sees: a remote one is not even told about file parameters."""
-        if not self.remote or not t.access.reads_files:
+        hidden = self.hidden(t)
+        if not hidden:
             return t.parameters
         schema = json.loads(json.dumps(t.parameters))
-        for name in t.access.reads_files:
+        for name in hidden:
             schema["properties"].pop(name, None)
         if "required" in schema:
-            schema["required"] = [r for r in schema["required"] if r not in t.access.reads_files]
+            schema["required"] = [r for r in schema["required"] if r not in hidden]
         return schema
 
     def refusal(self, t: Tool, args: dict) -> str | None:
@@ -197,129 +250,10 @@ def available(caller: Caller | None = None) -> dict[str, Tool]:
     return {name: t for name, t in registry().items() if who.allows(t)}
 
 
-# ---------------------------------------------------------------- schema from signature
-
-def _description(fn: Callable) -> str:
-    doc = inspect.getdoc(fn) or fn.__name__
-    return doc.split("\n\n")[0].replace("\n", " ").strip()
-
-
-def _arg_docs(fn: Callable) -> dict[str, str]:
-    doc = inspect.getdoc(fn) or ""
-    out: dict[str, str] = {}
-    if "Args:" not in doc:
-        return out
-    current = None
-    for line in doc.split("Args:", 1)[1].splitlines():
-        m = re.match(r"^\s{0,4}(\w+):\s*(.*)$", line)
-        if m and not line.startswith("        "):
-            current = m.group(1)
-            out[current] = m.group(2).strip()
-        elif current and line.strip():
-            out[current] += " " + line.strip()
-        elif not line.strip() and current:
-            current = None
-    return out
-
-
-def _json_type(annotation: Any) -> dict:
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        options = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if len(options) == 1:
-            return _json_type(options[0])
-        return {"anyOf": [_json_type(a) for a in options]}
-    if origin is typing.Literal:
-        values = list(typing.get_args(annotation))
-        return {"type": _json_type(type(values[0]))["type"], "enum": values}
-    if origin in (list, tuple):
-        (item,) = typing.get_args(annotation)[:1] or (str,)
-        return {"type": "array", "items": _json_type(item)}
-    if origin is typing.Annotated:
-        # Annotated[int, Ge(1)]: bounds (annotated_types' gt/ge/lt/le) become JSON-schema keywords, so a
-        # model sees "positive only"; other metadata (LOCAL_PATH) is for callers and stays out of the schema.
-        base, *meta = typing.get_args(annotation)
-        schema = dict(_json_type(base))
-        for item in meta:
-            for attr, key in (("gt", "exclusiveMinimum"), ("ge", "minimum"), ("lt", "exclusiveMaximum"), ("le", "maximum")):
-                if getattr(item, attr, None) is not None:
-                    schema[key] = getattr(item, attr)
-        return schema
-    return {bool: {"type": "boolean"}, int: {"type": "integer"}, float: {"type": "number"}, str: {"type": "string"}, dict: {"type": "object"}}.get(annotation, {"type": "string"})
-
-
-# Annotated marker: the parameter names a file on this machine. Safe on the CLI only; never over HTTP
-# or from an LLM (find it with typing.get_type_hints(fn, include_extras=True)).
-LOCAL_PATH = "local-path"
-# Annotated marker: the parameter is a URL the tool fetches. A remote caller may only name the allowed hosts.
-URL = "network-url"
-
-
-def schema_for(fn: Callable) -> dict:
-    hints = typing.get_type_hints(fn, include_extras=True)
-    docs = _arg_docs(fn)
-    props: dict[str, dict] = {}
-    required: list[str] = []
-    for name, param in inspect.signature(fn).parameters.items():
-        if name.startswith("_"):
-            continue  # private parameters (e.g. a probe's root path) are for tests, not models
-        prop = dict(_json_type(hints.get(name, str)))
-        if name in docs:
-            prop["description"] = docs[name]
-        if param.default is inspect.Parameter.empty:
-            required.append(name)
-        elif param.default is not None:
-            prop["default"] = param.default
-        props[name] = prop
-    schema = {"type": "object", "properties": props, "additionalProperties": False}
-    if required:
-        schema["required"] = required
-    return schema
-
-
-# ---------------------------------------------------------------- validation and calls
-
-def _check(value: Any, prop: dict) -> str | None:
-    if "anyOf" in prop:
-        return None if any(_check(value, p) is None for p in prop["anyOf"]) else f"expected one of {prop['anyOf']}"
-    kind = prop.get("type")
-    ok = {
-        "integer": isinstance(value, int) and not isinstance(value, bool),
-        "number": isinstance(value, (int, float)) and not isinstance(value, bool),
-        "string": isinstance(value, str),
-        "boolean": isinstance(value, bool),
-        "array": isinstance(value, list),
-        "object": isinstance(value, dict),
-    }.get(kind, True)
-    if not ok:
-        return f"expected {kind}, got {type(value).__name__}"
-    if "enum" in prop and value not in prop["enum"]:
-        return f"must be one of {prop['enum']}"
-    return None
-
-
-def validate(arguments: Any, schema: dict) -> list[str]:
-    """Problems with `arguments` against a tool schema, phrased for a model to fix."""
-    if not isinstance(arguments, dict):
-        return ["arguments must be a JSON object"]
-    problems = []
-    props = schema.get("properties", {})
-    for name in schema.get("required", []):
-        if name not in arguments:
-            problems.append(f"missing required argument '{name}'")
-    for name, value in arguments.items():
-        if name not in props:
-            problems.append(f"unknown argument '{name}' (allowed: {', '.join(props)})")
-            continue
-        if value is None:
-            continue
-        why = _check(value, props[name])
-        if why:
-            problems.append(f"argument '{name}': {why}")
-    return problems
-
+# ---------------------------------------------------------------- calls
 
 def _jsonable(value: Any) -> Any:
+    """A tool's typed result as JSON-ready data (dataclasses as dicts, tuples as lists)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {k: _jsonable(v) for k, v in dataclasses.asdict(value).items()}
     if isinstance(value, dict):
@@ -356,8 +290,7 @@ def call_tool(name: str, arguments: str | dict | None, *, timeout: float = 10.0,
         if problem:
             call.error = problem
             return call
-        problems = validate(args, who.parameters(tools[name]))
-        problem = "; ".join(problems) if problems else None
+        problem = "; ".join(tools[name].problems(args, who.hidden(tools[name]))) or None
     if problem:
         call.error = f"invalid arguments for {name}: {problem}"
         return call
@@ -379,7 +312,8 @@ def call_tool(name: str, arguments: str | dict | None, *, timeout: float = 10.0,
     elif "error" in box:
         call.error = box["error"]
     else:
-        call.result = _jsonable(box.get("value"))
+        call.value = box.get("value")
+        call.result = _jsonable(call.value)
     return call
 
 
