@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
+from typing import Literal
 
 from .config import Settings
+from .i18n import t, texts
 from .questions import EarlyEmbedding, query_text, validate_question
 from oncall_common.lang import detect_lang
 from .retrieval import ArticleMatch, Retrieval, search
@@ -23,49 +25,9 @@ AMBIGUITY_MARGIN = 0.12
 MAX_PASSAGE_CHARS = 1500
 MAX_ANSWER_CHARS = 3000
 
-LABELS = {
-    "en": {
-        "cause": "Likely cause",
-        "fix": "Fix",
-        "check": "Check next",
-        "signs": "How to recognise it",
-        "also": "It could also be",
-        "tell": "tell them apart by",
-        "first_fix": "first fix",
-        "nothing": "I found nothing in the knowledge base that answers this question, so I will not guess a fix.",
-        "closest": "Closest topics in the KB (probably not what you need)",
-        "other_lang": "(This article exists only in Chinese; quoted as written.)",
-        "platform": "The closest article, **{title}** {ref}, is written for {declared}. You are on {platform}, where its fix may not apply or may be wrong, and the KB has nothing specific for {platform}.",
-        "partial": "The KB covers **{title}** {ref}, but has nothing on {missing}: its fixes may not apply to your case, so I will not present them as the answer.",
-        "missing": "It has nothing on {missing}.",
-        "covers": "This knowledge base ({n} topics) covers, among others:",
-        "more": "- … and {n} more",
-        "add_docs": "You can add your own runbooks with `assistant ingest PATH`.",
-        "yours": "From your command line",
-        "cut": "… (more in the cited source)",
-    },
-    "zh": {
-        "cause": "可能原因",
-        "fix": "解决办法",
-        "check": "接下来检查",
-        "signs": "怎么确认",
-        "also": "也可能是",
-        "tell": "区分方法",
-        "first_fix": "先试",
-        "nothing": "知识库里没有找到能回答这个问题的内容，我不会去猜一个解决办法。",
-        "closest": "知识库中最接近的条目（大概率不是你要的）",
-        "other_lang": "（该文章只有英文版本，以下按原文引用。）",
-        "platform": "最接近的条目 **{title}** {ref} 是针对 {declared} 写的。你用的是 {platform}，其中的解决办法可能不适用甚至是错的，知识库里没有针对 {platform} 的内容。",
-        "partial": "知识库覆盖 **{title}** {ref}，但没有关于 {missing} 的内容：那里的解决办法不一定适用于你的情况，所以不把它当作答案。",
-        "missing": "知识库里没有关于 {missing} 的内容。",
-        "covers": "这个知识库（{n} 个主题）覆盖的内容包括：",
-        "more": "- …… 以及另外 {n} 篇",
-        "add_docs": "可以用 `assistant ingest PATH` 加入自己的运维文档。",
-        "yours": "你命令行里的相关参数",
-        "cut": "……（其余内容见引用的原文）",
-    },
-}
-
+# Why an answer is the KB's own text although an LLM was wanted: none is configured, the KB
+# has nothing to ground it (so the LLM is not asked to guess), or the LLM call failed.
+FallbackReason = Literal["llm_not_configured", "not_grounded", "llm_failed"]
 
 @dataclass(frozen=True)
 class Citation:
@@ -91,6 +53,8 @@ class Answer:
     notes: list[str] = field(default_factory=list)  # one-line explanations (e.g. why no LLM)
     coverage: str = "full"  # full | partial (symptom covered, platform or subject not) | none
     confidence: float | None = None  # the refusal model's P(the KB answers this question)
+    # Why the text is the KB's own although an LLM was wanted (None: not wanted, or it answered).
+    fallback_reason: FallbackReason | None = None
 
     def to_dict(self) -> dict:
         """The one JSON shape shared by `ask --json`, the HTTP API and the eval."""
@@ -169,10 +133,13 @@ def answer_question(
     tool_calls = [c.to_dict() for c in (log_call, *(calc.calls if calc is not None else ())) if c is not None]
     notes: list[str] = []
     answer = None
+    fallback: FallbackReason | None = None
     llm_wanted = bool(settings.llm_base_url) and use_llm is not False
     if use_llm and not settings.llm_base_url:
+        fallback = "llm_not_configured"
         notes.append("no LLM is configured (set ASSISTANT_LLM_BASE_URL); answered from the KB")
     if llm_wanted and not result.grounded:
+        fallback = "not_grounded"
         notes.append("the KB has nothing on this question, so the LLM was not asked to guess")
     elif llm_wanted:
         llm_started = time.perf_counter()
@@ -182,6 +149,7 @@ def answer_question(
             from .llm import LLMError
 
             reason = exc.message if isinstance(exc, LLMError) else f"the LLM call failed ({type(exc).__name__})"
+            fallback = "llm_failed"
             notes.append(f"{reason}; answered from the KB instead")
             tool_calls += getattr(exc, "tool_calls", [])
         result.timings_ms["llm"] = (time.perf_counter() - llm_started) * 1000
@@ -197,6 +165,7 @@ def answer_question(
         if extras:
             answer.answer = "\n\n".join(extras + [answer.answer])
     answer.confidence = result.confidence
+    answer.fallback_reason = fallback
     answer.tool_calls = tool_calls + answer.tool_calls
     answer.notes = notes + answer.notes
     answer.question = text
@@ -231,15 +200,11 @@ def _retrieval_query(text: str, diagnosis) -> str:
     return (text + "\n" + "\n".join(lines))[:8000]
 
 
-LOG_LABELS = {"en": ("Log findings", "line", "times"), "zh": ("日志发现", "行", "次")}
-
-
 def _log_summary(diagnosis, lang: str) -> str:
-    title, line_word, times = LOG_LABELS.get(lang, LOG_LABELS["en"])
-    rows = [f"**{title}**", ""]
+    rows = [f"**{t('answer.log_title', lang)}**", ""]
     for f in diagnosis.findings[:6]:
-        where = f"{line_word} {f.first_line}" if lang == "en" else f"第 {f.first_line} {line_word}"
-        rows.append(f"- `{f.signature}` × {f.count} {times if lang == 'zh' else ''} ({where}, {f.severity}) → {f.article}".replace("  ", " "))
+        rows.append(t("answer.log_row", lang, signature=f.signature, count=f.count, line=f.first_line,
+                      severity=f.severity, article=f.article).replace("  ", " "))
     rows += [f"- {c.get(lang, c['en'])}" for c in diagnosis.computed]
     return "\n".join(rows)
 
@@ -285,7 +250,7 @@ def _pick_lang(kb, doc_id: str, lang: str) -> tuple[str, bool]:
 
 
 def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
-    labels = LABELS.get(lang, LABELS["en"])
+    labels = texts("answer", lang)
     cites = _Cites()
     if not result.grounded:
         text, coverage = _refusal(kb, result, lang, labels, cites)
@@ -392,7 +357,7 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
     topics, total = _kb_topics(kb, result, lang)
     if topics:
         lines += ["", labels["covers"].format(n=total)]
-        lines += [f"- {t}" for t in topics]
+        lines += [f"- {topic}" for topic in topics]
         if total > len(topics):
             lines.append(labels["more"].format(n=total - len(topics)))
     lines += ["", labels["add_docs"]]

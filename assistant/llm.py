@@ -18,29 +18,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 from urllib.parse import urlsplit, urlunsplit
 
+from . import i18n
 from .config import Settings
 from oncall_common.errors import AssistantError
 from oncall_common.lang import detect_lang
-
-PROMPTS = {
-    "en": (
-        "You are an on-call assistant for LLM inference servers (vLLM, FastDeploy). Answer the engineer's question "
-        "using ONLY the numbered passages from the troubleshooting knowledge base and the results of tools you call. "
-        "Answer in English. Cite passages as [1], [2] right after the sentences they support. Give the likely cause, "
-        "then the fix with flags, environment variables and commands copied exactly, then what to check next. "
-        "Use the tools for live facts (GPUs, host limits, a serving endpoint, a log) and for any arithmetic. "
-        "If the passages and tools do not cover the question, say so plainly instead of guessing."
-    ),
-    "zh": (
-        "你是大模型推理服务（vLLM、FastDeploy）的值班助手。只能依据下面编号的知识库段落和你调用的工具结果回答工程师的问题。"
-        "用中文回答。在句子后用 [1]、[2] 标注所依据的段落。先说最可能的原因，再给出解决办法（参数、环境变量、命令照原样写出），"
-        "最后说明接下来要检查什么。需要实时信息（GPU、主机限制、服务端点、日志）或计算时调用工具。"
-        "如果段落和工具都不足以回答，直接说明，不要猜。"
-    ),
-}
-NO_COVER = {"en": "(The passages above are the closest the KB has; they may not answer the question.)",
-            "zh": "（以上是知识库中最接近的段落，未必能回答这个问题。）"}
-
 
 class LLMError(AssistantError):
     """The LLM could not give a usable answer; the message says why in one line.
@@ -140,11 +121,11 @@ def build_messages(question: str, passages: list, lang: str, grounded: bool, con
     numbered = "\n\n".join(f"[{i}] {c.title}\n{c.text}" for i, c in enumerate(passages, 1))
     user = f"Passages:\n\n{numbered}\n\n"
     if not grounded:
-        user += NO_COVER[lang] + "\n\n"
+        user += i18n.t("llm.no_cover", lang) + "\n\n"
     if context:
         user += f"{context}\n\n"
     user += f"Question: {question}"
-    return [{"role": "system", "content": PROMPTS.get(lang, PROMPTS["en"])}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": i18n.t("llm.system_prompt", lang)}, {"role": "user", "content": user}]
 
 
 _REF = re.compile(r"\[(\d{1,4}(?:\s*,\s*\d{1,4})*)\]")  # bounded: int() of 5,000 digits raises
@@ -308,8 +289,7 @@ def llm_answer(
         raise _failed(why, records)
     fixed, cited = fix_citations(text, passages)
     if not cited and passages:
-        label = "来源" if lang == "zh" else "Sources"
-        fixed += f"\n\n{label}: " + ", ".join(f"[{i}] {c.title}" for i, c in enumerate(passages, 1))
+        fixed += f"\n\n{i18n.t('answer.sources', lang)}: " + ", ".join(f"[{i}] {c.title}" for i, c in enumerate(passages, 1))
         cited = list(passages)
     if detect_lang(fixed) != lang:
         notes.append(f"the LLM answered in {detect_lang(fixed)} although the question is in {lang}")

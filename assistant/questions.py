@@ -10,7 +10,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from oncall_common.errors import BadQuestion
+from oncall_common.errors import BadQuestion, QuestionTooLarge
+
+# Retrieval and scope read at most this much of a question (or a question plus its log
+# lines): past it, a pasted log only adds noise and time.
+MAX_QUERY_CHARS = 8000
 
 
 def query_text(question: str) -> str:
@@ -29,7 +33,7 @@ def might_paste(question: str) -> bool:
     return "\n" in question.strip()
 
 
-def validate_question(question: str, max_bytes: int = 8192) -> str:
+def validate_question(question: str, max_bytes: int) -> str:
     """Reject what cannot be a question, with a message a person can act on."""
     if not isinstance(question, str):
         raise BadQuestion("the question must be text")
@@ -38,7 +42,7 @@ def validate_question(question: str, max_bytes: int = 8192) -> str:
         raise BadQuestion("the question is empty", 'ask something, e.g. ask "why are requests stuck?"')
     size = len(text.encode("utf-8", errors="replace"))
     if size > max_bytes:
-        raise BadQuestion(
+        raise QuestionTooLarge(
             f"the question is {size} bytes; the limit is {max_bytes}",
             "paste only the relevant log lines, and send the whole log separately (`ask --log FILE`, or the `log` field over HTTP)",
         )

@@ -1,7 +1,9 @@
 """One small exception family whose messages are meant for people, not for logs.
 
-Adapters (CLI, HTTP, Slack) turn an `AssistantError` into an exit code, a status or a
-message; anything else escaping is a bug.
+Adapters turn an `AssistantError` into what their channel speaks: the CLI its `exit_code`,
+HTTP its `http_status` (and a Retry-After from `retry_after`), Slack a message. The status
+travels with the exception, so no adapter reads the message text to choose one; anything
+else escaping is a bug.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ class AssistantError(Exception):
     """A failure the user can act on: `message` says what happened, `hint` what to do."""
 
     exit_code = 1
+    http_status = 400
+    retry_after: int | None = None  # seconds, for failures that pass (HTTP Retry-After)
 
     def __init__(self, message: str, hint: str = "") -> None:
         super().__init__(message)
@@ -22,9 +26,23 @@ class AssistantError(Exception):
 
 
 class BadQuestion(AssistantError):
-    """The question itself is unusable (empty, too long, binary)."""
+    """The question itself is unusable (empty, binary, not text)."""
 
     exit_code = 2
+    http_status = 422
+
+
+class QuestionTooLarge(BadQuestion):
+    """The question is over the size limit: the client must send less, not something else."""
+
+    http_status = 413
+
+
+class Unavailable(AssistantError):
+    """Something the answer needs is not there right now (the KB failed to load, the answer
+    store is down); the request itself was fine."""
+
+    http_status = 503
 
 
 class IndexError_(AssistantError):

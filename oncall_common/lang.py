@@ -7,6 +7,13 @@ and flag names pasted into a Chinese question are English tokens but do not make
 from __future__ import annotations
 
 import re
+from typing import Literal
+
+# The languages the KB, the answers and every user-facing string come in. Adding one means a
+# value here, its strings in assistant/i18n, and its KB articles.
+LANGS: tuple[str, ...] = ("zh", "en")
+Lang = Literal["zh", "en"]
+DEFAULT_LANG: Lang = "en"
 
 _WORD = re.compile(r"[A-Za-z]{2,}")
 

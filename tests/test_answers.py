@@ -92,14 +92,14 @@ def test_concurrency_article_carries_the_corrected_arithmetic(bundled_settings, 
 )
 def test_bad_questions_get_a_clear_error(question, message):
     with pytest.raises(BadQuestion) as err:
-        validate_question(question)
+        validate_question(question, 8192)
     assert message in str(err.value)
 
 
 def test_timings_and_backend_in_the_json_shape(tiny_settings, tiny):
     data = _ask(tiny_settings, tiny, "widget requests hang").to_dict()
     assert set(data) == {"question", "answer", "lang", "grounded", "citations", "tool_calls", "backend", "timings_ms", "notes",
-                         "coverage", "confidence"}
+                         "coverage", "confidence", "fallback_reason"}
     assert data["backend"] == "extractive" and data["tool_calls"] == []
     assert set(data["citations"][0]) == {"id", "title", "source", "section", "lang", "score", "text"}
     assert {"load", "embed", "search", "total"} <= set(data["timings_ms"])

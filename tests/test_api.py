@@ -7,7 +7,7 @@ from dataclasses import replace
 import httpx
 import pytest
 
-from assistant.interfaces.http.app import create_app
+from assistant.interfaces.http import create_app
 
 from .fake_llm import ScriptedLLM
 from .live_server import LiveServer
@@ -38,7 +38,8 @@ def test_ask_returns_the_cli_json_plus_an_answer_id(server):
     data = r.json()
     assert r.status_code == 200 and len(data["id"]) == 16
     assert set(data) == {"id", "question", "answer", "lang", "grounded", "citations", "tool_calls", "backend", "timings_ms", "notes",
-                         "coverage", "confidence"}
+                         "coverage", "confidence", "fallback_reason"}
+    assert data["fallback_reason"] is None  # no LLM was wanted, so nothing fell back
     assert data["grounded"] and data["citations"][0]["id"] == "fastdeploy-logprobs-hang" and "kernel.msgmax" in data["answer"]
 
 

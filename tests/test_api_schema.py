@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from assistant.interfaces.http.app import create_app
+from assistant.interfaces.http import create_app
 
 from .live_server import LiveServer
 

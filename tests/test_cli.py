@@ -10,7 +10,7 @@ from .conftest import ROOT, parse_json, run_cli
 def test_ask_json_is_one_object_with_the_documented_schema(bundled_env):
     data = parse_json(run_cli(["ask", "--json", "requests hang after I enabled logprobs"], bundled_env))
     assert set(data) == {"question", "answer", "lang", "grounded", "citations", "tool_calls", "backend", "timings_ms", "notes",
-                         "coverage", "confidence"}
+                         "coverage", "confidence", "fallback_reason"}
     assert data["lang"] == "en" and data["grounded"] is True and data["backend"] == "extractive"
     assert data["citations"][0]["id"] == "fastdeploy-logprobs-hang"
     assert "kernel.msgmax=1048576" in data["answer"]

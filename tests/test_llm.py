@@ -110,6 +110,7 @@ def test_llm_failures_fall_back_to_the_kb_answer_with_a_note(bundled_settings, b
     assert answer.backend == "extractive" and answer.grounded
     assert "kernel.msgmax=1048576" in answer.answer
     assert any(fragment in n and "answered from the KB" in n for n in answer.notes), answer.notes
+    assert answer.fallback_reason == "llm_failed"
     assert elapsed < 4.0
 
 
@@ -121,6 +122,11 @@ def test_unreachable_llm_falls_back_quickly(bundled_settings, bundled_kb):
         port = s.getsockname()[1]
     answer = answer_question(LOGPROBS_Q, _settings(bundled_settings, f"http://127.0.0.1:{port}/v1", model="m"), kb=bundled_kb)
     assert answer.backend == "extractive" and any("unreachable" in n for n in answer.notes)
+    assert answer.fallback_reason == "llm_failed"
+    nothing = answer_question("How do I bake sourdough bread?", _settings(bundled_settings, f"http://127.0.0.1:{port}/v1", model="m"), kb=bundled_kb)
+    assert not nothing.grounded and nothing.fallback_reason == "not_grounded"
+    unset = answer_question(LOGPROBS_Q, bundled_settings, kb=bundled_kb, use_llm=True)
+    assert unset.fallback_reason == "llm_not_configured"
 
 
 def test_out_of_scope_questions_are_not_sent_to_the_llm(bundled_settings, bundled_kb):
@@ -140,9 +146,9 @@ def test_citation_repair_and_garbage_checks():
     text, cited = fix_citations("A [3], B [1, 3], C [7].", ["p1", "p2", "p3"])
     assert text == "A [1], B [2][1], C." and cited == ["p3", "p1"]
     assert looks_like_garbage("ok", "") == "the LLM returned an empty answer"
-    from assistant.llm import PROMPTS
+    from assistant.i18n import t
 
-    prompt = PROMPTS["en"] + "\n\nPassages: [1] vLLM: CUDA out of memory ..."
+    prompt = t("llm.system_prompt", "en") + "\n\nPassages: [1] vLLM: CUDA out of memory ..."
     assert looks_like_garbage(prompt[:400], prompt) == "the LLM echoed its prompt"
     assert looks_like_garbage("Set kernel.msgmax to 1048576 and restart the service [1].", prompt) is None
 

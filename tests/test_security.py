@@ -15,7 +15,8 @@ import httpx
 import pytest
 
 from assistant.answer import answer_question
-from assistant.interfaces.http.app import client_label, create_app
+from assistant.interfaces.http import create_app
+from assistant.interfaces.http.auth import client_label
 from oncall_common.errors import ConfigError
 from assistant.ops.feedback import FeedbackStore
 

@@ -19,7 +19,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from assistant.interfaces.http.app import client_address, create_app, trusted_networks
+from assistant.interfaces.http import create_app
+from assistant.interfaces.http.auth import client_address, trusted_networks
 
 from .conftest import ROOT, write_tiny_kb
 from .fake_llm import ScriptedLLM

@@ -71,7 +71,7 @@ def _log_tail(text: str, max_bytes: int) -> str:
     return "\n".join(reversed(kept))
 
 
-def read_question(words: tuple[str, ...], max_bytes: int = 8192) -> str:
+def read_question(words: tuple[str, ...], max_bytes: int) -> str:
     """The question from argv, or from stdin when it is `-` (a pasted log works).
 
     A log piped in (`tail -n 50 server.log | ask -`) easily passes the question limit; its

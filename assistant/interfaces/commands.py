@@ -284,7 +284,8 @@ def serve(host: str, port: int, workers: int, kb: str | None) -> None:
     def body() -> None:
         import os
 
-        from assistant.interfaces.http.app import api_tokens, run_server, trusted_networks
+        from assistant.interfaces.http.app import run_server
+        from assistant.interfaces.http.auth import api_tokens, trusted_networks
         from assistant.ops.store import open_state
 
         if kb:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from assistant.answer import Answer
-
-_SOURCES = {"en": "Sources", "zh": "来源"}
-_UNGROUNDED = {"en": "not grounded in the KB", "zh": "知识库中无依据"}
+from assistant.i18n import t
 
 
 def print_answer(answer: Answer, console=None, body: bool = True) -> None:
@@ -17,9 +15,9 @@ def print_answer(answer: Answer, console=None, body: bool = True) -> None:
     if body:
         console.print(Markdown(answer.answer))
         console.print()
-    heading = _SOURCES.get(answer.lang, "Sources")
+    heading = t("answer.sources", answer.lang)
     if not answer.grounded:
-        heading += f" ({_UNGROUNDED.get(answer.lang, 'not grounded')})"
+        heading += f" ({t('answer.not_grounded', answer.lang)})"
     console.print(Text(heading, style="bold"))
     for n, c in enumerate(answer.citations, 1):
         line = Text(f"[{n}] ", style="cyan")

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from oncall_common.errors import AssistantError, ConfigError
+from oncall_common.errors import AssistantError, ConfigError, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +47,10 @@ POOL_SIZE = 4  # connections per process: writes are single short statements
 MIGRATION_LOCK = 0x0A55157A  # PostgreSQL advisory lock id serialising migrations
 
 
-class FeedbackUnavailable(AssistantError):
+class FeedbackUnavailable(Unavailable):
     """The store cannot be written (locked, read-only, corrupt, unreachable): feedback is lost, answers are not."""
+
+    retry_after = 30
 
 
 class StateBusy(Exception):

@@ -1,0 +1,92 @@
+"""Answer texts: the labels of an extractive answer, refusals, log findings, sources."""
+
+MESSAGES = {
+    'cause': {
+        "zh": '可能原因',
+        "en": 'Likely cause',
+    },
+    'fix': {
+        "zh": '解决办法',
+        "en": 'Fix',
+    },
+    'check': {
+        "zh": '接下来检查',
+        "en": 'Check next',
+    },
+    'signs': {
+        "zh": '怎么确认',
+        "en": 'How to recognise it',
+    },
+    'also': {
+        "zh": '也可能是',
+        "en": 'It could also be',
+    },
+    'tell': {
+        "zh": '区分方法',
+        "en": 'tell them apart by',
+    },
+    'first_fix': {
+        "zh": '先试',
+        "en": 'first fix',
+    },
+    'nothing': {
+        "zh": '知识库里没有找到能回答这个问题的内容，我不会去猜一个解决办法。',
+        "en": 'I found nothing in the knowledge base that answers this question, so I will not guess a fix.',
+    },
+    'closest': {
+        "zh": '知识库中最接近的条目（大概率不是你要的）',
+        "en": 'Closest topics in the KB (probably not what you need)',
+    },
+    'other_lang': {
+        "zh": '（该文章只有英文版本，以下按原文引用。）',
+        "en": '(This article exists only in Chinese; quoted as written.)',
+    },
+    'platform': {
+        "zh": '最接近的条目 **{title}** {ref} 是针对 {declared} 写的。你用的是 {platform}，其中的解决办法可能不适用甚至是错的，知识库里没有针对 {platform} 的内容。',
+        "en": 'The closest article, **{title}** {ref}, is written for {declared}. You are on {platform}, where its fix may not apply or may be wrong, and the KB has nothing specific for {platform}.',
+    },
+    'partial': {
+        "zh": '知识库覆盖 **{title}** {ref}，但没有关于 {missing} 的内容：那里的解决办法不一定适用于你的情况，所以不把它当作答案。',
+        "en": 'The KB covers **{title}** {ref}, but has nothing on {missing}: its fixes may not apply to your case, so I will not present them as the answer.',
+    },
+    'missing': {
+        "zh": '知识库里没有关于 {missing} 的内容。',
+        "en": 'It has nothing on {missing}.',
+    },
+    'covers': {
+        "zh": '这个知识库（{n} 个主题）覆盖的内容包括：',
+        "en": 'This knowledge base ({n} topics) covers, among others:',
+    },
+    'more': {
+        "zh": '- …… 以及另外 {n} 篇',
+        "en": '- … and {n} more',
+    },
+    'add_docs': {
+        "zh": '可以用 `assistant ingest PATH` 加入自己的运维文档。',
+        "en": 'You can add your own runbooks with `assistant ingest PATH`.',
+    },
+    'yours': {
+        "zh": '你命令行里的相关参数',
+        "en": 'From your command line',
+    },
+    'cut': {
+        "zh": '……（其余内容见引用的原文）',
+        "en": '… (more in the cited source)',
+    },
+    'sources': {
+        "zh": '来源',
+        "en": 'Sources',
+    },
+    'not_grounded': {
+        "zh": '知识库中无依据',
+        "en": 'not grounded in the KB',
+    },
+    'log_title': {
+        "zh": '日志发现',
+        "en": 'Log findings',
+    },
+    'log_row': {
+        "zh": '- `{signature}` × {count} 次 (第 {line} 行, {severity}) → {article}',
+        "en": '- `{signature}` × {count} (line {line}, {severity}) → {article}',
+    },
+}

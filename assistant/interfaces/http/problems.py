@@ -1,0 +1,73 @@
+"""HTTP errors: one JSON shape, {"error", "hint"}, with the status carried by the exception.
+
+Core errors (`AssistantError` and its subclasses) say their own `http_status` and
+`retry_after`; `HTTPProblem` is for what only HTTP has (a bad token, a full queue, an
+unknown route). No handler reads a message to choose a status, and no traceback reaches a
+client: unexpected exceptions are logged here with theirs, and the client gets one line.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from oncall_common.errors import AssistantError
+
+log = logging.getLogger("assistant.interfaces.http")
+
+
+class HTTPProblem(AssistantError):
+    """A failure that exists only over HTTP, with its status and extra headers."""
+
+    def __init__(self, status: int, message: str, hint: str = "", headers: dict[str, str] | None = None) -> None:
+        super().__init__(message, hint)
+        self.http_status = status
+        self.headers = headers or {}
+
+
+def problem(message: str, hint: str = "", status: int = 400, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": message, "hint": hint}, status_code=status, headers=headers)
+
+
+def internal_error() -> JSONResponse:
+    return problem("internal error", "see the server log", 500)
+
+
+async def _assistant_error(request: Request, exc: AssistantError) -> JSONResponse:
+    headers = dict(getattr(exc, "headers", {}))
+    if exc.retry_after is not None:
+        headers.setdefault("Retry-After", str(exc.retry_after))
+    return problem(exc.message, exc.hint, exc.http_status, headers or None)
+
+
+async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+    problems = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err.get("loc", []) if p != "body")
+        problems.append(f"{where or 'body'}: {err.get('msg')}")
+    return problem("invalid request: " + "; ".join(problems), "see /docs for the request schema", 422)
+
+
+async def _starlette_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    """Starlette's own errors (unknown route, wrong method, a body FastAPI could not parse:
+    invalid UTF-8, nesting too deep) in the same {error, hint} shape as ours."""
+    if exc.status_code == 400:
+        return problem("the request body is not valid JSON", "send UTF-8 JSON; see /openapi.json for the schema", 422)
+    hint = "see /openapi.json for the endpoints" if exc.status_code in (404, 405) else ""
+    return problem(str(exc.detail), hint, exc.status_code, getattr(exc, "headers", None))
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.error("unhandled error in %s %s", request.method, request.url.path, exc_info=exc)
+    return internal_error()
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(AssistantError, _assistant_error)
+    app.add_exception_handler(RequestValidationError, _invalid)
+    app.add_exception_handler(StarletteHTTPException, _starlette_error)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,0 +1,108 @@
+"""The OpenAI-compatible endpoints, for chat front ends that speak that protocol:
+POST /v1/chat/completions (the last user message is the question) and GET /v1/models."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from assistant.i18n import t
+from oncall_common.errors import AssistantError, BadQuestion
+
+from .. import sse
+from ..dependencies import Client, State, cost_of
+from ..schemas import ERRORS, MODEL_NAME, AskRequest, ChatMessage, ChatRequest
+
+router = APIRouter(tags=["openai-compatible"])
+CHUNK_CHARS = 64  # the answer's tail, after any streamed tokens, goes out in pieces this long
+
+
+@router.post("/v1/chat/completions", responses=ERRORS)
+async def chat_completions(req: ChatRequest, request: Request, state: State, client: Client):
+    """OpenAI-compatible chat: the last user message is the question; the answer text ends with its sources and the
+    response carries an extra `citations` list. With `stream: true`, chat.completion.chunk events."""
+    ask_req = AskRequest(question=last_user_text(req.messages))
+    kb = await state.get_kb()
+    reply = _Reply(f"chatcmpl-{uuid.uuid4().hex[:20]}", int(time.time()))
+    if not req.stream:
+        data = await state.run(client, cost_of(ask_req), request, state.answer, ask_req, kb, "openai", client)
+        return reply.completion(data)
+
+    def work(push: sse.Push) -> None:
+        streamed: list[str] = []
+
+        def on_token(token: str) -> None:
+            streamed.append(token)
+            push("token", token)
+
+        push("start", None)
+        try:
+            push("done", (state.answer(ask_req, kb, "openai", client, on_token=on_token), "".join(streamed)))
+        except AssistantError as exc:
+            push("done", ({"error": exc.message}, ""))
+
+    return await sse.stream(state, request, client, cost_of(ask_req), work, reply.render)
+
+
+@router.get("/v1/models")
+async def models(client: Client):
+    """The one model this server offers, for OpenAI-compatible front ends."""
+    return {"object": "list", "data": [{"id": MODEL_NAME, "object": "model", "owned_by": "oncall-assistant"}]}
+
+
+class _Reply:
+    """One chat completion's id and time, and its bodies: whole, or as stream chunks."""
+
+    def __init__(self, cid: str, created: int) -> None:
+        self.cid, self.created = cid, created
+
+    def completion(self, data: dict) -> dict:
+        return {"id": self.cid, "object": "chat.completion", "created": self.created, "model": MODEL_NAME,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": with_sources(data)}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+                "citations": data["citations"], "answer_id": data["id"]}
+
+    def chunk(self, delta: dict, finish: str | None = None, **extra: Any) -> str:
+        return sse.data_line({"id": self.cid, "object": "chat.completion.chunk", "created": self.created, "model": MODEL_NAME,
+                              "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra})
+
+    def render(self, kind: str, data: Any):
+        if kind == "start":
+            yield self.chunk({"role": "assistant", "content": ""})
+        elif kind == "token":
+            yield self.chunk({"content": data})
+        elif kind == "error":
+            yield self.chunk({"content": f"error: {data['error']}"}, "stop")
+            yield "data: [DONE]\n\n"
+        else:
+            yield from self._finish(*data)
+            yield "data: [DONE]\n\n"
+
+    def _finish(self, result: dict, streamed: str):
+        """The rest of the answer after what was streamed (sources included), then the stop chunk."""
+        if "error" in result:
+            yield self.chunk({"content": f"error: {result['error']}"}, "stop")
+            return
+        full = with_sources(result)
+        rest = full[len(streamed):] if streamed and full.startswith(streamed) else ("\n\n" + full if streamed else full)
+        for i in range(0, len(rest), CHUNK_CHARS):
+            yield self.chunk({"content": rest[i:i + CHUNK_CHARS]})
+        yield self.chunk({}, "stop", citations=result["citations"], answer_id=result["id"])
+
+
+def last_user_text(messages: list[ChatMessage]) -> str:
+    for msg in reversed(messages):
+        if msg.role == "user":
+            if isinstance(msg.content, list):
+                return " ".join(str(p.get("text", "")) for p in msg.content if isinstance(p, dict))
+            return msg.content or ""
+    raise BadQuestion("no user message in `messages`")
+
+
+def with_sources(data: dict) -> str:
+    """The answer text with its numbered sources, for clients that show only text."""
+    lines = [f"[{i}] {c['title']} ({c['source']})" for i, c in enumerate(data["citations"], 1)]
+    return data["answer"] + (f"\n\n{t('answer.sources', data['lang'])}:\n" + "\n".join(lines) if lines else "")

@@ -1,0 +1,97 @@
+"""Request and response models of the HTTP API: what /docs and /openapi.json show.
+
+Lone surrogates ("\\ud800" in JSON) are valid JSON but not text; they are refused here, at
+the edge, rather than failing later while the answer is encoded (a 500).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, Field
+
+from oncall_common.lang import Lang
+
+MODEL_NAME = "kb-assistant"  # the one "model" the OpenAI-compatible endpoints offer
+
+
+def has_surrogates(value: Any) -> bool:
+    if isinstance(value, str):
+        return any("\ud800" <= ch <= "\udfff" for ch in value)
+    if isinstance(value, dict):
+        return any(has_surrogates(k) or has_surrogates(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(has_surrogates(v) for v in value)
+    return False
+
+
+def _no_surrogates(value: Any) -> Any:
+    if has_surrogates(value):
+        raise ValueError("contains invalid Unicode (a lone surrogate)")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_no_surrogates)]
+
+
+class AskRequest(BaseModel):
+    question: Text = Field(..., description="The question, in Chinese or English (≤ 8 kB). A pasted log works.")
+    top_k: int | None = Field(None, ge=1, le=10, description="Articles to consider (default 3).")
+    lang: Lang | None = Field(None, description="Answer language; default: the question's.")
+    llm: bool | None = Field(None, description="false: answer from the KB only; default: use the LLM when configured.")
+    log: Text | None = Field(None, description="Log text to diagnose alongside the question (≤ the body limit).")
+
+
+class CitationOut(BaseModel):
+    id: str
+    title: str
+    source: str
+    section: str
+    lang: str
+    score: float
+    text: str
+
+
+class AskResponse(BaseModel):
+    id: str = Field(..., description="Answer id, for POST /v1/feedback.")
+    question: str
+    answer: str
+    lang: str
+    grounded: bool
+    citations: list[CitationOut]
+    tool_calls: list[dict]
+    backend: str
+    timings_ms: dict[str, float]
+    notes: list[str]
+    coverage: Literal["full", "partial", "none"] = Field("full", description="partial: the symptom is covered, the question's platform, product or subject is not")
+    confidence: float | None = Field(None, description="The refusal model's P(the KB answers this question)")
+    fallback_reason: Literal["llm_not_configured", "not_grounded", "llm_failed"] | None = Field(
+        None, description="Why the answer is the KB's own text although an LLM was wanted; null when it was not wanted or answered")
+
+
+class FeedbackRequest(BaseModel):
+    answer_id: Text = Field(..., max_length=64)
+    rating: Literal[1, -1] = Field(..., description="1 for 👍, -1 for 👎")
+    comment: Text = Field("", max_length=2000)
+
+
+class ChatMessage(BaseModel):
+    role: Text
+    content: Annotated[str | list[dict] | None, AfterValidator(_no_surrogates)] = None
+
+
+class ChatRequest(BaseModel):
+    model: Text = MODEL_NAME
+    messages: list[ChatMessage] = Field(..., min_length=1)
+    stream: bool = False
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+
+class ErrorOut(BaseModel):
+    error: str
+    hint: str = ""
+
+
+# The error responses the answer endpoints document in the OpenAPI schema.
+ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorOut} for status in (401, 413, 422, 429, 503)}
