@@ -14,19 +14,33 @@
   signed body that is not JSON 422, and a well-signed but malformed event is ignored with a
   200 (Slack would only retry it) and a log line.
 - Answers are made on behalf of a remote caller: the LLM gets the tools safe for Slack only.
+
+What is not Slack's own (dedupe, follow-ups, answering, splitting, the sources footer, the
+markdown walk) is in `assistant.interfaces.chat`; this module is transport and mrkdwn.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-import threading
-from collections import OrderedDict
-from typing import Callable
+from typing import TYPE_CHECKING
 
 from starlette.requests import Request  # at module level: FastAPI resolves the annotation here
+from starlette.responses import JSONResponse, Response
 
 from assistant.config import Settings
+from assistant.interfaces import chat
+from assistant.interfaces.chat import SeenEvents
+
+if TYPE_CHECKING:  # slack-bolt is imported only once a Slack mode starts
+    from fastapi import FastAPI
+    from slack_bolt import Ack, App
+    from slack_sdk import WebClient
+
+    from assistant.answer import Answer
+
+__all__ = ["ADAPTER", "SeenEvents", "answer_messages", "build_app", "event_problem", "mount_http", "run_socket_mode",
+           "signature_ok", "split_message", "thread_question", "to_mrkdwn"]
 
 SECTION_LIMIT = 2900  # a section block holds 3000 characters
 log = logging.getLogger(__name__)
@@ -35,216 +49,137 @@ MESSAGE_BLOCKS = 45  # Slack allows 50 blocks per message
 
 # ---------------------------------------------------------------- formatting
 
-def to_mrkdwn(markdown: str) -> str:
-    """Markdown (as the answers are written) to Slack mrkdwn."""
-    out: list[str] = []
-    in_code = False
-    for line in markdown.splitlines():
-        if line.strip().startswith("```"):
-            in_code = not in_code
-            out.append("```")
-            continue
-        if in_code:
-            out.append(_escape(line))
-            continue
-        if re.match(r"^\s*\|[\s:|-]+\|\s*$", line):
-            continue  # a table's separator row
-        if re.match(r"^\s*\|.*\|\s*$", line):
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            out.append("• " + " — ".join(_inline(c) for c in cells))
-            continue
-        heading = re.match(r"^#{1,6}\s+(.*)$", line)
-        if heading:
-            out.append(f"*{_inline(heading.group(1))}*")
-            continue
-        bullet = re.match(r"^(\s*)[-*+]\s+(.*)$", line)
-        if bullet:
-            out.append(f"{bullet.group(1)}• {_inline(bullet.group(2))}")
-            continue
-        out.append(_inline(line))
-    return "\n".join(out).strip()
-
-
 def _escape(text: str) -> str:
+    """mrkdwn's three control characters; everything else is literal."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _inline(text: str) -> str:
-    text = _escape(text)
-    text = re.sub(r"\*\*(.+?)\*\*", r"*\1*", text)
-    # [^\[\]] (not [^\]]): a match attempt stops at the next "[", so "[[[[…" is linear, not quadratic.
-    return _LINK.sub(r"<\2|\1>", text)
+MRKDWN = chat.Dialect(bold="*{}*", italic="_{}_", heading="*{}*", link="<{url}|{label}>", escape=_escape)
 
 
-_LINK = re.compile(r"\[([^\[\]]+)\]\((https?://[^)\s]+)\)")
+def to_mrkdwn(markdown: str) -> str:
+    """Markdown (as the answers are written) to Slack mrkdwn."""
+    return chat.render_markdown(markdown, MRKDWN)
 
 
 def split_message(text: str, limit: int = SECTION_LIMIT) -> list[str]:
-    """Pieces under `limit`, cut between lines; a code block cut in two is closed at the end of
-    one piece and reopened at the start of the next, so every piece renders on its own."""
-    pieces: list[str] = []
-    current = ""
-    fence_open = False  # whether `current` ends inside a code block
-    budget = limit - 4  # room to close a fence
-
-    def flush() -> None:
-        nonlocal current
-        if current:
-            pieces.append(current + ("\n```" if fence_open else ""))
-            current = "```" if fence_open else ""
-
-    for line in text.split("\n"):
-        while len(line) > budget - 4:  # one enormous line: cut it
-            head, line = line[: budget - 4], line[budget - 4 :]
-            flush()
-            current = f"{current}\n{head}" if current else head
-        candidate = f"{current}\n{line}" if current else line
-        if len(candidate) > budget:
-            flush()
-            candidate = f"{current}\n{line}" if current else line
-        current = candidate
-        if line.strip().startswith("```"):
-            fence_open = not fence_open
-    if current and current != "```":
-        pieces.append(current + ("\n```" if fence_open else ""))
-    return pieces
+    """`chat.split_message` at a section block's limit unless told otherwise."""
+    return chat.split_message(text, limit)
 
 
-def answer_messages(answer, answer_id: str) -> list[dict]:
+def answer_messages(answer: Answer, answer_id: str) -> list[dict]:
     """chat.postMessage payloads (text + blocks) for an answer; buttons on the last one."""
-    label = "来源" if answer.lang == "zh" else "Sources"
-    sources = "\n".join(f"[{i}] {_escape(c.title)} ({_escape(c.source)})" for i, c in enumerate(answer.citations, 1))
-    body = to_mrkdwn(answer.answer)
-    if answer.notes:
-        body += "\n\n_" + _escape(" · ".join(answer.notes)) + "_"
-    sections = split_message(body) + ([f"*{label}*\n{sources}"] if sources else [])
+    sections = chat.answer_sections(answer, MRKDWN, SECTION_LIMIT)
     messages: list[dict] = []
     for start in range(0, len(sections), MESSAGE_BLOCKS):
         group = sections[start : start + MESSAGE_BLOCKS]
         blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": s}} for s in group]
         messages.append({"text": group[0][:3000], "blocks": blocks})
-    messages[-1]["blocks"].append({
-        "type": "actions",
-        "block_id": "feedback",
-        "elements": [
-            {"type": "button", "action_id": "feedback_up", "text": {"type": "plain_text", "text": "👍"}, "value": answer_id},
-            {"type": "button", "action_id": "feedback_down", "text": {"type": "plain_text", "text": "👎"}, "value": answer_id},
-        ],
-    })
+    messages[-1]["blocks"].append(_feedback_buttons(answer_id))
     return messages
+
+
+def _feedback_buttons(answer_id: str) -> dict:
+    """The 👍/👎 actions block; the answer id rides in each button's value to the action handler."""
+    def button(action_id: str, label: str) -> dict:
+        return {"type": "button", "action_id": action_id, "text": {"type": "plain_text", "text": label}, "value": answer_id}
+
+    return {"type": "actions", "block_id": "feedback", "elements": [button("feedback_up", "👍"), button("feedback_down", "👎")]}
 
 
 _MENTION = re.compile(r"<@[A-Z0-9]+>")
 
 
 def thread_question(text: str, history: list[dict], bot_user: str | None) -> str:
-    """The question to answer: a follow-up carries the thread's first question with it."""
-    current = _MENTION.sub("", text).strip()
-    asked = [_MENTION.sub("", m["text"]).strip() for m in history
-             if isinstance(m, dict) and isinstance(m.get("text"), str) and not m.get("bot_id") and m.get("user") != bot_user]
-    asked = [a for a in asked if a and a != current]
-    if not asked:
-        return current
-    return f"{asked[0]}\n{current}"[:8000]
+    """`chat.thread_question` from Slack's shapes: mentions removed, and only what people wrote
+    (no bot_id, not `bot_user`) counts as an earlier question."""
+    earlier = (_MENTION.sub("", m["text"]).strip() for m in history
+               if isinstance(m, dict) and isinstance(m.get("text"), str) and not m.get("bot_id") and m.get("user") != bot_user)
+    return chat.thread_question(_MENTION.sub("", text).strip(), earlier)
 
 
 # ---------------------------------------------------------------- the Bolt app
 
-class SeenEvents:
-    """Event ids already taken on; Slack retries (X-Slack-Retry-Num) are dropped."""
+class _Bot:
+    """The handlers of one Bolt app and what they share: the hooks and the ids seen."""
 
-    def __init__(self, size: int = 2048) -> None:
-        self._seen: OrderedDict[str, None] = OrderedDict()
-        self._lock = threading.Lock()
-        self.size = size
+    def __init__(self, hooks: chat.Hooks) -> None:
+        self.hooks = hooks
+        self.seen = SeenEvents()
+        # Not looked up (no auth.test call): the bot's own messages are still skipped by bot_id.
+        self.bot_user: str | None = None
 
-    def first_time(self, event_id: str | None) -> bool:
-        if not event_id:
-            return True
-        with self._lock:
-            if event_id in self._seen:
-                return False
-            self._seen[event_id] = None
-            if len(self._seen) > self.size:
-                self._seen.popitem(last=False)
-            return True
+    def on_event(self, event: dict, body: dict, client: WebClient) -> None:
+        """Answer a mention (or a DM) in its thread: once across Slack's retries and the
+        replicas, after a 👀 so the asker knows it is coming."""
+        problem = event_problem({"type": "event_callback", "event": event})
+        if problem:  # mount_http checked already; Socket Mode events arrive here directly
+            log.warning("ignored a malformed Slack event: %s", problem)
+            return
+        if not chat.first_to_take(body.get("event_id"), self.seen, self.hooks):
+            return
+        channel, ts = event["channel"], event["ts"]
+        thread_ts = event.get("thread_ts") or ts
+        _acknowledge(client, channel, ts)
+        question = thread_question(event.get("text", ""), _thread_history(client, event), self.bot_user)
+        reply = chat.respond(self.hooks, question)
+        if reply.answer is None:
+            client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=reply.text)
+            return
+        for payload in answer_messages(reply.answer, reply.answer_id):
+            client.chat_postMessage(channel=channel, thread_ts=thread_ts, unfurl_links=False, **payload)
+
+    def on_direct_message(self, event: dict, body: dict, client: WebClient) -> None:
+        """Only people's own messages in a DM: not the bot's answers, not edits or joins (subtypes)."""
+        if event.get("channel_type") == "im" and not event.get("bot_id") and not event.get("subtype"):
+            self.on_event(event, body, client)
+
+    def on_feedback(self, ack: Ack, body: dict, action: dict, client: WebClient) -> None:
+        """A 👍/👎 press: acknowledged first (Slack shows an error after three seconds), then
+        stored, and the outcome told to the presser alone (ephemeral), in the thread."""
+        ack()
+        rating = 1 if action["action_id"] == "feedback_up" else -1
+        user = _field(body, "user", "id")
+        text = chat.feedback_reply(self.hooks, str(action.get("value", "")), rating, user)
+        channel = _field(body, "channel", "id")
+        if channel and user:
+            client.chat_postEphemeral(channel=channel, user=user, text=text, thread_ts=_field(body, "message", "thread_ts") or None)
 
 
-def build_app(settings: Settings, answer: Callable[[str], object], record: Callable[[object], str], feedback: Callable[[str, int, str], None],
-              claim: Callable[[str], bool | None] | None = None):
-    """The Bolt app. `answer(question) -> Answer`, `record(answer) -> id`, `feedback(id, rating, user)`,
-    `claim(event_id) -> True` (first), False (another replica took it) or None (cannot tell)."""
+def _acknowledge(client: WebClient, channel: str, ts: str) -> None:
+    """👀 on the question, so the asker knows it was seen while the answer is made. A courtesy:
+    failing it must not stop the answer."""
+    try:
+        client.reactions_add(channel=channel, timestamp=ts, name="eyes")
+    except Exception:
+        pass
+
+
+def _thread_history(client: WebClient, event: dict) -> list[dict]:
+    """The thread's other messages (up to 20) when the event is a reply in one; none when it
+    starts a thread or the lookup fails, which only costs the follow-up its context."""
+    if not event.get("thread_ts"):
+        return []
+    try:
+        replies = client.conversations_replies(channel=event["channel"], ts=event["thread_ts"], limit=20)
+        return [m for m in replies.get("messages", []) if m.get("ts") != event["ts"]]
+    except Exception:
+        return []
+
+
+def build_app(settings: Settings, hooks: chat.Hooks) -> App:
+    """The Bolt app, answering through `hooks` (see `chat.bind`)."""
     from slack_bolt import App
     from slack_sdk import WebClient
 
     client = WebClient(token=settings.slack_bot_token, base_url=settings.slack_api_url or WebClient.BASE_URL)
     app = App(client=client, signing_secret=settings.slack_signing_secret or "socket-mode", token_verification_enabled=False,
               process_before_response=False)
-    seen = SeenEvents()
-    bot_user: dict[str, str | None] = {"id": None}
-
-    def handle(event: dict, body: dict, client) -> None:
-        problem = event_problem({"type": "event_callback", "event": event})
-        if problem:  # mount_http checked already; Socket Mode events arrive here directly
-            log.warning("ignored a malformed Slack event: %s", problem)
-            return
-        event_id = body.get("event_id")
-        if not seen.first_time(event_id):
-            return
-        if event_id and claim is not None and claim(event_id) is False:
-            log.info("Slack event %s was taken by another replica", event_id[:64])
-            return
-        channel, ts = event["channel"], event["ts"]
-        thread_ts = event.get("thread_ts") or ts
-        try:
-            client.reactions_add(channel=channel, timestamp=ts, name="eyes")
-        except Exception:
-            pass  # the acknowledgement is a courtesy; answering matters more
-        history: list[dict] = []
-        if event.get("thread_ts"):
-            try:
-                replies = client.conversations_replies(channel=channel, ts=thread_ts, limit=20)
-                history = [m for m in replies.get("messages", []) if m.get("ts") != ts]
-            except Exception:
-                history = []
-        question = thread_question(event.get("text", ""), history, bot_user["id"])
-        if not question:
-            client.chat_postMessage(channel=channel, thread_ts=thread_ts, text="Ask me about a vLLM or FastDeploy problem — in Chinese or English.")
-            return
-        try:
-            result = answer(question)
-        except Exception as exc:  # a bad question or a broken index: say so in one line
-            message = getattr(exc, "message", None) or "something went wrong; the server log has details"
-            client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=f"Sorry, I could not answer: {message}")
-            return
-        answer_id = record(result)
-        for payload in answer_messages(result, answer_id):
-            client.chat_postMessage(channel=channel, thread_ts=thread_ts, unfurl_links=False, **payload)
-
-    @app.event("app_mention")
-    def on_mention(event, body, client):
-        handle(event, body, client)
-
-    @app.event("message")
-    def on_message(event, body, client):
-        if event.get("channel_type") == "im" and not event.get("bot_id") and not event.get("subtype"):
-            handle(event, body, client)
-
-    @app.action(re.compile(r"^feedback_(up|down)$"))
-    def on_feedback(ack, body, action, client):
-        ack()
-        rating = 1 if action["action_id"] == "feedback_up" else -1
-        user = _field(body, "user", "id")
-        try:
-            feedback(str(action.get("value", "")), rating, user)
-            text = "Thanks for the feedback!" if rating > 0 else "Thanks — noted for the maintainers."
-        except Exception as exc:
-            log.warning("Slack feedback not saved: %s", getattr(exc, "message", type(exc).__name__))
-            text = "Sorry, that feedback could not be saved."
-        channel = _field(body, "channel", "id")
-        if channel and user:
-            client.chat_postEphemeral(channel=channel, user=user, text=text, thread_ts=_field(body, "message", "thread_ts") or None)
-
+    bot = _Bot(hooks)
+    # Bolt passes handler arguments by parameter name, so each handler names exactly what it reads.
+    app.event("app_mention")(lambda event, body, client: bot.on_event(event, body, client))
+    app.event("message")(lambda event, body, client: bot.on_direct_message(event, body, client))
+    app.action(re.compile(r"^feedback_(up|down)$"))(lambda ack, body, action, client: bot.on_feedback(ack, body, action, client))
     return app
 
 
@@ -254,6 +189,8 @@ def _field(body: dict, outer: str, inner: str) -> str:
     got = value.get(inner) if isinstance(value, dict) else None
     return got if isinstance(got, str) else ""
 
+
+# ---------------------------------------------------------------- checking payloads
 
 _TS = re.compile(r"\d{1,12}(?:\.\d{1,9})?")
 
@@ -265,75 +202,88 @@ def event_problem(payload: object) -> str | None:
         return "the payload is not a JSON object"
     kind = payload.get("type")
     if kind == "event_callback":
-        event = payload.get("event")
-        if not isinstance(event, dict):
-            return "event_callback without an event object"
-        if event.get("type") in ("app_mention", "message"):
-            for name in ("channel", "ts"):
-                if not isinstance(event.get(name), str) or not event[name]:
-                    return f"{event.get('type')} event without {name}"
-            for name in ("ts", "thread_ts"):
-                if name in event and not (isinstance(event[name], str) and _TS.fullmatch(event[name])):
-                    return f"{name} is not a Slack timestamp"
-            for name in ("text", "user", "bot_id", "subtype", "channel_type"):
-                if name in event and event[name] is not None and not isinstance(event[name], str):
-                    return f"{name} is not a string"
-        if "event_id" in payload and not isinstance(payload["event_id"], str):
-            return "event_id is not a string"
-    elif kind == "block_actions":
-        actions = payload.get("actions")
-        if not isinstance(actions, list) or not all(isinstance(a, dict) and isinstance(a.get("action_id", ""), str) for a in actions):
-            return "block_actions without a list of actions"
-        for name in ("user", "channel", "message"):
-            if name in payload and not isinstance(payload[name], dict):
-                return f"{name} is not an object"
+        return _event_callback_problem(payload)
+    if kind == "block_actions":
+        return _block_actions_problem(payload)
     return None
 
 
-def _callbacks(settings: Settings, kb_getter, store):
-    from assistant.answer import answer_question
-    from assistant.tools import acting_for, remote_caller
+def _event_callback_problem(payload: dict) -> str | None:
+    event = payload.get("event")
+    if not isinstance(event, dict):
+        return "event_callback without an event object"
+    if event.get("type") in ("app_mention", "message"):
+        problem = _message_problem(event)
+        if problem:
+            return problem
+    if "event_id" in payload and not isinstance(payload["event_id"], str):
+        return "event_id is not a string"
+    return None
 
-    caller = remote_caller(settings.serving_hosts_allow)
 
-    def answer(question: str):
-        with acting_for(caller):  # a Slack user is a remote caller, and so is the LLM answering them
-            return answer_question(question, settings, kb=kb_getter())
+def _message_problem(event: dict) -> str | None:
+    """The fields the handlers read from a mention or message: where to answer (channel, ts),
+    thread timestamps Slack will accept back, and strings where strings are expected."""
+    for name in ("channel", "ts"):
+        if not isinstance(event.get(name), str) or not event[name]:
+            return f"{event.get('type')} event without {name}"
+    for name in ("ts", "thread_ts"):
+        if name in event and not (isinstance(event[name], str) and _TS.fullmatch(event[name])):
+            return f"{name} is not a Slack timestamp"
+    for name in ("text", "user", "bot_id", "subtype", "channel_type"):
+        if name in event and event[name] is not None and not isinstance(event[name], str):
+            return f"{name} is not a string"
+    return None
 
-    return (answer, (lambda a: store.record_answer(a, "slack")),
-            (lambda answer_id, rating, user: store.add_feedback(answer_id, rating, "", user)), store.claim_event)
+
+def _block_actions_problem(payload: dict) -> str | None:
+    actions = payload.get("actions")
+    if not isinstance(actions, list) or not all(isinstance(a, dict) and isinstance(a.get("action_id", ""), str) for a in actions):
+        return "block_actions without a list of actions"
+    for name in ("user", "channel", "message"):
+        if name in payload and not isinstance(payload[name], dict):
+            return f"{name} is not an object"
+    return None
 
 
-def mount_http(fastapi_app, settings: Settings, state) -> None:
+# ---------------------------------------------------------------- HTTP mode, Socket Mode, registration
+
+def mount_http(fastapi_app: FastAPI, settings: Settings, state: chat.ServerSide) -> None:
     """POST /slack/events on the API server (HTTP mode)."""
     from fastapi.concurrency import run_in_threadpool
     from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
 
-    from starlette.responses import JSONResponse, Response
-
-    answer, record, feedback, claim = _callbacks(settings, state.wait_loaded, state.store)
-    bolt = build_app(settings, answer, record, feedback, claim)
+    bolt = build_app(settings, chat.bind(settings, state.wait_loaded, state.store, "slack"))
     fastapi_app.state.slack = bolt
 
     @fastapi_app.post("/slack/events", include_in_schema=False)
     async def slack_events(request: Request):
         body = await request.body()
-        stamp = request.headers.get("x-slack-request-timestamp", "")
-        signature = request.headers.get("x-slack-signature", "")
-        if not signature_ok(settings.slack_signing_secret, stamp, signature, body):
-            log.warning("refused a Slack request: bad or stale signature")
-            return JSONResponse({"error": "invalid Slack signature or timestamp", "hint": "check SLACK_SIGNING_SECRET"}, status_code=401)
-        try:
-            payload = _parse(body, request.headers.get("content-type", ""))
-        except ValueError:
-            log.warning("refused a signed Slack request whose body is not JSON")
-            return JSONResponse({"error": "the Slack request body is not valid JSON", "hint": ""}, status_code=422)
-        problem = event_problem(payload)
-        if problem:
-            log.warning("ignored a malformed Slack event: %s", problem)
-            return Response(status_code=200)
+        refusal = _refusal(request, body, settings.slack_signing_secret)
+        if refusal is not None:
+            return refusal
         response = await run_in_threadpool(bolt.dispatch, to_bolt_request(request, body))
         return to_starlette_response(response)
+
+
+def _refusal(request: Request, body: bytes, secret: str) -> Response | None:
+    """The response for a request Bolt must not see (401 bad signature, 422 not JSON, 200 for
+    a malformed event Slack would only retry), or None to pass it on."""
+    stamp = request.headers.get("x-slack-request-timestamp", "")
+    signature = request.headers.get("x-slack-signature", "")
+    if not signature_ok(secret, stamp, signature, body):
+        log.warning("refused a Slack request: bad or stale signature")
+        return JSONResponse({"error": "invalid Slack signature or timestamp", "hint": "check SLACK_SIGNING_SECRET"}, status_code=401)
+    try:
+        payload = _parse(body, request.headers.get("content-type", ""))
+    except ValueError:
+        log.warning("refused a signed Slack request whose body is not JSON")
+        return JSONResponse({"error": "the Slack request body is not valid JSON", "hint": ""}, status_code=422)
+    problem = event_problem(payload)
+    if problem:
+        log.warning("ignored a malformed Slack event: %s", problem)
+        return Response(status_code=200)
+    return None
 
 
 def signature_ok(secret: str, stamp: str, signature: str, body: bytes) -> bool:
@@ -370,6 +320,13 @@ def run_socket_mode(settings: Settings) -> None:
     if not (settings.slack_app_token and settings.slack_bot_token):
         raise ConfigError("Socket Mode needs SLACK_APP_TOKEN (xapp-…) and SLACK_BOT_TOKEN (xoxb-…)")
     kb = open_kb(settings)
-    store = open_state(settings)
-    answer, record, feedback, claim = _callbacks(settings, lambda: kb, store)
-    SocketModeHandler(build_app(settings, answer, record, feedback, claim), settings.slack_app_token).start()
+    hooks = chat.bind(settings, lambda: kb, open_state(settings), "slack")
+    SocketModeHandler(build_app(settings, hooks), settings.slack_app_token).start()
+
+
+def _http_enabled(settings: Settings) -> bool:
+    """HTTP mode needs the bot token (to answer) and the signing secret (to trust requests)."""
+    return bool(settings.slack_bot_token and settings.slack_signing_secret)
+
+
+ADAPTER = chat.ChatAdapter(name="slack", enabled=_http_enabled, mount_http=mount_http, run=run_socket_mode)

@@ -1,0 +1,372 @@
+"""What every chat adapter (Slack today; Feishu/Lark or Discord next) shares, and where
+adapters are registered.
+
+A chat platform differs from another in its transport (webhooks, a websocket), its markup
+and its limits; what it does with a question does not: take each event once across
+replicas, fold a follow-up into the thread's first question, answer as a remote caller,
+store the answer, render it in small pieces with a sources footer, take 👍/👎. That part
+lives here so an adapter is one module of transport and markup.
+
+Adding an adapter: write `assistant/interfaces/<name>.py` defining `ADAPTER = ChatAdapter(...)`
+and add its module name to ADAPTER_MODULES below: the registry is that tuple (not a
+decorator), because a decorator only runs once something imports the module, which is the
+list again. `mount_enabled` then mounts it on the API server when its settings are present,
+and `run_adapter` runs its long-lived mode, if it has one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from assistant.i18n import DEFAULT_LANG, Lang, t
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from assistant.answer import Answer
+    from assistant.config import Settings
+    from assistant.knowledge import KB
+
+log = logging.getLogger(__name__)
+
+# The registry: one line per adapter module, each defining ADAPTER.
+ADAPTER_MODULES: tuple[str, ...] = (
+    "assistant.interfaces.slack",
+)
+
+# Lines that are not answers (a prompt for an empty question, an error, thanks for feedback)
+# come before any answer tells the asker's language, and a button press never does: one
+# language keeps them consistent, and choosing another is this one line.
+NOTICE_LANG: Lang = DEFAULT_LANG
+
+FENCE = "```"
+MAX_QUESTION = 8000  # a thread's question and follow-up together, in characters
+
+
+# ---------------------------------------------------------------- registration
+
+class AnswerStore(Protocol):
+    """What adapters need of the state store (assistant.ops.store.StateStore), and no more, so
+    a test can hand them a stand-in."""
+
+    def record_answer(self, answer: Answer, channel: str) -> str: ...
+
+    def add_feedback(self, answer_id: str, rating: int, comment: str = ..., user: str = ...) -> None: ...
+
+    def claim_event(self, event_id: str) -> bool | None: ...
+
+
+class ServerSide(Protocol):
+    """What an adapter may use of the API server's state (ServerState): kept this small so an
+    adapter can be mounted against a stand-in, and so a new need shows up here rather than in
+    passing."""
+
+    store: AnswerStore
+
+    def wait_loaded(self, timeout: float = ...) -> KB | None: ...
+
+
+@dataclass(frozen=True)
+class ChatAdapter:
+    """One chat platform as the server and the CLI see it. `enabled(settings)` says whether to
+    mount it on the API server (its credentials are set); `run(settings)`, when the platform
+    can connect out instead (a websocket, a long poll), is the blocking loop that does it."""
+
+    name: str
+    enabled: Callable[[Settings], bool]
+    mount_http: Callable[[FastAPI, Settings, ServerSide], None]
+    run: Callable[[Settings], None] | None = None
+
+
+def adapters() -> list[ChatAdapter]:
+    """Every registered adapter, importing each module on the first call; read from
+    ADAPTER_MODULES each time, so a test can register a stand-in by patching that tuple."""
+    return [importlib.import_module(name).ADAPTER for name in ADAPTER_MODULES]
+
+
+def adapter(name: str) -> ChatAdapter:
+    """The adapter called `name`; a ConfigError naming the known ones otherwise."""
+    from oncall_common.errors import ConfigError
+
+    known = adapters()
+    for candidate in known:
+        if candidate.name == name:
+            return candidate
+    raise ConfigError(f"no chat adapter called {name!r}", "known: " + ", ".join(a.name for a in known))
+
+
+def mount_enabled(fastapi_app: FastAPI, settings: Settings, state: ServerSide) -> list[str]:
+    """Mount every adapter whose settings are present on the API server; the names mounted,
+    so the caller can log them. An adapter without credentials is skipped, not an error: most
+    deployments use one platform or none."""
+    mounted: list[str] = []
+    for candidate in adapters():
+        if candidate.enabled(settings):
+            candidate.mount_http(fastapi_app, settings, state)
+            mounted.append(candidate.name)
+    return mounted
+
+
+def run_adapter(name: str, settings: Settings) -> None:
+    """Run adapter `name`'s long-lived mode (e.g. `assistant slack` for Socket Mode)."""
+    from oncall_common.errors import ConfigError
+
+    chosen = adapter(name)
+    if chosen.run is None:
+        raise ConfigError(f"the {name} adapter has no mode of its own", "it is served by `assistant serve`")
+    chosen.run(settings)
+
+
+# ---------------------------------------------------------------- answering
+
+@dataclass(frozen=True)
+class Hooks:
+    """An adapter's ties to the knowledge base and the answer store, made once so the
+    adapter's handlers (and a test) need nothing else. `claim(event_id)` is True for the
+    first replica to take an event, False for the others, None when the store cannot say."""
+
+    channel: str
+    answer: Callable[[str], Answer]
+    record: Callable[[Answer], str]
+    feedback: Callable[[str, int, str], None]
+    claim: Callable[[str], bool | None] | None = None
+
+
+def bind(settings: Settings, kb: Callable[[], KB | None], store: AnswerStore, channel: str) -> Hooks:
+    """Hooks for adapter `channel` (the name its answers are stored under). `kb()` is called
+    per question: on the server it waits for the index to finish loading."""
+    from assistant.answer import answer_question
+    from assistant.tools import acting_for, remote_caller
+
+    caller = remote_caller(settings.serving_hosts_allow)
+
+    def answer(question: str) -> Answer:
+        with acting_for(caller):  # a chat user is a remote caller, and so is the LLM answering them
+            return answer_question(question, settings, kb=kb())
+
+    def feedback(answer_id: str, rating: int, user: str) -> None:
+        store.add_feedback(answer_id, rating, "", user)
+
+    return Hooks(channel, answer, lambda result: store.record_answer(result, channel), feedback, store.claim_event)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What to post for a question: an answer with its stored id (for the 👍/👎 buttons), or,
+    when there is none, one line saying why."""
+
+    answer: Answer | None = None
+    answer_id: str = ""
+    text: str = ""
+
+
+def respond(hooks: Hooks, question: str) -> Reply:
+    """Answer `question`, or say in one line why not: a bad question or a broken index must
+    reach the asker as a sentence, never as silence in the thread."""
+    if not question:
+        return Reply(text=t("chat.empty_question", NOTICE_LANG))
+    try:
+        result = hooks.answer(question)
+    except Exception as exc:
+        message = getattr(exc, "message", None) or t("chat.answer_failed", NOTICE_LANG)
+        return Reply(text=t("chat.cannot_answer", NOTICE_LANG, message=message))
+    return Reply(answer=result, answer_id=hooks.record(result))
+
+
+def feedback_reply(hooks: Hooks, answer_id: str, rating: int, user: str) -> str:
+    """Store a 👍 (rating 1) or 👎 (-1) and return the line to show the user; a store that is
+    down is logged and admitted to, not raised into the platform's handler."""
+    try:
+        hooks.feedback(answer_id, rating, user)
+    except Exception as exc:
+        log.warning("%s feedback not saved: %s", hooks.channel, getattr(exc, "message", type(exc).__name__))
+        return t("chat.feedback_not_saved", NOTICE_LANG)
+    return t("chat.thanks_up" if rating > 0 else "chat.thanks_down", NOTICE_LANG)
+
+
+class SeenEvents:
+    """Event ids this process has taken on, the last `size` of them: platforms redeliver an
+    event they think went unhandled, and answering twice is worse than not at all."""
+
+    def __init__(self, size: int = 2048) -> None:
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+        self.size = size
+
+    def first_time(self, event_id: str | None) -> bool:
+        """True the first time `event_id` is seen; an event without an id cannot be told apart
+        from another, so it always counts as new."""
+        if not event_id:
+            return True
+        with self._lock:
+            if event_id in self._seen:
+                return False
+            self._seen[event_id] = None
+            if len(self._seen) > self.size:
+                self._seen.popitem(last=False)
+            return True
+
+
+def first_to_take(event_id: str | None, seen: SeenEvents, hooks: Hooks) -> bool:
+    """Whether this process answers the event: not a redelivery it has seen, and, with a
+    shared store, not claimed by another replica first. A store that cannot say (None) lets
+    the local check decide, so an outage of the store does not silence the bot."""
+    if not seen.first_time(event_id):
+        return False
+    if event_id and hooks.claim is not None and hooks.claim(event_id) is False:
+        log.info("%s event %s was taken by another replica", hooks.channel, event_id[:64])
+        return False
+    return True
+
+
+def thread_question(current: str, earlier: Iterable[str]) -> str:
+    """The question to answer: a follow-up ("and with MTP?") means little alone, so it carries
+    the thread's first question with it. `earlier` holds what people (not the bot) wrote
+    before in the thread, oldest first, platform markup already removed."""
+    asked = [text for text in earlier if text and text != current]
+    if not asked:
+        return current
+    return f"{asked[0]}\n{current}"[:MAX_QUESTION]
+
+
+# ---------------------------------------------------------------- rendering
+
+def _same(text: str) -> str:
+    return text
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How one platform writes the markdown the answers use. `render_markdown` walks the
+    lines (code blocks, tables, headings, bullets); this says what each becomes, so an
+    adapter supplies only its syntax. Templates take the text as {} (or {label} and {url});
+    `escape` protects text the platform would read as markup. Code stays fenced with ```,
+    which every platform we target reads and `split_message` keeps balanced. The defaults are
+    plain markdown with tables flattened to bullets."""
+
+    bold: str = "**{}**"
+    italic: str = "_{}_"
+    heading: str = "**{}**"
+    link: str = "[{label}]({url})"
+    bullet: str = "• "
+    cell_separator: str = " — "
+    escape: Callable[[str], str] = _same
+
+
+_TABLE_RULE = re.compile(r"^\s*\|[\s:|-]+\|\s*$")
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+_HEADING = re.compile(r"^#{1,6}\s+(.*)$")
+_BULLET = re.compile(r"^(\s*)[-*+]\s+(.*)$")
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+# [^\[\]] (not [^\]]): a match attempt stops at the next "[", so "[[[[…" is linear, not quadratic.
+_LINK = re.compile(r"\[([^\[\]]+)\]\((https?://[^)\s]+)\)")
+
+
+def render_markdown(markdown: str, dialect: Dialect) -> str:
+    """Markdown as the answers are written, in `dialect`. Code is escaped but otherwise left
+    alone: a command must be copied exactly."""
+    out: list[str] = []
+    in_code = False
+    for line in markdown.splitlines():
+        if line.strip().startswith(FENCE):
+            in_code = not in_code
+            out.append(FENCE)
+        elif in_code:
+            out.append(dialect.escape(line))
+        elif not _TABLE_RULE.match(line):  # a table's separator row says nothing once flattened
+            out.append(_render_line(line, dialect))
+    return "\n".join(out).strip()
+
+
+def _render_line(line: str, dialect: Dialect) -> str:
+    """One line outside code. Tables become one bullet per row: few chat platforms draw tables."""
+    if _TABLE_ROW.match(line):
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        return dialect.bullet + dialect.cell_separator.join(render_inline(cell, dialect) for cell in cells)
+    heading = _HEADING.match(line)
+    if heading:
+        return dialect.heading.format(render_inline(heading.group(1), dialect))
+    bullet = _BULLET.match(line)
+    if bullet:
+        return f"{bullet.group(1)}{dialect.bullet}{render_inline(bullet.group(2), dialect)}"
+    return render_inline(line, dialect)
+
+
+def render_inline(text: str, dialect: Dialect) -> str:
+    """Bold and links within a line. Escaping comes first, so markup the dialect adds is not
+    escaped away."""
+    text = _BOLD.sub(lambda m: dialect.bold.format(m.group(1)), dialect.escape(text))
+    return _LINK.sub(lambda m: dialect.link.format(label=m.group(1), url=m.group(2)), text)
+
+
+def split_message(text: str, limit: int) -> list[str]:
+    """Pieces of at most `limit` characters, cut between lines (inside a line only when one
+    line alone is too long); a code block cut in two is closed at the end of one piece and
+    reopened at the start of the next, so every piece renders on its own."""
+    pieces = _Pieces(limit - 4)  # room to close a fence
+    for line in text.split("\n"):
+        pieces.add_line(line)
+    return pieces.done()
+
+
+class _Pieces:
+    """split_message's running state: the pieces so far and the one being filled."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.pieces: list[str] = []
+        self.current = ""
+        self.fence_open = False  # whether `current` ends inside a code block
+
+    def add_line(self, line: str) -> None:
+        while len(line) > self.budget - 4:  # one enormous line: cut it
+            head, line = line[: self.budget - 4], line[self.budget - 4:]
+            self.flush()
+            self.current = self._joined(head)
+        if len(self._joined(line)) > self.budget:
+            self.flush()
+        self.current = self._joined(line)
+        if line.strip().startswith(FENCE):
+            self.fence_open = not self.fence_open
+
+    def _joined(self, line: str) -> str:
+        return f"{self.current}\n{line}" if self.current else line
+
+    def _closed(self) -> str:
+        return self.current + (f"\n{FENCE}" if self.fence_open else "")
+
+    def flush(self) -> None:
+        if self.current:
+            self.pieces.append(self._closed())
+            self.current = FENCE if self.fence_open else ""
+
+    def done(self) -> list[str]:
+        if self.current and self.current != FENCE:
+            self.pieces.append(self._closed())
+        return self.pieces
+
+
+def sources_footer(answer: Answer, dialect: Dialect) -> str:
+    """The numbered sources the answer's [n] markers point to, under a label in the answer's
+    language; "" when it cites nothing."""
+    lines = [f"[{i}] {dialect.escape(c.title)} ({dialect.escape(c.source)})" for i, c in enumerate(answer.citations, 1)]
+    if not lines:
+        return ""
+    return dialect.bold.format(t("chat.sources", answer.lang)) + "\n" + "\n".join(lines)
+
+
+def answer_sections(answer: Answer, dialect: Dialect, limit: int) -> list[str]:
+    """An answer as pieces of at most `limit` characters: the body (with its notes in italics)
+    split as needed, then the sources footer as a piece of its own."""
+    body = render_markdown(answer.answer, dialect)
+    if answer.notes:
+        body += "\n\n" + dialect.italic.format(dialect.escape(" · ".join(answer.notes)))
+    footer = sources_footer(answer, dialect)
+    return split_message(body, limit) + ([footer] if footer else [])
