@@ -7,9 +7,9 @@ import pytest
 
 from assistant.calculations import capacity_call
 from assistant.tools import call_tool, registry, tool
-from assistant.tools.capacity import (RECOMMENDED_MSGMAX, RECOMMENDED_MSGMNB, blocks_needed, fastdeploy_decode_budget,
-                                      kv_bytes_per_token, kv_cache_capacity, kv_concurrency, kv_tokens_concurrency,
-                                      logprobs_message_size)
+from assistant.tools.capacity import (LOGPROBS_MESSAGE_BYTES, LOGPROBS_MESSAGE_BYTES_MTP, RECOMMENDED_MSGMAX, RECOMMENDED_MSGMNB,
+                                      blocks_needed, fastdeploy_decode_budget, kv_bytes_per_token, kv_cache_capacity,
+                                      kv_concurrency, kv_tokens_concurrency, logprobs_message_size)
 from assistant.tools.gpu import gpu_status
 from assistant.tools.host import host_status
 from assistant.tools.logs import diagnose_log
@@ -167,7 +167,7 @@ def test_fastdeploy_decode_budget():
 
 def test_logprobs_message_sizes_match_the_faq():
     plain, mtp = logprobs_message_size(), logprobs_message_size(mtp=True)
-    assert (plain.bytes, mtp.bytes) == (133136, 802840)
+    assert (plain.bytes, mtp.bytes) == (133136, 802840) == (LOGPROBS_MESSAGE_BYTES, LOGPROBS_MESSAGE_BYTES_MTP)
     assert not plain.fits and "kernel.msgmax=1048576" in plain.explanation["en"]
     assert logprobs_message_size(mtp=True, msgmax=1048576).fits
     assert logprobs_message_size(max_batch=1, top_logprobs=0).bytes < 8192
@@ -403,8 +403,8 @@ def test_serving_probe_reads_metrics_and_points_at_the_hung_requests_article():
         fake.close()
     assert r.healthy and r.models == ["Qwen/Qwen3-8B"]
     assert (r.running, r.waiting, r.kv_cache_usage, r.preemptions) == (64.0, 17.0, 1.0, 3.0)
-    critical = [f for f in r.findings if f["severity"] == "critical"]
-    assert critical and critical[0]["article"] == "vllm-requests-hang" and "17 requests waiting" in critical[0]["message"]
+    critical = [f for f in r.findings if f.severity == "critical"]
+    assert critical and critical[0].article == "vllm-requests-hang" and "17 requests waiting" in critical[0].message
 
 
 def test_serving_probe_on_a_dead_or_sick_server():
@@ -468,6 +468,39 @@ def test_doctor_json_and_exit_code(bundled_env, tmp_path):
     severities = [f["severity"] for f in data["findings"]]
     order = {"critical": 0, "warning": 1, "info": 2, "ok": 3}
     assert severities == sorted(severities, key=order.get)
+
+
+def test_doctor_reads_the_probes_typed_results(tmp_path):
+    from assistant.ops.doctor import _gpu_findings, _host_findings, _log_findings, _serving_findings
+    from assistant.tools.gpu import GPUInfo, GPULink, GPUProcess, GPUReport
+    from assistant.tools.serving import ServingFinding, ServingReport
+
+    root, site = _fixture_root(tmp_path)
+    host = host_status(_root=str(root), _environ={"NCCL_P2P_DISABLE": "1", "HOME": "/nowhere"}, _python_paths=[str(site)])
+    found = {(f.severity, f.article): f.message for f in _host_findings(host)}
+    assert "FastDeploy with logprobs sends 133,136 (802,840 with MTP) and hangs" in found["warning", "fastdeploy-logprobs-hang"]
+    assert found["warning", "vllm-nccl-error-multi-gpu"].startswith("/dev/shm is 64 MiB inside a container")
+    assert "CPU-only build" in found["critical", "vllm-torch-not-compiled-with-cuda"]
+    assert "NCCL_P2P_DISABLE=1 is set" in found["info", "vllm-nccl-error-multi-gpu"]
+    host.msgmax, host.shm_bytes = 802840, 64 * 2**20 + 1  # the limits themselves: no warning
+    assert not [f for f in _host_findings(host) if f.article in ("fastdeploy-logprobs-hang", "vllm-nccl-error-multi-gpu")
+                and f.severity == "warning"]
+    gpu = GPUReport(True, None, "550.1", "12.4", [GPUInfo(0, "H100", 75000.0, 80000.0, 93.8, 99, 60, 2, [GPUProcess(7, 1.0)])],
+                    [GPULink(0, 1, "SYS", 0, "not supported (status 2)")])
+    assert [(f.severity, f.message) for f in _gpu_findings(gpu)] == [
+        ("ok", "driver 550.1, CUDA 12.4, 1 GPU(s)"),
+        ("critical", "GPU 0 has 2 uncorrected ECC errors: take it out of service"),
+        ("warning", "GPU 0 (H100) memory 94% used (1 processes): little headroom left"),
+        ("warning", "GPU 0↔1 (SYS): peer-to-peer not supported (status 2)")]
+    assert _gpu_findings(GPUReport(False, "no NVIDIA driver found (x)"))[0].message == "no NVIDIA driver found (x)"
+    serving = ServingReport("http://h:8000", True, models=["m"], running=2.0, waiting=0.0, kv_cache_usage=0.5,
+                            findings=[ServingFinding("warning", "KV cache 95% full", "vllm-requests-hang")])
+    assert [(f.severity, f.message, f.article) for f in _serving_findings(serving)] == [
+        ("warning", "KV cache 95% full", "vllm-requests-hang"),
+        ("ok", "http://h:8000 healthy; models m; running 2.0, waiting 0.0, KV cache 50%", None)]
+    log = diagnose_log(text="INFO num_blocks_global: 17131\nneed_block_len: 1， free_list_len: 0\n")
+    assert [(f.severity, f.article) for f in _log_findings(log)][:1] == [("critical", "fastdeploy-oom-while-serving")]
+    assert "1,096,384" in _log_findings(log)[-1].message
 
 
 def test_tools_from_the_cli(bundled_env, tmp_path):

@@ -8,6 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from assistant.config import Settings
+from assistant.tools.capacity import LOGPROBS_MESSAGE_BYTES, LOGPROBS_MESSAGE_BYTES_MTP, RECOMMENDED_MSGMAX
+from assistant.tools.gpu import GPUReport
+from assistant.tools.host import DOCKER_DEFAULT_SHM, HostReport
+from assistant.tools.logs import LogDiagnosis
+from assistant.tools.serving import ServingReport
 
 ORDER = {"critical": 0, "warning": 1, "info": 2, "ok": 3}
 GIB = 2**30
@@ -22,68 +27,61 @@ class Finding:
     title: str | None = None
 
 
-def _gpu_findings(report: dict) -> list[Finding]:
-    out = []
-    if not report.get("available"):
-        return [Finding("info", "gpu", report.get("reason") or "no GPU found")]
-    out.append(Finding("ok", "gpu", f"driver {report.get('driver_version')}, CUDA {report.get('cuda_version')}, {len(report['gpus'])} GPU(s)"))
-    for g in report["gpus"]:
-        if g.get("ecc_uncorrected"):
-            out.append(Finding("critical", "gpu", f"GPU {g['index']} has {g['ecc_uncorrected']} uncorrected ECC errors: take it out of service"))
-        if g["memory_used_pct"] >= 90:
-            out.append(Finding("warning", "gpu", f"GPU {g['index']} ({g['name']}) memory {g['memory_used_pct']:.0f}% used "
-                               f"({len(g.get('processes', []))} processes): little headroom left", "vllm-cuda-oom"))
-    for link in report.get("links", []):
-        if link["p2p_read"] not in ("OK", "unknown"):
-            out.append(Finding("warning", "gpu", f"GPU {link['gpu_a']}↔{link['gpu_b']} ({link['topology']}): peer-to-peer {link['p2p_read']}",
+def _gpu_findings(report: GPUReport) -> list[Finding]:
+    if not report.available:
+        return [Finding("info", "gpu", report.reason or "no GPU found")]
+    out = [Finding("ok", "gpu", f"driver {report.driver_version}, CUDA {report.cuda_version}, {len(report.gpus)} GPU(s)")]
+    for g in report.gpus:
+        if g.ecc_uncorrected:
+            out.append(Finding("critical", "gpu", f"GPU {g.index} has {g.ecc_uncorrected} uncorrected ECC errors: take it out of service"))
+        if g.memory_used_pct >= 90:
+            out.append(Finding("warning", "gpu", f"GPU {g.index} ({g.name}) memory {g.memory_used_pct:.0f}% used "
+                               f"({len(g.processes)} processes): little headroom left", "vllm-cuda-oom"))
+    for link in report.links:
+        if link.p2p_read not in ("OK", "unknown"):
+            out.append(Finding("warning", "gpu", f"GPU {link.gpu_a}↔{link.gpu_b} ({link.topology}): peer-to-peer {link.p2p_read}",
                                "vllm-nccl-error-multi-gpu"))
     return out
 
 
-def _host_findings(report: dict) -> list[Finding]:
-    from assistant.tools.capacity import RECOMMENDED_MSGMAX
-
+def _host_findings(report: HostReport) -> list[Finding]:
     out = []
-    msgmax = report.get("msgmax")
-    if msgmax is not None and msgmax < 802840:
-        out.append(Finding("warning", "host", f"kernel.msgmax is {msgmax:,} bytes: FastDeploy with logprobs sends 133,136 (802,840 with MTP) "
-                           f"and hangs; raise it to {RECOMMENDED_MSGMAX}", "fastdeploy-logprobs-hang"))
-    shm = report.get("shm_bytes")
-    if report.get("in_container") and shm is not None and shm <= 64 * 2**20:
+    msgmax, shm = report.msgmax, report.shm_bytes
+    if msgmax is not None and msgmax < LOGPROBS_MESSAGE_BYTES_MTP:
+        out.append(Finding("warning", "host", f"kernel.msgmax is {msgmax:,} bytes: FastDeploy with logprobs sends {LOGPROBS_MESSAGE_BYTES:,} "
+                           f"({LOGPROBS_MESSAGE_BYTES_MTP:,} with MTP) and hangs; raise it to {RECOMMENDED_MSGMAX}", "fastdeploy-logprobs-hang"))
+    if report.in_container and shm is not None and shm <= DOCKER_DEFAULT_SHM:
         out.append(Finding("warning", "host", f"/dev/shm is {shm // 2**20} MiB inside a container (Docker's default): multi-GPU NCCL "
                            "needs the host's IPC namespace (--ipc=host)", "vllm-nccl-error-multi-gpu"))
-    torch = report.get("torch") or {}
-    if torch.get("installed") and not torch.get("cuda"):
-        out.append(Finding("critical", "host", f"torch {torch.get('version')} is a CPU-only build: vLLM fails with "
+    if report.torch.installed and not report.torch.cuda:
+        out.append(Finding("critical", "host", f"torch {report.torch.version} is a CPU-only build: vLLM fails with "
                            "'Torch not compiled with CUDA enabled'", "vllm-torch-not-compiled-with-cuda"))
-    hf = report.get("hf_cache") or {}
-    if hf and not hf.get("writable"):
-        out.append(Finding("warning", "host", f"the Hugging Face cache {hf.get('path')} is not writable: model downloads stall",
+    if not report.hf_cache.writable:
+        out.append(Finding("warning", "host", f"the Hugging Face cache {report.hf_cache.path} is not writable: model downloads stall",
                            "vllm-model-loading-stuck"))
-    env = report.get("env") or {}
     for key in ("NCCL_P2P_DISABLE", "NCCL_IB_DISABLE"):
-        if env.get(key) == "1":
+        if report.env.get(key) == "1":
             out.append(Finding("info", "host", f"{key}=1 is set (a diagnostic setting; it slows multi-GPU communication)",
                                "vllm-nccl-error-multi-gpu"))
-    out.append(Finding("ok", "host", f"kernel.msgmax={msgmax}, msgmnb={report.get('msgmnb')}, /dev/shm="
-                       f"{(shm or 0) / GIB:.1f} GiB, container={'yes' if report.get('in_container') else 'no'}"))
+    out.append(Finding("ok", "host", f"kernel.msgmax={msgmax}, msgmnb={report.msgmnb}, /dev/shm="
+                       f"{(shm or 0) / GIB:.1f} GiB, container={'yes' if report.in_container else 'no'}"))
     return out
 
 
-def _serving_findings(report: dict) -> list[Finding]:
-    out = [Finding(f["severity"], "serving", f["message"], f.get("article")) for f in report.get("findings", [])]
-    if report.get("healthy"):
-        usage = report.get("kv_cache_usage")
-        out.append(Finding("ok", "serving", f"{report['base_url']} healthy; models {', '.join(report.get('models') or ['?'])}; "
-                           f"running {report.get('running')}, waiting {report.get('waiting')}, KV cache "
+def _serving_findings(report: ServingReport) -> list[Finding]:
+    out = [Finding(f.severity, "serving", f.message, f.article) for f in report.findings]
+    if report.healthy:
+        usage = report.kv_cache_usage
+        out.append(Finding("ok", "serving", f"{report.base_url} healthy; models {', '.join(report.models or ['?'])}; "
+                           f"running {report.running}, waiting {report.waiting}, KV cache "
                            f"{'?' if usage is None else f'{usage:.0%}'}"))
     return out
 
 
-def _log_findings(report: dict) -> list[Finding]:
-    out = [Finding(f["severity"], "log", f"{f['signature']} × {f['count']} (first at line {f['first_line']}): {f['example'][:120]}", f["article"])
-           for f in report.get("findings", [])]
-    out += [Finding("info", "log", c["en"]) for c in report.get("computed", [])]
+def _log_findings(report: LogDiagnosis) -> list[Finding]:
+    out = [Finding(f.severity, "log", f"{f.signature} × {f.count} (first at line {f.first_line}): {f.example[:120]}", f.article)
+           for f in report.findings]
+    out += [Finding("info", "log", c["en"]) for c in report.computed]
     return out
 
 
@@ -101,7 +99,7 @@ def run_doctor(settings: Settings, serving_url: str | None = None, log_path: str
         if call.error:
             findings.append(Finding("warning", source, f"{name} failed: {call.error}"))
         else:
-            findings.extend(interpret(call.result))
+            findings.extend(interpret(call.value))
     titles = _titles(settings)
     for f in findings:
         if f.article:

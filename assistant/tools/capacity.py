@@ -447,6 +447,20 @@ def fastdeploy_decode_budget(total_blocks: PositiveInt, kv_cache_ratio: PrefillR
     return DecodeBudget(decode, prefill, seqs, formula, {"en": en, "zh": zh}, formula_zh)
 
 
+def _message_bytes(mtp: bool, batch: int, top_logprobs: int, mtp_tokens: int) -> int:
+    """Bytes of one FastDeploy IPC message with logprobs on (the FastDeploy FAQ's formula)."""
+    b, k, m = batch, top_logprobs, mtp_tokens
+    if mtp:
+        return (b * m * (k + 1) + b + 3) * 8 + b * m * (k + 1) * 4 + b * m * 8
+    return ((b * (k + 1)) + 2) * 8 + b * (k + 1) * 4 + b * 8
+
+
+# One logprobs message at the FAQ's example settings (512 batch slots, top 20 logprobs, 6 MTP tokens):
+# 133,136 bytes, 802,840 with MTP. A kernel.msgmax below the MTP size makes such a server hang (doctor warns).
+LOGPROBS_MESSAGE_BYTES = _message_bytes(False, 512, 20, 6)
+LOGPROBS_MESSAGE_BYTES_MTP = _message_bytes(True, 512, 20, 6)
+
+
 @dataclass
 class MessageSize:
     bytes: int
@@ -483,12 +497,11 @@ def logprobs_message_size(
     """
     _check({"max_batch": max_batch, "mtp_tokens": mtp_tokens, "msgmax": msgmax, "msgmnb": msgmnb}, {"top_logprobs": top_logprobs})
     b, k, m = max_batch, top_logprobs, mtp_tokens
+    size = _message_bytes(mtp, b, k, m)
     if mtp:
-        size = (b * m * (k + 1) + b + 3) * 8 + b * m * (k + 1) * 4 + b * m * 8
         steps = f"({b} × {m} × ({k} + 1) + {b} + 3) × 8 + {b} × {m} × ({k} + 1) × 4 + {b} × {m} × 8 = {size:,}"
         symbolic = "(batch × mtp_tokens × (top_logprobs + 1) + batch + 3) × 8 + batch × mtp_tokens × (top_logprobs + 1) × 4 + batch × mtp_tokens × 8"
     else:
-        size = ((b * (k + 1)) + 2) * 8 + b * (k + 1) * 4 + b * 8
         steps = f"(({b} × ({k} + 1)) + 2) × 8 + {b} × ({k} + 1) × 4 + {b} × 8 = {size:,}"
         symbolic = "((batch × (top_logprobs + 1)) + 2) × 8 + batch × (top_logprobs + 1) × 4 + batch × 8"
     limit = msgmax or DEFAULT_MSGMAX

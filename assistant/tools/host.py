@@ -24,6 +24,7 @@ ENV_VALUES = ("NCCL_", "CUDA_VISIBLE_DEVICES", "ENABLE_V1_KVCACHE_SCHEDULER", "H
               "FD_ENABLE_MAX_PREFILL", "FD_DEBUG")
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
 HIDDEN = "<set, value hidden>"
+# Docker's default /dev/shm (64 MiB, `tmpfs size=65536k`): too small for multi-GPU NCCL, so doctor warns at or below it.
 DOCKER_DEFAULT_SHM = 64 * 2**20
 
 

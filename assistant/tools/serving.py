@@ -29,6 +29,13 @@ _LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+([-+0-9.eEInfa]+)
 
 
 @dataclass
+class ServingFinding:
+    severity: str  # critical | warning | info
+    message: str
+    article: str  # the KB article that explains it
+
+
+@dataclass
 class ServingReport:
     base_url: str
     healthy: bool | None
@@ -39,7 +46,7 @@ class ServingReport:
     kv_cache_usage: float | None = None  # 0..1
     preemptions: float | None = None
     metrics_error: str | None = None
-    findings: list[dict] = field(default_factory=list)  # {"severity", "message", "article"}
+    findings: list[ServingFinding] = field(default_factory=list)
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -85,20 +92,21 @@ def parse_metrics(text: str) -> dict[str, float]:
 
 def interpret(report: ServingReport) -> None:
     """Turn numbers into findings tied to the KB article that explains them."""
+    add = report.findings.append
     if report.healthy is False:
-        report.findings.append({"severity": "critical", "message": f"health check failed: {report.health_error}", "article": "vllm-requests-hang"})
+        add(ServingFinding("critical", f"health check failed: {report.health_error}", "vllm-requests-hang"))
     usage, waiting = report.kv_cache_usage, report.waiting
     if waiting and waiting > 0 and usage is not None and usage >= 0.99:
-        report.findings.append({"severity": "critical", "message": f"{waiting:.0f} requests waiting with the KV cache {usage:.0%} full: requests queue for free blocks",
-                                "article": "vllm-requests-hang"})
+        add(ServingFinding("critical", f"{waiting:.0f} requests waiting with the KV cache {usage:.0%} full: requests queue for free blocks",
+                           "vllm-requests-hang"))
     elif usage is not None and usage >= 0.9:
-        report.findings.append({"severity": "warning", "message": f"KV cache {usage:.0%} full", "article": "vllm-requests-hang"})
+        add(ServingFinding("warning", f"KV cache {usage:.0%} full", "vllm-requests-hang"))
     if report.preemptions and report.preemptions > 0:
-        report.findings.append({"severity": "warning", "message": f"{report.preemptions:.0f} preemptions so far: the KV cache ran out and sequences were recomputed",
-                                "article": "vllm-cuda-oom"})
+        add(ServingFinding("warning", f"{report.preemptions:.0f} preemptions so far: the KV cache ran out and sequences were recomputed",
+                           "vllm-cuda-oom"))
     if waiting and waiting > 0 and (usage is None or usage < 0.99):
-        report.findings.append({"severity": "info", "message": f"{waiting:.0f} requests waiting while the KV cache has room: the batch ceiling (max-num-seqs) may be the limit",
-                                "article": "vllm-requests-hang"})
+        add(ServingFinding("info", f"{waiting:.0f} requests waiting while the KV cache has room: the batch ceiling (max-num-seqs) may be the limit",
+                           "vllm-requests-hang"))
 
 
 @tool
