@@ -173,6 +173,33 @@ def test_logprobs_message_sizes_match_the_faq():
     assert logprobs_message_size(max_batch=1, top_logprobs=0).bytes < 8192
 
 
+def test_capacity_texts_from_the_catalog_read_as_before():
+    r = kv_concurrency(17131, 20000, 64, max_num_seqs=1000000)
+    assert r.formula == "num_blocks × block_size ÷ tokens per request: 17131 × 64 = 1,096,384 tokens; 1,096,384 ÷ 20,000 ≈ 54.82 → 54"
+    assert r.formula_zh == "num_blocks × block_size ÷ 每个请求的 token 数：17131 × 64 = 1,096,384 个 token；1,096,384 ÷ 20,000 ≈ 54.82 → 54"
+    assert r.explanation == {
+        "en": "The KV cache holds 1,096,384 tokens, so about 54 requests of 20,000 tokens run at once; further requests wait in the "
+              "queue until blocks free up. max_num_seqs (1000000) is higher, so the KV cache, not the flag, is the limit.",
+        "zh": "KV Cache 可缓存 1,096,384 个 token，平均 20,000 token 的请求同时大约能跑 54 个；更多的请求会排队，等 block 释放。"
+              " max_num_seqs（1000000）比这个大，真正的上限是 KV Cache 而不是这个参数。"}
+    m = logprobs_message_size(mtp=True, msgmnb=16384)
+    assert m.formula.endswith("= 802,840 bytes; messages per queue = msgmnb ÷ message size: 16,384 ÷ 802,840 = 0")
+    assert m.formula_zh.endswith("= 802,840 字节；每个队列能放的消息数 = msgmnb ÷ 消息大小：16,384 ÷ 802,840 = 0")
+    assert m.explanation["zh"] == ("单条消息 802,840 字节，超过 kernel.msgmax（8,192），进程间通信会阻塞，请求卡住。调大限制：sysctl -w "
+                                   "kernel.msgmax=1048576，sysctl -w kernel.msgmnb=268435456（Docker 中需 --privileged 或在启动参数里设置）。"
+                                   " kernel.msgmnb（16,384）比一条消息还小，队列里一条都放不下：需要调大 kernel.msgmnb。")
+
+
+def test_tool_modules_leave_their_words_to_the_catalog():
+    import pathlib
+    import re
+
+    import assistant.tools as tools
+
+    for path in pathlib.Path(tools.__file__).parent.glob("*.py"):
+        assert not re.search(r"[\u4e00-\u9fff]", path.read_text(encoding="utf-8")), f"{path.name}: Chinese text belongs in assistant/i18n/tools.py"
+
+
 @pytest.mark.parametrize("question,expected", [
     ("num_blocks_global 9000, block_size 128, 32000 tokens per request, how many concurrent?", 36),
     ("num_blocks_global: 9000，block_size 128，每个请求平均 3.2 万 token，能并发多少？", 36),

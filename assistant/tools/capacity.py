@@ -2,9 +2,11 @@
 
 Every result carries the formula it used, with the numbers substituted, in English (`formula`) and
 Chinese (`formula_zh`), and a short explanation in both languages, so the extractive path can answer a
-sizing question without an LLM and an LLM can quote it. Figures are checked in tests against the
-sources: 17131 blocks × 64 = 1,096,384 tokens → 54 requests of 20,000 tokens; logprobs messages of
-133,136 (non-MTP) and 802,840 (MTP) bytes; Llama-3.1-8B in bf16 needs 128 KiB of KV cache per token.
+sizing question without an LLM and an LLM can quote it. The words come from the message catalog
+(assistant/i18n/tools.py); the numbers and the arithmetic, the same in every language, are built here.
+Figures are checked in tests against the sources: 17131 blocks × 64 = 1,096,384 tokens → 54 requests
+of 20,000 tokens; logprobs messages of 133,136 (non-MTP) and 802,840 (MTP) bytes; Llama-3.1-8B in
+bf16 needs 128 KiB of KV cache per token.
 
 Every count is positive: the signature says so (`PositiveInt` becomes `"minimum": 1` in the tool's
 JSON schema, so a model sees it) and each function checks again, because the CLI and tests call
@@ -23,6 +25,8 @@ from pathlib import Path
 from typing import Annotated
 
 from annotated_types import Ge, Gt, Le, Lt
+
+from assistant.i18n import both
 
 from . import LOCAL_PATH, tool
 
@@ -45,6 +49,17 @@ PrefillRatio = Annotated[float, Ge(0), Lt(1)]  # kv_cache_ratio
 
 def _fmt(n: float) -> str:
     return f"{n:,.0f}" if float(n).is_integer() else f"{n:,.2f}"
+
+
+def _say(key: str, **values: object) -> dict[str, str]:
+    """The catalog entry "tools.<key>" in every language (see assistant/i18n/tools.py)."""
+    return both(f"tools.{key}", **values)
+
+
+def _then(text: dict[str, str], key: str, **values: object) -> dict[str, str]:
+    """`text` continued, in each language, by the catalog entry `key` (a "…_more" entry)."""
+    more = _say(key, **values)
+    return {lang: words + more[lang] for lang, words in text.items()}
 
 
 def _check(positive: dict[str, float | None] | None = None, non_negative: dict[str, float | None] | None = None) -> None:
@@ -96,21 +111,15 @@ def kv_concurrency(num_blocks: PositiveInt, avg_tokens_per_request: PositiveInt,
     steps = f"{num_blocks} × {block_size} = {_fmt(total)}"
     tail = f"{_fmt(total)} ÷ {_fmt(avg_tokens_per_request)} ≈ {exact:.2f} → {math.floor(exact)}"
     capped = f"; min({math.floor(exact)}, max_num_seqs {max_num_seqs}) = {fits}" if limited == "max_num_seqs" else ""
-    formula = f"num_blocks × block_size ÷ tokens per request: {steps} tokens; {tail}{capped}"
-    formula_zh = f"num_blocks × block_size ÷ 每个请求的 token 数：{steps} 个 token；{tail}{capped}"
+    formula = _say("kv_concurrency.formula", steps=steps, tail=tail, capped=capped)
     if limited == "kv_cache":
-        en = (f"The KV cache holds {_fmt(total)} tokens, so about {fits} requests of {_fmt(avg_tokens_per_request)} tokens "
-              f"run at once; further requests wait in the queue until blocks free up.")
-        zh = f"KV Cache 可缓存 {_fmt(total)} 个 token，平均 {_fmt(avg_tokens_per_request)} token 的请求同时大约能跑 {fits} 个；更多的请求会排队，等 block 释放。"
+        text = _say("kv_concurrency.kv_cache", total=_fmt(total), tokens=_fmt(avg_tokens_per_request), fits=fits)
         if max_num_seqs is not None:
-            en += f" max_num_seqs ({max_num_seqs}) is higher, so the KV cache, not the flag, is the limit."
-            zh += f" max_num_seqs（{max_num_seqs}）比这个大，真正的上限是 KV Cache 而不是这个参数。"
+            text = _then(text, "kv_concurrency.flag_higher_more", max_num_seqs=max_num_seqs)
     else:
-        en = (f"The KV cache would hold about {exact:.1f} such requests, but max_num_seqs caps the batch at {fits}; "
-              f"requests beyond {fits} queue.")
-        zh = f"KV Cache 能容纳约 {exact:.1f} 个这样的请求，但 max_num_seqs 把批大小限制在 {fits}，超出的请求排队。"
-    return Concurrency(total, avg_tokens_per_request, round(exact, 2), fits, max_num_seqs, limited, formula, {"en": en, "zh": zh},
-                       formula_zh)
+        text = _say("kv_concurrency.capped", exact=exact, fits=fits)
+    return Concurrency(total, avg_tokens_per_request, round(exact, 2), fits, max_num_seqs, limited, formula["en"], text,
+                       formula["zh"])
 
 
 @dataclass
@@ -145,23 +154,17 @@ def kv_tokens_concurrency(kv_cache_tokens: PositiveInt, tokens_per_request: Posi
         fits, limited = max_num_seqs, "max_num_seqs"
     capped = f"; min({math.floor(exact)}, max_num_seqs {max_num_seqs}) = {fits}" if limited == "max_num_seqs" else ""
     steps = f"{_fmt(kv_cache_tokens)} ÷ {_fmt(tokens_per_request)} = {exact:.2f}x → {math.floor(exact)}{capped}"
-    formula = f"GPU KV cache size ÷ tokens per request: {steps}"
-    formula_zh = f"GPU KV cache size ÷ 每个请求的 token 数：{steps}"
+    formula = _say("kv_tokens_concurrency.formula", steps=steps)
     if limited == "too_long":
-        en = (f"One request of {_fmt(tokens_per_request)} tokens needs more than the {_fmt(kv_cache_tokens)} tokens of KV cache: "
-              f"vLLM refuses to start with --max-model-len {tokens_per_request}. The largest that fits is {_fmt(kv_cache_tokens)}.")
-        zh = (f"一个 {_fmt(tokens_per_request)} token 的请求就超过了 {_fmt(kv_cache_tokens)} token 的 KV Cache，"
-              f"--max-model-len {tokens_per_request} 时 vLLM 会拒绝启动；最大能设到 {_fmt(kv_cache_tokens)}。")
+        text = _say("kv_tokens_concurrency.too_long", tokens=_fmt(tokens_per_request), kv_tokens=_fmt(kv_cache_tokens),
+                    max_model_len=tokens_per_request)
     elif limited == "kv_cache":
-        en = (f"{_fmt(kv_cache_tokens)} tokens of KV cache hold {exact:.2f} requests of {_fmt(tokens_per_request)} tokens "
-              f"(vLLM prints this as `Maximum concurrency … {exact:.2f}x`): about {fits} at once; the rest wait in the queue.")
-        zh = (f"{_fmt(kv_cache_tokens)} 个 token 的 KV Cache 能容纳 {exact:.2f} 个 {_fmt(tokens_per_request)} token 的请求"
-              f"（vLLM 日志里的 `Maximum concurrency … {exact:.2f}x`）：同时大约 {fits} 个，其余排队。")
+        text = _say("kv_tokens_concurrency.kv_cache", kv_tokens=_fmt(kv_cache_tokens), tokens=_fmt(tokens_per_request),
+                    exact=exact, fits=fits)
     else:
-        en = (f"The KV cache would hold {exact:.2f} such requests, but max_num_seqs caps the batch at {fits}; requests beyond {fits} queue.")
-        zh = f"KV Cache 能容纳 {exact:.2f} 个这样的请求，但 max_num_seqs 把批大小限制在 {fits}，超出的请求排队。"
+        text = _say("kv_tokens_concurrency.capped", exact=exact, fits=fits)
     return TokenConcurrency(kv_cache_tokens, tokens_per_request, round(exact, 2), fits, max_num_seqs, limited, kv_cache_tokens,
-                            formula, {"en": en, "zh": zh}, formula_zh)
+                            formula["en"], text, formula["zh"])
 
 
 @dataclass
@@ -186,14 +189,11 @@ def blocks_needed(sessions: PositiveInt, tokens_per_session: PositiveInt, block_
     _check({"sessions": sessions, "tokens_per_session": tokens_per_session, "block_size": block_size})
     per = math.ceil(tokens_per_session / block_size)
     total = per * sessions
-    formula = (f"ceil(tokens per session ÷ block_size) × sessions: ceil({tokens_per_session} ÷ {block_size}) = {per} blocks per session; "
-               f"{per} × {sessions} = {total} blocks")
-    formula_zh = (f"ceil(每个会话的 token 数 ÷ block_size) × 会话数：ceil({tokens_per_session} ÷ {block_size}) = 每个会话 {per} 个 block；"
-                  f"{per} × {sessions} = {total} 个 block")
-    return BlocksNeeded(per, total, sessions * tokens_per_session, formula, {
-        "en": f"{sessions} sessions of {_fmt(tokens_per_session)} tokens need {_fmt(total)} blocks of {block_size} tokens ({per} each).",
-        "zh": f"{sessions} 个 {_fmt(tokens_per_session)} token 的会话需要 {_fmt(total)} 个大小为 {block_size} 的 block（每个 {per} 个）。",
-    }, formula_zh)
+    formula = _say("blocks_needed.formula", tokens_per_session=tokens_per_session, block_size=block_size, per=per,
+                   sessions=sessions, total=total)
+    text = _say("blocks_needed.explanation", sessions=sessions, tokens=_fmt(tokens_per_session), total=_fmt(total),
+                block_size=block_size, per=per)
+    return BlocksNeeded(per, total, sessions * tokens_per_session, formula["en"], text, formula["zh"])
 
 
 @dataclass
@@ -322,21 +322,19 @@ def kv_bytes_per_token(
     if lora and rope:
         per_token = layers * (lora + rope) * dbytes
         per_gpu = per_token  # the MLA latent cache is not split across tensor-parallel ranks
-        formula = f"layers × (kv_lora_rank + qk_rope_head_dim) × dtype bytes: {layers} × ({lora} + {rope}) × {dbytes} B = {_fmt(per_token)} B per token (MLA: one latent, no K/V factor 2)"
-        formula_zh = f"层数 × (kv_lora_rank + qk_rope_head_dim) × dtype 字节：{layers} × ({lora} + {rope}) × {dbytes} B = 每 token {_fmt(per_token)} 字节（MLA：只存一个 latent，没有 K/V 的 2 倍）"
-        return KVBytes(per_token, per_gpu, per_token / 1024, layers, 1, lora + rope, dbytes, tp, True, formula, formula_zh)
+        formula = _say("kv_bytes_per_token.formula_mla", layers=layers, lora=lora, rope=rope, dtype_bytes=dbytes, bytes=_fmt(per_token))
+        return KVBytes(per_token, per_gpu, per_token / 1024, layers, 1, lora + rope, dbytes, tp, True, formula["en"], formula["zh"])
     if not kv_heads or not hdim:
         raise ValueError("need num_kv_heads and head_dim (or a config with them)")
     per_token = 2 * layers * kv_heads * hdim * dbytes
     heads_per_gpu = max(1, math.ceil(kv_heads / tp))  # a KV head is replicated when TP > heads
     per_gpu = 2 * layers * heads_per_gpu * hdim * dbytes
     steps = f"2 × {layers} × {kv_heads} × {hdim} × {dbytes} B = {_fmt(per_token)} B ({per_token / 1024:g} KiB)"
-    formula = f"2 (K and V) × layers × KV heads × head_dim × dtype bytes: {steps} per token"
-    formula_zh = f"2（K 和 V）× 层数 × KV 头数 × head_dim × dtype 字节：{steps}，每个 token"
+    formula = _say("kv_bytes_per_token.formula", steps=steps)
     if tp > 1:
-        formula += f"; per GPU at tensor_parallel_size {tp}: 2 × {layers} × ceil({kv_heads} ÷ {tp}) × {hdim} × {dbytes} B = {_fmt(per_gpu)} B"
-        formula_zh += f"；tensor_parallel_size {tp} 时每张卡：2 × {layers} × ceil({kv_heads} ÷ {tp}) × {hdim} × {dbytes} B = {_fmt(per_gpu)} B"
-    return KVBytes(per_token, per_gpu, per_token / 1024, layers, kv_heads, hdim, dbytes, tp, False, formula, formula_zh)
+        formula = _then(formula, "kv_bytes_per_token.per_gpu_more", tp=tp, layers=layers, kv_heads=kv_heads, head_dim=hdim,
+                        dtype_bytes=dbytes, per_gpu=_fmt(per_gpu))
+    return KVBytes(per_token, per_gpu, per_token / 1024, layers, kv_heads, hdim, dbytes, tp, False, formula["en"], formula["zh"])
 
 
 @dataclass
@@ -384,25 +382,17 @@ def kv_cache_capacity(
     fits = (max_model_len <= tokens) if max_model_len else None
     numbers = (f"{_fmt(gpu_memory_gib)} × {gpu_memory_utilization} − {_fmt(weights_gib)}/{tp} − {_fmt(overhead_gib)} = {budget:.2f} GiB; "
                f"{budget:.2f} GiB ÷ {_fmt(kv_bytes_per_token)} B = {_fmt(tokens)}")
-    formula = f"(GPU GiB × gpu_memory_utilization − weights/TP − overhead) ÷ KV bytes per token: {numbers} tokens"
-    formula_zh = f"(显存 GiB × gpu_memory_utilization − 权重/TP − 其他开销) ÷ 每 token 的 KV 字节数：{numbers} 个 token"
-    en = f"About {_fmt(tokens)} tokens of KV cache fit per GPU ({budget:.2f} GiB)."
-    zh = f"每张卡大约能放 {_fmt(tokens)} 个 token 的 KV Cache（{budget:.2f} GiB）。"
+    formula = _say("kv_cache_capacity.formula", numbers=numbers)
+    text = _say("kv_cache_capacity.explanation", tokens=_fmt(tokens), budget=budget)
     if max_model_len:
-        formula += f"; {_fmt(tokens)} ÷ {max_model_len} = {conc:.2f} requests at max_model_len"
-        formula_zh += f"；{_fmt(tokens)} ÷ {max_model_len} = 按 max_model_len 同时 {conc:.2f} 个请求"
+        formula = _then(formula, "kv_cache_capacity.concurrency_more", tokens=_fmt(tokens), max_model_len=max_model_len, concurrency=conc)
         if fits:
-            en += f" At max_model_len {max_model_len} that is {conc:.1f} full-length requests at once."
-            zh += f" 按 max_model_len {max_model_len} 计算，同时能容纳 {conc:.1f} 个满长度请求。"
+            text = _then(text, "kv_cache_capacity.fits_more", max_model_len=max_model_len, concurrency=conc)
         else:
-            need = max_model_len * kv_bytes_per_token / GIB
-            en += (f" max_model_len {max_model_len} needs {need:.2f} GiB for one request, more than the {max(budget, 0):.2f} GiB "
-                   f"available: vLLM refuses to start. Lower --max-model-len to {_fmt(tokens)} or less, or raise "
-                   f"--gpu-memory-utilization, or add GPUs.")
-            zh += (f" max_model_len {max_model_len} 单个请求就需要 {need:.2f} GiB，超过可用的 {max(budget, 0):.2f} GiB，vLLM 会拒绝启动。"
-                   f"把 --max-model-len 降到 {_fmt(tokens)} 以下，或调高 --gpu-memory-utilization，或增加 GPU。")
-    return KVCapacity(round(budget, 3), tokens, round(conc, 2) if conc is not None else None, tokens, fits, formula,
-                      {"en": en, "zh": zh}, formula_zh)
+            text = _then(text, "kv_cache_capacity.too_long_more", max_model_len=max_model_len, tokens=_fmt(tokens),
+                         need=max_model_len * kv_bytes_per_token / GIB, available=max(budget, 0))
+    return KVCapacity(round(budget, 3), tokens, round(conc, 2) if conc is not None else None, tokens, fits, formula["en"],
+                      text, formula["zh"])
 
 
 @dataclass
@@ -433,18 +423,13 @@ def fastdeploy_decode_budget(total_blocks: PositiveInt, kv_cache_ratio: PrefillR
     prefill = int(total_blocks * kv_cache_ratio * block_size)
     seqs = decode // avg_output_tokens if avg_output_tokens else None
     steps = f"{total_blocks} × (1 − {kv_cache_ratio}) × {block_size} = {_fmt(decode)}"
-    formula = f"total_blocks × (1 − kv_cache_ratio) × block_size: {steps} decode tokens"
-    formula_zh = f"total_blocks × (1 − kv_cache_ratio) × block_size：{steps} 个解码 token"
-    en = f"{_fmt(decode)} tokens are left for outputs."
-    zh = f"留给输出（解码）的 token 有 {_fmt(decode)} 个。"
+    formula = _say("fastdeploy_decode_budget.formula", steps=steps)
+    text = _say("fastdeploy_decode_budget.explanation", decode=_fmt(decode))
     if seqs is not None:
-        formula += f"; max_num_seqs = decode tokens ÷ average output tokens: {_fmt(decode)} ÷ {avg_output_tokens} = {seqs}"
-        formula_zh += f"；max_num_seqs = 解码 token ÷ 平均输出 token：{_fmt(decode)} ÷ {avg_output_tokens} = {seqs}"
-        en += (f" At {avg_output_tokens} output tokens per request that supports max_num_seqs ≈ {seqs} (the FastDeploy FAQ advises "
-               f"no more than 128); if outputs run short of blocks (free_list_len: 0), lower kv_cache_ratio.")
-        zh += (f" 平均每个请求输出 {avg_output_tokens} token 时，可支撑 max_num_seqs ≈ {seqs}（FastDeploy FAQ 建议不超过 128）；"
-               f"如果出现 free_list_len: 0，调小 kv_cache_ratio。")
-    return DecodeBudget(decode, prefill, seqs, formula, {"en": en, "zh": zh}, formula_zh)
+        formula = _then(formula, "fastdeploy_decode_budget.seqs_formula_more", decode=_fmt(decode), avg_output_tokens=avg_output_tokens,
+                        seqs=seqs)
+        text = _then(text, "fastdeploy_decode_budget.seqs_more", avg_output_tokens=avg_output_tokens, seqs=seqs)
+    return DecodeBudget(decode, prefill, seqs, formula["en"], text, formula["zh"])
 
 
 def _message_bytes(mtp: bool, batch: int, top_logprobs: int, mtp_tokens: int) -> int:
@@ -507,26 +492,15 @@ def logprobs_message_size(
     limit = msgmax or DEFAULT_MSGMAX
     fits = size <= limit
     per_queue = msgmnb // size if msgmnb else None
-    formula = f"{symbolic}: {steps} bytes"
-    formula_zh = f"{symbolic}：{steps} 字节"
+    formula = _say("logprobs_message_size.formula", symbolic=symbolic, steps=steps)
     if fits:
-        en = f"One message is {size:,} bytes, within kernel.msgmax ({limit:,})."
-        zh = f"单条消息 {size:,} 字节，没有超过 kernel.msgmax（{limit:,}）。"
+        text = _say("logprobs_message_size.fits", size=size, limit=limit)
     else:
-        en = (f"One message is {size:,} bytes, larger than kernel.msgmax ({limit:,}): the IPC blocks and requests hang. "
-              f"Raise it: sysctl -w kernel.msgmax={RECOMMENDED_MSGMAX} and sysctl -w kernel.msgmnb={RECOMMENDED_MSGMNB} "
-              f"(in Docker: --privileged, or set them in the container's start-up options).")
-        zh = (f"单条消息 {size:,} 字节，超过 kernel.msgmax（{limit:,}），进程间通信会阻塞，请求卡住。"
-              f"调大限制：sysctl -w kernel.msgmax={RECOMMENDED_MSGMAX}，sysctl -w kernel.msgmnb={RECOMMENDED_MSGMNB}"
-              f"（Docker 中需 --privileged 或在启动参数里设置）。")
+        text = _say("logprobs_message_size.too_big", size=size, limit=limit, recommended_msgmax=RECOMMENDED_MSGMAX,
+                    recommended_msgmnb=RECOMMENDED_MSGMNB)
     if per_queue is not None:
-        formula += f"; messages per queue = msgmnb ÷ message size: {msgmnb:,} ÷ {size:,} = {per_queue}"
-        formula_zh += f"；每个队列能放的消息数 = msgmnb ÷ 消息大小：{msgmnb:,} ÷ {size:,} = {per_queue}"
-        if per_queue >= 1:
-            en += f" One queue (kernel.msgmnb {msgmnb:,}) holds {per_queue} such messages."
-            zh += f" 一个队列（kernel.msgmnb {msgmnb:,}）能放 {per_queue} 条这样的消息。"
-        else:
-            en += f" kernel.msgmnb ({msgmnb:,}) is smaller than one message, so not even one fits in a queue: raise kernel.msgmnb."
-            zh += f" kernel.msgmnb（{msgmnb:,}）比一条消息还小，队列里一条都放不下：需要调大 kernel.msgmnb。"
-    return MessageSize(size, mtp, limit, msgmnb, fits, per_queue, RECOMMENDED_MSGMAX, RECOMMENDED_MSGMNB, formula,
-                       {"en": en, "zh": zh}, formula_zh)
+        formula = _then(formula, "logprobs_message_size.queue_formula_more", msgmnb=msgmnb, size=size, per_queue=per_queue)
+        more = "logprobs_message_size.queue_more" if per_queue >= 1 else "logprobs_message_size.queue_too_small_more"
+        text = _then(text, more, msgmnb=msgmnb, per_queue=per_queue)
+    return MessageSize(size, mtp, limit, msgmnb, fits, per_queue, RECOMMENDED_MSGMAX, RECOMMENDED_MSGMNB, formula["en"],
+                       text, formula["zh"])

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Annotated
 
+from assistant.i18n import both
+
 from . import LOCAL_PATH, tool
 
 SEVERITY = {"critical": 0, "warning": 1, "info": 2}
@@ -120,17 +122,10 @@ def diagnose_text(text: str, kb: object = None) -> LogDiagnosis:
     if blocks:
         bs = int(report.numbers.get("block_size", 64))
         total = int(blocks) * bs
-        report.computed.append({
-            "en": f"num_blocks_global {int(blocks)} × block_size {bs} = {total:,} tokens of KV cache "
-                  f"(divide by the average prompt + output tokens per request for the real concurrency)",
-            "zh": f"num_blocks_global {int(blocks)} × block_size {bs} = {total:,} 个 token 的 KV Cache（除以每个请求平均的输入 + 输出 token 数，就是实际并发）",
-        })
+        report.computed.append(both("tools.diagnose_log.kv_cache_from_blocks", blocks=int(blocks), block_size=bs, total=total))
     if "kv_cache_tokens" in report.numbers and "max_concurrency" in report.numbers:
         n, x, per = report.numbers["kv_cache_tokens"], report.numbers["max_concurrency_x"], report.numbers["max_concurrency"]
-        report.computed.append({
-            "en": f"GPU KV cache size {n:,.0f} tokens holds {x}x requests of {per:,.0f} tokens at once",
-            "zh": f"KV Cache 共 {n:,.0f} 个 token，可同时容纳 {x} 个 {per:,.0f} token 的请求",
-        })
+        report.computed.append(both("tools.diagnose_log.vllm_concurrency", tokens=n, times=x, per_request=per))
     return report
 
 

@@ -1,0 +1,161 @@
+"""What the tools say in words, looked up as "tools.key": the capacity tools' formulas and
+explanations (a result carries both languages, so an answer in either can quote it) and the
+KV-cache sums diagnose_log adds to its findings.
+
+Keys are "<tool>.<piece>". Numbers arrive formatted where the tool formats them its own way
+(`tokens` = "1,096,384"); a format spec in a placeholder (`{exact:.2f}`) does the rest. Entries
+named `…_more` continue the text before them and begin with their own separator (a space, or
+"; " / "；" in a formula), so a tool appends them as they are. Symbols and arithmetic shared
+by both languages (`17131 × 64 = 1,096,384`) are built by the tools and passed in whole.
+"""
+
+MESSAGES: dict[str, dict[str, str]] = {
+    # kv_concurrency
+    "kv_concurrency.formula": {
+        "zh": "num_blocks × block_size ÷ 每个请求的 token 数：{steps} 个 token；{tail}{capped}",
+        "en": "num_blocks × block_size ÷ tokens per request: {steps} tokens; {tail}{capped}",
+    },
+    "kv_concurrency.kv_cache": {
+        "zh": "KV Cache 可缓存 {total} 个 token，平均 {tokens} token 的请求同时大约能跑 {fits} 个；更多的请求会排队，等 block 释放。",
+        "en": "The KV cache holds {total} tokens, so about {fits} requests of {tokens} tokens run at once; "
+              "further requests wait in the queue until blocks free up.",
+    },
+    "kv_concurrency.flag_higher_more": {
+        "zh": " max_num_seqs（{max_num_seqs}）比这个大，真正的上限是 KV Cache 而不是这个参数。",
+        "en": " max_num_seqs ({max_num_seqs}) is higher, so the KV cache, not the flag, is the limit.",
+    },
+    "kv_concurrency.capped": {
+        "zh": "KV Cache 能容纳约 {exact:.1f} 个这样的请求，但 max_num_seqs 把批大小限制在 {fits}，超出的请求排队。",
+        "en": "The KV cache would hold about {exact:.1f} such requests, but max_num_seqs caps the batch at {fits}; "
+              "requests beyond {fits} queue.",
+    },
+    # kv_tokens_concurrency
+    "kv_tokens_concurrency.formula": {
+        "zh": "GPU KV cache size ÷ 每个请求的 token 数：{steps}",
+        "en": "GPU KV cache size ÷ tokens per request: {steps}",
+    },
+    "kv_tokens_concurrency.too_long": {
+        "zh": "一个 {tokens} token 的请求就超过了 {kv_tokens} token 的 KV Cache，"
+              "--max-model-len {max_model_len} 时 vLLM 会拒绝启动；最大能设到 {kv_tokens}。",
+        "en": "One request of {tokens} tokens needs more than the {kv_tokens} tokens of KV cache: "
+              "vLLM refuses to start with --max-model-len {max_model_len}. The largest that fits is {kv_tokens}.",
+    },
+    "kv_tokens_concurrency.kv_cache": {
+        "zh": "{kv_tokens} 个 token 的 KV Cache 能容纳 {exact:.2f} 个 {tokens} token 的请求"
+              "（vLLM 日志里的 `Maximum concurrency … {exact:.2f}x`）：同时大约 {fits} 个，其余排队。",
+        "en": "{kv_tokens} tokens of KV cache hold {exact:.2f} requests of {tokens} tokens "
+              "(vLLM prints this as `Maximum concurrency … {exact:.2f}x`): about {fits} at once; the rest wait in the queue.",
+    },
+    "kv_tokens_concurrency.capped": {
+        "zh": "KV Cache 能容纳 {exact:.2f} 个这样的请求，但 max_num_seqs 把批大小限制在 {fits}，超出的请求排队。",
+        "en": "The KV cache would hold {exact:.2f} such requests, but max_num_seqs caps the batch at {fits}; requests beyond {fits} queue.",
+    },
+    # blocks_needed
+    "blocks_needed.formula": {
+        "zh": "ceil(每个会话的 token 数 ÷ block_size) × 会话数：ceil({tokens_per_session} ÷ {block_size}) = 每个会话 {per} 个 block；"
+              "{per} × {sessions} = {total} 个 block",
+        "en": "ceil(tokens per session ÷ block_size) × sessions: ceil({tokens_per_session} ÷ {block_size}) = {per} blocks per session; "
+              "{per} × {sessions} = {total} blocks",
+    },
+    "blocks_needed.explanation": {
+        "zh": "{sessions} 个 {tokens} token 的会话需要 {total} 个大小为 {block_size} 的 block（每个 {per} 个）。",
+        "en": "{sessions} sessions of {tokens} tokens need {total} blocks of {block_size} tokens ({per} each).",
+    },
+    # kv_bytes_per_token
+    "kv_bytes_per_token.formula_mla": {
+        "zh": "层数 × (kv_lora_rank + qk_rope_head_dim) × dtype 字节：{layers} × ({lora} + {rope}) × {dtype_bytes} B = 每 token {bytes} 字节"
+              "（MLA：只存一个 latent，没有 K/V 的 2 倍）",
+        "en": "layers × (kv_lora_rank + qk_rope_head_dim) × dtype bytes: {layers} × ({lora} + {rope}) × {dtype_bytes} B = {bytes} B per token "
+              "(MLA: one latent, no K/V factor 2)",
+    },
+    "kv_bytes_per_token.formula": {
+        "zh": "2（K 和 V）× 层数 × KV 头数 × head_dim × dtype 字节：{steps}，每个 token",
+        "en": "2 (K and V) × layers × KV heads × head_dim × dtype bytes: {steps} per token",
+    },
+    "kv_bytes_per_token.per_gpu_more": {
+        "zh": "；tensor_parallel_size {tp} 时每张卡：2 × {layers} × ceil({kv_heads} ÷ {tp}) × {head_dim} × {dtype_bytes} B = {per_gpu} B",
+        "en": "; per GPU at tensor_parallel_size {tp}: 2 × {layers} × ceil({kv_heads} ÷ {tp}) × {head_dim} × {dtype_bytes} B = {per_gpu} B",
+    },
+    # kv_cache_capacity
+    "kv_cache_capacity.formula": {
+        "zh": "(显存 GiB × gpu_memory_utilization − 权重/TP − 其他开销) ÷ 每 token 的 KV 字节数：{numbers} 个 token",
+        "en": "(GPU GiB × gpu_memory_utilization − weights/TP − overhead) ÷ KV bytes per token: {numbers} tokens",
+    },
+    "kv_cache_capacity.explanation": {
+        "zh": "每张卡大约能放 {tokens} 个 token 的 KV Cache（{budget:.2f} GiB）。",
+        "en": "About {tokens} tokens of KV cache fit per GPU ({budget:.2f} GiB).",
+    },
+    "kv_cache_capacity.concurrency_more": {
+        "zh": "；{tokens} ÷ {max_model_len} = 按 max_model_len 同时 {concurrency:.2f} 个请求",
+        "en": "; {tokens} ÷ {max_model_len} = {concurrency:.2f} requests at max_model_len",
+    },
+    "kv_cache_capacity.fits_more": {
+        "zh": " 按 max_model_len {max_model_len} 计算，同时能容纳 {concurrency:.1f} 个满长度请求。",
+        "en": " At max_model_len {max_model_len} that is {concurrency:.1f} full-length requests at once.",
+    },
+    "kv_cache_capacity.too_long_more": {
+        "zh": " max_model_len {max_model_len} 单个请求就需要 {need:.2f} GiB，超过可用的 {available:.2f} GiB，vLLM 会拒绝启动。"
+              "把 --max-model-len 降到 {tokens} 以下，或调高 --gpu-memory-utilization，或增加 GPU。",
+        "en": " max_model_len {max_model_len} needs {need:.2f} GiB for one request, more than the {available:.2f} GiB "
+              "available: vLLM refuses to start. Lower --max-model-len to {tokens} or less, or raise "
+              "--gpu-memory-utilization, or add GPUs.",
+    },
+    # fastdeploy_decode_budget
+    "fastdeploy_decode_budget.formula": {
+        "zh": "total_blocks × (1 − kv_cache_ratio) × block_size：{steps} 个解码 token",
+        "en": "total_blocks × (1 − kv_cache_ratio) × block_size: {steps} decode tokens",
+    },
+    "fastdeploy_decode_budget.explanation": {
+        "zh": "留给输出（解码）的 token 有 {decode} 个。",
+        "en": "{decode} tokens are left for outputs.",
+    },
+    "fastdeploy_decode_budget.seqs_formula_more": {
+        "zh": "；max_num_seqs = 解码 token ÷ 平均输出 token：{decode} ÷ {avg_output_tokens} = {seqs}",
+        "en": "; max_num_seqs = decode tokens ÷ average output tokens: {decode} ÷ {avg_output_tokens} = {seqs}",
+    },
+    "fastdeploy_decode_budget.seqs_more": {
+        "zh": " 平均每个请求输出 {avg_output_tokens} token 时，可支撑 max_num_seqs ≈ {seqs}（FastDeploy FAQ 建议不超过 128）；"
+              "如果出现 free_list_len: 0，调小 kv_cache_ratio。",
+        "en": " At {avg_output_tokens} output tokens per request that supports max_num_seqs ≈ {seqs} (the FastDeploy FAQ advises "
+              "no more than 128); if outputs run short of blocks (free_list_len: 0), lower kv_cache_ratio.",
+    },
+    # logprobs_message_size
+    "logprobs_message_size.formula": {
+        "zh": "{symbolic}：{steps} 字节",
+        "en": "{symbolic}: {steps} bytes",
+    },
+    "logprobs_message_size.fits": {
+        "zh": "单条消息 {size:,} 字节，没有超过 kernel.msgmax（{limit:,}）。",
+        "en": "One message is {size:,} bytes, within kernel.msgmax ({limit:,}).",
+    },
+    "logprobs_message_size.too_big": {
+        "zh": "单条消息 {size:,} 字节，超过 kernel.msgmax（{limit:,}），进程间通信会阻塞，请求卡住。"
+              "调大限制：sysctl -w kernel.msgmax={recommended_msgmax}，sysctl -w kernel.msgmnb={recommended_msgmnb}"
+              "（Docker 中需 --privileged 或在启动参数里设置）。",
+        "en": "One message is {size:,} bytes, larger than kernel.msgmax ({limit:,}): the IPC blocks and requests hang. "
+              "Raise it: sysctl -w kernel.msgmax={recommended_msgmax} and sysctl -w kernel.msgmnb={recommended_msgmnb} "
+              "(in Docker: --privileged, or set them in the container's start-up options).",
+    },
+    "logprobs_message_size.queue_formula_more": {
+        "zh": "；每个队列能放的消息数 = msgmnb ÷ 消息大小：{msgmnb:,} ÷ {size:,} = {per_queue}",
+        "en": "; messages per queue = msgmnb ÷ message size: {msgmnb:,} ÷ {size:,} = {per_queue}",
+    },
+    "logprobs_message_size.queue_more": {
+        "zh": " 一个队列（kernel.msgmnb {msgmnb:,}）能放 {per_queue} 条这样的消息。",
+        "en": " One queue (kernel.msgmnb {msgmnb:,}) holds {per_queue} such messages.",
+    },
+    "logprobs_message_size.queue_too_small_more": {
+        "zh": " kernel.msgmnb（{msgmnb:,}）比一条消息还小，队列里一条都放不下：需要调大 kernel.msgmnb。",
+        "en": " kernel.msgmnb ({msgmnb:,}) is smaller than one message, so not even one fits in a queue: raise kernel.msgmnb.",
+    },
+    # diagnose_log: sums over the numbers found in a log
+    "diagnose_log.kv_cache_from_blocks": {
+        "zh": "num_blocks_global {blocks} × block_size {block_size} = {total:,} 个 token 的 KV Cache（除以每个请求平均的输入 + 输出 token 数，就是实际并发）",
+        "en": "num_blocks_global {blocks} × block_size {block_size} = {total:,} tokens of KV cache "
+              "(divide by the average prompt + output tokens per request for the real concurrency)",
+    },
+    "diagnose_log.vllm_concurrency": {
+        "zh": "KV Cache 共 {tokens:,.0f} 个 token，可同时容纳 {times} 个 {per_request:,.0f} token 的请求",
+        "en": "GPU KV cache size {tokens:,.0f} tokens holds {times}x requests of {per_request:,.0f} tokens at once",
+    },
+}
