@@ -14,12 +14,14 @@ from typing import Literal
 
 from .config import Settings
 from .i18n import t, texts
-from .questions import EarlyEmbedding, query_text, validate_question
+from .questions import MAX_QUERY_CHARS, EarlyEmbedding, query_text, validate_question
 from oncall_common.lang import detect_lang
-from .retrieval import ArticleMatch, Retrieval, search
+from .retrieval import ArticleMatch, Retrieval, RetrievalParams, search
 
 # A second article is offered as an alternative when its score is this close to the best.
 AMBIGUITY_MARGIN = 0.12
+# …and when it is itself nearly as relevant: a close score from a weak match is no alternative.
+ALTERNATIVE_RELEVANCE = 0.8
 # Quoted text is bounded: a passage this long, an answer this long; the rest stays behind
 # the citation. A 12,000-character answer is a document, not an answer.
 MAX_PASSAGE_CHARS = 1500
@@ -105,20 +107,7 @@ def answer_question(
     if pending is not None:
         query_vector = pending.result()
     loaded = time.perf_counter()
-    result = search(
-        kb.index,
-        kb.embedder,
-        query,
-        query_vector=query_vector,
-        mode=mode,
-        dense_weight=settings.dense_weight,
-        bm25_weight=settings.bm25_weight,
-        signature_boost=settings.signature_boost,
-        faiss_min_vectors=settings.faiss_min_vectors,
-        coverage_weight=settings.coverage_weight,
-        min_relevance=settings.min_relevance,
-        limit=10,
-    )
+    result = search(kb.index, kb.embedder, query, RetrievalParams.from_settings(settings), query_vector=query_vector, mode=mode)
     if trace is not None:
         trace["retrieval"] = result
     if query_vector is not None:
@@ -197,7 +186,7 @@ def _retrieval_query(text: str, diagnosis) -> str:
     if not problems:
         return text
     lines = [f.example for f in problems[:5]]
-    return (text + "\n" + "\n".join(lines))[:8000]
+    return (text + "\n" + "\n".join(lines))[:MAX_QUERY_CHARS]
 
 
 def _log_summary(diagnosis, lang: str) -> str:
@@ -526,7 +515,7 @@ def _alternatives(kb, result: Retrieval, top_k: int) -> list[ArticleMatch]:
             continue  # a verbatim log line is stronger evidence than any paraphrase
         if _is_overview(kb, art.doc_id):
             continue
-        if art.score >= top.score - AMBIGUITY_MARGIN and art.relevance >= 0.8 * top.relevance:
+        if art.score >= top.score - AMBIGUITY_MARGIN and art.relevance >= ALTERNATIVE_RELEVANCE * top.relevance:
             out.append(art)
     return out
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import TYPE_CHECKING, Callable
 
+from .i18n import LANGS, catalog, pick_lang, t, texts
 from .quantities import Extraction, Quantity, extract
 
 if TYPE_CHECKING:
@@ -56,105 +57,41 @@ LOG_KEYS = {"num_blocks_global": "num_blocks", "total_block_num": "num_blocks", 
 
 # ---------------------------------------------------------------- words shown to the asker
 
-NAMES = {
-    "num_blocks": ("num_blocks", "num_blocks（block 总数）"),
-    "block_size": ("block_size", "block_size"),
-    "tokens_per_request": ("tokens per request (prompt + output)", "每个请求的 token 数（输入 + 输出）"),
-    "input_tokens": ("average input (prompt) tokens", "平均输入 token 数"),
-    "output_tokens": ("average output tokens", "平均输出 token 数"),
-    "sessions": ("concurrent sessions", "并发会话数"),
-    "max_num_seqs": ("max_num_seqs", "max_num_seqs"),
-    "kv_cache_tokens": ("GPU KV cache size (tokens)", "GPU KV cache size（token 数）"),
-    "max_model_len": ("max_model_len", "max_model_len"),
-    "kv_cache_ratio": ("kv_cache_ratio", "kv_cache_ratio"),
-    "num_layers": ("layers", "层数"),
-    "num_kv_heads": ("KV heads", "KV 头数"),
-    "head_dim": ("head_dim", "head_dim"),
-    "dtype": ("KV-cache dtype", "KV Cache 的 dtype"),
-    "tensor_parallel_size": ("tensor_parallel_size", "tensor_parallel_size"),
-    "gpu_memory": ("GPU memory (GiB)", "单卡显存（GiB）"),
-    "weights": ("weights (GiB)", "权重大小（GiB）"),
-    "gpu_memory_utilization": ("gpu_memory_utilization", "gpu_memory_utilization"),
-    "kv_bytes_per_token": ("KV bytes per token", "每 token 的 KV 字节数"),
-    "msgmax": ("kernel.msgmax", "kernel.msgmax"),
-    "msgmnb": ("kernel.msgmnb", "kernel.msgmnb"),
-    "top_logprobs": ("top_logprobs", "top_logprobs"),
-    "max_batch": ("max_batch", "max_batch"),
-    "mtp_tokens": ("mtp_tokens", "mtp_tokens"),
-    "tokens": ("tokens", "token 数"),
-    "gpu_count": ("GPUs", "GPU 数"),
-    "num_attention_heads": ("attention heads", "注意力头数"),
-    "prefill_blocks": ("prefill_kvcache_block_num", "prefill_kvcache_block_num"),
-    "max_concurrency_tokens": ("Maximum concurrency line", "Maximum concurrency 日志行"),
-    "max_concurrency_x": ("Maximum concurrency (x)", "Maximum concurrency（倍数）"),
-    "hidden_size": ("hidden_size", "hidden_size"),
-    "kv_lora_rank": ("kv_lora_rank", "kv_lora_rank"),
-    "qk_rope_head_dim": ("qk_rope_head_dim", "qk_rope_head_dim"),
-    "mtp": ("MTP", "MTP"),
-}
-
-WHERE = {
-    "num_blocks": ("`num_blocks_global` in FastDeploy's `log/worker_process.log` (or `total_block_num` in `log/fastdeploy.log`); "
-                   "vLLM logs `GPU KV cache size: N tokens` instead",
-                   "FastDeploy 的 `log/worker_process.log` 里的 `num_blocks_global`（或 `log/fastdeploy.log` 里的 `total_block_num`）；"
-                   "vLLM 的日志给的是 `GPU KV cache size: N tokens`"),
-    "tokens_per_request": ("measure it from your traffic: `usage.prompt_tokens` + `usage.completion_tokens` of the responses",
-                           "从实际流量统计：响应里的 `usage.prompt_tokens` + `usage.completion_tokens`"),
-    "input_tokens": ("`usage.prompt_tokens` of the responses; the KV cache holds prompt and output",
-                     "响应里的 `usage.prompt_tokens`；KV Cache 同时存输入和输出"),
-    "output_tokens": ("`usage.completion_tokens` of the responses; the KV cache holds prompt and output",
-                      "响应里的 `usage.completion_tokens`；KV Cache 同时存输入和输出"),
-    "sessions": ("the number of sessions (requests) you want to serve at once", "你希望同时服务的会话（请求）数"),
-    "kv_cache_tokens": ("`GPU KV cache size: N tokens` in vLLM's start-up log", "vLLM 启动日志里的 `GPU KV cache size: N tokens`"),
-    "max_model_len": ("the `--max-model-len` to check (or the average tokens per request)", "要检查的 `--max-model-len`（或每个请求平均的 token 数）"),
-    "num_layers": ("`num_hidden_layers` in the model's config.json", "模型 config.json 里的 `num_hidden_layers`"),
-    "num_kv_heads": ("`num_key_value_heads` in config.json (with GQA it is smaller than `num_attention_heads`)",
-                     "config.json 里的 `num_key_value_heads`（GQA 模型比 `num_attention_heads` 小）"),
-    "head_dim": ("`head_dim` in config.json, or `hidden_size` ÷ `num_attention_heads`", "config.json 里的 `head_dim`，或 `hidden_size` ÷ `num_attention_heads`"),
-    "kv_lora_rank": ("`kv_lora_rank` in the model's config.json (MLA models)", "模型 config.json 里的 `kv_lora_rank`（MLA 模型）"),
-    "qk_rope_head_dim": ("`qk_rope_head_dim` in the model's config.json (MLA models)", "模型 config.json 里的 `qk_rope_head_dim`（MLA 模型）"),
-    "dtype": ("`torch_dtype` in config.json (bf16/fp16), or `--kv-cache-dtype` (fp8)", "config.json 里的 `torch_dtype`（bf16/fp16），或 `--kv-cache-dtype`（fp8）"),
-    "gpu_memory": ("one GPU's total memory: `nvidia-smi` or `assistant tool gpu_status`", "单卡总显存：`nvidia-smi` 或 `assistant tool gpu_status`"),
-    "weights": ("vLLM's start-up log: `Model loading took N GiB`", "vLLM 启动日志：`Model loading took N GiB`"),
-    "kv_bytes_per_token": ("`assistant tool kv_bytes_per_token`, or give layers, KV heads, head_dim and dtype",
-                           "`assistant tool kv_bytes_per_token`，或给出层数、KV 头数、head_dim 和 dtype"),
-}
-
-FORMULAS = {
-    "kv_concurrency": ("concurrency = num_blocks × block_size ÷ tokens per request (prompt + output), capped by max_num_seqs",
-                       "并发 = num_blocks × block_size ÷ 每个请求的 token 数（输入 + 输出），且不超过 max_num_seqs"),
-    "blocks_needed": ("blocks = ceil(tokens per session ÷ block_size) × sessions", "block 数 = ceil(每个会话的 token 数 ÷ block_size) × 会话数"),
-    "kv_tokens_concurrency": ("concurrency = GPU KV cache size (tokens) ÷ tokens per request (the --max-model-len for full-length requests)",
-                              "并发 = GPU KV cache size（token 数）÷ 每个请求的 token 数（满长度请求就是 --max-model-len）"),
-    "kv_bytes_per_token": ("bytes per token = 2 × layers × KV heads × head_dim × dtype bytes (per GPU: KV heads ÷ TP)",
-                           "每 token 字节数 = 2 × 层数 × KV 头数 × head_dim × dtype 字节数（每张卡：KV 头数 ÷ TP）"),
-    "kv_cache_capacity": ("KV tokens per GPU = (GPU GiB × gpu_memory_utilization − weights ÷ TP) ÷ KV bytes per token; concurrency = KV tokens ÷ max_model_len",
-                          "每张卡的 KV token 数 = (显存 GiB × gpu_memory_utilization − 权重 ÷ TP) ÷ 每 token 的 KV 字节数；并发 = KV token 数 ÷ max_model_len"),
-    "fastdeploy_decode_budget": ("decode tokens = total_blocks × (1 − kv_cache_ratio) × block_size; max_num_seqs = decode tokens ÷ average output tokens",
-                                 "解码 token 数 = total_blocks × (1 − kv_cache_ratio) × block_size；max_num_seqs = 解码 token 数 ÷ 平均输出 token 数"),
-    "kv_bytes_per_token_mla": ("bytes per token = layers × (kv_lora_rank + qk_rope_head_dim) × dtype bytes (MLA: one latent, no K/V factor)",
-                               "每 token 字节数 = 层数 × (kv_lora_rank + qk_rope_head_dim) × dtype 字节数（MLA：只存一个 latent）"),
-    "logprobs_message_size": ("message bytes from batch, top_logprobs and MTP; messages per queue = kernel.msgmnb ÷ message bytes",
-                              "消息字节数由 batch、top_logprobs 和 MTP 决定；每个队列的消息数 = kernel.msgmnb ÷ 消息字节数"),
-}
-
-HEADINGS = {
-    "en": {"done": "Calculation", "missing": "Calculation: more numbers needed, nothing computed", "formula": "Formula: ",
-           "values": "Values used:", "need": "Missing:", "given": "Given: ", "ask": "Please check:", "notes": "Notes:"},
-    "zh": {"done": "计算结果", "missing": "计算：还缺数据，暂不计算", "formula": "公式：", "values": "使用的数值：", "need": "缺少：",
-           "given": "已知：", "ask": "请确认：", "notes": "说明："},
-}
+# Names, formulas, headings and notes shown to the asker are in assistant/i18n/calculations.py.
 
 
-def _t(en: str, zh: str) -> dict[str, str]:
-    return {"en": en, "zh": zh}
+def _catalog_key(kind: str, key: str) -> str | None:
+    full = f"calculations.{kind}.{key}"
+    return full if full in catalog() else None
+
+
+def _name(key: str, lang: str) -> str:
+    """A parameter's name as shown to the asker (the key itself when the catalog has none)."""
+    full = _catalog_key("name", key)
+    return t(full, lang) if full else key
+
+
+def _names(key: str) -> dict[str, str]:
+    return {lang: _name(key, lang) for lang in LANGS}
+
+
+def _msg(key: str, **values: object) -> dict[str, str]:
+    """`calculations.<key>` in every language; a value given as {lang: text} is filled per language."""
+    return {lang: t(f"calculations.{key}", lang, **{k: (v[lang] if isinstance(v, dict) else v) for k, v in values.items()})
+            for lang in LANGS}
+
+
+def _join(items, sep: str = "list") -> dict[str, str]:
+    """Items joined with each language's separator (", " and "、" for a list)."""
+    items = [str(i) for i in items]
+    return {lang: t(f"calculations.sep.{sep}", lang).join(items) for lang in LANGS}
 
 
 @dataclass(frozen=True)
 class Value:
     """One input of a calculation and where it came from, so the answer can show it."""
 
-    key: str  # a NAMES key
+    key: str  # a parameter key (its shown name is calculations.name.<key> in the catalog)
     value: int | float | bool
     source: str  # "question", "log", "default", "derived"
     written: str = ""  # as written in the question, the log key, or how it was derived
@@ -173,7 +110,7 @@ class CapacityAnswer:
     notes: list[dict[str, str]] = field(default_factory=list)
     defaults: list[dict[str, str]] = field(default_factory=list)  # documented defaults used, each said out loud
     error: str | None = None  # a tool's own refusal (e.g. a value out of range)
-    formula: str | None = None  # a FORMULAS key when the tool has a variant (MLA)
+    formula: str | None = None  # a calculations.formula.<key> when the tool has a variant (MLA)
 
     @property
     def computed(self) -> bool:
@@ -190,8 +127,8 @@ class CapacityAnswer:
             result = self.call.result
             return (f"Computed with {self.tool}: {result['formula']}. {result.get('explanation', {}).get('en', '')} "
                     f"Values used: {_values_line(self.values, 'en')}.").strip()
-        asks = [NAMES.get(k, (k, k))[0] for k in self.missing] + [p["en"] for p in self.problems]
-        return (f"A {self.tool} calculation ({FORMULAS[self.formula or self.tool][0]}) cannot be done yet: {'; '.join(asks) or self.error}. "
+        asks = [_name(k, "en") for k in self.missing] + [p["en"] for p in self.problems]
+        return (f"A {self.tool} calculation ({t(f'calculations.formula.{self.formula or self.tool}', 'en')}) cannot be done yet: {'; '.join(asks) or self.error}. "
                 f"Do not invent these numbers; ask the user for them.")
 
 
@@ -227,25 +164,20 @@ class _Facts:
             return None
         values = sorted({q.value for q in found})
         if len(values) > 1:
-            self._report(key, _t(f"the question gives {NAMES[key][0]} more than once ({', '.join(q.text for q in found)}); which one is it?",
-                                 f"问题里 {NAMES[key][1]} 出现了不止一个值（{'、'.join(q.text for q in found)}），用哪一个？"))
+            self._report(key, _msg("twice_in_question", name=_names(key), values=_join(q.text for q in found)))
             return None
         logged = sorted({v for _, v in self.log.get(key, [])})
         if found:
             q = found[0]
             if q.unit == "bytes" and q.scale in ("gb", "g", "mb", "kb", "tb"):
-                self.notes.append(_t(f"{q.text} is read in binary units ({q.scale} as {q.scale[0]}iB), as nvidia-smi and vLLM report memory",
-                                     f"{q.text} 按二进制单位计算（{q.scale} 即 {q.scale[0]}iB），与 nvidia-smi 和 vLLM 的口径一致"))
+                self.notes.append(_msg("binary_units", text=q.text, scale=q.scale, unit=q.scale[0]))
             if key == "max_model_len" and q.scale == "k":
-                self.notes.append(_t(f"{q.text} is read as {_plain(q.value)}; write {_plain(q.value / 1000 * 1024)} if you mean multiples of 1024",
-                                     f"{q.text} 按 {_plain(q.value)} 计算；如果指的是 1024 的倍数，请写 {_plain(q.value / 1000 * 1024)}"))
+                self.notes.append(_msg("decimal_k", text=q.text, value=_plain(q.value), binary=_plain(q.value / 1000 * 1024)))
             if logged and logged != [q.value]:
-                self.notes.append(_t(f"the log says {key} {_plain(logged[0])}; the question's {q.text} is used",
-                                     f"日志里 {key} 是 {_plain(logged[0])}；按问题里的 {q.text} 计算"))
+                self.notes.append(_msg("question_over_log", key=key, logged=_plain(logged[0]), text=q.text))
             return Value(key, _number(q.value), "question", q.text, q.approximate)
         if len(logged) > 1:
-            self._report(key, _t(f"the log gives {NAMES[key][0]} as {' and '.join(_plain(v) for v in logged)}; which one is it?",
-                                 f"日志里 {NAMES[key][1]} 有多个值（{'、'.join(_plain(v) for v in logged)}），用哪一个？"))
+            self._report(key, _msg("log_gives_several", name=_names(key), values=_join((_plain(v) for v in logged), "and")))
             return None
         if logged:
             raw_key = self.log[key][0][0]
@@ -253,14 +185,9 @@ class _Facts:
         return None
 
     def _problem(self, key: str, q: Quantity) -> None:
-        name_en, name_zh = NAMES.get(key, (key, key))
-        text = {
-            "range": _t(f"{q.text} is a range; give one average value for {name_en}", f"{q.text} 是一个范围，请给出 {name_zh} 的一个平均值"),
-            "negative": _t(f"{name_en} must be positive, not {q.text}", f"{name_zh} 必须是正数，不能是 {q.text}"),
-            "too_large": _t(f"{q.text[:24]}… is too large to be a real {name_en}", f"{q.text[:24]}… 太大了，不像真实的 {name_zh}"),
-            "not_integer": _t(f"{name_en} must be a whole number, not {q.text}", f"{name_zh} 必须是整数，不能是 {q.text}"),
-        }.get(q.problem, _t(f"{q.text} cannot be used as {name_en}", f"{q.text} 不能作为 {name_zh}"))
-        self._report(key, text)
+        kind = q.problem if q.problem in ("range", "negative", "too_large", "not_integer") else "other"
+        shown = q.text[:24] if kind == "too_large" else q.text
+        self._report(key, _msg(f"problem.{kind}", name=_names(key), text=shown))
 
     def _report(self, key: str, text: dict[str, str]) -> None:
         if key not in self._reported:
@@ -322,13 +249,9 @@ def _block_size(plan: _Plan) -> None:
     elif "block_size" in plan.facts._reported:
         return  # given twice, or as a range: asked about, never defaulted
     elif _framework(plan.facts) == "vllm":
-        plan.default("block_size", "block_size", 16, _t(
-            "block_size 16 is vLLM's default (CUDA), used because the question does not give it; say e.g. `block_size 32` if yours differs",
-            "问题里没有给 block_size，按 vLLM 的默认值 16（CUDA）计算；如果不同，请写明，例如 `block_size 32`"))
+        plan.default("block_size", "block_size", 16, _msg("default.block_size_vllm"))
     else:
-        plan.default("block_size", "block_size", 64, _t(
-            "block_size 64 is FastDeploy's default, used because the question does not give it (vLLM's default is 16); say e.g. `block_size 128` if yours differs",
-            "问题里没有给 block_size，按 FastDeploy 的默认值 64 计算（vLLM 默认是 16）；如果不同，请写明，例如 `block_size 128`"))
+        plan.default("block_size", "block_size", 64, _msg("default.block_size_fastdeploy"))
 
 
 def _request_tokens(plan: _Plan, arg: str, allow_max_model_len: bool = False) -> None:
@@ -338,9 +261,7 @@ def _request_tokens(plan: _Plan, arg: str, allow_max_model_len: bool = False) ->
     if given_in is not None and given_out is not None:
         summed = given_in.value + given_out.value
         if total is not None and total.value != summed:
-            f._report("tokens_per_request", _t(
-                f"input {given_in.written} + output {given_out.written} is not the stated {total.written}; which total is right?",
-                f"输入 {given_in.written} + 输出 {given_out.written} 与问题里的 {total.written} 不一致，以哪个为准？"))
+            f._report("tokens_per_request", _msg("sum_mismatch", given_in=given_in.written, given_out=given_out.written, total=total.written))
             return
         plan.values += [given_in, given_out]
         plan.args[arg] = int(summed)
@@ -361,8 +282,7 @@ def _request_tokens(plan: _Plan, arg: str, allow_max_model_len: bool = False) ->
     longest = f.get("max_model_len") if allow_max_model_len else None
     if longest is not None:
         plan.need("max_model_len", arg, longest)
-        plan.notes.append(_t("requests are taken at the full max_model_len (the worst case); give the average tokens per request for typical traffic",
-                             "按满长度 max_model_len 计算（最坏情况）；给出每个请求的平均 token 数可得到常规流量下的结果"))
+        plan.notes.append(_msg("full_length"))
         return
     if "tokens_per_request" not in f._reported:
         plan.missing.append("tokens_per_request")
@@ -393,10 +313,7 @@ def _plan_kv_tokens(f: _Facts) -> _Plan:
         if per is not None and times is not None:
             derived = round(Decimal(str(per.value)) * Decimal(str(times.value)))
             kv = Value("kv_cache_tokens", int(derived), "derived", f"{_plain(per.value)} × {times.value}", True)
-            plan.notes.append(_t(f"the KV cache size is derived from `Maximum concurrency for {_plain(per.value)} tokens per request: {times.value}x` "
-                                 f"(vLLM rounds that to 2 decimals); `GPU KV cache size: N tokens` gives it exactly",
-                                 f"KV Cache 大小由 `Maximum concurrency for {_plain(per.value)} tokens per request: {times.value}x` 推算"
-                                 f"（vLLM 保留两位小数）；`GPU KV cache size: N tokens` 更精确"))
+            plan.notes.append(_msg("derived_kv_size", per=_plain(per.value), times=times.value))
     plan.need("kv_cache_tokens", "kv_cache_tokens", kv)
     longest = f.get("max_model_len")
     if longest is not None:
@@ -418,8 +335,7 @@ def _dtype(plan: _Plan) -> None:
         plan.args["dtype"] = x.dtypes[0]
         plan.values.append(Value("dtype", x.dtypes[0], "question", x.dtypes[0]))
     elif len(x.dtypes) > 1:
-        plan.facts._report("dtype", _t(f"the question names several dtypes ({', '.join(x.dtypes)}); which one does the KV cache use?",
-                                       f"问题里有多个 dtype（{'、'.join(x.dtypes)}），KV Cache 用的是哪一个？"))
+        plan.facts._report("dtype", _msg("several_dtypes", dtypes=_join(x.dtypes)))
     else:
         plan.missing.append("dtype")
 
@@ -435,9 +351,7 @@ def _plan_kv_bytes(f: _Facts) -> _Plan:
     kv_heads = f.get("num_kv_heads")
     if kv_heads is None and f.asked("num_attention_heads"):
         heads = f.get("num_attention_heads")
-        f._report("num_kv_heads", _t(
-            f"are the {heads.written if heads else ''} heads KV heads (num_key_value_heads)? With GQA there are fewer KV heads than attention heads",
-            f"{heads.written if heads else ''} 个头是 KV 头（num_key_value_heads）吗？GQA 模型的 KV 头比注意力头少"))
+        f._report("num_kv_heads", _msg("kv_heads", heads=heads.written if heads else ""))
     else:
         plan.need("num_kv_heads", "num_kv_heads", kv_heads)
     head_dim = f.get("head_dim")
@@ -460,9 +374,7 @@ def _plan_kv_capacity(f: _Facts) -> list[_Plan]:
     if util is not None:
         plan.need("gpu_memory_utilization", "gpu_memory_utilization", util, float)
     elif "gpu_memory_utilization" not in f._reported:
-        plan.default("gpu_memory_utilization", "gpu_memory_utilization", 0.9, _t(
-            "gpu_memory_utilization 0.9 is vLLM's default, used because the question does not give it",
-            "问题里没有给 gpu_memory_utilization，按 vLLM 默认值 0.9 计算"))
+        plan.default("gpu_memory_utilization", "gpu_memory_utilization", 0.9, _msg("default.gpu_memory_utilization"))
     plan.optional("max_model_len", f.get("max_model_len"))
     tp = f.get("tensor_parallel_size")
     plan.optional("tensor_parallel_size", tp)
@@ -470,9 +382,7 @@ def _plan_kv_capacity(f: _Facts) -> list[_Plan]:
     plans = [plan]
     if given is not None:
         if tp is not None and tp.value > 1:
-            f._report("kv_bytes_per_token", _t(
-                f"is {given.written} per token for the whole model or per GPU at tensor_parallel_size {tp.value}? Give the per-GPU figure",
-                f"{given.written} 是整个模型每 token 的 KV，还是 TP {tp.value} 时每张卡的？请给出每张卡的数值"))
+            f._report("kv_bytes_per_token", _msg("per_gpu_kv", given=given.written, tp=tp.value))
         else:
             plan.need("kv_bytes_per_token", "kv_bytes_per_token", given)
     elif any(f.asked(k) for k in ("num_layers", "num_kv_heads", "head_dim", "kv_lora_rank")):
@@ -496,9 +406,7 @@ def _plan_decode(f: _Facts) -> _Plan:
         plan.need("kv_cache_ratio", "kv_cache_ratio", Value("kv_cache_ratio", derived, "derived",
                                                                f"{_plain(prefill.value)} ÷ {_plain(plan.args['total_blocks'])}"), float)
     elif "kv_cache_ratio" not in f._reported:
-        plan.default("kv_cache_ratio", "kv_cache_ratio", 0.75, _t(
-            "kv_cache_ratio 0.75 is FastDeploy's default, used because the question does not give it",
-            "问题里没有给 kv_cache_ratio，按 FastDeploy 默认值 0.75 计算"))
+        plan.default("kv_cache_ratio", "kv_cache_ratio", 0.75, _msg("default.kv_cache_ratio"))
     _block_size(plan)
     out = f.get("output_tokens")
     if out is not None:
@@ -514,8 +422,7 @@ def _plan_logprobs(f: _Facts) -> _Plan:
     plan.args["mtp"] = mtp
     plan.values.append(Value("mtp", mtp, "question" if f.x.mtp is not None else "default", "MTP on" if mtp else "MTP off"))
     if f.x.mtp is None:
-        plan.notes.append(_t("MTP is taken as off because the question does not mention it (with MTP one message is 802,840 bytes)",
-                             "问题里没有提到 MTP，按未开启计算（开启 MTP 时单条消息 802,840 字节）"))
+        plan.notes.append(_msg("mtp_off"))
     examples = {"max_batch": 512, "top_logprobs": 20, "mtp_tokens": 6}
     used_example = []
     for key, example in examples.items():
@@ -529,14 +436,12 @@ def _plan_logprobs(f: _Facts) -> _Plan:
             plan.values.append(Value(key, example, "default", "FastDeploy FAQ example"))
             used_example.append(f"{key} {example}")
     if used_example:
-        plan.notes.append(_t(f"{', '.join(used_example)} are the FastDeploy FAQ's example values, used because the question does not give them",
-                             f"问题里没有给出，按 FastDeploy FAQ 的示例值计算：{'，'.join(used_example)}"))
+        plan.notes.append(_msg("faq_example", values=_join(used_example, "example")))
     msgmax = f.get("msgmax")
     if msgmax is not None:
         plan.need("msgmax", "msgmax", msgmax)
     elif "msgmax" not in f._reported:
-        plan.default("msgmax", "msgmax", 8192, _t("kernel.msgmax 8192 is the Linux default, used because the question does not give it (`sysctl kernel.msgmax` shows yours)",
-                                                  "问题里没有给 kernel.msgmax，按 Linux 默认值 8192 计算（`sysctl kernel.msgmax` 可查看）"))
+        plan.default("msgmax", "msgmax", 8192, _msg("default.msgmax"))
     plan.optional("msgmnb", f.get("msgmnb"))
     return plan
 
@@ -618,13 +523,11 @@ def _note_bystanders(x: Extraction, answer: CapacityAnswer) -> None:
     something is missing (the asker may have meant one of them)."""
     gpus = x.by_label("gpu_count")
     if gpus:
-        answer.notes.append(_t(f"{gpus[0].text} is read as a count of GPUs, not of KV-cache blocks, and is not part of this calculation",
-                               f"{gpus[0].text} 是 GPU 数量，不是 KV Cache 的 block 数，不参与这个计算"))
+        answer.notes.append(_msg("gpu_count_not_blocks", text=gpus[0].text))
     if answer.missing:
         loose = [q.text for q in x.unbound()][:3]
         if loose:
-            answer.notes.append(_t(f"I could not tell what {', '.join(loose)} refers to; name it (e.g. `num_blocks_global 17131`)",
-                                   f"无法判断 {'、'.join(loose)} 指的是什么；请写明参数名（例如 `num_blocks_global 17131`）"))
+            answer.notes.append(_msg("unclear_numbers", values=_join(loose)))
 
 
 def capacity_call(question: str, log_numbers: dict[str, float] | None = None) -> "ToolCall | None":
@@ -636,16 +539,10 @@ def capacity_call(question: str, log_numbers: dict[str, float] | None = None) ->
 # ---------------------------------------------------------------- the text shown above the KB article
 
 def _shown(value: Value, lang: str) -> str:
-    name = NAMES.get(value.key, (value.key, value.key))[0 if lang == "en" else 1]
     number = value.value if isinstance(value.value, (bool, str)) else _plain(value.value)
-    approx = "≈ " if value.approximate else ""
-    source = {
-        "question": {"en": f'from the question: "{value.written}"', "zh": f"来自问题：“{value.written}”"},
-        "log": {"en": f"from the log: `{value.written}`", "zh": f"来自日志：`{value.written}`"},
-        "default": {"en": "default, see the note below", "zh": "默认值，见下方说明"},
-        "derived": {"en": f"derived: {value.written}", "zh": f"推算：{value.written}"},
-    }[value.source][lang]
-    return f"{name} = {approx}{number} ({source})" if lang == "en" else f"{name} = {approx}{number}（{source}）"
+    source = t(f"calculations.source.{value.source}", lang, written=value.written) if value.source != "default" \
+        else t("calculations.source.default", lang)
+    return t("calculations.shown", lang, name=_name(value.key, lang), approx="≈ " if value.approximate else "", number=number, source=source)
 
 
 def _values_line(values: list[Value], lang: str) -> str:
@@ -655,43 +552,42 @@ def _values_line(values: list[Value], lang: str) -> str:
 def explain(answer: "CapacityAnswer | ToolCall", lang: str) -> str:
     """Markdown for the answer's top: result, formula with numbers, values used and their sources, and
     notes; or, when something is missing, the formula, what is missing and where to read it."""
-    lang = lang if lang in HEADINGS else "en"
+    lang = pick_lang(lang)
     if not isinstance(answer, CapacityAnswer):  # a bare ToolCall (e.g. from capacity_call)
         answer = CapacityAnswer(answer.name, [answer])
-    h = HEADINGS[lang]
-    idx = 0 if lang == "en" else 1
+    h = texts("calculations", lang)
     if answer.computed:
-        lines = [f"**{h['done']}** ({answer.tool})", ""]
+        lines = [f"**{h['heading.done']}** ({answer.tool})", ""]
         for call in answer.calls:
             result = call.result
             text = result.get("explanation", {}).get(lang) if isinstance(result.get("explanation"), dict) else None
             if text:
                 lines += [text, ""]
-            formula = result.get("formula_zh") if lang == "zh" and result.get("formula_zh") else result["formula"]
-            lines += [f"{h['formula']}`{formula}`", ""]
+            formula = result.get(f"formula_{lang}") or result["formula"]  # a tool may give its formula per language
+            lines += [f"{h['heading.formula']}`{formula}`", ""]
         if answer.values:
-            lines.append(h["values"])
+            lines.append(h["heading.values"])
             lines += [f"- {_shown(v, lang)}" for v in answer.values]
     else:
-        formula = FORMULAS[answer.formula or answer.tool][idx]
-        lines = [f"**{h['missing']}** ({answer.tool})", "", f"{h['formula']}{formula}", ""]
+        formula = t(f"calculations.formula.{answer.formula or answer.tool}", lang)
+        lines = [f"**{h['heading.missing']}** ({answer.tool})", "", f"{h['heading.formula']}{formula}", ""]
         if answer.error:
             lines.append(answer.error)
         if answer.missing:
-            lines.append(h["need"])
+            lines.append(h["heading.need"])
             for key in answer.missing:
-                where = WHERE.get(key)
-                lines.append(f"- {NAMES.get(key, (key, key))[idx]}" + (f" — {where[idx]}" if where else ""))
+                where = _catalog_key("where", key)
+                lines.append(f"- {_name(key, lang)}" + (f" — {t(where, lang)}" if where else ""))
         if answer.problems:
-            lines.append(h["ask"])
+            lines.append(h["heading.ask"])
             lines += [f"- {p[lang]}" for p in answer.problems]
         given = [v for v in answer.values if v.source in ("question", "log")]
         if given:
-            lines.append(h["given"] + ("; " if lang == "en" else "；").join(
-                f"{NAMES.get(v.key, (v.key, v.key))[idx]} = " + (v.written if v.source == "question" else f"`{v.written}: {_plain(v.value)}`")
+            lines.append(h["heading.given"] + t("calculations.sep.given", lang).join(
+                f"{_name(v.key, lang)} = " + (v.written if v.source == "question" else f"`{v.written}: {_plain(v.value)}`")
                 for v in given))
     notes = (answer.defaults if answer.computed else []) + answer.notes
     if notes:
-        lines += ["", h["notes"]]
+        lines += ["", h["heading.notes"]]
         lines += [f"- {n[lang]}" for n in notes]
     return "\n".join(lines).rstrip()

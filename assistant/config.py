@@ -60,6 +60,9 @@ class Settings:
     coverage_weight: float = 0.3
     # Grounding threshold on the blended relevance (see retrieval.relevance()).
     min_relevance: float = 0.43
+    # An article about another product, or for other hardware or versions, loses this much score.
+    mismatch_penalty: float = 0.15
+    retrieval_limit: int = 10  # articles ranked per question (the answer and the eval read from these)
     max_question_bytes: int = 8192
     # Below this many chunks the dense search is an exact numpy product over the stored
     # vectors; from it on, the faiss index is loaded and searched (see ingest/index.py).
@@ -164,3 +167,14 @@ def load_settings(config_path: Path | None = None, environ: dict[str, str] | Non
 
 
 _FIELD_NAMES = {f.name for f in fields(Settings)}
+
+
+def hand_to_workers(**overrides: object) -> None:
+    """Make explicit settings (a command-line option) reach worker processes, which build
+    their Settings from the environment like any process: written here, as the variables
+    load_settings reads, so the environment stays this module's business."""
+    for name, value in overrides.items():
+        if name not in _FIELD_NAMES:
+            raise ValueError(f"unknown setting {name!r}")
+        if value is not None:
+            os.environ[_ENV_PREFIX + name.upper()] = str(value)

@@ -170,14 +170,12 @@ def choose_threshold(probs: list[float], labels: list[int], max_false_refusal: f
 
 
 def _rows(kb, settings, cases) -> tuple[list[list[float]], list[int], list[str]]:
-    from .retrieval import search
+    from .retrieval import RetrievalParams, search
 
+    params = RetrievalParams.from_settings(settings)
     rows, labels, langs = [], [], []
     for case in cases:
-        result = search(kb.index, kb.embedder, case.question, dense_weight=settings.dense_weight,
-                        bm25_weight=settings.bm25_weight, signature_boost=settings.signature_boost,
-                        faiss_min_vectors=settings.faiss_min_vectors, coverage_weight=settings.coverage_weight,
-                        min_relevance=settings.min_relevance)
+        result = search(kb.index, kb.embedder, case.question, params)
         if result.articles and (result.articles[0].hardware_conflict or result.foreign_products):
             continue  # decided by rule, not by the model
         x = features(result)

@@ -22,20 +22,49 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ingest.records import Chunk
-from ingest.index import FAISS_MIN_VECTORS, KBIndex
+from ingest.index import KBIndex
 from ingest.tokenize import correct_typos, normalize
 
 from oncall_common.lang import detect_lang
 from .questions import query_text
 
+if TYPE_CHECKING:
+    from .config import Settings
+
 MODES = ("hybrid", "dense", "bm25")
 # multilingual-e5 squeezes cosine similarity into a narrow band, and the band sits higher
 # for Chinese: unrelated English text scores ~0.80, unrelated Chinese ~0.85. These bounds,
 # read off the eval's in-scope and out-of-scope questions, stretch each band onto 0..1.
+# An article's score is its best chunk's plus this share of its second best: two matching
+# sections say more than one, but never as much as a better first one.
+SECOND_CHUNK_WEIGHT = 0.1
+
+
+@dataclass(frozen=True)
+class RetrievalParams:
+    """The retrieval tuning, in one object built from Settings and passed whole: `search`
+    has no defaults of its own that could drift from the configuration."""
+
+    dense_weight: float
+    bm25_weight: float
+    signature_boost: float
+    coverage_weight: float
+    min_relevance: float
+    mismatch_penalty: float
+    faiss_min_vectors: int
+    limit: int  # articles ranked
+
+    @classmethod
+    def from_settings(cls, settings: "Settings") -> "RetrievalParams":
+        return cls(settings.dense_weight, settings.bm25_weight, settings.signature_boost, settings.coverage_weight,
+                   settings.min_relevance, settings.mismatch_penalty, settings.faiss_min_vectors, settings.retrieval_limit)
+
+
 DENSE_BAND = {"en": (0.80, 0.90), "zh": (0.85, 0.93), "cross": (0.80, 0.90)}
 # Overview articles (tag "summary") list many symptoms, so they match many questions a
 # little; they should lead only when no specific article fits about as well.
@@ -187,17 +216,10 @@ def search(
     index: KBIndex,
     embedder,
     question: str,
+    params: RetrievalParams,
     *,
     query_vector: np.ndarray | None = None,
     mode: str = "hybrid",
-    dense_weight: float = 0.7,
-    bm25_weight: float = 0.3,
-    signature_boost: float = 0.35,
-    min_relevance: float = 0.5,
-    limit: int = 8,
-    faiss_min_vectors: int = FAISS_MIN_VECTORS,
-    coverage_weight: float = 0.0,
-    mismatch_penalty: float = 0.15,
 ) -> Retrieval:
     """Rank articles for a question; decide whether the KB answers it (see refusal.py).
 
@@ -205,6 +227,8 @@ def search(
     (cleaning.py), while log signatures are matched on the whole text, pasted logs
     included. Articles about another product than the one the question names, or for
     other hardware or versions, are demoted by `mismatch_penalty`."""
+    dense_weight, bm25_weight, signature_boost = params.dense_weight, params.bm25_weight, params.signature_boost
+    coverage_weight, mismatch_penalty, limit = params.coverage_weight, params.mismatch_penalty, params.limit
     from .scope import detect, foreign_products, hardware_mismatch, product_mismatch, unseen_entities, version_mismatch
 
     timings: dict[str, float] = {}
@@ -219,7 +243,7 @@ def search(
     qvec = query_vector if query_vector is not None else embedder.embed_queries([query])
     timings["embed"] = (time.perf_counter() - t0) * 1000
     t1 = time.perf_counter()
-    dense = index.dense_scores(qvec[0], faiss_min_vectors)
+    dense = index.dense_scores(qvec[0], params.faiss_min_vectors)
 
     tokens = correct_typos(index.tokenizer(query), index.doc_freq.keys())
     keyword_raw = index.keyword.scores(tokens)
@@ -276,7 +300,7 @@ def search(
         terms = passage_terms.get((match.doc_id, match.passage), set()) if match.passage else article_terms.get(match.doc_id, set())
         coverage = keyword_coverage(query_terms, terms, index.doc_freq, len(article_terms))
         match.coverage = coverage
-        match.score = best.score + 0.1 * second + boost + (coverage_weight * coverage if mode == "hybrid" else 0.0)
+        match.score = best.score + SECOND_CHUNK_WEIGHT * second + boost + (coverage_weight * coverage if mode == "hybrid" else 0.0)
         if match.doc_id in overview_ids:
             match.score *= OVERVIEW_FACTOR
         meta = metas.get(match.doc_id)
@@ -311,5 +335,5 @@ def search(
         result.flags = split_question(question).flags
     from .refusal import decide
 
-    result.grounded, result.confidence, result.symptom_covered = decide(result, min_relevance)
+    result.grounded, result.confidence, result.symptom_covered = decide(result, params.min_relevance)
     return result

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from .questions import MAX_QUERY_CHARS
 
 # Product names as people write them. Keys match the KB's `product` front matter.
 PRODUCTS: dict[str, tuple[str, ...]] = {
@@ -191,7 +192,7 @@ def _found(haystack: str, needles: tuple[str, ...]) -> str | None:
 
 def detect(question: str) -> Scope:
     """Products, hardware, versions and near-domain entities named in the question."""
-    text = _padded(question[:8000])
+    text = _padded(question[:MAX_QUERY_CHARS])
     products = frozenset(p for p, names in PRODUCTS.items() if _found(text, names))
     hardware_terms = {h: hit for h, names in HARDWARE.items() if (hit := _found(text, names))}
     hardware = frozenset(hardware_terms)
@@ -200,8 +201,8 @@ def detect(question: str) -> Scope:
     # about what is asked, while a flag such as --enable-lora says a lot.
     from .questions import query_text
 
-    said = _dashed(_padded(_drop_model_ids(question[:8000])).replace(" --", " "))
-    prose = _dashed(_padded(_drop_model_ids(query_text(question[:8000]))).replace(" --", " "))
+    said = _dashed(_padded(_drop_model_ids(question[:MAX_QUERY_CHARS])).replace(" --", " "))
+    prose = _dashed(_padded(_drop_model_ids(query_text(question[:MAX_QUERY_CHARS]))).replace(" --", " "))
     terms: dict[str, str] = {}
     in_prose: list[str] = []
     for entity, names in ENTITIES.items():

@@ -18,7 +18,7 @@ corruption, costs about a millisecond for the bundled KB, and needs no OpenSSL a
 Dense search: faiss holds the index (IndexFlatIP: inner product on normalised vectors).
 Importing faiss costs ~45 ms per process, a third of a cold `ask`, while an exact flat
 search over a few thousand vectors is a single numpy product over the same vectors; so
-below `FAISS_MIN_VECTORS` the query path multiplies the stored vectors.npy, and
+below `faiss_min_vectors` (a setting) the query path multiplies the stored vectors.npy, and
 above it faiss is loaded and searched. Both give the same scores (tests check this).
 """
 
@@ -38,7 +38,6 @@ from .keyword import KeywordIndex
 from .tokenize import Tokenizer
 
 SCHEMA = 16
-FAISS_MIN_VECTORS = 20_000
 FAISS_TOP = 2_000
 
 
@@ -86,7 +85,7 @@ class KBIndex:
             raise IndexError_(f"index at {self.path} is inconsistent (faiss holds {index.ntotal} vectors)")
         return index
 
-    def dense_scores(self, query_vector, faiss_min_vectors: int = FAISS_MIN_VECTORS):
+    def dense_scores(self, query_vector, faiss_min_vectors: int):
         """Cosine similarity of the query to every chunk (floor value where faiss cut off)."""
         import numpy as np
 

@@ -147,14 +147,14 @@ def test_big_table_rows_are_grouped_with_the_header_repeated(tmp_path):
 
 
 def test_question_about_one_env_var_retrieves_its_row_with_the_header(tmp_path):
-    from assistant.retrieval import search
+    from assistant.retrieval import RetrievalParams, search
 
     kb_dir = tmp_path / "docs"
     _doc(kb_dir, "env.md", _env_table_doc())
     _doc(kb_dir, "gateway.txt", MARKDOWN_TXT)
     settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
     kb = open_kb(settings, progress=lambda _m: None)
-    result = search(kb.index, kb.embedder, "What does FD_DISABLED_RECOVER do?")
+    result = search(kb.index, kb.embedder, "What does FD_DISABLED_RECOVER do?", RetrievalParams.from_settings(settings))
     best = max((sc for art in result.articles for sc in art.chunks), key=lambda sc: sc.score)
     assert "FD_DISABLED_RECOVER" in best.chunk.text
     assert best.chunk.text.startswith("| Variable | Default | Description |")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -17,7 +16,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import httpx
-import pytest
 
 from assistant.interfaces.http import create_app
 from assistant.interfaces.http.auth import client_address, trusted_networks

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from assistant.interfaces.http.app import create_app
+from assistant.interfaces.http import create_app
 from assistant.interfaces.slack import split_message, thread_question, to_mrkdwn
 
 from .live_server import LiveServer

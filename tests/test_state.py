@@ -6,7 +6,6 @@ throwaway server with `.ci/postgres start`; without it those tests are skipped."
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sqlite3

@@ -5,7 +5,6 @@ reuses these lines as they are.
 """
 
 MESSAGES: dict[str, dict[str, str]] = {
-    "sources": {"zh": "来源", "en": "Sources"},
     "empty_question": {
         "zh": "问我 vLLM 或 FastDeploy 的问题吧——中文或英文都可以。",
         "en": "Ask me about a vLLM or FastDeploy problem — in Chinese or English.",

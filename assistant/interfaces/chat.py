@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from assistant.i18n import DEFAULT_LANG, Lang, t
+from assistant.questions import MAX_QUERY_CHARS
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -47,7 +48,7 @@ ADAPTER_MODULES: tuple[str, ...] = (
 NOTICE_LANG: Lang = DEFAULT_LANG
 
 FENCE = "```"
-MAX_QUESTION = 8000  # a thread's question and follow-up together, in characters
+MAX_QUESTION = MAX_QUERY_CHARS  # a thread's question and follow-up together, in characters
 
 
 # ---------------------------------------------------------------- registration
@@ -359,7 +360,7 @@ def sources_footer(answer: Answer, dialect: Dialect) -> str:
     lines = [f"[{i}] {dialect.escape(c.title)} ({dialect.escape(c.source)})" for i, c in enumerate(answer.citations, 1)]
     if not lines:
         return ""
-    return dialect.bold.format(t("chat.sources", answer.lang)) + "\n" + "\n".join(lines)
+    return dialect.bold.format(t("answer.sources", answer.lang)) + "\n" + "\n".join(lines)
 
 
 def answer_sections(answer: Answer, dialect: Dialect, limit: int) -> list[str]:

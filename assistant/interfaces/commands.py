@@ -282,14 +282,13 @@ def serve(host: str, port: int, workers: int, kb: str | None) -> None:
     """Serve the HTTP API, the chat page (/) and, when SLACK_* are set, Slack events (/slack/events)."""
 
     def body() -> None:
-        import os
-
+        from assistant.config import hand_to_workers
         from assistant.interfaces.http.app import run_server
         from assistant.interfaces.http.auth import api_tokens, trusted_networks
         from assistant.ops.store import open_state
 
         if kb:
-            os.environ["ASSISTANT_KB_DIR"] = str(Path(kb).resolve())  # the workers read settings from the environment
+            hand_to_workers(kb_dir=Path(kb).resolve())
         settings = settings_for(kb)
         tokens = api_tokens(settings)  # refuse ", ," here, in one line, before any worker starts
         trusted_networks(settings.trusted_proxies)  # and a malformed proxy list
@@ -310,9 +309,9 @@ def slack() -> None:
     """Run the Slack bot in Socket Mode (needs SLACK_APP_TOKEN and SLACK_BOT_TOKEN)."""
 
     def body() -> None:
-        from assistant.interfaces.slack import run_socket_mode
+        from assistant.interfaces.chat import run_adapter
 
-        run_socket_mode(settings_for(None))
+        run_adapter("slack", settings_for(None))
 
     _run(body)
 

@@ -59,10 +59,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     problems.install(app)
     for router in ROUTERS:
         app.include_router(router)
-    if settings.slack_bot_token and settings.slack_signing_secret:
-        from assistant.interfaces.slack import mount_http
+    from assistant.interfaces.chat import mount_enabled
 
-        mount_http(app, settings, state)
+    mount_enabled(app, settings, state)  # chat adapters (Slack) that are configured mount their routes
     return app
 
 

@@ -1,0 +1,406 @@
+"""Capacity-calculation texts: parameter names, where to read each value, formulas, headings,
+and the notes that say which value was assumed or is missing. Keys: name.*, where.*, formula.*,
+heading.*, source.*, sep.* (list separators differ by language), default.*, problem.*."""
+
+MESSAGES = {
+    'name.num_blocks': {
+        "zh": 'num_blocks（block 总数）',
+        "en": 'num_blocks',
+    },
+    'name.block_size': {
+        "zh": 'block_size',
+        "en": 'block_size',
+    },
+    'name.tokens_per_request': {
+        "zh": '每个请求的 token 数（输入 + 输出）',
+        "en": 'tokens per request (prompt + output)',
+    },
+    'name.input_tokens': {
+        "zh": '平均输入 token 数',
+        "en": 'average input (prompt) tokens',
+    },
+    'name.output_tokens': {
+        "zh": '平均输出 token 数',
+        "en": 'average output tokens',
+    },
+    'name.sessions': {
+        "zh": '并发会话数',
+        "en": 'concurrent sessions',
+    },
+    'name.max_num_seqs': {
+        "zh": 'max_num_seqs',
+        "en": 'max_num_seqs',
+    },
+    'name.kv_cache_tokens': {
+        "zh": 'GPU KV cache size（token 数）',
+        "en": 'GPU KV cache size (tokens)',
+    },
+    'name.max_model_len': {
+        "zh": 'max_model_len',
+        "en": 'max_model_len',
+    },
+    'name.kv_cache_ratio': {
+        "zh": 'kv_cache_ratio',
+        "en": 'kv_cache_ratio',
+    },
+    'name.num_layers': {
+        "zh": '层数',
+        "en": 'layers',
+    },
+    'name.num_kv_heads': {
+        "zh": 'KV 头数',
+        "en": 'KV heads',
+    },
+    'name.head_dim': {
+        "zh": 'head_dim',
+        "en": 'head_dim',
+    },
+    'name.dtype': {
+        "zh": 'KV Cache 的 dtype',
+        "en": 'KV-cache dtype',
+    },
+    'name.tensor_parallel_size': {
+        "zh": 'tensor_parallel_size',
+        "en": 'tensor_parallel_size',
+    },
+    'name.gpu_memory': {
+        "zh": '单卡显存（GiB）',
+        "en": 'GPU memory (GiB)',
+    },
+    'name.weights': {
+        "zh": '权重大小（GiB）',
+        "en": 'weights (GiB)',
+    },
+    'name.gpu_memory_utilization': {
+        "zh": 'gpu_memory_utilization',
+        "en": 'gpu_memory_utilization',
+    },
+    'name.kv_bytes_per_token': {
+        "zh": '每 token 的 KV 字节数',
+        "en": 'KV bytes per token',
+    },
+    'name.msgmax': {
+        "zh": 'kernel.msgmax',
+        "en": 'kernel.msgmax',
+    },
+    'name.msgmnb': {
+        "zh": 'kernel.msgmnb',
+        "en": 'kernel.msgmnb',
+    },
+    'name.top_logprobs': {
+        "zh": 'top_logprobs',
+        "en": 'top_logprobs',
+    },
+    'name.max_batch': {
+        "zh": 'max_batch',
+        "en": 'max_batch',
+    },
+    'name.mtp_tokens': {
+        "zh": 'mtp_tokens',
+        "en": 'mtp_tokens',
+    },
+    'name.tokens': {
+        "zh": 'token 数',
+        "en": 'tokens',
+    },
+    'name.gpu_count': {
+        "zh": 'GPU 数',
+        "en": 'GPUs',
+    },
+    'name.num_attention_heads': {
+        "zh": '注意力头数',
+        "en": 'attention heads',
+    },
+    'name.prefill_blocks': {
+        "zh": 'prefill_kvcache_block_num',
+        "en": 'prefill_kvcache_block_num',
+    },
+    'name.max_concurrency_tokens': {
+        "zh": 'Maximum concurrency 日志行',
+        "en": 'Maximum concurrency line',
+    },
+    'name.max_concurrency_x': {
+        "zh": 'Maximum concurrency（倍数）',
+        "en": 'Maximum concurrency (x)',
+    },
+    'name.hidden_size': {
+        "zh": 'hidden_size',
+        "en": 'hidden_size',
+    },
+    'name.kv_lora_rank': {
+        "zh": 'kv_lora_rank',
+        "en": 'kv_lora_rank',
+    },
+    'name.qk_rope_head_dim': {
+        "zh": 'qk_rope_head_dim',
+        "en": 'qk_rope_head_dim',
+    },
+    'name.mtp': {
+        "zh": 'MTP',
+        "en": 'MTP',
+    },
+    'where.num_blocks': {
+        "zh": 'FastDeploy 的 `log/worker_process.log` 里的 `num_blocks_global`（或 `log/fastdeploy.log` 里的 `total_block_num`）；vLLM 的日志给的是 `GPU KV cache size: N tokens`',
+        "en": "`num_blocks_global` in FastDeploy's `log/worker_process.log` (or `total_block_num` in `log/fastdeploy.log`); vLLM logs `GPU KV cache size: N tokens` instead",
+    },
+    'where.tokens_per_request': {
+        "zh": '从实际流量统计：响应里的 `usage.prompt_tokens` + `usage.completion_tokens`',
+        "en": 'measure it from your traffic: `usage.prompt_tokens` + `usage.completion_tokens` of the responses',
+    },
+    'where.input_tokens': {
+        "zh": '响应里的 `usage.prompt_tokens`；KV Cache 同时存输入和输出',
+        "en": '`usage.prompt_tokens` of the responses; the KV cache holds prompt and output',
+    },
+    'where.output_tokens': {
+        "zh": '响应里的 `usage.completion_tokens`；KV Cache 同时存输入和输出',
+        "en": '`usage.completion_tokens` of the responses; the KV cache holds prompt and output',
+    },
+    'where.sessions': {
+        "zh": '你希望同时服务的会话（请求）数',
+        "en": 'the number of sessions (requests) you want to serve at once',
+    },
+    'where.kv_cache_tokens': {
+        "zh": 'vLLM 启动日志里的 `GPU KV cache size: N tokens`',
+        "en": "`GPU KV cache size: N tokens` in vLLM's start-up log",
+    },
+    'where.max_model_len': {
+        "zh": '要检查的 `--max-model-len`（或每个请求平均的 token 数）',
+        "en": 'the `--max-model-len` to check (or the average tokens per request)',
+    },
+    'where.num_layers': {
+        "zh": '模型 config.json 里的 `num_hidden_layers`',
+        "en": "`num_hidden_layers` in the model's config.json",
+    },
+    'where.num_kv_heads': {
+        "zh": 'config.json 里的 `num_key_value_heads`（GQA 模型比 `num_attention_heads` 小）',
+        "en": '`num_key_value_heads` in config.json (with GQA it is smaller than `num_attention_heads`)',
+    },
+    'where.head_dim': {
+        "zh": 'config.json 里的 `head_dim`，或 `hidden_size` ÷ `num_attention_heads`',
+        "en": '`head_dim` in config.json, or `hidden_size` ÷ `num_attention_heads`',
+    },
+    'where.kv_lora_rank': {
+        "zh": '模型 config.json 里的 `kv_lora_rank`（MLA 模型）',
+        "en": "`kv_lora_rank` in the model's config.json (MLA models)",
+    },
+    'where.qk_rope_head_dim': {
+        "zh": '模型 config.json 里的 `qk_rope_head_dim`（MLA 模型）',
+        "en": "`qk_rope_head_dim` in the model's config.json (MLA models)",
+    },
+    'where.dtype': {
+        "zh": 'config.json 里的 `torch_dtype`（bf16/fp16），或 `--kv-cache-dtype`（fp8）',
+        "en": '`torch_dtype` in config.json (bf16/fp16), or `--kv-cache-dtype` (fp8)',
+    },
+    'where.gpu_memory': {
+        "zh": '单卡总显存：`nvidia-smi` 或 `assistant tool gpu_status`',
+        "en": "one GPU's total memory: `nvidia-smi` or `assistant tool gpu_status`",
+    },
+    'where.weights': {
+        "zh": 'vLLM 启动日志：`Model loading took N GiB`',
+        "en": "vLLM's start-up log: `Model loading took N GiB`",
+    },
+    'where.kv_bytes_per_token': {
+        "zh": '`assistant tool kv_bytes_per_token`，或给出层数、KV 头数、head_dim 和 dtype',
+        "en": '`assistant tool kv_bytes_per_token`, or give layers, KV heads, head_dim and dtype',
+    },
+    'formula.kv_concurrency': {
+        "zh": '并发 = num_blocks × block_size ÷ 每个请求的 token 数（输入 + 输出），且不超过 max_num_seqs',
+        "en": 'concurrency = num_blocks × block_size ÷ tokens per request (prompt + output), capped by max_num_seqs',
+    },
+    'formula.blocks_needed': {
+        "zh": 'block 数 = ceil(每个会话的 token 数 ÷ block_size) × 会话数',
+        "en": 'blocks = ceil(tokens per session ÷ block_size) × sessions',
+    },
+    'formula.kv_tokens_concurrency': {
+        "zh": '并发 = GPU KV cache size（token 数）÷ 每个请求的 token 数（满长度请求就是 --max-model-len）',
+        "en": 'concurrency = GPU KV cache size (tokens) ÷ tokens per request (the --max-model-len for full-length requests)',
+    },
+    'formula.kv_bytes_per_token': {
+        "zh": '每 token 字节数 = 2 × 层数 × KV 头数 × head_dim × dtype 字节数（每张卡：KV 头数 ÷ TP）',
+        "en": 'bytes per token = 2 × layers × KV heads × head_dim × dtype bytes (per GPU: KV heads ÷ TP)',
+    },
+    'formula.kv_cache_capacity': {
+        "zh": '每张卡的 KV token 数 = (显存 GiB × gpu_memory_utilization − 权重 ÷ TP) ÷ 每 token 的 KV 字节数；并发 = KV token 数 ÷ max_model_len',
+        "en": 'KV tokens per GPU = (GPU GiB × gpu_memory_utilization − weights ÷ TP) ÷ KV bytes per token; concurrency = KV tokens ÷ max_model_len',
+    },
+    'formula.fastdeploy_decode_budget': {
+        "zh": '解码 token 数 = total_blocks × (1 − kv_cache_ratio) × block_size；max_num_seqs = 解码 token 数 ÷ 平均输出 token 数',
+        "en": 'decode tokens = total_blocks × (1 − kv_cache_ratio) × block_size; max_num_seqs = decode tokens ÷ average output tokens',
+    },
+    'formula.kv_bytes_per_token_mla': {
+        "zh": '每 token 字节数 = 层数 × (kv_lora_rank + qk_rope_head_dim) × dtype 字节数（MLA：只存一个 latent）',
+        "en": 'bytes per token = layers × (kv_lora_rank + qk_rope_head_dim) × dtype bytes (MLA: one latent, no K/V factor)',
+    },
+    'formula.logprobs_message_size': {
+        "zh": '消息字节数由 batch、top_logprobs 和 MTP 决定；每个队列的消息数 = kernel.msgmnb ÷ 消息字节数',
+        "en": 'message bytes from batch, top_logprobs and MTP; messages per queue = kernel.msgmnb ÷ message bytes',
+    },
+    'heading.done': {
+        "zh": '计算结果',
+        "en": 'Calculation',
+    },
+    'heading.missing': {
+        "zh": '计算：还缺数据，暂不计算',
+        "en": 'Calculation: more numbers needed, nothing computed',
+    },
+    'heading.formula': {
+        "zh": '公式：',
+        "en": 'Formula: ',
+    },
+    'heading.values': {
+        "zh": '使用的数值：',
+        "en": 'Values used:',
+    },
+    'heading.need': {
+        "zh": '缺少：',
+        "en": 'Missing:',
+    },
+    'heading.given': {
+        "zh": '已知：',
+        "en": 'Given: ',
+    },
+    'heading.ask': {
+        "zh": '请确认：',
+        "en": 'Please check:',
+    },
+    'heading.notes': {
+        "zh": '说明：',
+        "en": 'Notes:',
+    },
+    'sep.list': {
+        "zh": '、',
+        "en": ', ',
+    },
+    'sep.and': {
+        "zh": '、',
+        "en": ' and ',
+    },
+    'sep.given': {
+        "zh": '；',
+        "en": '; ',
+    },
+    'sep.example': {
+        "zh": '，',
+        "en": ', ',
+    },
+    'shown': {
+        "zh": '{name} = {approx}{number}（{source}）',
+        "en": '{name} = {approx}{number} ({source})',
+    },
+    'source.question': {
+        "zh": '来自问题：“{written}”',
+        "en": 'from the question: "{written}"',
+    },
+    'source.log': {
+        "zh": '来自日志：`{written}`',
+        "en": 'from the log: `{written}`',
+    },
+    'source.default': {
+        "zh": '默认值，见下方说明',
+        "en": 'default, see the note below',
+    },
+    'source.derived': {
+        "zh": '推算：{written}',
+        "en": 'derived: {written}',
+    },
+    'twice_in_question': {
+        "zh": '问题里 {name} 出现了不止一个值（{values}），用哪一个？',
+        "en": 'the question gives {name} more than once ({values}); which one is it?',
+    },
+    'binary_units': {
+        "zh": '{text} 按二进制单位计算（{scale} 即 {unit}iB），与 nvidia-smi 和 vLLM 的口径一致',
+        "en": '{text} is read in binary units ({scale} as {unit}iB), as nvidia-smi and vLLM report memory',
+    },
+    'decimal_k': {
+        "zh": '{text} 按 {value} 计算；如果指的是 1024 的倍数，请写 {binary}',
+        "en": '{text} is read as {value}; write {binary} if you mean multiples of 1024',
+    },
+    'question_over_log': {
+        "zh": '日志里 {key} 是 {logged}；按问题里的 {text} 计算',
+        "en": "the log says {key} {logged}; the question's {text} is used",
+    },
+    'log_gives_several': {
+        "zh": '日志里 {name} 有多个值（{values}），用哪一个？',
+        "en": 'the log gives {name} as {values}; which one is it?',
+    },
+    'problem.range': {
+        "zh": '{text} 是一个范围，请给出 {name} 的一个平均值',
+        "en": '{text} is a range; give one average value for {name}',
+    },
+    'problem.negative': {
+        "zh": '{name} 必须是正数，不能是 {text}',
+        "en": '{name} must be positive, not {text}',
+    },
+    'problem.too_large': {
+        "zh": '{text}… 太大了，不像真实的 {name}',
+        "en": '{text}… is too large to be a real {name}',
+    },
+    'problem.not_integer': {
+        "zh": '{name} 必须是整数，不能是 {text}',
+        "en": '{name} must be a whole number, not {text}',
+    },
+    'problem.other': {
+        "zh": '{text} 不能作为 {name}',
+        "en": '{text} cannot be used as {name}',
+    },
+    'default.block_size_vllm': {
+        "zh": '问题里没有给 block_size，按 vLLM 的默认值 16（CUDA）计算；如果不同，请写明，例如 `block_size 32`',
+        "en": "block_size 16 is vLLM's default (CUDA), used because the question does not give it; say e.g. `block_size 32` if yours differs",
+    },
+    'default.block_size_fastdeploy': {
+        "zh": '问题里没有给 block_size，按 FastDeploy 的默认值 64 计算（vLLM 默认是 16）；如果不同，请写明，例如 `block_size 128`',
+        "en": "block_size 64 is FastDeploy's default, used because the question does not give it (vLLM's default is 16); say e.g. `block_size 128` if yours differs",
+    },
+    'sum_mismatch': {
+        "zh": '输入 {given_in} + 输出 {given_out} 与问题里的 {total} 不一致，以哪个为准？',
+        "en": 'input {given_in} + output {given_out} is not the stated {total}; which total is right?',
+    },
+    'full_length': {
+        "zh": '按满长度 max_model_len 计算（最坏情况）；给出每个请求的平均 token 数可得到常规流量下的结果',
+        "en": 'requests are taken at the full max_model_len (the worst case); give the average tokens per request for typical traffic',
+    },
+    'derived_kv_size': {
+        "zh": 'KV Cache 大小由 `Maximum concurrency for {per} tokens per request: {times}x` 推算（vLLM 保留两位小数）；`GPU KV cache size: N tokens` 更精确',
+        "en": 'the KV cache size is derived from `Maximum concurrency for {per} tokens per request: {times}x` (vLLM rounds that to 2 decimals); `GPU KV cache size: N tokens` gives it exactly',
+    },
+    'several_dtypes': {
+        "zh": '问题里有多个 dtype（{dtypes}），KV Cache 用的是哪一个？',
+        "en": 'the question names several dtypes ({dtypes}); which one does the KV cache use?',
+    },
+    'kv_heads': {
+        "zh": '{heads} 个头是 KV 头（num_key_value_heads）吗？GQA 模型的 KV 头比注意力头少',
+        "en": 'are the {heads} heads KV heads (num_key_value_heads)? With GQA there are fewer KV heads than attention heads',
+    },
+    'default.gpu_memory_utilization': {
+        "zh": '问题里没有给 gpu_memory_utilization，按 vLLM 默认值 0.9 计算',
+        "en": "gpu_memory_utilization 0.9 is vLLM's default, used because the question does not give it",
+    },
+    'per_gpu_kv': {
+        "zh": '{given} 是整个模型每 token 的 KV，还是 TP {tp} 时每张卡的？请给出每张卡的数值',
+        "en": 'is {given} per token for the whole model or per GPU at tensor_parallel_size {tp}? Give the per-GPU figure',
+    },
+    'default.kv_cache_ratio': {
+        "zh": '问题里没有给 kv_cache_ratio，按 FastDeploy 默认值 0.75 计算',
+        "en": "kv_cache_ratio 0.75 is FastDeploy's default, used because the question does not give it",
+    },
+    'mtp_off': {
+        "zh": '问题里没有提到 MTP，按未开启计算（开启 MTP 时单条消息 802,840 字节）',
+        "en": 'MTP is taken as off because the question does not mention it (with MTP one message is 802,840 bytes)',
+    },
+    'faq_example': {
+        "zh": '问题里没有给出，按 FastDeploy FAQ 的示例值计算：{values}',
+        "en": "{values} are the FastDeploy FAQ's example values, used because the question does not give them",
+    },
+    'default.msgmax': {
+        "zh": '问题里没有给 kernel.msgmax，按 Linux 默认值 8192 计算（`sysctl kernel.msgmax` 可查看）',
+        "en": 'kernel.msgmax 8192 is the Linux default, used because the question does not give it (`sysctl kernel.msgmax` shows yours)',
+    },
+    'gpu_count_not_blocks': {
+        "zh": '{text} 是 GPU 数量，不是 KV Cache 的 block 数，不参与这个计算',
+        "en": '{text} is read as a count of GPUs, not of KV-cache blocks, and is not part of this calculation',
+    },
+    'unclear_numbers': {
+        "zh": '无法判断 {values} 指的是什么；请写明参数名（例如 `num_blocks_global 17131`）',
+        "en": 'I could not tell what {values} refers to; name it (e.g. `num_blocks_global 17131`)',
+    },
+}
