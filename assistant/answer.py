@@ -15,7 +15,7 @@ from typing import Literal
 from .config import Settings
 from .i18n import t, texts
 from .questions import MAX_QUERY_CHARS, EarlyEmbedding, query_text, validate_question
-from oncall_common.lang import detect_lang
+from oncall_common.lang import LANGS, detect_lang
 from .retrieval import ArticleMatch, Retrieval, RetrievalParams, search
 
 # A second article is offered as an alternative when its score is this close to the best.
@@ -112,7 +112,7 @@ def answer_question(
         trace["retrieval"] = result
     if query_vector is not None:
         result.timings_ms["embed"] = pending.elapsed_ms  # ran alongside "load"
-    answer_lang = lang if lang in ("zh", "en") else detect_lang(text)
+    answer_lang = lang if lang in LANGS else detect_lang(text)
     calc = None
     log_numbers = diagnosis.numbers if diagnosis is not None else None
     if log_numbers or any(ch.isdigit() for ch in text):  # a calculation needs numbers; skip the parser otherwise
@@ -172,10 +172,8 @@ def _diagnose(log_text: str, settings: Settings):
 
     t0 = time.perf_counter()
     diagnosis = diagnose_text(log_text, settings)  # the index in use, cache dir included
-    call = ToolCall("diagnose_log", {"text": f"<{len(log_text.splitlines())} lines>"}, None, None, (time.perf_counter() - t0) * 1000)
-    from .tools import _jsonable
-
-    call.result = _jsonable(diagnosis)
+    call = ToolCall.of("diagnose_log", {"text": f"<{len(log_text.splitlines())} lines>"}, diagnosis,
+                       (time.perf_counter() - t0) * 1000)
     return diagnosis, call
 
 

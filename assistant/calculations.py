@@ -422,7 +422,9 @@ def _plan_logprobs(f: _Facts) -> _Plan:
     plan.args["mtp"] = mtp
     plan.values.append(Value("mtp", mtp, "question" if f.x.mtp is not None else "default", "MTP on" if mtp else "MTP off"))
     if f.x.mtp is None:
-        plan.notes.append(_msg("mtp_off"))
+        from .tools.capacity import LOGPROBS_MESSAGE_BYTES_MTP
+
+        plan.notes.append(_msg("mtp_off", mtp_bytes=f"{LOGPROBS_MESSAGE_BYTES_MTP:,}"))
     examples = {"max_batch": 512, "top_logprobs": 20, "mtp_tokens": 6}
     used_example = []
     for key, example in examples.items():
@@ -507,9 +509,9 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None) 
 
     for plan in plans:
         if plan.tool == "kv_cache_capacity" and answer.calls:
-            shape = answer.calls[-1].result
-            plan.args["kv_bytes_per_token"] = shape["bytes_per_token_per_gpu"]
-            answer.values.append(Value("kv_bytes_per_token", shape["bytes_per_token_per_gpu"], "derived", "kv_bytes_per_token"))
+            per_gpu = answer.calls[-1].value.bytes_per_token_per_gpu  # the kv_bytes_per_token call before it
+            plan.args["kv_bytes_per_token"] = per_gpu
+            answer.values.append(Value("kv_bytes_per_token", per_gpu, "derived", "kv_bytes_per_token"))
         call = call_tool(plan.tool, plan.args)
         answer.calls.append(call)
         if call.error:

@@ -60,3 +60,19 @@ def test_the_finder_sees_forbidden_imports(tmp_path):
                                                                   "ingest/probe.py imports assistant.answer.Answer"]
     assert offenders("assistant", ("assistant.interfaces",), root=tmp_path) == ["assistant/core.py imports assistant.interfaces",
                                                                               "assistant/core.py imports assistant.interfaces.cli"]
+
+
+def test_no_function_is_over_the_complexity_limit():
+    """ruff's McCabe check with the limit in pyproject.toml (15): the same check CI runs."""
+    import shutil
+    import subprocess
+    import sys
+
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    if ruff is None:
+        import pytest
+
+        pytest.skip("ruff is not installed (pip install -e '.[test]' brings it)")
+    proc = subprocess.run([ruff, "check", "--select", "C901", "--output-format", "concise", "."], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:]

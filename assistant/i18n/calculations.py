@@ -384,8 +384,8 @@ MESSAGES = {
         "en": "kv_cache_ratio 0.75 is FastDeploy's default, used because the question does not give it",
     },
     'mtp_off': {
-        "zh": '问题里没有提到 MTP，按未开启计算（开启 MTP 时单条消息 802,840 字节）',
-        "en": 'MTP is taken as off because the question does not mention it (with MTP one message is 802,840 bytes)',
+        "zh": '问题里没有提到 MTP，按未开启计算（开启 MTP 时单条消息 {mtp_bytes} 字节）',
+        "en": 'MTP is taken as off because the question does not mention it (with MTP one message is {mtp_bytes} bytes)',
     },
     'faq_example': {
         "zh": '问题里没有给出，按 FastDeploy FAQ 的示例值计算：{values}',

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from assistant.config import load_settings
 from oncall_common.errors import AssistantError, BadQuestion
+from oncall_common.lang import LANGS
 
 EXIT_INTERNAL = 70
 
@@ -110,7 +111,7 @@ def _parser():
     p.add_argument("question", nargs="*", help="the question; '-' reads it from stdin (a pasted log works)")
     p.add_argument("--json", dest="as_json", action="store_true", help="print exactly one JSON object")
     p.add_argument("-k", "--top-k", type=int, choices=range(1, 11), metavar="{1..10}", help="articles to consider (default 3)")
-    p.add_argument("--lang", choices=["auto", "zh", "en"], default="auto", help="answer language (default: the question's)")
+    p.add_argument("--lang", choices=["auto", *LANGS], default="auto", help="answer language (default: the question's)")
     p.add_argument("--kb", metavar="DIR", help="KB directory (default: the bundled KB)")
     p.add_argument("--log", metavar="FILE", help="a server log to diagnose with the question (last 2 MB)")
     llm = p.add_mutually_exclusive_group()

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from assistant.config import Settings
 from oncall_common.errors import AssistantError
+from oncall_common.lang import LANGS
 
-LANGS = ("zh", "en")
 
 
 @dataclass(frozen=True)
