@@ -58,13 +58,15 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 _OPENER = urllib.request.build_opener(_NoRedirect)
+# A /metrics page is tens of kB; a probe reads at most this much of any response.
+MAX_RESPONSE_BYTES = 2_000_000
 
 
 def _get(url: str, timeout: float) -> tuple[int, str]:
     req = urllib.request.Request(url, headers={"Accept": "application/json, text/plain"})
     try:
         with _OPENER.open(req, timeout=timeout) as resp:
-            return resp.status, resp.read(2_000_000).decode("utf-8", errors="replace")
+            return resp.status, resp.read(MAX_RESPONSE_BYTES).decode("utf-8", errors="replace")
     except urllib.error.HTTPError as exc:
         return exc.code, ""
 
