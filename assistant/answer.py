@@ -8,6 +8,7 @@ does not contain. When nothing relevant is found it says so and sets grounded=fa
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Literal
@@ -26,6 +27,13 @@ ALTERNATIVE_RELEVANCE = 0.8
 # the citation. A 12,000-character answer is a document, not an answer.
 MAX_PASSAGE_CHARS = 1500
 MAX_ANSWER_CHARS = 3000
+# Sections of the best document quoted after it: among the first SIBLING_RANKS results,
+# at least this relevant compared with the best, at most this many.
+SIBLING_RANKS = 5
+SIBLING_RELEVANCE = 0.75
+MAX_SIBLINGS = 2
+SIBLING_RESERVE = 300  # headings, citations and notes around the passages
+MIN_SIBLING_CHARS = 400  # less room than this and a sibling is left behind its citation
 
 # Why an answer is the KB's own text although an LLM was wanted: none is configured, the KB
 # has nothing to ground it (so the LLM is not asked to guess), or the LLM call failed.
@@ -152,7 +160,10 @@ def answer_question(
 
             extras.insert(0, explain(calc, answer_lang))  # the answer to the question first, then the log findings
         if extras:
-            answer.answer = "\n\n".join(extras + [answer.answer])
+            # The calculation and log findings come first and whole; the KB's quote gets the rest of the bound.
+            head = "\n\n".join(extras)
+            rest = max(MAX_ANSWER_CHARS - len(head) - 2, MAX_ANSWER_CHARS // 3)
+            answer.answer = head + "\n\n" + _bounded(answer.answer, rest, texts("answer", answer_lang))
     answer.confidence = result.confidence
     answer.fallback_reason = fallback
     answer.tool_calls = tool_calls + answer.tool_calls
@@ -389,23 +400,49 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     own, in the asker's language when the document has a twin in it. Passages that score
     well below the best are left out."""
     top = result.articles[0]
-    chosen = [top]
+    # Other sections of the best document that also matched come after it, under their own
+    # headings: a page's introduction often matches best, the commands sit a heading below.
+    # They get the room the best passage and the alternatives leave, never theirs.
+    siblings = [art for art in result.articles[1:SIBLING_RANKS] if art.doc_id == top.doc_id and art.passage
+                and art.relevance >= SIBLING_RELEVANCE * top.relevance][:MAX_SIBLINGS]
+    others: list[ArticleMatch] = []
     for art in result.articles[1:]:
-        if len(chosen) >= max(1, top_k):
+        if len(others) + 1 >= max(1, top_k):
             break
-        if art.relevance >= 0.85 * top.relevance and art.score >= top.score - AMBIGUITY_MARGIN:
-            chosen.append(art)
+        if art not in siblings and art.relevance >= 0.85 * top.relevance and art.score >= top.score - AMBIGUITY_MARGIN:
+            others.append(art)
+    quoted = {id(art): _passage(kb, art, lang, labels) for art in (top, *others)}
+    room = MAX_ANSWER_CHARS - SIBLING_RESERVE - sum(len(text) + len(best.title) for best, text in quoted.values())
+    for art in siblings:
+        best, text = _passage(kb, art, lang, labels)
+        if len(text) > room:
+            if room < MIN_SIBLING_CHARS:
+                continue
+            text = _bounded(text, room, labels)
+        quoted[id(art)] = (best, text)
+        room -= len(text) + len(best.title)
     parts: list[str] = []
-    for i, art in enumerate(chosen):
-        best = _in_lang(kb, art, lang)
-        section = _section_chunks(kb, best)
+    for art in (top, *siblings, *others):
+        if id(art) not in quoted:
+            continue
+        best, text = quoted[id(art)]
         heading = _display_title(best.title, best.source)
-        if i == 0:
+        if art is top:
             parts.append(f"### {heading}")
+        elif art in siblings:
+            parts += ["", f"**{heading}**"]
         else:
             parts += ["", f"**{labels['also']}:** {heading}"]
-        parts += [cites.ref(best, art.score), "", _section_text(section, best, labels)]
+        parts += [cites.ref(best, art.score), "", text]
     return parts
+
+
+def _passage(kb, art: ArticleMatch, lang: str, labels) -> tuple:
+    """A passage's chunk to cite (in the asker's language when there is a twin) and its
+    bounded text."""
+    best = _in_lang(kb, art, lang)
+    scores = {sc.chunk.chunk_id: sc.score for sc in art.chunks}
+    return best, _section_text(_section_chunks(kb, best), best, labels, scores)
 
 
 def _display_title(title: str, source: str) -> str:
@@ -445,9 +482,12 @@ def _section_chunks(kb, chunk) -> list:
     return [c for c in kb.article_chunks(chunk.doc_id, chunk.lang) if section_key(c.title) == key] or [chunk]
 
 
-def _section_text(section: list, best, labels: dict) -> str:
-    """The section from its start, subsections under their own headings, bounded; when
-    the best chunk would fall past the bound, start from the best chunk instead."""
+def _section_text(section: list, best, labels: dict, scores: dict[str, float] | None = None) -> str:
+    """The section from its start, subsections under their own headings, bounded. Too long
+    to quote whole, it keeps the best chunk, then the chunks that matched the question best
+    (`scores`, by chunk id), then those that carry something to do (code, flags, settings),
+    and quotes them in document order."""
+    scores = scores or {}
     def render(chunks) -> str:
         out: list[str] = []
         last_heading = None
@@ -464,7 +504,8 @@ def _section_text(section: list, best, labels: dict) -> str:
         # Too long to quote whole: keep the best chunk, then fixes, causes and checks,
         # then the rest, while they fit; quote them in document order.
         rank = {"fixes": 1, "causes": 2, "checks": 3}
-        order = sorted(range(len(section)), key=lambda i: (section[i].chunk_id != best.chunk_id, rank.get(section[i].kind, 4), i))
+        order = sorted(range(len(section)), key=lambda i: (section[i].chunk_id != best.chunk_id, -scores.get(section[i].chunk_id, 0.0),
+                                                           not _actionable(section[i].text), rank.get(section[i].kind, 4), i))
         keep: set[int] = set()
         size = 0
         for i in order:
@@ -475,6 +516,15 @@ def _section_text(section: list, best, labels: dict) -> str:
             size += cost
         text = render([c for i, c in enumerate(section) if i in keep])
     return _bounded(text, MAX_PASSAGE_CHARS, labels)
+
+
+_ACTION = re.compile(r"```|(?<![\w-])--[a-z][\w-]+|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|`[^`\n]{2,80}`")
+
+
+def _actionable(text: str) -> bool:
+    """Whether a passage carries something to run or set: a code block, a flag, an
+    environment variable or inline code."""
+    return bool(_ACTION.search(text))
 
 
 def _bounded(text: str, limit: int, labels: dict) -> str:

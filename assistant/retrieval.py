@@ -143,6 +143,32 @@ def _other_lang_mask(index: KBIndex, lang: str) -> np.ndarray:
     return cache[lang]
 
 
+def _twinless_mask(index: KBIndex, lang: str) -> np.ndarray:
+    """Chunks in another language than the question's whose document has no version in it
+    (an English-only doc tree, for a Chinese question), cached per index."""
+    cache = index.__dict__.setdefault("_twinless_masks", {})
+    if lang not in cache:
+        has_lang = {meta.id for key, meta in index.docs.items() if key.endswith(":" + lang)}
+        cache[lang] = np.fromiter((c.lang != lang and c.doc_id not in has_lang for c in index.chunks),
+                                  dtype=bool, count=len(index.chunks))
+    return cache[lang]
+
+
+def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarray) -> np.ndarray:
+    """BM25 scores where documents without a version in the question's language are scored
+    on the question plus its glossary translation (glossary.py); others keep `native`."""
+    twinless = _twinless_mask(index, lang)
+    if not twinless.any():
+        return native
+    from .glossary import translate
+
+    extra = translate(query, lang)
+    if not extra:
+        return native
+    tokens = correct_typos(index.tokenizer(query + "\n" + " ".join(extra)), index.doc_freq.keys())
+    return np.where(twinless, index.keyword.scores(tokens), native)
+
+
 def grounding_scale(cosine: float, lang: str) -> float:
     lo, hi = DENSE_BAND.get(lang, DENSE_BAND["en"])
     return float(np.clip((cosine - lo) / (hi - lo), 0.0, 1.0))
@@ -246,7 +272,7 @@ def search(
     dense = index.dense_scores(qvec[0], params.faiss_min_vectors)
 
     tokens = correct_typos(index.tokenizer(query), index.doc_freq.keys())
-    keyword_raw = index.keyword.scores(tokens)
+    keyword_raw = cross_keyword_scores(index, query, lang, index.keyword.scores(tokens))
     top_kw = float(keyword_raw.max()) if n else 0.0
     keyword = keyword_raw / top_kw if top_kw > 0 else keyword_raw
     dscaled = dense_scale(dense, lang)

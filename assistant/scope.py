@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from oncall_common.lang import is_cjk
+
 from .questions import MAX_QUERY_CHARS
 
 # Product names as people write them. Keys match the KB's `product` front matter.
@@ -263,7 +265,30 @@ def unseen_entities(scope: Scope, index) -> list[str]:
         return out
     # The word the question used, not the whole family: a KB that mentions 量化 (one
     # quantization remark) still knows nothing about bitsandbytes.
-    return out + [e for e in scope.entities if not covers(index, scope.entity_terms.get(e) or ENTITIES[e][0])]
+    return out + [e for e in scope.entities if not _covers_entity(index, e, scope.entity_terms.get(e) or ENTITIES[e][0])]
+
+
+def _covers_entity(index, entity: str, used: str) -> bool:
+    """Whether the KB covers the subject by the word the question used; a Chinese word asked
+    of documents that exist only in English (an English doc tree) is looked for by the
+    subject's English names instead, since those documents can never contain it."""
+    if covers(index, used):
+        return True
+    if not any(is_cjk(ch) for ch in used) or not _has_docs_without_zh(index):
+        return False
+    return any(covers(index, alias) for alias in ENTITIES[entity] if not any(is_cjk(ch) for ch in alias))
+
+
+def _has_docs_without_zh(index) -> bool:
+    cached = getattr(index, "_docs_without_zh", None)
+    if cached is None:
+        with_zh = {meta.id for key, meta in index.docs.items() if key.endswith(":zh")}
+        cached = any(meta.id not in with_zh for meta in index.docs.values())
+        try:
+            index._docs_without_zh = cached
+        except AttributeError:
+            pass
+    return cached
 
 
 def kb_hardware(index) -> frozenset[str]:

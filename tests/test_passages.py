@@ -69,3 +69,47 @@ def test_a_refusal_names_this_kbs_topics_not_the_bundled_ones(wiki_settings):
     assert not answer.grounded
     assert "Inference on-call wiki" in answer.answer
     assert "NCCL" not in answer.answer and "FastDeploy" not in answer.answer
+
+
+SLEEP = dedent("""
+    # Idle mode
+
+    Idle mode lets the server hand most of its GPU memory back while it stays up, so another job can use the
+    card between bursts of traffic. The weights move to host memory and the KV cache is dropped; waking up is
+    much faster than a restart. It works with tensor and pipeline parallelism alike.
+
+    ## Levels
+
+    Level one keeps the weights in host memory; level two drops them too, for when the next model differs.
+    Level two needs the weights to be loaded again on wake-up, which takes as long as a cold start would.
+
+    ## Usage
+
+    Start the server with idle mode allowed, then put it to sleep and wake it over HTTP:
+
+    ```bash
+    modelsrv serve --allow-idle
+    curl -X POST localhost:8000/idle?level=1
+    curl -X POST localhost:8000/wake
+    ```
+
+    ## Limits
+
+    Only one model per server can be idle at a time.
+""")
+
+
+def test_the_section_under_a_matching_introduction_is_quoted_too(tmp_path: Path):
+    """A page's introduction often matches the question best while the commands sit a
+    heading below: the best document's other matching sections follow the best passage."""
+    kb = tmp_path / "docs"
+    kb.mkdir()
+    (kb / "idle.md").write_text(SLEEP, encoding="utf-8")
+    (kb / "oncall.md").write_text(WIKI, encoding="utf-8")
+    settings = replace(Settings(), kb_dir=kb, cache_dir=tmp_path / "cache")
+    index = open_kb(settings, progress=lambda _m: None)
+    answer = answer_question("how do I give the GPU memory back without stopping the server, and wake it up again?", settings, kb=index)
+    assert answer.grounded and answer.citations[0].source == "idle.md"
+    assert answer.answer.startswith("### Idle mode")
+    assert "modelsrv serve --allow-idle" in answer.answer  # from "Usage", a heading below the match
+    assert len(answer.answer) <= MAX_ANSWER_CHARS

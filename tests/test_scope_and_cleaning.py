@@ -85,3 +85,26 @@ def test_detection_and_cleaning_are_linear_on_hostile_input():
         detect(text)
         split_question(text)
     assert time.perf_counter() - started < 2.0
+
+
+def test_a_chinese_subject_word_is_looked_up_by_its_english_names_in_an_english_only_kb(tmp_path):
+    """思考模式 can never occur in English documents; a KB whose pages cover reasoning
+    parsers covers the question, while one that never mentions them does not."""
+    from dataclasses import replace
+
+    from assistant.config import Settings
+    from assistant.knowledge import open_kb
+    from assistant.scope import detect, unseen_entities
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "reasoning.md").write_text("# Reasoning outputs\n\nStart the server with a reasoning parser: "
+                                       "`--reasoning-parser qwen3`. The reasoning parser splits the thinking from the answer.\n",
+                                       encoding="utf-8")
+    (docs / "other.md").write_text("# Memory\n\nLower `--gpu-memory-utilization` when the server runs out of memory.\n", encoding="utf-8")
+    question = "Qwen3 怎么在服务端默认关掉思考模式？"
+    covered = open_kb(replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "c1"), progress=lambda _m: None)
+    assert unseen_entities(detect(question), covered.index) == []
+    (docs / "reasoning.md").unlink()
+    bare = open_kb(replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "c2"), progress=lambda _m: None)
+    assert unseen_entities(detect(question), bare.index) == ["reasoning parsers"]

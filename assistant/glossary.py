@@ -1,0 +1,162 @@
+"""A small zh↔en glossary of LLM-serving words, for keyword search across languages.
+
+The dense model matches a Chinese question to an English passage, but only roughly; BM25
+sees no shared word at all, so an English-only doc tree answers Chinese questions far worse
+than a bilingual one. For documents that have no version in the question's language,
+retrieval adds the other language's words for the domain terms the question uses (显存 →
+"gpu memory vram"). It is a vocabulary of the field, not of any KB: nothing here names an
+article, and a KB in both languages is searched as before.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+# (Chinese words, English words): each row one concept. Both sides are matched in questions
+# (Chinese as substrings, English as whole words) and added to the other side's query.
+TERMS: tuple[tuple[str, str], ...] = (
+    ("显存", "gpu memory vram"),
+    ("内存", "memory ram"),
+    ("卡住 卡死 卡在 夯住 无响应 没反应 不返回 一直等", "hang stuck hangs freeze"),
+    ("超时", "timeout"),
+    ("报错 错误", "error"),
+    ("崩溃 挂掉 挂了 闪退", "crash crashed"),
+    ("退出", "exit exits"),
+    ("重启", "restart restarted"),
+    ("启动 拉起 起服务", "start startup launch"),
+    ("加载", "load loading"),
+    ("下载", "download"),
+    ("镜像", "image mirror"),
+    ("权重", "weights checkpoint"),
+    ("量化", "quantization quantized"),
+    ("并发", "concurrency concurrent"),
+    ("吞吐", "throughput"),
+    ("延迟 时延", "latency"),
+    ("首字 首token", "first token ttft"),
+    ("请求", "request requests"),
+    ("排队 队列", "queue queued waiting"),
+    ("批处理 批次 批量", "batch batching"),
+    ("多卡", "multi gpu tensor parallel"),
+    ("多机 多节点", "multi node distributed"),
+    ("单卡", "single gpu"),
+    ("张量并行", "tensor parallel"),
+    ("流水线并行", "pipeline parallel"),
+    ("专家并行", "expert parallel"),
+    ("数据并行", "data parallel"),
+    ("编译", "compile build"),
+    ("源码", "source"),
+    ("安装", "install installation"),
+    ("环境变量", "environment variable"),
+    ("参数", "parameter argument option"),
+    ("配置", "config configuration"),
+    ("日志", "log logs logging"),
+    ("调试 排查", "debug troubleshoot"),
+    ("性能", "performance"),
+    ("变慢 很慢 太慢 速度", "slow speed"),
+    ("长文本 长上下文", "long context"),
+    ("上下文长度", "context length"),
+    ("输出", "output"),
+    ("输入", "input prompt"),
+    ("采样", "sampling"),
+    ("温度", "temperature"),
+    ("种子", "seed"),
+    ("复现 可复现 确定性", "reproducible reproducibility deterministic"),
+    ("不一致 不稳定 波动", "nondeterministic inconsistent"),
+    ("思考模式 推理模式 深度思考", "thinking reasoning"),
+    ("工具调用 函数调用", "tool calling function calling"),
+    ("结构化输出", "structured output"),
+    ("聊天模板 对话模板", "chat template"),
+    ("多模态", "multimodal"),
+    ("图片 图像", "image"),
+    ("视频", "video"),
+    ("嵌入 向量化", "embedding embeddings"),
+    ("分词器", "tokenizer"),
+    ("前缀缓存", "prefix caching"),
+    ("预填充", "prefill"),
+    ("分块", "chunked"),
+    ("解码", "decode decoding"),
+    ("投机解码 推测解码", "speculative decoding"),
+    ("抢占", "preemption preempted"),
+    ("显存不足 爆显存 显存溢出", "out of memory oom"),
+    ("共享内存", "shared memory shm"),
+    ("容器", "container docker"),
+    ("集群", "cluster"),
+    ("节点", "node"),
+    ("端口", "port"),
+    ("网络", "network"),
+    ("代理", "proxy"),
+    ("证书", "certificate"),
+    ("鉴权 认证", "authentication"),
+    ("密钥", "key secret"),
+    ("匿名", "anonymous"),
+    ("使用数据 使用统计 遥测", "usage stats telemetry"),
+    ("上报", "report reporting"),
+    ("关闭 禁用 关掉", "disable"),
+    ("开启 启用 打开", "enable"),
+    ("默认", "default"),
+    ("释放", "free release"),
+    ("休眠 睡眠", "sleep"),
+    ("唤醒", "wake"),
+    ("升级", "upgrade"),
+    ("版本", "version"),
+    ("兼容", "compatible compatibility"),
+    ("驱动", "driver"),
+    ("精度", "precision dtype"),
+    ("半精度", "half fp16"),
+    ("服务端", "server"),
+    ("接口", "api endpoint"),
+    ("客户端", "client"),
+    ("流式", "streaming stream"),
+    ("监控 指标", "metrics monitoring"),
+    ("告警", "alert"),
+    ("健康检查 探针 存活", "health probe liveness readiness"),
+    ("缓存", "cache"),
+    ("清理 清空", "clear clean"),
+    ("磁盘 硬盘", "disk"),
+    ("路径", "path"),
+    ("权限", "permission"),
+    ("找不到 不存在", "not found missing"),
+    ("失败", "failed failure"),
+    ("限制", "limit"),
+    ("并行", "parallel"),
+    ("线程", "thread threads"),
+    ("进程", "process"),
+    ("注意力", "attention"),
+    ("显卡", "gpu"),
+    ("负载均衡", "load balancing"),
+    ("离线推理", "offline inference"),
+    ("推理", "inference"),
+    ("部署", "deploy deployment"),
+)
+
+_EN_WORD = re.compile(r"[a-z][a-z0-9]+")
+
+
+@lru_cache(maxsize=1)
+def _tables() -> tuple[list[tuple[str, str]], dict[str, str]]:
+    zh_to_en = [(zh, en) for zhs, en in TERMS for zh in zhs.split()]
+    zh_to_en.sort(key=lambda pair: -len(pair[0]))  # 显存不足 before 显存
+    # An English word maps back only when one concept uses it ("gpu" is in several, so none).
+    rows: dict[str, list[str]] = {}
+    for zhs, en in TERMS:
+        for word in set(en.split()):
+            rows.setdefault(word, []).append(zhs.split()[0])
+    en_to_zh = {word: zh[0] for word, zh in rows.items() if len(zh) == 1}
+    return zh_to_en, en_to_zh
+
+
+def translate(question: str, lang: str) -> list[str]:
+    """The other language's words for the domain terms in `question` (zh → en or en → zh),
+    each once; empty when the question uses none."""
+    zh_to_en, en_to_zh = _tables()
+    found: list[str] = []
+    if lang == "zh":
+        text = question.lower()
+        for zh, en in zh_to_en:
+            if zh in text:
+                text = text.replace(zh, " ")  # a longer term claims its characters first
+                found.append(en)
+    else:
+        found = [en_to_zh[w] for w in _EN_WORD.findall(question.lower()) if w in en_to_zh]
+    return list(dict.fromkeys(found))

@@ -1,0 +1,60 @@
+"""Keyword search across languages (assistant/glossary.py): a Chinese question reaches an
+English-only doc by its domain words, and a KB in both languages is searched as before."""
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from assistant.answer import answer_question
+from assistant.config import Settings
+from assistant.glossary import translate
+from assistant.knowledge import open_kb
+from assistant.retrieval import cross_keyword_scores
+
+from .conftest import dedent
+
+DOCS = dedent("""
+    # Serving runbook
+
+    ## Gateway returns 502
+    The gateway in front of the model servers answers 502 when every upstream is busy.
+    Raise the upstream pool: `gatewayctl pool --size 64`.
+
+    ## Throughput dropped after a deploy
+    Usually the new build disabled the fused kernels, and every request got slow.
+    Set `MODELSRV_FUSED=1` in the deployment and roll it again.
+
+    ## Container keeps restarting
+    The liveness probe kills the container before the weights finish loading.
+    Raise `initialDelaySeconds` on the probe.
+""")
+
+
+def test_longer_terms_win_and_ambiguous_english_words_are_not_mapped_back():
+    assert translate("显存不足", "zh") == ["out of memory oom"]  # not also 显存's "gpu memory vram"
+    assert sorted(translate("部署后吞吐变慢", "zh")) == ["deploy deployment", "slow speed", "throughput"]
+    assert translate("the gpu is slow", "en") == ["变慢"]  # "gpu" belongs to several concepts
+    assert translate("为什么", "zh") == [] and translate("hello there", "en") == []
+
+
+def test_a_chinese_question_reaches_an_english_only_passage(tmp_path: Path):
+    kb_dir = tmp_path / "docs"
+    kb_dir.mkdir()
+    (kb_dir / "runbook.md").write_text(DOCS, encoding="utf-8")
+    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
+    kb = open_kb(settings, progress=lambda _m: None)
+    question = "上线部署之后吞吐明显变慢"
+    native = kb.index.keyword.scores(kb.index.tokenizer(question))
+    assert not native.any()  # no shared word at all
+    cross = cross_keyword_scores(kb.index, question, "zh", native)
+    best = kb.index.chunks[int(np.argmax(cross))]
+    assert "Throughput dropped" in best.title
+    answer = answer_question("容器一直重启，探针把它杀掉了", settings, kb=kb)
+    assert answer.citations and "Container keeps restarting" in answer.citations[0].section
+
+
+def test_a_kb_in_both_languages_keeps_its_own_keyword_scores(bundled_kb):
+    question = "显存不足，服务启动失败"
+    native = bundled_kb.index.keyword.scores(bundled_kb.index.tokenizer(question))
+    assert cross_keyword_scores(bundled_kb.index, question, "zh", native) is native
