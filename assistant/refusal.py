@@ -105,10 +105,11 @@ def features(result) -> dict[str, float]:
         "short_gap": (1.0 - float(top.coverage)) if result.n_terms <= SHORT_QUESTION_TERMS else 0.0,
     }
     if other_lang:
-        # An English question against an article written only in Chinese shares no
-        # keywords with it by nature: the multilingual dense score is the only evidence,
-        # so the keyword signals are set from it instead of counting against the answer.
-        x.update(coverage=x["dense"], kb_coverage=max(x["kb_coverage"], x["dense"]), unknown_terms=0.0, short_gap=0.0)
+        # A question against an article written only in the other language shares few
+        # keywords with it by nature: the multilingual dense score is the evidence, so the
+        # keyword signals are set from it instead of counting against the answer. Names
+        # the KB never uses (SGLang, Dify…) still count: they are written the same in both.
+        x.update(coverage=x["dense"], kb_coverage=max(x["kb_coverage"], x["dense"]), short_gap=0.0)
     return x
 
 

@@ -31,6 +31,10 @@ PRODUCTS: dict[str, tuple[str, ...]] = {
     "xinference": ("xinference",),
     "mindie": ("mindie",),
 }
+# Names that point to a product in a question (ERNIE-4.5 is mostly served with FastDeploy)
+# but are models, not the product: a KB listing ERNIE-4.5 among its supported models does
+# not thereby know FastDeploy.
+MODEL_HINTS = frozenset({"ernie-4.5", "ernie 4.5"})
 
 PRODUCT_NAMES = {"vllm": "vLLM", "fastdeploy": "FastDeploy", "sglang": "SGLang", "tensorrt-llm": "TensorRT-LLM", "tgi": "TGI",
                  "ollama": "Ollama", "llama.cpp": "llama.cpp", "lmdeploy": "LMDeploy", "triton": "Triton Inference Server",
@@ -327,10 +331,29 @@ def foreign_products(scope: Scope, index) -> frozenset[str]:
     none that the KB does mention ("lmdeploy crashes at 4 concurrent requests" against a
     vLLM/FastDeploy KB). Only for KBs whose articles declare a `product`; a mention
     anywhere in the KB's text counts as known, so a team's SGLang runbook does."""
-    if not scope.products or all(m.product in ("general", "") for m in index.docs.values()):
-        return frozenset()  # a KB that declares no products (a team's own docs) cannot judge
-    known = {p for p in scope.products if any(covers(index, name, min_docs=1) for name in PRODUCTS[p])}
+    if not scope.products:
+        return frozenset()
+    if all(m.product in ("general", "") for m in index.docs.values()) and not kb_subject_products(index):
+        return frozenset()  # a team's own docs that name no product throughout cannot judge
+    known = {p for p in scope.products if any(covers(index, name, min_docs=1) for name in PRODUCTS[p] if name not in MODEL_HINTS)}
     return frozenset() if known else scope.products
+
+
+def kb_subject_products(index) -> frozenset[str]:
+    """The serving products a KB without `product` declarations is evidently about: those
+    named in at least a third of its documents (vLLM's own docs name vLLM on most pages).
+    A runbook that names none stays undecided."""
+    cached = getattr(index, "_subject_products", None)
+    if cached is None:
+        _heads, _body, per_doc = kb_text(index)
+        need = max(2, len(per_doc) / 3)
+        cached = frozenset(p for p, names in PRODUCTS.items()
+                           if sum(1 for text in per_doc if _found(text, tuple(_dashed(n) for n in names if n not in MODEL_HINTS))) >= need)
+        try:
+            index._subject_products = cached
+        except AttributeError:
+            pass
+    return cached
 
 
 def _parse_version(text: str) -> tuple[int, int, int] | None:

@@ -58,3 +58,19 @@ def test_a_kb_in_both_languages_keeps_its_own_keyword_scores(bundled_kb):
     question = "显存不足，服务启动失败"
     native = bundled_kb.index.keyword.scores(bundled_kb.index.tokenizer(question))
     assert cross_keyword_scores(bundled_kb.index, question, "zh", native) is native
+
+
+def test_names_the_kb_never_uses_still_count_against_a_chinese_question_on_english_docs(tmp_path: Path):
+    """The keyword signals of a zh question on English-only docs come from the dense score,
+    but an English name the docs never use (Dify) is written the same in both languages."""
+    from assistant.refusal import features
+    from assistant.retrieval import RetrievalParams, search
+
+    kb_dir = tmp_path / "docs"
+    kb_dir.mkdir()
+    (kb_dir / "runbook.md").write_text(DOCS, encoding="utf-8")
+    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
+    kb = open_kb(settings, progress=lambda _m: None)
+    result = search(kb.index, kb.embedder, "在 Dify 里接入我们的模型服务，容器一直重启", RetrievalParams.from_settings(settings))
+    assert result.articles[0].other_lang_only
+    assert "dify" in result.unknown_terms and features(result)["unknown_terms"] > 0

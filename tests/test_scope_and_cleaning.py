@@ -108,3 +108,40 @@ def test_a_chinese_subject_word_is_looked_up_by_its_english_names_in_an_english_
     (docs / "reasoning.md").unlink()
     bare = open_kb(replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "c2"), progress=lambda _m: None)
     assert unseen_entities(detect(question), bare.index) == ["reasoning parsers"]
+
+
+def test_a_doc_tree_about_one_product_refuses_questions_about_another(tmp_path):
+    """Docs without front matter declare no product, but a tree that names vLLM on most of
+    its pages is about vLLM: a question naming only a product it never mentions is refused
+    as such, while one naming vLLM, or none, is answered. A runbook naming no product at
+    all cannot judge and answers."""
+    from dataclasses import replace
+
+    from assistant.answer import answer_question
+    from assistant.config import Settings
+    from assistant.knowledge import open_kb
+    from assistant.scope import kb_subject_products
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    pages = {
+        "memory.md": "# Memory\n\nWhen vLLM runs out of GPU memory at start-up, lower `--gpu-memory-utilization` to 0.85.\n",
+        "hang.md": "# Hangs\n\nIf vLLM stops answering, check the KV cache usage and lower `--max-num-seqs`.\n",
+        "nccl.md": "# NCCL errors\n\nvLLM with tensor parallelism needs `--ipc=host` in Docker for NCCL shared memory.\n",
+    }
+    for name, text in pages.items():
+        (docs / name).write_text(text, encoding="utf-8")
+    settings = replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "c1")
+    kb = open_kb(settings, progress=lambda _m: None)
+    assert kb_subject_products(kb.index) == frozenset({"vllm"})
+    other = answer_question("SGLang runs out of GPU memory at start-up, what should I lower?", settings, kb=kb)
+    assert not other.grounded and "SGLang" in other.answer
+    own = answer_question("vLLM runs out of GPU memory at start-up, what should I lower?", settings, kb=kb)
+    assert own.grounded and "--gpu-memory-utilization" in own.answer
+
+    for name, text in pages.items():  # the same runbook without product names
+        (docs / name).write_text(text.replace("vLLM", "the server"), encoding="utf-8")
+    plain_settings = replace(settings, cache_dir=tmp_path / "c2")
+    plain = open_kb(plain_settings, progress=lambda _m: None)
+    assert kb_subject_products(plain.index) == frozenset()
+    assert answer_question("SGLang runs out of GPU memory at start-up, what should I lower?", plain_settings, kb=plain).grounded
