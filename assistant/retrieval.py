@@ -227,7 +227,11 @@ def unknown_names(index: KBIndex, query: str, lang: str) -> list[str]:
         low = word.lower()
         if low in MODEL_FAMILIES or any(ch.isdigit() for ch in word) or low in names:
             continue
-        if not any(index.doc_freq.get(t) for t in index.tokenizer(word)):
+        tokens = index.tokenizer(word)
+        if not tokens:
+            continue  # a stop word, not a name
+        known = any(index.doc_freq.get(t) for t in tokens)
+        if not known:
             names.append(low)
     return names
 

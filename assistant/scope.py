@@ -151,15 +151,26 @@ def _drop_model_ids(text: str) -> str:
     "qwen2.5-vl-32b-instruct", "model-fp8.safetensors"): words with a slash, or with a
     dash and a digit. Flags ("--enable-lora") are kept."""
 
-    def keep(m: re.Match) -> str:
+    out: list[str] = []
+    last = 0
+    after_name = False  # the previous word was a model name or a size ("Yi-34B", "4B")
+    for m in _TOKEN.finditer(text):
         tok = m.group(0)
-        if tok.startswith("--"):
-            return tok
-        if "/" in tok or ("-" in tok and any(ch.isdigit() or ch.isupper() for ch in tok)):
-            return " "  # Qwen/Qwen2-VL-7B, DeepSeek-OCR, llama-3-8b: names, not subjects
-        return tok
+        gap = text[last:m.start()]
+        out.append(gap)
+        last = m.end()
+        name = not tok.startswith("--") and ("/" in tok or ("-" in tok and any(ch.isdigit() or ch.isupper() for ch in tok)))
+        # "Yi-34B AWQ", "Qwen3 4B AWQ": the quantization format of the model being served
+        # describes the model; the question is not about quantization.
+        descriptor = after_name and "\n" not in gap and len(gap) <= 2 and tok.lower() in _QUANT_FORMATS
+        out.append(" " if name or descriptor else tok)  # Qwen/Qwen2-VL-7B, DeepSeek-OCR, llama-3-8b: names, not subjects
+        after_name = name or descriptor or bool(_MODEL_SIZE.fullmatch(tok))
+    out.append(text[last:])
+    return "".join(out)
 
-    return _TOKEN.sub(keep, text)
+
+_QUANT_FORMATS = frozenset({"awq", "gptq", "gguf", "int4", "int8", "fp8", "w8a8", "w4a16", "nvfp4", "bnb"})
+_MODEL_SIZE = re.compile(r"\d+(?:\.\d+)?[bBmM]")
 
 
 _COUNT_TIMES = re.compile(r"(\d)\s?[x×*]\s?(?=[a-z])")

@@ -145,3 +145,20 @@ def test_a_doc_tree_about_one_product_refuses_questions_about_another(tmp_path):
     plain = open_kb(plain_settings, progress=lambda _m: None)
     assert kb_subject_products(plain.index) == frozenset()
     assert answer_question("SGLang runs out of GPU memory at start-up, what should I lower?", plain_settings, kb=plain).grounded
+
+
+def test_a_quantization_format_that_describes_the_served_model_is_not_the_subject():
+    """"Yi-34B AWQ runs out of memory" is a memory question about an AWQ model; "AWQ is not
+    supported on V100" is a quantization question."""
+    from assistant.scope import detect
+
+    assert "quantization kernels" not in detect("4 张 A10 跑 Yi-34B AWQ，显存只用了一半就起不来").entities
+    assert "quantization kernels" not in detect("Qwen3 4B AWQ OOMs at start-up on a 24G card").entities
+    assert "quantization kernels" in detect("AWQ is not supported on my V100, what now?").entities
+
+
+def test_stop_words_in_a_chinese_question_are_not_unknown_names(bundled_kb):
+    from assistant.retrieval import unknown_names
+
+    names = unknown_names(bundled_kb.index, "启动报错 The model is not with the cache，用 Dify 接入", "zh")
+    assert "dify" in names and not {"the", "not", "with", "is"} & set(names)
