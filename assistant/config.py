@@ -84,7 +84,6 @@ class Settings:
     # HTTP API
     api_tokens: str = ""  # comma-separated bearer tokens; empty = no auth
     max_body_bytes: int = 65536
-    per_client_concurrency: int = 4  # no longer used: requests queue (below) instead of a per-client 429
     # Admission, per worker process: answers run on `answer_threads` threads (one bounded
     # executor, streams included); up to `queue_size` more wait their turn, served
     # round-robin by client, long questions weighing more. 429 only when the queue is full,

@@ -17,7 +17,7 @@ from .live_server import LiveServer
 
 @pytest.mark.skipif(shutil.which("schemathesis") is None and not shutil.which("st"), reason="schemathesis is not installed")
 def test_no_server_errors_on_generated_requests(bundled_settings, bundled_kb, tmp_path):
-    app = create_app(replace(bundled_settings, feedback_db=str(tmp_path / "f.sqlite3"), per_client_concurrency=64, tool_timeout=3.0))
+    app = create_app(replace(bundled_settings, feedback_db=str(tmp_path / "f.sqlite3"), tool_timeout=3.0))
     with LiveServer(app) as live:
         cli = [sys.executable, "-c", "import sys; from schemathesis.cli import schemathesis; sys.exit(schemathesis())"]
         proc = subprocess.run([*cli, "run", f"{live.url}/openapi.json", "--checks", "not_a_server_error",

@@ -295,3 +295,18 @@ def test_keep_alive_responses_are_not_held_back_by_nagle_with_several_workers(tm
     finally:
         _stop(proc)
     assert sorted(times)[10] < 0.02, f"median keep-alive /healthz {sorted(times)[10] * 1000:.0f} ms"
+
+
+def test_assistant_serve_on_a_taken_port_says_so_in_one_line(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = _serve([], _clean_env(tmp_path), port)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines == [f"error: cannot serve on 127.0.0.1:{port}: Address already in use "
+                     "(stop whatever is listening there, or pass another --port)"]

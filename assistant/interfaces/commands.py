@@ -283,13 +283,14 @@ def serve(host: str, port: int, workers: int, kb: str | None) -> None:
 
     def body() -> None:
         from assistant.config import hand_to_workers
-        from assistant.interfaces.http.app import run_server
+        from assistant.interfaces.http.app import check_port, run_server
         from assistant.interfaces.http.auth import api_tokens, trusted_networks
         from assistant.ops.store import open_state
 
         if kb:
             hand_to_workers(kb_dir=Path(kb).resolve())
         settings = settings_for(kb)
+        check_port(host, port)
         tokens = api_tokens(settings)  # refuse ", ," here, in one line, before any worker starts
         trusted_networks(settings.trusted_proxies)  # and a malformed proxy list
         open_state(settings).close()  # migrate the state store once, before the workers race to

@@ -65,6 +65,27 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
+def check_port(host: str, port: int) -> None:
+    """Fail in one line, before any worker starts, when the address is taken: uvicorn would
+    log its own error and exit with status 3."""
+    import socket
+
+    from oncall_common.errors import ConfigError
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise ConfigError(f"cannot serve on {host}: {exc.strerror}", "pass --host with an address of this machine") from exc
+    family, kind, proto, _name, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise ConfigError(f"cannot serve on {host}:{port}: {exc.strerror}",
+                              "stop whatever is listening there, or pass another --port") from exc
+
+
 def run_server(host: str, port: int, workers: int) -> None:
     """Serve app_factory with uvicorn (what `assistant serve` runs). Proxy headers are the
     app's business (trusted_proxies), so uvicorn's own handling, which trusts 127.0.0.1, is
