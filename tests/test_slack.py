@@ -247,3 +247,20 @@ def test_links_in_long_bracket_runs_format_in_linear_time():
     started = time.perf_counter()
     out = to_mrkdwn("[" * 8000 + "x](http://e.x)")
     assert time.perf_counter() - started < 0.05 and out.endswith("<http://e.x|x>")
+
+
+def test_slack_answers_wait_in_the_servers_answer_queue(slack):
+    """A Slack question takes an answer slot like an HTTP request does, so a burst on Slack
+    cannot run more answers at once than the server allows."""
+    live, standin, app = slack
+    registry = app.state.assistant.metrics.registry
+    before = registry.get_sample_value("assistant_queue_wait_seconds_count") or 0.0
+    dm = {"type": "message", "channel_type": "im", "user": "U7", "text": "NCCL error when starting on 4 GPUs",
+          "ts": "1700000009.000100", "channel": "D7"}
+    body = _event(dm, "Ev009")
+    httpx.post(live.url + "/slack/events", content=body, headers=_signed(body))
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not [p for m, p in standin.calls if m == "chat.postMessage" and p.get("channel") == "D7"]:
+        time.sleep(0.05)
+    assert [p for m, p in standin.calls if m == "chat.postMessage" and p.get("channel") == "D7"]
+    assert registry.get_sample_value("assistant_queue_wait_seconds_count") == before + 1

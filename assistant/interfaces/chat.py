@@ -23,7 +23,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, ContextManager, Protocol
 
 from assistant.i18n import DEFAULT_LANG, Lang, t
 from assistant.questions import MAX_QUERY_CHARS
@@ -140,16 +140,21 @@ class Hooks:
     claim: Callable[[str], bool | None] | None = None
 
 
-def bind(settings: Settings, kb: Callable[[], KB | None], store: AnswerStore, channel: str) -> Hooks:
+def bind(settings: Settings, kb: Callable[[], KB | None], store: AnswerStore, channel: str,
+         gate: Callable[[str], ContextManager[None]] | None = None) -> Hooks:
     """Hooks for adapter `channel` (the name its answers are stored under). `kb()` is called
-    per question: on the server it waits for the index to finish loading."""
+    per question: on the server it waits for the index to finish loading. `gate(question)`,
+    when given, holds a slot in the server's answer queue while the answer is made."""
+    from contextlib import nullcontext
+
     from assistant.answer import answer_question
     from assistant.tools import acting_for, remote_caller
 
     caller = remote_caller(settings.serving_hosts_allow)
 
     def answer(question: str) -> Answer:
-        with acting_for(caller):  # a chat user is a remote caller, and so is the LLM answering them
+        with gate(question) if gate is not None else nullcontext(), acting_for(caller):
+            # a chat user is a remote caller, and so is the LLM answering them
             return answer_question(question, settings, kb=kb())
 
     def feedback(answer_id: str, rating: int, user: str) -> None:

@@ -253,7 +253,11 @@ def mount_http(fastapi_app: FastAPI, settings: Settings, state: chat.ServerSide)
     from fastapi.concurrency import run_in_threadpool
     from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
 
-    bolt = build_app(settings, chat.bind(settings, state.wait_loaded, state.store, "slack"))
+    from assistant.interfaces.admission import request_cost
+
+    slot = getattr(state, "slot", None)  # the server's fair queue: Slack waits its turn like HTTP clients
+    gate = (lambda question: slot("slack", request_cost(question))) if slot is not None else None
+    bolt = build_app(settings, chat.bind(settings, state.wait_loaded, state.store, "slack", gate))
     fastapi_app.state.slack = bolt
 
     @fastapi_app.post("/slack/events", include_in_schema=False)

@@ -17,6 +17,7 @@ or Slack request may only use what a remote caller may (see assistant.tools.Call
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from contextlib import asynccontextmanager
@@ -40,6 +41,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        state.loop = asyncio.get_running_loop()
         threading.Thread(target=state.load, name="kb-load", daemon=True).start()
         yield
         state.executor.shutdown(wait=False, cancel_futures=True)

@@ -7,9 +7,11 @@ Routers reach it through `dependencies.get_state`; the Slack mount gets it too.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
+from collections.abc import Iterator
 
 from fastapi import Request
 
@@ -97,6 +99,7 @@ class ServerState:
         self.missing_sources: list[str] = []
         self._checked_at = time.monotonic()
         self._refreshing = False
+        self.loop: asyncio.AbstractEventLoop | None = None  # the server's event loop, set at start-up
 
     def load(self) -> None:
         from assistant.knowledge import open_kb
@@ -196,6 +199,22 @@ class ServerState:
             raise HTTPProblem(exc.status, exc.message, hint, {"Retry-After": str(exc.retry_after)}) from None
         except ClientGone:
             raise HTTPProblem(499, "the client went away while waiting") from None
+
+    @contextlib.contextmanager
+    def slot(self, client: str, cost: int) -> Iterator[None]:
+        """Hold an answer slot from a thread outside the event loop (a chat adapter's
+        handler), so chat answers wait in the same fair queue as HTTP requests and count
+        against the same slots. A full queue raises HTTPProblem, whose message the adapter
+        shows the asker."""
+        loop = self.loop
+        if loop is None or not loop.is_running():
+            yield  # no server loop (a test, or before start-up): nothing to queue behind
+            return
+        grant = asyncio.run_coroutine_threadsafe(self.admit(client, cost, None), loop).result()
+        try:
+            yield
+        finally:
+            loop.call_soon_threadsafe(self.admission.release, grant)
 
     def submit(self, grant, fn, *args, **kwargs):
         """Run fn on the answer executor; its slot is released when fn returns, whenever
