@@ -23,6 +23,11 @@ from .retrieval import ArticleMatch, Retrieval, RetrievalParams, search
 AMBIGUITY_MARGIN = 0.12
 # …and when it is itself nearly as relevant: a close score from a weak match is no alternative.
 ALTERNATIVE_RELEVANCE = 0.8
+# Passages from other documents are offered when this relevant compared with the best one.
+PASSAGE_RELEVANCE = 0.85
+# A pasted log adds this many of its problem lines to the query, and shows this many findings.
+LOG_LINES_IN_QUERY = 5
+LOG_FINDINGS_SHOWN = 6
 # Quoted text is bounded: a passage this long, an answer this long; the rest stays behind
 # the citation. A 12,000-character answer is a document, not an answer.
 MAX_PASSAGE_CHARS = 1500
@@ -194,13 +199,13 @@ def _retrieval_query(text: str, diagnosis) -> str:
     problems = [f for f in (diagnosis.findings if diagnosis else []) if f.severity != "info"]
     if not problems:
         return text
-    lines = [f.example for f in problems[:5]]
+    lines = [f.example for f in problems[:LOG_LINES_IN_QUERY]]
     return (text + "\n" + "\n".join(lines))[:MAX_QUERY_CHARS]
 
 
 def _log_summary(diagnosis, lang: str) -> str:
     rows = [f"**{t('answer.log_title', lang)}**", ""]
-    for f in diagnosis.findings[:6]:
+    for f in diagnosis.findings[:LOG_FINDINGS_SHOWN]:
         rows.append(t("answer.log_row", lang, signature=f.signature, count=f.count, line=f.first_line,
                       severity=f.severity, article=f.article).replace("  ", " "))
     rows += [f"- {c.get(lang, c['en'])}" for c in diagnosis.computed]
@@ -409,7 +414,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     for art in result.articles[1:]:
         if len(others) + 1 >= max(1, top_k):
             break
-        if art not in siblings and art.relevance >= 0.85 * top.relevance and art.score >= top.score - AMBIGUITY_MARGIN:
+        if art not in siblings and art.relevance >= PASSAGE_RELEVANCE * top.relevance and art.score >= top.score - AMBIGUITY_MARGIN:
             others.append(art)
     quoted = {id(art): _passage(kb, art, lang, labels) for art in (top, *others)}
     room = MAX_ANSWER_CHARS - SIBLING_RESERVE - sum(len(text) + len(best.title) for best, text in quoted.values())

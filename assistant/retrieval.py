@@ -43,6 +43,8 @@ MODES = ("hybrid", "dense", "bm25")
 # An article's score is its best chunk's plus this share of its second best: two matching
 # sections say more than one, but never as much as a better first one.
 SECOND_CHUNK_WEIGHT = 0.1
+# Chunks kept per article or passage: its best ones score it and are quoted from.
+CHUNKS_PER_MATCH = 8
 
 
 @dataclass(frozen=True)
@@ -306,7 +308,7 @@ def search(
         match = by_article.get(key)
         if match is None:
             match = by_article[key] = ArticleMatch(chunk.doc_id, 0.0, 0.0, passage=passage)
-        if len(match.chunks) < 8:
+        if len(match.chunks) < CHUNKS_PER_MATCH:
             match.chunks.append(ScoredChunk(chunk, float(blended[i]), float(dense[i]), float(keyword[i])))
 
     article_terms = index.terms
