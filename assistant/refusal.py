@@ -110,7 +110,10 @@ def features(result) -> dict[str, float]:
         # keywords with it by nature: the multilingual dense score is the evidence, so the
         # keyword signals are set from it instead of counting against the answer. Names
         # the KB never uses (SGLang, Dify…) still count: they are written the same in both.
-        x.update(coverage=x["dense"], kb_coverage=max(x["kb_coverage"], x["dense"]), short_gap=0.0)
+        # When the question's serving terms were translated, the coverage of the translation
+        # is evidence too.
+        coverage = max(x["dense"], x["coverage"]) if getattr(top, "translated", False) else x["dense"]
+        x.update(coverage=coverage, kb_coverage=max(x["kb_coverage"], x["dense"]), short_gap=0.0)
     return x
 
 

@@ -30,7 +30,7 @@ from ingest.records import Chunk
 from ingest.index import KBIndex
 from ingest.tokenize import correct_typos, normalize
 
-from oncall_common.lang import detect_lang
+from oncall_common.lang import detect_lang, is_cjk
 from .questions import query_text
 
 if TYPE_CHECKING:
@@ -97,6 +97,7 @@ class ArticleMatch:
     dense: float = 0.0  # best chunk cosine, rescaled to the question language's band
     product: str = ""
     other_lang_only: bool = False  # the document has no version in the question's language
+    translated: bool = False  # coverage was measured on the question's glossary translation (glossary.py)
     passage: str = ""  # the heading path, when this match is one section of a document without article structure
     hardware_conflict: tuple[str, ...] = ()  # the question's hardware this article does not apply to
     product_conflict: bool = False
@@ -156,19 +157,25 @@ def _twinless_mask(index: KBIndex, lang: str) -> np.ndarray:
     return cache[lang]
 
 
-def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarray) -> np.ndarray:
+def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarray) -> tuple[np.ndarray, set[str] | None]:
     """BM25 scores where documents without a version in the question's language are scored
-    on the question plus its glossary translation (glossary.py); others keep `native`."""
+    on the question plus its glossary translation (glossary.py); others keep `native`.
+    Also the terms such a document can share with the question: the question's own words
+    written in the document's script (identifiers, flags) and the translations; None when
+    nothing was translated."""
     twinless = _twinless_mask(index, lang)
     if not twinless.any():
-        return native
+        return native, None
     from .glossary import translate
 
     extra = translate(query, lang)
     if not extra:
-        return native
+        return native, None
     tokens = correct_typos(index.tokenizer(query + "\n" + " ".join(extra)), index.doc_freq.keys())
-    return np.where(twinless, index.keyword.scores(tokens), native)
+    own_script = {t for t in tokens if not any(is_cjk(ch) for ch in t)} if lang == "zh" else {
+        t for t in tokens if any(is_cjk(ch) for ch in t)}
+    shared = own_script | set(index.tokenizer(" ".join(extra)))
+    return np.where(twinless, index.keyword.scores(tokens), native), shared
 
 
 def grounding_scale(cosine: float, lang: str) -> float:
@@ -278,7 +285,7 @@ def search(
     dense = index.dense_scores(qvec[0], params.faiss_min_vectors)
 
     tokens = correct_typos(index.tokenizer(query), index.doc_freq.keys())
-    keyword_raw = cross_keyword_scores(index, query, lang, index.keyword.scores(tokens))
+    keyword_raw, cross_terms = cross_keyword_scores(index, query, lang, index.keyword.scores(tokens))
     top_kw = float(keyword_raw.max()) if n else 0.0
     keyword = keyword_raw / top_kw if top_kw > 0 else keyword_raw
     dscaled = dense_scale(dense, lang)
@@ -330,8 +337,10 @@ def search(
         match.signatures = sigs.get(match.doc_id, [])
         boost = signature_boost if match.signatures else 0.0
         terms = passage_terms.get((match.doc_id, match.passage), set()) if match.passage else article_terms.get(match.doc_id, set())
-        coverage = keyword_coverage(query_terms, terms, index.doc_freq, len(article_terms))
+        twinless = cross_terms is not None and f"{match.doc_id}:{lang}" not in index.docs
+        coverage = keyword_coverage(cross_terms if twinless else query_terms, terms, index.doc_freq, len(article_terms))
         match.coverage = coverage
+        match.translated = twinless
         match.score = best.score + SECOND_CHUNK_WEIGHT * second + boost + (coverage_weight * coverage if mode == "hybrid" else 0.0)
         if match.doc_id in overview_ids:
             match.score *= OVERVIEW_FACTOR

@@ -47,9 +47,10 @@ def test_a_chinese_question_reaches_an_english_only_passage(tmp_path: Path):
     question = "上线部署之后吞吐明显变慢"
     native = kb.index.keyword.scores(kb.index.tokenizer(question))
     assert not native.any()  # no shared word at all
-    cross = cross_keyword_scores(kb.index, question, "zh", native)
+    cross, shared = cross_keyword_scores(kb.index, question, "zh", native)
     best = kb.index.chunks[int(np.argmax(cross))]
     assert "Throughput dropped" in best.title
+    assert {"throughput", "deploy"} <= shared and not any("\u4e00" <= ch <= "\u9fff" for term in shared for ch in term)
     answer = answer_question("容器一直重启，探针把它杀掉了", settings, kb=kb)
     assert answer.citations and "Container keeps restarting" in answer.citations[0].section
 
@@ -57,7 +58,8 @@ def test_a_chinese_question_reaches_an_english_only_passage(tmp_path: Path):
 def test_a_kb_in_both_languages_keeps_its_own_keyword_scores(bundled_kb):
     question = "显存不足，服务启动失败"
     native = bundled_kb.index.keyword.scores(bundled_kb.index.tokenizer(question))
-    assert cross_keyword_scores(bundled_kb.index, question, "zh", native) is native
+    scores, shared = cross_keyword_scores(bundled_kb.index, question, "zh", native)
+    assert scores is native and shared is None
 
 
 def test_names_the_kb_never_uses_still_count_against_a_chinese_question_on_english_docs(tmp_path: Path):
@@ -74,3 +76,18 @@ def test_names_the_kb_never_uses_still_count_against_a_chinese_question_on_engli
     result = search(kb.index, kb.embedder, "在 Dify 里接入我们的模型服务，容器一直重启", RetrievalParams.from_settings(settings))
     assert result.articles[0].other_lang_only
     assert "dify" in result.unknown_terms and features(result)["unknown_terms"] > 0
+
+
+def test_keyword_coverage_of_an_english_passage_is_measured_on_the_translation(tmp_path: Path):
+    """A Chinese question shares no words with an English passage, so its coverage was 0 and
+    only the dense score spoke for it; the translated serving terms now count."""
+    from assistant.retrieval import RetrievalParams, search
+
+    kb_dir = tmp_path / "docs"
+    kb_dir.mkdir()
+    (kb_dir / "runbook.md").write_text(DOCS, encoding="utf-8")
+    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
+    kb = open_kb(settings, progress=lambda _m: None)
+    result = search(kb.index, kb.embedder, "上线部署之后吞吐明显变慢", RetrievalParams.from_settings(settings))
+    top = result.articles[0]
+    assert "Throughput" in top.chunks[0].chunk.title and top.translated and top.coverage > 0.3
