@@ -273,7 +273,10 @@ def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
             for art in alternatives:
                 parts += _alternative(kb, art, lang, labels, cites)
     text = _bounded("\n".join(parts).strip(), MAX_ANSWER_CHARS, labels)
-    answer = Answer(result.question, text, lang, True, cites.items, coverage="full")
+    # Citations are numbered in the order they appear; those whose marker the bound cut off
+    # are not listed under an answer that no longer quotes them.
+    cited = [c for n, c in enumerate(cites.items, 1) if f"[{n}]" in text] or cites.items[:1]
+    answer = Answer(result.question, text, lang, True, cited, coverage="full")
     answer.confidence = result.confidence
     return answer
 

@@ -62,8 +62,8 @@ TERMS: tuple[tuple[str, str], ...] = (
     ("温度", "temperature"),
     ("种子", "seed"),
     ("复现 可复现 确定性", "reproducible reproducibility deterministic"),
-    ("不一致 不稳定 波动", "nondeterministic inconsistent"),
-    ("思考模式 推理模式 深度思考", "thinking reasoning"),
+    ("不一致 不稳定 波动 不确定性", "nondeterministic inconsistent"),
+    ("思考模式 推理模式 深度思考 推理模型", "thinking reasoning"),
     ("工具调用 函数调用", "tool calling function calling"),
     ("结构化输出", "structured output"),
     ("聊天模板 对话模板", "chat template"),
@@ -93,7 +93,7 @@ TERMS: tuple[tuple[str, str], ...] = (
     ("使用数据 使用统计 遥测", "usage stats telemetry"),
     ("上报", "report reporting"),
     ("关闭 禁用 关掉", "disable"),
-    ("开启 启用 打开", "enable"),
+    ("开启 启用", "enable"),
     ("默认", "default"),
     ("释放", "free release"),
     ("休眠 睡眠", "sleep"),
@@ -152,11 +152,16 @@ def translate(question: str, lang: str) -> list[str]:
     zh_to_en, en_to_zh = _tables()
     found: list[str] = []
     if lang == "zh":
+        # Left to right, the longest term at each position: 单卡在跑 is 单卡 + 在跑, not 单 + 卡在.
         text = question.lower()
-        for zh, en in zh_to_en:
-            if zh in text:
-                text = text.replace(zh, " ")  # a longer term claims its characters first
-                found.append(en)
+        i = 0
+        while i < len(text):
+            hit = next(((zh, en) for zh, en in zh_to_en if text.startswith(zh, i)), None)
+            if hit is None:
+                i += 1
+                continue
+            found.append(hit[1])
+            i += len(hit[0])
     else:
         found = [en_to_zh[w] for w in _EN_WORD.findall(question.lower()) if w in en_to_zh]
     return list(dict.fromkeys(found))

@@ -161,16 +161,19 @@ def _drop_model_ids(text: str) -> str:
         last = m.end()
         name = not tok.startswith("--") and ("/" in tok or ("-" in tok and any(ch.isdigit() or ch.isupper() for ch in tok)))
         # "Yi-34B AWQ", "Qwen3 4B AWQ": the quantization format of the model being served
-        # describes the model; the question is not about quantization.
-        descriptor = after_name and "\n" not in gap and len(gap) <= 2 and tok.lower() in _QUANT_FORMATS
+        # describes the model; the question is not about quantization. "7B fp8 kv cache" and
+        # "int4 awq kernel" are: a format followed by what it quantizes stays.
+        descriptor = (after_name and "\n" not in gap and len(gap) <= 2 and tok.lower() in _QUANT_FORMATS
+                      and not _QUANT_SUBJECT.match(text, m.end()))
         out.append(" " if name or descriptor else tok)  # Qwen/Qwen2-VL-7B, DeepSeek-OCR, llama-3-8b: names, not subjects
-        after_name = name or descriptor or bool(_MODEL_SIZE.fullmatch(tok))
+        after_name = name or bool(_MODEL_SIZE.fullmatch(tok))  # one format per model: no chain
     out.append(text[last:])
     return "".join(out)
 
 
 _QUANT_FORMATS = frozenset({"awq", "gptq", "gguf", "int4", "int8", "fp8", "w8a8", "w4a16", "nvfp4", "bnb"})
-_MODEL_SIZE = re.compile(r"\d+(?:\.\d+)?[bBmM]")
+_QUANT_SUBJECT = re.compile(r"[\s_-]*(?:kv|kernel|quant|量化|awq|gptq|marlin|int4|int8|fp8)", re.IGNORECASE)
+_MODEL_SIZE = re.compile(r"\d+(?:\.\d+)?[bB]")
 
 
 _COUNT_TIMES = re.compile(r"(\d)\s?[x×*]\s?(?=[a-z])")

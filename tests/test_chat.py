@@ -163,13 +163,22 @@ class FakeStore:
         return True
 
 
-def test_bind_answers_from_the_kb_as_a_remote_caller_and_stores_under_the_adapters_name(bundled_settings, bundled_kb):
+def test_bind_answers_from_the_kb_as_a_remote_caller_and_stores_under_the_adapters_name(bundled_settings, bundled_kb, monkeypatch):
+    import assistant.answer
     from assistant.tools import current_caller
 
     remote: list[bool] = []
+    loading: list[bool] = []
+    real_answer = assistant.answer.answer_question
+
+    def observed(*args, **kwargs):
+        remote.append(current_caller().remote)
+        return real_answer(*args, **kwargs)
+
+    monkeypatch.setattr(assistant.answer, "answer_question", observed)
 
     def kb():
-        remote.append(current_caller().remote)
+        loading.append(current_caller().remote)
         return bundled_kb
 
     store = FakeStore()
@@ -177,6 +186,7 @@ def test_bind_answers_from_the_kb_as_a_remote_caller_and_stores_under_the_adapte
     reply = chat.respond(hooks, "requests hang after I enabled logprobs")
     assert reply.answer is not None and reply.answer.citations and reply.answer_id == "id-9"
     assert remote == [True] and not current_caller().remote  # remote while answering, and only then
+    assert loading == [False]  # the index is awaited before the answer (and its queue slot) begins
     assert hooks.claim("Ev1") is True and chat.feedback_reply(hooks, "id-9", -1, "U7")
     assert store.calls == [("record", "requests hang after I enabled logprobs", "discord"), ("claim", "Ev1"),
                            ("feedback", "id-9", -1, "", "U7")]

@@ -91,3 +91,10 @@ def test_keyword_coverage_of_an_english_passage_is_measured_on_the_translation(t
     result = search(kb.index, kb.embedder, "上线部署之后吞吐明显变慢", RetrievalParams.from_settings(settings))
     top = result.articles[0]
     assert "Throughput" in top.chunks[0].chunk.title and top.translated and top.coverage > 0.3
+
+
+def test_terms_are_read_left_to_right_longest_first():
+    """单卡在跑 is 单卡 (one GPU) + 在跑, not 卡在 (stuck at): the reviewer's case."""
+    assert translate("单卡在跑72B模型时OOM", "zh") == ["single gpu"]
+    assert "hang stuck hangs freeze" not in translate("多卡在启动", "zh")
+    assert translate("推理模型怎么关思考", "zh") == ["thinking reasoning"]

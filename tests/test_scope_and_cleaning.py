@@ -162,3 +162,10 @@ def test_stop_words_in_a_chinese_question_are_not_unknown_names(bundled_kb):
 
     names = unknown_names(bundled_kb.index, "启动报错 The model is not with the cache，用 Dify 接入", "zh")
     assert "dify" in names and not {"the", "not", "with", "is"} & set(names)
+
+
+def test_a_format_followed_by_what_it_quantizes_stays_the_subject():
+    from assistant.scope import detect
+
+    assert "KV cache quantization" in detect("Qwen2-7B fp8 kv cache accuracy drops").entities
+    assert "quantization kernels" in detect("Llama-3-8B int4 awq kernel crash").entities

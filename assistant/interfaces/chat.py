@@ -153,9 +153,10 @@ def bind(settings: Settings, kb: Callable[[], KB | None], store: AnswerStore, ch
     caller = remote_caller(settings.serving_hosts_allow)
 
     def answer(question: str) -> Answer:
+        loaded = kb()  # wait for the index before taking a slot: a queue slot is for answering
         with gate(question) if gate is not None else nullcontext(), acting_for(caller):
             # a chat user is a remote caller, and so is the LLM answering them
-            return answer_question(question, settings, kb=kb())
+            return answer_question(question, settings, kb=loaded)
 
     def feedback(answer_id: str, rating: int, user: str) -> None:
         store.add_feedback(answer_id, rating, "", user)
@@ -181,6 +182,8 @@ def respond(hooks: Hooks, question: str) -> Reply:
     try:
         result = hooks.answer(question)
     except Exception as exc:
+        if not hasattr(exc, "message"):  # not an AssistantError: a bug, whose traceback belongs in the log
+            log.exception("%s: answering failed", hooks.channel)
         message = getattr(exc, "message", None) or t("chat.answer_failed", NOTICE_LANG)
         return Reply(text=t("chat.cannot_answer", NOTICE_LANG, message=message))
     return Reply(answer=result, answer_id=hooks.record(result))

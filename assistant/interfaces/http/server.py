@@ -210,11 +210,25 @@ class ServerState:
         if loop is None or not loop.is_running():
             yield  # no server loop (a test, or before start-up): nothing to queue behind
             return
-        grant = asyncio.run_coroutine_threadsafe(self.admit(client, cost, None), loop).result()
+        try:
+            on_loop = asyncio.get_running_loop() is loop
+        except RuntimeError:
+            on_loop = False
+        if on_loop:
+            raise RuntimeError("ServerState.slot blocks: call it from a worker thread, or await admit() on the loop")
+        waiting = asyncio.run_coroutine_threadsafe(self.admit(client, cost, None), loop)
+        try:
+            grant = waiting.result(timeout=self.settings.queue_timeout + 5)  # admission sheds at queue_timeout
+        except TimeoutError:
+            waiting.cancel()
+            raise
         try:
             yield
         finally:
-            loop.call_soon_threadsafe(self.admission.release, grant)
+            try:
+                loop.call_soon_threadsafe(self.admission.release, grant)
+            except RuntimeError:  # the loop closed while the answer was made: nothing left to release
+                pass
 
     def submit(self, grant, fn, *args, **kwargs):
         """Run fn on the answer executor; its slot is released when fn returns, whenever
