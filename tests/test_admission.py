@@ -168,3 +168,31 @@ def test_long_questions_run_one_at_a_time_while_short_ones_pass():
         return first, waiting, grant, adm
     first, waiting, grant, adm = run(main())
     assert first.heavy and grant.heavy and waiting and adm.running == 0 and adm.heavy_running == 0
+
+
+def test_a_slot_cannot_be_taken_from_the_event_loop_thread(tmp_path):
+    """ServerState.slot blocks its thread until the loop grants a slot: called on the loop
+    itself it would wait forever, so it refuses at once."""
+    import asyncio
+    from dataclasses import replace
+
+    from assistant.config import Settings
+    from assistant.interfaces.http.server import ServerState
+
+    state = ServerState(replace(Settings(), cache_dir=tmp_path, feedback_db=str(tmp_path / "f.sqlite3")))
+
+    async def on_loop():
+        state.loop = asyncio.get_running_loop()
+        with pytest.raises(RuntimeError, match="worker thread"):
+            with state.slot("c", 1):
+                pass
+
+        def from_thread():
+            with state.slot("c", 1):
+                return state.admission.running
+
+        return await asyncio.to_thread(from_thread)
+
+    assert asyncio.run(on_loop()) == 1
+    state.executor.shutdown(wait=False)
+    state.store.close()

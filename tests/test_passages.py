@@ -113,3 +113,20 @@ def test_the_section_under_a_matching_introduction_is_quoted_too(tmp_path: Path)
     assert answer.answer.startswith("### Idle mode")
     assert "modelsrv serve --allow-idle" in answer.answer  # from "Usage", a heading below the match
     assert len(answer.answer) <= MAX_ANSWER_CHARS
+
+
+def test_only_citations_still_quoted_under_the_bound_are_listed(tmp_path: Path):
+    """Ten pages answer alike; the answer quotes what fits in 3,000 characters and lists
+    only the sources it still quotes."""
+    kb_dir = tmp_path / "pages"
+    kb_dir.mkdir()
+    for i in range(10):
+        body = " ".join(f"When gizmo daemon {i} stalls after a reload, run `gizmoctl restart --unit {i}` and check step {j}."
+                        for j in range(14))
+        (kb_dir / f"gizmo-{i}.md").write_text(f"# Gizmo daemon {i}\n\n## Stalls after a reload\n\n{body}\n", encoding="utf-8")
+    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
+    kb = open_kb(settings, progress=lambda _m: None)
+    answer = answer_question("the gizmo daemon stalls after a reload, how do I restart it?", settings, kb=kb, top_k=10)
+    assert answer.grounded and len(answer.answer) <= MAX_ANSWER_CHARS
+    assert 1 <= len(answer.citations) < 10
+    assert all(f"[{n}]" in answer.answer for n in range(1, len(answer.citations) + 1))
