@@ -7,6 +7,19 @@ import threading
 import time
 
 
+def wait_ready(url: str, timeout: float = 60) -> dict:
+    """GET /readyz until it says 200 (the index is loaded); its body."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = httpx.get(url + "/readyz", timeout=10)
+        if r.status_code == 200:
+            return r.json()
+        time.sleep(0.05)
+    raise AssertionError("never ready")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -10,7 +10,7 @@ import pytest
 from assistant.interfaces.http import create_app
 
 from .fake_llm import ScriptedLLM
-from .live_server import LiveServer
+from .live_server import LiveServer, wait_ready
 
 
 @pytest.fixture(scope="module")
@@ -21,19 +21,8 @@ def server(bundled_settings, bundled_kb, tmp_path_factory):
         yield live
 
 
-def _ready(url: str) -> dict:
-    for _ in range(200):
-        r = httpx.get(url + "/readyz", timeout=10)
-        if r.status_code == 200:
-            return r.json()
-        import time
-
-        time.sleep(0.05)
-    raise AssertionError("never ready")
-
-
 def test_ask_returns_the_cli_json_plus_an_answer_id(server):
-    assert _ready(server.url)["index"]["chunks"] > 100
+    assert wait_ready(server.url)["index"]["chunks"] > 100
     r = httpx.post(server.url + "/v1/ask", json={"question": "requests hang after I enabled logprobs"}, timeout=30)
     data = r.json()
     assert r.status_code == 200 and len(data["id"]) == 16
@@ -124,7 +113,7 @@ def test_feedback_is_stored_and_exported(server, bundled_settings):
 
 def test_health_ready_metrics_docs(server):
     assert httpx.get(server.url + "/healthz").json()["status"] == "ok"
-    ready = _ready(server.url)
+    ready = wait_ready(server.url)
     assert ready["ready"] and ready["llm"] == {"configured": False, "reachable": None}
     metrics = httpx.get(server.url + "/metrics").text
     for name in ("assistant_http_requests_total", "assistant_http_request_seconds_bucket", "assistant_grounded_ratio",
@@ -138,7 +127,7 @@ def test_health_ready_metrics_docs(server):
 def test_tokens_and_a_busy_client_is_queued_not_refused(bundled_settings, bundled_kb, tmp_path):
     settings = replace(bundled_settings, api_tokens="s3cret,other", feedback_db=str(tmp_path / "f.db"))
     with LiveServer(create_app(settings)) as live:
-        _ready(live.url)
+        wait_ready(live.url)
         r = httpx.post(live.url + "/v1/ask", json={"question": "NCCL error"})
         assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
         assert httpx.post(live.url + "/v1/ask", json={"question": "NCCL error"}, headers={"Authorization": "Bearer wrong"}).status_code == 401
@@ -151,7 +140,7 @@ def test_tokens_and_a_busy_client_is_queued_not_refused(bundled_settings, bundle
     with ScriptedLLM([{"hang": 2.0}]) as llm:
         slow_settings = replace(settings, llm_base_url=llm.url, llm_model="m", llm_timeout=1.5, answer_threads=1, queue_size=2)
         with LiveServer(create_app(slow_settings)) as slow:
-            _ready(slow.url)
+            wait_ready(slow.url)
             results: dict = {}
 
             def send(name: str, body: dict, token: str = "s3cret") -> None:

@@ -21,19 +21,10 @@ from oncall_common.errors import ConfigError
 from assistant.ops.feedback import FeedbackStore
 
 from .fake_llm import ScriptedLLM
-from .live_server import LiveServer
+from .live_server import LiveServer, wait_ready
 
 OOM = "vLLM CUDA out of memory"
 SECRET_LINE = "db password=hunter2-very-secret"
-
-
-def _ready(url: str) -> dict:
-    for _ in range(400):
-        r = httpx.get(url + "/readyz", timeout=10)
-        if r.status_code == 200:
-            return r.json()
-        time.sleep(0.05)
-    raise AssertionError("never ready")
 
 
 class Victim:
@@ -178,7 +169,7 @@ def test_a_locked_feedback_db_costs_the_answer_nothing(bundled_settings, bundled
     db = tmp_path / "f.db"
     settings = replace(bundled_settings, feedback_db=str(db), feedback_timeout=0.3)
     with LiveServer(create_app(settings)) as live:
-        _ready(live.url)
+        wait_ready(live.url)
         earlier = httpx.post(live.url + "/v1/ask", json={"question": OOM}, timeout=30).json()["id"]
         holder = sqlite3.connect(db, isolation_level=None)
         holder.execute("BEGIN EXCLUSIVE")
@@ -205,7 +196,7 @@ def test_the_server_starts_and_answers_without_a_usable_feedback_db(bundled_sett
         db.write_bytes(b"this is not a database" * 100)
     app = create_app(replace(bundled_settings, feedback_db=str(db)))
     with LiveServer(app) as live:
-        ready = _ready(live.url)
+        ready = wait_ready(live.url)
         r = httpx.post(live.url + "/v1/ask", json={"question": OOM}, timeout=30)
     assert ready["feedback"].startswith("unavailable")
     assert r.status_code == 200 and r.json()["grounded"]
@@ -263,7 +254,7 @@ def test_a_token_setting_without_tokens_refuses_to_start(bundled_settings, tmp_p
 
 def test_readyz_shows_counts_not_server_paths(plain, bundled_settings):
     live, _ = plain
-    ready = _ready(live.url)
+    ready = wait_ready(live.url)
     text = json.dumps(ready)
     assert ready["index"]["chunks"] > 100 and ready["index"]["documents"] > 10 and ready["index"]["sources"] == 1
     assert str(bundled_settings.cache_dir) not in text and str(bundled_settings.kb_dir) not in text
@@ -351,7 +342,7 @@ def test_an_edited_runbook_is_reloaded_and_a_deleted_one_is_reported(tiny_settin
         runbook.parent.rmdir()
         warnings: list = []
         while not warnings and time.monotonic() < deadline:
-            warnings = _ready(live.url)["index"]["warnings"]
+            warnings = wait_ready(live.url)["index"]["warnings"]
             time.sleep(0.2)
     assert warnings and "'runbooks' no longer exists" in warnings[0]
 

@@ -22,19 +22,9 @@ from assistant.interfaces.http.auth import client_address, trusted_networks
 
 from .conftest import ROOT, write_tiny_kb
 from .fake_llm import ScriptedLLM
-from .live_server import LiveServer, free_port
+from .live_server import LiveServer, free_port, wait_ready
 
 OOM = "vLLM CUDA out of memory"
-
-
-def _ready(url: str, timeout: float = 60) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        r = httpx.get(url + "/readyz", timeout=10)
-        if r.status_code == 200:
-            return r.json()
-        time.sleep(0.05)
-    raise AssertionError("never ready")
 
 
 def _metric(text: str, name: str) -> float:
@@ -68,7 +58,7 @@ def test_while_the_index_loads_health_is_up_ready_says_loading_and_answers_get_5
                  ("/v1/chat/completions", {"messages": [{"role": "user", "content": "widget requests hang"}]}))]
         page = httpx.get(live.url + "/static/app.js", timeout=5).text
         release.set()
-        loaded = _ready(live.url)
+        loaded = wait_ready(live.url)
         answer = httpx.post(live.url + "/v1/ask", json={"question": "widget requests hang"}, timeout=30)
         metrics = httpx.get(live.url + "/metrics").text
     assert health.status_code == 200
