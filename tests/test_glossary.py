@@ -2,9 +2,9 @@
 English-only doc by its domain words, and a KB in both languages is searched as before."""
 
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
+import pytest
 
 from assistant.answer import answer_question
 from assistant.config import Settings
@@ -31,6 +31,17 @@ DOCS = dedent("""
 """)
 
 
+@pytest.fixture(scope="module")
+def english_docs(tmp_path_factory):
+    """DOCS as an English-only doc tree, indexed once for this module: (settings, kb)."""
+    root = tmp_path_factory.mktemp("english")
+    kb_dir = root / "docs"
+    kb_dir.mkdir()
+    (kb_dir / "runbook.md").write_text(DOCS, encoding="utf-8")
+    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=root / "cache")
+    return settings, open_kb(settings, progress=lambda _m: None)
+
+
 def test_longer_terms_win_and_ambiguous_english_words_are_not_mapped_back():
     assert translate("显存不足", "zh") == ["out of memory oom"]  # not also 显存's "gpu memory vram"
     assert sorted(translate("部署后吞吐变慢", "zh")) == ["deploy deployment", "slow speed", "throughput"]
@@ -38,12 +49,8 @@ def test_longer_terms_win_and_ambiguous_english_words_are_not_mapped_back():
     assert translate("为什么", "zh") == [] and translate("hello there", "en") == []
 
 
-def test_a_chinese_question_reaches_an_english_only_passage(tmp_path: Path):
-    kb_dir = tmp_path / "docs"
-    kb_dir.mkdir()
-    (kb_dir / "runbook.md").write_text(DOCS, encoding="utf-8")
-    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
-    kb = open_kb(settings, progress=lambda _m: None)
+def test_a_chinese_question_reaches_an_english_only_passage(english_docs):
+    settings, kb = english_docs
     question = "上线部署之后吞吐明显变慢"
     native = kb.index.keyword.scores(kb.index.tokenizer(question))
     assert not native.any()  # no shared word at all
@@ -62,32 +69,24 @@ def test_a_kb_in_both_languages_keeps_its_own_keyword_scores(bundled_kb):
     assert scores is native and shared is None
 
 
-def test_names_the_kb_never_uses_still_count_against_a_chinese_question_on_english_docs(tmp_path: Path):
+def test_names_the_kb_never_uses_still_count_against_a_chinese_question_on_english_docs(english_docs):
     """The keyword signals of a zh question on English-only docs come from the dense score,
     but an English name the docs never use (Dify) is written the same in both languages."""
     from assistant.refusal import features
     from assistant.retrieval import RetrievalParams, search
 
-    kb_dir = tmp_path / "docs"
-    kb_dir.mkdir()
-    (kb_dir / "runbook.md").write_text(DOCS, encoding="utf-8")
-    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
-    kb = open_kb(settings, progress=lambda _m: None)
+    settings, kb = english_docs
     result = search(kb.index, kb.embedder, "在 Dify 里接入我们的模型服务，容器一直重启", RetrievalParams.from_settings(settings))
     assert result.articles[0].other_lang_only
     assert "dify" in result.unknown_terms and features(result)["unknown_terms"] > 0
 
 
-def test_keyword_coverage_of_an_english_passage_is_measured_on_the_translation(tmp_path: Path):
+def test_keyword_coverage_of_an_english_passage_is_measured_on_the_translation(english_docs):
     """A Chinese question shares no words with an English passage, so its coverage was 0 and
     only the dense score spoke for it; the translated serving terms now count."""
     from assistant.retrieval import RetrievalParams, search
 
-    kb_dir = tmp_path / "docs"
-    kb_dir.mkdir()
-    (kb_dir / "runbook.md").write_text(DOCS, encoding="utf-8")
-    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
-    kb = open_kb(settings, progress=lambda _m: None)
+    settings, kb = english_docs
     result = search(kb.index, kb.embedder, "上线部署之后吞吐明显变慢", RetrievalParams.from_settings(settings))
     top = result.articles[0]
     assert "Throughput" in top.chunks[0].chunk.title and top.translated and top.coverage > 0.3
