@@ -134,9 +134,15 @@ _EN_WORD = re.compile(r"[a-z][a-z0-9]+")
 
 
 @lru_cache(maxsize=1)
-def _tables() -> tuple[list[tuple[str, str]], dict[str, str]]:
-    zh_to_en = [(zh, en) for zhs, en in TERMS for zh in zhs.split()]
-    zh_to_en.sort(key=lambda pair: -len(pair[0]))  # 显存不足 before 显存
+def _tables() -> tuple[dict[str, list[tuple[str, str]]], dict[str, str]]:
+    # Chinese terms by their first character, longest first (显存不足 before 显存), so a
+    # position in a long pasted question is checked against a handful of terms, not all.
+    zh_to_en: dict[str, list[tuple[str, str]]] = {}
+    for zhs, en in TERMS:
+        for zh in zhs.split():
+            zh_to_en.setdefault(zh[0], []).append((zh, en))
+    for terms in zh_to_en.values():
+        terms.sort(key=lambda pair: -len(pair[0]))
     # An English word maps back only when one concept uses it ("gpu" is in several, so none).
     rows: dict[str, list[str]] = {}
     for zhs, en in TERMS:
@@ -156,7 +162,7 @@ def translate(question: str, lang: str) -> list[str]:
         text = question.lower()
         i = 0
         while i < len(text):
-            hit = next(((zh, en) for zh, en in zh_to_en if text.startswith(zh, i)), None)
+            hit = next(((zh, en) for zh, en in zh_to_en.get(text[i], ()) if text.startswith(zh, i)), None)
             if hit is None:
                 i += 1
                 continue
