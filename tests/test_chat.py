@@ -203,6 +203,11 @@ class StandInState:
     def wait_loaded(self, timeout: float = 600):
         return None
 
+    def slot(self, client: str, cost: int):
+        from contextlib import nullcontext
+
+        return nullcontext()
+
 
 def _module(name: str, adapter: chat.ChatAdapter) -> types.ModuleType:
     module = types.ModuleType(name)

@@ -73,6 +73,10 @@ class ServerSide(Protocol):
 
     def wait_loaded(self, timeout: float = ...) -> KB | None: ...
 
+    def slot(self, client: str, cost: int) -> ContextManager[None]:
+        """Hold a place in the server's answer queue (blocks until granted)."""
+        ...
+
 
 @dataclass(frozen=True)
 class ChatAdapter:

@@ -255,8 +255,9 @@ def mount_http(fastapi_app: FastAPI, settings: Settings, state: chat.ServerSide)
 
     from assistant.interfaces.admission import request_cost
 
-    slot = getattr(state, "slot", None)  # the server's fair queue: Slack waits its turn like HTTP clients
-    gate = (lambda question: slot("slack", request_cost(question))) if slot is not None else None
+    def gate(question: str):  # the server's fair queue: Slack waits its turn like HTTP clients
+        return state.slot("slack", request_cost(question))
+
     bolt = build_app(settings, chat.bind(settings, state.wait_loaded, state.store, "slack", gate))
     fastapi_app.state.slack = bolt
 
