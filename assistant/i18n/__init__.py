@@ -54,15 +54,17 @@ class texts(Mapping):
     For code that hands a set of labels down to its helpers."""
 
     def __init__(self, area: str, lang: str | None) -> None:
-        self.area, self.lang = area, pick_lang(lang)
-        prefix = area + "."
-        self._keys = [key[len(prefix):] for key in catalog() if key.startswith(prefix)]
+        self.area, self.lang = area, pick_lang(lang)  # built per answer: nothing else here
 
     def __getitem__(self, key: str) -> str:
         return t(f"{self.area}.{key}", self.lang)
 
+    def _keys(self) -> list[str]:
+        prefix = self.area + "."
+        return [key[len(prefix):] for key in catalog() if key.startswith(prefix)]
+
     def __iter__(self) -> Iterator[str]:
-        return iter(self._keys)
+        return iter(self._keys())
 
     def __len__(self) -> int:
-        return len(self._keys)
+        return len(self._keys())
