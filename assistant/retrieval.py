@@ -146,7 +146,7 @@ def _other_lang_mask(index: KBIndex, lang: str) -> np.ndarray:
     return cache[lang]
 
 
-def _twinless_mask(index: KBIndex, lang: str) -> np.ndarray:
+def twinless_mask(index: KBIndex, lang: str) -> np.ndarray:
     """Chunks in another language than the question's whose document has no version in it
     (an English-only doc tree, for a Chinese question), cached per index."""
     cache = index.__dict__.setdefault("_twinless_masks", {})
@@ -163,7 +163,7 @@ def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarr
     Also the terms such a document can share with the question: the question's own words
     written in the document's script (identifiers, flags) and the translations; None when
     nothing was translated."""
-    twinless = _twinless_mask(index, lang)
+    twinless = twinless_mask(index, lang)
     if not twinless.any():
         return native, None
     from .glossary import translate

@@ -292,21 +292,11 @@ def _covers_entity(index, entity: str, used: str) -> bool:
     subject's English names instead, since those documents can never contain it."""
     if covers(index, used):
         return True
-    if not any(is_cjk(ch) for ch in used) or not _has_docs_without_zh(index):
+    from .retrieval import twinless_mask
+
+    if not any(is_cjk(ch) for ch in used) or not twinless_mask(index, "zh").any():
         return False
     return any(covers(index, alias) for alias in ENTITIES[entity] if not any(is_cjk(ch) for ch in alias))
-
-
-def _has_docs_without_zh(index) -> bool:
-    cached = getattr(index, "_docs_without_zh", None)
-    if cached is None:
-        with_zh = {meta.id for key, meta in index.docs.items() if key.endswith(":zh")}
-        cached = any(meta.id not in with_zh for meta in index.docs.values())
-        try:
-            index._docs_without_zh = cached
-        except AttributeError:
-            pass
-    return cached
 
 
 def kb_hardware(index) -> frozenset[str]:
