@@ -53,6 +53,16 @@ _CODE = re.compile(
 _FLAG = re.compile(r"(?<![\w-])(--[a-zA-Z][\w-]{1,60})(?:[ =]+(?!--)([^\s\\'\"]{1,80}|\"[^\"]{0,80}\"|'[^']{0,80}'))?")
 _KWARG = re.compile(r"(?<![\w.])([a-z][a-z0-9_]{2,60})\s*=\s*([\w.\-]{1,40}|\"[^\"]{0,60}\"|'[^']{0,60}')")
 _PROSE_WORDS = re.compile(r"[A-Za-z]{2,}")
+# A command line pasted inside a sentence: "server has no internet. python -m vllm… --model x",
+# "直接 CUDA_VISIBLE_DEVICES=6,7 vllm serve … --tensor-parallel-size 2 没问题".
+_INLINE_COMMAND = re.compile(
+    r"(?:(?<=^)|(?<=[\s`(（：:，。；]))(?:sudo\s+)?(?:python3?\s+-m\s|vllm\s+serve\s|docker\s+run\s|docker[\s-]compose\s|torchrun\s"
+    r"|llamafactory-cli\s|lmdeploy\s+serve\s|CUDA_VISIBLE_DEVICES=\S+\s+(?:vllm\s+serve|python3?\s+-m)\s)"
+)
+# A python dict or list printed inline: "{'tokenizer_mode': 'auto', 'trust_remote_code': True, …}".
+_LITERAL = re.compile(r"^\s*[{\[]\s*['\"]?[\w.\-]{1,60}['\"]?\s*[:,]")
+# A log line's source tag: "(RayWorkerWrapper pid=880)", "(autoscaler +7s)".
+_LOG_TAG = re.compile(r"^\s*\([\w.\-]{1,40}(?:\s+(?:pid=\d{1,10}|\+\d{1,6}m?s))?\)\s*")
 
 
 @dataclass
@@ -115,7 +125,7 @@ def split_question(text: str) -> QuestionParts:
             parts.code.append(line)
         elif _LOG_PREFIX.match(line):
             (parts.errors if _LOG_LEVEL_PROBLEM.search(line[:80]) or is_error else parts.logs).append(line)
-        elif _COMMAND.match(line) and not _prose_after_command_word(line):
+        elif _COMMAND.match(line) and not _prose_after_command_word(line) or _LITERAL.match(line):
             _collect_flags(line, parts.flags)
             parts.code.append(line)
         elif in_fence:
@@ -125,6 +135,7 @@ def split_question(text: str) -> QuestionParts:
                 _collect_flags(line, parts.flags)
                 parts.code.append(line)
         elif _is_prose(line):
+            line = _take_inline_commands(line, parts)
             (parts.errors if is_error and ":" in line and not _contains_cjk_sentence(line) else parts.prose).append(line)
             if "--" in line:
                 _collect_flags(line, parts.flags)
@@ -136,6 +147,54 @@ def split_question(text: str) -> QuestionParts:
         else:
             parts.prose.append(line)
     return parts
+
+
+def _take_inline_commands(line: str, parts: QuestionParts) -> str:
+    """Move command lines pasted inside a sentence to the paste, keeping the sentence around
+    them. A command runs from its program word over its arguments (flags, their values,
+    paths, module and model names) and stops at the first plain word or Chinese text."""
+    if not _INLINE_COMMAND.search(line):
+        return line
+    kept: list[str] = []
+    pos = 0
+    for m in _INLINE_COMMAND.finditer(line):
+        if m.start() < pos:
+            continue
+        quoted = m.start() > 0 and line[m.start() - 1] == "`"
+        close = line.find("`", m.end()) if quoted else -1
+        end = close if close != -1 else _command_end(line, m.end())
+        kept.append(line[pos:m.start()])
+        command = line[m.start():end].strip()
+        _collect_flags(command, parts.flags)
+        parts.code.append(command)
+        pos = end
+    kept.append(line[pos:])
+    rest = " ".join(part.strip() for part in kept if part.strip())
+    return rest if rest else line
+
+
+_ARG = re.compile(r"\S+")
+
+
+def _command_end(line: str, start: int) -> int:
+    """Where a command that starts before `start` ends (linear: one pass over its words)."""
+    from oncall_common.lang import cjk_count
+
+    end = start
+    value_next = True  # the program's first argument (a module, a model) is part of it
+    for m in _ARG.finditer(line, start):
+        tok = m.group(0)
+        if cjk_count(tok):
+            cut = next(i for i, ch in enumerate(tok) if cjk_count(ch))
+            return m.start() + cut if cut and not tok[:cut].endswith(("，", "。", "；")) else (m.start() + cut if cut else end)
+        if tok.startswith("-"):
+            value_next = "=" not in tok
+        elif value_next or any(ch in tok for ch in "/.=:_,0123456789\\"):
+            value_next = False
+        else:
+            return end
+        end = m.end()
+    return end
 
 
 def _prose_after_command_word(line: str) -> bool:
@@ -155,6 +214,12 @@ def _contains_cjk_sentence(line: str) -> bool:
     from oncall_common.lang import cjk_count
 
     return cjk_count(line) >= 4
+
+
+def strip_log_tag(line: str) -> str:
+    """An error line without its source tag: "(autoscaler +7s) Error: …" names the
+    process that printed it, not what the error is about."""
+    return _LOG_TAG.sub("", line, count=1)
 
 
 def retrieval_text(question: str) -> str:

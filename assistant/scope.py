@@ -219,10 +219,8 @@ def detect(question: str) -> Scope:
     versions = tuple((int(a), int(b), int(c or 0)) for a, b, c in _VERSION.findall(text[:4000]))
     # Model ids are left out: Qwen2.5-VL-32B-Instruct-AWQ in a command line says little
     # about what is asked, while a flag such as --enable-lora says a lot.
-    from .questions import query_text
-
     said = _dashed(_padded(_drop_model_ids(question[:MAX_QUERY_CHARS])).replace(" --", " "))
-    prose = _dashed(_padded(_drop_model_ids(query_text(question[:MAX_QUERY_CHARS]))).replace(" --", " "))
+    prose = _dashed(_padded(_drop_model_ids(_written(question[:MAX_QUERY_CHARS]))).replace(" --", " "))
     terms: dict[str, str] = {}
     in_prose: list[str] = []
     for entity, names in ENTITIES.items():
@@ -233,6 +231,26 @@ def detect(question: str) -> Scope:
             if _found(prose, needles):
                 in_prose.append(entity)
     return Scope(products, hardware, versions, tuple(terms), terms, hardware_terms, tuple(in_prose))
+
+
+def _written(question: str) -> str:
+    """The asker's sentences and the error lines they pasted, less what is pasted inside
+    them: the errors' log tags ("(autoscaler +7s) Error: …" names the process that printed
+    it, not the subject) and runs of flags."""
+    from .questions import might_paste
+
+    if not might_paste(question):
+        return question
+    from .cleaning import split_question, strip_log_tag
+
+    parts = split_question(question)
+    written = "\n".join(_FLAG_RUN.sub(" ", line) for line in parts.prose + [strip_log_tag(line) for line in parts.errors])
+    return written if len(written.strip()) >= 8 else question
+
+
+# Several flags in a row inside a sentence are a pasted command line ("same flags
+# (--max-model-len 116160 --reasoning-parser deepseek_r1) now fail"), not what is asked.
+_FLAG_RUN = re.compile(r"(?:--[A-Za-z][\w-]{1,60}(?:[ =](?!-)[^\s,)）]{1,80})?[\s,]*){2,}")
 
 
 def kb_text(index) -> tuple[str, str, list[str]]:

@@ -169,3 +169,32 @@ def test_a_format_followed_by_what_it_quantizes_stays_the_subject():
 
     assert "KV cache quantization" in detect("Qwen2-7B fp8 kv cache accuracy drops").entities
     assert "quantization kernels" in detect("Llama-3-8B int4 awq kernel crash").entities
+
+
+def test_a_command_pasted_inside_a_sentence_leaves_the_query_with_its_flags_kept():
+    q = ("want to host offline. python -m vllm.entrypoints.api_server --model TheBloke/CodeLlama-7B-AWQ --quantization awq\n"
+         "I already set HF_HUB_OFFLINE=1. how do I make it use the files I have?")
+    parts = split_question(q)
+    assert parts.prose[0] == "want to host offline."
+    assert parts.flags["--quantization"] == "awq" and "api_server" not in retrieval_text(q)
+    assert detect(q).said_entities == ()  # the quantization format is part of the command, not the question
+    zh = "8 张 4090。直接 CUDA_VISIBLE_DEVICES=6,7 vllm serve org/Model-32B --tensor-parallel-size 2 没问题；换到框架里就报错\nRuntimeError: x"
+    parts = split_question(zh)
+    assert parts.code == ["CUDA_VISIBLE_DEVICES=6,7 vllm serve org/Model-32B --tensor-parallel-size 2"]
+    assert "没问题；换到框架里就报错" in parts.prose[0] and parts.flags["--tensor-parallel-size"] == "2"
+
+
+def test_a_printed_python_dict_is_config_not_prose():
+    q = "KV cache 的大小是哪里控制的？加载参数是：\n{'tokenizer_mode': 'auto', 'max_model_len': 4096}"
+    assert split_question(q).code == ["{'tokenizer_mode': 'auto', 'max_model_len': 4096}"]
+    assert detect(q).said_entities == ()
+
+
+def test_log_tags_and_runs_of_flags_do_not_make_a_subject():
+    ray = "2 nodes over ray, never starts:\nvllm serve m --tensor-parallel-size 16\n(autoscaler +7s) Error: No available node types can fulfill resource request"
+    assert detect(ray).entities == ("autoscaling",) and detect(ray).said_entities == ()
+    flags = ("the memory needed went up. same flags (--gpu-memory-utilization 0.95 --reasoning-parser deepseek_r1) now fail with\n"
+             "RuntimeError: CUDA out of memory")
+    assert detect(flags).said_entities == ()
+    asked = "Qwen3 with --reasoning-parser=qwen3 hangs when thinking is on\nany idea?"
+    assert detect(asked).said_entities == ("reasoning parsers",)
