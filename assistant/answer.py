@@ -39,6 +39,7 @@ SIBLING_RELEVANCE = 0.75
 MAX_SIBLINGS = 2
 SIBLING_RESERVE = 300  # headings, citations and notes around the passages
 MIN_SIBLING_CHARS = 400  # less room than this and a sibling is left behind its citation
+MAX_LEAD_CHARS = 700  # a document's opening paragraph, quoted after a passage from further down
 
 # Why an answer is the KB's own text although an LLM was wanted: none is configured, the KB
 # has nothing to ground it (so the LLM is not asked to guess), or the LLM call failed.
@@ -429,6 +430,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
             text = _bounded(text, room, labels)
         quoted[id(art)] = (best, text)
         room -= len(text) + len(best.title)
+    lead = _lead(kb, quoted[id(top)][0], room, labels)
     parts: list[str] = []
     for art in (top, *siblings, *others):
         if id(art) not in quoted:
@@ -442,7 +444,25 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
         else:
             parts += ["", f"**{labels['also']}:** {heading}"]
         parts += [cites.ref(best, art.score), "", text]
+        if art is top and lead:
+            parts += ["", f"**{_display_title(lead[0].title, lead[0].source) or lead[0].title}**", cites.ref(lead[0], art.score), "", lead[1]]
     return parts
+
+
+def _lead(kb, best, room: int, labels: dict) -> tuple | None:
+    """The opening of the document a passage comes from, when the passage is further down
+    and the opening is short: a page often says its general answer first ("vLLM does not
+    guarantee reproducibility…") and the details a heading below."""
+    from .retrieval import section_key
+
+    chunks = kb.article_chunks(best.doc_id, best.lang)
+    if not chunks or section_key(chunks[0].title) == section_key(best.title) or " > " in chunks[0].title.strip():
+        return None
+    opening = [c for c in chunks if c.title == chunks[0].title]
+    text = "\n\n".join(c.text for c in opening).strip()
+    if not text or len(text) > MAX_LEAD_CHARS or len(text) + len(chunks[0].title) > room - MIN_SIBLING_CHARS // 2:
+        return None
+    return opening[0], text
 
 
 def _passage(kb, art: ArticleMatch, lang: str, labels) -> tuple:

@@ -130,3 +130,34 @@ def test_only_citations_still_quoted_under_the_bound_are_listed(tmp_path: Path):
     assert answer.grounded and len(answer.answer) <= MAX_ANSWER_CHARS
     assert 1 <= len(answer.citations) < 10
     assert all(f"[{n}]" in answer.answer for n in range(1, len(answer.citations) + 1))
+
+
+REPRO = dedent("""
+    # Repeatable outputs
+
+    The server does not promise identical outputs on different GPU models: results repeat only on the
+    same hardware with the same server version.
+
+    ## Seeding the samplers
+    Pass `--seed 7` at start-up, so every worker's random state begins from the same seed value.
+
+    ## Request ordering
+    Requests batched together may be scheduled differently from run to run; send them one by one to compare.
+""")
+
+
+def test_a_passage_from_further_down_brings_the_documents_short_opening(tmp_path: Path):
+    kb_dir = tmp_path / "docs"
+    kb_dir.mkdir()
+    (kb_dir / "repeat.md").write_text(REPRO, encoding="utf-8")
+    (kb_dir / "long-intro.md").write_text("# Tuning\n\n" + "General background on tuning. " * 60
+                                          + "\n\n## Seed for the load generator\nRun the load tool with `loadgen --seed 3`.\n", encoding="utf-8")
+    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
+    kb = open_kb(settings, progress=lambda _m: None)
+    answer = answer_question("which seed setting makes sampling repeat between runs of the server?", settings, kb=kb)
+    assert answer.grounded and answer.citations[0].source == "repeat.md"
+    assert "--seed 7" in answer.answer
+    assert "same hardware with the same server version" in answer.answer  # the opening, cited too
+    assert any(c.section == "Repeatable outputs" or c.title == "Repeatable outputs" for c in answer.citations)
+    answer = answer_question("loadgen seed for the load generator", settings, kb=kb)
+    assert answer.citations[0].source == "long-intro.md" and "General background" not in answer.answer  # too long to add
