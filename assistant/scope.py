@@ -136,6 +136,7 @@ class Scope:
     entity_terms: dict[str, str] = field(default_factory=dict)  # entity → the word the question used
     hardware_terms: dict[str, str] = field(default_factory=dict)  # hardware family → the word the question used
     said_entities: tuple[str, ...] = ()  # the entities named in the prose, not only in a pasted command or config
+    contrasted: frozenset[str] = frozenset()  # products named only to be set against another ("not vllm")
 
 
 _TOKEN = re.compile(r"[\w.\-/:]+")
@@ -166,13 +167,18 @@ def _drop_model_ids(text: str) -> str:
         descriptor = (after_name and "\n" not in gap and len(gap) <= 2 and tok.lower() in _QUANT_FORMATS
                       and not _QUANT_SUBJECT.match(text, m.end()))
         out.append(" " if name or descriptor else tok)  # Qwen/Qwen2-VL-7B, DeepSeek-OCR, llama-3-8b: names, not subjects
-        after_name = name or bool(_MODEL_SIZE.fullmatch(tok))  # one format per model: no chain
+        # "72B Chat AWQ": a variant word between the model and its format.
+        variant = after_name and tok.lower() in _MODEL_VARIANTS
+        after_name = name or variant or bool(_MODEL_SIZE.fullmatch(tok))  # one format per model: no chain
     out.append(text[last:])
     return "".join(out)
 
 
 _QUANT_FORMATS = frozenset({"awq", "gptq", "gguf", "int4", "int8", "fp8", "w8a8", "w4a16", "nvfp4", "bnb"})
-_QUANT_SUBJECT = re.compile(r"[\s_-]*(?:kv|kernel|quant|量化|awq|gptq|marlin|int4|int8|fp8)", re.IGNORECASE)
+# What a format is followed by when quantization is the subject ("awq kernel", "fp8 kv cache",
+# "AWQ 量化怎么做"); "AWQ 量化模型" (an AWQ-quantized model) still describes the model.
+_QUANT_SUBJECT = re.compile(r"[\s_-]*(?:kv|kernel|quant|量化(?!模型|版|后的)|awq|gptq|marlin|int4|int8|fp8)", re.IGNORECASE)
+_MODEL_VARIANTS = frozenset({"chat", "instruct", "base", "it"})
 _MODEL_SIZE = re.compile(r"\d+(?:\.\d+)?[bB]")
 
 
@@ -214,6 +220,7 @@ def detect(question: str) -> Scope:
     """Products, hardware, versions and near-domain entities named in the question."""
     text = _padded(question[:MAX_QUERY_CHARS])
     products = frozenset(p for p, names in PRODUCTS.items() if _found(text, names))
+    contrasted = frozenset(p for p in products if _only_contrasted(text, PRODUCTS[p]))
     hardware_terms = {h: hit for h, names in HARDWARE.items() if (hit := _found(text, names))}
     hardware = frozenset(hardware_terms)
     versions = tuple((int(a), int(b), int(c or 0)) for a, b, c in _VERSION.findall(text[:4000]))
@@ -230,7 +237,28 @@ def detect(question: str) -> Scope:
             terms[entity] = hit
             if _found(prose, needles):
                 in_prose.append(entity)
-    return Scope(products, hardware, versions, tuple(terms), terms, hardware_terms, tuple(in_prose))
+    return Scope(products, hardware, versions, tuple(terms), terms, hardware_terms, tuple(in_prose), contrasted)
+
+
+# "用 lmdeploy（不是 vllm）", "类似 vllm 的 --gpu-memory-utilization", "works with vLLM but not with
+# TGI": a product named to be set against the one the question is about.
+_CONTRAST = re.compile(r"(?:不是|不用|而非|而不是|类似|像|比|换成|not|instead of|rather than|unlike|without|like|than|vs\.?|versus)[\s(（:：,，]*$")
+
+
+def _only_contrasted(text: str, names: tuple[str, ...]) -> bool:
+    """Whether every mention of a product follows a contrast ("not vllm", "类似 vllm 的")."""
+    seen = False
+    for name in names:
+        word = name.rstrip("*")
+        i = text.find(word)
+        while i != -1:
+            j = i + len(word)
+            if (i == 0 or not _ascii_alnum(text[i - 1])) and (j >= len(text) or not _ascii_alnum(text[j])):
+                if not _CONTRAST.search(text[max(0, i - 16):i]):
+                    return False
+                seen = True
+            i = text.find(word, j)
+    return seen
 
 
 def _written(question: str) -> str:
@@ -240,12 +268,33 @@ def _written(question: str) -> str:
     from .questions import might_paste
 
     if not might_paste(question):
-        return question
+        return _without_reprs(question)
     from .cleaning import split_question, strip_log_tag
 
     parts = split_question(question)
-    written = "\n".join(_FLAG_RUN.sub(" ", line) for line in parts.prose + [strip_log_tag(line) for line in parts.errors])
+    written = "\n".join(_FLAG_RUN.sub(" ", _without_reprs(line)) for line in parts.prose + [strip_log_tag(line) for line in parts.errors])
     return written if len(written.strip()) >= 8 else question
+
+
+_CALL = re.compile(r"[A-Za-z_][\w.]{0,60}\(")
+
+
+def _without_reprs(line: str) -> str:
+    """A printed object inside a sentence ("the log shows SamplingParams(n=1, best_of=1, …)")
+    is a paste: its field names (best_of) are not what the question is about."""
+    if "=" not in line:
+        return line
+    out: list[str] = []
+    pos = 0
+    for m in _CALL.finditer(line):
+        if m.start() < pos:
+            continue
+        close = line.find(")", m.end())
+        if close != -1 and line.count("=", m.end(), close) >= 2:
+            out.append(line[pos:m.start()])
+            pos = close + 1
+    out.append(line[pos:])
+    return " ".join(out) if len(out) > 1 else line
 
 
 # Several flags in a row inside a sentence are a pasted command line ("same flags
@@ -344,21 +393,22 @@ def hardware_mismatch(scope: Scope, meta) -> frozenset[str]:
 
 def product_mismatch(scope: Scope, product: str, kb_products: frozenset[str]) -> bool:
     """The question names a product this KB covers, and the article is about another one."""
-    named = scope.products & kb_products
+    named = (scope.products - scope.contrasted) & kb_products
     return bool(named) and product not in named and product not in ("general", "")
 
 
 def foreign_products(scope: Scope, index) -> frozenset[str]:
     """Serving products the question names that this KB never mentions, when it names
     none that the KB does mention ("lmdeploy crashes at 4 concurrent requests" against a
-    vLLM/FastDeploy KB). Only for KBs whose articles declare a `product`; a mention
+    vLLM/FastDeploy KB), or names those only to contrast ("用 lmdeploy（不是 vllm）"). Only for KBs whose articles declare a `product`; a mention
     anywhere in the KB's text counts as known, so a team's SGLang runbook does."""
     if not scope.products:
         return frozenset()
     if all(m.product in ("general", "") for m in index.docs.values()) and not kb_subject_products(index):
         return frozenset()  # a team's own docs that name no product throughout cannot judge
-    known = {p for p in scope.products if any(covers(index, name, min_docs=1) for name in PRODUCTS[p] if name not in MODEL_HINTS)}
-    return frozenset() if known else scope.products
+    asked = scope.products - scope.contrasted
+    known = {p for p in asked if any(covers(index, name, min_docs=1) for name in PRODUCTS[p] if name not in MODEL_HINTS)}
+    return frozenset() if known else asked
 
 
 def kb_subject_products(index) -> frozenset[str]:

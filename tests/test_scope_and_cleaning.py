@@ -198,3 +198,21 @@ def test_log_tags_and_runs_of_flags_do_not_make_a_subject():
     assert detect(flags).said_entities == ()
     asked = "Qwen3 with --reasoning-parser=qwen3 hangs when thinking is on\nany idea?"
     assert detect(asked).said_entities == ("reasoning parsers",)
+
+
+def test_a_product_named_only_as_a_contrast_is_not_the_subject(bundled_kb):
+    from assistant.scope import foreign_products
+
+    asked = detect("rtx4090 * 8，用 lmdeploy（不是 vllm）起 qwen2-72b-awq，4 并发就崩")
+    assert asked.contrasted == {"vllm"} and foreign_products(asked, bundled_kb.index) == {"lmdeploy"}
+    like = detect("lmdeploy 里怎么设置显存占比？类似 vllm 的 --gpu-memory-utilization 那种")
+    assert foreign_products(like, bundled_kb.index) == {"lmdeploy"}
+    both = detect("vllm crashes at 4 concurrent requests while lmdeploy holds 16")
+    assert not both.contrasted and foreign_products(both, bundled_kb.index) == frozenset()
+
+
+def test_a_printed_object_and_a_model_variant_are_not_subjects():
+    q = ("Qwen2 72B Chat AWQ on vllm: a request loops forever. the log shows SamplingParams(n=1, best_of=1, "
+         "temperature=0.6) but generation_config.json has repetition_penalty 1.15. why?")
+    assert detect(q).said_entities == ()
+    assert detect("how do I serve an AWQ model with beam search, best_of=4?").said_entities == ("quantization kernels", "beam search")
