@@ -30,6 +30,15 @@ PRODUCTS: dict[str, tuple[str, ...]] = {
     "triton": ("tritonserver", "triton inference server"),
     "xinference": ("xinference",),
     "mindie": ("mindie",),
+    "lightllm": ("lightllm",),
+    "ktransformers": ("ktransformers",),
+    "paddlex": ("paddlex",),
+    "localai": ("localai",),
+    "mlc-llm": ("mlc-llm", "mlc_llm", "mlc llm"),
+    "exllama": ("exllama", "exllamav2", "tabbyapi"),
+    "text-generation-webui": ("text-generation-webui", "oobabooga"),
+    "lm studio": ("lm studio", "lmstudio"),
+    "docker model runner": ("docker model runner", "docker model configure", "docker model run"),
 }
 # Names that point to a product in a question (ERNIE-4.5 is mostly served with FastDeploy)
 # but are models, not the product: a KB listing ERNIE-4.5 among its supported models does
@@ -38,7 +47,9 @@ MODEL_HINTS = frozenset({"ernie-4.5", "ernie 4.5"})
 
 PRODUCT_NAMES = {"vllm": "vLLM", "fastdeploy": "FastDeploy", "sglang": "SGLang", "tensorrt-llm": "TensorRT-LLM", "tgi": "TGI",
                  "ollama": "Ollama", "llama.cpp": "llama.cpp", "lmdeploy": "LMDeploy", "triton": "Triton Inference Server",
-                 "xinference": "Xinference", "mindie": "MindIE"}
+                 "xinference": "Xinference", "mindie": "MindIE", "lightllm": "LightLLM", "ktransformers": "KTransformers",
+                 "paddlex": "PaddleX", "localai": "LocalAI", "mlc-llm": "MLC LLM", "exllama": "ExLlama",
+                 "text-generation-webui": "text-generation-webui", "lm studio": "LM Studio", "docker model runner": "Docker Model Runner"}
 
 # Hardware families. NVIDIA is what the bundled articles are written for; the others have
 # their own runtimes (ROCm, XLA, CANN, XPU…) where CUDA fixes do not apply.
@@ -136,7 +147,7 @@ class Scope:
     entity_terms: dict[str, str] = field(default_factory=dict)  # entity → the word the question used
     hardware_terms: dict[str, str] = field(default_factory=dict)  # hardware family → the word the question used
     said_entities: tuple[str, ...] = ()  # the entities named in the prose, not only in a pasted command or config
-    contrasted: frozenset[str] = frozenset()  # products named only to be set against another ("not vllm")
+    contrasted: frozenset[str] = frozenset()  # products and hardware named only to be set against another ("not vllm")
 
 
 _TOKEN = re.compile(r"[\w.\-/:]+")
@@ -223,6 +234,7 @@ def detect(question: str) -> Scope:
     contrasted = frozenset(p for p in products if _only_contrasted(text, PRODUCTS[p]))
     hardware_terms = {h: hit for h, names in HARDWARE.items() if (hit := _found(text, names))}
     hardware = frozenset(hardware_terms)
+    contrasted |= frozenset(h for h in hardware if _only_contrasted(text, HARDWARE[h]))  # "…than on H100"
     versions = tuple((int(a), int(b), int(c or 0)) for a, b, c in _VERSION.findall(text[:4000]))
     # Model ids are left out: Qwen2.5-VL-32B-Instruct-AWQ in a command line says little
     # about what is asked, while a flag such as --enable-lora says a lot.
@@ -242,7 +254,8 @@ def detect(question: str) -> Scope:
 
 # "用 lmdeploy（不是 vllm）", "类似 vllm 的 --gpu-memory-utilization", "works with vLLM but not with
 # TGI": a product named to be set against the one the question is about.
-_CONTRAST = re.compile(r"(?:不是|不用|而非|而不是|类似|像|比|换成|not|instead of|rather than|unlike|without|like|than|vs\.?|versus)[\s(（:：,，]*$")
+_CONTRAST = re.compile(r"(?:不是|不用|而非|而不是|类似|像|比|换成|not|instead of|rather than|unlike|without|like|than|vs\.?|versus)"
+                       r"(?:\s+(?:on|with|in|for|the))?[\s(（:：,，]*(?:在|用)?\s*(?:\d\s?)?$")
 
 
 def _only_contrasted(text: str, names: tuple[str, ...]) -> bool:
@@ -253,7 +266,7 @@ def _only_contrasted(text: str, names: tuple[str, ...]) -> bool:
         i = text.find(word)
         while i != -1:
             j = i + len(word)
-            if (i == 0 or not _ascii_alnum(text[i - 1])) and (j >= len(text) or not _ascii_alnum(text[j])):
+            if (i == 0 or not _ascii_alnum(text[i - 1])) and (name.endswith("*") or j >= len(text) or not _ascii_alnum(text[j])):
                 if not _CONTRAST.search(text[max(0, i - 16):i]):
                     return False
                 seen = True
@@ -386,9 +399,10 @@ def hardware_mismatch(scope: Scope, meta) -> frozenset[str]:
     Naming NVIDIA beside another platform (an A100 box next to a TPU question) is not a
     mismatch: the user may have both."""
     declared = article_hardware(meta)
-    if not declared or not scope.hardware or scope.hardware & declared:
+    on = scope.hardware - scope.contrasted
+    if not declared or not on or on & declared:
         return frozenset()
-    return scope.hardware - declared
+    return on - declared
 
 
 def product_mismatch(scope: Scope, product: str, kb_products: frozenset[str]) -> bool:

@@ -216,3 +216,16 @@ def test_a_printed_object_and_a_model_variant_are_not_subjects():
          "temperature=0.6) but generation_config.json has repetition_penalty 1.15. why?")
     assert detect(q).said_entities == ()
     assert detect("how do I serve an AWQ model with beam search, best_of=4?").said_entities == ("quantization kernels", "beam search")
+
+
+def test_hardware_named_only_for_comparison_is_not_the_platform():
+    class Meta:
+        applies_to = {"hardware": ["nvidia"]}
+
+    from assistant.scope import HARDWARE, PRODUCT_NAMES, PRODUCTS, hardware_mismatch
+
+    rocm = detect("piecewise cudagraph capture on ROCm (MI300) takes way more memory than on H100 for the same model")
+    assert rocm.hardware == {"nvidia", "amd"} and hardware_mismatch(rocm, Meta()) == {"amd"}
+    both = detect("we run the same model on H100 and on MI300 boxes; the MI300 one OOMs")
+    assert hardware_mismatch(both, Meta()) == frozenset()
+    assert set(PRODUCT_NAMES) == set(PRODUCTS) and HARDWARE
