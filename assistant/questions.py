@@ -27,10 +27,16 @@ def query_text(question: str) -> str:
     return retrieval_text(question)[:2000]
 
 
+_INLINE_COMMAND_HINTS = (" -m ", "vllm serve ", "docker run ", "CUDA_VISIBLE_DEVICES=")
+
+
 def might_paste(question: str) -> bool:
     """Whether a question can hold pasted lines at all. A one-line question is read whole
-    (a lone pasted line *is* the question), so the cleaner is not even imported for it."""
-    return "\n" in question.strip()
+    (a lone pasted line *is* the question), so the cleaner is not even imported for it,
+    unless a command line is pasted after its sentence ("temperature is ignored. Server:
+    python3 -m vllm… --max-model-len 32768")."""
+    text = question.strip()
+    return "\n" in text or any(hint in text[1:] for hint in _INLINE_COMMAND_HINTS)
 
 
 def validate_question(question: str, max_bytes: int) -> str:

@@ -229,3 +229,12 @@ def test_hardware_named_only_for_comparison_is_not_the_platform():
     both = detect("we run the same model on H100 and on MI300 boxes; the MI300 one OOMs")
     assert hardware_mismatch(both, Meta()) == frozenset()
     assert set(PRODUCT_NAMES) == set(PRODUCTS) and HARDWARE
+
+
+def test_a_one_line_question_with_a_command_after_its_sentence_is_split():
+    q = ("since 0.8.1 temperature seems to be ignored, every answer is the same. Server: python3 -m "
+         "vllm.entrypoints.openai.api_server --model Qwen/Qwen2.5-7B --max-model-len 32768 --gpu-memory-utilization 0.95")
+    assert "max-model-len" not in retrieval_text(q) and "temperature seems to be ignored" in retrieval_text(q)
+    assert split_question(q).flags["--max-model-len"] == "32768"
+    alone = "vllm serve Qwen/Qwen2-7B --max-model-len 32768 fails with CUDA out of memory"
+    assert retrieval_text(alone) == alone  # a question that starts with its command is read whole
