@@ -155,22 +155,53 @@ def _take_inline_commands(line: str, parts: QuestionParts) -> str:
     paths, module and model names) and stops at the first plain word or Chinese text."""
     if not _INLINE_COMMAND.search(line):
         return line
-    kept: list[str] = []
-    pos = 0
-    for m in _INLINE_COMMAND.finditer(line):
-        if m.start() < pos:
-            continue
-        quoted = m.start() > 0 and line[m.start() - 1] == "`"
-        close = line.find("`", m.end()) if quoted else -1
-        end = close if close != -1 else _command_end(line, m.end())
-        kept.append(line[pos:m.start()])
-        command = line[m.start():end].strip()
+    rest, commands = _cut(line, _INLINE_COMMAND, _inline_command_end)
+    for command in commands:
         _collect_flags(command, parts.flags)
         parts.code.append(command)
+    return rest or line
+
+
+def without_reprs(line: str) -> str:
+    """A printed object inside a sentence ("the log shows SamplingParams(n=1, best_of=1, …)")
+    is a paste: its field names (best_of) are not what the question is about."""
+    return _cut(line, _CALL, _repr_end)[0] if "=" in line else line
+
+
+def _cut(line: str, starts: re.Pattern, end_of) -> tuple[str, list[str]]:
+    """The line without the spans that begin where `starts` matches and end where `end_of`
+    says (None: no span there), and those spans. One pass, left to right."""
+    kept: list[str] = []
+    spans: list[str] = []
+    pos = 0
+    for m in starts.finditer(line):
+        end = end_of(line, m) if m.start() >= pos else None
+        if end is None:
+            continue
+        kept.append(line[pos:m.start()])
+        spans.append(line[m.start():end].strip())
         pos = end
+    if not spans:
+        return line, []
     kept.append(line[pos:])
-    rest = " ".join(part.strip() for part in kept if part.strip())
-    return rest if rest else line
+    return " ".join(part.strip() for part in kept if part.strip()), spans
+
+
+def _inline_command_end(line: str, m: re.Match) -> int:
+    """A command quoted in backticks ends at the closing one, else after its arguments."""
+    if m.start() > 0 and line[m.start() - 1] == "`":
+        close = line.find("`", m.end())
+        if close != -1:
+            return close
+    return _command_end(line, m.end())
+
+
+_CALL = re.compile(r"[A-Za-z_][\w.]{0,60}\(")
+
+
+def _repr_end(line: str, m: re.Match) -> int | None:
+    close = line.find(")", m.end())
+    return close + 1 if close != -1 and line.count("=", m.end(), close) >= 2 else None
 
 
 _ARG = re.compile(r"\S+")

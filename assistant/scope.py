@@ -101,7 +101,7 @@ ENTITIES: dict[str, tuple[str, ...]] = {
                           "limit_mm_per_prompt", "limit-mm-per-prompt", "image(s)", "images per", "multiple images", "多模态", "图片", "图像",
                           "视觉", "多张图"),
     "IPv6 networking": ("ipv6",),
-    "embedding and rerank models": ("embedding model", "embeddings endpoint", "/v1/embeddings", "pooling", "rerank", "reranker",
+    "embedding and rerank models": ("embedding model", "embedding 模型", "embedding模型", "embeddings endpoint", "/v1/embeddings", "pooling", "rerank", "reranker",
                                     "task embed", "--task embed", "向量模型", "嵌入模型", "重排"),
     "prefix caching": ("prefix cach*", "enable-prefix-caching", "enable_prefix_caching", "前缀缓存", "automatic prefix"),
     "disaggregated serving": ("disaggregat*", "pd分离", "pd 分离", "kv transfer", "kv_transfer", "lmcache", "mooncake", "nixl"),
@@ -281,33 +281,14 @@ def _written(question: str) -> str:
     from .questions import might_paste
 
     if not might_paste(question):
-        return _without_reprs(question)
-    from .cleaning import split_question, strip_log_tag
+        from .cleaning import without_reprs
+
+        return without_reprs(question)
+    from .cleaning import split_question, strip_log_tag, without_reprs
 
     parts = split_question(question)
-    written = "\n".join(_FLAG_RUN.sub(" ", _without_reprs(line)) for line in parts.prose + [strip_log_tag(line) for line in parts.errors])
+    written = "\n".join(_FLAG_RUN.sub(" ", without_reprs(line)) for line in parts.prose + [strip_log_tag(line) for line in parts.errors])
     return written if len(written.strip()) >= 8 else question
-
-
-_CALL = re.compile(r"[A-Za-z_][\w.]{0,60}\(")
-
-
-def _without_reprs(line: str) -> str:
-    """A printed object inside a sentence ("the log shows SamplingParams(n=1, best_of=1, …)")
-    is a paste: its field names (best_of) are not what the question is about."""
-    if "=" not in line:
-        return line
-    out: list[str] = []
-    pos = 0
-    for m in _CALL.finditer(line):
-        if m.start() < pos:
-            continue
-        close = line.find(")", m.end())
-        if close != -1 and line.count("=", m.end(), close) >= 2:
-            out.append(line[pos:m.start()])
-            pos = close + 1
-    out.append(line[pos:])
-    return " ".join(out) if len(out) > 1 else line
 
 
 # Several flags in a row inside a sentence are a pasted command line ("same flags
