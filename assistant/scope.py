@@ -292,8 +292,11 @@ def _written(question: str) -> str:
 
 
 # Several flags in a row inside a sentence are a pasted command line ("same flags
-# (--max-model-len 116160 --reasoning-parser deepseek_r1) now fail"), not what is asked.
-_FLAG_RUN = re.compile(r"(?:--[A-Za-z][\w-]{1,60}(?:[ =](?!-)[^\s,)）]{1,80})?[\s,]*){2,}")
+# (--max-model-len 116160 --reasoning-parser deepseek_r1) now fail"), not what is asked;
+# two flags joined by a word ("requires --enable-auto-tool-choice and --tool-call-parser")
+# are what the sentence is about.
+_FLAG_RUN = re.compile(r"(?:--[A-Za-z][\w-]{1,60}(?:[ =](?!-|(?:and|or|but|with|to|then|is|are|in|on|for|the|a|an|not)\b)[^\s,)）]{1,80})?"
+                       r"[\s,]*){2,}")
 
 
 def kb_text(index) -> tuple[str, str, list[str]]:

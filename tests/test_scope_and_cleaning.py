@@ -238,3 +238,9 @@ def test_a_one_line_question_with_a_command_after_its_sentence_is_split():
     assert split_question(q).flags["--max-model-len"] == "32768"
     alone = "vllm serve Qwen/Qwen2-7B --max-model-len 32768 fails with CUDA out of memory"
     assert retrieval_text(alone) == alone  # a question that starts with its command is read whole
+
+
+def test_two_flags_joined_by_a_word_are_what_the_sentence_says():
+    q = ("every step fails with\nAPI error: '\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'\n"
+         "what do I need to add?")
+    assert "tool calling" in detect(q).said_entities
