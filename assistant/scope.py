@@ -396,16 +396,30 @@ def product_mismatch(scope: Scope, product: str, kb_products: frozenset[str]) ->
 
 
 def foreign_products(scope: Scope, index) -> frozenset[str]:
-    """Serving products the question names that this KB never mentions, when it names
-    none that the KB does mention ("lmdeploy crashes at 4 concurrent requests" against a
-    vLLM/FastDeploy KB), or names those only to contrast ("用 lmdeploy（不是 vllm）"). Only for KBs whose articles declare a `product`; a mention
-    anywhere in the KB's text counts as known, so a team's SGLang runbook does."""
+    """Serving products the question names that this KB does not cover, when it names none
+    that the KB covers ("lmdeploy crashes at 4 concurrent requests" against a vLLM/FastDeploy
+    KB), or names those only to contrast ("用 lmdeploy（不是 vllm）"). Only for KBs whose
+    articles declare a `product`, or whose pages are evidently about one (a product's own
+    docs); a team's own docs that name no product throughout cannot judge.
+
+    In a KB that declares products, one mention anywhere makes a product known, so a team's
+    SGLang runbook does. A product's own docs mention others in passing ("faster than
+    vLLM", "like TensorRT-LLM's kernels"); there another product is known only when a
+    heading names it or two pages do."""
     if not scope.products:
         return frozenset()
-    if all(m.product in ("general", "") for m in index.docs.values()) and not kb_subject_products(index):
-        return frozenset()  # a team's own docs that name no product throughout cannot judge
+    declared = not all(m.product in ("general", "") for m in index.docs.values())
+    subject = frozenset() if declared else kb_subject_products(index)
+    if not declared and not subject:
+        return frozenset()
     asked = scope.products - scope.contrasted
-    known = {p for p in asked if any(covers(index, name, min_docs=1) for name in PRODUCTS[p] if name not in MODEL_HINTS)}
+    names = {p: tuple(_dashed(n) for n in PRODUCTS[p] if n not in MODEL_HINTS) for p in asked}
+    if declared:
+        known = {p for p in asked if any(covers(index, name, min_docs=1) for name in PRODUCTS[p] if name not in MODEL_HINTS)}
+    else:
+        heads, _body, per_doc = kb_text(index)
+        known = {p for p in asked if p in subject or _found(heads, names[p])
+                 or sum(1 for text in per_doc if _found(text, names[p])) >= 2}
     return frozenset() if known else asked
 
 

@@ -139,6 +139,19 @@ def test_a_doc_tree_about_one_product_refuses_questions_about_another(tmp_path):
     own = answer_question("vLLM runs out of GPU memory at start-up, what should I lower?", settings, kb=kb)
     assert own.grounded and "--gpu-memory-utilization" in own.answer
 
+    # Named once in passing, SGLang is still not covered; under a heading of its own, it is.
+    (docs / "hang.md").write_text(pages["hang.md"] + "\nvLLM's scheduler differs from SGLang's here.\n", encoding="utf-8")
+    passing = replace(settings, cache_dir=tmp_path / "c3")
+    assert not answer_question("SGLang runs out of GPU memory at start-up, what should I lower?", passing,
+                               kb=open_kb(passing, progress=lambda _m: None)).grounded
+    (docs / "sglang.md").write_text("# Running SGLang beside vLLM\n\nWhen SGLang runs out of GPU memory, lower `--mem-fraction-static`.\n",
+                                    encoding="utf-8")
+    headed = replace(settings, cache_dir=tmp_path / "c4")
+    assert answer_question("SGLang runs out of GPU memory at start-up, what should I lower?", headed,
+                           kb=open_kb(headed, progress=lambda _m: None)).grounded
+    (docs / "sglang.md").unlink()
+    (docs / "hang.md").write_text(pages["hang.md"], encoding="utf-8")
+
     for name, text in pages.items():  # the same runbook without product names
         (docs / name).write_text(text.replace("vLLM", "the server"), encoding="utf-8")
     plain_settings = replace(settings, cache_dir=tmp_path / "c2")
