@@ -120,3 +120,26 @@ def test_shipped_real_question_set_is_split_by_source_and_large_enough():
     for c in cases:
         by_source.setdefault(c.source, set()).add(c.split)
     assert all(len(splits) == 1 for splits in by_source.values())  # one thread never sits on both sides
+
+
+def test_every_shipped_case_file_loads_and_its_fixes_are_in_the_expected_article():
+    """A case whose fix is not in the article it names can never pass: the set would
+    measure its own mistakes. Every real-question set names KB articles that exist and
+    whose text (either language) holds one alternative of each expected group."""
+    from pathlib import Path
+
+    from assistant.ops.evaluate import passes
+
+    root = Path(__file__).resolve().parent.parent
+    texts: dict[str, str] = {}
+    for md in (root / "kb").rglob("*.md"):
+        texts[md.stem] = texts.get(md.stem, "") + md.read_text(encoding="utf-8")
+    for path in sorted((root / "eval").glob("*.jsonl")):
+        cases = load_cases(path)
+        assert cases, path
+        assert len({c.id for c in cases}) == len(cases), path
+        for c in cases:
+            assert c.lang in ("zh", "en"), c.id
+            if c.topics and c.grounded:
+                assert all(t in texts for t in c.topics), c.id
+                assert any(passes(texts[t], c.expect) for t in c.topics), c.id
