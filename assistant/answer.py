@@ -225,7 +225,10 @@ def _from_llm(text, result, kb, settings, lang, use_tools, diagnosis, calc, on_t
                      on_token=on_token, on_tool=on_tool)
     by_id = {a.doc_id: a for a in result.articles}
     citations = [_citation(c, by_id[c.doc_id].score if c.doc_id in by_id else 0.0) for c in out.citations]
-    return Answer(text, out.text, lang, result.grounded, citations, out.tool_calls, f"llm:{out.model}", notes=out.notes)
+    answer = Answer(text, out.text, lang, result.grounded and out.covered, citations, out.tool_calls, f"llm:{out.model}", notes=out.notes)
+    if not out.covered:
+        answer.coverage = "none"
+    return answer
 
 
 def _citation(chunk, score: float) -> Citation:

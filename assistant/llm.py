@@ -39,6 +39,47 @@ class LLMResult:
     citations: list  # the passages cited, in the order of their [n] in text
     tool_calls: list = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    covered: bool = True  # False: the model found that the passages do not answer the question
+
+
+# The first line the model is told to write when the passages do not answer the question
+# (i18n llm.system_prompt). Retrieval decides from scores; the model has read the passages,
+# so its "not covered" turns a grounded answer into a refusal.
+NOT_COVERED = "[NOT IN KB]"
+
+
+def strip_not_covered(text: str) -> tuple[str, bool]:
+    """(the text without the not-covered mark, whether the text opened with it)."""
+    head = text.lstrip()
+    if head.upper().startswith(NOT_COVERED):
+        return head[len(NOT_COVERED):].lstrip(" :：\n"), True
+    return text, False
+
+
+class _HoldMark:
+    """Streams tokens through, except that the first few are held until it is clear
+    whether the reply opens with the not-covered mark, which never reaches the user."""
+
+    def __init__(self, emit: Callable[[str], None]) -> None:
+        self.emit = emit
+        self.head = ""
+        self.open = False
+
+    def __call__(self, delta: str) -> None:
+        if self.open:
+            self.emit(delta)
+            return
+        self.head += delta
+        start = self.head.lstrip().upper()
+        if len(start) >= len(NOT_COVERED) or not NOT_COVERED.startswith(start):
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.open:
+            self.open = True
+            rest = strip_not_covered(self.head)[0]
+            if rest:
+                self.emit(rest)
 
 
 log = logging.getLogger(__name__)
@@ -234,6 +275,8 @@ def llm_answer(
     except ImportError as exc:  # a broken install, not a user error
         raise LLMError("the openai package is missing", "pip install openai") from exc
     caller = current_caller()
+    held = _HoldMark(on_token) if on_token is not None else None
+    on_token = held
     deadline = time.monotonic() + settings.llm_timeout
     passages = passages_for(kb, retrieval, lang, settings.llm_passages)
     messages = build_messages(question, passages, lang, retrieval.grounded, context)
@@ -282,7 +325,17 @@ def llm_answer(
     except (ValueError, KeyError, TypeError, AttributeError) as exc:  # malformed responses
         log.warning("malformed response from the LLM at %s", redact_url(settings.llm_base_url), exc_info=exc)
         raise _failed(f"the LLM sent a malformed response ({type(exc).__name__})", records) from exc
-    text = turn.content if turn else ""
+    if held is not None:
+        held.flush()
+    return _result(turn.content if turn else "", messages, passages, lang, model, records, notes)
+
+
+def _result(content: str, messages: list, passages: list, lang: str, model: str, records: list, notes: list[str]) -> LLMResult:
+    """The model's last reply as an answer: checked for garbage, citations renumbered to the
+    passages, and its "not covered" mark turned into `covered=False`."""
+    text, judged_out = strip_not_covered(content)
+    if judged_out and not text.strip():
+        text = i18n.t("llm.judged_not_covered", lang)
     prompt_text = "\n".join(str(m.get("content", "")) for m in messages)
     why = looks_like_garbage(text, prompt_text)
     if why:
@@ -293,7 +346,9 @@ def llm_answer(
         cited = list(passages)
     if detect_lang(fixed) != lang:
         notes.append(f"the LLM answered in {detect_lang(fixed)} although the question is in {lang}")
-    return LLMResult(fixed, model, cited, [r.to_dict() for r in records], notes)
+    if judged_out:
+        notes.append("the LLM found that the KB's passages do not answer this question; no fix is offered")
+    return LLMResult(fixed, model, cited, [r.to_dict() for r in records], notes, covered=not judged_out)
 
 
 def _shown_name(name: str, tools: list | None) -> str:

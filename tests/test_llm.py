@@ -264,3 +264,23 @@ def test_citation_cleanup_is_linear_on_long_runs_of_spaces():
     text, _ = fix_citations("a" + " " * 8000 + "b [1]" + "[" + "9" * 5000 + "]", ["p1"])
     assert time.perf_counter() - started < 0.05
     assert text.startswith("a") and text.endswith("]")
+
+
+def test_the_llm_finding_the_passages_do_not_answer_makes_a_refusal(bundled_settings, bundled_kb):
+    """Retrieval grounds on scores; the model has read the passages. When it opens with the
+    not-covered mark, the answer is not grounded, offers no fix, and the mark never shows,
+    not even in the stream (the scripted server sends it split over two chunks)."""
+    reply = "[NOT IN KB]\nThe passages cover FastDeploy's message-size limit [1], not the server this question is about."
+    streamed: list[str] = []
+    with ScriptedLLM([{"content": reply}]) as llm:
+        answer = answer_question(LOGPROBS_Q, _settings(bundled_settings, llm.url), kb=bundled_kb, on_token=streamed.append)
+        system = llm.requests[0]["messages"][0]["content"]
+    assert "[NOT IN KB]" in system
+    assert not answer.grounded and answer.coverage == "none" and answer.backend == "llm:scripted-model"
+    assert "NOT IN KB" not in answer.answer and answer.answer.startswith("The passages cover")
+    assert "".join(streamed).startswith("The passages cover") and "NOT IN" not in "".join(streamed)
+    assert any("do not answer" in n for n in answer.notes) and answer.citations
+    with ScriptedLLM([{"content": "[1] says: raise kernel.msgmax with sysctl -w kernel.msgmax=1048576."}]) as llm:
+        streamed.clear()
+        kept = answer_question(LOGPROBS_Q, _settings(bundled_settings, llm.url), kb=bundled_kb, on_token=streamed.append)
+    assert kept.grounded and kept.coverage == "full" and "".join(streamed).startswith("[1] says")
