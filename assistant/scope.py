@@ -254,7 +254,7 @@ def detect(question: str) -> Scope:
 
 # "用 lmdeploy（不是 vllm）", "类似 vllm 的 --gpu-memory-utilization", "works with vLLM but not with
 # TGI": a product named to be set against the one the question is about.
-_CONTRAST = re.compile(r"(?:不是|不用|而非|而不是|类似|像|比|换成|not|instead of|rather than|unlike|without|like|than|vs\.?|versus)"
+_CONTRAST = re.compile(r"(?:不是|不用|而非|而不是|类似|(?<![好就])像|比|换成|not|instead of|rather than|unlike|without|than|vs\.?|versus)"
                        r"(?:\s+(?:on|with|in|for|the))?[\s(（:：,，]*(?:在|用)?\s*(?:\d\s?)?$")
 
 

@@ -222,6 +222,8 @@ def test_a_product_named_only_as_a_contrast_is_not_the_subject(bundled_kb):
     assert foreign_products(like, bundled_kb.index) == {"lmdeploy"}
     both = detect("vllm crashes at 4 concurrent requests while lmdeploy holds 16")
     assert not both.contrasted and foreign_products(both, bundled_kb.index) == frozenset()
+    assert not detect("好像 vllm 卡住了，lmdeploy 没问题").contrasted  # 好像: "it seems", not "like"
+    assert not detect("I would like vllm to use less memory; lmdeploy was fine").contrasted
 
 
 def test_a_printed_object_and_a_model_variant_are_not_subjects():
