@@ -433,7 +433,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
             text = _bounded(text, room, labels)
         quoted[id(art)] = (best, text)
         room -= len(text) + len(best.title)
-    lead = _lead(kb, quoted[id(top)][0], room, labels)
+    lead = _lead(kb, quoted[id(top)][0], room, labels, [best for best, _text in quoted.values()])
     parts: list[str] = []
     for art in (top, *siblings, *others):
         if id(art) not in quoted:
@@ -452,7 +452,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     return parts
 
 
-def _lead(kb, best, room: int, labels: dict) -> tuple | None:
+def _lead(kb, best, room: int, labels: dict, quoted: list) -> tuple | None:
     """The opening of the document a passage comes from, when the passage is further down
     and the opening is short: a page often says its general answer first ("vLLM does not
     guarantee reproducibility…") and the details a heading below."""
@@ -462,6 +462,8 @@ def _lead(kb, best, room: int, labels: dict) -> tuple | None:
     if not chunks or section_key(chunks[0].title) == section_key(best.title) or " > " in chunks[0].title.strip():
         return None
     opening = [c for c in chunks if c.title == chunks[0].title]
+    if any(section_key(q.title) == section_key(opening[0].title) for q in quoted):
+        return None  # already quoted as a passage of its own
     text = "\n\n".join(c.text for c in opening).strip()
     if not text or len(text) > MAX_LEAD_CHARS or len(text) + len(chunks[0].title) > room - MIN_SIBLING_CHARS // 2:
         return None

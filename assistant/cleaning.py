@@ -60,7 +60,7 @@ _INLINE_COMMAND = re.compile(
     r"|llamafactory-cli\s|lmdeploy\s+serve\s|CUDA_VISIBLE_DEVICES=\S+\s+(?:vllm\s+serve|python3?\s+-m)\s)"
 )
 # A python dict or list printed inline: "{'tokenizer_mode': 'auto', 'trust_remote_code': True, …}".
-_LITERAL = re.compile(r"^\s*[{\[]\s*['\"]?[\w.\-]{1,60}['\"]?\s*[:,]")
+_LITERAL = re.compile(r"^\s*[{\[]\s*['\"][\w.\-]{1,60}['\"]\s*[:,]")
 # A log line's source tag: "(RayWorkerWrapper pid=880)", "(autoscaler +7s)".
 _LOG_TAG = re.compile(r"^\s*\([\w.\-]{1,40}(?:\s+(?:pid=\d{1,10}|\+\d{1,6}m?s))?\)\s*")
 
@@ -99,7 +99,8 @@ def _is_prose(line: str) -> bool:
 
 def _collect_flags(line: str, flags: dict[str, str]) -> None:
     for name, value in _FLAG.findall(line):
-        flags.setdefault(name, value.strip("\"'"))
+        value = value.strip("\"'")
+        flags.setdefault(name, "" if value.lower() in _SENTENCE_WORDS else value)
     for name, value in _KWARG.findall(line):
         flags.setdefault(name, value.strip("\"'"))
 
@@ -178,8 +179,8 @@ def _cut(line: str, starts: re.Pattern, end_of) -> tuple[str, list[str]]:
         end = end_of(line, m) if m.start() >= pos else None
         if end is None:
             continue
-        kept.append(line[pos:m.start()])
-        spans.append(line[m.start():end].strip())
+        kept.append(line[pos:m.start()].rstrip("`"))
+        spans.append(line[m.start():end].strip().rstrip("`"))
         pos = end
     if not spans:
         return line, []
@@ -187,12 +188,12 @@ def _cut(line: str, starts: re.Pattern, end_of) -> tuple[str, list[str]]:
     return " ".join(part.strip() for part in kept if part.strip()), spans
 
 
-def _inline_command_end(line: str, m: re.Match) -> int:
+def _inline_command_end(line: str, m: re.Match) -> int | None:
     """A command quoted in backticks ends at the closing one, else after its arguments."""
     if m.start() > 0 and line[m.start() - 1] == "`":
         close = line.find("`", m.end())
         if close != -1:
-            return close
+            return close + 1
     return _command_end(line, m.end())
 
 
@@ -207,25 +208,45 @@ def _repr_end(line: str, m: re.Match) -> int | None:
 _ARG = re.compile(r"\S+")
 
 
-def _command_end(line: str, start: int) -> int:
-    """Where a command that starts before `start` ends (linear: one pass over its words)."""
+# Words that end a command line typed into a sentence ("--enforce-eager why is it slower"):
+# never a flag's value. Plain words that are values ("--quantization awq") stay.
+_SENTENCE_WORDS = frozenset("why what how when where which who is are was were does do did it its and or but then "
+                            "with to the a an in on for not still also after before fails failed works worked hangs "
+                            "crashes gives returns".split())
+_CJK_PUNCT = "，。；：！？、（）【】"
+_TRAILING_PUNCT = ".,;:!?"
+
+
+def _command_end(line: str, start: int) -> int | None:
+    """Where a command that starts before `start` ends (linear: one pass over its words), or
+    None when what follows the program word is a sentence ("does vllm serve support …")."""
     from oncall_common.lang import cjk_count
 
     end = start
-    value_next = True  # the program's first argument (a module, a model) is part of it
+    first = True  # the program's first argument (a module, a model path) must look like one
+    value_next = False
     for m in _ARG.finditer(line, start):
         tok = m.group(0)
-        if cjk_count(tok):
-            cut = next(i for i, ch in enumerate(tok) if cjk_count(ch))
-            return m.start() + cut if cut and not tok[:cut].endswith(("，", "。", "；")) else (m.start() + cut if cut else end)
+        cut = next((i for i, ch in enumerate(tok) if cjk_count(ch) or ch in _CJK_PUNCT), None)
+        if cut is not None:
+            return (m.start() + cut) if cut else (end if not first else None)
+        word = tok.rstrip(_TRAILING_PUNCT)
+        closing = word != tok and not (first or value_next and word.replace(".", "").isdigit() and tok.endswith("."))
         if tok.startswith("-"):
             value_next = "=" not in tok
-        elif value_next or any(ch in tok for ch in "/.=:_,0123456789\\"):
+        elif first:
+            if not (any(ch in word for ch in "/._-:\\") or any(ch.isdigit() for ch in word)):
+                return None
             value_next = False
-        else:
+        elif value_next and word.lower() not in _SENTENCE_WORDS:
+            value_next = False
+        elif not any(ch in word for ch in "/.=:_,0123456789\\"):
             return end
-        end = m.end()
-    return end
+        first = False
+        end = m.start() + len(word)
+        if closing or word != tok:
+            return end
+    return None if first else end
 
 
 def _prose_after_command_word(line: str) -> bool:

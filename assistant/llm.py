@@ -48,36 +48,47 @@ class LLMResult:
 NOT_COVERED = "[NOT IN KB]"
 
 
+_MARK_LEAD = " \t\r\n*_`"  # what may come before the mark: space, markdown emphasis, code quotes
+_MARK_TAIL = " \t\r\n*_`:："  # ... and after it
+
+
 def strip_not_covered(text: str) -> tuple[str, bool]:
     """(the text without the not-covered mark, whether the text opened with it)."""
-    head = text.lstrip()
+    head = text.lstrip(_MARK_LEAD)
     if head.upper().startswith(NOT_COVERED):
-        return head[len(NOT_COVERED):].lstrip(" :：\n"), True
+        return head[len(NOT_COVERED):].lstrip(_MARK_TAIL), True
     return text, False
 
 
 class _HoldMark:
-    """Streams tokens through, except that the first few are held until it is clear
-    whether the reply opens with the not-covered mark, which never reaches the user."""
+    """Streams one turn's tokens through, except that the first few are held until it is
+    clear whether the reply opens with the not-covered mark; the mark, and the space or
+    colon after it, never reach the user."""
 
     def __init__(self, emit: Callable[[str], None]) -> None:
         self.emit = emit
         self.head = ""
         self.open = False
+        self.after_mark = False  # still dropping what follows the mark
 
     def __call__(self, delta: str) -> None:
         if self.open:
-            self.emit(delta)
+            if self.after_mark:
+                delta = delta.lstrip(_MARK_TAIL)
+                self.after_mark = not delta
+            if delta:
+                self.emit(delta)
             return
         self.head += delta
-        start = self.head.lstrip().upper()
+        start = self.head.lstrip(_MARK_LEAD).upper()
         if len(start) >= len(NOT_COVERED) or not NOT_COVERED.startswith(start):
             self.flush()
 
     def flush(self) -> None:
         if not self.open:
             self.open = True
-            rest = strip_not_covered(self.head)[0]
+            rest, marked = strip_not_covered(self.head)
+            self.after_mark = marked and not rest
             if rest:
                 self.emit(rest)
 
@@ -275,8 +286,6 @@ def llm_answer(
     except ImportError as exc:  # a broken install, not a user error
         raise LLMError("the openai package is missing", "pip install openai") from exc
     caller = current_caller()
-    held = _HoldMark(on_token) if on_token is not None else None
-    on_token = held
     deadline = time.monotonic() + settings.llm_timeout
     passages = passages_for(kb, retrieval, lang, settings.llm_passages)
     messages = build_messages(question, passages, lang, retrieval.grounded, context)
@@ -294,7 +303,10 @@ def llm_answer(
                 raise LLMError(f"the LLM did not finish within {settings.llm_timeout:g} s")
             offer = tools if (tools and step < settings.llm_max_tool_steps) else None
             chunks_seen[0] = 0
-            turn = _complete(client, model, messages, offer, on_token, deadline, settings, chunks_seen)
+            held = _HoldMark(on_token) if on_token is not None else None  # each turn may open with the mark
+            turn = _complete(client, model, messages, offer, held, deadline, settings, chunks_seen)
+            if held is not None:
+                held.flush()
             if not turn.tool_calls:
                 break
             if offer is None:  # tools were not offered but the model called one anyway
@@ -325,8 +337,6 @@ def llm_answer(
     except (ValueError, KeyError, TypeError, AttributeError) as exc:  # malformed responses
         log.warning("malformed response from the LLM at %s", redact_url(settings.llm_base_url), exc_info=exc)
         raise _failed(f"the LLM sent a malformed response ({type(exc).__name__})", records) from exc
-    if held is not None:
-        held.flush()
     return _result(turn.content if turn else "", messages, passages, lang, model, records, notes)
 
 

@@ -189,7 +189,7 @@ _QUANT_FORMATS = frozenset({"awq", "gptq", "gguf", "int4", "int8", "fp8", "w8a8"
 # What a format is followed by when quantization is the subject ("awq kernel", "fp8 kv cache",
 # "AWQ 量化怎么做"); "AWQ 量化模型" (an AWQ-quantized model) still describes the model.
 _QUANT_SUBJECT = re.compile(r"[\s_-]*(?:kv|kernel|quant|量化(?!模型|版|后的)|awq|gptq|marlin|int4|int8|fp8)", re.IGNORECASE)
-_MODEL_VARIANTS = frozenset({"chat", "instruct", "base", "it"})
+_MODEL_VARIANTS = frozenset({"chat", "instruct", "base"})
 _MODEL_SIZE = re.compile(r"\d+(?:\.\d+)?[bB]")
 
 
@@ -254,8 +254,12 @@ def detect(question: str) -> Scope:
 
 # "用 lmdeploy（不是 vllm）", "类似 vllm 的 --gpu-memory-utilization", "works with vLLM but not with
 # TGI": a product named to be set against the one the question is about.
-_CONTRAST = re.compile(r"(?:不是|不用|而非|而不是|类似|(?<![好就])像|比|换成|not|instead of|rather than|unlike|without|than|vs\.?|versus)"
-                       r"(?:\s+(?:on|with|in|for|the))?[\s(（:：,，]*(?:在|用)?\s*(?:\d\s?)?$")
+# Chinese cues must not sit inside a longer word (是不是 "is it", 镜像 "image", 对比 "compare");
+# English ones stand as words. A count may follow a preposition ("than on 8×H200"), not the
+# cue itself ("more than 2 vllm instances").
+_CONTRAST = re.compile(r"(?:(?<!是)不是|不用|而非|而不是|类似|(?<![\u4e00-\u9fff])像|(?<![\u4e00-\u9fff])比"
+                       r"|(?<![a-z])(?:not|instead of|rather than|unlike|without|than|vs\.?|versus))"
+                       r"(?:\s+(?:on|with|in|for|the)(?:\s+\d)?)?[\s(（:：,，]*(?:在|用)?\s*$")
 
 
 def _only_contrasted(text: str, names: tuple[str, ...]) -> bool:

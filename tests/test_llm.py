@@ -284,3 +284,18 @@ def test_the_llm_finding_the_passages_do_not_answer_makes_a_refusal(bundled_sett
         streamed.clear()
         kept = answer_question(LOGPROBS_Q, _settings(bundled_settings, llm.url), kb=bundled_kb, on_token=streamed.append)
     assert kept.grounded and kept.coverage == "full" and "".join(streamed).startswith("[1] says")
+
+
+@pytest.mark.parametrize("script", [
+    [{"content": "Let me check the limits.", "tool_calls": [{"name": "logprobs_message_size", "arguments": "{}"}]},
+     {"content": "[NOT IN KB]\nThe passages cover the message size limit [1] only."}],
+    [{"content": "   [NOT IN KB]\nThe passages cover the message size limit [1] only."}],
+    [{"content": "**[NOT IN KB]**: The passages cover the message size limit [1] only."}],
+])
+def test_the_mark_never_streams_after_a_tool_turn_a_chunk_boundary_or_markdown(bundled_settings, bundled_kb, script):
+    streamed: list[str] = []
+    with ScriptedLLM(script) as llm:
+        answer = answer_question(LOGPROBS_Q, _settings(bundled_settings, llm.url), kb=bundled_kb, on_token=streamed.append)
+    final_turn = "".join(streamed).replace("Let me check the limits.", "")
+    assert not answer.grounded and "NOT IN KB" not in "".join(streamed)
+    assert final_turn.startswith("The passages cover") and answer.answer.startswith("The passages cover")

@@ -159,5 +159,8 @@ def test_a_passage_from_further_down_brings_the_documents_short_opening(tmp_path
     assert "--seed 7" in answer.answer
     assert "same hardware with the same server version" in answer.answer  # the opening, cited too
     assert any(c.section == "Repeatable outputs" or c.title == "Repeatable outputs" for c in answer.citations)
+    both = answer_question("request ordering batched scheduled differently run to run identical outputs GPU models hardware "
+                           "server version", settings, kb=kb)
+    assert both.answer.count("results repeat only on the") == 1  # quoted once, as a passage of its own or as the opening
     answer = answer_question("loadgen seed for the load generator", settings, kb=kb)
     assert answer.citations[0].source == "long-intro.md" and "General background" not in answer.answer  # too long to add

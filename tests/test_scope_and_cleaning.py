@@ -259,3 +259,25 @@ def test_two_flags_joined_by_a_word_are_what_the_sentence_says():
     q = ("every step fails with\nAPI error: '\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'\n"
          "what do I need to add?")
     assert "tool calling" in detect(q).said_entities
+
+
+def test_words_that_only_look_like_contrasts_leave_the_product_asked_about():
+    for q in ("是不是 vllm 的 bug？同样的模型 sglang 没问题，启动就 CUDA out of memory",
+              "从 sglang 换成 vllm 之后，启动就 CUDA out of memory",
+              "I run more than 2 vllm instances on one GPU and the second one fails; sglang was fine",
+              "拉了镜像vllm-openai:v0.8.5，启动就 CUDA out of memory，sglang 镜像没问题",
+              "对比 vllm 和 sglang，前者启动就 OOM"):
+        assert "vllm" not in detect(q).contrasted, q
+    assert "nvidia" not in detect("MI300 上正常，是不是 H100 的驱动问题？").contrasted
+    assert detect("it is slower than on 8xH200 here, on MI300X").contrasted == {"nvidia"}
+
+
+def test_a_sentence_that_names_a_program_is_not_cut_as_a_command():
+    q = "Does vllm serve support --enable-lora with AWQ models?\nthanks"
+    assert "support --enable-lora" in retrieval_text(q) and "LoRA" in detect(q).said_entities
+    assert split_question(q).flags["--enable-lora"] == ""  # "with" is the sentence, not the flag's value
+    slow = "Server: vllm serve Qwen/Qwen2.5-7B --enforce-eager why is it slower than without\nok"
+    assert "why is it slower" in retrieval_text(slow) and "vllm serve Qwen" not in retrieval_text(slow)
+    quoted = "I run `vllm serve Qwen/Qwen2-7B --max-model-len 4096` and it hangs forever\nany idea?"
+    assert "`" not in retrieval_text(quoted)
+    assert split_question("[vllm, 0.8.5] OOM at startup, what now?\nthanks").code == []
