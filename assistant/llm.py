@@ -180,18 +180,24 @@ def build_messages(question: str, passages: list, lang: str, grounded: bool, con
     return [{"role": "system", "content": i18n.t("llm.system_prompt", lang)}, {"role": "user", "content": user}]
 
 
-_REF = re.compile(r"\[(\d{1,4}(?:\s*,\s*\d{1,4})*)\]")  # bounded: int() of 5,000 digits raises
+CITATION_REF = re.compile(r"\[(\d{1,4}(?:\s*,\s*\d{1,4})*)\]")  # bounded: int() of 5,000 digits raises
 _SPACE_BEFORE_PUNCT = re.compile(r"(?<! ) +([.,;。，；])")
 
 
-def fix_citations(text: str, passages: list) -> tuple[str, list]:
+def fix_citations(text: str, passages: list, keep_numbers: bool = False) -> tuple[str, list]:
     """Renumber [n] by first use, drop numbers that match no passage, and return the cited
-    passages in that order, so the JSON citations always agree with the text."""
+    passages in that order, so the JSON citations always agree with the text.
+
+    `keep_numbers`, for an answer the user has already seen streamed: its [n] stay as they
+    were shown, and the citations are the passages up to the highest one cited, so [3] is
+    still the third (numbers that match no passage are dropped all the same)."""
     mapping: dict[int, int] = {}
-    for m in _REF.finditer(text):
+    for m in CITATION_REF.finditer(text):
         for n in (int(x) for x in m.group(1).split(",")):
             if 1 <= n <= len(passages) and n not in mapping:
                 mapping[n] = len(mapping) + 1
+    if keep_numbers:
+        mapping = {n: n for n in mapping}
 
     def repl(m: re.Match) -> str:
         kept = [f"[{mapping[int(x)]}]" for x in m.group(1).split(",") if int(x) in mapping]
@@ -199,7 +205,11 @@ def fix_citations(text: str, passages: list) -> tuple[str, list]:
 
     # (?<! ) starts a match only at the first space of a run: without it a long run of spaces
     # is rescanned from every position (quadratic).
-    fixed = _SPACE_BEFORE_PUNCT.sub(r"\1", _REF.sub(repl, text))
+    if keep_numbers:
+        shown_as_is = all(int(x) in mapping for m in CITATION_REF.finditer(text) for x in m.group(1).split(","))
+        fixed = text if shown_as_is else _SPACE_BEFORE_PUNCT.sub(r"\1", CITATION_REF.sub(repl, text))
+        return fixed.strip(), list(passages[:max(mapping, default=0)])
+    fixed = _SPACE_BEFORE_PUNCT.sub(r"\1", CITATION_REF.sub(repl, text))
     return fixed.strip(), [passages[n - 1] for n in mapping]
 
 
@@ -337,10 +347,11 @@ def llm_answer(
     except (ValueError, KeyError, TypeError, AttributeError) as exc:  # malformed responses
         log.warning("malformed response from the LLM at %s", redact_url(settings.llm_base_url), exc_info=exc)
         raise _failed(f"the LLM sent a malformed response ({type(exc).__name__})", records) from exc
-    return _result(turn.content if turn else "", messages, passages, lang, model, records, notes)
+    return _result(turn.content if turn else "", messages, passages, lang, model, records, notes, streamed=on_token is not None)
 
 
-def _result(content: str, messages: list, passages: list, lang: str, model: str, records: list, notes: list[str]) -> LLMResult:
+def _result(content: str, messages: list, passages: list, lang: str, model: str, records: list, notes: list[str],
+            streamed: bool = False) -> LLMResult:
     """The model's last reply as an answer: checked for garbage, citations renumbered to the
     passages, and its "not covered" mark turned into `covered=False`."""
     text, judged_out = strip_not_covered(content)
@@ -350,7 +361,7 @@ def _result(content: str, messages: list, passages: list, lang: str, model: str,
     why = looks_like_garbage(text, prompt_text)
     if why:
         raise _failed(why, records)
-    fixed, cited = fix_citations(text, passages)
+    fixed, cited = fix_citations(text, passages, keep_numbers=streamed)
     if not cited and passages:
         fixed += f"\n\n{i18n.t('answer.sources', lang)}: " + ", ".join(f"[{i}] {c.title}" for i, c in enumerate(passages, 1))
         cited = list(passages)

@@ -299,3 +299,28 @@ def test_the_mark_never_streams_after_a_tool_turn_a_chunk_boundary_or_markdown(b
     final_turn = "".join(streamed).replace("Let me check the limits.", "")
     assert not answer.grounded and "NOT IN KB" not in "".join(streamed)
     assert final_turn.startswith("The passages cover") and answer.answer.startswith("The passages cover")
+
+
+def test_a_streamed_answer_keeps_the_numbers_the_user_saw_and_is_not_sent_twice(bundled_settings, bundled_kb, tmp_path):
+    """The numbers in a streamed answer are on screen already; renumbering them afterwards
+    made the sources list disagree with the text, and the OpenAI-compatible stream sent the
+    whole answer a second time."""
+    import openai
+
+    from assistant.interfaces.http.app import create_app
+
+    from .live_server import LiveServer
+
+    reply = "Raise kernel.msgmax with sysctl -w kernel.msgmax=1048576 [2]. Ignore [9].\n"
+    streamed: list[str] = []
+    with ScriptedLLM([{"content": reply}] * 2) as llm:
+        settings = replace(_settings(bundled_settings, llm.url, model="m"), feedback_db=str(tmp_path / "f.db"))
+        answer = answer_question(LOGPROBS_Q, settings, kb=bundled_kb, on_token=streamed.append)
+        with LiveServer(create_app(settings)) as live:
+            client = openai.OpenAI(base_url=live.url + "/v1", api_key="unused", max_retries=0)
+            chunks = list(client.chat.completions.create(model="kb-assistant", stream=True,
+                                                         messages=[{"role": "user", "content": LOGPROBS_Q}]))
+    assert "[2]" in answer.answer and "[9]" not in answer.answer and len(answer.citations) == 2
+    assert answer.citations[1].id == "fastdeploy-logprobs-hang"
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text.count("kernel.msgmax=1048576") == 1 and "[2]" in text

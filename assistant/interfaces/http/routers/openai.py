@@ -87,10 +87,26 @@ class _Reply:
             yield self.chunk({"content": f"error: {result['error']}"}, "stop")
             return
         full = with_sources(result)
-        rest = full[len(streamed):] if streamed and full.startswith(streamed) else ("\n\n" + full if streamed else full)
+        if not streamed:
+            rest = full
+        elif _same_text(streamed, result["answer"]):
+            rest = full[len(result["answer"]):]  # the answer is on screen; only its sources are new
+        else:
+            rest = "\n\n" + full  # a fallback after a partial stream: the whole KB answer follows
         for i in range(0, len(rest), CHUNK_CHARS):
             yield self.chunk({"content": rest[i:i + CHUNK_CHARS]})
         yield self.chunk({}, "stop", citations=result["citations"], answer_id=result["id"])
+
+
+def _same_text(streamed: str, final: str) -> bool:
+    """Whether the final answer is what was streamed, but for citation numbers dropped or
+    renumbered and spacing (the LLM's [9] that matched no passage)."""
+    from assistant.llm import CITATION_REF
+
+    def bare(text: str) -> str:
+        return "".join(CITATION_REF.sub("", text).split())
+
+    return bool(bare(streamed)) and bare(final).startswith(bare(streamed))
 
 
 def last_user_text(messages: list[ChatMessage]) -> str:
