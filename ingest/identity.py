@@ -57,13 +57,28 @@ def pair_twins(docs: list[Document]) -> list[Document]:
             groups.setdefault((doc.root, twin_key(doc.source)[0]), []).append(i)
     out = list(docs)
     for (_, key), members in groups.items():
-        langs = sorted(docs[i].lang for i in members)
-        if langs != ["en", "zh"]:
-            continue  # alone, or ambiguous (two English files for one Chinese one): leave as is
+        langs = [docs[i].lang for i in members]
+        if sorted(langs) != ["en", "zh"]:
+            langs = _langs_by_path([docs[i].source for i in members])
+            if langs is None:
+                continue  # alone, or ambiguous (two English files for one Chinese one): leave as is
         shared = _slug(key)
-        for i in members:
-            out[i] = replace(docs[i], id=shared)
+        for i, lang in zip(members, langs):
+            out[i] = replace(docs[i], id=shared, lang=lang)
     return out
+
+
+def _langs_by_path(sources: list[str]) -> list[str] | None:
+    """The languages two files' paths give them, when their text could not tell: the Chinese
+    twin of a table of model names reads as English, but `zh_cn/` says what it is. The
+    unmarked file of a marked pair (`docs/x.md` beside `docs/zh/x.md`) is the other language."""
+    if len(sources) != 2:
+        return None
+    hints = [twin_key(source)[1] for source in sources]
+    if hints.count(None) == 1:
+        known = next(h for h in hints if h)
+        hints = [h or ("en" if known == "zh" else "zh") for h in hints]
+    return hints if sorted(h or "" for h in hints) == ["en", "zh"] else None
 
 
 def settle_ids(docs: list[Document]) -> tuple[list[Document], list[str]]:

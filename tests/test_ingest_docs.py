@@ -200,6 +200,18 @@ def test_zh_en_pair_gets_one_doc_id_and_front_matter_id_wins(tmp_path):
     assert kb.index.docs["usage-log:en"].source == "usage/log.md"
 
 
+def test_a_chinese_twin_that_reads_as_english_is_paired_by_its_path(tmp_path):
+    """A table of model names under zh_cn/ has too little Chinese to be detected as Chinese;
+    the path convention says it is the twin of en/."""
+    docs = tmp_path / "docs"
+    table = "| Model | Size | TurboMind | PyTorch |\n|---|---|---|---|\n" + "".join(f"| Qwen2.5-{n}B | {n}B | yes | yes |\n" for n in range(1, 30))
+    _doc(docs, "en/supported_models.md", "# Supported models\n\n" + table)
+    _doc(docs, "zh_cn/supported_models.md", "# 支持的模型\n\n" + table)
+    _, kb = _build(tmp_path, docs)
+    assert kb.index.docs["supported_models:zh"].source == "zh_cn/supported_models.md"
+    assert kb.index.docs["supported_models:en"].source == "en/supported_models.md"
+
+
 def test_readme_is_indexed(tmp_path):
     docs = tmp_path / "docs"
     _doc(docs, "serving/README.md", "# OpenAI-compatible server\n\nStart it with `fastdeploy serve`.\n")
