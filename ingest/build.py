@@ -34,7 +34,7 @@ from .documents import Document, parse_document
 from .embedders import Embedder
 from .files import Skipped
 from .identity import pair_twins, settle_ids
-from .index import SCHEMA, DocMeta, KBIndex, _read_verified, _stat, checksum, current_generation, index_lock, load_index, scan_sources
+from .index import RULES, SCHEMA, DocMeta, KBIndex, _read_verified, _stat, checksum, current_generation, index_lock, load_index, scan_sources
 from .keyword import KeywordIndex
 from .records import Chunk
 from .tokenize import Tokenizer, build_dictionary
@@ -197,6 +197,7 @@ def build_index(
             timings["index_s"] = time.perf_counter() - t0
             manifest = {
                 "schema": SCHEMA,
+                "rules": RULES,
                 "embedder": embedder.name,
                 "dim": dim,
                 "sources": [str(s.resolve()) for s in sources],

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .index import SCHEMA, _stat, current_generation, index_lock
+from .index import RULES, SCHEMA, _stat, current_generation, index_lock
 
 MANIFEST = "manifest.json"
 FORMAT = 1
@@ -71,6 +71,8 @@ def bundle_staleness(kb_root: Path, embedder_name: str, max_chunk_chars: int = 1
         return f"it has index schema {manifest.get('schema')}, the code writes {SCHEMA}"
     if manifest.get("embedder") != embedder_name:
         return f"it was embedded by {manifest.get('embedder')}, the installed embedder is {embedder_name}"
+    if manifest.get("rules", 1) != RULES:
+        return f"it was read with ingest rules {manifest.get('rules', 1)}, the code uses {RULES}"
     if manifest.get("max_chunk_chars") != max_chunk_chars:
         return f"it was chunked at {manifest.get('max_chunk_chars')} characters, not {max_chunk_chars}"
     now = kb_fingerprint(kb_root, max_chunk_chars)
@@ -92,7 +94,8 @@ def export_bundle(generation: Path, kb_root: Path, out: Path, max_chunk_chars: i
     manifest = json.loads((generation / MANIFEST).read_text(encoding="utf-8"))
     documents = {_relative(path, kb_root): meta for path, meta in manifest["documents"].items()}
     portable = {
-        "schema": manifest["schema"], "bundle_format": FORMAT, "embedder": manifest["embedder"], "dim": manifest["dim"],
+        "schema": manifest["schema"], "rules": manifest.get("rules", 1), "bundle_format": FORMAT, "embedder": manifest["embedder"],
+        "dim": manifest["dim"],
         "max_chunk_chars": max_chunk_chars,
         "documents": dict(sorted(documents.items())),
         "skipped": {_relative(p, kb_root): why for p, why in manifest.get("skipped", {}).items()},

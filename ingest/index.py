@@ -38,6 +38,10 @@ from .keyword import KeywordIndex
 from .tokenize import Tokenizer
 
 SCHEMA = 16
+# How documents are parsed, paired and chunked. A change here makes every index stale, and
+# the rebuild re-embeds only the chunks whose text, id or language changed (SCHEMA, the
+# file format, throws the vectors away). 2: twins paired by path when their text cannot tell.
+RULES = 2
 FAISS_TOP = 2_000
 
 
@@ -268,6 +272,8 @@ def staleness(index_dir: Path, sources: list[Path], embedder_name: str) -> str |
         return "index format changed"
     if manifest.get("embedder") != embedder_name:
         return f"index was built by {manifest.get('embedder')}, not {embedder_name}"
+    if manifest.get("rules", 1) != RULES:
+        return "the way documents are read changed (vectors are reused)"
     if manifest.get("sources") != [str(s.resolve()) for s in sources]:
         return "the set of KB sources changed"
     recorded = {path: meta["hash"] for path, meta in manifest.get("documents", {}).items()}

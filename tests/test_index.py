@@ -51,6 +51,23 @@ def test_reingest_embeds_only_changed_chunks_and_drops_deleted_documents(tmp_pat
     assert len(list((tmp_path / "idx").glob("gen-*"))) == 1  # old generation cleaned up
 
 
+def test_new_ingest_rules_make_an_index_stale_and_the_rebuild_reuses_its_vectors(tmp_path, embedder, monkeypatch):
+    """An upgrade that reads documents differently (pairs twins by path, say) must reach
+    indexes built before it, without re-embedding what did not change."""
+    import ingest.build
+    import ingest.index
+
+    kb, _ = _build(tmp_path, embedder)
+    assert read_manifest(tmp_path / "idx")["rules"] == ingest.index.RULES
+    monkeypatch.setattr(ingest.index, "RULES", ingest.index.RULES + 1)
+    monkeypatch.setattr(ingest.build, "RULES", ingest.index.RULES)
+    assert "read changed" in staleness(tmp_path / "idx", [kb], embedder.name)
+    build_index(tmp_path / "idx", [kb], embedder)
+    manifest = read_manifest(tmp_path / "idx")
+    assert manifest["embedded"] == 0 and manifest["rules"] == ingest.index.RULES
+    assert staleness(tmp_path / "idx", [kb], embedder.name) is None
+
+
 def test_failed_build_leaves_previous_index_usable(tmp_path, embedder):
     kb, first = _build(tmp_path, embedder)
     before = (tmp_path / "idx" / "CURRENT").read_text()
