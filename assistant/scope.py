@@ -285,6 +285,8 @@ def _written(question: str) -> str:
     from .questions import might_paste
 
     if not might_paste(question):
+        if "=" not in question:
+            return question  # nothing printed in it: the cleaner is not even imported
         from .cleaning import without_reprs
 
         return without_reprs(question)
