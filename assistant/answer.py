@@ -433,7 +433,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
             text = _bounded(text, room, labels)
         quoted[id(art)] = (best, text)
         room -= len(text) + len(best.title)
-    lead = _lead(kb, quoted[id(top)][0], room, labels, [best for best, _text in quoted.values()])
+    lead = _lead(kb, quoted[id(top)][0], room, [best for best, _text in quoted.values()])
     parts: list[str] = []
     for art in (top, *siblings, *others):
         if id(art) not in quoted:
@@ -452,7 +452,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     return parts
 
 
-def _lead(kb, best, room: int, labels: dict, quoted: list) -> tuple | None:
+def _lead(kb, best, room: int, quoted: list) -> tuple | None:
     """The opening of the document a passage comes from, when the passage is further down
     and the opening is short: a page often says its general answer first ("vLLM does not
     guarantee reproducibility…") and the details a heading below."""

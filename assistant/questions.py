@@ -27,7 +27,10 @@ def query_text(question: str) -> str:
     return retrieval_text(question)[:2000]
 
 
-_INLINE_COMMAND_HINTS = (" -m ", "vllm serve ", "docker run ", "CUDA_VISIBLE_DEVICES=")
+# The programs cleaning._INLINE_COMMAND cuts out of a sentence, as plain substrings: a cheap
+# test that keeps the cleaner unimported for ordinary one-line questions.
+_INLINE_COMMAND_HINTS = (" -m ", "vllm serve ", "docker run ", "docker compose ", "docker-compose ", "torchrun ",
+                         "llamafactory-cli ", "lmdeploy serve ", "CUDA_VISIBLE_DEVICES=")
 
 
 def might_paste(question: str) -> bool:

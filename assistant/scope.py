@@ -209,22 +209,22 @@ def _ascii_alnum(ch: str) -> bool:
 def _found(haystack: str, needles: tuple[str, ...]) -> str | None:
     """The first needle present in haystack. ASCII needles must stand as words ("cann" is
     not in "cannot", "ray start" not in "array start"); a trailing "*" marks a prefix."""
-    for needle in needles:
-        prefix = needle.endswith("*")
-        word = needle.rstrip("*")
-        if word not in haystack:
-            continue
-        if not word.isascii():
-            return needle
-        i = haystack.find(word)
-        while i != -1:
-            j = i + len(word)
-            before_ok = not word[0].isalnum() or i == 0 or not _ascii_alnum(haystack[i - 1])
-            after_ok = prefix or not word[-1].isalnum() or j >= len(haystack) or not _ascii_alnum(haystack[j])
-            if before_ok and after_ok:
-                return needle
-            i = haystack.find(word, i + 1)
-    return None
+    return next((needle for needle in needles if next(_mentions(haystack, needle), None) is not None), None)
+
+
+def _mentions(haystack: str, needle: str):
+    """Where needle stands in haystack (see `_found`): each start position, left to right.
+    A non-ASCII needle ("量化") is any substring."""
+    prefix = needle.endswith("*")
+    word = needle.rstrip("*")
+    i = haystack.find(word)
+    while i != -1:
+        j = i + len(word)
+        before_ok = not word.isascii() or not word[0].isalnum() or i == 0 or not _ascii_alnum(haystack[i - 1])
+        after_ok = not word.isascii() or prefix or not word[-1].isalnum() or j >= len(haystack) or not _ascii_alnum(haystack[j])
+        if before_ok and after_ok:
+            yield i
+        i = haystack.find(word, i + 1)
 
 
 def detect(question: str) -> Scope:
@@ -264,18 +264,8 @@ _CONTRAST = re.compile(r"(?:(?<!是)不是|不用|而非|而不是|类似|(?<![\
 
 def _only_contrasted(text: str, names: tuple[str, ...]) -> bool:
     """Whether every mention of a product follows a contrast ("not vllm", "类似 vllm 的")."""
-    seen = False
-    for name in names:
-        word = name.rstrip("*")
-        i = text.find(word)
-        while i != -1:
-            j = i + len(word)
-            if (i == 0 or not _ascii_alnum(text[i - 1])) and (name.endswith("*") or j >= len(text) or not _ascii_alnum(text[j])):
-                if not _CONTRAST.search(text[max(0, i - 16):i]):
-                    return False
-                seen = True
-            i = text.find(word, j)
-    return seen
+    starts = [i for name in names for i in _mentions(text, name)]
+    return bool(starts) and all(_CONTRAST.search(text[max(0, i - 16):i]) for i in starts)
 
 
 def _written(question: str) -> str:
@@ -419,11 +409,11 @@ def foreign_products(scope: Scope, index) -> frozenset[str]:
     if not declared and not subject:
         return frozenset()
     asked = scope.products - scope.contrasted
-    names = {p: tuple(_dashed(n) for n in PRODUCTS[p] if n not in MODEL_HINTS) for p in asked}
     if declared:
         known = {p for p in asked if any(covers(index, name, min_docs=1) for name in PRODUCTS[p] if name not in MODEL_HINTS)}
     else:
         heads, _body, per_doc = kb_text(index)
+        names = {p: tuple(_dashed(n) for n in PRODUCTS[p] if n not in MODEL_HINTS) for p in asked}
         known = {p for p in asked if p in subject or _found(heads, names[p])
                  or sum(1 for text in per_doc if _found(text, names[p])) >= 2}
     return frozenset() if known else asked
