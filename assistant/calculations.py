@@ -581,11 +581,11 @@ def explain(answer: "CapacityAnswer | ToolCall", lang: str) -> str:
                 where = _catalog_key("where", key)
                 lines.append(f"- {_name(key, lang)}" + (f" — {t(where, lang)}" if where else ""))
         if answer.problems:
-            lines.append(h["heading.ask"])
+            lines += _after_list(lines, h["heading.ask"])
             lines += [f"- {p[lang]}" for p in answer.problems]
         given = [v for v in answer.values if v.source in ("question", "log")]
         if given:
-            lines.append(h["heading.given"] + t("calculations.sep.given", lang).join(
+            lines += _after_list(lines, h["heading.given"] + t("calculations.sep.given", lang).join(
                 f"{_name(v.key, lang)} = " + (v.written if v.source == "question" else f"`{v.written}: {_plain(v.value)}`")
                 for v in given))
     notes = (answer.defaults if answer.computed else []) + answer.notes
@@ -593,3 +593,9 @@ def explain(answer: "CapacityAnswer | ToolCall", lang: str) -> str:
         lines += ["", h["heading.notes"]]
         lines += [f"- {n[lang]}" for n in notes]
     return "\n".join(lines).rstrip()
+
+
+def _after_list(lines: list[str], line: str) -> list[str]:
+    """`line` as its own paragraph: right under a bullet, markdown would read it as the
+    bullet's continuation ("… instead Given: tokens per request = 32k")."""
+    return ["", line] if lines and lines[-1].startswith("- ") else [line]

@@ -213,3 +213,9 @@ def test_logprobs_phrasings_equal_logprobs_message_size(mtp, msgmax, msgmnb, lan
     direct = call_tool("logprobs_message_size", {"mtp": mtp, "msgmax": msgmax, "msgmnb": msgmnb})
     call = capacity_call(question)
     assert call is not None and call.result == direct.result, question
+
+
+def test_what_was_given_is_its_own_paragraph_after_the_missing_list():
+    """Right under a bullet, markdown reads the next line as that bullet's continuation."""
+    text = explain(capacity_answer("How many concurrent 32k-token requests can my vLLM server handle?"), "en")
+    assert "\n- num_blocks" in text and "\n\nGiven: " in text
