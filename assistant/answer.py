@@ -362,8 +362,10 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
         coverage = "partial"
     else:
         lines.append(labels["nothing"])
-        if result.unseen or result.foreign_products:
-            lines.append(labels["missing"].format(missing=", ".join(result.unseen + [PRODUCT_NAMES.get(p, p) for p in result.foreign_products])))
+        missing = result.unseen + [PRODUCT_NAMES.get(p, p) for p in result.foreign_products]
+        missing += [f"`{name}`" for name in result.unknown_params[:3]]
+        if missing:
+            lines.append(labels["missing"].format(missing=", ".join(missing)))
     topics, total = _kb_topics(kb, result, lang)
     if topics:
         lines += ["", labels["covers"].format(n=total)]

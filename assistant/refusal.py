@@ -34,6 +34,7 @@ FEATURES = (
     "other_lang_only",  # the top article exists only in the other language
     "unknown_terms",  # plain words the KB never uses (PostgreSQL, IPv6…), 0..1 for 0..3 of them
     "short_gap",  # a short question's keywords missing from the top article (every word counts there)
+    "unknown_params",  # flags, fields or env vars the asker's sentences name that the KB never writes, 0..1 for 0..2
 )
 
 
@@ -43,6 +44,13 @@ class RefusalModel:
     bias: float
     threshold: float
     note: str = ""
+    # The operating point for passages of a team's doc tree. Their scores sit elsewhere
+    # than a curated article's (a doc page shares more words with a question, and a near
+    # miss reads closer), so one threshold cannot keep both at the false-refusal bound.
+    threshold_passages: float | None = None
+
+    def cut(self, passage: bool) -> float:
+        return self.threshold_passages if passage and self.threshold_passages is not None else self.threshold
 
     def probability(self, x: dict[str, float]) -> float:
         z = self.bias + sum(w * x[name] for w, name in zip(self.weights, FEATURES))
@@ -70,8 +78,9 @@ def load_model(path: Path = MODEL_PATH) -> RefusalModel | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         if list(data["features"]) == list(FEATURES):
+            passages = data.get("threshold_passages")
             model = RefusalModel(tuple(float(w) for w in data["weights"]), float(data["bias"]), float(data["threshold"]),
-                                 str(data.get("note", "")))
+                                 str(data.get("note", "")), None if passages is None else float(passages))
     except (OSError, ValueError, KeyError, TypeError):
         model = None  # a missing or foreign model file: fall back, never fail an answer
     if path == MODEL_PATH:
@@ -104,6 +113,7 @@ def features(result) -> dict[str, float]:
         "other_lang_only": 1.0 if other_lang else 0.0,
         "unknown_terms": min(3, len(result.unknown_terms)) / 3,
         "short_gap": (1.0 - float(top.coverage)) if result.n_terms <= SHORT_QUESTION_TERMS else 0.0,
+        "unknown_params": min(2, len(getattr(result, "unknown_params", ()) or ())) / 2,
     }
     if other_lang:
         # A question against an article written only in the other language shares few
@@ -135,10 +145,11 @@ def decide(result, min_relevance: float) -> tuple[bool, float | None, bool]:
         covered = top.relevance >= min_relevance
         return covered and not (top.hardware_conflict or result.foreign_products or result.unseen), None, covered
     p = model.probability(x)
-    covered = model.probability({**x, "unseen_entity": 0.0, "unseen_pasted": 0.0}) >= model.threshold
+    cut = model.cut(bool(top.passage))
+    covered = model.probability({**x, "unseen_entity": 0.0, "unseen_pasted": 0.0}) >= cut
     if top.hardware_conflict or result.foreign_products:
         return False, p, covered
-    return p >= model.threshold, p, covered
+    return p >= cut, p, covered
 
 
 # ------------------------------------------------------------------------------- fitting
@@ -174,20 +185,20 @@ def choose_threshold(probs: list[float], labels: list[int], max_false_refusal: f
     return max(1e-6, pos[allowed] - 1e-9) if allowed < len(pos) else pos[-1]
 
 
-def _rows(kb, settings, cases) -> tuple[list[list[float]], list[int], list[str]]:
+def _rows(kb, settings, cases) -> list[tuple[list[float], int, str, bool]]:
+    """(features, in scope, language, top match is a passage) for each case the model decides."""
     from .retrieval import RetrievalParams, search
 
     params = RetrievalParams.from_settings(settings)
-    rows, labels, langs = [], [], []
+    out = []
     for case in cases:
         result = search(kb.index, kb.embedder, case.question, params)
         if result.articles and (result.articles[0].hardware_conflict or result.foreign_products):
             continue  # decided by rule, not by the model
         x = features(result)
-        rows.append([x[name] for name in FEATURES])
-        labels.append(1 if case.grounded else 0)
-        langs.append(case.lang)
-    return rows, labels, langs
+        passage = bool(result.articles and result.articles[0].passage)
+        out.append(([x[name] for name in FEATURES], 1 if case.grounded else 0, case.lang, passage))
+    return out
 
 
 @dataclass
@@ -201,44 +212,54 @@ class FitSet:
     calibrate: bool = True
 
 
+def _operating_point(cal: list[tuple[float, int, str]]) -> float | None:
+    """The threshold at the false-refusal bound in each language (the lowest of them):
+    a user asking in Chinese should not be refused more often than one asking in English."""
+    langs = sorted({lang for _p, _y, lang in cal})
+    if not langs or not any(y for _p, y, _lang in cal):
+        return None
+    return min(choose_threshold([p for p, _y, g in cal if g == lang], [y for _p, y, g in cal if g == lang], TARGET_FALSE_REFUSAL)
+               for lang in langs)
+
+
 def fit_and_save(sets: list[FitSet], path: Path = MODEL_PATH, l2: float = L2) -> str:
-    """Fit on every set's cases, choose the threshold on the calibration sets, save, and
-    describe the result. Several KBs make the model hold beyond the bundled one: a team's
-    docs answer in-scope questions with higher keyword coverage than a curated KB does."""
-    rows: list[list[float]] = []
-    labels: list[int] = []
-    cal_rows: list[list[float]] = []
-    cal_labels: list[int] = []
-    cal_langs: list[str] = []
+    """Fit on every set's cases, choose the thresholds on the calibration sets (one for
+    curated articles, one for passages of doc trees), save, and describe the result.
+    Several KBs make the model hold beyond the bundled one: a team's docs answer in-scope
+    questions with higher keyword coverage than a curated KB does."""
+    rows: list[tuple[list[float], int, str, bool]] = []
+    cal: list[tuple[list[float], int, str, bool]] = []
     for fit_set in sets:
-        r, y, langs = _rows(fit_set.kb, fit_set.settings, fit_set.cases)
-        rows += r
-        labels += y
+        got = _rows(fit_set.kb, fit_set.settings, fit_set.cases)
+        rows += got
         if fit_set.calibrate:
-            cal_rows += r
-            cal_labels += y
-            cal_langs += langs
+            cal += got
+    labels = [y for _x, y, _l, _p in rows]
     if not rows or len(set(labels)) < 2:
         from oncall_common.errors import AssistantError
 
         raise AssistantError("fitting refusals needs both in-scope and out-of-scope cases", "use a case file with expect_topic \"oos\" cases")
-    weights, bias = fit_logistic(rows, labels, l2=l2)
+    weights, bias = fit_logistic([x for x, _y, _l, _p in rows], labels, l2=l2)
     model = RefusalModel(tuple(weights), bias, 0.5)
-    if not cal_rows:
-        cal_rows, cal_labels, cal_langs = rows, labels, [""] * len(rows)
-    probs = [model.probability(dict(zip(FEATURES, r))) for r in cal_rows]
-    # The bound holds in each language, not only on average: Chinese questions score
-    # differently, and a user asking in Chinese should not be refused more often.
-    threshold = min(choose_threshold([p for p, g in zip(probs, cal_langs) if g == lang],
-                                     [y for y, g in zip(cal_labels, cal_langs) if g == lang], TARGET_FALSE_REFUSAL)
-                    for lang in sorted(set(cal_langs)))
-    refused_oos = sum(p < threshold for p, y in zip(probs, cal_labels) if not y) / max(1, cal_labels.count(0))
-    false_ref = sum(p < threshold for p, y in zip(probs, cal_labels) if y) / max(1, cal_labels.count(1))
+    cal = cal or rows
+    scored = [(model.probability(dict(zip(FEATURES, x))), y, lang, passage) for x, y, lang, passage in cal]
+    articles = [(p, y, lang) for p, y, lang, passage in scored if not passage]
+    passages = [(p, y, lang) for p, y, lang, passage in scored if passage]
+    threshold = _operating_point(articles) or _operating_point(passages) or 0.5
+    threshold_passages = _operating_point(passages) or threshold
+
+    def rates(group: list[tuple[float, int, str]], cut: float) -> str:
+        oos = [p for p, y, _lang in group if not y]
+        ins = [p for p, y, _lang in group if y]
+        return (f"{sum(p < cut for p in oos) / max(1, len(oos)):.2f} of out-of-scope refused, "
+                f"{sum(p < cut for p in ins) / max(1, len(ins)):.3f} false refusals")
+
     note = (f"fitted on {len(rows)} cases ({labels.count(1)} in scope, {labels.count(0)} out of scope) from {len(sets)} "
-            f"case set(s); threshold {threshold:.3f} chosen on {len(cal_rows)}: {refused_oos:.2f} of out-of-scope refused, "
-            f"{false_ref:.3f} false refusals (cases refused by the platform and product rules are left out)")
+            f"case set(s); thresholds chosen on {len(cal)}: articles {threshold:.3f} ({len(articles)} cases: "
+            f"{rates(articles, threshold)}), doc-tree passages {threshold_passages:.3f} ({len(passages)} cases: "
+            f"{rates(passages, threshold_passages)}); cases refused by the platform and product rules are left out")
     data = {"features": list(FEATURES), "weights": [round(w, 5) for w in weights], "bias": round(bias, 5),
-            "threshold": round(threshold, 5), "l2": l2, "note": note}
+            "threshold": round(threshold, 5), "threshold_passages": round(threshold_passages, 5), "l2": l2, "note": note}
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     lines = [note, "", "feature            weight"]
     lines += [f"{name:<18} {w:+.3f}" for name, w in zip(FEATURES, weights)]

@@ -117,6 +117,7 @@ class Retrieval:
     foreign_products: list[str] = field(default_factory=list)  # named products this KB has nothing on
     kb_coverage: float = 0.0  # IDF-weighted share of the question's keywords the KB has at all
     unknown_terms: list[str] = field(default_factory=list)  # names in the question the KB never uses (Kafka, PostgreSQL…)
+    unknown_params: list[str] = field(default_factory=list)  # flags, fields, env vars the asker names that the KB never writes
     n_terms: int = 0  # distinct keywords in the question
     confidence: float | None = None  # the refusal model's P(the KB answers this)
     symptom_covered: bool = False  # the KB would answer but for an unknown subject, product or platform
@@ -268,7 +269,7 @@ def search(
     other hardware or versions, are demoted by `mismatch_penalty`."""
     dense_weight, bm25_weight, signature_boost = params.dense_weight, params.bm25_weight, params.signature_boost
     coverage_weight, mismatch_penalty, limit = params.coverage_weight, params.mismatch_penalty, params.limit
-    from .scope import detect, foreign_products, hardware_mismatch, product_mismatch, unseen_entities, version_mismatch
+    from .scope import detect, foreign_products, hardware_mismatch, product_mismatch, unknown_parameters, unseen_entities, version_mismatch
 
     timings: dict[str, float] = {}
     lang = detect_lang(question)
@@ -370,6 +371,7 @@ def search(
     result.kb_coverage = kb_keyword_coverage(query_terms, index.doc_freq, len(article_terms))
     result.n_terms = len(query_terms)
     result.unknown_terms = unknown_names(index, query, lang)
+    result.unknown_params = unknown_parameters(question, index)
     if "--" in question or "=" in question:
         from .cleaning import split_question
 

@@ -268,10 +268,10 @@ def _only_contrasted(text: str, names: tuple[str, ...]) -> bool:
     return bool(starts) and all(_CONTRAST.search(text[max(0, i - 16):i]) for i in starts)
 
 
-def _written(question: str) -> str:
-    """The asker's sentences and the error lines they pasted, less what is pasted inside
-    them: the errors' log tags ("(autoscaler +7s) Error: …" names the process that printed
-    it, not the subject) and runs of flags."""
+def _written(question: str, errors: bool = True) -> str:
+    """The asker's sentences and (unless `errors` is false) the error lines they pasted,
+    less what is pasted inside them: the errors' log tags ("(autoscaler +7s) Error: …"
+    names the process that printed it, not the subject) and runs of flags."""
     from .questions import might_paste
 
     if not might_paste(question):
@@ -283,8 +283,9 @@ def _written(question: str) -> str:
     from .cleaning import split_question, strip_log_tag, without_reprs
 
     parts = split_question(question)
-    written = "\n".join(_FLAG_RUN.sub(" ", without_reprs(line)) for line in parts.prose + [strip_log_tag(line) for line in parts.errors])
-    return written if len(written.strip()) >= 8 else question
+    lines = parts.prose + ([strip_log_tag(line) for line in parts.errors] if errors else [])
+    written = "\n".join(_FLAG_RUN.sub(" ", without_reprs(line)) for line in lines)
+    return written if len(written.strip()) >= 8 or not errors else question
 
 
 # Several flags in a row inside a sentence are a pasted command line ("same flags
@@ -293,6 +294,32 @@ def _written(question: str) -> str:
 # are what the sentence is about.
 _FLAG_RUN = re.compile(r"(?:--[A-Za-z][\w-]{1,60}(?:[ =](?!-|(?:and|or|but|with|to|then|is|are|in|on|for|the|a|an|not)\b)[^\s,)）]{1,80})?"
                        r"[\s,]*){2,}")
+
+
+# Parameter names as people write them in a sentence: a flag (--max-concurrent-requests),
+# a snake_case field (cache_max_entry_count) or an environment variable (FD_LOG_DIR).
+_PARAMETER = re.compile(r"(?<![\w/.-])(?:--[A-Za-z][\w-]{2,60}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?![\w/]|\.\w)")
+
+
+def unknown_parameters(question: str, index) -> list[str]:
+    """Parameters the asker's sentences name that this KB never writes: "what is the
+    equivalent of TGI's --max-concurrent-requests" asks about a setting the KB cannot
+    explain, however close its passages about concurrency read. Only the sentences count:
+    a pasted command or traceback names many settings the question is not about."""
+    prose = _written(question[:MAX_QUERY_CHARS], errors=False)
+    if "-" not in prose and "_" not in prose:
+        return []
+    _heads, body, _per_doc = kb_text(index)
+    seen: set[str] = set()
+    out: list[str] = []
+    for m in _PARAMETER.finditer(prose):
+        name = _dashed(m.group(0).lower()).strip("-")
+        if len(name) < 4 or name in seen or not any(ch.isalpha() for ch in name):
+            continue
+        seen.add(name)
+        if not _found(body, (name,)):
+            out.append(m.group(0))  # as the asker wrote it, to be named back in a refusal
+    return out
 
 
 def kb_text(index) -> tuple[str, str, list[str]]:

@@ -81,3 +81,43 @@ def test_pasted_flags_are_quoted_back_when_the_article_is_about_them(bundled_set
                              bundled_settings, kb=bundled_kb)
     assert answer.grounded and answer.citations[0].id == "vllm-cuda-oom"
     assert "--gpu-memory-utilization 0.97" in answer.answer
+
+
+def test_doc_tree_passages_get_their_own_operating_point(tmp_path, bundled_kb, bundled_settings):
+    """A team's doc pages score differently from curated articles, so the fit chooses a
+    threshold for each, and a passage is judged by its own."""
+    from dataclasses import replace
+
+    from assistant.config import Settings
+    from assistant.knowledge import open_kb
+    from assistant.ops.evaluate import Case
+
+    def case(i, q, grounded):
+        return Case(f"c{i}", "en", "symptom", q, [], grounded)
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "serving.md").write_text("# Serving\n\n## Out of memory at start-up\n\nLower `--gpu-memory-utilization` to 0.8.\n\n"
+                                     "## Requests hang\n\nCheck the queue with `curl /metrics`.\n", encoding="utf-8")
+    settings = replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "cache")
+    tree = refusal.FitSet(open_kb(settings, progress=lambda m: None), settings,
+                          [case(1, "server runs out of memory at start-up", True), case(2, "requests hang forever", True),
+                           case(3, "how do I fine-tune a LoRA adapter", False)])
+    bundled = refusal.FitSet(bundled_kb, bundled_settings,
+                             [case(4, "CUDA out of memory while serving", True), case(5, "NCCL error on 4 GPUs", True),
+                              case(6, "how do I speed up a slow PostgreSQL query", False)])
+    path = tmp_path / "model.json"
+    refusal.fit_and_save([bundled, tree], path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert 0 < data["threshold"] < 1 and 0 < data["threshold_passages"] < 1
+    model = refusal.load_model(path)
+    assert model.cut(True) == data["threshold_passages"] and model.cut(False) == data["threshold"]
+    # A model file from before the split judges passages by the one threshold.
+    old = refusal.RefusalModel(model.weights, model.bias, 0.6)
+    assert old.cut(True) == 0.6
+
+
+def test_a_refusal_names_the_parameter_the_kb_never_mentions(bundled_settings, bundled_kb):
+    ans = answer_question("How should I tune the Kafka consumer --fetch-max-wait-ms for my Spark streaming job?",
+                          bundled_settings, kb=bundled_kb, use_llm=False)
+    assert not ans.grounded and "--fetch-max-wait-ms" in ans.answer

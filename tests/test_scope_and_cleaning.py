@@ -281,3 +281,17 @@ def test_a_sentence_that_names_a_program_is_not_cut_as_a_command():
     quoted = "I run `vllm serve Qwen/Qwen2-7B --max-model-len 4096` and it hangs forever\nany idea?"
     assert "`" not in retrieval_text(quoted)
     assert split_question("[vllm, 0.8.5] OOM at startup, what now?\nthanks").code == []
+
+
+def test_parameters_the_sentences_name_that_the_kb_never_writes_are_unknown(bundled_kb):
+    from assistant.scope import unknown_parameters
+
+    # A flag of another server, asked about in a sentence: the KB cannot explain it.
+    assert unknown_parameters("is there an equivalent of TGI's --max-concurrent-requests?", bundled_kb.index) == ["--max-concurrent-requests"]
+    # Spelled as a field or a flag, a parameter the KB writes is known either way.
+    assert unknown_parameters("should I lower gpu_memory_utilization or --max-model-len?", bundled_kb.index) == []
+    # Settings inside a pasted command or traceback are not what the sentence asks about.
+    pasted = "vllm crashes at start-up, why?\nvllm serve m --max-concurrent-requests 4 --foo-bar-baz 2\n"
+    assert unknown_parameters(pasted, bundled_kb.index) == []
+    # File names and module paths are not parameters.
+    assert unknown_parameters("the error comes from async_engine.py in lmdeploy", bundled_kb.index) == []
