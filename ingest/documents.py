@@ -91,6 +91,10 @@ def parse_document(path: Path, root: Path, raw: bytes) -> Document:
             except yaml.YAMLError:
                 meta = {}
             text = text[match.end():]
+        if suffix == ".mdx":
+            from .mdx import mdx_to_markdown
+
+            text = mdx_to_markdown(text)
         fmt = "markdown" if suffix in MARKDOWN_SUFFIXES or looks_like_markdown(text) else "text"
     is_markdown = fmt != "text"
     if is_markdown:

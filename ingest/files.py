@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-MARKDOWN_SUFFIXES = {".md", ".markdown"}
+MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdx"}  # .mdx: markdown with JSX components (mdx.py)
 TEXT_SUFFIXES = {".txt", ".text"}
 HTML_SUFFIXES = {".html", ".htm"}
 SUFFIXES = MARKDOWN_SUFFIXES | TEXT_SUFFIXES | HTML_SUFFIXES

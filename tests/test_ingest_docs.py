@@ -105,6 +105,51 @@ def test_html_export_is_converted_without_navigation_or_boilerplate(tmp_path):
     assert "| sentinel | 26379 |" in text  # the table is a markdown table
 
 
+MDX_PAGE = dedent("""
+    ---
+    title: GPU
+    ---
+    import { Snippet } from '/snippets/gpu.mdx'
+
+    ## Older GPUs
+
+    <Note>
+      Ollama needs compute capability 5.0 or newer.
+    </Note>
+
+    <Tabs>
+      <Tab title="Linux">
+        Reload the driver after suspend:
+
+        ```shell
+        sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm
+        ```
+      </Tab>
+      <Tab
+        title="Windows"
+      >
+        Restart the service.
+      </Tab>
+    </Tabs>
+
+    <Info>One line note.</Info>
+    """)
+
+
+def test_mdx_pages_read_as_markdown_without_their_components(tmp_path):
+    doc = _doc(tmp_path, "docs/gpu.mdx", MDX_PAGE)
+    assert doc.format == "markdown" and doc.title == "GPU"
+    chunks = chunk_document(doc)
+    text = "\n".join(c.text for c in chunks)
+    assert "<Note>" not in text and "<Tab" not in text and "import {" not in text
+    assert "Ollama needs compute capability 5.0 or newer." in text
+    # What a component wraps is un-indented, so its fence stays a fence (not indented code),
+    # and the tab's title says which platform the command is for.
+    assert "**Linux**" in text and "\n```shell\nsudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm\n```" in text
+    assert "**Windows**" in text and "One line note." in text
+    assert [c.title for c in chunks if "rmmod" in c.text] == ["GPU > Older GPUs"]
+
+
 def test_english_doc_with_a_chinese_language_switch_is_english(tmp_path):
     doc = _doc(tmp_path, "docs/usage/log.md", "[简体中文](../zh/usage/log.md)\n\n# Logs\n\nFastDeploy writes its logs under `log/`.\n")
     assert doc.lang == "en"
