@@ -102,6 +102,10 @@ def test_topic_and_file_metrics_use_the_first_distinct_cited_articles():
                    result([], [], ["docs/x.md"], expect_file="x.md")])
     assert m.topic_cases == 3 and m.topic1 == pytest.approx(1 / 3) and m.topic3 == pytest.approx(2 / 3)
     assert m.file_cases == 1 and m.file1 == 1.0
+    # A fix written in two files: citing either one counts.
+    both = ("faq.md", "context-length.md")
+    m = summarise([result([], [], ["docs/context-length.md"], expect_file=both), result([], [], ["docs/gpu.md"], expect_file=both)])
+    assert m.file_cases == 2 and m.file1 == 0.5
     from assistant.ops.evaluate import group_results
 
     groups = group_results([result(["a"], ["a"]), result(["a"], ["b"], split="test")])

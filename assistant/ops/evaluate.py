@@ -30,7 +30,7 @@ class Case:
     grounded: bool
     # Optional, for sets built from real users' questions and for a team's own docs:
     topics: tuple[str, ...] = ()  # acceptable article ids (`expect_topic`); empty = not judged
-    expect_file: str = ""  # the file that answers (a suffix of the cited source)
+    expect_file: str | tuple[str, ...] = ""  # the file that answers (a suffix of the cited source), or files that each do
     source: str = ""  # where the question came from (owner/repo#N or a page address)
     split: str = ""  # "dev" (tune on it) or "test" (report only)
 
@@ -97,7 +97,7 @@ def load_cases(path: Path) -> list[Case]:
             cases.append(
                 Case(str(raw["id"]), str(raw["lang"]), str(raw.get("kind", "")), str(raw["question"]),
                      [[str(a) for a in group] for group in raw.get("expect", [])], grounded,
-                     () if topics == ("oos",) else topics, str(raw.get("expect_file", "")),
+                     () if topics == ("oos",) else topics, _files(raw.get("expect_file", "")),
                      str(raw.get("source", "")), str(raw.get("split", "")))
             )
         except (ValueError, KeyError, TypeError) as exc:
@@ -179,7 +179,7 @@ def summarise(results: list[CaseResult]) -> Metrics:
     filed = [r for r in scoped if r.case.expect_file]
     m.file_cases = len(filed)
     if filed:
-        m.file1 = sum(bool(r.cited_files) and _same_file(r.cited_files[0], r.case.expect_file) for r in filed) / len(filed)
+        m.file1 = sum(bool(r.cited_files) and _expected_file(r.cited_files[0], r.case.expect_file) for r in filed) / len(filed)
     m.max_answer_chars = max((r.answer_chars for r in results), default=0)
     for r in results:
         if r.case.topics and r.case.grounded and (not r.cited or r.cited[0] not in r.case.topics):
@@ -199,6 +199,18 @@ def summarise(results: list[CaseResult]) -> Metrics:
         elif not r.case.grounded and r.grounded:
             m.failures.append(f"{r.case.id}: answered an out-of-scope question with {r.top_ids[0]} — {r.case.question}")
     return m
+
+
+def _files(value: object) -> str | tuple[str, ...]:
+    """`expect_file` as written: one path, or a list when the fix is written in several files
+    (a FAQ entry and the page it summarises)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(str(v) for v in value)
+    return str(value or "")
+
+
+def _expected_file(cited: str, expected: str | tuple[str, ...]) -> bool:
+    return any(_same_file(cited, e) for e in ((expected,) if isinstance(expected, str) else expected))
 
 
 def _same_file(cited: str, expected: str) -> bool:
