@@ -6,8 +6,8 @@ so the id decides what counts as "the same document":
 - A document whose front matter has an `id` keeps it (that is how the bundled KB pairs
   its articles).
 - Otherwise zh/en versions of a user doc are paired by the usual path conventions, within
-  one source: `zh/x.md` vs `en/x.md`, `docs/zh/x.md` vs `docs/x.md`, `x.zh.md` vs `x.md`,
-  `x_CN.md` vs `x.md`. The pair gets one id; an unpaired document keeps the id of its path.
+  one source: `zh/x.md` vs `en/x.md`, `docs/zh/x.md` vs `docs/x.md`, `source/x.md` vs
+  `source_en/x.md`, `x.zh.md` vs `x.md`, `x_CN.md` vs `x.md`. The pair gets one id; an unpaired document keeps the id of its path.
 - An id already taken by another source (an ingested runbook saying `id: vllm-cuda-oom`),
   or by a document of the same language in the same source, is never merged: the newcomer
   is renamed `<id>@<file stem>` and a message says so. Sources are settled in order, so
@@ -39,6 +39,10 @@ def twin_key(source: str) -> tuple[str, str | None]:
         if lang and hint is None:
             hint = lang
             continue
+        marked = _LANG_SUFFIX.search(part) if hint is None else None
+        if marked and marked.start() > 0:  # source_en/ beside source/ (Sphinx), docs-zh/ beside docs/
+            hint = "en" if marked.group(1).lower().startswith("en") else "zh"
+            part = part[: marked.start()]
         folders.append(part)
     stem = path.stem
     match = _LANG_SUFFIX.search(stem)

@@ -41,7 +41,8 @@ SCHEMA = 16
 # How documents are parsed, paired and chunked. A change here makes every index stale, and
 # the rebuild re-embeds only the chunks whose text, id or language changed (SCHEMA, the
 # file format, throws the vectors away). 2: twins paired by path when their text cannot tell.
-RULES = 2
+# 3: .mdx pages are read, and a language-marked folder (source_en/) pairs with its unmarked twin.
+RULES = 3
 FAISS_TOP = 2_000
 
 

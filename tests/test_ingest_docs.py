@@ -213,10 +213,18 @@ def test_question_about_one_env_var_retrieves_its_row_with_the_header(tmp_path):
     ("docs/zh/usage/log.md", "docs/usage/log.md"),
     ("guide/restart.zh.md", "guide/restart.md"),
     ("guide/restart_CN.md", "guide/restart.md"),
+    ("docs-zh/faq.md", "docs/faq.md"),
 ])
 def test_twin_paths_share_a_key(a, b):
     assert twin_key(a)[0] == twin_key(b)[0]
     assert twin_key(a)[1] == "zh"
+
+
+def test_a_language_marked_folder_pairs_with_the_unmarked_one():
+    """Sphinx projects keep `source/` (the original, often Chinese) beside `source_en/`."""
+    assert twin_key("docs/source/Instruction/FAQ.md") == ("docs/source/instruction/faq", None)
+    assert twin_key("docs/source_en/Instruction/FAQ.md") == ("docs/source/instruction/faq", "en")
+    assert twin_key("docs/token/x.md")[0] == "docs/token/x"  # a word ending in "en" is no marker
 
 
 def _build(tmp_path: Path, kb_dir: Path, *extra: Path, messages: list[str] | None = None):
