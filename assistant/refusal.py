@@ -10,8 +10,10 @@ transparent (the weights are in `refusal_model.json`, next to this file, and pri
 `assistant eval --fit-refusals`), exact, fast, and needs no new dependency: it is fitted
 with numpy's Newton steps on the `dev` split of the real-question set plus the bundled cases.
 
-The operating point (`threshold`) is chosen on the same data: the highest out-of-scope
-refusal rate that keeps false refusals at or under 3% in each language.
+The operating points are chosen on the same data: the highest out-of-scope refusal rate
+that keeps false refusals at or under `TARGET_FALSE_REFUSAL` in each language, once for
+curated articles (`threshold`) and once for passages of a team's doc tree
+(`threshold_passages`).
 """
 
 from __future__ import annotations
