@@ -98,7 +98,7 @@ def parse_document(path: Path, root: Path, raw: bytes) -> Document:
         fmt = "markdown" if suffix in MARKDOWN_SUFFIXES or looks_like_markdown(text) else "text"
     is_markdown = fmt != "text"
     if is_markdown:
-        text = strip_language_switch(text)
+        text = strip_non_content(text)
     source = str(path.relative_to(root)) if root.is_dir() else path.name
     title = str(meta.get("title") or html_title or (_first_heading(text) if is_markdown else "") or path.stem)
     lang = str(meta.get("lang") or document_lang(text))
@@ -179,11 +179,26 @@ def _is_language_switch(line: str) -> bool:
     return bool(labels) and all(label in _LANG_LABELS for label in labels)
 
 
-def strip_language_switch(text: str) -> str:
-    """Drop lines that are only a language switch, e.g. `[简体中文](../zh/usage/log.md)`."""
+def strip_non_content(text: str) -> str:
+    """Drop lines that are only a language switch, e.g. `[简体中文](../zh/usage/log.md)`,
+    and, outside code, lines that render nothing: mkdocs anchors (`[](){ #faq }`), empty
+    HTML anchors and one-line comments (`<!-- toc -->`). Quoted in an answer they are noise
+    that takes the room of the fix."""
     lines = text.split("\n")
-    kept = [line for line in lines if not _is_language_switch(line)]
+    kept: list[str] = []
+    fence = ""
+    for line in lines:
+        opened = _FENCE_LINE.match(line)
+        if opened and (not fence or opened.group(1)[0] == fence):
+            fence = "" if fence else opened.group(1)[0]
+        elif not fence and (_is_language_switch(line) or _INVISIBLE.match(line)):
+            continue
+        kept.append(line)
     return "\n".join(kept) if len(kept) != len(lines) else text
+
+
+_FENCE_LINE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_INVISIBLE = re.compile(r"^\s*(?:\[\]\(\)\{\s*#[\w.:-]+\s*\}|<a\s+(?:id|name)=\"[^\"]*\"\s*>\s*</a>|<!--.*?-->)\s*$")
 
 
 _CODE_FENCE_BLOCK = re.compile(r"^\s{0,3}(`{3,}|~{3,})[^\n]*\n.*?^\s{0,3}\1[ \t]*$", re.S | re.M)

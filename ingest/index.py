@@ -42,7 +42,8 @@ SCHEMA = 16
 # the rebuild re-embeds only the chunks whose text, id or language changed (SCHEMA, the
 # file format, throws the vectors away). 2: twins paired by path when their text cannot tell.
 # 3: .mdx pages are read, and a language-marked folder (source_en/) pairs with its unmarked twin.
-RULES = 3
+# 4: lines that render nothing (mkdocs anchors, empty HTML anchors, one-line comments) are dropped.
+RULES = 4
 FAISS_TOP = 2_000
 
 

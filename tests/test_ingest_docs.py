@@ -136,6 +136,15 @@ MDX_PAGE = dedent("""
     """)
 
 
+def test_lines_that_render_nothing_are_not_quoted(tmp_path):
+    text = "# FAQ\n\n[](){ #faq-oom }\n<!-- toc -->\n<a id=\"oom\"></a>\n\n## OOM\n\nLower `--gpu-memory-utilization`.\n\n" \
+           "```html\n<!-- kept: it is code -->\n```\n"
+    chunks = chunk_document(_doc(tmp_path, "faq.md", text))
+    body = "\n".join(c.text for c in chunks)
+    assert "#faq-oom" not in body and "<!-- toc -->" not in body and "<a id" not in body
+    assert "Lower `--gpu-memory-utilization`." in body and "<!-- kept: it is code -->" in body
+
+
 def test_mdx_pages_read_as_markdown_without_their_components(tmp_path):
     doc = _doc(tmp_path, "docs/gpu.mdx", MDX_PAGE)
     assert doc.format == "markdown" and doc.title == "GPU"
