@@ -5,6 +5,7 @@ MDX is markdown with JSX components around it: `<Note>`, `<Tabs>` / `<Tab title=
 noise in every passage, and the indentation inside a component turns its paragraphs into
 indented code for a markdown parser. So: the import/export lines go, a component line goes
 (a `title` it carries stays, as a bold line: "Linux" says which tab the commands are for),
+MDX comments `{/* … */}` go,
 and what a component wraps is un-indented by its own indentation. Code fences are left as
 they are. Plain line scanning, no JSX parser: components in docs are one tag per line.
 """
@@ -17,6 +18,8 @@ _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 _MODULE_LINE = re.compile(r"^(?:import\s.+\sfrom\s|import\s+['\"]|export\s+(?:const|default|function|let)\s)")
 # A JSX component starts with a capital letter; HTML tags (<br>, <details>) are left to markdown.
 _TAG_START = re.compile(r"^\s*<(/?)([A-Z][\w.]*)")
+_ATTRIBUTE_LINE = re.compile(r"^\s*(?:[\w:-]+(?:=|\s*$)|/?>|\{)")  # title="…", cols={2}, a bare flag, the closing >
+_MDX_COMMENT = re.compile(r"^\s*\{/\*.*\*/\}\s*$")  # {/* a comment */}
 _CLOSE_AT_END = re.compile(r"</[A-Z][\w.]*>\s*$")
 _TITLE = re.compile(r"""\btitle=(?:"([^"]*)"|'([^']*)'|\{["'`]([^"'`]*)["'`]\})""")
 
@@ -41,7 +44,7 @@ def mdx_to_markdown(text: str) -> str:
             fence = m.group(1)[0] * 3
             out.append(_unindent(line, dedent))
             continue
-        if not dedent and _MODULE_LINE.match(line):
+        if (not dedent and _MODULE_LINE.match(line)) or _MDX_COMMENT.match(line):
             continue
         tag = _TAG_START.match(line)
         if tag is None:
@@ -50,29 +53,40 @@ def mdx_to_markdown(text: str) -> str:
             out.append(_unindent(line, dedent))
             continue
         # A tag may spread its attributes over several lines: read up to its closing '>'.
+        # One that never closes is text ("<Foo is deprecated"), and nothing after it is eaten.
         whole, extra = line, 0
-        while ">" not in whole and i < len(lines) and extra < 20:
-            whole += " " + lines[i].strip()
-            i, extra = i + 1, extra + 1
-        if tag.group(1):  # </Tab>
-            if dedent:
-                dedent.pop()
+        while ">" not in whole and i + extra < len(lines) and extra < 20 and _ATTRIBUTE_LINE.match(lines[i + extra]):
+            whole += " " + lines[i + extra].strip()
+            extra += 1
+        if ">" not in whole:
+            out.append(_unindent(line, dedent))
             continue
-        title = _TITLE.search(whole)
-        name = next((g for g in title.groups() if g is not None), "").strip() if title else ""
-        if name:
-            out += ["", f"**{name}**", ""]
-        if whole.rstrip().endswith("/>"):
-            continue  # <Card title="…" href="…" />
-        after = whole[whole.index(">") + 1:].strip() if ">" in whole else ""
-        inner = _CLOSE_AT_END.sub("", after)
-        if inner != after:
-            out.append(inner)  # <Note>One line.</Note>
-            continue
-        dedent.append(-1)
-        if after:
-            out.append(after)
+        i += extra
+        _component(whole, bool(tag.group(1)), out, dedent)
     return "\n".join(out)
+
+
+def _component(whole: str, closing: bool, out: list[str], dedent: list[int]) -> None:
+    """One component tag (its lines joined): a closing tag ends what it wraps; an opening
+    one leaves its title and, unless it closes on the same line, starts wrapping."""
+    if closing:  # </Tab>
+        if dedent:
+            dedent.pop()
+        return
+    title = _TITLE.search(whole)
+    name = next((g for g in title.groups() if g is not None), "").strip() if title else ""
+    if name:
+        out += ["", f"**{name}**", ""]
+    if whole.rstrip().endswith("/>"):
+        return  # <Card title="…" href="…" />
+    after = whole[whole.index(">") + 1:].strip()
+    inner = _CLOSE_AT_END.sub("", after)
+    if inner != after:
+        out.append(inner)  # <Note>One line.</Note>
+        return
+    dedent.append(-1)
+    if after:
+        out.append(after)
 
 
 def _note_indent(line: str, dedent: list[int]) -> None:

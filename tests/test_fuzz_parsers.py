@@ -159,7 +159,13 @@ def _metrics(text: str) -> None:
     parse_metrics(text)
 
 
-STANDALONE = [_capacity, _question, _lang, _cleaning, _scope, _slack_question, _slack_format, _model_text, _metrics]
+def _mdx(text: str) -> None:
+    from ingest.mdx import mdx_to_markdown
+
+    mdx_to_markdown(text)
+
+
+STANDALONE = [_capacity, _question, _lang, _cleaning, _scope, _slack_question, _slack_format, _model_text, _metrics, _mdx]
 
 
 @pytest.mark.parametrize("parse", STANDALONE, ids=lambda f: f.__name__.strip("_"))

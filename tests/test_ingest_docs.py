@@ -159,6 +159,13 @@ def test_mdx_pages_read_as_markdown_without_their_components(tmp_path):
     assert [c.title for c in chunks if "rmmod" in c.text] == ["GPU > Older GPUs"]
 
 
+def test_an_unclosed_component_tag_in_mdx_is_text_and_eats_nothing():
+    from ingest.mdx import mdx_to_markdown
+
+    text = "Intro\n<Deprecated since 0.5\nline two\nwhen a > b\n{/* hidden */}\nend"
+    assert mdx_to_markdown(text) == "Intro\n<Deprecated since 0.5\nline two\nwhen a > b\nend"
+
+
 def test_english_doc_with_a_chinese_language_switch_is_english(tmp_path):
     doc = _doc(tmp_path, "docs/usage/log.md", "[简体中文](../zh/usage/log.md)\n\n# Logs\n\nFastDeploy writes its logs under `log/`.\n")
     assert doc.lang == "en"
