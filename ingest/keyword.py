@@ -31,7 +31,11 @@ class KeywordIndex:
         if not corpus:
             return cls({}, np.zeros(0, np.float32), np.zeros(0, np.int32), np.zeros(1, np.int64), 0)
         retriever = bm25s.BM25(k1=k1, b=b)
-        retriever.index([tokens or ["∅"] for tokens in corpus], show_progress=False)
+        # Token ids in sorted order: bm25s numbers tokens as a set yields them, which differs
+        # between processes, so an unchanged KB rebuilt to different bytes.
+        docs = [tokens or ["∅"] for tokens in corpus]
+        vocab = {token: i for i, token in enumerate(sorted({t for doc in docs for t in doc}))}
+        retriever.index(([[vocab[t] for t in doc] for doc in docs], vocab), show_progress=False)
         s = retriever.scores
         columns = len(s["indptr"]) - 1
         return cls(

@@ -148,3 +148,20 @@ def test_user_runbooks_join_the_index_and_can_be_forgotten(tiny_settings, tmp_pa
     assert sources(tiny_settings) == [tiny_settings.kb_dir.resolve()]
     kb = open_kb(tiny_settings, progress=lambda _m: None)
     assert not any(c.source == "redis.txt" for c in kb.index.chunks)
+
+
+def test_keyword_index_bytes_do_not_depend_on_the_process(tmp_path):
+    """An unchanged KB must rebuild to the same files: bm25s numbered tokens in set order,
+    which changes with the hash seed, so every rebuild rewrote the shipped index."""
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    script = ("import hashlib, sys, pathlib; from ingest.keyword import KeywordIndex; "
+              "k = KeywordIndex.build([['vllm', 'oom', 'kv'], ['nccl', 'timeout'], ['显存', '不足', 'oom']]); "
+              "d = pathlib.Path(sys.argv[1]); d.mkdir(); k.save(d); "
+              "print([hashlib.md5(p.read_bytes()).hexdigest() for p in sorted(d.iterdir())])")
+    runs = [subprocess.run([sys.executable, "-c", script, str(tmp_path / f"k{seed}")], capture_output=True, text=True, check=True,
+                           env={"PYTHONHASHSEED": str(seed), "PATH": "/usr/bin:/bin"}, cwd=ROOT).stdout for seed in (1, 2, 3)]
+    assert runs[0] and runs[0] == runs[1] == runs[2]
