@@ -124,12 +124,14 @@ def parse_document(path: Path, root: Path, raw: bytes) -> Document:
 
 
 def _first_heading(text: str) -> str:
-    for line in text.splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        if re.match(r"^#{1,6}\s", line):
-            return line.lstrip("#").strip()
+    """The first real heading: a `# comment` inside a code block is not one (an install page
+    that opens with a shell snippet was titled "Install vLLM with CUDA 12.9.")."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").parse(text)
+    for i, tok in enumerate(tokens[:-1]):
+        if tok.type == "heading_open" and tok.level == 0 and tokens[i + 1].content.strip():
+            return tokens[i + 1].content.strip()
     return ""
 
 

@@ -43,7 +43,8 @@ SCHEMA = 16
 # file format, throws the vectors away). 2: twins paired by path when their text cannot tell.
 # 3: .mdx pages are read, and a language-marked folder (source_en/) pairs with its unmarked twin.
 # 4: lines that render nothing (mkdocs anchors, empty HTML anchors, one-line comments) are dropped.
-RULES = 4
+# 5: a document's title is its first real heading, never a `# comment` inside a code block.
+RULES = 5
 FAISS_TOP = 2_000
 
 

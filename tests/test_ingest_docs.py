@@ -136,6 +136,13 @@ MDX_PAGE = dedent("""
     """)
 
 
+def test_a_comment_in_a_code_block_is_not_the_title(tmp_path):
+    text = ("Install with pip:\n\n```bash\n# Install vLLM with CUDA 12.9.\npip install vllm\n```\n\n"
+            "- Or from source:\n\n    # a comment in indented code\n    pip install -e .\n\n## Build from source\n\nRun it.\n")
+    doc = _doc(tmp_path, "install.md", text)
+    assert doc.title == "Build from source"
+
+
 def test_lines_that_render_nothing_are_not_quoted(tmp_path):
     text = "# FAQ\n\n[](){ #faq-oom }\n<!-- toc -->\n<a id=\"oom\"></a>\n\n## OOM\n\nLower `--gpu-memory-utilization`.\n\n" \
            "```html\n<!-- kept: it is code -->\n```\n"
