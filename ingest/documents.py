@@ -190,7 +190,7 @@ def strip_non_content(text: str) -> str:
     kept: list[str] = []
     fence = ""
     for line in lines:
-        opened = _FENCE_LINE.match(line)
+        opened = _FENCE.match(line)
         if opened and (not fence or opened.group(1)[0] == fence):
             fence = "" if fence else opened.group(1)[0]
         elif not fence and (_is_language_switch(line) or _INVISIBLE.match(line)):
@@ -199,7 +199,6 @@ def strip_non_content(text: str) -> str:
     return "\n".join(kept) if len(kept) != len(lines) else text
 
 
-_FENCE_LINE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _INVISIBLE = re.compile(r"^\s*(?:\[\]\(\)\{\s*#[\w.:-]+\s*\}|<a\s+(?:id|name)=\"[^\"]*\"\s*>\s*</a>|<!--.*?-->)\s*$")
 
 
