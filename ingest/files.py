@@ -19,6 +19,10 @@ HTML_SUFFIXES = {".html", ".htm"}
 SUFFIXES = MARKDOWN_SUFFIXES | TEXT_SUFFIXES | HTML_SUFFIXES
 # A runbook or a wiki page is kilobytes; a file this big is a log or a dump, not a document.
 MAX_FILE_BYTES = 2_000_000
+# Files about a doc tree rather than in it: where it was copied from, its licence, who wrote
+# it. They name every topic of the tree in one list, so they match many questions and answer
+# none. Skipped (and reported) in a folder; read when a user points at one on its own.
+META_STEMS = {"sources", "license", "licence", "copying", "notice", "code_of_conduct", "authors", "contributors"}
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,9 @@ def survey(root: Path) -> tuple[list[Path], list[Skipped]]:
         suffix = path.suffix.lower()
         if suffix not in SUFFIXES:
             skipped.append(Skipped(str(path), f"unknown type ({suffix or 'no extension'})"))
+            continue
+        if path.stem.lower().replace("-", "_") in META_STEMS and not root.is_file():
+            skipped.append(Skipped(str(path), "about the tree, not documentation (provenance, licence or authors)"))
             continue
         size = _size(path)
         if size < 0:

@@ -333,6 +333,7 @@ def test_nothing_is_skipped_silently(tmp_path):
     _doc(docs, "dump.txt", b"\x00\x01\x02binary")
     _doc(docs, "huge.md", "x" * 2_100_000)
     _doc(docs, ".git/config", "[core]\n")
+    _doc(docs, "LICENSE.md", "# Apache License\n\nVersion 2.0 ... runbooks, NCCL, OOM.\n")
     messages: list[str] = []
     settings, kb = _build(tmp_path, docs, messages=messages)
     text = "\n".join(messages)
@@ -340,8 +341,10 @@ def test_nothing_is_skipped_silently(tmp_path):
     assert "dump.txt: binary" in text
     assert "huge.md: too big" in text
     assert ".git: hidden folder" in text
+    assert "LICENSE.md: about the tree, not documentation" in text
+    assert {c.source for c in kb.index.chunks} == {"ok.md"}
     skipped = read_manifest(index_dir(settings))["skipped"]
-    assert len(skipped) == 4
+    assert len(skipped) == 5
     # the binary .txt does not make every later run think the KB changed
     assert staleness(index_dir(settings), sources(settings), kb.embedder.name) is None
 
@@ -532,7 +535,7 @@ def test_fastdeploy_docs_parse_with_languages_pairs_and_row_groups():
     from ingest.index import scan_sources
 
     files, skipped = scan_sources([FASTDEPLOY])
-    assert not skipped and len(files) == 37
+    assert [Path(s.path).name for s in skipped] == ["SOURCES.md"] and len(files) == 36
     docs, renamed = settle_ids(pair_twins([parse_document(p, root, raw) for p, root, raw in files]))
     assert not renamed
     for d in docs:
