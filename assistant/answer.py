@@ -425,15 +425,31 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
             break
         if art not in siblings and art.relevance >= PASSAGE_RELEVANCE * top.relevance and art.score >= top.score - AMBIGUITY_MARGIN:
             others.append(art)
-    quoted = {id(art): _passage(kb, art, lang, labels) for art in (top, *others)}
+    hits = {sc.chunk.chunk_id: sc.score for art in result.articles for sc in art.chunks}
+    passages = {id(art): _passage(kb, art, lang, labels, hits) for art in (top, *others)}
+    quoted = {key: (best, text) for key, (best, text, _rest) in passages.items()}
     room = MAX_ANSWER_CHARS - SIBLING_RESERVE - sum(len(text) + len(best.title) for best, text in quoted.values())
-    for art in siblings:
-        best, text = _passage(kb, art, lang, labels)
+    # The best section, when too long to quote whole, can go on with its later chunks that
+    # also matched (often the list of actions under "consider the following"). It competes
+    # for the room left with the sibling sections, the best-matching first.
+    rest = [c for c in passages[id(top)][2] if c.chunk_id in hits]
+    extras = [(art.chunks[0].score, art) for art in siblings]
+    if rest:
+        extras.append((max(hits[c.chunk_id] for c in rest), None))
+    continued = None
+    for _score, art in sorted(extras, key=lambda e: -e[0]):
+        if art is None:
+            best, text = rest[0], _section_text(rest, None, labels, hits, min(max(room, 0), MAX_PASSAGE_CHARS))[0]
+        else:
+            best, text, _rest = _passage(kb, art, lang, labels, hits)
         if len(text) > room:
             if room < MIN_SIBLING_CHARS:
                 continue
             text = _bounded(text, room, labels)
-        quoted[id(art)] = (best, text)
+        if art is None:
+            continued = (best, text)
+        else:
+            quoted[id(art)] = (best, text)
         room -= len(text) + len(best.title)
     lead = _lead(kb, quoted[id(top)][0], room, [best for best, _text in quoted.values()])
     parts: list[str] = []
@@ -449,6 +465,8 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
         else:
             parts += ["", f"**{labels['also']}:** {heading}"]
         parts += [cites.ref(best, art.score), "", text]
+        if art is top and continued:
+            parts += ["", f"**{heading} {labels['continued']}**", cites.ref(continued[0], art.score), "", continued[1]]
         if art is top and lead:
             parts += ["", f"**{_display_title(lead[0].title, lead[0].source) or lead[0].title}**", cites.ref(lead[0], art.score), "", lead[1]]
     return parts
@@ -472,12 +490,12 @@ def _lead(kb, best, room: int, quoted: list) -> tuple | None:
     return opening[0], text
 
 
-def _passage(kb, art: ArticleMatch, lang: str, labels) -> tuple:
-    """A passage's chunk to cite (in the asker's language when there is a twin) and its
-    bounded text."""
-    best = _in_lang(kb, art, lang)
+def _passage(kb, art: ArticleMatch, lang: str, labels, hits: dict[str, float] | None = None) -> tuple:
+    """A passage's chunk to cite (in the asker's language when there is a twin), its
+    bounded text, and the chunks of its section that did not fit."""
+    best = _in_lang(kb, art, lang, hits)
     scores = {sc.chunk.chunk_id: sc.score for sc in art.chunks}
-    return best, _section_text(_section_chunks(kb, best), best, labels, scores)
+    return (best, *_section_text(_section_chunks(kb, best), best, labels, scores))
 
 
 def _display_title(title: str, source: str) -> str:
@@ -492,9 +510,12 @@ def _display_title(title: str, source: str) -> str:
     return " > ".join(path)
 
 
-def _in_lang(kb, art: ArticleMatch, lang: str):
+def _in_lang(kb, art: ArticleMatch, lang: str, hits: dict[str, float] | None = None):
     """The passage's best chunk, or — when it is in the other language and the document
-    has a twin in the asker's — the twin's chunk at the same position in the document."""
+    has a twin in the asker's — the twin's chunk holding the same passage. `hits` (chunk id
+    to score, over the whole retrieval) picks, among twin chunks that overlap the passage,
+    the one that itself matched the question: sections split differently in each language,
+    so a passage can straddle two chunks of its twin."""
     chunk = art.chunks[0].chunk
     if chunk.lang == lang:
         return chunk
@@ -506,7 +527,21 @@ def _in_lang(kb, art: ArticleMatch, lang: str):
         pos = next(i for i, c in enumerate(own) if c.chunk_id == chunk.chunk_id)
     except StopIteration:
         return chunk
-    return twin[min(len(twin) - 1, round(pos * len(twin) / max(1, len(own))))]
+    # Translations keep their code, flags, env vars and numbers: the twin chunk sharing most
+    # of them is the same passage, wherever the other language split its sections. Position
+    # decides only between equals (and when nothing is shared).
+    names = set(_NAME.findall(chunk.text))
+    expected = pos * len(twin) / max(1, len(own))
+    hits = hits or {}
+
+    def key(ic):
+        shared = len(names & set(_NAME.findall(ic[1].text)))
+        return (shared > 0 and ic[1].chunk_id in hits, hits.get(ic[1].chunk_id, 0.0) if shared else 0.0, shared, -abs(ic[0] - expected))
+
+    return max(enumerate(twin), key=key)[1]
+
+
+_NAME = re.compile(r"[A-Za-z_][\w.-]{2,}|\d+(?:\.\d+)+")
 
 
 def _section_chunks(kb, chunk) -> list:
@@ -517,11 +552,12 @@ def _section_chunks(kb, chunk) -> list:
     return [c for c in kb.article_chunks(chunk.doc_id, chunk.lang) if section_key(c.title) == key] or [chunk]
 
 
-def _section_text(section: list, best, labels: dict, scores: dict[str, float] | None = None) -> str:
-    """The section from its start, subsections under their own headings, bounded. Too long
-    to quote whole, it keeps the best chunk, then the chunks that matched the question best
-    (`scores`, by chunk id), then those that carry something to do (code, flags, settings),
-    and quotes them in document order."""
+def _section_text(section: list, best, labels: dict, scores: dict[str, float] | None = None,
+                  limit: int = MAX_PASSAGE_CHARS) -> tuple[str, list]:
+    """The section from its start, subsections under their own headings, bounded, and the
+    chunks left out. Too long to quote whole, it keeps the best chunk, then the chunks that
+    matched the question best (`scores`, by chunk id), then those that carry something to
+    do (code, flags, settings), and quotes them in document order."""
     scores = scores or {}
     def render(chunks) -> str:
         out: list[str] = []
@@ -535,22 +571,22 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
         return "\n\n".join(out)
 
     text = render(section)
-    if len(text) > MAX_PASSAGE_CHARS:
-        # Too long to quote whole: keep the best chunk, then fixes, causes and checks,
-        # then the rest, while they fit; quote them in document order.
-        rank = {"fixes": 1, "causes": 2, "checks": 3}
-        order = sorted(range(len(section)), key=lambda i: (section[i].chunk_id != best.chunk_id, -scores.get(section[i].chunk_id, 0.0),
-                                                           not _actionable(section[i].text), rank.get(section[i].kind, 4), i))
-        keep: set[int] = set()
-        size = 0
-        for i in order:
-            cost = len(section[i].text) + 40
-            if keep and size + cost > MAX_PASSAGE_CHARS:
-                continue
-            keep.add(i)
-            size += cost
-        text = render([c for i, c in enumerate(section) if i in keep])
-    return _bounded(text, MAX_PASSAGE_CHARS, labels)
+    if len(text) <= limit:
+        return text, []
+    rank = {"fixes": 1, "causes": 2, "checks": 3}
+    best_id = best.chunk_id if best is not None else None
+    order = sorted(range(len(section)), key=lambda i: (section[i].chunk_id != best_id, -scores.get(section[i].chunk_id, 0.0),
+                                                       not _actionable(section[i].text), rank.get(section[i].kind, 4), i))
+    keep: set[int] = set()
+    size = 0
+    for i in order:
+        cost = len(section[i].text) + 40
+        if keep and size + cost > limit:
+            continue
+        keep.add(i)
+        size += cost
+    text = render([c for i, c in enumerate(section) if i in keep])
+    return _bounded(text, limit, labels), [c for i, c in enumerate(section) if i not in keep]
 
 
 _ACTION = re.compile(r"```|(?<![\w-])--[a-z][\w-]+|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|`[^`\n]{2,80}`")

@@ -1,5 +1,6 @@
 """A team's own docs: answers by passage, bounded, citing the file, refusals naming its topics."""
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -59,8 +60,31 @@ def test_quotes_are_bounded_and_the_rest_stays_behind_the_citation(wiki_settings
     answer = answer_question("which tool step do I run before the green light", wiki_settings, kb=kb)
     assert answer.grounded and answer.citations[0].source == "long.md"
     assert len(answer.answer) <= MAX_ANSWER_CHARS
-    body = answer.answer.split("\n", 2)[2]
-    assert len(body) <= MAX_PASSAGE_CHARS + 200
+    # each quoted passage (the text after a citation marker) is bounded on its own
+    quotes = re.split(r"^\[\d+\]$", answer.answer, flags=re.M)[1:]
+    assert quotes and all(len(q.split("\n**")[0]) <= MAX_PASSAGE_CHARS + 50 for q in quotes)
+    assert answer.answer.count("Step ") < 60  # of 200: the rest stays behind the citations
+
+
+def test_a_long_section_goes_on_with_its_later_matching_chunk(tmp_path):
+    """The list of actions sits at the end of a long section, past the first chunk that
+    fits the passage bound: it is quoted as the section's continuation, cited on its own."""
+    kb_dir = tmp_path / "docs"
+    kb_dir.mkdir()
+    story = "\n\n".join(f"Paragraph {i} about how the scheduler shares the block pool between running requests." for i in range(22))
+    (kb_dir / "tuning.md").write_text(
+        "# Tuning\n\n## Preemption\n\nWhen the block pool runs dry the scheduler preempts requests and logs"
+        " `preempted because there is not enough block space`.\n\n" + story +
+        "\n\nIf preemption happens often, consider the following actions:\n\n- Increase `pool_fraction`.\n"
+        "- Decrease `max_running_requests` so fewer requests share the pool.\n", encoding="utf-8")
+    (kb_dir / "other.md").write_text("# Install\n\n## Wheels\n\nRun `pip install widget`.\n", encoding="utf-8")
+    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
+    kb = open_kb(settings, progress=lambda _m: None)
+    answer = answer_question("requests preempted because there is not enough block space, what should I change",
+                             settings, kb=kb)
+    assert answer.grounded and answer.citations[0].source == "tuning.md"
+    assert "max_running_requests" in answer.answer and "(continued)" in answer.answer
+    assert len(answer.answer) <= MAX_ANSWER_CHARS
 
 
 def test_a_refusal_names_this_kbs_topics_not_the_bundled_ones(wiki_settings):
@@ -164,3 +188,26 @@ def test_a_passage_from_further_down_brings_the_documents_short_opening(tmp_path
     assert both.answer.count("results repeat only on the") == 1  # quoted once, as a passage of its own or as the opening
     answer = answer_question("loadgen seed for the load generator", settings, kb=kb)
     assert answer.citations[0].source == "long-intro.md" and "General background" not in answer.answer  # too long to add
+
+
+def test_a_twin_passage_is_found_by_what_it_names_not_by_its_position(tmp_path):
+    """zh and en split a page into different numbers of chunks: the zh chunk quoted for an
+    en passage is the one holding the same env vars, not the one at the same position."""
+    from assistant.answer import _in_lang
+    from assistant.retrieval import ArticleMatch, ScoredChunk
+
+    def block(lang: str, names: range) -> str:
+        note = "说明：这个变量控制服务的一项行为，默认值见代码。" if lang == "zh" else "Controls one behaviour of the server."
+        return "\n\n".join(f"```python\n# {note}\n\"WIDGET_VAR_{i}\": os.getenv(\"WIDGET_VAR_{i}\", \"{i}\"),\n```" for i in names)
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "env.md").write_text("# Environment variables\n\n" + block("en", range(40)), encoding="utf-8")
+    (docs / "zh").mkdir()
+    intro = "本页列出服务读取的全部环境变量。" * 60  # a long zh-only opening shifts every chunk
+    (docs / "zh" / "env.md").write_text(f"# 环境变量\n\n{intro}\n\n" + block("zh", range(40)), encoding="utf-8")
+    settings = replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "cache")
+    kb = open_kb(settings, progress=lambda _m: None)
+    en = [c for c in kb.index.chunks if c.lang == "en" and '"WIDGET_VAR_30"' in c.text][0]
+    zh = _in_lang(kb, ArticleMatch(doc_id=en.doc_id, score=1.0, relevance=1.0, chunks=[ScoredChunk(en, 1.0, 1.0, 1.0)]), "zh")
+    assert zh.lang == "zh" and '"WIDGET_VAR_30"' in zh.text

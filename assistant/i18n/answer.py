@@ -69,6 +69,10 @@ MESSAGES = {
         "zh": '你命令行里的相关参数',
         "en": 'From your command line',
     },
+    'continued': {
+        "zh": '（续）',
+        "en": '(continued)',
+    },
     'cut': {
         "zh": '……（其余内容见引用的原文）',
         "en": '… (more in the cited source)',
