@@ -23,7 +23,7 @@ PRODUCTS: dict[str, tuple[str, ...]] = {
     "fastdeploy": ("fastdeploy", "fast deploy", "paddlepaddle", "paddle inference", "fd_", "ernie-4.5", "ernie 4.5"),
     "sglang": ("sglang",),
     "tensorrt-llm": ("tensorrt-llm", "tensorrt_llm", "trt-llm", "trtllm"),
-    "tgi": ("text-generation-inference", "huggingface tgi"),
+    "tgi": ("text-generation-inference", "huggingface tgi", "tgi"),
     "ollama": ("ollama",),
     "llama.cpp": ("llama.cpp", "llama-server", "llama_cpp"),
     "lmdeploy": ("lmdeploy",),
@@ -39,6 +39,8 @@ PRODUCTS: dict[str, tuple[str, ...]] = {
     "text-generation-webui": ("text-generation-webui", "oobabooga"),
     "lm studio": ("lm studio", "lmstudio"),
     "docker model runner": ("docker model runner", "docker model configure", "docker model run"),
+    "deepspeed-mii": ("deepspeed-mii", "deepspeed mii", "mii.serve", "mii.pipeline"),
+    "tei": ("text-embeddings-inference", "text embeddings inference"),
 }
 # Names that point to a product in a question (ERNIE-4.5 is mostly served with FastDeploy)
 # but are models, not the product: a KB listing ERNIE-4.5 among its supported models does
@@ -49,7 +51,8 @@ PRODUCT_NAMES = {"vllm": "vLLM", "fastdeploy": "FastDeploy", "sglang": "SGLang",
                  "ollama": "Ollama", "llama.cpp": "llama.cpp", "lmdeploy": "LMDeploy", "triton": "Triton Inference Server",
                  "xinference": "Xinference", "mindie": "MindIE", "lightllm": "LightLLM", "ktransformers": "KTransformers",
                  "paddlex": "PaddleX", "localai": "LocalAI", "mlc-llm": "MLC LLM", "exllama": "ExLlama",
-                 "text-generation-webui": "text-generation-webui", "lm studio": "LM Studio", "docker model runner": "Docker Model Runner"}
+                 "text-generation-webui": "text-generation-webui", "lm studio": "LM Studio", "docker model runner": "Docker Model Runner",
+                 "deepspeed-mii": "DeepSpeed-MII", "tei": "Text Embeddings Inference"}
 
 # Hardware families. NVIDIA is what the bundled articles are written for; the others have
 # their own runtimes (ROCm, XLA, CANN, XPU…) where CUDA fixes do not apply.
@@ -66,6 +69,10 @@ HARDWARE: dict[str, tuple[str, ...]] = {
     "metax": ("metax", "沐曦"),
     "iluvatar": ("iluvatar", "天数"),
     "neuron": ("neuron", "inferentia", "trainium"),
+    "moore threads": ("摩尔线程", "moore threads", "mthreads", "musa", "mtt s4000*", "mtt s80*", "mtt s3000*"),
+    "cambricon": ("寒武纪", "cambricon", "mlu370*", "mlu590*", "mlu290*"),
+    "enflame": ("燧原", "enflame"),
+    "biren": ("壁仞", "biren"),
     "apple": ("apple silicon", "mps", "macbook", "macos", "mac", "m1 max", "m2 max", "m3 max", "m4 max", "m-series"),
     # The machine, not the torch build: "a CPU-only PyTorch" on a GPU box is the torch article's case.
     "cpu": ("cpu backend", "vllm-target-device=cpu", "vllm_target_device=cpu", "--device cpu", "device=cpu", "cpu-only machine", "cpu-only-",
@@ -74,7 +81,8 @@ HARDWARE: dict[str, tuple[str, ...]] = {
 }
 HARDWARE_NAMES = {"nvidia": "NVIDIA/CUDA", "amd": "AMD ROCm", "tpu": "TPU", "ascend": "Ascend NPU", "kunlun": "Kunlun XPU",
                   "intel": "Intel Gaudi/XPU", "hygon": "Hygon DCU", "metax": "MetaX", "iluvatar": "Iluvatar",
-                  "neuron": "AWS Neuron", "apple": "Apple silicon", "cpu": "CPU-only"}
+                  "neuron": "AWS Neuron", "apple": "Apple silicon", "cpu": "CPU-only",
+                  "moore threads": "Moore Threads MUSA", "cambricon": "Cambricon MLU", "enflame": "Enflame GCU", "biren": "Biren"}
 
 # Near-domain subjects an on-call KB may or may not cover. A question naming one that the
 # KB's text never mentions asks about something else, however well its symptom matches:
@@ -101,7 +109,8 @@ ENTITIES: dict[str, tuple[str, ...]] = {
                           "limit_mm_per_prompt", "limit-mm-per-prompt", "image(s)", "images per", "multiple images", "多模态", "图片", "图像",
                           "视觉", "多张图"),
     "IPv6 networking": ("ipv6",),
-    "embedding and rerank models": ("embedding model", "embedding 模型", "embedding模型", "embeddings endpoint", "/v1/embeddings", "pooling", "rerank", "reranker",
+    "embedding and rerank models": ("embedding model", "embedding 模型", "embedding模型", "embeddings endpoint", "embedding endpoint",
+                                    "embeddings api", "embedding api", "/v1/embeddings", "pooling", "rerank", "reranker",
                                     "task embed", "--task embed", "向量模型", "嵌入模型", "重排"),
     "prefix caching": ("prefix cach*", "enable-prefix-caching", "enable_prefix_caching", "前缀缓存", "automatic prefix"),
     "disaggregated serving": ("disaggregat*", "pd分离", "pd 分离", "kv transfer", "kv_transfer", "lmcache", "mooncake", "nixl"),
@@ -114,7 +123,8 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     "sleep mode and weight updates": ("sleep mode", "sleep_mode", "wake_up", "update_weights", "rlhf"),
     # Fine-tuning as the subject ("how do I run SFT"), not as the history of a model
     # ("a fine-tuned Baichuan", "微调后的模型").
-    "fine-tuning": ("sft", "fine-tuning", "finetuning", "how to fine-tune", "how do i fine-tune", "微调训练", "怎么微调", "如何微调",
+    "fine-tuning": ("sft", "fine-tuning", "finetuning", "how to fine-tune", "how do i fine-tune", "微调训练", "怎么微调", "如何微调", "全参微调",
+                    "deepspeed zero", "zero-3", "zero3", "zero stage",
                     "rlhf training"),
     "GPU partitioning (MIG)": ("mig", "mig slice", "multi-instance gpu"),
     "TLS and certificates": ("tls", "ssl certificate", "certificate", "enable https", "证书"),
@@ -131,6 +141,8 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     "reward and classification models": ("reward model", "--task classify", "task classify", "classification model", "奖励模型"),
     "speech models": ("whisper", "transcription", "/v1/audio", "语音识别"),
     "benchmark tools": ("benchmark_serving", "benchmark_throughput", "vllm bench", "benchmarks/"),
+    "rate limiting": ("rate limit*", "ratelimit*", "限流", "tpm/rpm", "rpm/tpm"),
+    "CORS": ("cors", "allow-origins", "allowed-origins", "跨域"),
 }
 
 _VERSION = re.compile(r"(?<![\w.])v?(\d{1,2})\.(\d{1,3})(?:\.(\d{1,3}))?(?:\.post\d+|rc\d+|\.dev\d*)?(?![\w.])")

@@ -16,6 +16,20 @@ def test_products_and_hardware_are_detected_in_both_languages():
     assert detect("TPU v5e: AssertionError: Torch not compiled with CUDA enabled").hardware == {"tpu"}
 
 
+def test_other_accelerators_engines_and_near_domain_subjects_are_named():
+    """Domestic accelerators, other engines and a few more subjects a KB may lack: each is
+    judged against the KB in use (scope.unseen_entities, foreign_products), never refused
+    by name alone."""
+    assert detect("摩尔线程 MTT S4000 能跑 vllm 吗").hardware == {"moore threads"}
+    assert detect("寒武纪 MLU370 上部署报错").hardware == {"cambricon"}
+    assert detect("Is pipeline parallelism supported in DeepSpeed-MII?").products == {"deepspeed-mii"}
+    assert detect("TGI returns 422 for long prompts").products == {"tgi"}
+    assert detect("How do I enable CORS on the api server").entities == ("CORS",)
+    assert detect("每个 API Key 单独设置 TPM/RPM 限流").entities == ("rate limiting",)
+    assert "fine-tuning" in detect("DeepSpeed ZeRO-3 全参微调还是 OOM").entities
+    assert "embedding and rerank models" in detect("is there an embedding endpoint on the same server").entities
+
+
 def test_cuda_in_an_error_message_is_not_evidence_of_an_nvidia_box():
     assert detect("AssertionError: Torch not compiled with CUDA enabled").hardware == frozenset()
 
