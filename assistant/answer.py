@@ -429,28 +429,8 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     passages = {id(art): _passage(kb, art, lang, labels, hits) for art in (top, *others)}
     quoted = {key: (best, text) for key, (best, text, _rest) in passages.items()}
     room = MAX_ANSWER_CHARS - SIBLING_RESERVE - sum(len(text) + len(best.title) for best, text in quoted.values())
-    # The best section, when too long to quote whole, can go on with its later chunks that
-    # also matched (often the list of actions under "consider the following"). It competes
-    # for the room left with the sibling sections, the best-matching first.
     rest = [c for c in passages[id(top)][2] if c.chunk_id in hits]
-    extras = [(art.chunks[0].score, art) for art in siblings]
-    if rest:
-        extras.append((max(hits[c.chunk_id] for c in rest), None))
-    continued = None
-    for _score, art in sorted(extras, key=lambda e: -e[0]):
-        if art is None:
-            best, text = rest[0], _section_text(rest, None, labels, hits, min(max(room, 0), MAX_PASSAGE_CHARS))[0]
-        else:
-            best, text, _rest = _passage(kb, art, lang, labels, hits)
-        if len(text) > room:
-            if room < MIN_SIBLING_CHARS:
-                continue
-            text = _bounded(text, room, labels)
-        if art is None:
-            continued = (best, text)
-        else:
-            quoted[id(art)] = (best, text)
-        room -= len(text) + len(best.title)
+    continued, room = _extras(kb, siblings, rest, quoted, room, lang, labels, hits)
     lead = _lead(kb, quoted[id(top)][0], room, [best for best, _text in quoted.values()])
     parts: list[str] = []
     for art in (top, *siblings, *others):
@@ -470,6 +450,33 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
         if art is top and lead:
             parts += ["", f"**{_display_title(lead[0].title, lead[0].source) or lead[0].title}**", cites.ref(lead[0], art.score), "", lead[1]]
     return parts
+
+
+def _extras(kb, siblings: list, rest: list, quoted: dict, room: int, lang: str, labels: dict,
+            hits: dict[str, float]) -> tuple[tuple | None, int]:
+    """Fill the room the best passage and the alternatives leave, best-matching first, with
+    sibling sections (into `quoted`) and the best section's continuation: when too long to
+    quote whole, its later chunks that also matched (often the list of actions under
+    "consider the following"). Returns the continuation, if it fitted, and the room left."""
+    extras = [(art.chunks[0].score, art) for art in siblings]
+    if rest:
+        extras.append((max(hits[c.chunk_id] for c in rest), None))
+    continued = None
+    for _score, art in sorted(extras, key=lambda e: -e[0]):
+        if art is None:
+            best, text = rest[0], _section_text(rest, None, labels, hits, min(max(room, 0), MAX_PASSAGE_CHARS))[0]
+        else:
+            best, text, _rest = _passage(kb, art, lang, labels, hits)
+        if len(text) > room:
+            if room < MIN_SIBLING_CHARS:
+                continue
+            text = _bounded(text, room, labels)
+        if art is None:
+            continued = (best, text)
+        else:
+            quoted[id(art)] = (best, text)
+        room -= len(text) + len(best.title)
+    return continued, room
 
 
 def _lead(kb, best, room: int, quoted: list) -> tuple | None:
