@@ -16,7 +16,7 @@ from typing import Literal
 from .config import Settings
 from .i18n import t, texts
 from .questions import MAX_QUERY_CHARS, EarlyEmbedding, query_text, validate_question
-from oncall_common.lang import LANGS, detect_lang
+from oncall_common.lang import LANGS, detect_lang, is_cjk
 from .retrieval import ArticleMatch, Retrieval, RetrievalParams, search
 
 # A second article is offered as an alternative when its score is this close to the best.
@@ -492,9 +492,21 @@ def _lead(kb, best, room: int, quoted: list) -> tuple | None:
     if any(section_key(q.title) == section_key(opening[0].title) for q in quoted):
         return None  # already quoted as a passage of its own
     text = "\n\n".join(c.text for c in opening).strip()
-    if not text or len(text) > MAX_LEAD_CHARS or len(text) + len(chunks[0].title) > room - MIN_SIBLING_CHARS // 2:
+    if not _has_prose(text) or len(text) > MAX_LEAD_CHARS or len(text) + len(chunks[0].title) > room - MIN_SIBLING_CHARS // 2:
         return None
     return opening[0], text
+
+
+def _has_prose(text: str) -> bool:
+    """Whether text says something in sentences: a page opening with only a usage block
+    ("Usage: launcher [OPTIONS]") has no general answer to add."""
+    fenced = False
+    for line in text.splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and (len(line.split()) >= 4 or sum(1 for ch in line if is_cjk(ch)) >= 6):
+            return True
+    return False
 
 
 def _passage(kb, art: ArticleMatch, lang: str, labels, hits: dict[str, float] | None = None) -> tuple:

@@ -190,6 +190,21 @@ def test_a_passage_from_further_down_brings_the_documents_short_opening(tmp_path
     assert answer.citations[0].source == "long-intro.md" and "General background" not in answer.answer  # too long to add
 
 
+def test_an_opening_that_is_only_a_usage_block_is_not_quoted(tmp_path: Path):
+    kb_dir = tmp_path / "docs"
+    kb_dir.mkdir()
+    (kb_dir / "launcher.md").write_text(
+        "# Launcher arguments\n\n```shell\nUsage: launcher [OPTIONS]\n\nOptions:\n```\n\n"
+        "## MAX_QUEUE_DEPTH\n\n```shell\n  --max-queue-depth <N>\n      Requests waiting beyond this depth are rejected with 429.\n```\n",
+        encoding="utf-8")
+    (kb_dir / "other.md").write_text("# Install\n\n## Wheels\n\nRun `pip install widget`.\n", encoding="utf-8")
+    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
+    kb = open_kb(settings, progress=lambda _m: None)
+    answer = answer_question("requests rejected with 429 when the queue is deep, which launcher setting?", settings, kb=kb)
+    assert answer.grounded and "--max-queue-depth" in answer.answer
+    assert "Usage: launcher" not in answer.answer
+
+
 def test_a_twin_passage_is_found_by_what_it_names_not_by_its_position(tmp_path):
     """zh and en split a page into different numbers of chunks: the zh chunk quoted for an
     en passage is the one holding the same env vars, not the one at the same position."""
