@@ -39,6 +39,7 @@ SIBLING_RELEVANCE = 0.75
 MAX_SIBLINGS = 2
 SIBLING_RESERVE = 300  # headings, citations and notes around the passages
 MIN_SIBLING_CHARS = 400  # less room than this and a sibling is left behind its citation
+MAX_FOLLOWERS = 3  # sections after a page's opening, quoted when the opening is the best passage
 MAX_LEAD_CHARS = 700  # a document's opening paragraph, quoted after a passage from further down
 
 # Why an answer is the KB's own text although an LLM was wanted: none is configured, the KB
@@ -427,6 +428,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
             others.append(art)
     hits = {sc.chunk.chunk_id: sc.score for art in result.articles for sc in art.chunks}
     passages = {id(art): _passage(kb, art, lang, labels, hits) for art in (top, *others)}
+    siblings += _followers(kb, passages[id(top)][0], [*siblings, *others])
     quoted = {key: (best, text) for key, (best, text, _rest) in passages.items()}
     room = MAX_ANSWER_CHARS - SIBLING_RESERVE - sum(len(text) + len(best.title) for best, text in quoted.values())
     rest = [c for c in passages[id(top)][2] if c.chunk_id in hits]
@@ -452,13 +454,36 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     return parts
 
 
+def _followers(kb, best, quoted: list) -> list[ArticleMatch]:
+    """When the best passage is a page's opening, the sections after it, in order: a guide's
+    introduction says what the page does ("deploying a tp=16 model across two nodes") and
+    matches the question best, while the steps that answer it sit under the next headings
+    and share fewer of its words. They fill whatever room is left last (score 0)."""
+    from .retrieval import ScoredChunk, section_key
+
+    chunks = kb.article_chunks(best.doc_id, best.lang)
+    if not chunks or section_key(chunks[0].title) != section_key(best.title):
+        return []
+    taken = {section_key(best.title)} | {art.passage for art in quoted if art.doc_id == best.doc_id}
+    out: list[ArticleMatch] = []
+    for chunk in chunks:
+        key = section_key(chunk.title)
+        if key in taken:
+            continue
+        taken.add(key)
+        out.append(ArticleMatch(chunk.doc_id, 0.0, 0.0, chunks=[ScoredChunk(chunk, 0.0, 0.0, 0.0)], passage=key))
+        if len(out) == MAX_FOLLOWERS:
+            break
+    return out
+
+
 def _extras(kb, siblings: list, rest: list, quoted: dict, room: int, lang: str, labels: dict,
             hits: dict[str, float]) -> tuple[tuple | None, int]:
     """Fill the room the best passage and the alternatives leave, best-matching first, with
     sibling sections (into `quoted`) and the best section's continuation: when too long to
     quote whole, its later chunks that also matched (often the list of actions under
     "consider the following"). Returns the continuation, if it fitted, and the room left."""
-    extras = [(art.chunks[0].score, art) for art in siblings]
+    extras = [(art.chunks[0].score if art.score else -1.0, art) for art in siblings]
     if rest:
         extras.append((max(hits[c.chunk_id] for c in rest), None))
     continued = None

@@ -226,3 +226,24 @@ def test_a_twin_passage_is_found_by_what_it_names_not_by_its_position(tmp_path):
     en = [c for c in kb.index.chunks if c.lang == "en" and '"WIDGET_VAR_30"' in c.text][0]
     zh = _in_lang(kb, ArticleMatch(doc_id=en.doc_id, score=1.0, relevance=1.0, chunks=[ScoredChunk(en, 1.0, 1.0, 1.0)]), "zh")
     assert zh.lang == "zh" and '"WIDGET_VAR_30"' in zh.text
+
+
+def test_a_guides_opening_is_followed_by_its_steps(tmp_path: Path):
+    """The introduction of a how-to page says what the page does and matches best; the
+    commands are under the next headings, which share few of the question's words."""
+    kb_dir = tmp_path / "docs"
+    kb_dir.mkdir()
+    (kb_dir / "multinode.md").write_text(
+        "# Multi-node deployment guide\n\nThis guide deploys a model with tensor parallel size 16 across two nodes "
+        "of eight GPUs each, for models that do not fit on one node.\n\n"
+        "## 1. Prepare the containers\n\nStart one container per node with host networking.\n\n"
+        "## 2. Form the cluster\n\nOn the first machine run `clusterctl start --head`, then on the second "
+        "`clusterctl start --address HEAD_IP:6379`.\n\n"
+        "## 3. Serve\n\nRun `widget serve MODEL --tp 16` on the first machine.\n", encoding="utf-8")
+    (kb_dir / "other.md").write_text("# Install\n\n## Wheels\n\nRun `pip install widget`.\n", encoding="utf-8")
+    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
+    kb = open_kb(settings, progress=lambda _m: None)
+    answer = answer_question("model doesn't fit on one 8-GPU node, how do I run tp 16 across two nodes?", settings, kb=kb)
+    assert answer.grounded and answer.citations[0].source == "multinode.md"
+    assert answer.answer.startswith("### Multi-node deployment guide")
+    assert "clusterctl start --head" in answer.answer and len(answer.answer) <= MAX_ANSWER_CHARS
