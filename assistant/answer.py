@@ -574,18 +574,28 @@ def _in_lang(kb, art: ArticleMatch, lang: str, hits: dict[str, float] | None = N
     # Translations keep their code, flags, env vars and numbers: the twin chunk sharing most
     # of them is the same passage, wherever the other language split its sections. Position
     # decides only between equals (and when nothing is shared).
-    names = set(_NAME.findall(chunk.text))
+    names = _names(kb, chunk)
     expected = pos * len(twin) / max(1, len(own))
     hits = hits or {}
 
     def key(ic):
-        shared = len(names & set(_NAME.findall(ic[1].text)))
+        shared = len(names & _names(kb, ic[1]))
         return (shared > 0 and ic[1].chunk_id in hits, hits.get(ic[1].chunk_id, 0.0) if shared else 0.0, shared, -abs(ic[0] - expected))
 
     return max(enumerate(twin), key=key)[1]
 
 
 _NAME = re.compile(r"[A-Za-z_][\w.-]{2,}|\d+(?:\.\d+)+")
+
+
+def _names(kb, chunk) -> frozenset[str]:
+    """The identifiers and numbers a chunk writes, cached per loaded index: a twin page of a
+    thousand chunks is compared on every answer quoting it."""
+    cache = kb.index.__dict__.setdefault("_chunk_names", {})
+    names = cache.get(chunk.chunk_id)
+    if names is None:
+        names = cache[chunk.chunk_id] = frozenset(_NAME.findall(chunk.text))
+    return names
 
 
 def _section_chunks(kb, chunk) -> list:
