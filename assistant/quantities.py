@@ -311,6 +311,7 @@ def _candidates(numbers: list[Quantity], labels: list[_Label], text: str) -> lis
     the nearest of each category on each side, in the same clause, with no other number between."""
     out = []
     starts = [q.start for q in numbers]
+    number_first = _number_first(numbers, labels, text)
     li = 0
     for ni, q in enumerate(numbers):
         prev_end = numbers[ni - 1].end if ni else 0
@@ -333,7 +334,8 @@ def _candidates(numbers: list[Quantity], labels: list[_Label], text: str) -> lis
                 if key in seen:
                     continue
                 seen.add(key)
-                penalty = (0 if role.canonical in ("pre", "both") else OFF_SIDE_PENALTY) + (WEAK_PENALTY if role.kind in WEAK else 0)
+                usual = role.canonical in ("pre", "both") and j not in number_first
+                penalty = (0 if usual else OFF_SIDE_PENALTY) + (WEAK_PENALTY if role.kind in WEAK else 0)
                 out.append((len(gap.strip()) + penalty, ni, j, ri))
         k = j
         while k < len(labels) and labels[k].start < q.end:
@@ -348,10 +350,33 @@ def _candidates(numbers: list[Quantity], labels: list[_Label], text: str) -> lis
                 if key in seen:
                     continue
                 seen.add(key)
-                penalty = (0 if role.canonical in ("post", "both") else OFF_SIDE_PENALTY) + (WEAK_PENALTY if role.kind in WEAK else 0)
+                usual = role.canonical in ("post", "both") or k in number_first
+                penalty = (0 if usual else OFF_SIDE_PENALTY) + (WEAK_PENALTY if role.kind in WEAK else 0)
                 out.append((len(gap.strip()) + penalty, ni, k, ri))
             k += 1
     return sorted(out)
+
+
+def _number_first(numbers: list[Quantity], labels: list[_Label], text: str) -> set[int]:
+    """Labels of a pair written number-first ("4k 输入 1k 输出", "4k input 1k output"): each
+    sits right after a number and the second has none after it, so both belong to the number
+    before them, although "输入"/"input" usually comes before its number ("输入 4k")."""
+    def adjacent(a: int, b: int) -> bool:
+        return a <= b and not text[a:b].strip()
+
+    def number_between(a: int, b: int) -> bool:
+        return any(adjacent(a, q.start) and adjacent(q.end, b) for q in numbers)
+
+    out: set[int] = set()
+    for j in range(len(labels) - 1):
+        first, second = labels[j], labels[j + 1]
+        if not (any(r.category == MOD for r in first.roles) and any(r.category == MOD for r in second.roles)):
+            continue
+        before = any(adjacent(q.end, first.start) for q in numbers)
+        after_second = any(adjacent(second.end, q.start) for q in numbers)
+        if before and number_between(first.end, second.start) and not after_second:
+            out |= {j, j + 1}
+    return out
 
 
 _TOKEN_MODS = {"input": "input_tokens", "output": "output_tokens", "in_out": "tokens_per_request",

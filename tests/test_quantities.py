@@ -24,6 +24,10 @@ def labels(text: str) -> dict[str, Decimal | None]:
     ("input 2k + output 6k tokens", {"input_tokens": 2000, "output_tokens": 6000}),
     ("输入2k+输出6k", {"input_tokens": 2000, "output_tokens": 6000}),
     ("输入 2k、输出 6k", {"input_tokens": 2000, "output_tokens": 6000}),
+    # written number-first: each label belongs to the number before it
+    ("128 个并发请求，每个 4k 输入 1k 输出", {"sessions": 128, "input_tokens": 4000, "output_tokens": 1000}),
+    ("128 concurrent requests, 4k input 1k output each", {"sessions": 128, "input_tokens": 4000, "output_tokens": 1000}),
+    ("并发 128 输入 2k 输出 6k", {"sessions": 128, "input_tokens": 2000, "output_tokens": 6000}),
     ("how many blocks do I need for 100 sessions of 16k tokens", {"sessions": 100, "tokens_per_request": 16000}),
     ("要撑 50 并发至少要多少 block", {"sessions": 50}),
     ("num_blocks_global: 17131", {"num_blocks": 17131}),
