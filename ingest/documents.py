@@ -5,7 +5,8 @@ signatures, tags, applies_to). A user's own runbook usually does not, so every f
 fallback derived from the file itself:
 
 - format from the content: a `.txt` with markdown headings, fences or tables is markdown;
-  `.html`/`.htm` pages are converted to markdown (ingest/html.py);
+  `.html`/`.htm` pages are converted to markdown (ingest/html.py), and so are reST pages
+  (`.rst`, Sphinx doc trees; ingest/rst.py);
 - language from the body text, not counting navigation links (`[简体中文](…)`), link
   targets, URLs and code, so an English page with a language switch stays English;
 - id from the path (twins and collisions are settled across documents in ingest/identity.py).
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from oncall_common.lang import cjk_count, detect_lang
 
-from .files import HTML_SUFFIXES, MARKDOWN_SUFFIXES, content_hash, find_files, read_text  # noqa: F401  (re-exported)
+from .files import HTML_SUFFIXES, MARKDOWN_SUFFIXES, RST_SUFFIXES, content_hash, find_files, read_text  # noqa: F401  (re-exported)
 
 _FRONT = re.compile(r"\A---\s*\n(.*?)\n---\s*\n", re.S)
 
@@ -39,7 +40,7 @@ class Document:
     signatures: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     sources: tuple[str, ...] = field(default=())
-    format: str = "markdown"  # markdown | text | html (what the file was; html is chunked as markdown)
+    format: str = "markdown"  # markdown | text | html | rst (what the file was; html and rst are chunked as markdown)
     structured: bool = False  # front matter declares the article structure (has an `id`)
     applies_to: dict = field(default_factory=dict, hash=False, compare=False)
     root: str = ""  # the source root it was found under
@@ -80,6 +81,11 @@ def parse_document(path: Path, root: Path, raw: bytes) -> Document:
 
         html_title, text = html_to_markdown(text)
         fmt = "html"
+    elif suffix in RST_SUFFIXES:
+        from .rst import rst_to_markdown
+
+        html_title, text = rst_to_markdown(text)
+        fmt = "rst"
     else:
         match = _FRONT.match(text)
         if match:

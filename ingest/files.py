@@ -16,12 +16,14 @@ from pathlib import Path
 MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdx"}  # .mdx: markdown with JSX components (mdx.py)
 TEXT_SUFFIXES = {".txt", ".text"}
 HTML_SUFFIXES = {".html", ".htm"}
-SUFFIXES = MARKDOWN_SUFFIXES | TEXT_SUFFIXES | HTML_SUFFIXES
+RST_SUFFIXES = {".rst", ".rest"}  # reStructuredText (Sphinx doc trees), converted by rst.py
+SUFFIXES = MARKDOWN_SUFFIXES | TEXT_SUFFIXES | HTML_SUFFIXES | RST_SUFFIXES
 # A runbook or a wiki page is kilobytes; a file this big is a log or a dump, not a document.
 MAX_FILE_BYTES = 2_000_000
 # Files about a doc tree rather than in it: where it was copied from, its licence, who wrote
 # it. They name every topic of the tree in one list, so they match many questions and answer
-# none. Skipped (and reported) in a folder; read when a user points at one on its own.
+# none. Skipped (and reported) in a folder when named in capitals or at its top; read when a
+# user points at one on its own.
 META_STEMS = {"sources", "license", "licence", "copying", "notice", "code_of_conduct", "authors", "contributors"}
 
 
@@ -78,7 +80,7 @@ def survey(root: Path) -> tuple[list[Path], list[Skipped]]:
         if suffix not in SUFFIXES:
             skipped.append(Skipped(str(path), f"unknown type ({suffix or 'no extension'})"))
             continue
-        if path.stem.lower().replace("-", "_") in META_STEMS and not root.is_file():
+        if _about_the_tree(path, root):
             skipped.append(Skipped(str(path), "about the tree, not documentation (provenance, licence or authors)"))
             continue
         size = _size(path)
@@ -89,6 +91,16 @@ def survey(root: Path) -> tuple[list[Path], list[Skipped]]:
         else:
             out.append(path)
     return out, skipped
+
+
+def _about_the_tree(path: Path, root: Path) -> bool:
+    """A provenance, licence or authors file: named so in capitals (`SOURCES.md`, `LICENSE`)
+    or at the top of the tree. A page deeper down in lower case is documentation, as
+    Xinference's `models/sources/sources.rst` (where models are downloaded from) is."""
+    stem = path.stem
+    if root.is_file() or stem.lower().replace("-", "_") not in META_STEMS:
+        return False
+    return stem.isupper() or path.parent == root
 
 
 def find_files(root: Path) -> list[Path]:

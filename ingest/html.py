@@ -27,7 +27,6 @@ _MAIN = ("main", "article", "[role=main]", "#main-content", ".wiki-content", "#c
 def html_to_markdown(html: str) -> tuple[str, str]:
     """(title, markdown) of an HTML page; the title is <title> or the first <h1>."""
     from bs4 import BeautifulSoup
-    from markdownify import MarkdownConverter
 
     soup = BeautifulSoup(html, "html.parser")
     title = ""
@@ -47,16 +46,24 @@ def html_to_markdown(html: str) -> tuple[str, str]:
         main = soup.select_one(selector)
         if main is not None and main.get_text(strip=True):
             break
-    main = main or soup
-    markdown = MarkdownConverter(heading_style="ATX", bullets="-", escape_underscores=False, escape_asterisks=False,
-                                 escape_misc=False, strip=["img"], table_infer_header=True).convert_soup(main)
-    markdown = re.sub(r"\n{3,}", "\n\n", markdown).strip() + "\n"
+    markdown = convert_soup(main or soup)
     # Confluence titles read "Space : Page"; the page is what the reader asked about.
     if " : " in title:
         title = title.split(" : ", 1)[1].strip()
     if h1 is not None and not title:
         title = h1.get_text(" ", strip=True)
     return title, markdown
+
+
+def convert_soup(soup) -> str:
+    """Markdown of parsed HTML, as is. For HTML that is all content (what docutils renders
+    from a reST page) there is no chrome to drop, and a section id such as "menu" must not
+    read as navigation."""
+    from markdownify import MarkdownConverter
+
+    markdown = MarkdownConverter(heading_style="ATX", bullets="-", escape_underscores=False, escape_asterisks=False,
+                                 escape_misc=False, strip=["img"], table_infer_header=True).convert_soup(soup)
+    return re.sub(r"\n{3,}", "\n\n", markdown).strip() + "\n"
 
 
 def _is_chrome(tag) -> bool:

@@ -105,6 +105,87 @@ def test_html_export_is_converted_without_navigation_or_boilerplate(tmp_path):
     assert "| sentinel | 26379 |" in text  # the table is a markdown table
 
 
+SPHINX_PAGE = dedent("""
+    .. _gateway:
+
+    ===============
+    Gateway runbook
+    ===============
+
+    .. toctree::
+       :maxdepth: 1
+
+       other_page
+       Another <third.md>
+
+    Upstream timeouts
+    =================
+
+    When requests fail with ``504 Gateway Timeout``, raise the read timeout, see :ref:`Limits <limits>`
+    and :class:`~gateway.Proxy`.
+
+    .. code-block:: bash
+       :linenos:
+
+       kubectl -n infer edit configmap gateway
+
+    .. tab-set::
+
+       .. tab-item:: Docker
+
+          Pass ``-e GATEWAY_READ_TIMEOUT=600`` to ``docker run``.
+
+       .. tab-item:: Kubernetes
+
+          Set ``readTimeout: 600s`` in the Helm values.
+
+    .. only:: zh_cn
+
+       网关超时请看中文文档。
+
+    .. our-own-note::
+
+       Page the platform team when the timeout is already 600.
+
+    Limits
+    ------
+
+    .. list-table::
+       :header-rows: 1
+
+       * - Setting
+         - Default
+       * - ``GATEWAY_READ_TIMEOUT``
+         - ``60``
+
+    .. automodule:: gateway.proxy
+       :members:
+""")
+
+
+def test_sphinx_rst_page_is_converted_with_its_headings_code_and_tables(tmp_path):
+    """A Sphinx tree was skipped whole (".rst: unknown type"); Sphinx's own roles and
+    directives must neither leak markup nor lose the text they wrap."""
+    doc = _doc(tmp_path, "ops/gateway.rst", SPHINX_PAGE)
+    assert doc.format == "rst" and doc.title == "Gateway runbook" and doc.lang == "en"
+    chunks = chunk_document(doc)
+    text = "\n".join(c.title + "\n" + c.text for c in chunks)
+    assert "Gateway runbook > Upstream timeouts" in text and "Gateway runbook > Upstream timeouts > Limits" in text
+    assert "```" in text and "kubectl -n infer edit configmap gateway" in text
+    assert "`504 Gateway Timeout`" in text  # inline code stays code
+    assert "see Limits" in text and "`gateway.Proxy`" in text and "<limits>" not in text  # a reference keeps its label
+    assert "**Docker**" in text and "`-e GATEWAY_READ_TIMEOUT=600`" in text and "`readTimeout: 600s`" in text
+    assert "Page the platform team" in text  # a directive docutils does not know keeps its content
+    assert "| `GATEWAY_READ_TIMEOUT` | `60` |" in text
+    for leaked in ("toctree", "other_page", "automodule", "System Message", "Unknown", ":ref:", "网关", ".. "):
+        assert leaked not in text
+
+
+def test_broken_rst_is_still_indexed_as_text(tmp_path):
+    doc = _doc(tmp_path, "bad.rst", "Title\n=====\n\n.. list-table::\n   :header-rows: 9\n\n   * - a\n\nSee `unclosed\n")
+    assert "Title" in doc.body and chunk_document(doc)
+
+
 MDX_PAGE = dedent("""
     ---
     title: GPU
@@ -334,6 +415,7 @@ def test_nothing_is_skipped_silently(tmp_path):
     _doc(docs, "huge.md", "x" * 2_100_000)
     _doc(docs, ".git/config", "[core]\n")
     _doc(docs, "LICENSE.md", "# Apache License\n\nVersion 2.0 ... runbooks, NCCL, OOM.\n")
+    _doc(docs, "models/sources/sources.md", "# Model sources\n\nSet `MODEL_SRC=modelscope` to download from ModelScope.\n")
     messages: list[str] = []
     settings, kb = _build(tmp_path, docs, messages=messages)
     text = "\n".join(messages)
@@ -342,7 +424,7 @@ def test_nothing_is_skipped_silently(tmp_path):
     assert "huge.md: too big" in text
     assert ".git: hidden folder" in text
     assert "LICENSE.md: about the tree, not documentation" in text
-    assert {c.source for c in kb.index.chunks} == {"ok.md"}
+    assert {c.source for c in kb.index.chunks} == {"ok.md", "models/sources/sources.md"}  # a page, in lower case
     skipped = read_manifest(index_dir(settings))["skipped"]
     assert len(skipped) == 5
     # the binary .txt does not make every later run think the KB changed

@@ -25,7 +25,7 @@ def assistant() -> None:
 @click.option("--build-bundled", "build_bundled", is_flag=True,
               help="Regenerate the index shipped in the package (assistant/bundled_index) from the bundled KB; run after editing kb/.")
 def ingest(paths: tuple[str, ...], kb: str | None, forget: tuple[str, ...], rebuild: bool, status: bool, build_bundled: bool) -> None:
-    """Index the KB, plus your own runbooks (markdown, plain text or HTML) given as PATHS.
+    """Index the KB, plus your own runbooks (markdown, plain text, HTML or reST) given as PATHS.
 
     Added paths are remembered: later `ask` calls search them too and pick up their
     changes. Only changed chunks are re-embedded.
