@@ -56,31 +56,62 @@ def _register() -> None:
     global _REGISTERED
     if _REGISTERED:
         return
+    from docutils.parsers.rst import directives
+
+    _register_roles()
+    dropped, wrapper, titled, only, code_block = _directive_classes()
+    for names, cls in ((_DROP_DIRECTIVES, dropped), (_WRAPPERS, wrapper), (_TITLED, titled), (_CODE_DIRECTIVES, code_block),
+                       (("only",), only)):
+        for name in names:
+            directives.register_directive(name, cls)
+
+    # Any other directive docutils does not know (a project's own) keeps its content: the
+    # parser looks directives up through this function at parse time.
+    known = directives.directive
+
+    def directive(name, language_module, document):
+        found, messages = known(name, language_module, document)
+        return (found, messages) if found is not None else (wrapper, [])
+
+    directives.directive = directive
+    _REGISTERED = True
+
+
+_LABEL = re.compile(r"^(.*?)\s*<[^<>]*>$", re.S)
+
+
+def _role_text(text: str) -> str:
+    """`Install <install>` reads "Install"; `~pkg.Class` reads "pkg.Class"."""
+    text = text.strip()
+    match = _LABEL.match(text)
+    if match and match.group(1):
+        text = match.group(1)
+    return text.lstrip("~!")
+
+
+def _register_roles() -> None:
     from docutils import nodes
-    from docutils.parsers.rst import Directive, directives, roles
-
-    label = re.compile(r"^(.*?)\s*<[^<>]*>$", re.S)
-
-    def _text_of(rawtext: str, text: str) -> str:
-        text = text.strip()
-        match = label.match(text)
-        if match and match.group(1):
-            text = match.group(1)
-        return text.lstrip("~!")
+    from docutils.parsers.rst import roles
 
     def code_role(name, rawtext, text, lineno, inliner, options=None, content=None):
-        return [nodes.literal(rawtext, _text_of(rawtext, text))], []
+        return [nodes.literal(rawtext, _role_text(text))], []
 
     def text_role(name, rawtext, text, lineno, inliner, options=None, content=None):
-        return [nodes.Text(_text_of(rawtext, text))], []
+        return [nodes.Text(_role_text(text))], []
 
     for name in _CODE_ROLES:
         roles.register_local_role(name, code_role)
     for name in _TEXT_ROLES:
         roles.register_local_role(name, text_role)
 
-    class _AnyOption(dict):
-        """Accept whatever options an unknown directive takes (`:sync: key`, `:linenos:`)."""
+
+def _directive_classes():
+    """(dropped, wrapper, titled, only, code block) directive classes, built once docutils is imported."""
+    from docutils import nodes
+    from docutils.parsers.rst import Directive, directives
+
+    class AnyOption(dict):
+        """Accept whatever options a directive takes (`:sync: key`, `:linenos:`)."""
 
         def __contains__(self, key) -> bool:
             return True
@@ -92,16 +123,12 @@ def _register() -> None:
         has_content = True
         optional_arguments = 1
         final_argument_whitespace = True
-        option_spec = _AnyOption()
+        option_spec = AnyOption()
 
         def run(self):
             return []
 
-    class Wrapper(Directive):
-        has_content = True
-        optional_arguments = 1
-        final_argument_whitespace = True
-        option_spec = _AnyOption()
+    class Wrapper(Dropped):
         titled = False
 
         def run(self):
@@ -126,12 +153,7 @@ def _register() -> None:
                 return []
             return super().run()
 
-    class CodeBlock(Directive):
-        has_content = True
-        optional_arguments = 1
-        final_argument_whitespace = True
-        option_spec = _AnyOption()
-
+    class CodeBlock(Dropped):
         def run(self):
             language = (self.arguments[0].split()[0] if self.arguments else "").lower()
             block = nodes.literal_block("\n".join(self.content), "\n".join(self.content))
@@ -139,26 +161,7 @@ def _register() -> None:
                 block["classes"] += ["code", language]
             return [block]
 
-    for name in _DROP_DIRECTIVES:
-        directives.register_directive(name, Dropped)
-    for name in _WRAPPERS:
-        directives.register_directive(name, Wrapper)
-    for name in _TITLED:
-        directives.register_directive(name, Titled)
-    for name in _CODE_DIRECTIVES:
-        directives.register_directive(name, CodeBlock)
-    directives.register_directive("only", Only)
-
-    # Any other directive docutils does not know (a project's own) keeps its content: the
-    # parser looks directives up through this function at parse time.
-    known = directives.directive
-
-    def directive(name, language_module, document):
-        found, messages = known(name, language_module, document)
-        return (found, messages) if found is not None else (Wrapper, [])
-
-    directives.directive = directive
-    _REGISTERED = True
+    return Dropped, Wrapper, Titled, Only, CodeBlock
 
 
 def rst_to_markdown(text: str) -> tuple[str, str]:
