@@ -181,6 +181,25 @@ def test_sphinx_rst_page_is_converted_with_its_headings_code_and_tables(tmp_path
         assert leaked not in text
 
 
+def test_a_sphinx_tree_answers_with_its_rst_page_cited(tmp_path):
+    from assistant.answer import answer_question
+
+    kb_dir = tmp_path / "docs"
+    _doc(kb_dir, "ops/gateway.rst", SPHINX_PAGE)
+    _doc(kb_dir, "ops/redis.rst", dedent("""
+        Redis failover
+        ==============
+
+        When the primary is down, promote a replica with ``redis-cli -p 26379 SENTINEL failover mymaster``.
+    """))
+    _doc(kb_dir, "index.rst", "Ops docs\n========\n\n.. toctree::\n\n   ops/gateway\n   ops/redis\n")
+    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
+    kb = open_kb(settings, progress=lambda _m: None)
+    answer = answer_question("requests through the gateway fail with 504 Gateway Timeout", settings, kb=kb, use_llm=False)
+    assert answer.grounded and answer.citations[0].source == "ops/gateway.rst"
+    assert "GATEWAY_READ_TIMEOUT" in answer.answer and ".. " not in answer.answer and ":ref:" not in answer.answer
+
+
 def test_broken_rst_is_still_indexed_as_text(tmp_path):
     doc = _doc(tmp_path, "bad.rst", "Title\n=====\n\n.. list-table::\n   :header-rows: 9\n\n   * - a\n\nSee `unclosed\n")
     assert "Title" in doc.body and chunk_document(doc)
