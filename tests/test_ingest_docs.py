@@ -337,6 +337,8 @@ def test_question_about_one_env_var_retrieves_its_row_with_the_header(tmp_path):
     ("guide/restart.zh.md", "guide/restart.md"),
     ("guide/restart_CN.md", "guide/restart.md"),
     ("docs-zh/faq.md", "docs/faq.md"),
+    ("doc/zh/tutorial_zh.md", "doc/en/tutorial.md"),  # ktransformers: a folder and a suffix both say it
+    ("README_ZH.md", "README.md"),
 ])
 def test_twin_paths_share_a_key(a, b):
     assert twin_key(a)[0] == twin_key(b)[0]
