@@ -143,6 +143,13 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     "benchmark tools": ("benchmark_serving", "benchmark_throughput", "vllm bench", "benchmarks/"),
     "rate limiting": ("rate limit*", "ratelimit*", "限流", "tpm/rpm", "rpm/tpm"),
     "CORS": ("cors", "allow-origins", "allowed-origins", "跨域"),
+    # Output that is garbage rather than missing or slow: a precision, kernel or template
+    # problem, which no hang or memory article answers.
+    # 乱码 alone is as often a terminal's escape codes or a file's encoding: the model's output it must be.
+    "garbled output": ("garbled", "gibberish", "全是乱码", "都是乱码", "输出乱码", "回答乱码", "生成乱码", "返回乱码", "结果乱码",
+                       "夹着乱码", "全是感叹号", "都是感叹号", "一串感叹号", "!!!!", "nonsense output", "outputs nonsense"),
+    "saving logs to a file": ("save the logs", "save logs", "save the log", "logs to a file", "log to a file", "logs into a file",
+                              "保存日志", "日志保存", "日志输出到文件", "日志写到文件", "日志存到", "vllm_logging_config"),
 }
 
 _VERSION = re.compile(r"(?<![\w.])v?(\d{1,2})\.(\d{1,3})(?:\.(\d{1,3}))?(?:\.post\d+|rc\d+|\.dev\d*)?(?![\w.])")

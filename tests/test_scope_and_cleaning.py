@@ -30,6 +30,15 @@ def test_other_accelerators_engines_and_near_domain_subjects_are_named():
     assert "embedding and rerank models" in detect("is there an embedding endpoint on the same server").entities
 
 
+def test_garbled_model_output_and_saving_logs_are_subjects_but_a_garbled_terminal_is_not():
+    assert detect("用 vLLM 部署 Qwen，生成的结果全是乱码").entities == ("garbled output",)
+    assert detect("V100 上返回结果全是感叹号，没有正常内容").entities == ("garbled output",)
+    assert "garbled output" in detect("video requests return a long string of '!!!!!!!!' as the answer").entities
+    assert detect("cmd 里刷出一堆 ←[?25l 这种乱码，VSCode 终端里正常").entities == ()
+    assert detect("vllm prints all logs to the screen, can I save the logs to a file?").entities == ("saving logs to a file",)
+    assert detect("the log file shows NCCL error unhandled system error").entities == ()
+
+
 def test_cuda_in_an_error_message_is_not_evidence_of_an_nvidia_box():
     assert detect("AssertionError: Torch not compiled with CUDA enabled").hardware == frozenset()
 
