@@ -44,7 +44,8 @@ SCHEMA = 16
 # 3: .mdx pages are read, and a language-marked folder (source_en/) pairs with its unmarked twin.
 # 4: lines that render nothing (mkdocs anchors, empty HTML anchors, one-line comments) are dropped.
 # 5: a document's title is its first real heading, never a `# comment` inside a code block.
-RULES = 5
+# 6: reST pages are read (rst.py); a lower-case `sources` page inside a tree is documentation.
+RULES = 6
 FAISS_TOP = 2_000
 
 

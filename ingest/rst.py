@@ -8,7 +8,8 @@ as for HTML exports.
 docutils knows reST but not Sphinx's extensions, and by default it prints an error into the
 page for every `:ref:` or `.. tab-set::` it does not know. Here:
 - Sphinx's cross-reference roles (`:ref:`, `:doc:`, `:class:`, `:envvar:`…) keep their
-  text (`:ref:`Install <install>`` reads "Install"); names of code read as code.
+  text (`:ref:`Install <install>`` reads "Install"); names of code read as code; a role
+  nobody knows reads as its text.
 - Directives that wrap content (tabs, cards, dropdowns, `versionadded`, `only`…) keep what
   they wrap, with a tab's or card's title (`.. only:: zh_cn`, another language's text, goes); those that pull in other files or build
   navigation (`toctree`, `literalinclude`, `automodule`…) are dropped: there is nothing in
@@ -103,6 +104,15 @@ def _register_roles() -> None:
         roles.register_local_role(name, code_role)
     for name in _TEXT_ROLES:
         roles.register_local_role(name, text_role)
+
+    # Any other role (a project's own, `:foo:`text``) reads as its text, not as raw markup.
+    known = roles.role
+
+    def role(name, language_module, lineno, reporter):
+        found, messages = known(name, language_module, lineno, reporter)
+        return (found, messages) if found is not None else (text_role, [])
+
+    roles.role = role
 
 
 def _directive_classes():

@@ -122,7 +122,7 @@ SPHINX_PAGE = dedent("""
     =================
 
     When requests fail with ``504 Gateway Timeout``, raise the read timeout, see :ref:`Limits <limits>`
-    and :class:`~gateway.Proxy`.
+    and :class:`~gateway.Proxy` (owned by :team:`platform`).
 
     .. code-block:: bash
        :linenos:
@@ -174,6 +174,7 @@ def test_sphinx_rst_page_is_converted_with_its_headings_code_and_tables(tmp_path
     assert "```" in text and "kubectl -n infer edit configmap gateway" in text
     assert "`504 Gateway Timeout`" in text  # inline code stays code
     assert "see Limits" in text and "`gateway.Proxy`" in text and "<limits>" not in text  # a reference keeps its label
+    assert "owned by platform" in text  # a role nobody knows reads as its text
     assert "**Docker**" in text and "`-e GATEWAY_READ_TIMEOUT=600`" in text and "`readTimeout: 600s`" in text
     assert "Page the platform team" in text  # a directive docutils does not know keeps its content
     assert "| `GATEWAY_READ_TIMEOUT` | `60` |" in text
