@@ -11,9 +11,9 @@ page for every `:ref:` or `.. tab-set::` it does not know. Here:
   text (`:ref:`Install <install>`` reads "Install"); names of code read as code; a role
   nobody knows reads as its text.
 - Directives that wrap content (tabs, cards, dropdowns, `versionadded`, `only`…) keep what
-  they wrap, with a tab's or card's title (`.. only:: zh_cn`, another language's text, goes); those that pull in other files or build
-  navigation (`toctree`, `literalinclude`, `automodule`…) are dropped: there is nothing in
-  the page to index.
+  they wrap, with a tab's or card's title; `.. only:: zh_cn` (another language's build)
+  goes. Those that pull in other files or build navigation (`toctree`, `literalinclude`,
+  `automodule`…) are dropped: there is nothing in the page to index.
 - Any other unknown directive keeps its content, and reports go nowhere: a page is never
   lost to markup docutils cannot read.
 
