@@ -111,7 +111,8 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     (r"-?tokens? ?(?:per|/|each|an?|every) ?(?:request|req|session|user|query|prompt|sequence|seq|conversation)s?"
      r"|-?tokens? (?:requests?|sessions?|prompts?|sequences?|conversations?)|tokens? each|token ?的请求|token ?的会话|token ?/ ?请求|token ?每个?请求",
      _roles(("tokens_per_request", NOUN, "post"))),
-    (r"(?:sessions?|requests?|users?|conversations?|并发) of|(?:个 ?)?会话, ?每个?|(?:个 ?)?并发, ?每个?",
+    # "200 个并发，每个请求 2k 输入": the whole "每个请求" says per request, so 请求 is no count of requests.
+    (r"(?:sessions?|requests?|users?|conversations?|并发) of|(?:个 ?)?会话, ?每个?(?:请求|会话|用户)?|(?:个 ?)?并发, ?每个?(?:请求|会话|用户)?",
      _roles(("sessions", NOUN, "post"), ("per_request", MOD, "pre"))),
     (r"(?:bytes?|字节|b) ?(?:per|/|每个?) ?token|字节每 ?token", _roles(("kv_bytes_per_token", NOUN, "post"))),
     (r"(?:generated|output|completion|new|decode) tokens?|输出 ?tokens?", _roles(("output_tokens", NOUN, "post"))),

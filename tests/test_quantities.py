@@ -26,6 +26,7 @@ def labels(text: str) -> dict[str, Decimal | None]:
     ("输入 2k、输出 6k", {"input_tokens": 2000, "output_tokens": 6000}),
     # written number-first: each label belongs to the number before it
     ("128 个并发请求，每个 4k 输入 1k 输出", {"sessions": 128, "input_tokens": 4000, "output_tokens": 1000}),
+    ("200 个并发，每个请求 2k 输入 512 输出", {"sessions": 200, "input_tokens": 2000, "output_tokens": 512}),
     ("128 concurrent requests, 4k input 1k output each", {"sessions": 128, "input_tokens": 4000, "output_tokens": 1000}),
     ("并发 128 输入 2k 输出 6k", {"sessions": 128, "input_tokens": 2000, "output_tokens": 6000}),
     ("how many blocks do I need for 100 sessions of 16k tokens", {"sessions": 100, "tokens_per_request": 16000}),
