@@ -144,8 +144,8 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     "rate limiting": ("rate limit*", "ratelimit*", "限流", "tpm/rpm", "rpm/tpm"),
     "CORS": ("cors", "allow-origins", "allowed-origins", "跨域"),
     # Output that is garbage rather than missing or slow: a precision, kernel or template
-    # problem, which no hang or memory article answers.
-    # 乱码 alone is as often a terminal's escape codes or a file's encoding: the model's output it must be.
+    # problem, which no hang or memory article answers. 乱码 counts only as the model's
+    # output (全是乱码, 输出乱码): alone it is as often a terminal's escape codes.
     "garbled output": ("garbled", "gibberish", "全是乱码", "都是乱码", "输出乱码", "回答乱码", "生成乱码", "返回乱码", "结果乱码",
                        "夹着乱码", "全是感叹号", "都是感叹号", "一串感叹号", "!!!!", "nonsense output", "outputs nonsense"),
     "saving logs to a file": ("save the logs", "save logs", "save the log", "logs to a file", "log to a file", "logs into a file",
