@@ -95,12 +95,21 @@ def reset_model() -> None:
     _MODEL, _LOADED = None, False
 
 
+def by_evidence(result) -> list:
+    """The matches in the order of their own evidence, before the page prior
+    (retrieval.PAGE_WEIGHT): whether the KB answers is judged on that order. The prior only
+    settles close calls between pages, and would otherwise widen every lead, a near-domain
+    question's too."""
+    return sorted(result.articles, key=lambda a: -(a.score + a.page_penalty))
+
+
 def features(result) -> dict[str, float]:
     """The model's inputs for a retrieval result (all zero when nothing was retrieved)."""
     if not result.articles:
         return {name: 0.0 for name in FEATURES}
-    top = result.articles[0]
-    second = result.articles[1].score if len(result.articles) > 1 else 0.0
+    ranked = by_evidence(result)
+    top = ranked[0]
+    second = ranked[1].score + ranked[1].page_penalty if len(ranked) > 1 else 0.0
     other_lang = top.other_lang_only
     said = set(getattr(result.scope, "said_entities", ()) or ())
     unseen_said = [e for e in result.unseen if e in said or e not in getattr(result.scope, "entities", ())]
@@ -111,7 +120,7 @@ def features(result) -> dict[str, float]:
         "signature": 1.0 if top.signatures else 0.0,
         "unseen_entity": 1.0 if unseen_said else 0.0,
         "unseen_pasted": 1.0 if result.unseen and not unseen_said else 0.0,
-        "margin": float(min(0.5, max(0.0, top.score - second))),
+        "margin": float(min(0.5, max(0.0, top.score + top.page_penalty - second))),
         "other_lang_only": 1.0 if other_lang else 0.0,
         "unknown_terms": min(3, len(result.unknown_terms)) / 3,
         "short_gap": (1.0 - float(top.coverage)) if result.n_terms <= SHORT_QUESTION_TERMS else 0.0,
@@ -140,7 +149,7 @@ def decide(result, min_relevance: float) -> tuple[bool, float | None, bool]:
     serving product the KB never mentions (LMDeploy, SGLang…)."""
     if not result.articles:
         return False, 0.0, False
-    top = result.articles[0]
+    top = by_evidence(result)[0]
     model = load_model()
     x = features(result)
     if model is None:
@@ -195,10 +204,11 @@ def _rows(kb, settings, cases) -> list[tuple[list[float], int, str, bool]]:
     out = []
     for case in cases:
         result = search(kb.index, kb.embedder, case.question, params)
-        if result.articles and (result.articles[0].hardware_conflict or result.foreign_products):
+        top = by_evidence(result)[0] if result.articles else None
+        if top is not None and (top.hardware_conflict or result.foreign_products):
             continue  # decided by rule, not by the model
         x = features(result)
-        passage = bool(result.articles and result.articles[0].passage)
+        passage = bool(top and top.passage)
         out.append(([x[name] for name in FEATURES], 1 if case.grounded else 0, case.lang, passage))
     return out
 

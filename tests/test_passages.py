@@ -247,3 +247,61 @@ def test_a_guides_opening_is_followed_by_its_steps(tmp_path: Path):
     assert answer.grounded and answer.citations[0].source == "multinode.md"
     assert answer.answer.startswith("### Multi-node deployment guide")
     assert "clusterctl start --head" in answer.answer and len(answer.answer) <= MAX_ANSWER_CHARS
+
+
+QUANTIZATION = dedent("""
+    # Quantization
+
+    Serving quantized checkpoints cuts GPU memory: weights in 4 or 8 bits instead of 16.
+
+    ## AWQ
+    AWQ checkpoints load with `--quantization awq`. They need compute capability 7.5 or newer.
+
+    ## GPTQ
+    GPTQ checkpoints load with `--quantization gptq`. Marlin kernels speed them up on Ampere.
+
+    ## FP8
+    FP8 weights need Hopper or Ada GPUs; pass `--quantization fp8` and `--kv-cache-dtype fp8`.
+
+    ## Accuracy
+    Quantized models lose a little accuracy; compare perplexity before switching production traffic.
+""")
+FAQ = "# Frequently asked questions\n\n" + "\n\n".join(f"## {q}\n{a}" for q, a in [
+    ("Which port does the server listen on?", "Port 8000 unless `--port` says otherwise."),
+    ("Where do logs go?", "To stderr; set `LOG_LEVEL=debug` for more."),
+    ("Can I use a smaller model to save memory?",
+     "Yes: a quantized checkpoint needs less GPU memory; which GPU you need for it is in the quantization guide."),
+    ("How do I stop the server?", "Send SIGTERM; in-flight requests finish first."),
+    ("How do I enable TLS?", "Pass `--ssl-certfile` and `--ssl-keyfile`; clients then connect over https."),
+    ("How do I require an API key?", "Set `--api-key` and send it as a bearer token in the Authorization header."),
+    ("Where are the Prometheus metrics?", "Scrape `/metrics` on the same port; request latency histograms are included."),
+    ("Why do clients time out after 60 seconds?", "The load balancer closes idle connections; raise its idle timeout."),
+    ("Can I run two models on one server?", "No: start one server per model and route by path at the gateway."),
+])
+
+
+def test_a_close_call_goes_to_the_page_about_the_subject_not_a_pointer_elsewhere(tmp_path, monkeypatch):
+    """An FAQ entry that only points at the quantization guide shares the question's words
+    better than the guide does; the guide as a whole is about the question, the FAQ page is
+    not. Whether the KB answers is judged on the passages' own evidence either way."""
+    from assistant import retrieval
+    from assistant.retrieval import RetrievalParams, search
+
+    kb_dir = tmp_path / "docs"
+    kb_dir.mkdir()
+    (kb_dir / "quantization.md").write_text(QUANTIZATION, encoding="utf-8")
+    (kb_dir / "faq.md").write_text(FAQ, encoding="utf-8")
+    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
+    kb = open_kb(settings, progress=lambda _m: None)
+    question = "what GPU does a quantized checkpoint need"
+
+    ranked = search(kb.index, kb.embedder, question, RetrievalParams.from_settings(settings))
+    assert ranked.articles[0].doc_id.endswith("quantization") and ranked.articles[0].page_penalty == 0.0
+    assert ranked.articles[1].doc_id.endswith("faq") and ranked.articles[1].page_penalty > 0.0
+    answer = answer_question(question, settings, kb=kb)
+    assert answer.grounded and answer.citations[0].source == "quantization.md"
+
+    monkeypatch.setattr(retrieval, "PAGE_WEIGHT", 0.0)
+    words_only = search(kb.index, kb.embedder, question, RetrievalParams.from_settings(settings))
+    assert words_only.articles[0].doc_id.endswith("faq")
+    assert (words_only.grounded, words_only.confidence) == (ranked.grounded, ranked.confidence)
