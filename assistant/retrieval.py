@@ -197,8 +197,10 @@ def page_vectors(index: KBIndex) -> tuple[dict[str, int], np.ndarray]:
     if cache is None:
         vectors = np.asarray(index.vectors, dtype=np.float32)
         rows = {doc_id: i for i, doc_id in enumerate(dict.fromkeys(c.doc_id for c in index.chunks))}
-        sums = np.zeros((len(rows), vectors.shape[1]), dtype=np.float32)
-        np.add.at(sums, [rows[c.doc_id] for c in index.chunks], vectors)
+        of_chunk = np.fromiter((rows[c.doc_id] for c in index.chunks), dtype=np.int64, count=len(index.chunks))
+        order = np.argsort(of_chunk, kind="stable")
+        starts = np.searchsorted(of_chunk[order], np.arange(len(rows)))
+        sums = np.add.reduceat(vectors[order], starts, axis=0)
         sums /= np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-9)
         cache = index.__dict__["_page_vectors"] = (rows, sums)
     return cache
