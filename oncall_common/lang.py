@@ -1,7 +1,9 @@
 """Language detection for zh/en, the two languages the KB is written in.
 
-A question counts as Chinese when Chinese characters carry a real share of it; log lines
-and flag names pasted into a Chinese question are English tokens but do not make it English.
+A question counts as Chinese when Chinese characters carry a real share of the asker's own
+words; log lines, error messages, quoted strings and flag names pasted into a Chinese
+question are English tokens but do not make it English ("报错 ValueError: No available
+memory for the cache blocks…" is asked in Chinese).
 """
 
 from __future__ import annotations
@@ -16,6 +18,10 @@ Lang = Literal["zh", "en"]
 DEFAULT_LANG: Lang = "en"
 
 _WORD = re.compile(r"[A-Za-z]{2,}")
+# What the asker pasted rather than wrote: quoted or backticked strings, and an error or log
+# message up to the end of its sentence (a Chinese sentence may go on after it).
+_QUOTED = re.compile(r"`[^`\n]*`|\"[^\"\n]*\"|'[^'\n]{6,}'")
+_PASTED_MESSAGE = re.compile(r"(?:\b[A-Za-z_.]*(?:Error|Exception|Warning)\b|\b(?:ERROR|WARNING|WARN|INFO|Traceback)\b)[^。！？；\n]*")
 
 
 def is_cjk(ch: str) -> bool:
@@ -30,9 +36,11 @@ def cjk_count(text: str) -> int:
 
 
 def _line_is_zh(line: str) -> bool:
-    cjk = cjk_count(line)
-    # A Chinese character is roughly worth half an English word of content.
-    return cjk >= 2 and cjk >= 0.5 * len(_WORD.findall(line))
+    own = _PASTED_MESSAGE.sub(" ", _QUOTED.sub(" ", line))
+    cjk = cjk_count(own)
+    # One Chinese character for every three English words of the asker's own: a Chinese frame
+    # around English names and numbers ("A100 80G 用 vLLM 跑 qwen-7b-chat") is Chinese.
+    return cjk >= 2 and cjk >= 0.3 * len(_WORD.findall(own))
 
 
 def detect_lang(text: str) -> str:

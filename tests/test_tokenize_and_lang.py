@@ -40,6 +40,15 @@ def test_typos_are_corrected_only_towards_known_terms():
         ("开了logprobs之后请求卡住", "zh"),
         ("这个日志是什么意思\nRuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191, unhandled system error", "zh"),
         ("What does 显存 mean in this English sentence about GPU memory usage?", "en"),
+        # a Chinese frame around an error pasted on the same line is still a Chinese question
+        ("报错 ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+         "when initializing the engine.", "zh"),
+        ("A100 80G 用 vLLM 跑 qwen-7b-chat 报 torch.cuda.OutOfMemoryError: CUDA out of memory. "
+         "Tried to allocate 234.00 MiB. GPU 0 has a total capacity of 79.15 GiB", "zh"),
+        ("swift export 量化时报 IndexError: list index out of range。是不是目前不支持对 reranker 做 GPTQ？", "zh"),
+        # Chinese the asker quotes is not the language they write in
+        ('The model keeps answering "你好你好你好" in a loop after the upgrade', "en"),
+        ("vLLM prints garbage characters like 乱码 in the output when I use the chat endpoint with long prompts", "en"),
     ],
 )
 def test_language_detection(text, lang):
