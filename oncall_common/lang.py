@@ -19,9 +19,10 @@ DEFAULT_LANG: Lang = "en"
 
 _WORD = re.compile(r"[A-Za-z]{2,}")
 # What the asker pasted rather than wrote: quoted or backticked strings, and an error or log
-# message up to the end of its sentence (a Chinese sentence may go on after it).
-_QUOTED = re.compile(r"`[^`\n]*`|\"[^\"\n]*\"|'[^'\n]{6,}'")
-_PASTED_MESSAGE = re.compile(r"(?:\b[A-Za-z_.]*(?:Error|Exception|Warning)\b|\b(?:ERROR|WARNING|WARN|INFO|Traceback)\b)[^。！？；\n]*")
+# message up to the end of its sentence (a Chinese sentence may go on after it). Kept as
+# strings: `re` compiles them on first use, only for lines with Chinese in them.
+_QUOTED = r"`[^`\n]*`|\"[^\"\n]*\"|'[^'\n]{6,}'"
+_PASTED_MESSAGE = r"(?:\b[A-Za-z_.]*(?:Error|Exception|Warning)\b|\b(?:ERROR|WARNING|WARN|INFO|Traceback)\b)[^。！？；\n]*"
 
 
 def is_cjk(ch: str) -> bool:
@@ -36,7 +37,9 @@ def cjk_count(text: str) -> int:
 
 
 def _line_is_zh(line: str) -> bool:
-    own = _PASTED_MESSAGE.sub(" ", _QUOTED.sub(" ", line))
+    if cjk_count(line) < 2:
+        return False
+    own = re.sub(_PASTED_MESSAGE, " ", re.sub(_QUOTED, " ", line))
     cjk = cjk_count(own)
     # One Chinese character for every three English words of the asker's own: a Chinese frame
     # around English names and numbers ("A100 80G 用 vLLM 跑 qwen-7b-chat") is Chinese.
