@@ -45,6 +45,16 @@ def wiki_settings(tmp_path: Path) -> Settings:
     return replace(Settings(), kb_dir=kb, cache_dir=tmp_path / "cache")
 
 
+def docs_kb(tmp_path: Path, pages: dict[str, str]):
+    """A doc tree of the given pages (name → markdown) in a temp dir, indexed: (settings, kb)."""
+    kb_dir = tmp_path / "docs"
+    kb_dir.mkdir()
+    for name, text in pages.items():
+        (kb_dir / name).write_text(text, encoding="utf-8")
+    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
+    return settings, open_kb(settings, progress=lambda _m: None)
+
+
 def test_a_multi_topic_page_answers_with_the_matching_section_only(wiki_settings):
     kb = open_kb(wiki_settings, progress=lambda _m: None)
     answer = answer_question("model server pod killed with exit code 137", wiki_settings, kb=kb)
@@ -126,12 +136,7 @@ SLEEP = dedent("""
 def test_the_section_under_a_matching_introduction_is_quoted_too(tmp_path: Path):
     """A page's introduction often matches the question best while the commands sit a
     heading below: the best document's other matching sections follow the best passage."""
-    kb = tmp_path / "docs"
-    kb.mkdir()
-    (kb / "idle.md").write_text(SLEEP, encoding="utf-8")
-    (kb / "oncall.md").write_text(WIKI, encoding="utf-8")
-    settings = replace(Settings(), kb_dir=kb, cache_dir=tmp_path / "cache")
-    index = open_kb(settings, progress=lambda _m: None)
+    settings, index = docs_kb(tmp_path, {"idle.md": SLEEP, "oncall.md": WIKI})
     answer = answer_question("how do I give the GPU memory back without stopping the server, and wake it up again?", settings, kb=index)
     assert answer.grounded and answer.citations[0].source == "idle.md"
     assert answer.answer.startswith("### Idle mode")
@@ -287,12 +292,7 @@ def test_a_close_call_goes_to_the_page_about_the_subject_not_a_pointer_elsewhere
     from assistant import retrieval
     from assistant.retrieval import RetrievalParams, search
 
-    kb_dir = tmp_path / "docs"
-    kb_dir.mkdir()
-    (kb_dir / "quantization.md").write_text(QUANTIZATION, encoding="utf-8")
-    (kb_dir / "faq.md").write_text(FAQ, encoding="utf-8")
-    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
-    kb = open_kb(settings, progress=lambda _m: None)
+    settings, kb = docs_kb(tmp_path, {"quantization.md": QUANTIZATION, "faq.md": FAQ})
     question = "what GPU does a quantized checkpoint need"
 
     ranked = search(kb.index, kb.embedder, question, RetrievalParams.from_settings(settings))
