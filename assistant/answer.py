@@ -435,10 +435,14 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     continued, room = _extras(kb, siblings, rest, quoted, room, lang, labels, hits)
     lead = _lead(kb, quoted[id(top)][0], room, [best for best, _text in quoted.values()])
     parts: list[str] = []
+    shown: set[str] = set()
     for art in (top, *siblings, *others):
         if id(art) not in quoted:
             continue
         best, text = quoted[id(art)]
+        if best.chunk_id in shown:
+            continue  # the other language's section of the same passage: it maps back to one quote
+        shown.add(best.chunk_id)
         heading = _display_title(best.title, best.source)
         if art is top:
             parts.append(f"### {heading}")

@@ -305,3 +305,25 @@ def test_a_close_call_goes_to_the_page_about_the_subject_not_a_pointer_elsewhere
     words_only = search(kb.index, kb.embedder, question, RetrievalParams.from_settings(settings))
     assert words_only.articles[0].doc_id.endswith("faq")
     assert (words_only.grounded, words_only.confidence) == (ranked.grounded, ranked.confidence)
+
+
+def test_a_passage_and_its_twin_section_are_quoted_once(tmp_path):
+    """An English question matches a section and its Chinese twin's section, which count as
+    two passages; rendered in English, both are the same English section, quoted once."""
+    settings, kb = docs_kb(tmp_path, {
+        "prefix_caching.md": "# Prefix Caching\n\nPrefix caching reuses the KV cache of a shared prompt prefix.\n\n"
+        "## Enabling Prefix Caching for Offline Inference\n\nSet `enable_prefix_caching=True` when launching the engine. "
+        "Enable CPU caching via `swap_space`.\n\n## Enabling Prefix Caching for Service Deployment\n\n"
+        "Add `--enable-prefix-caching` when starting the server; `--swap-space 50` adds a CPU cache in GB.\n",
+    })
+    zh = settings.kb_dir / "zh"
+    zh.mkdir()
+    (zh / "prefix_caching.md").write_text(
+        "# 前缀缓存\n\n前缀缓存让多个请求复用相同前缀的 KV Cache。\n\n## 离线推理开启前缀缓存\n\n"
+        "启动引擎时设置 `enable_prefix_caching=True`，通过 `swap_space` 开启 CPU 缓存。\n\n## 服务化部署开启前缀缓存\n\n"
+        "启动服务时加上 `--enable-prefix-caching`；`--swap-space 50` 以 GB 为单位开启 CPU 缓存。\n", encoding="utf-8")
+    kb = open_kb(settings, progress=lambda _m: None)
+    answer = answer_question("set enable_prefix_caching=True swap_space", settings, kb=kb)
+    assert answer.grounded and answer.citations[0].source == "prefix_caching.md"
+    assert answer.answer.count("Set `enable_prefix_caching=True` when launching the engine.") == 1
+    assert "离线推理" not in answer.answer
