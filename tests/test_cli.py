@@ -120,3 +120,15 @@ def test_a_long_log_piped_on_stdin_is_answered_from_its_last_lines(bundled_env):
     data = parse_json(proc)
     assert "last" in proc.stderr.decode() and "--log FILE" in proc.stderr.decode()
     assert data["grounded"] and data["citations"][0]["id"] == "vllm-preemption"
+
+
+def test_one_line_longer_than_the_limit_on_stdin_is_answered_from_its_end(bundled_env):
+    """A paragraph pasted without line breaks has no whole last line that fits: its end is
+    kept, not nothing (which read as "the question is empty")."""
+    text = ("the server looks idle " * 500 + "then requests are preempted because there is not enough KV cache "
+            "space, PreemptionMode.RECOMPUTE").encode()
+    assert len(text) > 8192 and b"\n" not in text
+    proc = run_cli(["ask", "--json", "-"], bundled_env, stdin=text)
+    data = parse_json(proc)
+    assert "one line" in proc.stderr.decode() and "empty" not in proc.stderr.decode()
+    assert data["grounded"] and data["citations"][0]["id"] == "vllm-preemption"

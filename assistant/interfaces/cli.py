@@ -67,6 +67,13 @@ def _log_tail(text: str, max_bytes: int) -> str:
             break
         kept.append(line)
         size += cost
+    if not kept:
+        # One line longer than the limit (a paragraph pasted without breaks): its end, cut at
+        # a character boundary, rather than nothing.
+        end = text.strip().splitlines()[-1].encode("utf-8")[-max_bytes:].decode("utf-8", errors="ignore")
+        print(f"note: the input is {len(text.encode('utf-8'))} bytes on one line; answering from its last "
+              f"{len(end)} characters (use --log FILE to diagnose a whole log)", file=sys.stderr)
+        return end
     print(f"note: the input is {len(text.encode('utf-8'))} bytes; answering from its last {len(kept)} lines "
           f"(use --log FILE to diagnose a whole log)", file=sys.stderr)
     return "\n".join(reversed(kept))
