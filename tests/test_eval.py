@@ -42,6 +42,19 @@ def test_thresholds_are_checked_per_language():
     assert "| hybrid | en | 10 | 0.900 |" in to_markdown(report, [], "cases.jsonl")
 
 
+def test_a_rate_over_no_cases_reads_as_a_dash_not_zero():
+    """A language with no out-of-scope cases refused none of them and all of them: the
+    report says "–" rather than 0.000."""
+    report = {"hybrid": {"zh": summarise([_result("zh", 1)] * 4),
+                         "en": summarise([_result("en", None, False, False, expect_grounded=False)] * 2),
+                         "all": summarise([_result("zh", 1)] * 4)}}
+    table = to_markdown(report, [], "cases.jsonl")
+    zh = next(line for line in table.splitlines() if line.startswith("| hybrid | zh |"))
+    en = next(line for line in table.splitlines() if line.startswith("| hybrid | en |"))
+    assert zh.split(" | ")[7:9] == ["–", "0.000"]  # OOS refused (no such case), false refusals
+    assert en.split(" | ")[3:8] == ["–", "–", "–", "–", "1.000"]  # nothing in scope; both refused
+
+
 def test_malformed_case_file_gives_a_located_error(tmp_path):
     bad = tmp_path / "cases.jsonl"
     bad.write_text('{"id": "a", "lang": "en", "question": "q", "expect": [], "grounded": true}\n{"id": "b"}\n')

@@ -316,7 +316,16 @@ def to_json(report: dict[str, dict[str, Metrics]], problems: list[str], cases_pa
     }
 
 
+# What each rate is a share of: a rate over no cases is "–", not a 0.000 that reads as
+# "refused none".
+_DENOMINATORS = {"pass1": "in_scope", "pass3": "in_scope", "mrr": "in_scope", "answer_fix": "in_scope",
+                 "false_refusal": "in_scope", "oos_refusal": "out_of_scope", "topic1": "topic_cases",
+                 "topic3": "topic_cases", "file1": "file_cases"}
+
+
 def _cell(m: Metrics, attr: str) -> str:
+    if attr in _DENOMINATORS and not getattr(m, _DENOMINATORS[attr]):
+        return "–"
     value = getattr(m, attr)
     return f"{value:.0f}" if attr.endswith("_ms") or attr.endswith("_chars") else f"{value:.3f}"
 
