@@ -58,6 +58,8 @@ def test_oversized_body_is_refused_before_parsing(server):
     assert r.status_code == 413 and "request body over" in r.json()["error"]
     r = httpx.post(server.url + "/v1/ask", content=b"{not json", headers={"content-type": "application/json"}, timeout=30)
     assert r.status_code == 422 and "Traceback" not in r.text
+    r = httpx.post(server.url + "/v1/ask", content=b'{"question": ', headers={"content-type": "application/json"}, timeout=30)
+    assert r.status_code == 422 and r.json()["error"] == "invalid request: the body is not valid JSON (at character 13)"
 
 
 def test_openai_compatible_chat_completions(server):

@@ -47,6 +47,11 @@ async def _assistant_error(request: Request, exc: AssistantError) -> JSONRespons
 async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
     problems = []
     for err in exc.errors()[:5]:
+        if err.get("type") == "json_invalid":
+            # FastAPI locates a JSON syntax error by a bare character offset ("13: JSON decode error")
+            offset = next((p for p in err.get("loc", []) if isinstance(p, int)), None)
+            problems.append("the body is not valid JSON" + (f" (at character {offset})" if offset is not None else ""))
+            continue
         where = ".".join(str(p) for p in err.get("loc", []) if p != "body")
         problems.append(f"{where or 'body'}: {err.get('msg')}")
     return problem("invalid request: " + "; ".join(problems), "see /docs for the request schema", 422)
