@@ -358,12 +358,12 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
         lines.append(labels["platform"].format(title=title, ref=ref, declared=declared or "NVIDIA/CUDA", platform=platforms))
         coverage = "partial"
     elif top is not None and (result.unseen or result.foreign_products) and result.symptom_covered:
-        missing = ", ".join(result.unseen + [PRODUCT_NAMES.get(p, p) for p in result.foreign_products])
+        missing = ", ".join(_subjects(result, lang) + [PRODUCT_NAMES.get(p, p) for p in result.foreign_products])
         lines.append(labels["partial"].format(title=title, ref=ref, missing=missing))
         coverage = "partial"
     else:
         lines.append(labels["nothing"])
-        missing = result.unseen + [PRODUCT_NAMES.get(p, p) for p in result.foreign_products]
+        missing = _subjects(result, lang) + [PRODUCT_NAMES.get(p, p) for p in result.foreign_products]
         missing += [f"`{name}`" for name in result.unknown_params[:3]]
         if missing:
             lines.append(labels["missing"].format(missing=", ".join(missing)))
@@ -377,10 +377,24 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
     if coverage == "none" and result.articles:
         lines += ["", f"{labels['closest']}:"]
         for art in result.articles[:2]:
-            chunk = art.chunks[0].chunk
+            chunk = _in_lang(kb, art, lang)  # named in the asker's language when there is a twin
             name = _display_title(chunk.title, chunk.source) if art.passage else chunk.title.split(" > ")[0]
             lines.append(f"- {name} {cites.ref(chunk, art.relevance)}")
     return "\n".join(lines), coverage
+
+
+def _subjects(result: Retrieval, lang: str) -> list[str]:
+    """The near-domain subjects the KB lacks, by the word the asker used in a Chinese
+    question (告警, not "dashboards and alerting"), by the subject's name in an English one."""
+    if lang != "zh" or result.scope is None:
+        return list(result.unseen)
+    said = getattr(result.scope, "entity_terms", {}) or {}
+
+    def as_written(word: str) -> str:  # the asker's casing: "Grafana", not "grafana"
+        at = result.question.lower().find(word)
+        return result.question[at:at + len(word)] if at >= 0 else word
+
+    return list(dict.fromkeys(as_written(said[s]) if s in said else s for s in result.unseen))
 
 
 def _article_hardware(kb, doc_id: str) -> list[str]:

@@ -76,6 +76,17 @@ def test_an_uncovered_subject_gets_a_partial_answer_not_the_fix(bundled_settings
     assert answer.confidence is not None and answer.confidence < refusal.load_model().threshold
 
 
+def test_a_chinese_refusal_names_the_subject_and_the_closest_articles_in_chinese(bundled_settings, bundled_kb):
+    """The subject by the asker's own word (not the lexicon's English name), the closest
+    articles by their Chinese titles and files, even when the nearest chunk was English."""
+    answer = answer_question("怎么给 Grafana 仪表盘加告警规则？", bundled_settings, kb=bundled_kb)
+    assert not answer.grounded
+    assert "Grafana" in answer.answer and "dashboards and alerting" not in answer.answer
+    assert answer.citations and all(c.lang == "zh" and c.source.startswith("zh/") for c in answer.citations)
+    english = answer_question("How do I set up Grafana alerts for vLLM?", bundled_settings, kb=bundled_kb)
+    assert not english.grounded and "dashboards and alerting" in english.answer
+
+
 def test_pasted_flags_are_quoted_back_when_the_article_is_about_them(bundled_settings, bundled_kb):
     answer = answer_question("vllm serve my-model --gpu-memory-utilization 0.97 --max-model-len 32768\nCUDA out of memory",
                              bundled_settings, kb=bundled_kb)
