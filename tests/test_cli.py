@@ -122,6 +122,22 @@ def test_a_long_log_piped_on_stdin_is_answered_from_its_last_lines(bundled_env):
     assert data["grounded"] and data["citations"][0]["id"] == "vllm-preemption"
 
 
+def test_ask_alone_at_a_terminal_prints_its_usage(bundled_env):
+    """Typed at a terminal with no question, `ask` says how to use it; with a pipe it still
+    reads the question from stdin."""
+    import pty
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    _master, terminal = pty.openpty()
+    cmd = [sys.executable, "-c", "import sys; sys.argv[0]='ask'; from assistant.interfaces.cli import ask_main as m; m()"]
+    proc = subprocess.run(cmd, stdin=terminal, env=bundled_env, capture_output=True, timeout=60, cwd=ROOT)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and err.startswith("usage: ask") and "no question given" in err and "Traceback" not in err
+
+
 def test_one_line_longer_than_the_limit_on_stdin_is_answered_from_its_end(bundled_env):
     """A paragraph pasted without line breaks has no whole last line that fits: its end is
     kept, not nothing (which read as "the question is empty")."""

@@ -130,7 +130,11 @@ def _parser():
 
 
 def ask(argv: list[str] | None = None) -> None:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not args.question and not args.log and sys.stdin.isatty():
+        # Typed at a terminal with nothing after it: how to use it, not "the question is empty".
+        parser.error('no question given: ask "为什么推理卡住", or pipe a log in with `tail -n 50 server.log | ask -`')
 
     def body() -> None:
         from assistant.questions import EarlyEmbedding, query_text, validate_question
