@@ -100,7 +100,7 @@ def by_evidence(result) -> list:
     (retrieval.PAGE_WEIGHT): whether the KB answers is judged on that order. The prior only
     settles close calls between pages, and would otherwise widen every lead, a near-domain
     question's too."""
-    return sorted(result.articles, key=lambda a: -(a.score + a.page_penalty))
+    return sorted(result.articles, key=lambda a: -a.evidence)
 
 
 def features(result) -> dict[str, float]:
@@ -109,7 +109,7 @@ def features(result) -> dict[str, float]:
         return {name: 0.0 for name in FEATURES}
     ranked = by_evidence(result)
     top = ranked[0]
-    second = ranked[1].score + ranked[1].page_penalty if len(ranked) > 1 else 0.0
+    second = ranked[1].evidence if len(ranked) > 1 else 0.0
     other_lang = top.other_lang_only
     said = set(getattr(result.scope, "said_entities", ()) or ())
     unseen_said = [e for e in result.unseen if e in said or e not in getattr(result.scope, "entities", ())]
@@ -120,7 +120,7 @@ def features(result) -> dict[str, float]:
         "signature": 1.0 if top.signatures else 0.0,
         "unseen_entity": 1.0 if unseen_said else 0.0,
         "unseen_pasted": 1.0 if result.unseen and not unseen_said else 0.0,
-        "margin": float(min(0.5, max(0.0, top.score + top.page_penalty - second))),
+        "margin": float(min(0.5, max(0.0, top.evidence - second))),
         "other_lang_only": 1.0 if other_lang else 0.0,
         "unknown_terms": min(3, len(result.unknown_terms)) / 3,
         "short_gap": (1.0 - float(top.coverage)) if result.n_terms <= SHORT_QUESTION_TERMS else 0.0,

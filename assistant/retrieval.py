@@ -112,7 +112,12 @@ class ArticleMatch:
     hardware_conflict: tuple[str, ...] = ()  # the question's hardware this article does not apply to
     product_conflict: bool = False
     version_conflict: bool = False
-    page_penalty: float = 0.0  # what the passage lost for standing on a page about something else (PAGE_WEIGHT)
+    page_penalty: float = 0.0  # what the match lost for standing on a page about something else (PAGE_WEIGHT)
+
+    @property
+    def evidence(self) -> float:
+        """The score before the page prior: what the match itself says (refusal.by_evidence)."""
+        return self.score + self.page_penalty
 
 
 @dataclass
