@@ -364,7 +364,8 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
     else:
         lines.append(labels["nothing"])
         missing = _subjects(result, lang) + [PRODUCT_NAMES.get(p, p) for p in result.foreign_products]
-        missing += [f"`{name}`" for name in result.unknown_params[:3]]
+        named = {m.lower() for m in missing}
+        missing += [f"`{name}`" for name in result.unknown_params[:3] if name.lower() not in named]
         if missing:
             lines.append(labels["missing"].format(missing=", ".join(missing)))
     topics, total = _kb_topics(kb, result, lang)
@@ -384,17 +385,26 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
 
 
 def _subjects(result: Retrieval, lang: str) -> list[str]:
-    """The near-domain subjects the KB lacks, by the word the asker used in a Chinese
-    question (告警, not "dashboards and alerting"), by the subject's name in an English one."""
+    """The near-domain subjects the KB lacks, by name ("LoRA", "CORS"). In a Chinese answer an
+    English phrase ("dashboards and alerting") is replaced by the word the asker used (告警,
+    Grafana, guided_json)."""
     if lang != "zh" or result.scope is None:
         return list(result.unseen)
     said = getattr(result.scope, "entity_terms", {}) or {}
 
-    def as_written(word: str) -> str:  # the asker's casing: "Grafana", not "grafana"
-        at = result.question.lower().find(word)
-        return result.question[at:at + len(word)] if at >= 0 else word
+    def name(subject: str) -> str:
+        if subject not in said or (" " not in subject and not any(is_cjk(ch) for ch in said[subject])):
+            return subject
+        return as_written(subject)
 
-    return list(dict.fromkeys(as_written(said[s]) if s in said else s for s in result.unseen))
+    def as_written(subject: str) -> str:
+        """The asker's spelling ("Grafana", "guided_json"; scope matched it lower-cased and
+        with `_` as `-`), or the subject's name when it cannot be found as written."""
+        pattern = re.escape(said[subject]).replace("\\-", "[-_ ]")
+        found = re.search(pattern, result.question, re.I)
+        return found.group(0) if found else subject
+
+    return list(dict.fromkeys(name(s) for s in result.unseen))
 
 
 def _article_hardware(kb, doc_id: str) -> list[str]:

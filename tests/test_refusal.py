@@ -85,6 +85,11 @@ def test_a_chinese_refusal_names_the_subject_and_the_closest_articles_in_chinese
     assert answer.citations and all(c.lang == "zh" and c.source.startswith("zh/") for c in answer.citations)
     english = answer_question("How do I set up Grafana alerts for vLLM?", bundled_settings, kb=bundled_kb)
     assert not english.grounded and "dashboards and alerting" in english.answer
+    # as the asker spelled it ("guided_json", not scope's "guided-json"), and named once
+    pasted = answer_question("vLLM 的 structured output 用 guided_json 时返回不是合法 JSON 怎么办", bundled_settings, kb=bundled_kb)
+    assert not pasted.grounded and "guided-json" not in pasted.answer and pasted.answer.count("guided_json") == 1
+    lora = answer_question("vLLM 怎么配置 LoRA adapter 热加载", bundled_settings, kb=bundled_kb)
+    assert not lora.grounded and "没有关于 LoRA 的内容" in lora.answer  # a name stays the subject's name
 
 
 def test_pasted_flags_are_quoted_back_when_the_article_is_about_them(bundled_settings, bundled_kb):
