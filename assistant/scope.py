@@ -437,6 +437,11 @@ def product_mismatch(scope: Scope, product: str, kb_products: frozenset[str]) ->
     return bool(named) and product not in named and product not in ("general", "")
 
 
+# In a product's own docs, the share of pages that must name another product, outside any
+# heading, for the docs to count as covering it.
+OTHER_PRODUCT_SHARE = 0.2
+
+
 def foreign_products(scope: Scope, index) -> frozenset[str]:
     """Serving products the question names that this KB does not cover, when it names none
     that the KB covers ("lmdeploy crashes at 4 concurrent requests" against a vLLM/FastDeploy
@@ -446,8 +451,9 @@ def foreign_products(scope: Scope, index) -> frozenset[str]:
 
     In a KB that declares products, one mention anywhere makes a product known, so a team's
     SGLang runbook does. A product's own docs mention others in passing ("faster than
-    vLLM", "like TensorRT-LLM's kernels"); there another product is known only when a
-    heading names it or two pages do."""
+    vLLM", "like TensorRT-LLM's kernels", a benchmark against TGI), on a few pages of many;
+    there another product is known only when a heading names it or a fifth of the pages
+    do (at least two)."""
     if not scope.products:
         return frozenset()
     declared = not all(m.product in ("general", "") for m in index.docs.values())
@@ -460,8 +466,9 @@ def foreign_products(scope: Scope, index) -> frozenset[str]:
     else:
         heads, _body, per_doc = kb_text(index)
         names = {p: tuple(_dashed(n) for n in PRODUCTS[p] if n not in MODEL_HINTS) for p in asked}
+        need = max(2, OTHER_PRODUCT_SHARE * len(per_doc))
         known = {p for p in asked if p in subject or _found(heads, names[p])
-                 or sum(1 for text in per_doc if _found(text, names[p])) >= 2}
+                 or sum(1 for text in per_doc if _found(text, names[p])) >= need}
     return frozenset() if known else asked
 
 
