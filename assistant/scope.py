@@ -281,10 +281,18 @@ _CONTRAST = re.compile(r"(?:(?<!是)不是|不用|而非|而不是|类似|(?<![\
                        r"(?:\s+(?:on|with|in|for|the)(?:\s+\d)?)?[\s(（:：,，]*(?:在|用)?\s*$")
 
 
+# After the name, what works elsewhere: "ollama 多卡也没问题", "用 transformers 跑也正常" (also
+# fine: the failure is in the other one), "works fine with lmdeploy" (before it).
+_FINE_AFTER = re.compile(r"[^，,。；;！!？?\n]{0,8}?(?:也|都)(?:没问题|没事|正常|能用|能跑|可以|好好的|ok)")
+_FINE_BEFORE = re.compile(r"(?<![a-z])(?:works?|worked|runs?|ran)\s+fine\s+(?:with|on|in|under|using)\s*$")
+
+
 def _only_contrasted(text: str, names: tuple[str, ...]) -> bool:
-    """Whether every mention of a product follows a contrast ("not vllm", "类似 vllm 的")."""
-    starts = [i for name in names for i in _mentions(text, name)]
-    return bool(starts) and all(_CONTRAST.search(text[max(0, i - 16):i]) for i in starts)
+    """Whether every mention of a product follows a contrast ("not vllm", "类似 vllm 的") or
+    says it works ("ollama 多卡也没问题")."""
+    spans = [(i, i + len(name.rstrip("*"))) for name in names for i in _mentions(text, name)]
+    return bool(spans) and all(_CONTRAST.search(text[max(0, i - 16):i]) or _FINE_BEFORE.search(text[max(0, i - 24):i])
+                               or _FINE_AFTER.match(text, j) for i, j in spans)
 
 
 def _written(question: str, errors: bool = True) -> str:

@@ -257,6 +257,11 @@ def test_a_product_named_only_as_a_contrast_is_not_the_subject(bundled_kb):
     assert not both.contrasted and foreign_products(both, bundled_kb.index) == frozenset()
     assert not detect("好像 vllm 卡住了，lmdeploy 没问题").contrasted  # 好像: "it seems", not "like"
     assert not detect("I would like vllm to use less memory; lmdeploy was fine").contrasted
+    # Said to work ("also fine there"), a product is where the failure is not.
+    works = detect("两张 4090 跑 --tensor-parallel-size 2，卡在 NCCL 初始化不动，单卡正常，ollama 多卡也没问题")
+    assert works.contrasted == {"ollama"} and foreign_products(works, bundled_kb.index) == frozenset()
+    assert detect("vLLM hangs with TP=2; it works fine with sglang on the same box").contrasted == {"sglang"}
+    assert not detect("lmdeploy 单卡正常，多卡报错").contrasted and not detect("sglang 也报 OOM").contrasted
 
 
 def test_a_printed_object_and_a_model_variant_are_not_subjects():
