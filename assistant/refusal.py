@@ -128,13 +128,13 @@ def features(result) -> dict[str, float]:
     }
     if other_lang:
         # A question against an article written only in the other language shares few
-        # keywords with it by nature: the multilingual dense score is the evidence, so the
-        # keyword signals are set from it instead of counting against the answer. Names
-        # the KB never uses (SGLang, Dify…) still count: they are written the same in both.
-        # When the question's serving terms were translated, the coverage of the translation
-        # is evidence too.
-        coverage = max(x["dense"], x["coverage"]) if getattr(top, "translated", False) else x["dense"]
-        x.update(coverage=coverage, kb_coverage=max(x["kb_coverage"], x["dense"]), short_gap=0.0)
+        # keywords with it by nature (fewer still when the glossary has no words for it).
+        # The keyword signals are kept as measured and the fitted weight of
+        # `other_lang_only` makes up for the gap; only the short-question penalty, which
+        # reads a keyword gap as a missing subject, is dropped. (Setting the keyword
+        # signals to the dense score instead, as before, answered near-domain Chinese
+        # questions on English-only docs whenever a page was roughly similar.)
+        x.update(short_gap=0.0)
     return x
 
 

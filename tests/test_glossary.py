@@ -70,8 +70,7 @@ def test_a_kb_in_both_languages_keeps_its_own_keyword_scores(bundled_kb):
 
 
 def test_names_the_kb_never_uses_still_count_against_a_chinese_question_on_english_docs(english_docs):
-    """The keyword signals of a zh question on English-only docs come from the dense score,
-    but an English name the docs never use (Dify) is written the same in both languages."""
+    """An English name the docs never use (Dify) is written the same in both languages."""
     from assistant.refusal import features
     from assistant.retrieval import RetrievalParams, search
 
@@ -97,3 +96,23 @@ def test_terms_are_read_left_to_right_longest_first():
     assert translate("单卡在跑72B模型时OOM", "zh") == ["single gpu"]
     assert "hang stuck hangs freeze" not in translate("多卡在启动", "zh")
     assert translate("推理模型怎么关思考", "zh") == ["thinking reasoning"]
+
+
+def test_a_chinese_question_on_english_docs_is_judged_on_the_keywords_it_shares(english_docs):
+    """The refusal model reads the keyword coverage actually measured (on the glossary
+    translation), not the dense score in its place: a Chinese near-domain question is
+    otherwise answered whenever an English page reads roughly alike. A covered question is
+    still answered: the fitted weight of `other_lang_only` makes up for the smaller overlap."""
+    from assistant.refusal import features
+    from assistant.retrieval import RetrievalParams, search
+
+    settings, kb = english_docs
+    params = RetrievalParams.from_settings(settings)
+    covered = search(kb.index, kb.embedder, "上线部署之后吞吐明显变慢", params)
+    x = features(covered)
+    assert x["other_lang_only"] == 1.0 and x["coverage"] == pytest.approx(covered.articles[0].coverage)
+    assert answer_question("上线部署之后吞吐明显变慢", settings, kb=kb).grounded
+    untranslated = search(kb.index, kb.embedder, "网关 502", params)  # no glossary word: only "502" is shared
+    y = features(untranslated)
+    assert y["other_lang_only"] == 1.0 and y["coverage"] == pytest.approx(untranslated.articles[0].coverage)
+    assert y["coverage"] < y["dense"]
