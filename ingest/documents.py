@@ -24,6 +24,8 @@ from oncall_common.lang import cjk_count, detect_lang
 from .files import HTML_SUFFIXES, MARKDOWN_SUFFIXES, RST_SUFFIXES, content_hash, find_files, read_text  # noqa: F401  (re-exported)
 
 _FRONT = re.compile(r"\A---\s*\n(.*?)\n---\s*\n", re.S)
+# Hugo writes its front matter in TOML between `+++` lines (title, weight, url…).
+_FRONT_TOML = re.compile(r"\A\+\+\+[ \t]*\n(.*?)\n\+\+\+[ \t]*\n", re.S)
 
 
 @dataclass(frozen=True)
@@ -87,16 +89,7 @@ def parse_document(path: Path, root: Path, raw: bytes) -> Document:
         html_title, text = rst_to_markdown(text)
         fmt = "rst"
     else:
-        match = _FRONT.match(text)
-        if match:
-            import yaml
-
-            try:
-                loaded = yaml.safe_load(match.group(1))
-                meta = loaded if isinstance(loaded, dict) else {}
-            except yaml.YAMLError:
-                meta = {}
-            text = text[match.end():]
+        meta, text = _front_matter(text)
         if suffix == ".mdx":
             from .mdx import mdx_to_markdown
 
@@ -127,6 +120,29 @@ def parse_document(path: Path, root: Path, raw: bytes) -> Document:
         applies_to=_applies_to(meta.get("applies_to")),
         root=str(root.resolve()),
     )
+
+
+def _front_matter(text: str) -> tuple[dict, str]:
+    """(the front matter's fields, the text after it): YAML between `---` lines (this KB,
+    Jekyll, MkDocs, Docusaurus) or TOML between `+++` lines (Hugo). Front matter that does
+    not parse is still cut off: its `key = value` lines are not the document's prose."""
+    for pattern, toml in ((_FRONT, False), (_FRONT_TOML, True)):
+        match = pattern.match(text)
+        if not match:
+            continue
+        try:
+            if toml:
+                import tomllib
+
+                loaded = tomllib.loads(match.group(1))
+            else:
+                import yaml
+
+                loaded = yaml.safe_load(match.group(1))
+        except Exception:  # yaml.YAMLError, tomllib.TOMLDecodeError: a broken header, not a broken file
+            loaded = None
+        return (loaded if isinstance(loaded, dict) else {}), text[match.end():]
+    return {}, text
 
 
 def _first_heading(text: str) -> str:
@@ -190,19 +206,33 @@ def _is_language_switch(line: str) -> bool:
 def strip_non_content(text: str) -> str:
     """Drop lines that are only a language switch, e.g. `[简体中文](../zh/usage/log.md)`,
     and, outside code, lines that render nothing: mkdocs anchors (`[](){ #faq }`), empty
-    HTML anchors and one-line comments (`<!-- toc -->`). Quoted in an answer they are noise
-    that takes the room of the fix."""
+    HTML anchors and one-line comments (`<!-- toc -->`); and Hugo shortcodes, keeping the
+    text they wrap. Quoted in an answer they are noise that takes the room of the fix."""
     lines = text.split("\n")
     kept: list[str] = []
     fence = ""
+    changed = False
     for line in lines:
         opened = _FENCE.match(line)
         if opened and (not fence or opened.group(1)[0] == fence):
             fence = "" if fence else opened.group(1)[0]
-        elif not fence and (_is_language_switch(line) or _INVISIBLE.match(line)):
-            continue
+        elif not fence:
+            if "{{" in line and _SHORTCODE.search(line):
+                bare = _SHORTCODE.sub("", line)
+                changed = True
+                if not bare.strip():
+                    continue
+                line = bare
+            if _is_language_switch(line) or _INVISIBLE.match(line):
+                changed = True
+                continue
         kept.append(line)
-    return "\n".join(kept) if len(kept) != len(lines) else text
+    return "\n".join(kept) if changed else text
+
+
+# Hugo shortcodes render as page furniture ({{< alert >}}, {{% notice %}}) or as a link
+# target ({{% relref "x" %}}); their text, if any, sits between an opening and a closing one.
+_SHORTCODE = re.compile(r"\{\{[<%].{0,300}?[%>]\}\}")
 
 
 _INVISIBLE = re.compile(r"^\s*(?:\[\]\(\)\{\s*#[\w.:-]+\s*\}|<a\s+(?:id|name)=\"[^\"]*\"\s*>\s*</a>|<!--.*?-->)\s*$")

@@ -253,6 +253,44 @@ def test_lines_that_render_nothing_are_not_quoted(tmp_path):
     assert "Lower `--gpu-memory-utilization`." in body and "<!-- kept: it is code -->" in body
 
 
+HUGO_PAGE = dedent("""
+    +++
+    disableToc = false
+    title = "GPU Acceleration"
+    weight = 73
+    url = "/features/gpu-acceleration/"
+    +++
+
+    This page covers GPUs. For image tags see [Container Images]({{%relref "getting-started/containers" %}}).
+
+    {{% notice tip %}}
+    Set `gpu_layers` in the model YAML to offload layers to the GPU.
+    {{% /notice %}}
+
+    ## Automatic backend detection
+
+    Override it with `LOCALAI_FORCE_META_BACKEND_CAPABILITY=nvidia`.
+
+    ```yaml
+    note: "{{< kept: it is code >}}"
+    ```
+""")
+
+
+def test_a_hugo_page_keeps_its_toml_title_and_loses_its_shortcodes(tmp_path):
+    """Hugo writes front matter in TOML between `+++` lines; read as text it became the
+    opening passage ("weight = 73 url = …") and the first heading became the page title."""
+    doc = _doc(tmp_path, "features/GPU-acceleration.md", HUGO_PAGE)
+    assert doc.title == "GPU Acceleration" and "+++" not in doc.body and "weight = 73" not in doc.body
+    chunks = chunk_document(doc)
+    text = "\n".join(c.text for c in chunks)
+    assert "relref" not in text and "notice" not in text and "[Container Images]()" in text
+    assert "Set `gpu_layers` in the model YAML" in text and '"{{< kept: it is code >}}"' in text
+    assert [c.title for c in chunks if "LOCALAI_FORCE" in c.text] == ["GPU Acceleration > Automatic backend detection"]
+    broken = _doc(tmp_path, "broken.md", "+++\ntitle = \"Unclosed\n+++\n\n# Real title\n\nBody text here.\n")
+    assert broken.title == "Real title" and "+++" not in broken.body and "Body text here." in broken.body
+
+
 def test_mdx_pages_read_as_markdown_without_their_components(tmp_path):
     doc = _doc(tmp_path, "docs/gpu.mdx", MDX_PAGE)
     assert doc.format == "markdown" and doc.title == "GPU"
