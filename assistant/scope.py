@@ -391,26 +391,28 @@ def unseen_entities(scope: Scope, index) -> list[str]:
     if not kb_hardware(index):
         for h in sorted(scope.hardware - {"nvidia"}):
             hit = scope.hardware_terms.get(h)
-            if hit and not covers(index, hit):
+            # 昇腾 asked of English-only docs is looked for as "ascend", never as the bare
+            # "npu" or "xpu" other vendors' docs use too.
+            if hit and not _covers_term(index, hit, [n for n in HARDWARE[h] if len(n.rstrip("*")) >= 4]):
                 out.append(HARDWARE_NAMES.get(h, h))
     if not scope.entities:
         return out
     # The word the question used, not the whole family: a KB that mentions 量化 (one
     # quantization remark) still knows nothing about bitsandbytes.
-    return out + [e for e in scope.entities if not _covers_entity(index, e, scope.entity_terms.get(e) or ENTITIES[e][0])]
+    return out + [e for e in scope.entities if not _covers_term(index, scope.entity_terms.get(e) or ENTITIES[e][0], ENTITIES[e])]
 
 
-def _covers_entity(index, entity: str, used: str) -> bool:
-    """Whether the KB covers the subject by the word the question used; a Chinese word asked
-    of documents that exist only in English (an English doc tree) is looked for by the
-    subject's English names instead, since those documents can never contain it."""
+def _covers_term(index, used: str, aliases) -> bool:
+    """Whether the KB covers a subject or platform by the word the question used; a Chinese
+    word asked of documents that exist only in English (an English doc tree) is looked for
+    by the subject's English `aliases` instead, since those documents can never contain it."""
     if covers(index, used):
         return True
     from .retrieval import twinless_mask
 
     if not any(is_cjk(ch) for ch in used) or not twinless_mask(index, "zh").any():
         return False
-    return any(covers(index, alias) for alias in ENTITIES[entity] if not any(is_cjk(ch) for ch in alias))
+    return any(covers(index, alias) for alias in aliases if not any(is_cjk(ch) for ch in alias))
 
 
 def kb_hardware(index) -> frozenset[str]:

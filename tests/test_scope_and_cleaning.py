@@ -133,6 +133,29 @@ def test_a_chinese_subject_word_is_looked_up_by_its_english_names_in_an_english_
     assert unseen_entities(detect(question), bare.index) == ["reasoning parsers"]
 
 
+def test_a_chinese_platform_name_is_looked_up_by_its_english_names_in_an_english_only_kb(tmp_path):
+    """昇腾 never occurs in English docs about Ascend; they cover the platform. Docs that say
+    only "NPU" (another vendor's) do not: the bare word is no evidence of Ascend."""
+    from dataclasses import replace
+
+    from assistant.config import Settings
+    from assistant.knowledge import open_kb
+    from assistant.scope import detect, unseen_entities
+
+    question = "8 卡昇腾 910b 机器，worker 检测不到 NPU 设备，页面上一张卡都不显示"
+    for i, (text, unseen) in enumerate([
+        ("# Ascend workers\n\nOn Ascend hosts, mount `/dev/davinci*` into the worker container so it detects the NPUs.\n", []),
+        ("# NPU workers\n\nOn Intel Core Ultra hosts, install the NPU driver before starting the worker.\n", ["Ascend NPU"]),
+    ]):
+        docs = tmp_path / f"docs{i}"
+        docs.mkdir()
+        (docs / "workers.md").write_text(text, encoding="utf-8")
+        (docs / "memory.md").write_text("# Memory\n\nLower `--gpu-memory-utilization` when the server runs out of memory.\n",
+                                        encoding="utf-8")
+        kb = open_kb(replace(Settings(), kb_dir=docs, cache_dir=tmp_path / f"c{i}"), progress=lambda _m: None)
+        assert unseen_entities(detect(question), kb.index) == unseen
+
+
 def test_a_doc_tree_about_one_product_refuses_questions_about_another(tmp_path):
     """Docs without front matter declare no product, but a tree that names vLLM on most of
     its pages is about vLLM: a question naming only a product it never mentions is refused
