@@ -45,7 +45,8 @@ SCHEMA = 16
 # 4: lines that render nothing (mkdocs anchors, empty HTML anchors, one-line comments) are dropped.
 # 5: a document's title is its first real heading, never a `# comment` inside a code block.
 # 6: reST pages are read (rst.py); a lower-case `sources` page inside a tree is documentation.
-RULES = 6
+# 7: Hugo pages: TOML front matter (between +++ lines) is read, shortcodes are dropped.
+RULES = 7
 FAISS_TOP = 2_000
 
 
