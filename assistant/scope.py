@@ -134,7 +134,9 @@ ENTITIES: dict[str, tuple[str, ...]] = {
                            "attention backend", "xformers", "flashmla"),
     "torch.compile": ("torch.compile", "compilation_config", "compilation-config", "inductor", "dynamo", "torch._dynamo"),
     "building from source": ("build from source", "building from source", "setup.py", "cmake", "compile vllm", "源码编译", "从源码"),
-    "CPU offload": ("cpu-offload-gb", "cpu_offload_gb", "cpu offload", "offload"),
+    # Not the bare word: llama.cpp-style servers "offload layers to the GPU", the opposite.
+    "CPU offload": ("cpu-offload-gb", "cpu_offload_gb", "cpu offload", "cpu offloading", "offload to cpu", "offload to the cpu",
+                    "offload to host", "offload to ram", "offloaded to cpu", "kv offload", "kv cache offload", "offload the kv cache"),
     "KV cache quantization": ("fp8 kv", "kv cache fp8", "calculate_kv_scales", "kv cache quantization"),
     "OpenAI API request fields": ("stream_options", "logit_bias", "stop_token_ids", "stop sequences", "tool_choice",
                                   "extra_body", "chat/completions format"),

@@ -216,6 +216,15 @@ def test_a_doc_tree_about_one_product_refuses_questions_about_another(tmp_path):
     assert answer_question("SGLang runs out of GPU memory at start-up, what should I lower?", plain_settings, kb=plain).grounded
 
 
+def test_offloading_layers_to_the_gpu_is_not_cpu_offload():
+    """llama.cpp-style servers "offload layers to the GPU" (the fix for a model stuck on the
+    CPU); CPU offload moves weights or KV cache the other way."""
+    assert "CPU offload" not in detect("model runs on the CPU only, how do I offload layers to the GPU?").entities
+    assert "CPU offload" not in detect("none of the current offload or quantization options help").entities
+    assert "CPU offload" in detect("how do I offload the KV cache to CPU memory in vllm").entities
+    assert "CPU offload" in detect("--cpu-offload-gb 10 makes decoding slow").entities
+
+
 def test_a_quantization_format_that_describes_the_served_model_is_not_the_subject():
     """"Yi-34B AWQ runs out of memory" is a memory question about an AWQ model; "AWQ is not
     supported on V100" is a quantization question."""
