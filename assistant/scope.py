@@ -259,8 +259,9 @@ def detect(question: str) -> Scope:
     versions = tuple((int(a), int(b), int(c or 0)) for a, b, c in _VERSION.findall(text[:4000]))
     # Model ids are left out: Qwen2.5-VL-32B-Instruct-AWQ in a command line says little
     # about what is asked, while a flag such as --enable-lora says a lot.
-    said = _dashed(_padded(_drop_model_ids(question[:MAX_QUERY_CHARS])).replace(" --", " "))
-    prose = _dashed(_padded(_drop_model_ids(_written(question[:MAX_QUERY_CHARS]))).replace(" --", " "))
+    asked = _NOT_SUBJECTS.sub(" ", question[:MAX_QUERY_CHARS])
+    said = _dashed(_padded(_drop_model_ids(asked)).replace(" --", " "))
+    prose = _dashed(_padded(_drop_model_ids(_written(asked))).replace(" --", " "))
     terms: dict[str, str] = {}
     in_prose: list[str] = []
     for entity, names in ENTITIES.items():
@@ -271,6 +272,13 @@ def detect(question: str) -> Scope:
             if _found(prose, needles):
                 in_prose.append(entity)
     return Scope(products, hardware, versions, tuple(terms), terms, hardware_terms, tuple(in_prose), contrasted)
+
+
+# Phrases that hold a subject's word without being about it: "video memory" is 显存 put into
+# English (GPU memory, not video input), a connection pool is not a pooling model, and
+# "见下面图片" points at a screenshot of the error, not at an image the model is given.
+_NOT_SUBJECTS = re.compile(r"video[ -](?:memory|card|ram)|(?:connection|thread|process|worker)[ -]pool(?:ing|s)?"
+                           r"|(?:见|如|看|附|贴)(?:下|上)?(?:面|方)?(?:的)?(?:截)?图片?|图片所示|截图", re.I)
 
 
 # "用 lmdeploy（不是 vllm）", "类似 vllm 的 --gpu-memory-utilization", "works with vLLM but not with

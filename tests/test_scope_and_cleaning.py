@@ -225,6 +225,16 @@ def test_offloading_layers_to_the_gpu_is_not_cpu_offload():
     assert "CPU offload" in detect("--cpu-offload-gb 10 makes decoding slow").entities
 
 
+def test_words_that_only_contain_a_subject_do_not_name_it():
+    """"video memory" is 显存 in English, a connection pool is no pooling model, and a
+    screenshot of the error (见下面图片) is no image input."""
+    for q in ("vllm startup fails: video memory is full, CUDA out of memory", "vllm 启动就 OOM，报错见下面图片",
+              "报错截图如下图片所示：CUDA out of memory", "connection pooling in the gateway makes vllm requests hang"):
+        assert detect(q).entities == (), q
+    for q in ("一次传三张图片就报错", "video input with qwen2-vl fails", "how many images per prompt can I send"):
+        assert detect(q).entities == ("multimodal inputs",), q
+
+
 def test_a_quantization_format_that_describes_the_served_model_is_not_the_subject():
     """"Yi-34B AWQ runs out of memory" is a memory question about an AWQ model; "AWQ is not
     supported on V100" is a quantization question."""
