@@ -275,10 +275,13 @@ def detect(question: str) -> Scope:
 
 
 # Phrases that hold a subject's word without being about it: "video memory" is 显存 put into
-# English (GPU memory, not video input), a connection pool is not a pooling model, and
-# "见下面图片" points at a screenshot of the error, not at an image the model is given.
+# English (GPU memory, not video input), a connection pool is not a pooling model,
+# "见下面图片" points at a screenshot of the error, not at an image the model is given, and
+# "after fine-tuning our model" / "SFT 后的模型" is the model's history, not the question.
 _NOT_SUBJECTS = re.compile(r"video[ -](?:memory|card|ram)|(?:connection|thread|process|worker)[ -]pool(?:ing|s)?"
-                           r"|(?:见|如|看|附|贴)(?:下|上)?(?:面|方)?(?:的)?(?:截)?图片?|图片所示|截图", re.I)
+                           r"|(?:见|如|看|附|贴)(?:下|上)?(?:面|方)?(?:的)?(?:截)?图片?|图片所示|截图"
+                           r"|after (?:fine-?tuning|finetuning|sft)\b|\bsft\s*(?:后|过|完|之后)|\bsft(?:'d|ed)?\s+(?:model|checkpoint|weights)",
+                           re.I)
 
 
 # "用 lmdeploy（不是 vllm）", "类似 vllm 的 --gpu-memory-utilization", "works with vLLM but not with

@@ -226,13 +226,16 @@ def test_offloading_layers_to_the_gpu_is_not_cpu_offload():
 
 
 def test_words_that_only_contain_a_subject_do_not_name_it():
-    """"video memory" is 显存 in English, a connection pool is no pooling model, and a
-    screenshot of the error (见下面图片) is no image input."""
+    """"video memory" is 显存 in English, a connection pool is no pooling model, a
+    screenshot of the error (见下面图片) is no image input, and a fine-tuned model's history
+    is not a fine-tuning question."""
     for q in ("vllm startup fails: video memory is full, CUDA out of memory", "vllm 启动就 OOM，报错见下面图片",
-              "报错截图如下图片所示：CUDA out of memory", "connection pooling in the gateway makes vllm requests hang"):
+              "报错截图如下图片所示：CUDA out of memory", "connection pooling in the gateway makes vllm requests hang",
+              "after fine-tuning our model, vllm serve OOMs at startup", "我们 SFT 后的 Qwen2 模型用 vllm 起服务直接 OOM"):
         assert detect(q).entities == (), q
     for q in ("一次传三张图片就报错", "video input with qwen2-vl fails", "how many images per prompt can I send"):
         assert detect(q).entities == ("multimodal inputs",), q
+    assert detect("how do I run SFT on Qwen2 before serving it with vllm?").entities == ("fine-tuning",)
 
 
 def test_a_quantization_format_that_describes_the_served_model_is_not_the_subject():
