@@ -217,8 +217,8 @@ def strip_non_content(text: str) -> str:
         if opened and (not fence or opened.group(1)[0] == fence):
             fence = "" if fence else opened.group(1)[0]
         elif not fence:
-            if "{{" in line and _SHORTCODE.search(line):
-                bare = _SHORTCODE.sub("", line)
+            bare = _SHORTCODE.sub("", line) if "{{" in line else line
+            if bare != line:
                 changed = True
                 if not bare.strip():
                     continue
