@@ -219,12 +219,19 @@ def split_code(code: str, max_chars: int, max_tokens: int = MAX_CHUNK_TOKENS) ->
 
 
 def markdown_sections(body: str) -> list[tuple[list[str], list[_Block]]]:
-    """Group top-level markdown blocks under their heading path (h1–h3 start a section)."""
+    """Group top-level markdown blocks under their heading path.
+
+    h1–h3 start a section, and so do the three outermost levels a document uses: a page
+    included into another (vLLM's `gpu.cuda.inc.md`) or one that starts at `####` has all
+    its structure below h3, and was one section of thirty chunks, every one titled with
+    its first heading. Deeper headings stay in the text, in bold."""
     from markdown_it import MarkdownIt
 
     md = MarkdownIt("commonmark").enable("table")
     tokens = md.parse(body)
     lines = body.splitlines()
+    used = sorted({int(t.tag[1]) for t in tokens if t.type == "heading_open" and t.level == 0})
+    section_levels = {1, 2, 3} | set(used[:3])
     sections: list[tuple[list[str], list[_Block]]] = []
     path: list[tuple[int, str]] = []
     current: list[_Block] = []
@@ -243,7 +250,7 @@ def markdown_sections(body: str) -> list[tuple[list[str], list[_Block]]]:
         if tok.type == "heading_open":
             level = int(tok.tag[1])
             text = tokens[i + 1].content.strip()
-            if level <= 3:
+            if level in section_levels:
                 flush()
                 path = [(lv, t) for lv, t in path if lv < level] + [(level, text)]
             else:

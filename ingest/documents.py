@@ -95,6 +95,11 @@ def parse_document(path: Path, root: Path, raw: bytes) -> Document:
 
             text = mdx_to_markdown(text)
         fmt = "markdown" if suffix in MARKDOWN_SUFFIXES or looks_like_markdown(text) else "text"
+        if fmt == "markdown" and suffix != ".mdx":
+            from .mkdocs import looks_like_mkdocs, mkdocs_to_markdown
+
+            if looks_like_mkdocs(text):
+                text = mkdocs_to_markdown(text)
     is_markdown = fmt != "text"
     if is_markdown:
         text = strip_non_content(text)
@@ -146,14 +151,21 @@ def _front_matter(text: str) -> tuple[dict, str]:
 
 
 def _first_heading(text: str) -> str:
-    """The first real heading: a `# comment` inside a code block is not one (an install page
-    that opens with a shell snippet was titled "Install vLLM with CUDA 12.9.")."""
+    """The first real heading, if it titles the page: a `# comment` inside a code block is
+    not one (an install page that opens with a shell snippet was titled "Install vLLM with
+    CUDA 12.9."), and neither is the first of several sections at the same level (a FAQ of
+    `## Q` sections, or an include fragment of `####` sections, was titled with its first
+    question, and that title prefixed every passage). Empty when no heading titles it."""
     from markdown_it import MarkdownIt
 
     tokens = MarkdownIt("commonmark").parse(text)
-    for i, tok in enumerate(tokens[:-1]):
-        if tok.type == "heading_open" and tok.level == 0 and tokens[i + 1].content.strip():
-            return tokens[i + 1].content.strip()
+    headings = [(int(tok.tag[1]), tokens[i + 1].content.strip()) for i, tok in enumerate(tokens[:-1])
+                if tok.type == "heading_open" and tok.level == 0 and tokens[i + 1].content.strip()]
+    if not headings:
+        return ""
+    level, title = headings[0]
+    if level == 1 or all(other > level for other, _ in headings[1:]):
+        return title
     return ""
 
 

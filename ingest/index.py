@@ -46,7 +46,9 @@ SCHEMA = 16
 # 5: a document's title is its first real heading, never a `# comment` inside a code block.
 # 6: reST pages are read (rst.py); a lower-case `sources` page inside a tree is documentation.
 # 7: Hugo pages: TOML front matter (between +++ lines) is read, shortcodes are dropped.
-RULES = 7
+# 8: MkDocs admonitions, tabs and snippet markers are unwrapped (mkdocs.py); sections start at
+#    the three outermost heading levels a document uses, not only at h1–h3.
+RULES = 8
 FAISS_TOP = 2_000
 
 

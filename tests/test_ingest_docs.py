@@ -312,6 +312,72 @@ def test_an_unclosed_component_tag_in_mdx_is_text_and_eats_nothing():
     assert mdx_to_markdown(text) == "Intro\n<Deprecated since 0.5\nline two\nwhen a > b\nend"
 
 
+MKDOCS_FRAGMENT = dedent("""
+    --8<-- [start:pre-built-images]
+
+    vLLM offers an official Docker image.
+
+    #### Adding optional dependencies
+
+    !!! note "Build your own"
+        Create a custom Dockerfile on top of the base image.
+
+        ```Dockerfile
+        FROM vllm/vllm-openai:latest
+        ```
+
+    === "pip"
+
+        ```bash
+        pip install vllm
+        ```
+
+    #### Running on Systems with Older CUDA Drivers {#older-drivers}
+
+    The image ships CUDA compatibility libraries.
+
+    ??? tip
+        Set `VLLM_ENABLE_CUDA_COMPATIBILITY=1` when running the container.
+
+        !!! warning ""
+            Only datacenter GPUs.
+
+    --8<-- [end:pre-built-images]
+    Back at the top level.
+""")
+
+
+def test_mkdocs_admonitions_tabs_and_snippet_markers_are_unwrapped(tmp_path):
+    """MkDocs Material indents what a note or a tab wraps: read as CommonMark that was an
+    indented code block, and the `--8<--` include markers were quoted as prose."""
+    doc = _doc(tmp_path, "docs/installation/gpu.cuda.inc.md", MKDOCS_FRAGMENT)
+    assert "8<" not in doc.body and "!!!" not in doc.body and "===" not in doc.body and "{#older" not in doc.body
+    chunks = chunk_document(doc)
+    text = "\n".join(c.text for c in chunks)
+    assert "**Build your own**" in text and "**pip**" in text and "**Tip**" in text
+    assert "\n```Dockerfile\nFROM vllm/vllm-openai:latest\n```" in text and "\n```bash\npip install vllm\n```" in text
+    assert "Set `VLLM_ENABLE_CUDA_COMPATIBILITY=1` when running the container." in text
+    assert "Only datacenter GPUs." in text and "Back at the top level." in text
+    # A page whose headings all sit below h3 (an include fragment) still has sections.
+    fix = [c for c in chunks if "VLLM_ENABLE_CUDA_COMPATIBILITY" in c.text]
+    assert len(fix) == 1 and fix[0].title.endswith("> Running on Systems with Older CUDA Drivers")
+    assert doc.title == "gpu.cuda.inc"
+    assert not any("VLLM_ENABLE" in c.text for c in chunks if "Adding optional" in c.title)
+
+
+def test_a_fence_in_mkdocs_text_keeps_its_markers_and_indentation():
+    from ingest.mkdocs import mkdocs_to_markdown
+
+    text = "```yaml\n!!! note\n    kept: it is code\n--8<-- also code\n```\n    indented code stays"
+    assert mkdocs_to_markdown(text) == text
+
+
+def test_h4_stays_bold_text_where_the_page_has_sections_above_it(tmp_path):
+    text = "# Guide\n\n## Serving\n\nIntro.\n\n### Flags\n\nSome flags.\n\n#### One flag\n\nDetail.\n"
+    chunks = chunk_document(_doc(tmp_path, "guide.md", text))
+    assert [c.title for c in chunks if "Detail." in c.text] == ["Guide > Serving > Flags"]
+
+
 def test_english_doc_with_a_chinese_language_switch_is_english(tmp_path):
     doc = _doc(tmp_path, "docs/usage/log.md", "[简体中文](../zh/usage/log.md)\n\n# Logs\n\nFastDeploy writes its logs under `log/`.\n")
     assert doc.lang == "en"
