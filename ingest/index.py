@@ -48,7 +48,8 @@ SCHEMA = 16
 # 7: Hugo pages: TOML front matter (between +++ lines) is read, shortcodes are dropped.
 # 8: MkDocs admonitions, tabs and snippet markers are unwrapped (mkdocs.py); sections start at
 #    the three outermost heading levels a document uses, not only at h1–h3.
-RULES = 8
+# 9: a named MkDocs snippet part (`--8<-- [start:name]`) starts a section titled by its name.
+RULES = 9
 FAISS_TOP = 2_000
 
 

@@ -6,7 +6,10 @@ Three constructs hide a page's content from a markdown parser:
   (`=== "pip"`) indent what they wrap by four spaces, which CommonMark reads as an indented
   code block: the note's paragraphs, lists and even headings became one opaque code chunk;
 - snippet markers (`--8<-- [start:requirements]`, `--8<-- "docs/x.md"`) say which part of
-  the file another page includes, and were quoted in answers as prose;
+  the file another page includes, and were quoted in answers as prose. A file of such parts
+  (vLLM's `gpu.cuda.inc.md`) has no heading for them: the page that includes a part gives
+  it one. So a named part starts a section titled by its name ("Pre built images"), one
+  level above the file's own headings, and the other markers go;
 - attribute lists after a heading (`## Full build {#full-build}`) became part of its title.
 
 So a marker line becomes a bold line with its title (or its kind: "Note", or the tab's
@@ -24,6 +27,8 @@ _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 _ADMONITION = re.compile(r"""^(?:!!!|\?\?\?\+?)\s+([\w-]+)(?:\s+[\w-]+)*(?:\s+"([^"]*)")?\s*$""")
 _TAB = re.compile(r"""^===\+?\s+"([^"]*)"\s*$""")
 _SNIPPET = re.compile(r"^\s*-{1,2}8<-{1,2}(?:\s|$)")
+_PART_START = re.compile(r"^\s*-{1,2}8<-{1,2}\s+\[start:([\w.-]+)\]\s*$")
+_ATX = re.compile(r"^(#{1,6})\s")
 _HEADING_ATTRS = re.compile(r"^(#{1,6}\s.*?)\s*\{\s*[:#.][^{}]*\}\s*$")
 _HINTS = ("!!!", "???", "===", "8<-", "{#", "{:")
 
@@ -37,6 +42,7 @@ def mkdocs_to_markdown(text: str) -> str:
     out: list[str] = []
     indents: list[int] = []  # for each open admonition or tab, the indentation of what it wraps
     fence = ""
+    part_level = max(2, _outermost_heading(lines) - 1)
     for line in lines:
         if line.strip():
             while indents and _indent(line) < indents[-1]:
@@ -54,6 +60,10 @@ def mkdocs_to_markdown(text: str) -> str:
             out.append(body)
             continue
         if _SNIPPET.match(body):
+            part = _PART_START.match(body)
+            if part:
+                name = re.sub(r"[-_.]+", " ", part.group(1)).strip()
+                out.extend(["", f"{'#' * part_level} {name[:1].upper()}{name[1:]}", ""])
             continue
         marker = _ADMONITION.match(body) or _TAB.match(body)
         if marker:
@@ -71,3 +81,17 @@ def mkdocs_to_markdown(text: str) -> str:
 
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" "))
+
+
+def _outermost_heading(lines: list[str]) -> int:
+    """The smallest ATX heading level outside code fences (7 when there is none)."""
+    level, fence = 7, ""
+    for line in lines:
+        opened = _FENCE.match(line)
+        if opened and (not fence or line.strip().startswith(fence)):
+            fence = "" if fence else opened.group(1)
+        elif not fence:
+            heading = _ATX.match(line)
+            if heading:
+                level = min(level, len(heading.group(1)))
+    return level

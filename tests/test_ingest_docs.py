@@ -343,7 +343,11 @@ MKDOCS_FRAGMENT = dedent("""
             Only datacenter GPUs.
 
     --8<-- [end:pre-built-images]
-    Back at the top level.
+    --8<-- [start:build-image-from-source]
+
+    You can build the image from source with `docker build`.
+
+    --8<-- [end:build-image-from-source]
 """)
 
 
@@ -357,12 +361,16 @@ def test_mkdocs_admonitions_tabs_and_snippet_markers_are_unwrapped(tmp_path):
     assert "**Build your own**" in text and "**pip**" in text and "**Tip**" in text
     assert "\n```Dockerfile\nFROM vllm/vllm-openai:latest\n```" in text and "\n```bash\npip install vllm\n```" in text
     assert "Set `VLLM_ENABLE_CUDA_COMPATIBILITY=1` when running the container." in text
-    assert "Only datacenter GPUs." in text and "Back at the top level." in text
-    # A page whose headings all sit below h3 (an include fragment) still has sections.
-    fix = [c for c in chunks if "VLLM_ENABLE_CUDA_COMPATIBILITY" in c.text]
-    assert len(fix) == 1 and fix[0].title.endswith("> Running on Systems with Older CUDA Drivers")
+    assert "Only datacenter GPUs." in text
+    # A page whose headings all sit below h3 (an include fragment) still has sections, and
+    # each part another page includes is a section named after the part; none of its
+    # sections titles the page.
     assert doc.title == "gpu.cuda.inc"
-    assert not any("VLLM_ENABLE" in c.text for c in chunks if "Adding optional" in c.title)
+    by_text = {c.text.split("\n")[0][:40]: c.title for c in chunks}
+    assert by_text["vLLM offers an official Docker image."] == "gpu.cuda.inc > Pre built images"
+    fix = [c for c in chunks if "VLLM_ENABLE_CUDA_COMPATIBILITY" in c.text]
+    assert len(fix) == 1 and fix[0].title == "gpu.cuda.inc > Pre built images > Running on Systems with Older CUDA Drivers"
+    assert [c.title for c in chunks if "docker build" in c.text] == ["gpu.cuda.inc > Build image from source"]
 
 
 def test_a_fence_in_mkdocs_text_keeps_its_markers_and_indentation():
