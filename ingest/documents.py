@@ -96,10 +96,10 @@ def parse_document(path: Path, root: Path, raw: bytes) -> Document:
             text = mdx_to_markdown(text)
         fmt = "markdown" if suffix in MARKDOWN_SUFFIXES or looks_like_markdown(text) else "text"
         if fmt == "markdown" and suffix != ".mdx":
-            from .mkdocs import looks_like_mkdocs, mkdocs_to_markdown
+            from .docsite import looks_like_doc_site, unwrap_doc_site_markup
 
-            if looks_like_mkdocs(text):
-                text = mkdocs_to_markdown(text)
+            if looks_like_doc_site(text):
+                text = unwrap_doc_site_markup(text)
     is_markdown = fmt != "text"
     if is_markdown:
         text = strip_non_content(text)

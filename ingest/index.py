@@ -46,10 +46,11 @@ SCHEMA = 16
 # 5: a document's title is its first real heading, never a `# comment` inside a code block.
 # 6: reST pages are read (rst.py); a lower-case `sources` page inside a tree is documentation.
 # 7: Hugo pages: TOML front matter (between +++ lines) is read, shortcodes are dropped.
-# 8: MkDocs admonitions, tabs and snippet markers are unwrapped (mkdocs.py); sections start at
+# 8: MkDocs admonitions, tabs and snippet markers are unwrapped (docsite.py); sections start at
 #    the three outermost heading levels a document uses, not only at h1–h3.
 # 9: a named MkDocs snippet part (`--8<-- [start:name]`) starts a section titled by its name.
-RULES = 9
+# 10: MyST admonitions (```{note}, :::{tip}) and GitHub alerts (> [!NOTE]) are unwrapped (docsite.py).
+RULES = 10
 FAISS_TOP = 2_000
 
 

@@ -165,7 +165,14 @@ def _mdx(text: str) -> None:
     mdx_to_markdown(text)
 
 
-STANDALONE = [_capacity, _question, _lang, _cleaning, _scope, _slack_question, _slack_format, _model_text, _metrics, _mdx]
+def _docsite(text: str) -> None:
+    from ingest.docsite import unwrap_doc_site_markup
+
+    unwrap_doc_site_markup(text)
+
+
+STANDALONE = [_capacity, _question, _lang, _cleaning, _scope, _slack_question, _slack_format, _model_text, _metrics, _mdx,
+              _docsite]
 
 
 @pytest.mark.parametrize("parse", STANDALONE, ids=lambda f: f.__name__.strip("_"))

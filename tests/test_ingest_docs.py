@@ -374,10 +374,58 @@ def test_mkdocs_admonitions_tabs_and_snippet_markers_are_unwrapped(tmp_path):
 
 
 def test_a_fence_in_mkdocs_text_keeps_its_markers_and_indentation():
-    from ingest.mkdocs import mkdocs_to_markdown
+    from ingest.docsite import unwrap_doc_site_markup
 
     text = "```yaml\n!!! note\n    kept: it is code\n--8<-- also code\n```\n    indented code stays"
-    assert mkdocs_to_markdown(text) == text
+    assert unwrap_doc_site_markup(text) == text
+
+
+MYST_PAGE = dedent("""
+    # Speculative decoding
+
+    ```{note}
+    :class: myclass
+    This is an experimental feature.
+    ```
+
+    ````{tip} Faster drafts
+    Set the draft model:
+    ```bash
+    lmdeploy serve api_server --speculative-algorithm eagle3
+    ```
+    ````
+
+    :::{warning}
+    Speculative decoding may increase GPU memory use.
+    :::
+
+    ```{code-block} bash
+    :linenos:
+    export LMDEPLOY_LOG_LEVEL=INFO
+    ```
+
+    > [!IMPORTANT]
+    > Only some models ship a draft.
+
+    ```{toctree}
+    other_page
+    ```
+""")
+
+
+def test_myst_admonitions_and_github_alerts_are_prose_not_code(tmp_path):
+    """A MyST note is a fenced block: read as CommonMark it was code, and a colon fence's
+    `:::` lines were prose."""
+    chunks = chunk_document(_doc(tmp_path, "advance/spec_decoding.md", MYST_PAGE))
+    text = "\n".join(c.text for c in chunks)
+    assert "{note}" not in text and "{tip}" not in text and ":::" not in text and ":class:" not in text and ":linenos:" not in text
+    assert "**Note**\n\nThis is an experimental feature." in text and "**Faster drafts**" in text
+    assert "\n```bash\nlmdeploy serve api_server --speculative-algorithm eagle3\n```" in text
+    assert "**Warning**\n\nSpeculative decoding may increase GPU memory use." in text
+    assert "```bash\nexport LMDEPLOY_LOG_LEVEL=INFO\n```" in text
+    assert "> **Important**\n> Only some models ship a draft." in text and "[!IMPORTANT]" not in text
+    # A directive that is not an admonition stays what it was.
+    assert "```{toctree}\nother_page\n```" in _doc(tmp_path, "p.md", MYST_PAGE).body
 
 
 def test_h4_stays_bold_text_where_the_page_has_sections_above_it(tmp_path):
