@@ -42,6 +42,10 @@ _ATTRS = re.compile(r"\{\s*[:#.][^{}]*\}\s*")
 _MYST_KINDS = ("note", "tip", "hint", "important", "warning", "caution", "attention", "danger", "error",
                "seealso", "admonition", "dropdown")
 _MYST_OPEN = re.compile(r"^(`{3,}|:{3,})\{([\w-]+)\}\s*(.*?)\s*$")
+# Sphinx-design containers: a tab's or card's label says which case its content is for; a
+# tab set or grid only groups them.
+_MYST_LABELLED = ("tab-item", "card", "grid-item-card")
+_MYST_GROUPS = ("tab-set", "grid", "grid-item")
 _MYST_OPTION = re.compile(r"^:[\w-]+:")
 _GH_ALERT = re.compile(r"^(\s*>\s*)\[!(NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]\s*$", re.I)
 _HINTS = ("!!!", "???", "===", "8<-", "{#", "{:", "```{", "~~~{", ":::", "[!")
@@ -102,8 +106,10 @@ class _Unwrapper:
         if not myst:
             return False
         run, kind, title = myst.groups()
-        if kind.lower() in _MYST_KINDS:
+        if kind.lower() in _MYST_KINDS or kind.lower() in _MYST_LABELLED and title:
             self.out.extend([f"**{title or kind.capitalize()}**", ""])
+            self.closers.append(run)
+        elif kind.lower() in _MYST_GROUPS or kind.lower() in _MYST_LABELLED:
             self.closers.append(run)
         elif kind.lower() in ("code-block", "code", "sourcecode") and run[0] != ":":
             self.out.append(f"{run}{title}")

@@ -50,7 +50,8 @@ SCHEMA = 16
 #    the three outermost heading levels a document uses, not only at h1–h3.
 # 9: a named MkDocs snippet part (`--8<-- [start:name]`) starts a section titled by its name.
 # 10: MyST admonitions (```{note}, :::{tip}) and GitHub alerts (> [!NOTE]) are unwrapped (docsite.py).
-RULES = 10
+# 11: Sphinx-design tabs and cards (:::{tab-item} pip) keep their label, lose their markers.
+RULES = 11
 FAISS_TOP = 2_000
 
 

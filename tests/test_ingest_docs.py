@@ -407,6 +407,13 @@ MYST_PAGE = dedent("""
     > [!IMPORTANT]
     > Only some models ship a draft.
 
+    ::::{tab-set}
+    :::{tab-item} pip
+    :sync: pip
+    pip install lmdeploy
+    :::
+    ::::
+
     ```{toctree}
     other_page
     ```
@@ -424,6 +431,7 @@ def test_myst_admonitions_and_github_alerts_are_prose_not_code(tmp_path):
     assert "**Warning**\n\nSpeculative decoding may increase GPU memory use." in text
     assert "```bash\nexport LMDEPLOY_LOG_LEVEL=INFO\n```" in text
     assert "> **Important**\n> Only some models ship a draft." in text and "[!IMPORTANT]" not in text
+    assert "**pip**\n\npip install lmdeploy" in text and "tab-set" not in text and ":sync:" not in text
     # A directive that is not an admonition stays what it was.
     assert "```{toctree}\nother_page\n```" in _doc(tmp_path, "p.md", MYST_PAGE).body
 
