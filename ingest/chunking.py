@@ -221,17 +221,20 @@ def split_code(code: str, max_chars: int, max_tokens: int = MAX_CHUNK_TOKENS) ->
 def markdown_sections(body: str) -> list[tuple[list[str], list[_Block]]]:
     """Group top-level markdown blocks under their heading path.
 
-    h1–h3 start a section, and so do the three outermost levels a document uses: a page
-    included into another (vLLM's `gpu.cuda.inc.md`) or one that starts at `####` has all
-    its structure below h3, and was one section of thirty chunks, every one titled with
-    its first heading. Deeper headings stay in the text, in bold."""
+    h1–h3 start a section. A page whose headings all sit at h3 or deeper (a fragment
+    included into another page, like vLLM's `gpu.cuda.inc.md`, or one that starts at `####`)
+    has its sections at its three outermost levels instead: it was one section of thirty
+    chunks, every one titled with its first heading. Deeper headings stay in the text, in
+    bold. (Letting every page split at its three outermost levels cut pages that start at
+    `##` under a front-matter title down to their `####` subsections, and answers lost the
+    sibling subsection that held the fix.)"""
     from markdown_it import MarkdownIt
 
     md = MarkdownIt("commonmark").enable("table")
     tokens = md.parse(body)
     lines = body.splitlines()
     used = sorted({int(t.tag[1]) for t in tokens if t.type == "heading_open" and t.level == 0})
-    section_levels = {1, 2, 3} | set(used[:3])
+    section_levels = {1, 2, 3} | (set(used[:3]) if used and used[0] >= 3 else set())
     sections: list[tuple[list[str], list[_Block]]] = []
     path: list[tuple[int, str]] = []
     current: list[_Block] = []

@@ -51,7 +51,8 @@ SCHEMA = 16
 # 9: a named MkDocs snippet part (`--8<-- [start:name]`) starts a section titled by its name.
 # 10: MyST admonitions (```{note}, :::{tip}) and GitHub alerts (> [!NOTE]) are unwrapped (docsite.py).
 # 11: Sphinx-design tabs and cards (:::{tab-item} pip) keep their label, lose their markers.
-RULES = 11
+# 12: only a page whose headings all sit at h3 or deeper has sections below h3.
+RULES = 12
 FAISS_TOP = 2_000
 
 

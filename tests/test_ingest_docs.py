@@ -440,6 +440,12 @@ def test_h4_stays_bold_text_where_the_page_has_sections_above_it(tmp_path):
     text = "# Guide\n\n## Serving\n\nIntro.\n\n### Flags\n\nSome flags.\n\n#### One flag\n\nDetail.\n"
     chunks = chunk_document(_doc(tmp_path, "guide.md", text))
     assert [c.title for c in chunks if "Detail." in c.text] == ["Guide > Serving > Flags"]
+    # A page titled in its front matter starts at `##`: its `####` stays inside the `###`
+    # section too, so the answer quotes the sibling subsections with it.
+    text = "---\ntitle: Guide\n---\n\n## Serving\n\nIntro.\n\n### Flags\n\n#### One\n\nA.\n\n#### Two\n\nB.\n"
+    chunks = chunk_document(_doc(tmp_path, "guide2.md", text))
+    assert [c.title for c in chunks if "B." in c.text] == ["Guide > Serving > Flags"]
+    assert any("**One**" in c.text and "**Two**" in c.text for c in chunks)
 
 
 def test_english_doc_with_a_chinese_language_switch_is_english(tmp_path):
