@@ -486,11 +486,14 @@ def _followers(kb, best, quoted: list) -> list[ArticleMatch]:
     """When the best passage is a page's opening, the sections after it, in order: a guide's
     introduction says what the page does ("deploying a tp=16 model across two nodes") and
     matches the question best, while the steps that answer it sit under the next headings
-    and share fewer of its words. They fill whatever room is left last (score 0)."""
+    and share fewer of its words. They fill whatever room is left last (score 0). Only an
+    introduction leads: on a page without one (a troubleshooting page that opens with its
+    first `##` problem) the first section is a topic like the others, and its neighbours are
+    other problems."""
     from .retrieval import ScoredChunk, section_key
 
     chunks = kb.article_chunks(best.doc_id, best.lang)
-    if not chunks or section_key(chunks[0].title) != section_key(best.title):
+    if not chunks or section_key(chunks[0].title) != section_key(best.title) or " > " in chunks[0].title:
         return []
     taken = {section_key(best.title)} | {art.passage for art in quoted if art.doc_id == best.doc_id}
     out: list[ArticleMatch] = []

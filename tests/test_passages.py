@@ -254,6 +254,25 @@ def test_a_guides_opening_is_followed_by_its_steps(tmp_path: Path):
     assert "clusterctl start --head" in answer.answer and len(answer.answer) <= MAX_ANSWER_CHARS
 
 
+def test_a_page_without_an_introduction_does_not_append_its_other_problems(tmp_path: Path):
+    """A troubleshooting page that opens with its first `##` problem has no introduction:
+    when that problem is the answer, the page's other problems are not quoted after it."""
+    kb_dir = tmp_path / "docs"
+    kb_dir.mkdir()
+    (kb_dir / "troubleshooting.md").write_text(
+        "## Server exits with KV cache too small\n\nAt start-up the server allocates the KV cache and exits "
+        "when fewer blocks fit than one request needs. Lower `--max-context` to 16384.\n\n"
+        "## Requests time out with HTTP 504\n\nRaise `--request-timeout 1800` for batch jobs.\n\n"
+        "## Workers crash with Bus error\n\nStart the container with `--shm-size=16g`.\n", encoding="utf-8")
+    (kb_dir / "install.md").write_text("# Install\n\n## Wheels\n\nRun `pip install widget`.\n", encoding="utf-8")
+    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
+    kb = open_kb(settings, progress=lambda _m: None)
+    answer = answer_question("the server exits at start-up: KV cache too small", settings, kb=kb)
+    assert answer.grounded and answer.citations[0].source == "troubleshooting.md"
+    assert "--max-context" in answer.answer
+    assert "request-timeout" not in answer.answer and "shm-size" not in answer.answer
+
+
 QUANTIZATION = dedent("""
     # Quantization
 
