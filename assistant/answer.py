@@ -358,12 +358,12 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
         lines.append(labels["platform"].format(title=title, ref=ref, declared=declared or "NVIDIA/CUDA", platform=platforms))
         coverage = "partial"
     elif top is not None and (result.unseen or result.foreign_products) and result.symptom_covered:
-        missing = ", ".join(_subjects(result, lang) + [PRODUCT_NAMES.get(p, p) for p in result.foreign_products])
+        missing = ", ".join(_subjects(result, lang, kb.index) + [PRODUCT_NAMES.get(p, p) for p in result.foreign_products])
         lines.append(labels["partial"].format(title=title, ref=ref, missing=missing))
         coverage = "partial"
     else:
         lines.append(labels["nothing"])
-        missing = _subjects(result, lang) + [PRODUCT_NAMES.get(p, p) for p in result.foreign_products]
+        missing = _subjects(result, lang, kb.index) + [PRODUCT_NAMES.get(p, p) for p in result.foreign_products]
         named = {m.lower() for m in missing}
         missing += [f"`{name}`" for name in result.unknown_params[:3] if name.lower() not in named]
         if missing:
@@ -384,16 +384,23 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
     return "\n".join(lines), coverage
 
 
-def _subjects(result: Retrieval, lang: str) -> list[str]:
+def _subjects(result: Retrieval, lang: str, index=None) -> list[str]:
     """The near-domain subjects the KB lacks, by name ("LoRA", "CORS"). In a Chinese answer an
     English phrase ("dashboards and alerting") is replaced by the word the asker used (告警,
-    Grafana, guided_json)."""
-    if lang != "zh" or result.scope is None:
+    Grafana, guided_json). So is a subject the KB does name when only the asker's word is
+    missing: a team's docs with a Kubernetes page have nothing on an *ingress*, and saying
+    "nothing on Kubernetes" under a list that shows that page reads as a contradiction."""
+    if result.scope is None:
         return list(result.unseen)
     said = getattr(result.scope, "entity_terms", {}) or {}
 
     def name(subject: str) -> str:
-        if subject not in said or (" " not in subject and not any(is_cjk(ch) for ch in said[subject])):
+        if subject in said and index is not None and said[subject].lower() != subject.lower():
+            from .scope import covers
+
+            if covers(index, subject.lower()):
+                return as_written(subject)
+        if lang != "zh" or subject not in said or (" " not in subject and not any(is_cjk(ch) for ch in said[subject])):
             return subject
         return as_written(subject)
 

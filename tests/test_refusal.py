@@ -137,3 +137,25 @@ def test_a_refusal_names_the_parameter_the_kb_never_mentions(bundled_settings, b
     ans = answer_question("How should I tune the Kafka consumer --fetch-max-wait-ms for my Spark streaming job?",
                           bundled_settings, kb=bundled_kb, use_llm=False)
     assert not ans.grounded and "--fetch-max-wait-ms" in ans.answer
+
+
+def test_a_refusal_names_the_askers_word_when_the_kb_has_the_family(tmp_path):
+    """A team's docs with Kubernetes pages have nothing on an ingress: the refusal says
+    "nothing on ingress", not "nothing on Kubernetes" above a topic list that shows them."""
+    from dataclasses import replace
+
+    from assistant.config import Settings
+    from assistant.knowledge import open_kb
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "k8s.md").write_text("# Deploying on Kubernetes\n\nApply the manifest with `kubectl apply -f serve.yaml`.\n\n"
+                                 "## Scaling\n\nRaise `replicas` in the Helm values; each pod needs one GPU.\n", encoding="utf-8")
+    (docs / "probes.md").write_text("# Kubernetes probes\n\nThe readiness probe calls `/healthz`; Kubernetes restarts "
+                                    "the pod after three failures.\n", encoding="utf-8")
+    (docs / "mem.md").write_text("# Memory\n\n## Out of memory at start-up\n\nLower `--mem-fraction` to 0.8.\n", encoding="utf-8")
+    settings = replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "cache")
+    kb = open_kb(settings, progress=lambda _m: None)
+    answer = answer_question("How do I configure TLS on a Kubernetes ingress?", settings, kb=kb)
+    assert not answer.grounded
+    assert "nothing on ingress" in answer.answer and "nothing on Kubernetes" not in answer.answer
