@@ -52,7 +52,8 @@ SCHEMA = 16
 # 10: MyST admonitions (```{note}, :::{tip}) and GitHub alerts (> [!NOTE]) are unwrapped (docsite.py).
 # 11: Sphinx-design tabs and cards (:::{tab-item} pip) keep their label, lose their markers.
 # 12: only a page whose headings all sit at h3 or deeper has sections below h3.
-RULES = 12
+# 13: an empty file is skipped (and reported), not indexed as a document.
+RULES = 13
 FAISS_TOP = 2_000
 
 
@@ -143,6 +144,11 @@ def scan_sources(sources: list[Path]) -> tuple[list[tuple[Path, Path, bytes]], l
             text, why = read_text(raw)
             if text is None:
                 skipped.append(Skipped(str(path.resolve()), why))
+                continue
+            if not text.strip():
+                # An empty page would be a document titled by its file name with nothing to
+                # cite, listed among the KB's topics ("empty").
+                skipped.append(Skipped(str(path.resolve()), "empty"))
                 continue
             out.append((path, root, raw))
     return out, skipped

@@ -609,6 +609,7 @@ def test_nothing_is_skipped_silently(tmp_path):
     _doc(docs, "diagram.png", b"\x89PNG\r\n\x1a\n\x00\x00")
     _doc(docs, "dump.txt", b"\x00\x01\x02binary")
     _doc(docs, "huge.md", "x" * 2_100_000)
+    _doc(docs, "empty.md", "\n  \n")
     _doc(docs, ".git/config", "[core]\n")
     _doc(docs, "LICENSE.md", "# Apache License\n\nVersion 2.0 ... runbooks, NCCL, OOM.\n")
     _doc(docs, "models/sources/sources.md", "# Model sources\n\nSet `MODEL_SRC=modelscope` to download from ModelScope.\n")
@@ -618,12 +619,13 @@ def test_nothing_is_skipped_silently(tmp_path):
     assert "diagram.png: unknown type (.png)" in text
     assert "dump.txt: binary" in text
     assert "huge.md: too big" in text
+    assert "empty.md: empty" in text
     assert ".git: hidden folder" in text
     assert "LICENSE.md: about the tree, not documentation" in text
     assert {c.source for c in kb.index.chunks} == {"ok.md", "models/sources/sources.md"}  # a page, in lower case
     skipped = read_manifest(index_dir(settings))["skipped"]
-    assert len(skipped) == 5
-    # the binary .txt does not make every later run think the KB changed
+    assert len(skipped) == 6
+    # the binary .txt and the empty page do not make every later run think the KB changed
     assert staleness(index_dir(settings), sources(settings), kb.embedder.name) is None
 
 
