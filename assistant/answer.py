@@ -692,9 +692,13 @@ def _actionable(text: str) -> bool:
 
 def _bounded(text: str, limit: int, labels: dict) -> str:
     """Cut at a line boundary under `limit` characters, closing an open code fence; the
-    rest stays behind the citation."""
-    if len(text) <= limit:
+    rest stays behind the citation. A source whose own fence is never closed is closed too:
+    left open, it turned the rest of the answer (and of a Slack message) into code."""
+    open_fence = sum(1 for line in text.splitlines() if line.strip().startswith("```")) % 2 == 1
+    if len(text) <= limit and not open_fence:
         return text
+    if len(text) + 4 <= limit:
+        return text + "\n```"
     out: list[str] = []
     size = 0
     fenced = False

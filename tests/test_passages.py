@@ -346,3 +346,18 @@ def test_a_passage_and_its_twin_section_are_quoted_once(tmp_path):
     assert answer.grounded and answer.citations[0].source == "prefix_caching.md"
     assert answer.answer.count("Set `enable_prefix_caching=True` when launching the engine.") == 1
     assert "离线推理" not in answer.answer
+
+
+def test_a_source_with_an_unclosed_fence_does_not_leave_the_answer_in_code(tmp_path: Path):
+    kb_dir = tmp_path / "docs"
+    kb_dir.mkdir()
+    (kb_dir / "gateway.md").write_text(
+        "# Gateway\n\n## Gateway returns 502\n\nThe upstream died. Restart it:\n\n```bash\nsystemctl restart upstream\n",
+        encoding="utf-8")
+    (kb_dir / "install.md").write_text("# Install\n\n## Wheels\n\nRun `pip install widget`.\n", encoding="utf-8")
+    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
+    kb = open_kb(settings, progress=lambda _m: None)
+    answer = answer_question("gateway returns 502, what do I restart?", settings, kb=kb)
+    assert answer.grounded and "systemctl restart upstream" in answer.answer
+    fences = [line for line in answer.answer.splitlines() if line.strip().startswith("```")]
+    assert len(fences) % 2 == 0
