@@ -233,22 +233,27 @@ def test_a_twin_passage_is_found_by_what_it_names_not_by_its_position(tmp_path):
     assert zh.lang == "zh" and '"WIDGET_VAR_30"' in zh.text
 
 
+def _answer_on(tmp_path: Path, pages: dict[str, str], question: str):
+    """Answer `question` from a doc tree of `pages` (file name → markdown) plus an unrelated page."""
+    kb_dir = tmp_path / "docs"
+    kb_dir.mkdir()
+    for name, text in {**pages, "other.md": "# Install\n\n## Wheels\n\nRun `pip install widget`.\n"}.items():
+        (kb_dir / name).write_text(text, encoding="utf-8")
+    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
+    return answer_question(question, settings, kb=open_kb(settings, progress=lambda _m: None))
+
+
 def test_a_guides_opening_is_followed_by_its_steps(tmp_path: Path):
     """The introduction of a how-to page says what the page does and matches best; the
     commands are under the next headings, which share few of the question's words."""
-    kb_dir = tmp_path / "docs"
-    kb_dir.mkdir()
-    (kb_dir / "multinode.md").write_text(
-        "# Multi-node deployment guide\n\nThis guide deploys a model with tensor parallel size 16 across two nodes "
-        "of eight GPUs each, for models that do not fit on one node.\n\n"
-        "## 1. Prepare the containers\n\nStart one container per node with host networking.\n\n"
-        "## 2. Form the cluster\n\nOn the first machine run `clusterctl start --head`, then on the second "
-        "`clusterctl start --address HEAD_IP:6379`.\n\n"
-        "## 3. Serve\n\nRun `widget serve MODEL --tp 16` on the first machine.\n", encoding="utf-8")
-    (kb_dir / "other.md").write_text("# Install\n\n## Wheels\n\nRun `pip install widget`.\n", encoding="utf-8")
-    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
-    kb = open_kb(settings, progress=lambda _m: None)
-    answer = answer_question("model doesn't fit on one 8-GPU node, how do I run tp 16 across two nodes?", settings, kb=kb)
+    guide = ("# Multi-node deployment guide\n\nThis guide deploys a model with tensor parallel size 16 across two nodes "
+             "of eight GPUs each, for models that do not fit on one node.\n\n"
+             "## 1. Prepare the containers\n\nStart one container per node with host networking.\n\n"
+             "## 2. Form the cluster\n\nOn the first machine run `clusterctl start --head`, then on the second "
+             "`clusterctl start --address HEAD_IP:6379`.\n\n"
+             "## 3. Serve\n\nRun `widget serve MODEL --tp 16` on the first machine.\n")
+    answer = _answer_on(tmp_path, {"multinode.md": guide},
+                        "model doesn't fit on one 8-GPU node, how do I run tp 16 across two nodes?")
     assert answer.grounded and answer.citations[0].source == "multinode.md"
     assert answer.answer.startswith("### Multi-node deployment guide")
     assert "clusterctl start --head" in answer.answer and len(answer.answer) <= MAX_ANSWER_CHARS
@@ -257,17 +262,11 @@ def test_a_guides_opening_is_followed_by_its_steps(tmp_path: Path):
 def test_a_page_without_an_introduction_does_not_append_its_other_problems(tmp_path: Path):
     """A troubleshooting page that opens with its first `##` problem has no introduction:
     when that problem is the answer, the page's other problems are not quoted after it."""
-    kb_dir = tmp_path / "docs"
-    kb_dir.mkdir()
-    (kb_dir / "troubleshooting.md").write_text(
-        "## Server exits with KV cache too small\n\nAt start-up the server allocates the KV cache and exits "
-        "when fewer blocks fit than one request needs. Lower `--max-context` to 16384.\n\n"
-        "## Requests time out with HTTP 504\n\nRaise `--request-timeout 1800` for batch jobs.\n\n"
-        "## Workers crash with Bus error\n\nStart the container with `--shm-size=16g`.\n", encoding="utf-8")
-    (kb_dir / "install.md").write_text("# Install\n\n## Wheels\n\nRun `pip install widget`.\n", encoding="utf-8")
-    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
-    kb = open_kb(settings, progress=lambda _m: None)
-    answer = answer_question("the server exits at start-up: KV cache too small", settings, kb=kb)
+    page = ("## Server exits with KV cache too small\n\nAt start-up the server allocates the KV cache and exits "
+            "when fewer blocks fit than one request needs. Lower `--max-context` to 16384.\n\n"
+            "## Requests time out with HTTP 504\n\nRaise `--request-timeout 1800` for batch jobs.\n\n"
+            "## Workers crash with Bus error\n\nStart the container with `--shm-size=16g`.\n")
+    answer = _answer_on(tmp_path, {"troubleshooting.md": page}, "the server exits at start-up: KV cache too small")
     assert answer.grounded and answer.citations[0].source == "troubleshooting.md"
     assert "--max-context" in answer.answer
     assert "request-timeout" not in answer.answer and "shm-size" not in answer.answer
@@ -349,15 +348,8 @@ def test_a_passage_and_its_twin_section_are_quoted_once(tmp_path):
 
 
 def test_a_source_with_an_unclosed_fence_does_not_leave_the_answer_in_code(tmp_path: Path):
-    kb_dir = tmp_path / "docs"
-    kb_dir.mkdir()
-    (kb_dir / "gateway.md").write_text(
-        "# Gateway\n\n## Gateway returns 502\n\nThe upstream died. Restart it:\n\n```bash\nsystemctl restart upstream\n",
-        encoding="utf-8")
-    (kb_dir / "install.md").write_text("# Install\n\n## Wheels\n\nRun `pip install widget`.\n", encoding="utf-8")
-    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
-    kb = open_kb(settings, progress=lambda _m: None)
-    answer = answer_question("gateway returns 502, what do I restart?", settings, kb=kb)
+    page = "# Gateway\n\n## Gateway returns 502\n\nThe upstream died. Restart it:\n\n```bash\nsystemctl restart upstream\n"
+    answer = _answer_on(tmp_path, {"gateway.md": page}, "gateway returns 502, what do I restart?")
     assert answer.grounded and "systemctl restart upstream" in answer.answer
     fences = [line for line in answer.answer.splitlines() if line.strip().startswith("```")]
     assert len(fences) % 2 == 0
