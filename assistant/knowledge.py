@@ -119,6 +119,9 @@ _OPEN: dict[tuple, KB] = {}
 def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr) -> KB:
     """Load (building or refreshing if needed) the index for settings.kb_dir."""
     if not settings.kb_dir.is_dir():
+        if settings.kb_dir.exists():
+            raise AssistantError(f"{settings.kb_dir} is a file, not a KB directory",
+                                 f"pass the folder that holds it (--kb {settings.kb_dir.parent}), or add it with `assistant ingest {settings.kb_dir}`")
         raise AssistantError(f"KB directory {settings.kb_dir} does not exist", "pass --kb DIR or set ASSISTANT_KB_DIR")
     key = (str(settings.kb_dir), str(settings.cache_dir), settings.embedder)
     embedder = get_embedder_for(settings)

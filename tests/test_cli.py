@@ -55,6 +55,7 @@ def test_bad_inputs_get_one_line_errors_and_no_traceback(bundled_env):
     _assert_one_line_error(run_cli(["ask", "-"], bundled_env, stdin=b"\x7fELF\x02\x01\x01\x00\x00\x00" * 50), 2, "binary")
     _assert_one_line_error(run_cli(["ask", "-"], bundled_env, stdin=b"\xff\xfe\xfa bad utf8"), 2, "UTF-8")
     _assert_one_line_error(run_cli(["ask", "--kb", "/nonexistent/kb", "hello"], bundled_env), 1, "does not exist")
+    _assert_one_line_error(run_cli(["ask", "--kb", __file__, "hello"], bundled_env), 1, "is a file, not a KB directory")
 
 
 def test_ask_help_does_not_load_the_model(bundled_env):
@@ -148,3 +149,14 @@ def test_one_line_longer_than_the_limit_on_stdin_is_answered_from_its_end(bundle
     data = parse_json(proc)
     assert "one line" in proc.stderr.decode() and "empty" not in proc.stderr.decode()
     assert data["grounded"] and data["citations"][0]["id"] == "vllm-preemption"
+
+
+def test_an_empty_kb_answers_without_an_empty_sources_list(bundled_env, tmp_path):
+    """An empty KB has nothing to cite: the answer says so, with no bare "Sources" heading."""
+    empty = tmp_path / "empty-kb"
+    empty.mkdir()
+    env = {**bundled_env, "XDG_CACHE_HOME": str(tmp_path / "cache"), "COLUMNS": "200"}
+    proc = run_cli(["ask", "--kb", str(empty), "why are requests stuck?"], env)
+    out = proc.stdout.decode()
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "nothing in the knowledge base" in out and "Sources" not in out

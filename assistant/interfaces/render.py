@@ -15,6 +15,12 @@ def print_answer(answer: Answer, console=None, body: bool = True) -> None:
     if body:
         console.print(Markdown(answer.answer))
         console.print()
+    if not answer.citations:
+        # An empty KB, or nothing close enough to cite: the answer says so; an empty
+        # "Sources" heading under it read like a missing list.
+        if answer.backend != "extractive":
+            console.print(Text(f"answered by {answer.backend}", style="dim"))
+        return
     heading = t("answer.sources", answer.lang)
     if not answer.grounded:
         heading += f" ({t('answer.not_grounded', answer.lang)})"
