@@ -17,9 +17,12 @@ What each hides from a CommonMark parser:
   part gives it one. So a named part starts a section titled by its name ("Pre built
   images"), one level above the file's own headings, and the other markers go;
 - attribute lists after a heading (`## Full build {#full-build}`) became part of its title;
-- a GitHub alert's marker (`> [!NOTE]`) was quoted as a link-like token.
+- a GitHub alert's marker (`> [!NOTE]`) was quoted as a link-like token;
+- HTML collapsibles (`<details><summary>For <b>APT</b></summary> … </details>`, READMEs'
+  FAQs and per-installer variants) were quoted with their tags, and a FAQ made of them read
+  as one block of markup.
 
-So an admonition's or tab's marker becomes a bold line with its title (or its kind:
+So an admonition's, tab's or collapsible's marker becomes a bold line with its title (or its kind:
 "Note", or the tab's label: "pip" says which installer the commands are for), what it wraps
 is un-indented or un-fenced, snippet markers and heading attributes go. Code fences are left
 as they are. Plain line scanning, like mdx.py: these markers are one per line.
@@ -48,7 +51,14 @@ _MYST_LABELLED = ("tab-item", "card", "grid-item-card")
 _MYST_GROUPS = ("tab-set", "grid", "grid-item")
 _MYST_OPTION = re.compile(r"^:[\w-]+:")
 _GH_ALERT = re.compile(r"^(\s*>\s*)\[!(NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]\s*$", re.I)
-_HINTS = ("!!!", "???", "===", "8<-", "{#", "{:", "```{", "~~~{", ":::", "[!")
+# `<details>`, `<details open>`, possibly with its `<summary>` on the same line; `</details>`.
+_DETAILS_OPEN = re.compile(r"^(\s*)<details(?:\s[^>]*)?>(.*)$", re.I)
+_DETAILS_CLOSE = re.compile(r"^\s*</details>\s*$", re.I)
+_SUMMARY_BARE = re.compile(r"^\s*</?summary(?:\s[^>]*)?>\s*$", re.I)
+_DETAILS_TAIL = re.compile(r"</details>\s*$", re.I)
+_SUMMARY = re.compile(r"^(\s*)<summary(?:\s[^>]*)?>(.*?)</summary>\s*(.*)$", re.I)
+_TAG = re.compile(r"<[^<>]*>")
+_HINTS = ("!!!", "???", "===", "8<-", "{#", "{:", "```{", "~~~{", ":::", "[!", "<details", "<DETAILS")
 
 
 def looks_like_doc_site(text: str) -> bool:
@@ -91,7 +101,7 @@ class _Unwrapper:
             self.closers.pop()
             self.out.append("")
             return
-        if self._myst(body) or self._snippet(body) or self._mkdocs(body, strip):
+        if self._myst(body) or self._snippet(body) or self._mkdocs(body, strip) or self._details(body):
             return
         opened = _FENCE.match(body)
         if opened:
@@ -126,6 +136,34 @@ class _Unwrapper:
         if part:
             name = re.sub(r"[-_.]+", " ", part.group(1)).strip()
             self.out.extend(["", f"{'#' * self.part_level} {name[:1].upper()}{name[1:]}", ""])
+        return True
+
+    def _details(self, body: str) -> bool:
+        """`<details>` and `</details>` go (a blank line ends the HTML block they opened);
+        a one-line `<summary>` becomes the bold title, keeping the list indentation it had."""
+        if _DETAILS_CLOSE.match(body) or _SUMMARY_BARE.match(body):  # a summary over several lines keeps its words
+            self.out.append("")
+            return True
+        closed = _DETAILS_TAIL.search(body)
+        if closed:  # `…last words</details>`
+            self._details(body[:closed.start()]) or self.out.append(body[:closed.start()])
+            self.out.append("")
+            return True
+        opened = _DETAILS_OPEN.match(body)
+        if opened:
+            indent, rest = opened.groups()
+            self.out.append("")
+            if rest.strip():
+                self._details(indent + rest.strip()) or self.out.append(indent + rest.strip())
+            return True
+        summary = _SUMMARY.match(body)
+        if not summary:
+            return False
+        indent, title, rest = summary.groups()
+        title = " ".join(_TAG.sub("", title).split())
+        self.out.extend(["", f"{indent}**{title}**", ""] if title else [""])
+        if rest.strip() and not self._details(indent + rest.strip()):
+            self.out.append(indent + rest.strip())
         return True
 
     def _mkdocs(self, body: str, strip: int) -> bool:

@@ -111,13 +111,51 @@ def find_files(root: Path) -> list[Path]:
 def read_text(raw: bytes) -> tuple[str | None, str]:
     """(text, "") when the bytes are a text document, else (None, why not).
 
-    UTF-8 (with or without BOM) first; GB18030 for Chinese documents saved by Windows tools.
+    UTF-8 (with or without BOM) first; then GB18030 for Chinese documents saved by Windows
+    tools, or Windows-1252 for Western ones ("server’s", "café"), whichever the bytes look
+    like: a file of one was skipped, or read as the other's mojibake.
     """
     if b"\x00" in raw[:8192]:
         return None, "binary"
-    for encoding in ("utf-8-sig", "gb18030"):
+    try:
+        return raw.decode("utf-8-sig"), ""
+    except UnicodeDecodeError:
+        pass
+    order = ("gb18030", "cp1252") if _looks_chinese(raw) else ("cp1252", "gb18030")
+    for encoding in order:
         try:
-            return raw.decode(encoding), ""
+            text = raw.decode(encoding)
         except UnicodeDecodeError:
             continue
-    return None, "not text (neither UTF-8 nor GB18030)"
+        if _controls(text) > 0.01:
+            return None, "binary"
+        return text, ""
+    return None, "not text (neither UTF-8, GB18030 nor Windows-1252)"
+
+
+def _looks_chinese(raw: bytes) -> bool:
+    """Whether most of the non-ASCII bytes pair up as GB2312 characters (both bytes 0xA1 or
+    above), as Chinese text does. Windows-1252 puts a single high byte (a curly quote 0x92,
+    an é 0xE9) before an ASCII letter or space, which GBK would read as a rare character."""
+    paired = odd = 0
+    i, n = 0, len(raw)
+    while i < n:
+        b = raw[i]
+        if b < 0x80:
+            i += 1
+            continue
+        t = raw[i + 1] if i + 1 < n else 0
+        if b >= 0xA1 and t >= 0xA1:
+            paired += 1
+        else:
+            odd += 1
+        i += 2
+    return paired > odd
+
+
+def _controls(text: str) -> float:
+    """Share of control characters other than whitespace: what a binary without a NUL in its
+    first 8 KB decodes to."""
+    sample = text[:8192]
+    bad = sum(1 for ch in sample if ord(ch) < 32 and ch not in "\t\n\r\f\v\x1b")
+    return bad / max(1, len(sample))

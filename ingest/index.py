@@ -53,7 +53,9 @@ SCHEMA = 16
 # 11: Sphinx-design tabs and cards (:::{tab-item} pip) keep their label, lose their markers.
 # 12: only a page whose headings all sit at h3 or deeper has sections below h3.
 # 13: an empty file is skipped (and reported), not indexed as a document.
-RULES = 13
+# 14: HTML collapsibles (<details>/<summary>) are unwrapped like admonitions (docsite.py); a
+#     file that is neither UTF-8 nor GB18030-looking is read as Windows-1252 (files.py).
+RULES = 14
 FAISS_TOP = 2_000
 
 

@@ -436,6 +436,46 @@ def test_myst_admonitions_and_github_alerts_are_prose_not_code(tmp_path):
     assert "```{toctree}\nother_page\n```" in _doc(tmp_path, "p.md", MYST_PAGE).body
 
 
+DETAILS_FAQ = dedent("""
+    # Serving FAQ
+
+    <details>
+    <summary>Why does the server run out of memory at start-up?</summary>
+
+    Lower `--gpu-memory-utilization` to 0.85.
+
+    </details>
+
+    <details open><summary>Requests <b>hang</b></summary>
+
+    Reduce `--max-num-seqs` to 64.</details>
+
+    1. Install the driver.
+
+          <details>
+          <summary> For <b>APT installer</b> </summary>
+
+          Run the APT commands.
+          </details>
+
+    ```html
+    <details><summary>kept: it is code</summary></details>
+    ```
+""")
+
+
+def test_html_collapsibles_become_bold_titles_not_markup(tmp_path):
+    """A README's FAQ made of `<details>` blocks was quoted with its tags; the summary is
+    the question and now reads as the bold title of its answer, like an admonition's."""
+    doc = _doc(tmp_path, "faq.md", DETAILS_FAQ)
+    text = "\n".join(c.text for c in chunk_document(doc))
+    assert "**Why does the server run out of memory at start-up?**\n\nLower `--gpu-memory-utilization`" in text
+    assert "**Requests hang**\n\nReduce `--max-num-seqs` to 64." in text
+    assert "**For APT installer**" in text and "Run the APT commands." in text
+    assert "<summary>" not in text.split("```html")[0] and "</details>" not in text.split("```html")[0]
+    assert "<details><summary>kept: it is code</summary></details>" in text  # code stays as written
+
+
 def test_h4_stays_bold_text_where_the_page_has_sections_above_it(tmp_path):
     text = "# Guide\n\n## Serving\n\nIntro.\n\n### Flags\n\nSome flags.\n\n#### One flag\n\nDetail.\n"
     chunks = chunk_document(_doc(tmp_path, "guide.md", text))
@@ -627,6 +667,21 @@ def test_nothing_is_skipped_silently(tmp_path):
     assert len(skipped) == 6
     # the binary .txt and the empty page do not make every later run think the KB changed
     assert staleness(index_dir(settings), sources(settings), kb.embedder.name) is None
+
+
+def test_windows_encodings_are_read_as_what_they_are(tmp_path):
+    """A runbook saved by a Western Windows editor (curly quotes, é) was skipped as "not
+    text"; a Chinese one saved as GBK still reads as Chinese, not as Latin mojibake."""
+    docs = tmp_path / "docs"
+    _doc(docs, "restart.md", "# Restarting the server\n\nThe server’s log says “CUDA out of memory” – lower "
+                             "`--gpu-memory-utilization` to 0.85 and restart. Café hours apply.\n".encode("cp1252"))
+    _doc(docs, "zh.md", "# 推理卡住\n\n请检查 KV cache 使用率，必要时降低 `--max-num-seqs`。\n".encode("gbk"))
+    messages: list[str] = []
+    _, kb = _build(tmp_path, docs, messages=messages)
+    text = "\n".join(c.text for c in kb.index.chunks)
+    assert "The server’s log says “CUDA out of memory” – lower" in text and "Café" in text
+    assert "请检查 KV cache 使用率" in text
+    assert not [m for m in messages if "restart.md" in m or "zh.md" in m]
 
 
 # ---------------------------------------------------------------- metadata
