@@ -41,6 +41,11 @@ SIBLING_RESERVE = 300  # headings, citations and notes around the passages
 MIN_SIBLING_CHARS = 400  # less room than this and a sibling is left behind its citation
 MAX_FOLLOWERS = 3  # sections after a page's opening, quoted when the opening is the best passage
 MAX_LEAD_CHARS = 700  # a document's opening paragraph, quoted after a passage from further down
+# A later chunk of the best section is quoted as its continuation only when it scored at least
+# this share of the section's best chunk. Every row group of a big table "matches" a little
+# (same header, rows of the same shape), and a question about one variable got ten
+# unrelated rows quoted after the two that name it.
+CONTINUATION_SHARE = 0.5
 
 # Why an answer is the KB's own text although an LLM was wanted: none is configured, the KB
 # has nothing to ground it (so the LLM is not asked to guess), or the LLM call failed.
@@ -462,7 +467,8 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     siblings += _followers(kb, passages[id(top)][0], [*siblings, *others])
     quoted = {key: (best, text) for key, (best, text, _rest) in passages.items()}
     room = MAX_ANSWER_CHARS - SIBLING_RESERVE - sum(len(text) + len(best.title) for best, text in quoted.values())
-    rest = [c for c in passages[id(top)][2] if c.chunk_id in hits]
+    floor = CONTINUATION_SHARE * hits.get(passages[id(top)][0].chunk_id, top.chunks[0].score)
+    rest = [c for c in passages[id(top)][2] if hits.get(c.chunk_id, -1.0) >= floor]
     continued, room = _extras(kb, siblings, rest, quoted, room, lang, labels, hits)
     lead = _lead(kb, quoted[id(top)][0], room, [best for best, _text in quoted.values()])
     parts: list[str] = []

@@ -97,6 +97,24 @@ def test_a_long_section_goes_on_with_its_later_matching_chunk(tmp_path):
     assert len(answer.answer) <= MAX_ANSWER_CHARS
 
 
+def test_a_big_tables_unrelated_row_groups_are_not_quoted_as_its_continuation(tmp_path):
+    """Every row group of a table shares its header and the shape of its rows, so every one
+    "matched" a little; the rows that name the asked variables are quoted, not ten others."""
+    kb_dir = tmp_path / "docs"
+    kb_dir.mkdir()
+    names = {7: "FD_DISABLED_RECOVER", 31: "FD_RECOVER_TIMEOUT"}
+    rows = "\n".join(f"| `{names.get(i, f'FD_VAR_{i}')}` | int | {i} | Controls subsystem {i} buffer size in megabytes. |"
+                     for i in range(60))
+    (kb_dir / "env.md").write_text("# Environment variables\n\nAll variables the server reads.\n\n"
+                                   "| Name | Type | Default | Description |\n|---|---|---|---|\n" + rows + "\n", encoding="utf-8")
+    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
+    kb = open_kb(settings, progress=lambda _m: None)
+    answer = answer_question("What do FD_DISABLED_RECOVER and FD_RECOVER_TIMEOUT do?", settings, kb=kb)
+    assert answer.grounded and "FD_DISABLED_RECOVER" in answer.answer and "FD_RECOVER_TIMEOUT" in answer.answer
+    assert "(continued)" not in answer.answer and "`FD_VAR_0`" not in answer.answer and "`FD_VAR_44`" not in answer.answer
+    assert len(answer.citations) == 1
+
+
 def test_a_refusal_names_this_kbs_topics_not_the_bundled_ones(wiki_settings):
     kb = open_kb(wiki_settings, progress=lambda _m: None)
     answer = answer_question("How do I rotate the TLS certificate of our Kafka brokers?", wiki_settings, kb=kb)
