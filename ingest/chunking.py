@@ -11,7 +11,11 @@ useful as evidence:
   is worse than a long chunk); a large table is split into row groups, each with the
   header row repeated, so a question about one parameter finds that row with its header;
 - the "how people ask" section of an article becomes one small chunk per phrasing, so the
-  question side of the FAQ is indexed too.
+  question side of the FAQ is indexed too;
+- in a FAQ written as bold questions (`**Q: Why do answers stop at 512 tokens?**` and the
+  answer below it), each question starts a chunk: packed by size, a chunk ended on a
+  question whose answer sat in the next one, and a question in the middle of five others
+  was lost among them.
 """
 
 from __future__ import annotations
@@ -30,6 +34,11 @@ SECTION_KINDS = {
     "checks": "checks", "check": "checks", "排查": "checks", "排查顺序": "checks", "排查步骤": "checks",
     "fixes": "fixes", "fix": "fixes", "solution": "fixes", "solutions": "fixes", "解决": "fixes",
     "解决方案": "fixes", "解决办法": "fixes",
+    # How teams' runbooks and postmortems name the same sections.
+    "what to do": "fixes", "how to fix": "fixes", "resolution": "fixes", "remediation": "fixes", "mitigation": "fixes",
+    "workaround": "fixes", "workarounds": "fixes", "the fix": "fixes", "处理方法": "fixes", "处理办法": "fixes", "处理步骤": "fixes",
+    "修复": "fixes", "修复方法": "fixes", "解决步骤": "fixes", "规避方法": "fixes",
+    "why": "causes", "root cause": "causes", "root causes": "causes", "根因": "causes", "根本原因": "causes",
     "how people ask": "questions", "常见问法": "questions",
 }
 
@@ -43,10 +52,23 @@ class _Block:
     text: str
     splittable: bool  # paragraphs and lists may be separated from their neighbours
     kind: str = "other"  # table | code | other
+    starts: bool = False  # a FAQ's bold question: its chunk starts here (_pack)
+
+
+# A paragraph that is only a bold question: "**Q: Why …?**", "**为什么…？**", "**问：…**".
+_BOLD_QUESTION = re.compile(r"^\*\*(?:(?:Q|问)\s*[:：.]\s*\S.*|[^*\n]+[?？]\s*)\*\*\s*[?？]?$|^\*\*(?:Q|问)\s*[:：].*[?？]\s*$")
+
+
+def is_bold_question(text: str) -> bool:
+    return "\n" not in text.strip() and bool(_BOLD_QUESTION.match(text.strip()))
+
+
+_NUMBERING = re.compile(r"^(?:\d+(?:\.\d+)*[.)、]?|[一二三四五六七八九十]+[、.])\s*")
 
 
 def section_kind(heading: str) -> str:
-    return SECTION_KINDS.get(heading.strip().lower().rstrip(":："), "other")
+    """What a section is for, from its heading ("4. Fix" and "What to do" are fixes)."""
+    return SECTION_KINDS.get(_NUMBERING.sub("", heading.strip()).lower().rstrip(":："), "other")
 
 
 def estimate_tokens(text: str) -> int:
@@ -107,6 +129,7 @@ def _pack(blocks: list[_Block], max_chars: int, max_tokens: int = MAX_CHUNK_TOKE
     """Greedy packing of whole blocks under the bounds; oversized prose is split by sentence,
     oversized tables by row groups, oversized code at its blank lines."""
     pieces: list[tuple[str, bool]] = []  # (text, stands alone: a row group is a chunk of its own)
+    starts = {block.text for block in blocks if block.starts}
     for block in blocks:
         if _fits(block.text, max_chars, max_tokens):
             pieces.append((block.text, False))
@@ -121,7 +144,7 @@ def _pack(blocks: list[_Block], max_chars: int, max_tokens: int = MAX_CHUNK_TOKE
     out: list[str] = []
     current = ""
     for piece, alone in pieces:
-        if current and (alone or not _fits(f"{current}\n\n{piece}", max_chars, max_tokens)):
+        if current and (alone or piece in starts or not _fits(f"{current}\n\n{piece}", max_chars, max_tokens)):
             out.append(current)
             current = ""
         if alone:
@@ -268,7 +291,7 @@ def markdown_sections(body: str) -> list[tuple[list[str], list[_Block]]]:
                 current.extend(_list_blocks(tokens, i, lines) or [_Block(raw, True)])
             else:
                 kind = "table" if tok.type == "table_open" else "code" if tok.type in {"fence", "code_block"} else "other"
-                current.append(_Block(raw, splittable, kind))
+                current.append(_Block(raw, splittable, kind, starts=tok.type == "paragraph_open" and is_bold_question(raw)))
         i = _skip_block(tokens, i)
     flush()
     return sections
@@ -335,10 +358,11 @@ def text_sections(body: str) -> list[tuple[list[str], list[_Block]]]:
             if content:
                 sections.append((list(path), content))
                 content = []
+            depth = _numbered_depth(first)
             if first.startswith("•"):
                 path = path[:1] + [first.lstrip("• ").strip()]
-            elif re.match(r"^\d+[、.)]", first):
-                path = path[:2] + [first]
+            elif depth:  # "2.1 In the pod log" sits under "2. Symptoms", "3. Fix" replaces it
+                path = [p for p in path if _numbered_depth(p) < depth][:2] + [first]
             else:
                 path = [first]
             continue
@@ -348,6 +372,15 @@ def text_sections(body: str) -> list[tuple[list[str], list[_Block]]]:
     if content:
         sections.append((list(path), content))
     return sections
+
+
+_NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)(?:[、.)]\s*|\s+)\S")
+
+
+def _numbered_depth(heading: str) -> int:
+    """1 for "2. Symptoms" or "3、原因", 2 for "2.1 In the pod log", 0 when not numbered."""
+    m = _NUMBERED.match(heading)
+    return m.group(1).count(".") + 1 if m else 0
 
 
 def looks_like_heading(line: str) -> bool:

@@ -18,6 +18,8 @@ What each hides from a CommonMark parser:
   images"), one level above the file's own headings, and the other markers go;
 - attribute lists after a heading (`## Full build {#full-build}`) became part of its title;
 - a GitHub alert's marker (`> [!NOTE]`) was quoted as a link-like token;
+- Docusaurus admonitions (`:::tip Pin the version`, `:::note[Title]`, closed by `:::`) are
+  MyST's colon fences without the braces: their markers were quoted as prose;
 - HTML collapsibles (`<details><summary>For <b>APT</b></summary> … </details>`, READMEs'
   FAQs and per-installer variants) were quoted with their tags, and a FAQ made of them read
   as one block of markup.
@@ -45,6 +47,9 @@ _ATTRS = re.compile(r"\{\s*[:#.][^{}]*\}\s*")
 _MYST_KINDS = ("note", "tip", "hint", "important", "warning", "caution", "attention", "danger", "error",
                "seealso", "admonition", "dropdown")
 _MYST_OPEN = re.compile(r"^(`{3,}|:{3,})\{([\w-]+)\}\s*(.*?)\s*$")
+# Docusaurus: :::note, :::tip Title, :::caution[Title] (a known kind, no braces).
+_DOCUSAURUS_OPEN = re.compile(r"^(:{3,})(note|tip|info|caution|danger|warning|important|success|secondary)"
+                              r"(?:\[([^\]]*)\]|\s+(.*?))?\s*$", re.I)
 # Sphinx-design containers: a tab's or card's label says which case its content is for; a
 # tab set or grid only groups them.
 _MYST_LABELLED = ("tab-item", "card", "grid-item-card")
@@ -114,7 +119,7 @@ class _Unwrapper:
     def _myst(self, body: str) -> bool:
         myst = _MYST_OPEN.match(body.strip())
         if not myst:
-            return False
+            return self._docusaurus(body)
         run, kind, title = myst.groups()
         if kind.lower() in _MYST_KINDS or kind.lower() in _MYST_LABELLED and title:
             self.out.extend([f"**{title or kind.capitalize()}**", ""])
@@ -127,6 +132,15 @@ class _Unwrapper:
         else:
             return False
         self.options = True
+        return True
+
+    def _docusaurus(self, body: str) -> bool:
+        opened = _DOCUSAURUS_OPEN.match(body.strip())
+        if not opened:
+            return False
+        run, kind, bracketed, title = opened.groups()
+        self.out.extend(["", f"**{(bracketed or title or '').strip() or kind.capitalize()}**", ""])
+        self.closers.append(run)
         return True
 
     def _snippet(self, body: str) -> bool:

@@ -90,12 +90,12 @@ def parse_document(path: Path, root: Path, raw: bytes) -> Document:
         fmt = "rst"
     else:
         meta, text = _front_matter(text)
-        if suffix == ".mdx":
-            from .mdx import mdx_to_markdown
+        from .mdx import looks_like_mdx, mdx_to_markdown
 
+        if suffix == ".mdx" or (suffix in MARKDOWN_SUFFIXES and looks_like_mdx(text)):
             text = mdx_to_markdown(text)
         fmt = "markdown" if suffix in MARKDOWN_SUFFIXES or looks_like_markdown(text) else "text"
-        if fmt == "markdown" and suffix != ".mdx":
+        if fmt == "markdown":
             from .docsite import looks_like_doc_site, unwrap_doc_site_markup
 
             if looks_like_doc_site(text):
@@ -184,7 +184,11 @@ def looks_like_markdown(text: str) -> bool:
     md = plain = 0
     fences = 0
     previous_blank = True
+    previous = ""
     for line in text.splitlines():
+        if _is_underline(line, previous):
+            md += 2  # a title underlined with ==== or ---- (a setext heading)
+        previous = line
         if _FENCE.match(line):
             fences += 1
         elif _TABLE_RULE.match(line):
@@ -199,6 +203,17 @@ def looks_like_markdown(text: str) -> bool:
         previous_blank = not line.strip()
     md += 2 * (fences // 2) + len(_LINK.findall(text)) + len(_BOLD.findall(text)) // 2
     return md >= 3 and md > plain
+
+
+_UNDERLINE = re.compile(r"^(?:={3,}|-{3,})\s*$")
+
+
+def _is_underline(line: str, previous: str) -> bool:
+    """`====` or `----` right under a short line of text, about as long as it."""
+    title = previous.strip()
+    if not _UNDERLINE.match(line) or not title or len(title) > 80 or title[0] in "-*+#>|=`" or previous[:1].isspace():
+        return False
+    return abs(len(line.strip()) - len(title)) <= max(3, len(title) // 3)
 
 
 # ---------------------------------------------------------------- language

@@ -55,7 +55,10 @@ SCHEMA = 16
 # 13: an empty file is skipped (and reported), not indexed as a document.
 # 14: HTML collapsibles (<details>/<summary>) are unwrapped like admonitions (docsite.py); a
 #     file that is neither UTF-8 nor GB18030-looking is read as Windows-1252 (files.py).
-RULES = 14
+# 15: Docusaurus admonitions (:::tip Title) and, in .md pages that import theme components,
+#     JSX tabs are unwrapped; a FAQ's bold question starts a chunk; section kinds know
+#     runbook headings ("What to do", "Root cause") and ignore numbering ("4. Fix").
+RULES = 15
 FAISS_TOP = 2_000
 
 

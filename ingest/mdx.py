@@ -4,7 +4,8 @@ MDX is markdown with JSX components around it: `<Note>`, `<Tabs>` / `<Tab title=
 `<Card title=… href=…>`, plus `import` / `export` lines. Left in, the component lines are
 noise in every passage, and the indentation inside a component turns its paragraphs into
 indented code for a markdown parser. So: the import/export lines go, a component line goes
-(a `title` it carries stays, as a bold line: "Linux" says which tab the commands are for),
+(a `title` or `label` it carries stays, as a bold line: "Linux" says which tab the commands
+are for),
 MDX comments `{/* … */}` go,
 and what a component wraps is un-indented by its own indentation. Code fences are left as
 they are. Plain line scanning, no JSX parser: components in docs are one tag per line.
@@ -21,7 +22,14 @@ _TAG_START = re.compile(r"^\s*<(/?)([A-Z][\w.]*)")
 _ATTRIBUTE_LINE = re.compile(r"^\s*(?:[\w:-]+(?:=|\s*$)|/?>|\{)")  # title="…", cols={2}, a bare flag, the closing >
 _MDX_COMMENT = re.compile(r"^\s*\{/\*.*\*/\}\s*$")  # {/* a comment */}
 _CLOSE_AT_END = re.compile(r"</[A-Z][\w.]*>\s*$")
-_TITLE = re.compile(r"""\btitle=(?:"([^"]*)"|'([^']*)'|\{["'`]([^"'`]*)["'`]\})""")
+_TITLE = re.compile(r"""\b(?:title|label)=(?:"([^"]*)"|'([^']*)'|\{["'`]([^"'`]*)["'`]\})""")
+# Docusaurus reads .md files as MDX too: a page importing its theme's components, or using
+# tabs, is MDX whatever its suffix.
+_MDX_SIGNS = re.compile(r"^(?:import\s+\w+\s+from\s+['\"]@(?:theme|site|docusaurus)/|\s*<(?:Tabs|TabItem)\b)", re.M)
+
+
+def looks_like_mdx(text: str) -> bool:
+    return bool(_MDX_SIGNS.search(text))
 
 
 def mdx_to_markdown(text: str) -> str:

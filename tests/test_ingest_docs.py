@@ -476,6 +476,57 @@ def test_html_collapsibles_become_bold_titles_not_markup(tmp_path):
     assert "<details><summary>kept: it is code</summary></details>" in text  # code stays as written
 
 
+DOCUSAURUS_PAGE = dedent("""
+    ---
+    sidebar_position: 2
+    ---
+
+    import Tabs from '@theme/Tabs';
+    import TabItem from '@theme/TabItem';
+
+    # Installing the serving stack
+
+    :::note
+    Production nodes need NVIDIA driver 550 or newer.
+    :::
+
+    <Tabs groupId="installer">
+      <TabItem value="uv" label="uv">
+
+    ```bash
+    uv pip install --python /opt/venv/bin/python vllm
+    ```
+
+      </TabItem>
+    </Tabs>
+
+    :::tip Pin flash-attn
+    Install the flash-attn wheel first.
+    :::
+
+    :::caution[CPU-only torch]
+    Reinstall torch from the CUDA index.
+    :::
+""")
+
+
+def test_docusaurus_admonitions_and_tabs_in_a_md_page_are_unwrapped(tmp_path):
+    """Docusaurus reads `.md` pages as MDX: its `:::tip Title` notes (no braces) and
+    `<TabItem label="uv">` tabs were quoted raw, and the label saying which installer a
+    command is for was lost."""
+    for name in ("install.md", "install.mdx"):
+        doc = _doc(tmp_path, name, DOCUSAURUS_PAGE)
+        text = "\n".join(c.text for c in chunk_document(doc))
+        assert ":::" not in text and "<TabItem" not in text and "@theme" not in text, name
+        assert "**Note**\n\nProduction nodes need NVIDIA driver 550 or newer." in text
+        assert "**uv**" in text and "uv pip install --python /opt/venv/bin/python vllm" in text
+        assert "**Pin flash-attn**\n\nInstall the flash-attn wheel first." in text
+        assert "**CPU-only torch**\n\nReinstall torch from the CUDA index." in text
+    # A page that only mentions a component in prose is left alone.
+    plain = _doc(tmp_path, "plain.md", "# Notes\n\nThe UI uses <TabItem> elements, see `import x from 'y'`.\n")
+    assert "<TabItem> elements" in plain.body
+
+
 def test_h4_stays_bold_text_where_the_page_has_sections_above_it(tmp_path):
     text = "# Guide\n\n## Serving\n\nIntro.\n\n### Flags\n\nSome flags.\n\n#### One flag\n\nDetail.\n"
     chunks = chunk_document(_doc(tmp_path, "guide.md", text))
@@ -638,6 +689,28 @@ def test_same_relative_path_in_two_sources_is_cited_apart(tmp_path):
     sources_ = {c.source for c in kb.index.chunks}
     assert sources_ == {"README.md", "runbooks/README.md"}
     assert len({c.chunk_id for c in kb.index.chunks}) == len(kb.index.chunks)
+
+
+def test_plain_text_runbooks_keep_their_numbered_and_underlined_headings(tmp_path):
+    """"2. Symptoms" was filed under "1. Overview" and "4.1" under both; a title underlined
+    with ==== and sections underlined with ---- were one section with the underlines quoted."""
+    numbered = ("RUNBOOK: pods crash-looping\nOwner: on-call\n\n1. Overview\n\nThe pod dies at start-up.\n\n"
+                "2. Symptoms\n\n2.1 In the pod log\n\n    torch.OutOfMemoryError: CUDA out of memory\n\n"
+                "3. Fix\n\n3.1 Kill the leftover process\n\n    sudo kill -9 <PID>\n\n3.2 Lower the fraction\n\n"
+                "Set gpu_memory_utilization to 0.88.\n")
+    chunks = chunk_document(_doc(tmp_path, "startup-oom.txt", numbered))
+    titles = {c.text.split("\n")[0].strip(): c.title for c in chunks}
+    assert titles["The pod dies at start-up."] == "startup-oom > 1. Overview"
+    assert titles["torch.OutOfMemoryError: CUDA out of memory"] == "startup-oom > 2. Symptoms > 2.1 In the pod log"
+    assert titles["Set gpu_memory_utilization to 0.88."] == "startup-oom > 3. Fix > 3.2 Lower the fraction"
+    underlined = ("NCCL WATCHDOG TIMEOUT\n=====================\n\nScope: TP deployments.\n\nWhat you will see\n"
+                  "-----------------\n\nRequests stop completing.\n\nWhat to do\n----------\n\n1. Drain the replica.\n")
+    doc = _doc(tmp_path, "nccl.txt", underlined)
+    chunks = chunk_document(doc)
+    assert doc.title == "NCCL WATCHDOG TIMEOUT" and not any("---" in c.text or "===" in c.text for c in chunks)
+    assert [(c.title, c.kind) for c in chunks if "Drain" in c.text] == [("NCCL WATCHDOG TIMEOUT > What to do", "fixes")]
+    # A rule under a paragraph is not a heading, and plain text stays plain.
+    assert not _doc(tmp_path, "notes.txt", "Run the job nightly and check the output of it carefully.\n---\nDone.\n").is_markdown
 
 
 # ---------------------------------------------------------------- skipped files
