@@ -464,6 +464,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
             others.append(art)
     hits = {sc.chunk.chunk_id: sc.score for art in result.articles for sc in art.chunks}
     passages = {id(art): _passage(kb, art, lang, labels, hits) for art in (top, *others)}
+    siblings = _fix_sibling(kb, passages[id(top)][0], [*siblings, *others]) + siblings
     siblings += _followers(kb, passages[id(top)][0], [*siblings, *others])
     quoted = {key: (best, text) for key, (best, text, _rest) in passages.items()}
     room = MAX_ANSWER_CHARS - SIBLING_RESERVE - sum(len(text) + len(best.title) for best, text in quoted.values())
@@ -519,6 +520,31 @@ def _followers(kb, best, quoted: list) -> list[ArticleMatch]:
         if len(out) == MAX_FOLLOWERS:
             break
     return out
+
+
+def _fix_sibling(kb, best, quoted: list) -> list[ArticleMatch]:
+    """A runbook's fix section, when the best passage is another top-level section of its
+    page ("Symptoms" with the pasted log line, "Why"): the log matches the symptom, the
+    commands sit under "What to do" and share few of the question's words. Quoted right
+    after the passage, before other matched sections. (Sections nested under one problem
+    already answer together: they are one passage.)"""
+    from ingest.chunking import section_kind
+
+    from .retrieval import ScoredChunk, section_key
+
+    def kind(key: str) -> str:  # of the section's own heading ("4. Fix"), not of a subsection's
+        parts = key.split(" > ")
+        return section_kind(parts[1]) if len(parts) == 2 else "other"
+
+    key = section_key(best.title)
+    if key.count(" > ") != 1 or kind(key) == "fixes":
+        return []
+    taken = {key} | {art.passage for art in quoted if art.doc_id == best.doc_id}
+    for chunk in kb.article_chunks(best.doc_id, best.lang):
+        other = section_key(chunk.title)
+        if other not in taken and kind(other) == "fixes":
+            return [ArticleMatch(chunk.doc_id, 1.0, 0.0, chunks=[ScoredChunk(chunk, 1.0, 0.0, 0.0)], passage=other)]
+    return []
 
 
 def _extras(kb, siblings: list, rest: list, quoted: dict, room: int, lang: str, labels: dict,
@@ -657,6 +683,14 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
     matched the question best (`scores`, by chunk id), then those that carry something to
     do (code, flags, settings), and quotes them in document order."""
     scores = scores or {}
+    skipped: list = []
+    if best is not None and any(_faq_entry(c) for c in section):
+        # A FAQ's other questions are other topics: quoted only when they matched too.
+        floor = CONTINUATION_SHARE * scores.get(best.chunk_id, 0.0)
+        kept = [c for c in section if c.chunk_id == best.chunk_id or not _faq_entry(c) or scores.get(c.chunk_id, 0.0) >= floor]
+        skipped = [c for c in section if c not in kept]
+        section = kept
+
     def render(chunks) -> str:
         out: list[str] = []
         last_heading = None
@@ -670,7 +704,7 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
 
     text = render(section)
     if len(text) <= limit:
-        return text, []
+        return text, skipped
     rank = {"fixes": 1, "causes": 2, "checks": 3}
     best_id = best.chunk_id if best is not None else None
     order = sorted(range(len(section)), key=lambda i: (section[i].chunk_id != best_id, -scores.get(section[i].chunk_id, 0.0),
@@ -684,7 +718,15 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
         keep.add(i)
         size += cost
     text = render([c for i, c in enumerate(section) if i in keep])
-    return _bounded(text, limit, labels), [c for i, c in enumerate(section) if i not in keep]
+    return _bounded(text, limit, labels), [c for i, c in enumerate(section) if i not in keep] + skipped
+
+
+def _faq_entry(chunk) -> bool:
+    """Whether a chunk is one entry of a FAQ written as bold questions (chunking starts a
+    chunk at each)."""
+    from ingest.chunking import is_bold_question
+
+    return is_bold_question(chunk.text.split("\n", 1)[0])
 
 
 _ACTION = re.compile(r"```|(?<![\w-])--[a-z][\w-]+|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|`[^`\n]{2,80}`")

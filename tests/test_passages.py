@@ -115,6 +115,62 @@ def test_a_big_tables_unrelated_row_groups_are_not_quoted_as_its_continuation(tm
     assert len(answer.citations) == 1
 
 
+FAQ_ENTRIES = [
+    ("Which models can I call?", "The `/v1/models` route of the gateway lists every model and its cluster."),
+    ("Why does my streaming response arrive in big chunks?", "A proxy is buffering: set `proxy_buffering off;` in nginx."),
+    ("Why is the usage token count different from tiktoken?", "Each model has its own tokenizer; trust the `usage` field."),
+    ("Why do my answers stop mid-sentence with finish_reason length?",
+     "The gateway applies a default `max_tokens` of 512 when the request sets none; set `max_tokens` yourself."),
+    ("What is the longest context I can send?", "32768 tokens of prompt plus completion, whatever the model card says."),
+    ("Where are the server logs of my requests?", "In Grafana Explore, Loki source, filtered by the `x-request-id` header."),
+    ("How do I restart one replica?", "Delete its pod with `kubectl -n infer delete pod <name>`; never `rollout restart`."),
+    ("Why does temperature 0 give different answers?", "Batching changes the summation order; pass a `seed`."),
+]
+
+
+def test_a_faq_of_bold_questions_is_answered_by_its_entry(tmp_path):
+    """Packed by size, a FAQ's chunk ended on a question whose answer sat in the next chunk,
+    and an answer quoted four other questions around the asked one."""
+    from ingest.chunking import chunk_document
+    from ingest.documents import parse_document
+
+    kb_dir = tmp_path / "docs"
+    kb_dir.mkdir()
+    body = "\n\n".join(f"**Q: {q}**\n\n{a}" for q, a in FAQ_ENTRIES)
+    path = kb_dir / "faq.md"
+    path.write_text(f"# Platform FAQ\n\nQuestions we hear every week.\n\n{body}\n", encoding="utf-8")
+    (kb_dir / "install.md").write_text("# Install\n\n## Wheels\n\nRun `pip install widget`.\n", encoding="utf-8")
+    chunks = chunk_document(parse_document(path, kb_dir, path.read_bytes()))
+    assert [c.text.split("\n")[0] for c in chunks[1:]] == [f"**Q: {q}**" for q, _a in FAQ_ENTRIES]
+    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
+    kb = open_kb(settings, progress=lambda _m: None)
+    answer = answer_question("my completions stop in the middle of a sentence, finish_reason is length", settings, kb=kb)
+    assert answer.grounded and answer.citations[0].source == "faq.md"
+    assert "default `max_tokens` of 512" in answer.answer
+    others = [q for q, _a in FAQ_ENTRIES if "finish_reason" not in q]
+    assert not [q for q in others if q in answer.answer]
+
+
+def test_a_symptom_match_brings_its_runbooks_fix_section(tmp_path):
+    """The pasted log line matches a runbook's "Symptoms"; the commands sit under "What to
+    do" and share few of the question's words. They were never quoted."""
+    kb_dir = tmp_path / "docs"
+    kb_dir.mkdir()
+    (kb_dir / "preemption.md").write_text(
+        "# Latency spikes from preemption\n\n## Symptoms\n\np99 latency jumps during peaks. The log shows:\n\n"
+        "```\nWARNING scheduler.py:1481] Sequence group cmpl-5f2a is preempted by PreemptionMode.RECOMPUTE mode because "
+        "there is not enough KV cache space.\n```\n\n## Why\n\nEach running sequence holds cache blocks; peaks exhaust them.\n\n"
+        "## 3. What to do\n\n1. Lower `max_num_seqs` from 128 to 96.\n2. Move the model to TP=4.\n", encoding="utf-8")
+    (kb_dir / "install.md").write_text("# Install\n\n## Wheels\n\nRun `pip install widget`.\n", encoding="utf-8")
+    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
+    kb = open_kb(settings, progress=lambda _m: None)
+    answer = answer_question("Sequence group is preempted by PreemptionMode.RECOMPUTE mode because there is not enough "
+                             "KV cache space", settings, kb=kb)
+    assert answer.grounded and answer.citations[0].section == "Symptoms"
+    assert "Lower `max_num_seqs` from 128 to 96" in answer.answer
+    assert answer.answer.index("PreemptionMode.RECOMPUTE") < answer.answer.index("max_num_seqs")
+
+
 def test_a_refusal_names_this_kbs_topics_not_the_bundled_ones(wiki_settings):
     kb = open_kb(wiki_settings, progress=lambda _m: None)
     answer = answer_question("How do I rotate the TLS certificate of our Kafka brokers?", wiki_settings, kb=kb)
