@@ -49,6 +49,16 @@ def _assert_one_line_error(proc, code, fragment):
     assert len(err.strip().splitlines()) == 1 and err.startswith("error: ") and fragment in err
 
 
+def test_a_flag_ask_does_not_have_is_part_of_the_question(bundled_env):
+    """People ask about a parameter by its name; argparse rejected `ask --enforce-eager`."""
+    data = parse_json(run_cli(["ask", "--json", "what", "does", "--enforce-eager", "change"], bundled_env))
+    assert data["question"] == "what does --enforce-eager change"
+    data = parse_json(run_cli(["ask", "--json", "--max-num-seqs"], bundled_env))
+    assert data["question"] == "--max-num-seqs"
+    # A near-miss of ask's own option is still an error, saying how to ask about a flag.
+    _assert_one_line_error(run_cli(["ask", "--jsno", "NCCL error"], bundled_env), 2, "did you mean --json?")
+
+
 def test_bad_inputs_get_one_line_errors_and_no_traceback(bundled_env):
     _assert_one_line_error(run_cli(["ask", ""], bundled_env), 2, "empty")
     _assert_one_line_error(run_cli(["ask", "x" * 9000], bundled_env), 2, "8192")

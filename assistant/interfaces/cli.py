@@ -129,9 +129,30 @@ def _parser():
     return p
 
 
+def _parse(parser, argv: list[str]):
+    """Arguments, where a flag `ask` does not have is part of the question: people ask about
+    a parameter by its name (`ask --num-scheduler-steps`). A near-miss of one of ask's own
+    options (`--jsno`) is still an error, with the fix."""
+    import difflib
+
+    args, extra = parser.parse_known_args(argv)
+    if not extra:
+        return args
+    own = [o for action in parser._actions for o in action.option_strings if o.startswith("--")]
+    for token in extra:
+        close = difflib.get_close_matches(token.split("=")[0], own, n=1, cutoff=0.75)
+        if close:
+            _fail(f"unrecognized option {token} (did you mean {close[0]}?); to ask about a flag, "
+                  f"put -- before it: ask -- {token}", 2)
+    first_extra = argv.index(extra[0])
+    before = args.question and argv.index(args.question[0]) < first_extra
+    args.question = [*args.question, *extra] if before else [*extra, *args.question]
+    return args
+
+
 def ask(argv: list[str] | None = None) -> None:
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = _parse(parser, sys.argv[1:] if argv is None else list(argv))
     if not args.question and not args.log and sys.stdin.isatty():
         # Typed at a terminal with nothing after it: how to use it, not "the question is empty".
         parser.error('no question given: ask "为什么推理卡住", or pipe a log in with `tail -n 50 server.log | ask -`')
