@@ -55,6 +55,20 @@ def html_to_markdown(html: str) -> tuple[str, str]:
     return title, markdown
 
 
+_MD_LINK = re.compile(r"\[([^\]\n]*)\]\([^)\n]*\)")
+
+
+def is_link_index(markdown: str) -> bool:
+    """A page that is a list of links and nothing else: a wiki export's `index.html`
+    ("Available Pages:"), a site map. Indexed, it answered every question near the tree's
+    page titles with a list of them, grounded."""
+    body = "\n".join(line for line in markdown.splitlines() if not line.lstrip().startswith("#"))
+    links = _MD_LINK.findall(body)
+    linked = sum(len(text.strip()) for text in links)
+    words = len(re.sub(r"[\W_]+", "", _MD_LINK.sub(lambda m: m.group(1), body)))
+    return len(links) >= 5 and linked >= 0.8 * max(1, words)
+
+
 def convert_soup(soup) -> str:
     """Markdown of parsed HTML, as is. For HTML that is all content (what docutils renders
     from a reST page) there is no chrome to drop, and a section id such as "menu" must not

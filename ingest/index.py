@@ -33,7 +33,7 @@ from pathlib import Path
 from oncall_common.errors import IndexError_
 
 from .records import Chunk
-from .files import Skipped, content_hash, find_files, read_text, survey
+from .files import HTML_SUFFIXES, Skipped, content_hash, find_files, read_text, survey
 from .keyword import KeywordIndex
 from .tokenize import Tokenizer
 
@@ -58,7 +58,8 @@ SCHEMA = 16
 # 15: Docusaurus admonitions (:::tip Title) and, in .md pages that import theme components,
 #     JSX tabs are unwrapped; a FAQ's bold question starts a chunk; section kinds know
 #     runbook headings ("What to do", "Root cause") and ignore numbering ("4. Fix").
-RULES = 15
+# 16: an HTML page that is only a list of links (a wiki export's index.html) is skipped.
+RULES = 16
 FAISS_TOP = 2_000
 
 
@@ -155,8 +156,17 @@ def scan_sources(sources: list[Path]) -> tuple[list[tuple[Path, Path, bytes]], l
                 # cite, listed among the KB's topics ("empty").
                 skipped.append(Skipped(str(path.resolve()), "empty"))
                 continue
+            if path.suffix.lower() in HTML_SUFFIXES and _link_index(text):
+                skipped.append(Skipped(str(path.resolve()), "a page of links (an index or site map), not documentation"))
+                continue
             out.append((path, root, raw))
     return out, skipped
+
+
+def _link_index(html: str) -> bool:
+    from .html import html_to_markdown, is_link_index
+
+    return is_link_index(html_to_markdown(html)[1])
 
 
 def scan(sources: list[Path]) -> list[tuple[Path, Path, bytes]]:

@@ -726,6 +726,8 @@ def test_nothing_is_skipped_silently(tmp_path):
     _doc(docs, ".git/config", "[core]\n")
     _doc(docs, "LICENSE.md", "# Apache License\n\nVersion 2.0 ... runbooks, NCCL, OOM.\n")
     _doc(docs, "models/sources/sources.md", "# Model sources\n\nSet `MODEL_SRC=modelscope` to download from ModelScope.\n")
+    pages = "".join(f'<li><a href="p{i}.html">CUDA OOM runbook part {i}</a></li>' for i in range(6))
+    _doc(docs, "wiki/index.html", f"<html><body><h2>Available Pages:</h2><ul>{pages}</ul></body></html>")
     messages: list[str] = []
     settings, kb = _build(tmp_path, docs, messages=messages)
     text = "\n".join(messages)
@@ -735,9 +737,10 @@ def test_nothing_is_skipped_silently(tmp_path):
     assert "empty.md: empty" in text
     assert ".git: hidden folder" in text
     assert "LICENSE.md: about the tree, not documentation" in text
+    assert "index.html: a page of links (an index or site map), not documentation" in text
     assert {c.source for c in kb.index.chunks} == {"ok.md", "models/sources/sources.md"}  # a page, in lower case
     skipped = read_manifest(index_dir(settings))["skipped"]
-    assert len(skipped) == 6
+    assert len(skipped) == 7
     # the binary .txt and the empty page do not make every later run think the KB changed
     assert staleness(index_dir(settings), sources(settings), kb.embedder.name) is None
 
