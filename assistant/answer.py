@@ -488,7 +488,10 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
             parts += ["", f"**{heading}**"]
         else:
             parts += ["", f"**{labels['also']}:** {heading}"]
-        parts += [cites.ref(best, art.score), "", text]
+        parts += [cites.ref(best, art.score), ""]
+        if art is top and best.lang != lang:  # no twin in the asker's language (a twin's passage is quoted instead)
+            parts += [labels["other_lang_passage"], ""]
+        parts.append(text)
         if art is top and continued:
             parts += ["", f"**{heading} {labels['continued']}**", cites.ref(continued[0], art.score), "", continued[1]]
         if art is top and lead:

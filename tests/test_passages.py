@@ -100,15 +100,11 @@ def test_a_long_section_goes_on_with_its_later_matching_chunk(tmp_path):
 def test_a_big_tables_unrelated_row_groups_are_not_quoted_as_its_continuation(tmp_path):
     """Every row group of a table shares its header and the shape of its rows, so every one
     "matched" a little; the rows that name the asked variables are quoted, not ten others."""
-    kb_dir = tmp_path / "docs"
-    kb_dir.mkdir()
     names = {7: "FD_DISABLED_RECOVER", 31: "FD_RECOVER_TIMEOUT"}
     rows = "\n".join(f"| `{names.get(i, f'FD_VAR_{i}')}` | int | {i} | Controls subsystem {i} buffer size in megabytes. |"
                      for i in range(60))
-    (kb_dir / "env.md").write_text("# Environment variables\n\nAll variables the server reads.\n\n"
-                                   "| Name | Type | Default | Description |\n|---|---|---|---|\n" + rows + "\n", encoding="utf-8")
-    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
-    kb = open_kb(settings, progress=lambda _m: None)
+    settings, kb = docs_kb(tmp_path, {"env.md": "# Environment variables\n\nAll variables the server reads.\n\n"
+                                                "| Name | Type | Default | Description |\n|---|---|---|---|\n" + rows + "\n"})
     answer = answer_question("What do FD_DISABLED_RECOVER and FD_RECOVER_TIMEOUT do?", settings, kb=kb)
     assert answer.grounded and "FD_DISABLED_RECOVER" in answer.answer and "FD_RECOVER_TIMEOUT" in answer.answer
     assert "(continued)" not in answer.answer and "`FD_VAR_0`" not in answer.answer and "`FD_VAR_44`" not in answer.answer
@@ -134,16 +130,12 @@ def test_a_faq_of_bold_questions_is_answered_by_its_entry(tmp_path):
     from ingest.chunking import chunk_document
     from ingest.documents import parse_document
 
-    kb_dir = tmp_path / "docs"
-    kb_dir.mkdir()
     body = "\n\n".join(f"**Q: {q}**\n\n{a}" for q, a in FAQ_ENTRIES)
-    path = kb_dir / "faq.md"
-    path.write_text(f"# Platform FAQ\n\nQuestions we hear every week.\n\n{body}\n", encoding="utf-8")
-    (kb_dir / "install.md").write_text("# Install\n\n## Wheels\n\nRun `pip install widget`.\n", encoding="utf-8")
-    chunks = chunk_document(parse_document(path, kb_dir, path.read_bytes()))
+    settings, kb = docs_kb(tmp_path, {"faq.md": f"# Platform FAQ\n\nQuestions we hear every week.\n\n{body}\n",
+                                      "install.md": "# Install\n\n## Wheels\n\nRun `pip install widget`.\n"})
+    path = settings.kb_dir / "faq.md"
+    chunks = chunk_document(parse_document(path, settings.kb_dir, path.read_bytes()))
     assert [c.text.split("\n")[0] for c in chunks[1:]] == [f"**Q: {q}**" for q, _a in FAQ_ENTRIES]
-    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
-    kb = open_kb(settings, progress=lambda _m: None)
     answer = answer_question("my completions stop in the middle of a sentence, finish_reason is length", settings, kb=kb)
     assert answer.grounded and answer.citations[0].source == "faq.md"
     assert "default `max_tokens` of 512" in answer.answer
@@ -151,24 +143,28 @@ def test_a_faq_of_bold_questions_is_answered_by_its_entry(tmp_path):
     assert not [q for q in others if q in answer.answer]
 
 
+PREEMPTION_RUNBOOK = (
+    "# Latency spikes from preemption\n\n## Symptoms\n\np99 latency jumps during peaks. The log shows:\n\n"
+    "```\nWARNING scheduler.py:1481] Sequence group cmpl-5f2a is preempted by PreemptionMode.RECOMPUTE mode because "
+    "there is not enough KV cache space.\n```\n\n## Why\n\nEach running sequence holds cache blocks; peaks exhaust them.\n\n"
+    "## 3. What to do\n\n1. Lower `max_num_seqs` from 128 to 96.\n2. Move the model to TP=4.\n")
+
+
 def test_a_symptom_match_brings_its_runbooks_fix_section(tmp_path):
     """The pasted log line matches a runbook's "Symptoms"; the commands sit under "What to
     do" and share few of the question's words. They were never quoted."""
-    kb_dir = tmp_path / "docs"
-    kb_dir.mkdir()
-    (kb_dir / "preemption.md").write_text(
-        "# Latency spikes from preemption\n\n## Symptoms\n\np99 latency jumps during peaks. The log shows:\n\n"
-        "```\nWARNING scheduler.py:1481] Sequence group cmpl-5f2a is preempted by PreemptionMode.RECOMPUTE mode because "
-        "there is not enough KV cache space.\n```\n\n## Why\n\nEach running sequence holds cache blocks; peaks exhaust them.\n\n"
-        "## 3. What to do\n\n1. Lower `max_num_seqs` from 128 to 96.\n2. Move the model to TP=4.\n", encoding="utf-8")
-    (kb_dir / "install.md").write_text("# Install\n\n## Wheels\n\nRun `pip install widget`.\n", encoding="utf-8")
-    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
-    kb = open_kb(settings, progress=lambda _m: None)
+    settings, kb = docs_kb(tmp_path, {"preemption.md": PREEMPTION_RUNBOOK,
+                                      "install.md": "# Install\n\n## Wheels\n\nRun `pip install widget`.\n"})
     answer = answer_question("Sequence group is preempted by PreemptionMode.RECOMPUTE mode because there is not enough "
                              "KV cache space", settings, kb=kb)
     assert answer.grounded and answer.citations[0].section == "Symptoms"
     assert "Lower `max_num_seqs` from 128 to 96" in answer.answer
     assert answer.answer.index("PreemptionMode.RECOMPUTE") < answer.answer.index("max_num_seqs")
+    assert "只有英文版本" not in answer.answer
+    # Asked in Chinese of an English-only runbook: said so, then quoted as written.
+    zh = answer_question("日志一直刷 Sequence group is preempted by PreemptionMode.RECOMPUTE，延迟很高，怎么处理？", settings, kb=kb)
+    assert zh.grounded and zh.citations[0].source == "preemption.md"
+    assert "（这段文档只有英文版本，以下按原文引用。）" in zh.answer
 
 
 def test_a_refusal_names_this_kbs_topics_not_the_bundled_ones(wiki_settings):

@@ -41,6 +41,10 @@ MESSAGES = {
         "zh": '（该文章只有英文版本，以下按原文引用。）',
         "en": '(This article exists only in Chinese; quoted as written.)',
     },
+    'other_lang_passage': {
+        "zh": '（这段文档只有英文版本，以下按原文引用。）',
+        "en": '(This passage exists only in Chinese; quoted as written.)',
+    },
     'platform': {
         "zh": '最接近的条目 **{title}** {ref} 是针对 {declared} 写的。你用的是 {platform}，其中的解决办法可能不适用甚至是错的，知识库里没有针对 {platform} 的内容。',
         "en": 'The closest article, **{title}** {ref}, is written for {declared}. You are on {platform}, where its fix may not apply or may be wrong, and the KB has nothing specific for {platform}.',
