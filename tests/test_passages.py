@@ -160,11 +160,11 @@ def test_a_symptom_match_brings_its_runbooks_fix_section(tmp_path):
     assert answer.grounded and answer.citations[0].section == "Symptoms"
     assert "Lower `max_num_seqs` from 128 to 96" in answer.answer
     assert answer.answer.index("PreemptionMode.RECOMPUTE") < answer.answer.index("max_num_seqs")
-    assert "只有英文版本" not in answer.answer
+    assert "仅有英文原文" not in answer.answer
     # Asked in Chinese of an English-only runbook: said so, then quoted as written.
     zh = answer_question("日志一直刷 Sequence group is preempted by PreemptionMode.RECOMPUTE，延迟很高，怎么处理？", settings, kb=kb)
     assert zh.grounded and zh.citations[0].source == "preemption.md"
-    assert "（这段文档只有英文版本，以下按原文引用。）" in zh.answer
+    assert "（仅有英文原文）" in zh.answer
 
 
 def test_a_refusal_names_this_kbs_topics_not_the_bundled_ones(wiki_settings):

@@ -42,8 +42,8 @@ MESSAGES = {
         "en": '(This article exists only in Chinese; quoted as written.)',
     },
     'other_lang_passage': {
-        "zh": '（这段文档只有英文版本，以下按原文引用。）',
-        "en": '(This passage exists only in Chinese; quoted as written.)',
+        "zh": '（仅有英文原文）',
+        "en": '(Only in Chinese; quoted as written.)',
     },
     'platform': {
         "zh": '最接近的条目 **{title}** {ref} 是针对 {declared} 写的。你用的是 {platform}，其中的解决办法可能不适用甚至是错的，知识库里没有针对 {platform} 的内容。',
