@@ -19,10 +19,12 @@ DEFAULT_LANG: Lang = "en"
 
 _WORD = re.compile(r"[A-Za-z]{2,}")
 # What the asker pasted rather than wrote: quoted or backticked strings, and an error or log
-# message up to the end of its sentence (a Chinese sentence may go on after it). Kept as
+# message up to the end of its sentence or the asker's next Chinese word ("RuntimeError: cache_kvs
+# memory is not enough 怎么解决" is asked in Chinese: the message ends before 怎么). Kept as
 # strings: `re` compiles them on first use, only for lines with Chinese in them.
 _QUOTED = r"`[^`\n]*`|\"[^\"\n]*\"|'[^'\n]{6,}'"
-_PASTED_MESSAGE = r"(?:\b[A-Za-z_.]*(?:Error|Exception|Warning)\b|\b(?:ERROR|WARNING|WARN|INFO|Traceback)\b)[^。！？；\n]*"
+_PASTED_MESSAGE = (r"(?:\b[A-Za-z_.]*(?:Error|Exception|Warning)\b|\b(?:ERROR|WARNING|WARN|INFO|Traceback)\b)"
+                   "[^。！？；，\n\u4e00-\u9fff]*")
 
 
 def is_cjk(ch: str) -> bool:

@@ -46,6 +46,9 @@ def test_typos_are_corrected_only_towards_known_terms():
         ("A100 80G 用 vLLM 跑 qwen-7b-chat 报 torch.cuda.OutOfMemoryError: CUDA out of memory. "
          "Tried to allocate 234.00 MiB. GPU 0 has a total capacity of 79.15 GiB", "zh"),
         ("swift export 量化时报 IndexError: list index out of range。是不是目前不支持对 reranker 做 GPTQ？", "zh"),
+        # the asker's Chinese after the message ends it, with or without a comma
+        ("RuntimeError: cache_kvs memory is not enough 怎么解决", "zh"),
+        ("RuntimeError: CUDA error: an illegal memory access was encountered，怎么办", "zh"),
         # Chinese the asker quotes is not the language they write in
         ('The model keeps answering "你好你好你好" in a loop after the upgrade', "en"),
         ("vLLM prints garbage characters like 乱码 in the output when I use the chat endpoint with long prompts", "en"),
