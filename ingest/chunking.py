@@ -52,15 +52,20 @@ class _Block:
     text: str
     splittable: bool  # paragraphs and lists may be separated from their neighbours
     kind: str = "other"  # table | code | other
-    starts: bool = False  # a FAQ's bold question: its chunk starts here (_pack)
+    starts: bool = False  # a FAQ's question: its chunk starts here (_pack)
 
 
 # A paragraph that is only a bold question: "**Q: Why …?**", "**为什么…？**", "**问：…**".
 _BOLD_QUESTION = re.compile(r"^\*\*(?:(?:Q|问)\s*[:：.]\s*\S.*|[^*\n]+[?？]\s*)\*\*\s*[?？]?$|^\*\*(?:Q|问)\s*[:：].*[?？]\s*$")
 
 
-def is_bold_question(text: str) -> bool:
-    return "\n" not in text.strip() and bool(_BOLD_QUESTION.match(text.strip()))
+# …or a plain "问：…" / "Q1: …" paragraph (its answer, "答：…", often on the next line).
+_PLAIN_QUESTION = re.compile(r"^(?:Q|问)\s*\d{0,3}\s*[:：]\s*\S")
+
+
+def is_faq_question(text: str) -> bool:
+    text = text.strip()
+    return bool(_PLAIN_QUESTION.match(text)) or ("\n" not in text and bool(_BOLD_QUESTION.match(text)))
 
 
 _NUMBERING = re.compile(r"^(?:\d+(?:\.\d+)*[.)、]?|[一二三四五六七八九十]+[、.])\s*")
@@ -291,7 +296,7 @@ def markdown_sections(body: str) -> list[tuple[list[str], list[_Block]]]:
                 current.extend(_list_blocks(tokens, i, lines) or [_Block(raw, True)])
             else:
                 kind = "table" if tok.type == "table_open" else "code" if tok.type in {"fence", "code_block"} else "other"
-                current.append(_Block(raw, splittable, kind, starts=tok.type == "paragraph_open" and is_bold_question(raw)))
+                current.append(_Block(raw, splittable, kind, starts=tok.type == "paragraph_open" and is_faq_question(raw)))
         i = _skip_block(tokens, i)
     flush()
     return sections
@@ -352,7 +357,7 @@ def text_sections(body: str) -> list[tuple[list[str], list[_Block]]]:
     sections: list[tuple[list[str], list[_Block]]] = []
     path: list[str] = []
     content: list[_Block] = []
-    for block in blocks:
+    for block in (part for block in blocks for part in _split_at_headings(block)):
         first = block[0].strip()
         if len(block) == 1 and looks_like_heading(block[0]):
             if content:
@@ -375,12 +380,48 @@ def text_sections(body: str) -> list[tuple[list[str], list[_Block]]]:
 
 
 _NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)(?:[、.)]\s*|\s+)\S")
+_CN_NUMERAL = "一二三四五六七八九十百零〇"
+_CHAPTER = re.compile(rf"^第[{_CN_NUMERAL}\d]+([章篇部节])\s*\S")
+_CN_NUMBERED = re.compile(rf"^(?:[{_CN_NUMERAL}]+、|（[{_CN_NUMERAL}]+）)\s*\S")
 
 
 def _numbered_depth(heading: str) -> int:
-    """1 for "2. Symptoms" or "3、原因", 2 for "2.1 In the pod log", 0 when not numbered."""
+    """1 for "2. Symptoms", "3、原因", "第三章 常见故障" or "一、现象", 2 for "2.1 In the pod log",
+    "第二节" or "（一）", 0 when not numbered."""
     m = _NUMBERED.match(heading)
-    return m.group(1).count(".") + 1 if m else 0
+    if m:
+        return m.group(1).count(".") + 1
+    chapter = _CHAPTER.match(heading)
+    if chapter:
+        return 2 if chapter.group(1) == "节" else 1
+    m = _CN_NUMBERED.match(heading)
+    return (2 if heading.startswith("（") else 1) if m else 0
+
+
+def _split_at_headings(block: list[str]) -> list[list[str]]:
+    """A block whose numbered headings sit right above their text, as a Word document saved
+    as text writes them ("3.1 HCCL 初始化失败" / "3.1.1 现象" / "日志中出现…"): each heading
+    becomes a one-line block of its own. Inside a block only a sub-numbered ("3.1.1") or
+    chapter line counts; a plain "1." line counts only first, above unindented text that
+    is not the next item of a list."""
+    if len(block) == 1:
+        return [block]
+    out: list[list[str]] = []
+    current: list[str] = []
+    for i, line in enumerate(block):
+        depth = _numbered_depth(line.strip())
+        inner = depth >= 2 or bool(_CHAPTER.match(line.strip()))
+        first = (i == 0 and depth == 1 and not block[1][:1].isspace() and not _numbered_depth(block[1].strip()))
+        if (inner or first) and looks_like_heading(line):
+            if current:
+                out.append(current)
+            out.append([line])
+            current = []
+        else:
+            current.append(line)
+    if current:
+        out.append(current)
+    return out
 
 
 def looks_like_heading(line: str) -> bool:

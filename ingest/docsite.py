@@ -47,8 +47,9 @@ _ATTRS = re.compile(r"\{\s*[:#.][^{}]*\}\s*")
 _MYST_KINDS = ("note", "tip", "hint", "important", "warning", "caution", "attention", "danger", "error",
                "seealso", "admonition", "dropdown")
 _MYST_OPEN = re.compile(r"^(`{3,}|:{3,})\{([\w-]+)\}\s*(.*?)\s*$")
-# Docusaurus: :::note, :::tip Title, :::caution[Title] (a known kind, no braces).
-_DOCUSAURUS_OPEN = re.compile(r"^(:{3,})(note|tip|info|caution|danger|warning|important|success|secondary)"
+# Docusaurus: :::note, :::tip Title, :::caution[Title] (a known kind, no braces); Yuque's
+# exports write :::tips, :::info, :::color1 … the same way.
+_DOCUSAURUS_OPEN = re.compile(r"^(:{3,})(note|tips?|info|caution|danger|warning|important|success|secondary|color\d)"
                               r"(?:\[([^\]]*)\]|\s+(.*?))?\s*$", re.I)
 # Sphinx-design containers: a tab's or card's label says which case its content is for; a
 # tab set or grid only groups them.

@@ -90,6 +90,8 @@ def parse_document(path: Path, root: Path, raw: bytes) -> Document:
         fmt = "rst"
     else:
         meta, text = _front_matter(text)
+        if suffix in MARKDOWN_SUFFIXES:
+            text = promote_bold_headings(text)
         from .mdx import looks_like_mdx, mdx_to_markdown
 
         if suffix == ".mdx" or (suffix in MARKDOWN_SUFFIXES and looks_like_mdx(text)):
@@ -230,11 +232,49 @@ def _is_language_switch(line: str) -> bool:
     return bool(labels) and all(label in _LANG_LABELS for label in labels)
 
 
+_BOLD_LINE = re.compile(r"^\*\*([^*\n]{1,150}?)\s*[:：]?\*\*\s*[:：]?$")
+_ADMONITION_LABELS = frozenset({"note", "tip", "tips", "info", "warning", "caution", "danger", "important", "hint",
+                                "code", "example", "注意", "提示", "警告", "说明"})
+
+
+def promote_bold_headings(text: str) -> str:
+    """A page exported from Feishu, Yuque or Word has no `##` headings: its sections are bold
+    lines ("**一、问题现象**", "**处理方法**"), and the page was one passage that answered nothing
+    in particular. Where a page has no heading below its title and at least two distinct bold
+    lines stand alone as paragraphs (short, or a FAQ's question; not a note's "**Note**"),
+    they become `##` headings. Run before doc-site markup is unwrapped, whose notes and tabs
+    become bold lines too."""
+    if "**" not in text:
+        return text
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").enable("table").parse(text)
+    if any(t.type == "heading_open" and t.level == 0 and t.tag != "h1" for t in tokens):
+        return text
+    found: dict[int, str] = {}
+    for i, tok in enumerate(tokens):
+        if tok.type != "paragraph_open" or tok.level != 0 or tok.map is None or tok.map[1] - tok.map[0] != 1:
+            continue
+        m = _BOLD_LINE.match(tokens[i + 1].content.strip())
+        title = m.group(1).strip() if m else ""
+        # Short, or a FAQ's question: a long bold sentence is emphasis, not a heading.
+        if title and title.lower() not in _ADMONITION_LABELS and (len(title) <= 40 or title.endswith(("?", "？"))):
+            found[tok.map[0]] = title
+    if len(set(found.values())) < 2:
+        return text
+    lines = text.split("\n")
+    for n, title in found.items():
+        lines[n] = f"## {title}"
+    return "\n".join(lines)
+
+
 def strip_non_content(text: str) -> str:
     """Drop lines that are only a language switch, e.g. `[简体中文](../zh/usage/log.md)`,
     and, outside code, lines that render nothing: mkdocs anchors (`[](){ #faq }`), empty
-    HTML anchors and one-line comments (`<!-- toc -->`); and Hugo shortcodes, keeping the
-    text they wrap. Quoted in an answer they are noise that takes the room of the fix."""
+    HTML anchors and one-line comments (`<!-- toc -->`); Hugo shortcodes, keeping the
+    text they wrap; images (a Yuque screenshot's link is 300 characters of URL); and inline
+    formatting tags, keeping their text (`<font color=red>0.88</font>` from Yuque and
+    Feishu exports). Quoted in an answer they are noise that takes the room of the fix."""
     lines = text.split("\n")
     kept: list[str] = []
     fence = ""
@@ -245,6 +285,8 @@ def strip_non_content(text: str) -> str:
             fence = "" if fence else opened.group(1)[0]
         elif not fence:
             bare = _SHORTCODE.sub("", line) if "{{" in line else line
+            if "<" in bare or "![" in bare:
+                bare = _outside_code(bare, lambda part: _EMPTY_LINK.sub("", _IMAGE.sub("", _FORMAT_TAG.sub("", part))))
             if bare != line:
                 changed = True
                 if not bare.strip():
@@ -260,6 +302,21 @@ def strip_non_content(text: str) -> str:
 # Hugo shortcodes render as page furniture ({{< alert >}}, {{% notice %}}) or as a link
 # target ({{% relref "x" %}}); their text, if any, sits between an opening and a closing one.
 _SHORTCODE = re.compile(r"\{\{[<%].{0,300}?[%>]\}\}")
+
+
+_FORMAT_TAG = re.compile(r"</?(?:font|span|u|mark|center|small|big|ins)\b[^<>\n]{0,300}>", re.I)
+_IMAGE = re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)")
+_EMPTY_LINK = re.compile(r"(?<!!)\[\s*\]\([^)\n]*\)(?!\{)")  # what a linked image leaves: [](url)
+
+
+def _outside_code(line: str, edit) -> str:
+    """`edit` applied to the parts of a line outside its `inline code`."""
+    out, last = [], 0
+    for m in _INLINE_CODE.finditer(line):
+        out += [edit(line[last:m.start()]), m.group(0)]
+        last = m.end()
+    out.append(edit(line[last:]))
+    return "".join(out)
 
 
 _INVISIBLE = re.compile(r"^\s*(?:\[\]\(\)\{\s*#[\w.:-]+\s*\}|<a\s+(?:id|name)=\"[^\"]*\"\s*>\s*</a>|<!--.*?-->)\s*$")

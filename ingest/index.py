@@ -59,7 +59,10 @@ SCHEMA = 16
 #     JSX tabs are unwrapped; a FAQ's bold question starts a chunk; section kinds know
 #     runbook headings ("What to do", "Root cause") and ignore numbering ("4. Fix").
 # 16: an HTML page that is only a list of links (a wiki export's index.html) is skipped.
-RULES = 16
+# 17: exports from Feishu, Yuque and Word: bold-line sections on pages without headings,
+#     <font>/<span> tags and images dropped, Yuque's :::tips, "3.1.1 现象" above its text is a
+#     heading, "第三章"/"一、" numbering nests; a FAQ's plain "问：" paragraph starts a chunk.
+RULES = 17
 FAISS_TOP = 2_000
 
 

@@ -713,6 +713,43 @@ def test_plain_text_runbooks_keep_their_numbered_and_underlined_headings(tmp_pat
     assert not _doc(tmp_path, "notes.txt", "Run the job nightly and check the output of it carefully.\n---\nDone.\n").is_markdown
 
 
+def test_bold_questions_under_a_heading_each_start_a_chunk(tmp_path):
+    body = "\n\n".join(f"**Q: Why does case {i} fail?**\n\nBecause of reason {i}; set `FLAG_{i}=1`." for i in range(8))
+    chunks = chunk_document(_doc(tmp_path, "faq.md", f"# FAQ\n\n## Serving\n\n{body}\n"))
+    assert [c.text.split("\n")[0] for c in chunks] == [f"**Q: Why does case {i} fail?**" for i in range(8)]
+    assert {c.title for c in chunks} == {"FAQ > Serving"}
+
+
+def test_exports_from_feishu_yuque_and_word_keep_their_sections(tmp_path):
+    """A Feishu page's sections are bold lines, a Yuque page wraps words in <font> and links
+    300-character screenshot URLs, a Word runbook saved as text puts "3.1.1 现象" right above
+    its text: each was one blob, or quoted with its markup."""
+    feishu = ("镜像灰度发布流程\n=========\n\n**一、适用范围**\n\n所有推理镜像的升级都按本流程执行。\n\n**二、发布步骤**\n\n"
+              "先更新 1 个副本，观察 30 分钟。\n\n**四、封网期**\n\n每年双十一禁止发布，紧急修复需组长审批。\n\n**Note**\n\n见值班表。\n")
+    chunks = chunk_document(_doc(tmp_path, "feishu/镜像灰度发布流程.md", feishu))
+    assert [(c.title, c.text) for c in chunks if "双十一" in c.text] == [("镜像灰度发布流程 > 四、封网期", "每年双十一禁止发布，紧急修复需组长审批。\n\n**Note**\n\n见值班表。")]
+    yuque = ("# 显存不足排查\n\n## 三、解决方案\n\n把 `--gpu-memory-utilization` 调到 <font color=red>0.88</font>，"
+             "代码里的 `<font>` 不动。\n\n![oom截图](https://cdn.nlark.com/yuque/0/2024/png/1-oom.png#averageHue=%23f00&taskId=u1)\n\n"
+             ":::tips\nFP8 KV Cache 在长文本场景下精度下降明显。\n:::\n")
+    chunks = chunk_document(_doc(tmp_path, "yuque/显存不足排查.md", yuque))
+    text = "\n".join(c.text for c in chunks)
+    assert "调到 0.88，代码里的 `<font>` 不动。" in text and "nlark" not in text and ":::" not in text
+    assert "**Tips**\n\nFP8 KV Cache" in text and chunks[0].kind == "fixes"
+    word = ("昇腾推理部署手册\n版本：V1.3    编写：推理平台组\n\n第三章 常见故障\n\n3.1 HCCL 初始化失败\n3.1.1 现象\n"
+            "日志中出现 HcclGetRootInfo, error code is 6。\n3.1.3 处理\n先执行 npu-smi info 查看残留进程。\n\n第四章 联系方式\n张工。\n")
+    chunks = chunk_document(_doc(tmp_path, "runbook/手册.txt", word.encode("gbk")))
+    by_text = {c.text: c.title for c in chunks}
+    assert by_text["先执行 npu-smi info 查看残留进程。"] == "手册 > 第三章 常见故障 > 3.1 HCCL 初始化失败 > 3.1.3 处理"
+    assert by_text["张工。"] == "手册 > 第四章 联系方式"
+    # A numbered list stays a list.
+    steps = chunk_document(_doc(tmp_path, "steps.txt", "Upgrade\n\n1. Drain the node\n2. Restart the pod\n3. Check the logs\n"))
+    assert [c.title for c in steps] == ["steps > Upgrade"]
+    # A FAQ of plain 问：/答： paragraphs is one chunk per question.
+    faq = "SDK 接入问答\n\n问：SDK 报 CERTIFICATE_VERIFY_FAILED 怎么办？\n答：安装公司根证书。\n\n问：超时设多少？\n答：300 秒。\n"
+    chunks = chunk_document(_doc(tmp_path, "faq/SDK接入问答.md", faq))
+    assert [c.text.split("\n")[0] for c in chunks[1:]] == ["问：SDK 报 CERTIFICATE_VERIFY_FAILED 怎么办？", "问：超时设多少？"]
+
+
 # ---------------------------------------------------------------- skipped files
 
 
