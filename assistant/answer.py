@@ -327,7 +327,7 @@ def _doc_label(kb, meta) -> str:
     """A document's title, or — for a file whose only title is its name — its first
     few section headings, which say more about what it covers."""
     stem = meta.source.replace("\\", "/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    if meta.title != stem:
+    if meta.title != stem or _named_by_title(stem):
         return meta.title
     sections: list[str] = []
     for chunk in kb.article_chunks(meta.id, meta.lang):
@@ -589,10 +589,29 @@ def _lead(kb, best, room: int, quoted: list) -> tuple | None:
     opening = [c for c in chunks if c.title == chunks[0].title]
     if any(section_key(q.title) == section_key(opening[0].title) for q in quoted):
         return None  # already quoted as a passage of its own
-    text = "\n\n".join(c.text for c in opening).strip()
+    text = _without_bylines("\n\n".join(c.text for c in opening)).strip()
     if not _has_prose(text) or len(text) > MAX_LEAD_CHARS or len(text) + len(chunks[0].title) > room - MIN_SIBLING_CHARS // 2:
         return None
     return opening[0], text
+
+
+# "版本：V1.3    编写：推理平台组", "Owner: inference-oncall   Last reviewed: 2025-02-10",
+# "文档负责人：@王磊 ｜ 最后更新：2024-10-21": a line of short labelled fields.
+_BYLINE_FIELD = re.compile(r"(?:^|\s{2,}|\s*[｜|]\s*)[^\s：:｜|。]{1,12}(?: [^\s：:｜|。]{1,12})?[：:]\s*\S")
+_BYLINE_WORD = re.compile(r"(?i)owner|author|version|updated|reviewed|负责人|版本|编写|作者|更新|日期|参会")
+
+
+def _is_byline(line: str) -> bool:
+    line = line.strip()
+    if not line or len(line) > 120 or line.endswith(("。", ".")) or not _BYLINE_FIELD.match(line):
+        return False
+    return len(_BYLINE_FIELD.findall(line)) >= 2 or bool(_BYLINE_WORD.search(line))
+
+
+def _without_bylines(text: str) -> str:
+    """A document's opening without its byline (owner, version, last update): quoted as the
+    document's general answer, it answered nothing."""
+    return "\n".join(line for line in text.splitlines() if not _is_byline(line))
 
 
 def _has_prose(text: str) -> bool:
@@ -622,9 +641,16 @@ def _display_title(title: str, source: str) -> str:
 
     path = section_key(title).split(" > ")
     stem = source.replace("\\", "/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    if len(path) > 1 and path[0] == stem:
+    if len(path) > 1 and path[0] == stem and not _named_by_title(stem):
         path = path[1:]
     return " > ".join(path)
+
+
+def _named_by_title(stem: str) -> bool:
+    """A file named after its title ("镜像灰度发布流程.txt", "GPU node drain.md"), as teams
+    exporting from Word, Feishu or Yuque do: its name says what it covers. "001_075f06" and
+    "startup-oom" are identifiers."""
+    return " " in stem.strip() or any(is_cjk(ch) for ch in stem)
 
 
 def _in_lang(kb, art: ArticleMatch, lang: str, hits: dict[str, float] | None = None):
@@ -725,11 +751,11 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
 
 
 def _faq_entry(chunk) -> bool:
-    """Whether a chunk is one entry of a FAQ written as bold questions (chunking starts a
-    chunk at each)."""
-    from ingest.chunking import is_bold_question
+    """Whether a chunk is one entry of a FAQ ("**Q: …?**", "问：…"; chunking starts a chunk
+    at each)."""
+    from ingest.chunking import is_faq_question
 
-    return is_bold_question(chunk.text.split("\n", 1)[0])
+    return is_faq_question(chunk.text.split("\n\n", 1)[0])
 
 
 _ACTION = re.compile(r"```|(?<![\w-])--[a-z][\w-]+|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|`[^`\n]{2,80}`")

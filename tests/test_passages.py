@@ -126,7 +126,8 @@ FAQ_ENTRIES = [
 
 def test_a_faq_of_bold_questions_is_answered_by_its_entry(tmp_path):
     """Packed by size, a FAQ's chunk ended on a question whose answer sat in the next chunk,
-    and an answer quoted four other questions around the asked one."""
+    and an answer quoted four other questions around the asked one. (Under a `##` heading the
+    questions stay in its section, each starting a chunk: tests/test_ingest_docs.py.)"""
     from ingest.chunking import chunk_document
     from ingest.documents import parse_document
 
@@ -135,7 +136,8 @@ def test_a_faq_of_bold_questions_is_answered_by_its_entry(tmp_path):
                                       "install.md": "# Install\n\n## Wheels\n\nRun `pip install widget`.\n"})
     path = settings.kb_dir / "faq.md"
     chunks = chunk_document(parse_document(path, settings.kb_dir, path.read_bytes()))
-    assert [c.text.split("\n")[0] for c in chunks[1:]] == [f"**Q: {q}**" for q, _a in FAQ_ENTRIES]
+    # A page without headings whose bold lines are questions: each is a section of its own.
+    assert [c.title.split(" > ")[-1] for c in chunks[1:]] == [f"Q: {q}" for q, _a in FAQ_ENTRIES]
     answer = answer_question("my completions stop in the middle of a sentence, finish_reason is length", settings, kb=kb)
     assert answer.grounded and answer.citations[0].source == "faq.md"
     assert "default `max_tokens` of 512" in answer.answer
@@ -165,6 +167,19 @@ def test_a_symptom_match_brings_its_runbooks_fix_section(tmp_path):
     zh = answer_question("日志一直刷 Sequence group is preempted by PreemptionMode.RECOMPUTE，延迟很高，怎么处理？", settings, kb=kb)
     assert zh.grounded and zh.citations[0].source == "preemption.md"
     assert "（仅有英文原文）" in zh.answer
+
+
+def test_a_file_named_by_its_title_keeps_it_and_a_byline_is_not_quoted(tmp_path):
+    """Chinese teams name files after their titles: the answer's heading dropped the name as
+    if it were an identifier. A page's owner/version line was quoted as its general answer."""
+    settings, kb = docs_kb(tmp_path, {
+        "昇腾推理部署手册.md": "版本：V1.3    编写：推理平台组\n\n本手册说明昇腾 910B 上部署推理服务的步骤和常见故障的处理办法。\n\n"
+                          "## HCCL 初始化失败\n\n日志出现 HcclGetRootInfo, error code is 6 时，先用 npu-smi info 查残留进程，kill 后重启。\n\n"
+                          "## 显存不足\n\n把 --gpu-memory-utilization 调到 0.85。\n",
+        "install.md": "# Install\n\n## Wheels\n\nRun `pip install widget`.\n"})
+    answer = answer_question("昇腾上 HcclGetRootInfo, error code is 6 启动失败怎么办", settings, kb=kb)
+    assert answer.grounded and answer.answer.startswith("### 昇腾推理部署手册 > HCCL 初始化失败")
+    assert "npu-smi info" in answer.answer and "本手册说明" in answer.answer and "V1.3" not in answer.answer
 
 
 def test_a_refusal_names_this_kbs_topics_not_the_bundled_ones(wiki_settings):
