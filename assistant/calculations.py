@@ -450,7 +450,12 @@ def _plan_logprobs(f: _Facts) -> _Plan:
 
 # ---------------------------------------------------------------- routing
 
+# torch's OOM message says "total capacity of 79.33 GiB": pasted, it is not a capacity question.
+_OOM_MESSAGE_WORDS = re.compile(r"has a total capacity of|tried to allocate", re.I)
+
+
 def _asks_anything(text: str) -> bool:
+    text = _OOM_MESSAGE_WORDS.sub(" ", text)
     return bool(_ASKING.search(text) or _ASK_CONC.search(text) or _ASK_KV.search(text) or _ASK_BYTES.search(text) or _WHAT_IF.search(text))
 
 

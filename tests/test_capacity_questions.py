@@ -82,6 +82,15 @@ def test_defaults_are_said_out_loud_and_override_them_when_given():
     assert vllm.call.arguments["block_size"] == 16 and "vLLM's default" in explain(vllm, "en")
 
 
+def test_a_pasted_oom_message_is_not_a_capacity_question():
+    """torch's message says "total capacity of 79.33 GiB"; the asker wants the OOM fixed, and
+    got "missing data, not computed" above the fix."""
+    oom = "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.33 GiB"
+    assert capacity_answer(f"服务启动报错：{oom}，怎么处理") is None
+    assert capacity_answer(oom) is None
+    assert capacity_answer("80 GiB 的卡，权重 15 GiB，能放多少 token 的 KV cache？") is not None
+
+
 def test_a_gpu_count_is_named_and_not_used_as_blocks():
     answer = capacity_answer("8 块 A100, 每个请求平均 2000 token，能并发多少")
     text = explain(answer, "zh")
