@@ -75,6 +75,7 @@ def convert_soup(soup) -> str:
     read as navigation."""
     from markdownify import MarkdownConverter
 
+    expand_spans(soup)
     markdown = MarkdownConverter(heading_style="ATX", bullets="-", escape_underscores=False, escape_asterisks=False,
                                  escape_misc=False, strip=["img"], table_infer_header=True).convert_soup(soup)
     return re.sub(r"\n{3,}", "\n\n", markdown).strip() + "\n"
@@ -85,3 +86,60 @@ def _is_chrome(tag) -> bool:
         return False
     words = " ".join([tag.get("id") or ""] + list(tag.get("class") or []))
     return bool(words.strip()) and bool(_DROP_MARKERS.search(words))
+
+
+_MAX_SPAN = 200
+
+
+def expand_spans(soup) -> None:
+    """Give every row of a table its full set of cells. A wiki table groups rows under one
+    merged cell (`rowspan`: "NCCL" over its three variables); as a pipe table the rows below
+    the first lost that cell and every value slid one column left, so a row chunk read
+    "| NCCL_IB_DISABLE | set 1 without IB |" under the header "Area | Variable". The merged
+    cell is repeated in each row it spans, so each row group says what it belongs to."""
+    import copy
+
+    for table in soup.find_all("table"):
+        pending: dict[int, list] = {}  # column -> [cell, rows still to fill]
+        for row in table.find_all("tr"):
+            if row.find_parent("table") is not table:
+                continue
+            cells = row.find_all(["td", "th"], recursive=False)
+            ordered = []
+            column = 0
+
+            def fill_pending() -> None:
+                nonlocal column
+                while column in pending:
+                    cell, left = pending[column]
+                    ordered.append(copy.copy(cell))
+                    if left <= 1:
+                        del pending[column]
+                    else:
+                        pending[column][1] = left - 1
+                    column += _span(cell, "colspan")
+
+            for cell in cells:
+                fill_pending()
+                rows = _span(cell, "rowspan")
+                if rows > 1:
+                    del cell["rowspan"]
+                    pending[column] = [cell, rows - 1]
+                ordered.append(cell)
+                column += _span(cell, "colspan")
+            fill_pending()
+            for later in sorted(c for c in pending if c > column):
+                cell, left = pending.pop(later)
+                ordered.append(copy.copy(cell))
+                if left > 1:
+                    pending[later] = [cell, left - 1]
+            if len(ordered) != len(cells):
+                for cell in ordered:
+                    row.append(cell)
+
+
+def _span(cell, attribute: str) -> int:
+    try:
+        return max(1, min(_MAX_SPAN, int(str(cell.get(attribute, "1")).strip() or 1)))
+    except ValueError:
+        return 1

@@ -62,7 +62,8 @@ SCHEMA = 16
 # 17: exports from Feishu, Yuque and Word: bold-line sections on pages without headings,
 #     <font>/<span> tags and images dropped, Yuque's :::tips, "3.1.1 现象" above its text is a
 #     heading, "第三章"/"一、" numbering nests; a FAQ's plain "问：" paragraph starts a chunk.
-RULES = 17
+# 18: HTML tables' merged cells (rowspan) repeat in each row they span, so rows keep their columns.
+RULES = 18
 FAISS_TOP = 2_000
 
 

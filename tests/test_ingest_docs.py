@@ -105,6 +105,30 @@ def test_html_export_is_converted_without_navigation_or_boilerplate(tmp_path):
     assert "| sentinel | 26379 |" in text  # the table is a markdown table
 
 
+MERGED_CELLS_TABLE = dedent("""
+    <html><head><title>Ops : NCCL variables</title></head><body><div id="main-content">
+    <h2>Variables by area</h2>
+    <table><tbody>
+    <tr><th>Area</th><th>Variable</th><th>What to set</th></tr>
+    <tr><td rowspan="3">Network</td><td>NCCL_P2P_DISABLE</td><td rowspan="2">1 on PCIe-only boxes</td></tr>
+    <tr><td>NCCL_SHM_DISABLE</td></tr>
+    <tr><td>NCCL_SOCKET_IFNAME</td><td>the NIC name, e.g. eth0</td></tr>
+    <tr><td colspan="2">Logging (all variables)</td><td>NCCL_DEBUG=INFO</td></tr>
+    </tbody></table></div></body></html>
+""")
+
+
+def test_html_merged_table_cells_repeat_in_each_row_they_span(tmp_path):
+    """A wiki table's merged cells (rowspan) made every later row slide one column left,
+    so a value sat under the wrong header in the row chunk that was quoted."""
+    doc = _doc(tmp_path, "wiki/nccl.html", MERGED_CELLS_TABLE)
+    text = "\n".join(c.text for c in chunk_document(doc))
+    assert "| Network | NCCL_P2P_DISABLE | 1 on PCIe-only boxes |" in text
+    assert "| Network | NCCL_SHM_DISABLE | 1 on PCIe-only boxes |" in text
+    assert "| Network | NCCL_SOCKET_IFNAME | the NIC name, e.g. eth0 |" in text
+    assert "| Logging (all variables) |  | NCCL_DEBUG=INFO |" in text.replace("| |", "|  |")
+
+
 SPHINX_PAGE = dedent("""
     .. _gateway:
 
