@@ -338,22 +338,7 @@ def text_sections(body: str) -> list[tuple[list[str], list[_Block]]]:
     """Plain text: blank-line blocks; runs of tab-separated lines are tables; a lone line
     that reads like a title (see `looks_like_heading`) and "•" bullets are headings (the style
     of the seed documents, whose body paragraphs are indented and whose titles are not)."""
-    blocks: list[list[str]] = []
-    current: list[str] = []
-    for line in body.splitlines():
-        if not line.strip():
-            if current:
-                blocks.append(current)
-                current = []
-            continue
-        is_table = "\t" in line.strip()
-        if current and ("\t" in current[-1].strip()) != is_table:
-            blocks.append(current)
-            current = []
-        current.append(line.rstrip())
-    if current:
-        blocks.append(current)
-
+    blocks = _blank_line_blocks(body)
     sections: list[tuple[list[str], list[_Block]]] = []
     path: list[str] = []
     content: list[_Block] = []
@@ -377,6 +362,45 @@ def text_sections(body: str) -> list[tuple[list[str], list[_Block]]]:
     if content:
         sections.append((list(path), content))
     return sections
+
+
+def text_title(body: str) -> str:
+    """The title a plain-text document gives itself on its first line, or "". A team's notes
+    saved as text ("推理服务值班手册（2026 版）" above "一、显存不足", "二、请求卡住") were
+    titled with the file name, and the first line became one section holding every numbered
+    part, so any question quoted them all. The first line titles the page when it reads
+    like a heading and either nothing sits under it before the next heading or every later
+    heading is numbered (it is above them, not beside them)."""
+    blocks = [part for block in _blank_line_blocks(body) for part in _split_at_headings(block)]
+    if len(blocks) < 2 or len(blocks[0]) != 1:
+        return ""
+    first = blocks[0][0].strip()
+    if not looks_like_heading(blocks[0][0]) or first.startswith("•") or _numbered_depth(first):
+        return ""
+    later = [b[0].strip() for b in blocks[1:] if len(b) == 1 and looks_like_heading(b[0])]
+    if not later:
+        return ""
+    second_is_heading = len(blocks[1]) == 1 and looks_like_heading(blocks[1][0])
+    return first if second_is_heading or all(_numbered_depth(h) for h in later) else ""
+
+
+def _blank_line_blocks(body: str) -> list[list[str]]:
+    blocks: list[list[str]] = []
+    current: list[str] = []
+    for line in body.splitlines():
+        if not line.strip():
+            if current:
+                blocks.append(current)
+                current = []
+            continue
+        is_table = "\t" in line.strip()
+        if current and ("\t" in current[-1].strip()) != is_table:
+            blocks.append(current)
+            current = []
+        current.append(line.rstrip())
+    if current:
+        blocks.append(current)
+    return blocks
 
 
 _NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)(?:[、.)]\s*|\s+)\S")

@@ -63,7 +63,8 @@ SCHEMA = 16
 #     <font>/<span> tags and images dropped, Yuque's :::tips, "3.1.1 现象" above its text is a
 #     heading, "第三章"/"一、" numbering nests; a FAQ's plain "问：" paragraph starts a chunk.
 # 18: HTML tables' merged cells (rowspan) repeat in each row they span, so rows keep their columns.
-RULES = 18
+# 19: a plain-text document's first line titles it when it stands above numbered sections.
+RULES = 19
 FAISS_TOP = 2_000
 
 

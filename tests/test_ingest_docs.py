@@ -737,6 +737,19 @@ def test_plain_text_runbooks_keep_their_numbered_and_underlined_headings(tmp_pat
     assert not _doc(tmp_path, "notes.txt", "Run the job nightly and check the output of it carefully.\n---\nDone.\n").is_markdown
 
 
+def test_a_text_document_is_titled_by_its_first_line_above_numbered_sections(tmp_path):
+    """Notes saved as text were titled with the file name, and their first line became one
+    section holding every numbered part: any question quoted all of them."""
+    notes = ("推理服务值班手册（2026 版）\n\n一、显存不足\n现象：启动时报 CUDA out of memory。\n处理：把 --gpu-memory-utilization 降到 0.85。\n\n"
+             "二、请求卡住\n现象：Running: 0 reqs, Waiting: 12 reqs。\n处理：把 --max-num-seqs 降到 64。\n")
+    doc = _doc(tmp_path, "oncall_notes_2026.txt", notes)
+    assert doc.title == "推理服务值班手册（2026 版）"
+    assert [c.title for c in chunk_document(doc)] == ["推理服务值班手册（2026 版） > 一、显存不足", "推理服务值班手册（2026 版） > 二、请求卡住"]
+    # A first line with its own text, beside other unnumbered headings, is a section, not the title.
+    essay = "Preface\n\nProduction is never calm.\n\nMemory errors\n\nLower the fraction.\n"
+    assert _doc(tmp_path, "essay.txt", essay).title == "essay"
+
+
 def test_bold_questions_under_a_heading_each_start_a_chunk(tmp_path):
     body = "\n\n".join(f"**Q: Why does case {i} fail?**\n\nBecause of reason {i}; set `FLAG_{i}=1`." for i in range(8))
     chunks = chunk_document(_doc(tmp_path, "faq.md", f"# FAQ\n\n## Serving\n\n{body}\n"))
