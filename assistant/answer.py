@@ -720,13 +720,18 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
         skipped = [c for c in section if c not in kept]
         section = kept
 
+    def sub_of(c) -> str:
+        return " > ".join(c.title.split(" > ")[2:])
+
     def render(chunks) -> str:
         out: list[str] = []
         last_heading = None
         for c in chunks:
-            sub = " > ".join(c.title.split(" > ")[2:])
+            sub = sub_of(c)
             if sub and sub != last_heading:
                 out.append(f"**{sub}**")
+            elif not sub and out and last_heading:  # the section's own text, after a subsection quoted first
+                out.append(f"**{c.title.split(' > ')[1] if ' > ' in c.title else c.title}**")
             last_heading = sub
             out.append(c.text)
         return "\n\n".join(out)
@@ -746,7 +751,14 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
             continue
         keep.add(i)
         size += cost
-    text = render([c for i, c in enumerate(section) if i in keep])
+    kept = [c for i, c in enumerate(section) if i in keep]
+    if best is not None and sub_of(best):
+        # Cut down, the section is no longer read from its start: the subsection that matched
+        # comes first, then what else was kept. In document order a matched "Rolling back"
+        # came after the tail of a long introduction and an unrelated "Prerequisites".
+        own = [c for c in kept if sub_of(c) == sub_of(best)]
+        kept = own + [c for c in kept if c not in own]
+    text = render(kept)
     return _bounded(text, limit, labels), [c for i, c in enumerate(section) if i not in keep] + skipped
 
 

@@ -438,3 +438,24 @@ def test_a_source_with_an_unclosed_fence_does_not_leave_the_answer_in_code(tmp_p
     assert answer.grounded and "systemctl restart upstream" in answer.answer
     fences = [line for line in answer.answer.splitlines() if line.strip().startswith("```")]
     assert len(fences) % 2 == 0
+
+
+def test_a_cut_down_section_quotes_its_matched_subsection_first(tmp_path):
+    """A long section had to be cut, and the kept chunks were quoted in document order: the
+    subsection that answered came after the tail of the introduction and an unrelated
+    "Prerequisites"."""
+    intro = " ".join(f"Sentence {i} about deploying the gateway fleet, its load balancers, DNS records and certificates."
+                     for i in range(14))
+    settings, kb = docs_kb(tmp_path, {"guide.md": (
+        f"# Serving platform guide\n\n## Deploying the gateway\n\n{intro}\n\n### Prerequisites\n\n"
+        "You need a Kubernetes 1.29 cluster, Helm 3.14 and a wildcard certificate.\n\n"
+        "### Rolling back a bad gateway release\n\nIf the new gateway release returns 502 for streaming responses, "
+        "roll back with `helm rollback gateway 0 -n serving` and pin the chart with `--version 4.2.1`.\n\n"
+        "## Scaling the model servers\n\nUse the HPA on `vllm:num_requests_waiting` with a target of 8.\n"),
+        "install.md": "# Install\n\n## Wheels\n\nRun `pip install widget`.\n"})
+    answer = answer_question("gateway release returns 502 for streaming, how do I roll back?", settings, kb=kb)
+    assert answer.grounded and answer.citations[0].section == "Rolling back a bad gateway release"
+    body = answer.answer.split("\n[1]\n", 1)[1]
+    assert body.lstrip().startswith("**Rolling back a bad gateway release**\n\nIf the new gateway release returns 502")
+    assert body.index("helm rollback") < body.index("Sentence 13")
+    assert "**Deploying the gateway**" in body  # the section's own text keeps a heading after it
