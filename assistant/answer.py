@@ -631,7 +631,27 @@ def _passage(kb, art: ArticleMatch, lang: str, labels, hits: dict[str, float] | 
     bounded text, and the chunks of its section that did not fit."""
     best = _in_lang(kb, art, lang, hits)
     scores = {sc.chunk.chunk_id: sc.score for sc in art.chunks}
-    return (best, *_section_text(_section_chunks(kb, best), best, labels, scores))
+    text, rest = _section_text(_section_chunks(kb, best), best, labels, scores)
+    meta = kb.index.docs.get(f"{best.doc_id}:{best.lang}")
+    return best, (_line_breaks_kept(text) if meta is not None and meta.format == "text" else text), rest
+
+
+def _line_breaks_kept(text: str) -> str:
+    """A plain-text document's lines as it wrote them. Rendered as markdown, "现象：…",
+    "原因：…" and "处理：…" on their own lines ran into one paragraph, and a tab-separated
+    table into one line of cells. Two trailing spaces are a markdown line break and read
+    as nothing in JSON or Slack."""
+    lines = text.split("\n")
+    out = []
+    fenced = False
+    for i, line in enumerate(lines):
+        if line.strip().startswith("```"):
+            fenced = not fenced
+        following = lines[i + 1] if i + 1 < len(lines) else ""
+        if not fenced and line.strip() and following.strip() and not line.strip().startswith("**") and not line.endswith("  "):
+            line += "  "
+        out.append(line)
+    return "\n".join(out)
 
 
 def _display_title(title: str, source: str) -> str:
