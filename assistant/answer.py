@@ -773,11 +773,18 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
         size += cost
     kept = [c for i, c in enumerate(section) if i in keep]
     if best is not None and sub_of(best):
-        # Cut down, the section is no longer read from its start: the subsection that matched
-        # comes first, then what else was kept. In document order a matched "Rolling back"
-        # came after the tail of a long introduction and an unrelated "Prerequisites".
-        own = [c for c in kept if sub_of(c) == sub_of(best)]
-        kept = own + [c for c in kept if c not in own]
+        # Cut down, the section is no longer read from its start: what comes before the
+        # subsection that matched and did not itself match the question moves after it. In
+        # document order a matched "Rolling back" came after the tail of a long introduction
+        # and an unrelated "Prerequisites"; a subsection that matched too keeps its place.
+        floor = CONTINUATION_SHARE * scores.get(best.chunk_id, 0.0)
+        start = next(i for i, c in enumerate(kept) if sub_of(c) == sub_of(best))
+        moved = [c for c in kept[:start] if scores.get(c.chunk_id, 0.0) < floor]
+        kept = [c for c in kept if c not in moved]
+        at = next(i for i, c in enumerate(kept) if sub_of(c) == sub_of(best))
+        while at < len(kept) and sub_of(kept[at]) == sub_of(best):
+            at += 1
+        kept = kept[:at] + moved + kept[at:]
     text = render(kept)
     return _bounded(text, limit, labels), [c for i, c in enumerate(section) if i not in keep] + skipped
 
