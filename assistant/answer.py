@@ -562,7 +562,8 @@ def _extras(kb, siblings: list, rest: list, quoted: dict, room: int, lang: str, 
     continued = None
     for _score, art in sorted(extras, key=lambda e: -e[0]):
         if art is None:
-            best, text = rest[0], _section_text(rest, None, labels, hits, min(max(room, 0), MAX_PASSAGE_CHARS))[0]
+            best = rest[0]
+            text = _as_written(kb, best, _section_text(rest, None, labels, hits, min(max(room, 0), MAX_PASSAGE_CHARS))[0])
         else:
             best, text, _rest = _passage(kb, art, lang, labels, hits)
         if len(text) > room:
@@ -632,8 +633,15 @@ def _passage(kb, art: ArticleMatch, lang: str, labels, hits: dict[str, float] | 
     best = _in_lang(kb, art, lang, hits)
     scores = {sc.chunk.chunk_id: sc.score for sc in art.chunks}
     text, rest = _section_text(_section_chunks(kb, best), best, labels, scores)
-    meta = kb.index.docs.get(f"{best.doc_id}:{best.lang}")
-    return best, (_line_breaks_kept(text) if meta is not None and meta.format == "text" else text), rest
+    return best, _as_written(kb, best, text), rest
+
+
+def _as_written(kb, chunk, text: str) -> str:
+    meta = kb.index.docs.get(f"{chunk.doc_id}:{chunk.lang}")
+    return _line_breaks_kept(text) if meta is not None and meta.format == "text" else text
+
+
+_BOLD_LINE = re.compile(r"^\*\*[^*]+\*\*$")
 
 
 def _line_breaks_kept(text: str) -> str:
@@ -648,7 +656,8 @@ def _line_breaks_kept(text: str) -> str:
         if line.strip().startswith("```"):
             fenced = not fenced
         following = lines[i + 1] if i + 1 < len(lines) else ""
-        if not fenced and line.strip() and following.strip() and not line.strip().startswith("**") and not line.endswith("  "):
+        if (not fenced and line.strip() and following.strip() and not _BOLD_LINE.match(line.strip())
+                and not line.endswith(("  ", "\\"))):  # a shell line continued with "\\" must end with it
             line += "  "
         out.append(line)
     return "\n".join(out)
@@ -778,13 +787,15 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
         # document order a matched "Rolling back" came after the tail of a long introduction
         # and an unrelated "Prerequisites"; a subsection that matched too keeps its place.
         floor = CONTINUATION_SHARE * scores.get(best.chunk_id, 0.0)
-        start = next(i for i, c in enumerate(kept) if sub_of(c) == sub_of(best))
-        moved = [c for c in kept[:start] if scores.get(c.chunk_id, 0.0) < floor]
-        kept = [c for c in kept if c not in moved]
-        at = next(i for i, c in enumerate(kept) if sub_of(c) == sub_of(best))
-        while at < len(kept) and sub_of(kept[at]) == sub_of(best):
-            at += 1
-        kept = kept[:at] + moved + kept[at:]
+        at = next((i for i, c in enumerate(kept) if c.chunk_id == best.chunk_id), None)
+        if at is not None:
+            start = at
+            while start > 0 and sub_of(kept[start - 1]) == sub_of(best):
+                start -= 1  # the run of best's own subsection, not an earlier one of the same name
+            moved = [c for c in kept[:start] if scores.get(c.chunk_id, 0.0) < floor]
+            while at + 1 < len(kept) and sub_of(kept[at + 1]) == sub_of(best):
+                at += 1
+            kept = [c for c in kept[:at + 1] if c not in moved] + moved + kept[at + 1:]
     text = render(kept)
     return _bounded(text, limit, labels), [c for i, c in enumerate(section) if i not in keep] + skipped
 

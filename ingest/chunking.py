@@ -342,9 +342,11 @@ def text_sections(body: str) -> list[tuple[list[str], list[_Block]]]:
     sections: list[tuple[list[str], list[_Block]]] = []
     path: list[str] = []
     content: list[_Block] = []
-    for block in (part for block in blocks for part in _split_at_headings(block)):
+    parts = [part for block in blocks for part in _split_at_headings(block)]
+    heads = _headings_of(parts)
+    for block, is_heading in zip(parts, heads):
         first = block[0].strip()
-        if len(block) == 1 and looks_like_heading(block[0]):
+        if is_heading:
             if content:
                 sections.append((list(path), content))
                 content = []
@@ -364,6 +366,69 @@ def text_sections(body: str) -> list[tuple[list[str], list[_Block]]]:
     return sections
 
 
+def _heading_level(heading: str) -> tuple[str, int]:
+    """What kind of heading a line is, for nesting: ("•", 0), ("numbered", depth) or ("plain", 0)."""
+    if heading.startswith("•"):
+        return "•", 0
+    depth = _numbered_depth(heading)
+    return ("numbered", depth) if depth else ("plain", 0)
+
+
+def _nests_under(child: str, parent: str) -> bool:
+    """Whether heading `child` opens a subsection of `parent`, as text_sections nests them."""
+    (kind, depth), (parent_kind, parent_depth) = _heading_level(child), _heading_level(parent)
+    if kind == "•":
+        return parent_kind != "•"
+    if kind == "numbered":
+        return parent_kind != "numbered" or parent_depth < depth
+    return False
+
+
+def _headings_of(parts: list[list[str]]) -> list[bool]:
+    """Which one-line blocks are headings. A lone short line reads like one, but a run of
+    such lines with nothing under them is a list: "Restart procedure" over "1. Drain the
+    node", "2. Restart vllm", "3. Check /health", each after a blank line, lost all four
+    (every line a heading, no section with text), and so did "Ports" over "8080 gateway",
+    "9090 metrics". In a run of heading-like lines, a line that is neither under the one
+    before it nor the heading of text that follows is text, and so is the sibling before
+    it; a run that ends the document leaves its last heading as text."""
+    heads = [len(b) == 1 and looks_like_heading(b[0]) for b in parts]
+    i = 0
+    while i < len(parts):
+        if not heads[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(parts) and heads[j + 1]:
+            j += 1
+        followed = j + 1 < len(parts)
+        kept: list[int] = []
+        listed: str | None = None  # a line of the list found in this run: its siblings are items too
+        for k in range(i, j + 1):
+            line = parts[k][0].strip()
+            if k == j and followed:  # it heads the text that follows
+                kept.append(k)
+                continue
+            if listed is not None and _heading_level(line) == _heading_level(listed):
+                heads[k] = False
+                continue
+            if not kept or _nests_under(line, parts[kept[-1]][0].strip()):
+                kept.append(k)
+                continue
+            heads[k] = False
+            listed = line
+            if _heading_level(parts[kept[-1]][0].strip()) == _heading_level(line):
+                heads[kept.pop()] = False
+        if not followed and kept and listed is None:
+            heads[kept[-1]] = False
+        i = j + 1
+    return heads
+
+
+_GENERIC_HEADINGS = {"overview", "background", "summary", "introduction", "intro", "preface", "context", "notes",
+                     "背景", "概述", "简介", "前言", "说明", "引言", "总结", "备注"}
+
+
 def text_title(body: str) -> str:
     """The title a plain-text document gives itself on its first line, or "". A team's notes
     saved as text ("推理服务值班手册（2026 版）" above "一、显存不足", "二、请求卡住") were
@@ -377,6 +442,8 @@ def text_title(body: str) -> str:
     first = blocks[0][0].strip()
     if not looks_like_heading(blocks[0][0]) or first.startswith("•") or _numbered_depth(first):
         return ""
+    if section_kind(first) != "other" or first.lower().rstrip(":：") in _GENERIC_HEADINGS:
+        return ""  # "Symptoms", "Background": a section's name, not the document's
     later = [b[0].strip() for b in blocks[1:] if len(b) == 1 and looks_like_heading(b[0])]
     if not later:
         return ""

@@ -89,6 +89,7 @@ def _is_chrome(tag) -> bool:
 
 
 _MAX_SPAN = 200
+_MAX_REPEATED_CELL = 200  # characters: a longer merged cell (a note over ten rows) is said once
 
 
 def expand_spans(soup) -> None:
@@ -96,50 +97,75 @@ def expand_spans(soup) -> None:
     merged cell (`rowspan`: "NCCL" over its three variables); as a pipe table the rows below
     the first lost that cell and every value slid one column left, so a row chunk read
     "| NCCL_IB_DISABLE | set 1 without IB |" under the header "Area | Variable". The merged
-    cell is repeated in each row it spans, so each row group says what it belongs to."""
-    import copy
-
+    cell is repeated in each row it spans, so each row group says what it belongs to. As in
+    a browser, a span ends with its row group (`thead`, `tbody`) and `rowspan="0"` runs to
+    the group's end; a long merged cell is repeated as an empty cell, keeping the columns."""
     for table in soup.find_all("table"):
-        pending: dict[int, list] = {}  # column -> [cell, rows still to fill]
-        for row in table.find_all("tr"):
-            if row.find_parent("table") is not table:
-                continue
+        rows = [row for row in table.find_all("tr") if row.find_parent("table") is table]
+        pending: dict[int, list] = {}  # column -> [cell, rows still to fill, columns it covers]
+        group = None
+        for row in rows:
+            if row.parent is not group:
+                group, pending = row.parent, {}
             cells = row.find_all(["td", "th"], recursive=False)
-            ordered = []
+            ordered: list = []
             column = 0
 
-            def fill_pending() -> None:
+            def take_pending(upto: int | None) -> None:
                 nonlocal column
-                while column in pending:
-                    cell, left = pending[column]
-                    ordered.append(copy.copy(cell))
-                    if left <= 1:
-                        del pending[column]
-                    else:
-                        pending[column][1] = left - 1
-                    column += _span(cell, "colspan")
+                while column in pending and (upto is None or column < upto):
+                    ordered.append(_repeat(soup, pending[column][0]))
+                    width = pending[column][2]
+                    _use(pending, column)
+                    column += width
 
             for cell in cells:
-                fill_pending()
-                rows = _span(cell, "rowspan")
-                if rows > 1:
+                take_pending(None)
+                width = _span(cell, "colspan")
+                for covered in [c for c in pending if column <= c < column + width]:
+                    del pending[covered]  # overlapping spans: the cell written here wins
+                rows_spanned = _span(cell, "rowspan", zero=_MAX_SPAN)
+                if cell.has_attr("rowspan"):
                     del cell["rowspan"]
-                    pending[column] = [cell, rows - 1]
+                if rows_spanned > 1:
+                    pending[column] = [cell, rows_spanned - 1, width]
                 ordered.append(cell)
-                column += _span(cell, "colspan")
-            fill_pending()
+                column += width
+            take_pending(None)
             for later in sorted(c for c in pending if c > column):
-                cell, left = pending.pop(later)
-                ordered.append(copy.copy(cell))
-                if left > 1:
-                    pending[later] = [cell, left - 1]
+                while column < later:  # a short row: pad up to the merged cell's column
+                    ordered.append(soup.new_tag("td"))
+                    column += 1
+                take_pending(None)
             if len(ordered) != len(cells):
                 for cell in ordered:
                     row.append(cell)
 
 
-def _span(cell, attribute: str) -> int:
-    try:
-        return max(1, min(_MAX_SPAN, int(str(cell.get(attribute, "1")).strip() or 1)))
-    except ValueError:
+def _use(pending: dict, column: int) -> None:
+    pending[column][1] -= 1
+    if pending[column][1] <= 0:
+        del pending[column]
+
+
+def _repeat(soup, cell):
+    """A copy of a merged cell for one more row (an empty one when the cell is long)."""
+    import copy
+
+    if len(cell.get_text(" ", strip=True)) <= _MAX_REPEATED_CELL:
+        return copy.copy(cell)
+    empty = soup.new_tag(cell.name)
+    if cell.has_attr("colspan"):
+        empty["colspan"] = cell["colspan"]
+    return empty
+
+
+def _span(cell, attribute: str, zero: int = 1) -> int:
+    """A span attribute as browsers read it: leading digits ("2.0", "3px"), 1 when there are none."""
+    import re as _re
+
+    match = _re.match(r"\s*(\d+)", str(cell.get(attribute, "1")))
+    if not match:
         return 1
+    value = int(match.group(1))
+    return zero if value == 0 else max(1, min(_MAX_SPAN, value))

@@ -64,7 +64,9 @@ SCHEMA = 16
 #     heading, "第三章"/"一、" numbering nests; a FAQ's plain "问：" paragraph starts a chunk.
 # 18: HTML tables' merged cells (rowspan) repeat in each row they span, so rows keep their columns.
 # 19: a plain-text document's first line titles it when it stands above numbered sections.
-RULES = 19
+# 20: lone short text lines with nothing under them are a list, not headings (a file of steps
+#     indexed to nothing); a span ends with its table row group, short rows are padded.
+RULES = 20
 FAISS_TOP = 2_000
 
 

@@ -127,6 +127,17 @@ def test_html_merged_table_cells_repeat_in_each_row_they_span(tmp_path):
     assert "| Network | NCCL_SHM_DISABLE | 1 on PCIe-only boxes |" in text
     assert "| Network | NCCL_SOCKET_IFNAME | the NIC name, e.g. eth0 |" in text
     assert "| Logging (all variables) |  | NCCL_DEBUG=INFO |" in text.replace("| |", "|  |")
+    # As in a browser: a span ends with its row group, a short row is padded up to it, and a
+    # long merged note is not copied into every row.
+    from ingest.html import html_to_markdown
+
+    note = "Applies to every node of the fleet, see the change calendar. " * 5
+    _title, md = html_to_markdown(
+        "<table><thead><tr><th rowspan='2'>Host</th><th>GPU</th><th>Note</th></tr></thead><tbody>"
+        f"<tr><td>a1</td><td>H100</td><td rowspan='2'>{note}</td></tr><tr><td>a2</td></tr>"
+        "<tr><td>a3</td><td>L40S</td><td>spare</td></tr></tbody></table>")
+    rows = [line.replace("| |", "|  |") for line in md.splitlines() if line.startswith("|")]
+    assert rows[2:] == [f"| a1 | H100 | {note.strip()} |", "| a2 |  |  |", "| a3 | L40S | spare |"]
 
 
 SPHINX_PAGE = dedent("""
@@ -748,6 +759,22 @@ def test_a_text_document_is_titled_by_its_first_line_above_numbered_sections(tmp
     # A first line with its own text, beside other unnumbered headings, is a section, not the title.
     essay = "Preface\n\nProduction is never calm.\n\nMemory errors\n\nLower the fraction.\n"
     assert _doc(tmp_path, "essay.txt", essay).title == "essay"
+    # Nor is a section's name: "Symptoms" over its one-line text.
+    assert _doc(tmp_path, "kv.txt", "Symptoms\n\nRequests hang\n\nCause\n\nThe KV cache is full.\n").title == "kv"
+
+
+def test_short_lines_with_nothing_under_them_are_a_list_not_headings(tmp_path):
+    """Each step on its own line after a blank line read as a heading with no text under
+    it, and the whole file indexed to nothing."""
+    steps = _doc(tmp_path, "restart.txt", "Restart procedure\n\n1. Drain the node\n\n2. Restart vllm\n\n3. Check /health\n")
+    assert [(c.title, c.text) for c in chunk_document(steps)] == [
+        ("Restart procedure", "1. Drain the node\n\n2. Restart vllm\n\n3. Check /health")]
+    ports = chunk_document(_doc(tmp_path, "ports.txt", "Ports\n\n8080 gateway\n\n9090 metrics\n"))
+    assert [(c.title, c.text) for c in ports] == [("Ports", "8080 gateway\n\n9090 metrics")]
+    kv = chunk_document(_doc(tmp_path, "kv.txt", "Symptoms\n\nRequests hang\n\nCause\n\nThe KV cache is full.\n\n"
+                                                  "Fix\n\nLower --max-num-seqs to 64.\n"))
+    assert [(c.title, c.text) for c in kv] == [("kv", "Symptoms\n\nRequests hang"), ("kv > Cause", "The KV cache is full."),
+                                               ("kv > Fix", "Lower --max-num-seqs to 64.")]
 
 
 def test_bold_questions_under_a_heading_each_start_a_chunk(tmp_path):

@@ -466,13 +466,15 @@ def test_a_plain_text_passage_keeps_its_lines(tmp_path):
     its tab-separated table into one line; markdown documents keep their own paragraphs."""
     notes = ("推理服务值班手册（2026 版）\n\n一、显存不足\n现象：启动时报 CUDA out of memory。\n处理：把 --gpu-memory-utilization 降到 0.85。\n\n"
              "二、请求卡住\n现象：请求一直 pending，Running: 0 reqs, Waiting: 12 reqs。\n原因：KV cache 块不够。\n"
-             "处理：把 --max-num-seqs 降到 64。\n\n参数\t建议\n--max-num-seqs\t64\n--max-model-len\t8192\n")
+             "处理：把 --max-num-seqs 降到 64，重启：\ndocker run --gpus all \\\n  vllm/vllm-openai --max-num-seqs 64\n\n"
+             "参数\t建议\n--max-num-seqs\t64\n--max-model-len\t8192\n")
     settings, kb = docs_kb(tmp_path, {"oncall_notes.txt": notes,
                                       "install.md": "# Install\n\n## Wheels\n\nRun `pip install widget`\nwith the wheel.\n"})
     answer = answer_question("请求一直 pending 不返回怎么办", settings, kb=kb)
     assert answer.grounded and answer.citations[0].section == "二、请求卡住"
     assert "Waiting: 12 reqs。  \n原因：KV cache 块不够。  \n处理：" in answer.answer
     assert "参数\t建议  \n--max-num-seqs\t64  \n" in answer.answer
+    assert "docker run --gpus all \\\nvllm/vllm-openai" in answer.answer  # a continued shell line ends with its "\\"
     assert "显存不足" not in answer.answer  # the other numbered section is another passage
     md = answer_question("how do I install the widget wheel", settings, kb=kb)
     assert "Run `pip install widget`\nwith the wheel." in md.answer
