@@ -385,13 +385,14 @@ def _nests_under(child: str, parent: str) -> bool:
 
 
 def _headings_of(parts: list[list[str]]) -> list[bool]:
-    """Which one-line blocks are headings. A lone short line reads like one, but a run of
-    such lines with nothing under them is a list: "Restart procedure" over "1. Drain the
-    node", "2. Restart vllm", "3. Check /health", each after a blank line, lost all four
+    """Which one-line blocks are headings. A lone short line reads like one, but in a run of
+    such lines with nothing under them most are a list: "Restart procedure" over "1. Drain
+    the node", "2. Restart vllm", "3. Check /health", each after a blank line, lost all four
     (every line a heading, no section with text), and so did "Ports" over "8080 gateway",
-    "9090 metrics". In a run of heading-like lines, a line that is neither under the one
-    before it nor the heading of text that follows is text, and so is the sibling before
-    it; a run that ends the document leaves its last heading as text."""
+    "9090 metrics". In a run, a line is a heading when the next line nests under it ("After
+    the reboot" over "1. Check the driver") or when text follows it, unless that text goes on
+    with its numbering ("1. Cordon the node" above a long "2. Drain …" is a step); the
+    document's first line stays a heading (it may be the title). The rest is text."""
     heads = [len(b) == 1 and looks_like_heading(b[0]) for b in parts]
     i = 0
     while i < len(parts):
@@ -401,28 +402,27 @@ def _headings_of(parts: list[list[str]]) -> list[bool]:
         j = i
         while j + 1 < len(parts) and heads[j + 1]:
             j += 1
-        followed = j + 1 < len(parts)
-        kept: list[int] = []
-        listed: str | None = None  # a line of the list found in this run: its siblings are items too
+        if i == j and j + 1 < len(parts) and not _goes_on_numbering(parts[j][0], parts[j + 1][0]):
+            i = j + 1
+            continue
         for k in range(i, j + 1):
             line = parts[k][0].strip()
-            if k == j and followed:  # it heads the text that follows
-                kept.append(k)
+            if k == 0:
                 continue
-            if listed is not None and _heading_level(line) == _heading_level(listed):
+            if k < j:
+                heads[k] = _nests_under(parts[k + 1][0].strip(), line)
+            elif j + 1 < len(parts):
+                heads[k] = not _goes_on_numbering(line, parts[j + 1][0])
+            else:
                 heads[k] = False
-                continue
-            if not kept or _nests_under(line, parts[kept[-1]][0].strip()):
-                kept.append(k)
-                continue
-            heads[k] = False
-            listed = line
-            if _heading_level(parts[kept[-1]][0].strip()) == _heading_level(line):
-                heads[kept.pop()] = False
-        if not followed and kept and listed is None:
-            heads[kept[-1]] = False
         i = j + 1
     return heads
+
+
+def _goes_on_numbering(line: str, following: str) -> bool:
+    """Whether `following` is the next item of the numbered list `line` belongs to."""
+    (kind, depth), (next_kind, next_depth) = _heading_level(line.strip()), _heading_level(following.strip())
+    return kind == next_kind == "numbered" and depth == next_depth
 
 
 _GENERIC_HEADINGS = {"overview", "background", "summary", "introduction", "intro", "preface", "context", "notes",

@@ -65,7 +65,8 @@ SCHEMA = 16
 # 18: HTML tables' merged cells (rowspan) repeat in each row they span, so rows keep their columns.
 # 19: a plain-text document's first line titles it when it stands above numbered sections.
 # 20: lone short text lines with nothing under them are a list, not headings (a file of steps
-#     indexed to nothing); a span ends with its table row group, short rows are padded.
+#     indexed to nothing): a heading has a line nested under it or text after it that does not
+#     go on with its numbering; a span ends with its table row group, short rows are padded.
 RULES = 20
 FAISS_TOP = 2_000
 

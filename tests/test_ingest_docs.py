@@ -769,11 +769,18 @@ def test_short_lines_with_nothing_under_them_are_a_list_not_headings(tmp_path):
     steps = _doc(tmp_path, "restart.txt", "Restart procedure\n\n1. Drain the node\n\n2. Restart vllm\n\n3. Check /health\n")
     assert [(c.title, c.text) for c in chunk_document(steps)] == [
         ("Restart procedure", "1. Drain the node\n\n2. Restart vllm\n\n3. Check /health")]
+    checklist = chunk_document(_doc(tmp_path, "reboot.txt", (
+        "GPU node reboot checklist\n\nUse this when dmesg shows Xid 79.\n\nBefore the reboot\n\n1. Cordon: kubectl cordon <node>\n\n"
+        "2. Drain serving pods: kubectl drain <node> --ignore-daemonsets --delete-emptydir-data\n\n3. Note the serials\n\n"
+        "After the reboot\n\n1. Check the driver: nvidia-smi\n\n2. Uncordon: kubectl uncordon <node>\n\n"
+        "Escalation\n\nIf Xid 79 returns within a day, open a hardware ticket.\n")))
+    assert [c.title.split(" > ")[-1] for c in checklist] == ["GPU node reboot checklist", "Before the reboot", "After the reboot", "Escalation"]
+    assert checklist[1].text.startswith("1. Cordon") and checklist[1].text.endswith("3. Note the serials")
     ports = chunk_document(_doc(tmp_path, "ports.txt", "Ports\n\n8080 gateway\n\n9090 metrics\n"))
     assert [(c.title, c.text) for c in ports] == [("Ports", "8080 gateway\n\n9090 metrics")]
     kv = chunk_document(_doc(tmp_path, "kv.txt", "Symptoms\n\nRequests hang\n\nCause\n\nThe KV cache is full.\n\n"
                                                   "Fix\n\nLower --max-num-seqs to 64.\n"))
-    assert [(c.title, c.text) for c in kv] == [("kv", "Symptoms\n\nRequests hang"), ("kv > Cause", "The KV cache is full."),
+    assert [(c.title, c.text) for c in kv] == [("kv > Symptoms", "Requests hang"), ("kv > Cause", "The KV cache is full."),
                                                ("kv > Fix", "Lower --max-num-seqs to 64.")]
 
 
