@@ -350,10 +350,10 @@ def text_sections(body: str) -> list[tuple[list[str], list[_Block]]]:
             if content:
                 sections.append((list(path), content))
                 content = []
-            depth = _numbered_depth(first)
-            if first.startswith("•"):
+            kind, depth = _heading_level(first)  # the same levels _headings_of nests by
+            if kind == "•":
                 path = path[:1] + [first.lstrip("• ").strip()]
-            elif depth:  # "2.1 In the pod log" sits under "2. Symptoms", "3. Fix" replaces it
+            elif kind == "numbered":  # "2.1 In the pod log" sits under "2. Symptoms", "3. Fix" replaces it
                 path = [p for p in path if _numbered_depth(p) < depth][:2] + [first]
             else:
                 path = [first]

@@ -106,7 +106,9 @@ def parse_document(path: Path, root: Path, raw: bytes) -> Document:
     if is_markdown:
         text = strip_non_content(text)
     source = str(path.relative_to(root)) if root.is_dir() else path.name
-    title = str(meta.get("title") or html_title or (_first_heading(text) if is_markdown else _text_title(text)) or path.stem)
+    from .chunking import text_title  # chunking imports this module
+
+    title = str(meta.get("title") or html_title or (_first_heading(text) if is_markdown else text_title(text)) or path.stem)
     lang = str(meta.get("lang") or document_lang(text))
     doc_id = str(meta.get("id") or _slug(str(Path(source).with_suffix(""))))
     return Document(
@@ -150,12 +152,6 @@ def _front_matter(text: str) -> tuple[dict, str]:
             loaded = None
         return (loaded if isinstance(loaded, dict) else {}), text[match.end():]
     return {}, text
-
-
-def _text_title(text: str) -> str:
-    from .chunking import text_title
-
-    return text_title(text)
 
 
 def _first_heading(text: str) -> str:

@@ -111,16 +111,16 @@ def expand_spans(soup) -> None:
             ordered: list = []
             column = 0
 
-            def take_pending(upto: int | None) -> None:
+            def take_pending() -> None:
                 nonlocal column
-                while column in pending and (upto is None or column < upto):
+                while column in pending:
                     ordered.append(_repeat(soup, pending[column][0]))
                     width = pending[column][2]
                     _use(pending, column)
                     column += width
 
             for cell in cells:
-                take_pending(None)
+                take_pending()
                 width = _span(cell, "colspan")
                 for covered in [c for c in pending if column <= c < column + width]:
                     del pending[covered]  # overlapping spans: the cell written here wins
@@ -131,12 +131,12 @@ def expand_spans(soup) -> None:
                     pending[column] = [cell, rows_spanned - 1, width]
                 ordered.append(cell)
                 column += width
-            take_pending(None)
+            take_pending()
             for later in sorted(c for c in pending if c > column):
                 while column < later:  # a short row: pad up to the merged cell's column
                     ordered.append(soup.new_tag("td"))
                     column += 1
-                take_pending(None)
+                take_pending()
             if len(ordered) != len(cells):
                 for cell in ordered:
                     row.append(cell)
@@ -162,9 +162,7 @@ def _repeat(soup, cell):
 
 def _span(cell, attribute: str, zero: int = 1) -> int:
     """A span attribute as browsers read it: leading digits ("2.0", "3px"), 1 when there are none."""
-    import re as _re
-
-    match = _re.match(r"\s*(\d+)", str(cell.get(attribute, "1")))
+    match = re.match(r"\s*(\d+)", str(cell.get(attribute, "1")))
     if not match:
         return 1
     value = int(match.group(1))
