@@ -162,18 +162,23 @@ def _pack(blocks: list[_Block], max_chars: int, max_tokens: int = MAX_CHUNK_TOKE
 
 
 def _split_prose(text: str, max_chars: int, max_tokens: int = MAX_CHUNK_TOKENS) -> list[str]:
-    sentences = re.split(r"(?<=[。！？.!?\n])\s*", text)
+    """Split at sentence ends and line ends, rejoined as they were separated: a line break
+    stays one (a plain-text runbook's 120 one-line steps were read back as one paragraph),
+    and a dot inside a word ends no sentence ("127.0.0.1" had come back as "127. 0. 0. 1",
+    "v0.8.0" as "v0. 8. 0", and a chunk could end inside either)."""
+    parts = re.split(r"(\s*\n\s*|(?<=[。！？])\s*|(?<=[.!?])\s+)", text)
     out, current = [], ""
-    for sentence in sentences:
+    for sentence, sep in zip(parts[::2], [" ", *parts[1::2]]):
+        joiner = "\n" if "\n" in sep else " " if sep else ""
         while not _fits(sentence, max_chars, max_tokens) and len(sentence) > 1:  # a run-on "sentence": cut it hard
             cut = _longest_prefix(sentence, max_chars, max_tokens)
             out.append(sentence[:cut])
             sentence = sentence[cut:]
-        if current and not _fits(f"{current} {sentence}", max_chars, max_tokens):
+        if current and not _fits(f"{current}{joiner}{sentence}", max_chars, max_tokens):
             out.append(current)
             current = sentence
         else:
-            current = f"{current} {sentence}".strip() if current else sentence
+            current = f"{current}{joiner}{sentence}".strip() if current else sentence
     if current:
         out.append(current)
     return out

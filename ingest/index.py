@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -67,7 +68,9 @@ SCHEMA = 16
 # 20: lone short text lines with nothing under them are a list, not headings (a file of steps
 #     indexed to nothing): a heading has a line nested under it or text after it that does not
 #     go on with its numbering; a span ends with its table row group, short rows are padded.
-RULES = 20
+# 21: long prose is split between lines and after sentence ends only (never at a dot inside
+#     "127.0.0.1" or "v0.8.0"), and rejoined with the breaks it had.
+RULES = 21
 FAISS_TOP = 2_000
 
 
@@ -212,12 +215,16 @@ def _fingerprint(files: list[tuple[Path, Path, bytes]]) -> dict[str, str]:
 # ---------------------------------------------------------------- reading
 
 def current_generation(index_dir: Path) -> Path | None:
+    """The live generation, or None when the pointer is missing or not a generation's name
+    (a damaged pointer means "no index yet": rebuilt, never an error)."""
     try:
-        name = (index_dir / "CURRENT").read_text().strip()
-    except OSError:
+        name = (index_dir / "CURRENT").read_text(encoding="utf-8").strip()
+    except (OSError, ValueError):  # unreadable, or bytes that are not UTF-8
+        return None
+    if not re.fullmatch(r"gen-\d+", name):
         return None
     gen = index_dir / name
-    return gen if name and gen.is_dir() else None
+    return gen if gen.is_dir() else None
 
 
 def read_manifest(index_dir: Path) -> dict | None:

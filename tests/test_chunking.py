@@ -80,6 +80,19 @@ def test_long_prose_is_split_under_the_bound(tmp_path):
     assert all(c.title == "P > Notes" for c in chunks)
 
 
+def test_long_prose_split_keeps_its_line_breaks_and_dotted_words(tmp_path):
+    """A long run of one-line steps is split between lines and keeps them; an address or
+    a version is never cut or spaced at its dots."""
+    steps = "\n".join(f"Step {i}: curl http://10.0.{i}.1:8000/health against v0.8.{i}" for i in range(80))
+    chunks = chunk_document(_doc(tmp_path, "steps.txt", f"Restart runbook\n\n1. Steps\n{steps}\n"), max_chars=500)
+    assert len(chunks) > 5 and all(len(c.text) <= 500 for c in chunks)
+    for c in chunks:
+        lines = c.text.splitlines()
+        assert len(lines) > 3 and all(line.startswith("Step ") for line in lines)
+    joined = "\n".join(c.text for c in chunks)
+    assert "http://10.0.41.1:8000/health against v0.8.41\n" in joined and ". " not in joined.replace(": ", "")
+
+
 def test_chunk_hash_changes_with_content_only(tmp_path):
     a = chunk_document(_doc(tmp_path, "a.md", ARTICLE_EN))
     b = chunk_document(_doc(tmp_path, "b.md", ARTICLE_EN.replace("4096", "8192")))

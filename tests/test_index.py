@@ -101,6 +101,18 @@ def test_corrupt_index_is_detected_and_rebuilt(tiny_settings, victim, capsys):
     assert len(kb.index.chunks) > 5
 
 
+@pytest.mark.parametrize("pointer", [b"\x9d\xff\x00binary", b"../../etc", b"gen-1\x00x", b""])
+def test_a_damaged_current_pointer_reads_as_no_index_and_is_rebuilt(tiny_settings, pointer):
+    """Junk in CURRENT (bytes that are not UTF-8 stopped every command with an internal error)."""
+    open_kb(tiny_settings, progress=lambda _m: None)
+    (index_dir(tiny_settings) / "CURRENT").write_bytes(pointer)
+    forget_loaded()
+    messages: list[str] = []
+    kb = open_kb(replace(tiny_settings), progress=messages.append)
+    assert messages and messages[0].startswith("indexing the knowledge base (")
+    assert len(kb.index.chunks) > 5
+
+
 def test_index_built_by_another_embedder_is_rebuilt_not_mixed(tmp_path, embedder):
     kb, _ = _build(tmp_path, embedder)
     manifest_path = load_index(tmp_path / "idx").path / "manifest.json"
