@@ -563,7 +563,7 @@ def _extras(kb, siblings: list, rest: list, quoted: dict, room: int, lang: str, 
     for _score, art in sorted(extras, key=lambda e: -e[0]):
         if art is None:
             best = rest[0]
-            text = _as_written(kb, best, _section_text(rest, None, labels, hits, min(max(room, 0), MAX_PASSAGE_CHARS))[0])
+            text = _quoted(kb, rest, None, labels, hits, min(max(room, 0), MAX_PASSAGE_CHARS))[0]
         else:
             best, text, _rest = _passage(kb, art, lang, labels, hits)
         if len(text) > room:
@@ -632,8 +632,23 @@ def _passage(kb, art: ArticleMatch, lang: str, labels, hits: dict[str, float] | 
     bounded text, and the chunks of its section that did not fit."""
     best = _in_lang(kb, art, lang, hits)
     scores = {sc.chunk.chunk_id: sc.score for sc in art.chunks}
-    text, rest = _section_text(_section_chunks(kb, best), best, labels, scores)
-    return best, _as_written(kb, best, text), rest
+    text, rest = _quoted(kb, _section_chunks(kb, best), best, labels, scores, MAX_PASSAGE_CHARS)
+    return best, text, rest
+
+
+def _quoted(kb, section: list, best, labels: dict, scores: dict[str, float], limit: int) -> tuple[str, list]:
+    """`_section_text` as the document wrote it, within `limit` once written so: a plain-text
+    passage's kept line breaks cost characters too, and a 1,500-character passage grew past
+    the bound by two per line."""
+    chunk = best if best is not None else section[0]
+    text, rest = _section_text(section, best, labels, scores, limit)
+    written = _as_written(kb, chunk, text)
+    cut = limit
+    while len(written) > limit and cut > 0:
+        cut -= len(written) - limit
+        text, rest = _section_text(section, best, labels, scores, max(cut, 0))
+        written = _as_written(kb, chunk, text)
+    return written, rest
 
 
 def _as_written(kb, chunk, text: str) -> str:

@@ -478,3 +478,19 @@ def test_a_plain_text_passage_keeps_its_lines(tmp_path):
     assert "显存不足" not in answer.answer  # the other numbered section is another passage
     md = answer_question("how do I install the widget wheel", settings, kb=kb)
     assert "Run `pip install widget`\nwith the wheel." in md.answer
+
+
+def test_a_plain_text_passage_stays_within_the_bound_with_its_line_breaks(tmp_path):
+    """Each kept line break costs two characters: a passage cut to the bound before they
+    were added grew past it by two per line."""
+    def steps(start: int) -> str:  # a paragraph of 27 one-line steps: two fit the bound, just, before their breaks
+        return "\n".join(f"第{i:02d}步：systemctl restart n{i:02d}" for i in range(start, start + 27))
+
+    notes = f"推理值班手册\n\n一、节点重启步骤\n{steps(0)}\n\n{steps(27)}\n\n二、安装\n用 pip install widget 安装。\n"
+    settings, kb = docs_kb(tmp_path, {"restart_notes.txt": notes})
+    answer = answer_question("节点重启要执行哪些 systemctl restart 步骤", settings, kb=kb)
+    assert answer.grounded and answer.citations[0].section == "一、节点重启步骤"
+    quote = answer.answer.split("\n[1]\n", 1)[1].split("\n\n**", 1)[0].strip("\n")
+    assert "  \n" in quote  # the lines are kept...
+    assert len(quote) <= MAX_PASSAGE_CHARS  # ...and the passage, as written, is within the bound
+    assert len(answer.answer) <= MAX_ANSWER_CHARS
