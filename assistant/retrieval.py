@@ -294,10 +294,13 @@ def unknown_names(index: KBIndex, query: str, lang: str) -> list[str]:
     return names
 
 
-def kb_keyword_coverage(query_terms: set[str], doc_freq: dict[str, int], n_articles: int) -> float:
-    """IDF-weighted share of the question's keywords that occur anywhere in the KB: low when
-    the question is mostly about words this KB has never seen."""
-    return keyword_coverage(query_terms, {t for t in query_terms if doc_freq.get(t, 0) > 0}, doc_freq, n_articles)
+def kb_keyword_coverage(query_terms: set[str], doc_freq: dict[str, int], n_articles: int,
+                        passing: set[str] = frozenset()) -> float:
+    """IDF-weighted share of the question's keywords that occur anywhere in the KB (and not
+    only in a passing remark on a subject it does not cover): low when the question is
+    mostly about words this KB has never seen."""
+    return keyword_coverage(query_terms, {t for t in query_terms if doc_freq.get(t, 0) > 0 and t not in passing},
+                            doc_freq, n_articles)
 
 
 def search(
@@ -351,6 +354,12 @@ def search(
 
     sigs = signature_hits(index, question)
     query_terms = set(tokens)
+    unseen = unseen_entities(scope, index)
+    # A subject the KB does not cover (covers(): no heading names it, at most one passing
+    # remark does) matches only that remark: its words are no evidence that an article
+    # answers. "How to enable speculative decoding?" matched the logprobs article's one
+    # aside about it on every keyword and was answered from it.
+    passing = {t for e in scope.entities if e in unseen for t in index.tokenizer(scope.entity_terms.get(e, ""))}
     # Articles written for the KB (front matter with an id) are answered as a whole; any
     # other document is a set of passages, each ranked and cited on its own, so a long
     # wiki page with twenty topics does not answer every question with all of them.
@@ -387,7 +396,7 @@ def search(
         boost = signature_boost if match.signatures else 0.0
         terms = passage_terms.get((match.doc_id, match.passage), set()) if match.passage else article_terms.get(match.doc_id, set())
         twinless = cross_terms is not None and f"{match.doc_id}:{lang}" not in index.docs
-        coverage = keyword_coverage(cross_terms if twinless else query_terms, terms, index.doc_freq, len(article_terms))
+        coverage = keyword_coverage(cross_terms if twinless else query_terms, terms - passing, index.doc_freq, len(article_terms))
         match.coverage = coverage
         match.translated = twinless
         match.score = best.score + SECOND_CHUNK_WEIGHT * second + boost + (coverage_weight * coverage if mode == "hybrid" else 0.0)
@@ -415,9 +424,9 @@ def search(
     articles = sorted(by_article.values(), key=lambda a: -a.score)[:limit]
     timings["search"] = (time.perf_counter() - t1) * 1000
     result = Retrieval(question, lang, mode, articles, False, timings, scope)
-    result.unseen = unseen_entities(scope, index)
+    result.unseen = unseen
     result.foreign_products = sorted(foreign_products(scope, index))
-    result.kb_coverage = kb_keyword_coverage(query_terms, index.doc_freq, len(article_terms))
+    result.kb_coverage = kb_keyword_coverage(query_terms, index.doc_freq, len(article_terms), passing)
     result.n_terms = len(query_terms)
     result.unknown_terms = unknown_names(index, query, lang)
     result.unknown_params = unknown_parameters(question, index)

@@ -76,6 +76,15 @@ def test_an_uncovered_subject_gets_a_partial_answer_not_the_fix(bundled_settings
     assert answer.confidence is not None and answer.confidence < refusal.load_model().threshold
 
 
+@pytest.mark.parametrize("question", ["How to enable speculative decoding in vLLM?", "vLLM 怎么开启投机解码？"])
+def test_a_passing_remark_on_an_uncovered_subject_does_not_answer_a_short_question_on_it(bundled_settings, bundled_kb, question):
+    """The logprobs article says speculative decoding once, in passing: a short how-to on it
+    matched that article on every keyword and was answered from it, confidently."""
+    answer = answer_question(question, bundled_settings, kb=bundled_kb)
+    assert not answer.grounded
+    assert answer.confidence is not None and answer.confidence < refusal.load_model().threshold
+
+
 def test_a_chinese_refusal_names_the_subject_and_the_closest_articles_in_chinese(bundled_settings, bundled_kb):
     """The subject by the asker's own word (not the lexicon's English name), the closest
     articles by their Chinese titles and files, even when the nearest chunk was English."""
