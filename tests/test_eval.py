@@ -63,6 +63,24 @@ def test_malformed_case_file_gives_a_located_error(tmp_path):
     assert "cases.jsonl:2" in str(err.value)
 
 
+def test_a_case_file_without_cases_is_an_error_not_a_pass(tmp_path):
+    """An empty file passed every bar: a CI gate pointed at it was off without anyone knowing."""
+    empty = tmp_path / "cases.jsonl"
+    empty.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(AssistantError, match="no cases in"):
+        load_cases(empty)
+
+
+def test_a_case_without_lang_gets_the_questions_and_an_unknown_lang_is_named(tmp_path):
+    f = tmp_path / "cases.jsonl"
+    f.write_text('{"id": "a", "question": "多卡启动报 NCCL 错误", "expect": []}\n'
+                 '{"id": "b", "question": "NCCL error at start-up", "expect": []}\n', encoding="utf-8")
+    assert [c.lang for c in load_cases(f)] == ["zh", "en"]
+    f.write_text('{"id": "c", "lang": "fr", "question": "erreur NCCL", "expect": []}\n', encoding="utf-8")
+    with pytest.raises(AssistantError, match="cases.jsonl:1: lang 'fr' is not one of"):
+        load_cases(f)
+
+
 def test_shipped_cases_follow_the_format():
     cases = load_cases(__import__("pathlib").Path(__file__).resolve().parent.parent / "eval" / "cases.jsonl")
     assert len(cases) >= 100 and len({c.id for c in cases}) == len(cases)
@@ -90,6 +108,14 @@ def test_eval_command_writes_reports_and_fails_under_the_threshold(bundled_env, 
     cases.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
     failing = run_cli(["assistant", "eval", "--cases", str(cases), "--mode", "hybrid", "--out", str(out)], bundled_env)
     assert failing.returncode == 1 and "FAIL" in failing.stdout.decode()
+    # a case naming a file the KB does not have is said, not only counted as a miss
+    rows[0]["expect_file"] = "runbooks/renamed-page.md"
+    cases.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
+    warned = run_cli(["assistant", "eval", "--cases", str(cases), "--mode", "hybrid", "--out", str(out)], bundled_env)
+    assert "1 case(s) expect a file this KB does not have" in warned.stderr.decode()
+    assert "en-1 (runbooks/renamed-page.md)" in warned.stderr.decode()
+    none = run_cli(["assistant", "eval", "--cases", str(cases), "--split", "test", "--out", str(out)], bundled_env)
+    assert none.returncode != 0 and "no cases in" in none.stderr.decode() and "Traceback" not in none.stderr.decode()
 
 
 def test_real_question_cases_carry_topic_source_and_split(tmp_path):

@@ -110,14 +110,23 @@ def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, min_topi
     """Score retrieval and answers on symptom→fix cases; exit 1 under the thresholds."""
 
     def body() -> None:
-        from assistant.ops.evaluate import Thresholds, check_thresholds, evaluate, load_cases, reliability, to_json, to_markdown
+        from assistant.ops.evaluate import (Thresholds, check_thresholds, evaluate, load_cases, missing_files, reliability, to_json,
+                                            to_markdown)
         from assistant.knowledge import open_kb
 
         settings = settings_for(kb)
         case_list = load_cases(Path(cases))
         if split != "all":
             case_list = [c for c in case_list if c.split == split]
+            if not case_list:
+                from oncall_common.errors import AssistantError
+
+                raise AssistantError(f"no cases in {cases} with split {split!r}", "cases carry a split field: dev or test")
         kb_ = open_kb(settings)
+        missing = missing_files(kb_, case_list)
+        if missing:
+            click.echo(f"warning: {len(missing)} case(s) expect a file this KB does not have, counted as misses: "
+                       + "; ".join(missing[:5]) + (" …" if len(missing) > 5 else ""), err=True)
         if fit:
             from assistant.refusal import fit_and_save
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from assistant.config import Settings
 from oncall_common.errors import AssistantError
-from oncall_common.lang import LANGS
+from oncall_common.lang import LANGS, detect_lang
 
 
 
@@ -91,18 +91,32 @@ def load_cases(path: Path) -> list[Case]:
             continue
         try:
             raw = json.loads(line)
+            lang = str(raw.get("lang") or detect_lang(str(raw["question"])))
+            if lang not in LANGS:
+                raise AssistantError(f"{path}:{n}: lang {lang!r} is not one of {', '.join(LANGS)}",
+                                     "leave lang out to have it detected from the question")
             topic = raw.get("expect_topic") or ()
             topics = tuple(str(t) for t in ([topic] if isinstance(topic, str) else topic))
             grounded = bool(raw.get("grounded", topics != ("oos",)))
             cases.append(
-                Case(str(raw["id"]), str(raw["lang"]), str(raw.get("kind", "")), str(raw["question"]),
+                Case(str(raw["id"]), lang, str(raw.get("kind", "")), str(raw["question"]),
                      [[str(a) for a in group] for group in raw.get("expect", [])], grounded,
                      () if topics == ("oos",) else topics, _files(raw.get("expect_file", "")),
                      str(raw.get("source", "")), str(raw.get("split", "")))
             )
         except (ValueError, KeyError, TypeError) as exc:
-            raise AssistantError(f"{path}:{n}: malformed case ({exc})", "each line needs id, lang, question, expect, grounded") from exc
+            raise AssistantError(f"{path}:{n}: malformed case ({exc})", "each line needs id, question, expect, grounded") from exc
+    if not cases:
+        raise AssistantError(f"no cases in {path}", "one JSON object per line: id, question, expect (and expect_topic or expect_file)")
     return cases
+
+
+def missing_files(kb, cases: list[Case]) -> list[str]:
+    """Cases whose `expect_file` names no file of this KB: a renamed page or a typo, which
+    would otherwise count quietly as a miss in every run."""
+    sources = {meta.source for meta in kb.index.docs.values()}
+    return [f"{c.id} ({', '.join((c.expect_file,) if isinstance(c.expect_file, str) else c.expect_file)})"
+            for c in cases if c.expect_file and not any(_expected_file(s, c.expect_file) for s in sources)]
 
 
 def passes(text: str, expect: list[list[str]]) -> bool:
