@@ -146,10 +146,10 @@ def answer_question(
     llm_wanted = bool(settings.llm_base_url) and use_llm is not False
     if use_llm and not settings.llm_base_url:
         fallback = "llm_not_configured"
-        notes.append("no LLM is configured (set ASSISTANT_LLM_BASE_URL); answered from the KB")
+        notes.append(t("llm.fallback_not_configured", answer_lang))
     if llm_wanted and not result.grounded:
         fallback = "not_grounded"
-        notes.append("the KB has nothing on this question, so the LLM was not asked to guess")
+        notes.append(t("llm.fallback_not_grounded", answer_lang))
     elif llm_wanted:
         llm_started = time.perf_counter()
         try:
@@ -159,7 +159,7 @@ def answer_question(
 
             reason = exc.message if isinstance(exc, LLMError) else f"the LLM call failed ({type(exc).__name__})"
             fallback = "llm_failed"
-            notes.append(f"{reason}; answered from the KB instead")
+            notes.append(t("llm.fallback_failed", answer_lang, reason=reason))
             tool_calls += getattr(exc, "tool_calls", [])
         result.timings_ms["llm"] = (time.perf_counter() - llm_started) * 1000
     if answer is None:

@@ -10,6 +10,18 @@ MESSAGES = {
         "zh": '模型读了知识库中最接近的段落，判断它们回答不了这个问题。',
         "en": 'The model read the closest passages in the knowledge base and found they do not answer this question.',
     },
+    'fallback_not_configured': {
+        "zh": '没有配置大模型（设置 ASSISTANT_LLM_BASE_URL），以下直接引用知识库',
+        "en": 'no LLM is configured (set ASSISTANT_LLM_BASE_URL); answered from the KB',
+    },
+    'fallback_not_grounded': {
+        "zh": '知识库里没有这个问题的内容，所以没有让大模型去猜',
+        "en": 'the KB has nothing on this question, so the LLM was not asked to guess',
+    },
+    'fallback_failed': {
+        "zh": '大模型调用失败（{reason}），已改用知识库回答',
+        "en": '{reason}; answered from the KB instead',
+    },
     'no_cover': {
         "zh": '（以上是知识库中最接近的段落，未必能回答这个问题。）',
         "en": '(The passages above are the closest the KB has; they may not answer the question.)',
