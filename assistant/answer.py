@@ -375,7 +375,7 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
             lines.append(labels["missing"].format(missing=", ".join(missing)))
     topics, total = _kb_topics(kb, result, lang)
     if topics:
-        lines += ["", labels["covers"].format(n=total)]
+        lines += ["", labels["covers" if total > len(topics) else "covers_all"].format(n=total)]  # "among others" only when there are others
         lines += [f"- {topic}" for topic in topics]
         if total > len(topics):
             lines.append(labels["more"].format(n=total - len(topics)))

@@ -494,3 +494,12 @@ def test_a_plain_text_passage_stays_within_the_bound_with_its_line_breaks(tmp_pa
     assert "  \n" in quote  # the lines are kept...
     assert len(quote) <= MAX_PASSAGE_CHARS  # ...and the passage, as written, is within the bound
     assert len(answer.answer) <= MAX_ANSWER_CHARS
+
+
+def test_a_refusal_says_among_others_only_when_it_lists_some_of_the_topics(tmp_path):
+    settings, kb = docs_kb(tmp_path, {"a.md": "# Gateway 502\n\n## Fix\nRaise the pool: `gatewayctl pool --size 64`.\n",
+                                      "b.md": "# Disk full\n\n## Fix\nClean /var/log with `logrotate -f`.\n"})
+    answer = answer_question("How do I configure Kubernetes ingress TLS certificates?", settings, kb=kb)
+    assert not answer.grounded
+    assert "This knowledge base covers 2 topics:\n- Gateway 502\n- Disk full" in answer.answer
+    assert "among others" not in answer.answer

@@ -61,6 +61,10 @@ MESSAGES = {
         "zh": '这个知识库（{n} 个主题）覆盖的内容包括：',
         "en": 'This knowledge base ({n} topics) covers, among others:',
     },
+    'covers_all': {
+        "zh": '这个知识库有 {n} 个主题：',
+        "en": 'This knowledge base covers {n} topics:',
+    },
     'more': {
         "zh": '- …… 以及另外 {n} 篇',
         "en": '- … and {n} more',
