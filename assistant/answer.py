@@ -493,10 +493,18 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
             parts += [labels["other_lang_passage"], ""]
         parts.append(text)
         if art is top and continued:
-            parts += ["", f"**{heading} {labels['continued']}**", cites.ref(continued[0], art.score), "", continued[1]]
+            # Quoted after the best passage, it may come from before it: said so, not "continued".
+            where = "earlier" if _before(kb, continued[0], best) else "continued"
+            parts += ["", f"**{heading} {labels[where]}**", cites.ref(continued[0], art.score), "", continued[1]]
         if art is top and lead:
             parts += ["", f"**{_display_title(lead[0].title, lead[0].source) or lead[0].title}**", cites.ref(lead[0], art.score), "", lead[1]]
     return parts
+
+
+def _before(kb, chunk, other) -> bool:
+    """Whether `chunk` comes before `other` in their document."""
+    ids = [c.chunk_id for c in kb.article_chunks(other.doc_id, other.lang)]
+    return chunk.chunk_id in ids and other.chunk_id in ids and ids.index(chunk.chunk_id) < ids.index(other.chunk_id)
 
 
 def _followers(kb, best, quoted: list) -> list[ArticleMatch]:
@@ -767,14 +775,13 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
     def sub_of(c) -> str:
         return " > ".join(c.title.split(" > ")[2:])
 
-    def render(chunks) -> str:
+    def render(chunks, last_heading: str | None = None) -> str:  # the subsection quoted just before, if any
         out: list[str] = []
-        last_heading = None
         for c in chunks:
             sub = sub_of(c)
             if sub and sub != last_heading:
                 out.append(f"**{sub}**")
-            elif not sub and out and last_heading:  # the section's own text, after a subsection quoted first
+            elif not sub and last_heading:  # the section's own text, after a subsection quoted first
                 out.append(f"**{c.title.split(' > ')[1] if ' > ' in c.title else c.title}**")
             last_heading = sub
             out.append(c.text)
@@ -796,6 +803,7 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
         keep.add(i)
         size += cost
     kept = [c for i, c in enumerate(section) if i in keep]
+    position = {c.chunk_id: i for i, c in enumerate(section)}
     if best is not None and sub_of(best):
         # Cut down, the section is no longer read from its start: what comes before the
         # subsection that matched and did not itself match the question moves after it. In
@@ -811,8 +819,21 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
             while at + 1 < len(kept) and sub_of(kept[at + 1]) == sub_of(best):
                 at += 1
             kept = [c for c in kept[:at + 1] if c not in moved] + moved + kept[at + 1:]
-    text = render(kept)
+    runs = _runs(kept, position)
+    text = f"\n\n{labels['gap']}\n\n".join(render(run, sub_of(runs[i - 1][-1]) if i else None) for i, run in enumerate(runs))
     return _bounded(text, limit, labels), [c for i, c in enumerate(section) if i not in keep] + skipped
+
+
+def _runs(kept: list, position: dict[str, int]) -> list[list]:
+    """The quoted chunks as runs of neighbours: where a quote leaves text out or goes back,
+    it says so (steps 16-45 of a long procedure had vanished between 15 and 46 unmarked)."""
+    runs: list[list] = []
+    for c in kept:
+        if runs and position[c.chunk_id] == position[runs[-1][-1].chunk_id] + 1:
+            runs[-1].append(c)
+        else:
+            runs.append([c])
+    return runs
 
 
 def _faq_entry(chunk) -> bool:

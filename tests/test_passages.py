@@ -503,3 +503,31 @@ def test_a_refusal_says_among_others_only_when_it_lists_some_of_the_topics(tmp_p
     assert not answer.grounded
     assert "This knowledge base covers 2 topics:\n- Gateway 502\n- Disk full" in answer.answer
     assert "among others" not in answer.answer
+
+
+def test_a_cut_down_section_marks_what_it_leaves_out_and_what_comes_from_before(tmp_path):
+    """Quoting the chunks of a long section that matched, steps 16-45 of a procedure had
+    vanished between two quoted runs without a mark, and an earlier part of the section was
+    labelled as its continuation."""
+    def para(topic: str, n: int) -> str:  # ~700 characters: each paragraph is a chunk of its own
+        return " ".join(f"{topic} note {n}.{i} about the cluster." for i in range(24))
+
+    body = [para("Drain the node with `kubectl drain --ignore-daemonsets` before any restart", 0)]
+    body += [para(f"Background on rack layout {n}", n) for n in range(1, 4)]
+    body += [para("Uncordon with `kubectl uncordon` after the drain and restart", 4)]
+    settings, kb = docs_kb(tmp_path, {"ops.md": "# Ops\n\n## Node maintenance\n\n" + "\n\n".join(body) + "\n",
+                                      "install.md": "# Install\n\n## Wheels\n\nRun `pip install widget`.\n"})
+    answer = answer_question("how do I drain and uncordon a node for a restart with kubectl", settings, kb=kb)
+    assert answer.grounded and answer.citations[0].source == "ops.md"
+    quote = answer.answer.split("\n[1]\n", 1)[1]
+    assert "kubectl drain" in quote and "kubectl uncordon" in quote and "rack layout" not in quote.split("**")[0]
+    assert "\n\n…\n\n" in quote  # the paragraphs between are left out, and it says so
+
+    steps = "\n".join(f"第{i}步：检查节点 node-{i} 的 nvidia-smi 输出和推理服务日志，记录时间。" for i in range(1, 60))
+    (tmp_path / "zh").mkdir()
+    settings, kb = docs_kb(tmp_path / "zh", {"inspect.txt": f"集群值班手册\n\n一、全集群巡检\n{steps}\n\n二、安装\n用 pip install widget 安装。\n"})
+    answer = answer_question("全集群巡检怎么做", settings, kb=kb)
+    first = int(answer.answer.split("\n[1]\n", 1)[1].strip().split("步", 1)[0].lstrip("第"))
+    earlier = answer.answer.split("\n[2]\n", 1)[1].strip()
+    assert first > 1 and earlier.startswith("第1步")  # the best passage is further down; the section's start follows it
+    assert "一、全集群巡检 （本节前文）**\n[2]" in answer.answer and "（续）" not in answer.answer

@@ -81,6 +81,14 @@ MESSAGES = {
         "zh": '（续）',
         "en": '(continued)',
     },
+    'earlier': {
+        "zh": '（本节前文）',
+        "en": '(earlier in this section)',
+    },
+    'gap': {
+        "zh": '……',
+        "en": '…',
+    },
     'cut': {
         "zh": '……（其余内容见引用的原文）',
         "en": '… (more in the cited source)',
