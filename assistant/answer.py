@@ -474,17 +474,19 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     lead = _lead(kb, quoted[id(top)][0], room, [best for best, _text in quoted.values()])
     parts: list[str] = []
     shown: set[str] = set()
-    for art in (top, *siblings, *others):
-        if id(art) not in quoted:
-            continue
+    # The sections quoted from the best passage's page keep the page's order: a procedure's
+    # "Before the restart", "Restart", "After the restart" came back best match first, so
+    # the drain step came last. The best match is still the first cited when it leads the page.
+    page = sorted((art for art in (top, *siblings) if id(art) in quoted), key=lambda art: _position(kb, quoted[id(art)][0]))
+    for art in (*page, *others):
         best, text = quoted[id(art)]
         if best.chunk_id in shown:
             continue  # the other language's section of the same passage: it maps back to one quote
         shown.add(best.chunk_id)
         heading = _display_title(best.title, best.source)
-        if art is top:
+        if not parts:
             parts.append(f"### {heading}")
-        elif art in siblings:
+        elif art in page:
             parts += ["", f"**{heading}**"]
         else:
             parts += ["", f"**{labels['also']}:** {heading}"]
@@ -503,8 +505,13 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
 
 def _before(kb, chunk, other) -> bool:
     """Whether `chunk` comes before `other` in their document."""
-    ids = [c.chunk_id for c in kb.article_chunks(other.doc_id, other.lang)]
-    return chunk.chunk_id in ids and other.chunk_id in ids and ids.index(chunk.chunk_id) < ids.index(other.chunk_id)
+    return _position(kb, chunk) < _position(kb, other)
+
+
+def _position(kb, chunk) -> int:
+    """Where a chunk stands in its document (in its language)."""
+    ids = [c.chunk_id for c in kb.article_chunks(chunk.doc_id, chunk.lang)]
+    return ids.index(chunk.chunk_id) if chunk.chunk_id in ids else len(ids)
 
 
 def _followers(kb, best, quoted: list) -> list[ArticleMatch]:

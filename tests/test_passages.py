@@ -531,3 +531,23 @@ def test_a_cut_down_section_marks_what_it_leaves_out_and_what_comes_from_before(
     earlier = answer.answer.split("\n[2]\n", 1)[1].strip()
     assert first > 1 and earlier.startswith("第1步")  # the best passage is further down; the section's start follows it
     assert "一、全集群巡检 （本节前文）**\n[2]" in answer.answer and "（续）" not in answer.answer
+
+
+def test_sections_quoted_from_one_page_keep_the_pages_order(tmp_path):
+    """A procedure's sections came back best match first: "Restart", "After the restart",
+    then "Before the restart", so draining the node read as the last step."""
+    page = ("# Restarting a serving node safely\n\n## Before the restart\n"
+            "1. Drain the node: `kubectl drain gpu-node-3 --ignore-daemonsets`.\n"
+            "2. Wait until in-flight requests finish (watch `vllm:num_requests_running` go to 0).\n\n"
+            "## Restart\nRestart the serving node's container: `systemctl restart vllm-serving`. "
+            "Do not restart two nodes of one pool at once.\n\n"
+            "## After the restart\n1. Check `curl -s localhost:8000/health` returns 200 on the restarted node.\n"
+            "2. Uncordon the node: `kubectl uncordon gpu-node-3`.\n")
+    settings, kb = docs_kb(tmp_path, {"restart.md": page, "gpu.md": "# GPU inventory\n\n## Nodes\nWe have 12 H100 nodes in pool A.\n"})
+    answer = answer_question("how do I restart a serving node safely?", settings, kb=kb)
+    assert answer.grounded and {c.source for c in answer.citations} == {"restart.md"}
+    sections = [c.section for c in answer.citations]
+    assert sections == ["Before the restart", "Restart", "After the restart"]
+    text = answer.answer
+    assert text.startswith("### Restarting a serving node safely > Before the restart")
+    assert text.index("kubectl drain") < text.index("systemctl restart") < text.index("kubectl uncordon")
