@@ -130,6 +130,7 @@ def test_a_long_log_piped_on_stdin_is_answered_from_its_last_lines(bundled_env):
     proc = run_cli(["ask", "--json", "-"], bundled_env, stdin=log)
     data = parse_json(proc)
     assert "last" in proc.stderr.decode() and "--log FILE" in proc.stderr.decode()
+    assert data["notes"] and data["notes"][0].startswith(f"the input is {len(log)} bytes; answering from its last")
     assert data["grounded"] and data["citations"][0]["id"] == "vllm-preemption"
 
 
@@ -158,6 +159,7 @@ def test_one_line_longer_than_the_limit_on_stdin_is_answered_from_its_end(bundle
     proc = run_cli(["ask", "--json", "-"], bundled_env, stdin=text)
     data = parse_json(proc)
     assert "one line" in proc.stderr.decode() and "empty" not in proc.stderr.decode()
+    assert "one line" in data["notes"][0]
     assert data["grounded"] and data["citations"][0]["id"] == "vllm-preemption"
 
 

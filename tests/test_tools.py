@@ -484,6 +484,21 @@ def test_ask_with_a_log_file_names_the_article(bundled_env, tmp_path):
     assert data["tool_calls"][0]["name"] == "diagnose_log" and "Log findings" in data["answer"]
 
 
+def test_a_binary_file_is_not_read_as_a_log(tmp_path):
+    """Junk passed as a log was scanned and reported as a log with nothing in it."""
+    import random
+
+    from assistant.tools.logs import read_tail
+
+    junk = tmp_path / "core.bin"
+    junk.write_bytes(random.Random(7).randbytes(4000))
+    with pytest.raises(ValueError, match="looks like binary data"):
+        read_tail(str(junk))
+    gbk = tmp_path / "gbk.log"  # a log in another encoding, with colours, is still a log
+    gbk.write_bytes("错误：显存不足\n\x1b[31mERROR\x1b[0m CUDA out of memory\n".encode("gbk"))
+    assert "CUDA out of memory" in read_tail(str(gbk))
+
+
 def test_doctor_json_and_exit_code(bundled_env, tmp_path):
     log = tmp_path / "worker.log"
     log.write_text("need_block_len: 1， free_list_len: 0\n")

@@ -48,15 +48,16 @@ def read_log(path: str) -> str:
     except OSError as exc:
         raise AssistantError(f"cannot read log file {path}: {exc.strerror}") from exc
     except ValueError as exc:
-        raise AssistantError(f"cannot read log file: {exc}", "pass a log file, not a pipe or device") from exc
+        raise AssistantError(f"cannot read log file: {exc}", "pass a text log file, not a pipe, device or binary file") from exc
 
 
 def settings_for(kb: str | None, **overrides):
     return load_settings(kb_dir=Path(kb) if kb else None, **overrides)
 
 
-def _log_tail(text: str, max_bytes: int) -> str:
-    """The last whole lines of text that fit in max_bytes (unchanged when it fits)."""
+def _log_tail(text: str, max_bytes: int, notes: list[str]) -> str:
+    """The last whole lines of text that fit in max_bytes (unchanged when it fits); what was
+    left out is said in `notes` (stderr, and the JSON answer's notes)."""
     if len(text.strip().encode("utf-8")) <= max_bytes:
         return text
     kept: list[str] = []
@@ -71,19 +72,19 @@ def _log_tail(text: str, max_bytes: int) -> str:
         # One line longer than the limit (a paragraph pasted without breaks): its end, cut at
         # a character boundary, rather than nothing.
         end = text.strip().splitlines()[-1].encode("utf-8")[-max_bytes:].decode("utf-8", errors="ignore")
-        print(f"note: the input is {len(text.encode('utf-8'))} bytes on one line; answering from its last "
-              f"{len(end)} characters (use --log FILE to diagnose a whole log)", file=sys.stderr)
+        notes.append(f"the input is {len(text.encode('utf-8'))} bytes on one line; answering from its last "
+                     f"{len(end)} characters (use --log FILE to diagnose a whole log)")
         return end
-    print(f"note: the input is {len(text.encode('utf-8'))} bytes; answering from its last {len(kept)} lines "
-          f"(use --log FILE to diagnose a whole log)", file=sys.stderr)
+    notes.append(f"the input is {len(text.encode('utf-8'))} bytes; answering from its last {len(kept)} lines "
+                 f"(use --log FILE to diagnose a whole log)")
     return "\n".join(reversed(kept))
 
 
-def read_question(words: tuple[str, ...], max_bytes: int) -> str:
+def read_question(words: tuple[str, ...], max_bytes: int, notes: list[str] | None = None) -> str:
     """The question from argv, or from stdin when it is `-` (a pasted log works).
 
     A log piped in (`tail -n 50 server.log | ask -`) easily passes the question limit; its
-    last lines, where the error usually is, are kept, and stderr says so."""
+    last lines, where the error usually is, are kept, and a note in `notes` says so."""
     if words == ("-",) or not words and not sys.stdin.isatty():
         raw = sys.stdin.buffer.read(1_000_000)
         if b"\x00" in raw:
@@ -92,7 +93,7 @@ def read_question(words: tuple[str, ...], max_bytes: int) -> str:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise BadQuestion("the input is not valid UTF-8 text", "paste text, not a binary file") from exc
-        return _log_tail(text, max_bytes)
+        return _log_tail(text, max_bytes, notes if notes is not None else [])
     text = " ".join(words)
     if any("\udc80" <= ch <= "\udcff" for ch in text):  # undecodable bytes in argv
         raise BadQuestion("the question is not valid UTF-8 text")
@@ -161,7 +162,8 @@ def ask(argv: list[str] | None = None) -> None:
         from assistant.questions import EarlyEmbedding, query_text, validate_question
 
         settings = settings_for(args.kb)
-        text = read_question(tuple(args.question), settings.max_question_bytes)
+        input_notes: list[str] = []
+        text = read_question(tuple(args.question), settings.max_question_bytes, input_notes)
         early = None
         if not args.log:  # start embedding before the heavy imports below
             early = EarlyEmbedding.start(settings, query_text(validate_question(text, settings.max_question_bytes)))
@@ -184,7 +186,10 @@ def ask(argv: list[str] | None = None) -> None:
                                  use_tools=not args.no_tools, log_text=log_text,
                                  on_token=on_token if stream else None, on_tool=None if args.as_json else on_tool,
                                  early=early)
+        answer.notes[:0] = input_notes
         if args.as_json:
+            for note in input_notes:  # the JSON carries them; a person running it reads stderr
+                print(f"note: {note}", file=sys.stderr, flush=True)
             print(json.dumps(answer.to_dict(), ensure_ascii=False))
             return
         for note in answer.notes:

@@ -171,6 +171,23 @@ def read_tail(path: str, limit: int = LOG_TAIL_BYTES) -> str:
                 break
             chunks.append(block)
             remaining -= len(block)
-        return b"".join(chunks).decode("utf-8", errors="replace")
+        data = b"".join(chunks)
     finally:
         os.close(fd)
+    if _binary(data):
+        raise ValueError(f"{path} looks like binary data, not a text log")
+    return data.decode("utf-8", errors="replace")
+
+
+def _binary(data: bytes) -> bool:
+    """Whether bytes are not text: NUL bytes, or many bytes that decode to nothing (a log in
+    GBK or with a stray byte is still text). Scanning junk for signatures said "nothing
+    found" as if a real log had been read."""
+    sample = data[-65536:]
+    if not sample:
+        return False
+    if sample.count(b"\x00") > len(sample) // 100:
+        return True
+    text = sample.decode("utf-8", errors="replace")
+    odd = sum(1 for ch in text if ch == "\ufffd" or (ord(ch) < 32 and ch not in "\t\n\r\x1b\x0c"))
+    return odd > len(text) * 0.3
