@@ -496,16 +496,11 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
         parts.append(text)
         if art is top and continued:
             # Quoted after the best passage, it may come from before it: said so, not "continued".
-            where = "earlier" if _before(kb, continued[0], best) else "continued"
+            where = "earlier" if _position(kb, continued[0]) < _position(kb, best) else "continued"
             parts += ["", f"**{heading} {labels[where]}**", cites.ref(continued[0], art.score), "", continued[1]]
         if art is top and lead:
             parts += ["", f"**{_display_title(lead[0].title, lead[0].source) or lead[0].title}**", cites.ref(lead[0], art.score), "", lead[1]]
     return parts
-
-
-def _before(kb, chunk, other) -> bool:
-    """Whether `chunk` comes before `other` in their document."""
-    return _position(kb, chunk) < _position(kb, other)
 
 
 def _position(kb, chunk) -> int:
