@@ -25,7 +25,12 @@ _MAIN = ("main", "article", "[role=main]", "#main-content", ".wiki-content", "#c
 
 
 def html_to_markdown(html: str) -> tuple[str, str]:
-    """(title, markdown) of an HTML page; the title is <title> or the first <h1>."""
+    """(title, markdown) of an HTML page.
+
+    The title is the page's own heading when its content has exactly one <h1>: a wiki's
+    <title> carries site chrome ("Ops Wiki - Space ONCALL - GPU memory runbook"), and with
+    the <h1> below it every passage was titled with both. Otherwise <title> (a Confluence
+    "Space : Page" reads as the page), else the first <h1>."""
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(html, "html.parser")
@@ -46,7 +51,11 @@ def html_to_markdown(html: str) -> tuple[str, str]:
         main = soup.select_one(selector)
         if main is not None and main.get_text(strip=True):
             break
-    markdown = convert_soup(main or soup)
+    content = main or soup
+    own = [h for h in content.find_all("h1") if h.get_text(strip=True)]
+    markdown = convert_soup(content)
+    if len(own) == 1:
+        return own[0].get_text(" ", strip=True), markdown
     # Confluence titles read "Space : Page"; the page is what the reader asked about.
     if " : " in title:
         title = title.split(" : ", 1)[1].strip()

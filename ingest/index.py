@@ -70,7 +70,8 @@ SCHEMA = 16
 #     go on with its numbering; a span ends with its table row group, short rows are padded.
 # 21: long prose is split between lines and after sentence ends only (never at a dot inside
 #     "127.0.0.1" or "v0.8.0"), and rejoined with the breaks it had.
-RULES = 21
+# 22: an HTML page whose content has one <h1> is titled by it, not by its <title> (site chrome).
+RULES = 22
 FAISS_TOP = 2_000
 
 

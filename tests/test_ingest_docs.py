@@ -1071,3 +1071,17 @@ def test_fastdeploy_docs_parse_with_languages_pairs_and_row_groups():
     params = next(d for d in docs if d.source == "docs/parameters.md")
     rows = [c for c in chunk_document(params) if "```max_num_seqs```" in c.text]
     assert rows and rows[0].text.startswith("| Parameter Name | Type | Description |")
+
+
+def test_html_page_is_titled_by_its_own_heading_not_the_sites_title(tmp_path):
+    page = ("<html><head><title>Ops Wiki - Space ONCALL - GPU memory runbook</title></head><body>"
+            "<header><h1>Ops Wiki</h1></header><div id='main-content'>"
+            "<h1>GPU out of memory on the inference fleet</h1><p>Lower --gpu-memory-utilization to 0.85.</p>"
+            "<h2>Checking free memory</h2><p>Run nvidia-smi on the host.</p></div></body></html>")
+    doc = _doc(tmp_path, "oom.html", page)
+    assert doc.title == "GPU out of memory on the inference fleet"
+    titles = [c.title for c in chunk_document(doc)]
+    assert all("Ops Wiki" not in t for t in titles), titles
+    # Without a heading of its own the page keeps its <title>, a Confluence one read as the page.
+    doc = _doc(tmp_path, "bare.html", "<html><head><title>Ops : Kafka lag</title></head><body><p>Check consumer lag.</p></body></html>")
+    assert doc.title == "Kafka lag"
