@@ -172,3 +172,22 @@ def test_an_empty_kb_answers_without_an_empty_sources_list(bundled_env, tmp_path
     out = proc.stdout.decode()
     assert proc.returncode == 0, proc.stderr.decode()
     assert "nothing in the knowledge base" in out and "Sources" not in out
+
+
+def test_a_down_llm_is_one_note_on_stderr_and_its_log_line_only_with_verbose(bundled_env):
+    """The note tells the asker; the log line behind it (the endpoint, the exception) was
+    printed too by Python's fallback handler, a second line saying the same thing."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    env = {**bundled_env, "ASSISTANT_LLM_BASE_URL": f"http://127.0.0.1:{port}/v1", "ASSISTANT_LLM_MODEL": "m"}
+    proc = run_cli(["ask", "NCCL error at startup"], env)
+    err = proc.stderr.decode()
+    assert proc.returncode == 0 and "NCCL" in proc.stdout.decode()
+    assert err.strip().splitlines() == ["note: the LLM is unreachable; answered from the KB instead"], err
+    err = run_cli(["ask", "--verbose", "NCCL error at startup"], env).stderr.decode()
+    lines = err.strip().splitlines()
+    assert "Traceback" not in err and len(lines) == 2, err
+    assert lines[0].startswith("log: assistant.llm: LLM call to http://127.0.0.1:") and "APIConnectionError" in lines[0]

@@ -9,6 +9,7 @@ a non-zero exit code; a traceback is a bug. The `assistant` command group is in 
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 
@@ -126,6 +127,7 @@ def _parser():
     llm.add_argument("--llm", dest="llm", action="store_true", default=None, help="answer with the configured LLM (default when ASSISTANT_LLM_BASE_URL is set)")
     llm.add_argument("--no-llm", dest="llm", action="store_false", help="answer from the KB only, even if an LLM is configured")
     p.add_argument("--no-tools", action="store_true", help="do not let the LLM call tools")
+    p.add_argument("-v", "--verbose", action="store_true", help="also print log lines (which LLM call failed, and why)")
     p.add_argument("--mode", choices=["hybrid", "dense", "bm25"], default="hybrid", help=argparse.SUPPRESS)
     return p
 
@@ -151,9 +153,28 @@ def _parse(parser, argv: list[str]):
     return args
 
 
+def _route_logs(verbose: bool) -> None:
+    """The asker already reads each problem once, as a note ("the LLM is unreachable;
+    answered from the KB instead"). Python's fallback handler printed the log line behind it
+    too ("LLM call to … failed: APIConnectionError"), and a malformed LLM response's with
+    its traceback. Those lines are for whoever debugs the setup: shown with --verbose, one
+    line each."""
+    logger = logging.getLogger("assistant")
+    if logger.handlers:
+        return
+    if verbose:
+        handler: logging.Handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(_OneLineFormatter("log: %(name)s: %(message)s"))
+    else:
+        handler = logging.NullHandler()
+    logger.addHandler(handler)
+    logger.propagate = False
+
+
 def ask(argv: list[str] | None = None) -> None:
     parser = _parser()
     args = _parse(parser, sys.argv[1:] if argv is None else list(argv))
+    _route_logs(args.verbose)
     if not args.question and not args.log and sys.stdin.isatty():
         # Typed at a terminal with nothing after it: how to use it, not "the question is empty".
         parser.error('no question given: ask "为什么推理卡住", or pipe a log in with `tail -n 50 server.log | ask -`')
@@ -205,6 +226,14 @@ def ask(argv: list[str] | None = None) -> None:
             print_answer(answer)
 
     _run(body)
+
+
+class _OneLineFormatter(logging.Formatter):
+    def formatException(self, ei) -> str:  # noqa: N802 (logging's name)
+        return f"({ei[0].__name__}: {ei[1]})" if ei and ei[0] else ""
+
+    def format(self, record) -> str:
+        return " ".join(super().format(record).split("\n"))
 
 
 def ask_main() -> None:
