@@ -45,7 +45,7 @@ def might_paste(question: str) -> bool:
 def validate_question(question: str, max_bytes: int) -> str:
     """Reject what cannot be a question, with a message a person can act on."""
     if not isinstance(question, str):
-        raise BadQuestion("the question must be text")
+        raise BadQuestion("the question must be text", "send the question as a string")
     text = question.strip()
     if not text:
         raise BadQuestion("the question is empty", 'ask something, e.g. ask "why are requests stuck?"')

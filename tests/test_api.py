@@ -176,3 +176,21 @@ def test_cors_only_when_configured(bundled_settings, bundled_kb, tmp_path):
     with LiveServer(create_app(settings)) as live:
         r = httpx.options(live.url + "/v1/ask", headers={"Origin": "https://portal.example", "Access-Control-Request-Method": "POST"})
         assert r.headers.get("access-control-allow-origin") == "https://portal.example"
+
+
+def test_every_error_says_where_to_look_next(server):
+    """An error with an empty "hint" left a portal developer with nothing to try."""
+    requests = [
+        ("post", "/v1/feedback", {"answer_id": "nope", "rating": 1}),
+        ("post", "/v1/tools/kv_concurrency", {"num_blocks": -5, "avg_tokens_per_request": 10}),
+        ("post", "/v1/chat/completions", {"messages": [{"role": "system", "content": "hi"}]}),
+        ("get", "/static/nothing.js", None),
+        ("get", "/v1/nothing", None),
+        ("delete", "/v1/ask", None),
+        ("post", "/v1/ask", {"question": ""}),
+    ]
+    for method, path, body in requests:
+        r = httpx.request(method, server.url + path, json=body, timeout=30)
+        data = r.json()
+        assert r.status_code >= 400 and set(data) == {"error", "hint"}, (path, r.status_code, data)
+        assert data["error"] and data["hint"].strip(), (path, data)

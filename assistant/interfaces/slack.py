@@ -283,7 +283,8 @@ def _refusal(request: Request, body: bytes, secret: str) -> Response | None:
         payload = _parse(body, request.headers.get("content-type", ""))
     except ValueError:
         log.warning("refused a signed Slack request whose body is not JSON")
-        return JSONResponse({"error": "the Slack request body is not valid JSON", "hint": ""}, status_code=422)
+        return JSONResponse({"error": "the Slack request body is not valid JSON",
+                             "hint": "point the Slack app's Request URL at /slack/events"}, status_code=422)
     problem = event_problem(payload)
     if problem:
         log.warning("ignored a malformed Slack event: %s", problem)

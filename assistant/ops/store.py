@@ -338,13 +338,13 @@ class StateStore:
 
     def add_feedback(self, answer_id: str, rating: int, comment: str = "", user: str = "") -> None:
         if rating not in (-1, 1):
-            raise AssistantError("rating must be 1 (👍) or -1 (👎)")
+            raise AssistantError("rating must be 1 (👍) or -1 (👎)", "send rating 1 or -1")
         unavailable = FeedbackUnavailable("feedback cannot be stored right now", "try again later; the server log says why")
         if not self._ensure():
             raise unavailable
         try:
             if self._run("SELECT 1 FROM answers WHERE id = ?", (answer_id,), fetch="one") is None:
-                raise AssistantError(f"no answer with id {answer_id[:64]!r}")
+                raise AssistantError(f"no answer with id {answer_id[:64]!r}", "send the answer_id an answer returned")
             self._run('INSERT INTO feedback (answer_id, created, rating, comment, "user") VALUES (?,?,?,?,?)',
                       (answer_id, time.time(), rating, comment[:2000], user[:200]))
         except self._errors as exc:

@@ -29,7 +29,16 @@ class HTTPProblem(AssistantError):
         self.headers = headers or {}
 
 
+# The hint a client gets when the code that failed had none to give: every error says where
+# to look next, never an empty "hint".
+_DEFAULT_HINTS = {401: "send Authorization: Bearer <token>", 404: "see /openapi.json for the endpoints",
+                  405: "see /openapi.json for the endpoints", 413: "send a smaller request",
+                  429: "retry later", 499: "the request was dropped; send it again", 503: "retry later; GET /readyz says when"}
+
+
 def problem(message: str, hint: str = "", status: int = 400, headers: dict[str, str] | None = None) -> JSONResponse:
+    if not hint:
+        hint = _DEFAULT_HINTS.get(status) or ("see the server log" if status >= 500 else "see /docs for the request schema")
     return JSONResponse({"error": message, "hint": hint}, status_code=status, headers=headers)
 
 
@@ -62,8 +71,7 @@ async def _starlette_error(request: Request, exc: StarletteHTTPException) -> JSO
     invalid UTF-8, nesting too deep) in the same {error, hint} shape as ours."""
     if exc.status_code == 400:
         return problem("the request body is not valid JSON", "send UTF-8 JSON; see /openapi.json for the schema", 422)
-    hint = "see /openapi.json for the endpoints" if exc.status_code in (404, 405) else ""
-    return problem(str(exc.detail), hint, exc.status_code, getattr(exc, "headers", None))
+    return problem(str(exc.detail), "", exc.status_code, getattr(exc, "headers", None))
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -115,7 +115,7 @@ def last_user_text(messages: list[ChatMessage]) -> str:
             if isinstance(msg.content, list):
                 return " ".join(str(p.get("text", "")) for p in msg.content if isinstance(p, dict))
             return msg.content or ""
-    raise BadQuestion("no user message in `messages`")
+    raise BadQuestion("no user message in `messages`", 'add {"role": "user", "content": "…"} to messages')
 
 
 def with_sources(data: dict) -> str:

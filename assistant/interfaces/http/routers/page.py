@@ -22,5 +22,5 @@ async def page():
 async def static(name: str):
     path = (WEB_DIR / name).resolve()
     if path.parent != WEB_DIR or not path.is_file():
-        raise HTTPProblem(404, "not found")
+        raise HTTPProblem(404, "not found", "the web page is at /")
     return FileResponse(path)

@@ -37,12 +37,12 @@ async def run_tool(name: str, request: Request, state: State, client: Client, ar
         raise HTTPProblem(404, f"unknown tool {name[:64]!r}", "GET /v1/tools lists them")
     args = arguments or {}
     if has_surrogates(args):
-        raise HTTPProblem(422, "invalid request: the arguments contain invalid Unicode (a lone surrogate)")
+        raise HTTPProblem(422, "invalid request: the arguments contain invalid Unicode (a lone surrogate)", "send the arguments as UTF-8 JSON")
     refusal = state.caller.refusal(tools[name], args)
     if refusal:
         raise HTTPProblem(422, refusal, "GET /v1/tools shows what may be sent over HTTP")
     call = await state.run(client, 1, request, call_tool, name, args, timeout=state.settings.tool_timeout, caller=state.caller)
     state.metrics.tool_call(name, call.error is None)
     if call.error:
-        raise HTTPProblem(422, call.error)
+        raise HTTPProblem(422, call.error, "GET /v1/tools lists each tool's parameters")
     return {"name": name, "result": call.result, "ms": round(call.ms, 2)}
