@@ -3,8 +3,9 @@
 A build writes a complete new generation directory and only then flips CURRENT with
 os.replace, so a crash mid-write leaves the previous generation in use. Chunks whose hash
 is unchanged keep their vectors, so touching one article re-embeds a handful of chunks;
-when the live generation is damaged, the vectors that still match their checksum are
-reused and only what is bad is rebuilt.
+when the live generation is damaged, the vectors that still match their checksum (or,
+with no readable manifest, that a re-embedded sample confirms) are reused and only what
+is bad is rebuilt.
 
 Where the time goes (measured on FastDeploy's docs, 2 cores): parsing and chunking take
 well under a second; BM25 and the jieba dictionary a second or two; the rest is the
@@ -47,20 +48,54 @@ def _quiet(_: str) -> None:
     pass
 
 
-def _old_vectors(index_dir: Path, embedder_name: str) -> dict[str, np.ndarray]:
+def _old_vectors(index_dir: Path, embedder: Embedder) -> dict[str, np.ndarray]:
     """Vectors of the live generation keyed by chunk hash, if it was built by this embedder.
 
     A damaged generation still gives back its vectors when vectors.npy matches its
     checksum: the manifest lists the chunk hashes in vector order, so a bad chunks.json,
-    BM25 file or dictionary costs no re-embedding.
+    BM25 file or dictionary costs no re-embedding. Without a readable manifest (a truncated
+    manifest.json re-embedded the whole tree) the vectors are paired with chunks.json and
+    kept only if this embedder gives a sample of them back.
     """
     try:
         old = load_index(index_dir)
     except IndexError_:
-        return _salvage_vectors(index_dir, embedder_name)
-    if old.embedder_name != embedder_name or not old.chunks:
+        return _salvage_vectors(index_dir, embedder.name) or _unlisted_vectors(index_dir, embedder)
+    if old.embedder_name != embedder.name or not old.chunks:
         return {}
     return {c.hash: np.array(old.vectors[i]) for i, c in enumerate(old.chunks)}
+
+
+SALVAGE_SAMPLE = 4  # chunks re-embedded to confirm unlisted vectors are this embedder's
+SALVAGE_MIN_COSINE = 0.99
+
+
+def _unlisted_vectors(index_dir: Path, embedder: Embedder) -> dict[str, np.ndarray]:
+    """Vectors of a generation whose manifest cannot be read, when chunks.json and
+    vectors.npy agree in count and dimension and a sample re-embeds to the same vectors:
+    nothing else says which embedder wrote them."""
+    gen = current_generation(index_dir)
+    if gen is None:
+        return {}
+    try:
+        json.loads((gen / "manifest.json").read_text(encoding="utf-8"))
+        return {}  # a readable manifest: _salvage_vectors judged it already
+    except (OSError, ValueError):
+        pass
+    try:
+        chunks = [Chunk(**c) for c in json.loads((gen / "chunks.json").read_text(encoding="utf-8"))]
+        vectors = np.load(gen / "vectors.npy", allow_pickle=False)
+    except (OSError, ValueError, TypeError):
+        return {}
+    if not chunks or vectors.ndim != 2 or vectors.shape != (len(chunks), embedder.dim) or not np.isfinite(vectors).all():
+        return {}
+    picks = np.linspace(0, len(chunks) - 1, num=min(SALVAGE_SAMPLE, len(chunks))).astype(int)
+    fresh = np.asarray(embedder.embed_passages([embed_text(chunks[i]) for i in picks]), dtype=np.float32)
+    stored = vectors[picks]
+    cosines = (fresh * stored).sum(axis=1) / np.maximum(np.linalg.norm(fresh, axis=1) * np.linalg.norm(stored, axis=1), 1e-9)
+    if not (cosines >= SALVAGE_MIN_COSINE).all():
+        return {}
+    return {c.hash: np.array(vectors[i]) for i, c in enumerate(chunks)}
 
 
 def _salvage_vectors(index_dir: Path, embedder_name: str) -> dict[str, np.ndarray]:
@@ -155,7 +190,7 @@ def build_index(
         timings["parse_chunk_s"] = time.perf_counter() - started
 
         t0 = time.perf_counter()
-        reuse = _old_vectors(index_dir, embedder.name)
+        reuse = _old_vectors(index_dir, embedder)
         todo = [i for i, c in enumerate(chunks) if c.hash not in reuse]
         dim = embedder.dim
         vectors = np.zeros((len(chunks), dim), dtype=np.float32)

@@ -126,6 +126,27 @@ def test_index_built_by_another_embedder_is_rebuilt_not_mixed(tmp_path, embedder
     assert read_manifest(tmp_path / "idx")["embedded"] == len(rebuilt.chunks)
 
 
+def test_a_truncated_manifest_costs_no_reembedding_when_the_vectors_check_out(tmp_path, embedder):
+    """A manifest.json cut short (disk full, a killed copy) re-embedded the whole tree: nothing
+    else listed the chunk hashes. chunks.json pairs them with the vectors, and a sample
+    re-embedded with this model confirms they are its own."""
+    kb, first = _build(tmp_path, embedder)
+    manifest_path = first.path / "manifest.json"
+    manifest_path.write_bytes(manifest_path.read_bytes()[:200])
+    rebuilt = build_index(tmp_path / "idx", [kb], embedder)
+    assert read_manifest(tmp_path / "idx")["embedded"] == 0
+    assert np.allclose(rebuilt.vectors, first.vectors)
+    # Vectors some other model wrote (same shape) fail the sample and are not mixed in.
+    gen = rebuilt.path
+    (gen / "manifest.json").write_text("{")
+    rng = np.random.default_rng(0)
+    other = rng.normal(size=rebuilt.vectors.shape).astype(np.float32)
+    np.save(gen / "vectors.npy", other / np.linalg.norm(other, axis=1, keepdims=True))
+    again = build_index(tmp_path / "idx", [kb], embedder)
+    assert read_manifest(tmp_path / "idx")["embedded"] == len(again.chunks)
+    assert np.allclose(again.vectors, first.vectors, atol=1e-4)
+
+
 def test_keyword_index_scores_exactly_like_bm25s():
     import bm25s
 
