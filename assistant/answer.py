@@ -767,10 +767,14 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
     do (code, flags, settings), and quotes them in document order."""
     scores = scores or {}
     skipped: list = []
-    if best is not None and any(_faq_entry(c) for c in section):
-        # A FAQ's other questions are other topics: quoted only when they matched too.
+    # A FAQ's other questions, and a big table's other row groups, are other topics: quoted
+    # only when they matched too. (Cut down to fit, a question about one variable of a
+    # 60-row table got the table's first rows too, for carrying `inline code`.)
+    entry = _faq_entry if best is not None and any(_faq_entry(c) for c in section) else \
+        _table_rows if best is not None and _table_rows(best) else None
+    if entry is not None:
         floor = CONTINUATION_SHARE * scores.get(best.chunk_id, 0.0)
-        kept = [c for c in section if c.chunk_id == best.chunk_id or not _faq_entry(c) or scores.get(c.chunk_id, 0.0) >= floor]
+        kept = [c for c in section if c.chunk_id == best.chunk_id or not entry(c) or scores.get(c.chunk_id, 0.0) >= floor]
         skipped = [c for c in section if c not in kept]
         section = kept
 
@@ -844,6 +848,13 @@ def _faq_entry(chunk) -> bool:
     from ingest.chunking import is_faq_question
 
     return is_faq_question(chunk.text.split("\n\n", 1)[0])
+
+
+def _table_rows(chunk) -> bool:
+    """Whether a chunk is one row group of a table split by rows (ingest/chunking.py
+    split_table): every line a table row."""
+    lines = [line for line in chunk.text.splitlines() if line.strip()]
+    return len(lines) >= 3 and all(line.lstrip().startswith("|") for line in lines)
 
 
 _ACTION = re.compile(r"```|(?<![\w-])--[a-z][\w-]+|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|`[^`\n]{2,80}`")

@@ -111,6 +111,20 @@ def test_a_big_tables_unrelated_row_groups_are_not_quoted_as_its_continuation(tm
     assert len(answer.citations) == 1
 
 
+def test_a_question_about_one_row_does_not_get_the_tables_first_rows(tmp_path):
+    """Cut down to fit, the section kept the table's first row group too: it carries `inline
+    code`, which counts as something to do. Other row groups are other variables."""
+    rows = [(f"FD_OPTION_{i:02d}", f"Controls internal feature number {i} of the scheduler") for i in range(60)]
+    rows[37] = ("FD_DISABLED_RECOVER", "Whether to disable recompute of the request when the KV cache is full")
+    table = "\n".join(f"| `{name}` | `0` | {what} |" for name, what in rows)
+    settings, kb = docs_kb(tmp_path, {"env.md": "# Environment variables\n\nThese variables tune the engine.\n\n## Variables\n\n"
+                                                "| Variable | Default | Description |\n|---|---|---|\n" + table +
+                                                "\n\n## Logging\n\nSet FD_LOG_DIR to move the logs.\n"})
+    answer = answer_question("what does FD_DISABLED_RECOVER do?", settings, kb=kb)
+    assert answer.grounded and "FD_DISABLED_RECOVER" in answer.answer and "| Variable | Default | Description |" in answer.answer
+    assert "FD_OPTION_00" not in answer.answer and "FD_OPTION_05" not in answer.answer
+
+
 FAQ_ENTRIES = [
     ("Which models can I call?", "The `/v1/models` route of the gateway lists every model and its cluster."),
     ("Why does my streaming response arrive in big chunks?", "A proxy is buffering: set `proxy_buffering off;` in nginx."),
