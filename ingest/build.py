@@ -209,7 +209,8 @@ def build_index(
         tmp = index_dir / f".tmp-{gen.name}-{os.getpid()}"
         tmp.mkdir(parents=True)
         try:
-            build_dictionary([c.text for c in chunks if c.lang == "zh"] + [c.title for c in chunks], tmp / "zh.dict")
+            build_dictionary([c.text for c in chunks if c.lang == "zh"] + [c.title for c in chunks], tmp / "zh.dict",
+                             previous=current_generation(index_dir))
             tokenizer = Tokenizer(tmp / "zh.dict")
             corpus = [tokenizer(f"{c.title}\n{c.text}") or ["∅"] for c in chunks]
             terms: dict[str, set[str]] = {}

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 from .index import RULES, SCHEMA, _stat, current_generation, index_lock
+from .tokenize import RUNS_FILE
 
 MANIFEST = "manifest.json"
 FORMAT = 1
@@ -75,6 +76,8 @@ def bundle_staleness(kb_root: Path, embedder_name: str, max_chunk_chars: int = 1
         return f"it was read with ingest rules {manifest.get('rules', 1)}, the code uses {RULES}"
     if manifest.get("max_chunk_chars") != max_chunk_chars:
         return f"it was chunked at {manifest.get('max_chunk_chars')} characters, not {max_chunk_chars}"
+    if RUNS_FILE not in manifest.get("files", {}):
+        return f"it has no {RUNS_FILE} (a re-ingest of the bundled KB would load jieba to segment it all again)"
     now = kb_fingerprint(kb_root, max_chunk_chars)
     shipped = {path: meta["hash"] for path, meta in manifest.get("documents", {}).items()}
     changed = sorted(p for p in set(now["documents"]) | set(shipped) if now["documents"].get(p) != shipped.get(p))

@@ -12,10 +12,11 @@ ASCII identifiers are kept whole and split into parts, with `_` and `-` unified,
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 import re
 import unicodedata
-from collections import Counter
 from pathlib import Path
 from typing import Collection
 
@@ -73,8 +74,11 @@ def normalize(text: str) -> str:
 _STEMMER = None
 
 
+@functools.lru_cache(maxsize=65_536)
 def _stem(word: str) -> str:
-    """Snowball English stemming, so "hangs", "hanging" and "hung up" meet "hang"."""
+    """Snowball English stemming, so "hangs", "hanging" and "hung up" meet "hang". Cached:
+    snowball is pure Python and a KB says the same words again and again (tokenizing the
+    bundled KB took 0.58 s uncached, 0.11 s cached; a re-ingest tokenizes every chunk)."""
     global _STEMMER
     if not word.isalpha():
         return word
@@ -223,19 +227,64 @@ class Tokenizer:
         return tokens
 
 
-def build_dictionary(texts: list[str], path: Path) -> None:
-    """Write a jieba dictionary with the KB's Chinese vocabulary and jieba's frequencies."""
-    import logging
+RUNS_FILE = "zh.runs.json"
 
-    import jieba
 
-    jieba.setLogLevel(logging.WARNING)
-    full = jieba.Tokenizer()
-    full.initialize()
-    counts: Counter[str] = Counter()
+def build_dictionary(texts: list[str], path: Path, previous: Path | None = None) -> None:
+    """Write a jieba dictionary with the KB's Chinese vocabulary and jieba's frequencies.
+
+    The words jieba finds in each run of Chinese are kept beside the dictionary
+    (RUNS_FILE), with their frequencies: the next build segments only the runs it has not
+    seen, and loads jieba (about 1 s of a 2 s re-ingest) only when there are some. Segmenting
+    is per run, so the dictionary is the one a build from scratch writes."""
+    runs: set[str] = set()
     for text in texts:
-        for run in split_cjk(normalize(text))[1]:
-            counts.update(w for w in full.lcut(run) if len(w) >= 2)
-    lines = [f"{w} {max(full.FREQ.get(w, 0), 3)}" for w in sorted(counts)]
+        runs.update(split_cjk(normalize(text))[1])
+    version = _jieba_version()
+    seen, freq = _read_runs(previous, version)
+    todo = sorted(r for r in runs if r not in seen)
+    if todo:
+        import logging
+
+        import jieba
+
+        jieba.setLogLevel(logging.WARNING)
+        full = jieba.Tokenizer()
+        full.initialize()
+        for run in todo:
+            seen[run] = [w for w in full.lcut(run) if len(w) >= 2]
+            for w in seen[run]:
+                freq[w] = max(full.FREQ.get(w, 0), 3)
+    kept = {r: seen[r] for r in sorted(runs)}
+    words = sorted({w for ws in kept.values() for w in ws})
+    lines = [f"{w} {freq[w]}" for w in words]
     # jieba needs a non-empty dictionary even for an all-English KB.
     path.write_text("\n".join(lines or ["知识库 3"]) + "\n", encoding="utf-8")
+    (path.parent / RUNS_FILE).write_text(json.dumps({"jieba": version, "runs": kept, "freq": {w: freq[w] for w in words}},
+                                                    ensure_ascii=False), encoding="utf-8")
+
+
+def _jieba_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("jieba")
+    except PackageNotFoundError:
+        return ""
+
+
+def _read_runs(previous: Path | None, version: str) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """The runs a previous build segmented, if the same jieba did it; else nothing."""
+    if previous is None:
+        return {}, {}
+    try:
+        data = json.loads((previous / RUNS_FILE).read_text(encoding="utf-8"))
+        if data.get("jieba") != version:
+            return {}, {}
+        runs = {str(r): [str(w) for w in ws] for r, ws in data["runs"].items()}
+        freq = {str(w): int(f) for w, f in data["freq"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}, {}
+    if any(w not in freq for ws in runs.values() for w in ws):
+        return {}, {}
+    return runs, freq

@@ -56,3 +56,35 @@ def test_typos_are_corrected_only_towards_known_terms():
 )
 def test_language_detection(text, lang):
     assert detect_lang(text) == lang
+
+
+def test_a_rebuilt_dictionary_segments_only_new_chinese_and_equals_one_built_from_scratch(tmp_path, monkeypatch):
+    """Loading jieba took half of a re-ingest after editing one English article; the runs a
+    previous build segmented are kept beside its dictionary."""
+    import sys
+
+    from ingest.tokenize import RUNS_FILE, build_dictionary
+
+    texts = ["推理服务卡住，显存不足", "启动时报 NCCL 错误", "请求一直不返回"]
+    first, scratch, again = (tmp_path / name for name in ("first", "scratch", "again"))
+    for d in (first, scratch, again):
+        d.mkdir()
+    build_dictionary(texts, first / "zh.dict")
+    assert (first / RUNS_FILE).is_file()
+    more = texts + ["模型下载一直卡住"]
+    build_dictionary(more, scratch / "zh.dict")
+    build_dictionary(more, again / "zh.dict", previous=first)
+    assert (again / "zh.dict").read_text(encoding="utf-8") == (scratch / "zh.dict").read_text(encoding="utf-8")
+    # Nothing new: jieba is not needed at all (an import of it would fail here).
+    monkeypatch.setitem(sys.modules, "jieba", None)
+    fourth = tmp_path / "fourth"
+    fourth.mkdir()
+    build_dictionary(more[::-1], fourth / "zh.dict", previous=again)
+    assert (fourth / "zh.dict").read_text(encoding="utf-8") == (scratch / "zh.dict").read_text(encoding="utf-8")
+    # A damaged runs file is ignored, not trusted.
+    (again / RUNS_FILE).write_text('{"jieba": "x", "runs": {"推理": ["bogus"]}}', encoding="utf-8")
+    monkeypatch.delitem(sys.modules, "jieba")
+    fifth = tmp_path / "fifth"
+    fifth.mkdir()
+    build_dictionary(more, fifth / "zh.dict", previous=again)
+    assert (fifth / "zh.dict").read_text(encoding="utf-8") == (scratch / "zh.dict").read_text(encoding="utf-8")
