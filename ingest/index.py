@@ -4,7 +4,8 @@ Layout of an index directory (written by `ingest.build`)::
 
     CURRENT            name of the live generation (replaced atomically)
     gen-<n>/           manifest.json, chunks.json, docs.json, terms.json, dense.faiss,
-                       vectors.npy, bm25_{data,indices,indptr}.npy, bm25.json, zh.dict
+                       vectors.npy, bm25_{data,indices,indptr}.npy, bm25.json, zh.dict,
+                       zh.runs.json (what jieba made of each run of Chinese, for the next build)
     .lock              serialises writers (two `ask` processes on a cold cache)
 
 This module is on every question's path, so it imports only what loading needs.
