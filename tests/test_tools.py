@@ -441,10 +441,13 @@ def test_serving_probe_on_a_dead_or_sick_server():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     dead = serving_status(f"http://127.0.0.1:{port}", timeout_s=1)
-    assert dead.healthy is False and "unreachable" in dead.health_error
+    assert dead.healthy is False and dead.health_error.startswith("connection refused")
+    # Nothing listening is a server that is not running, not one that hangs: no hung-requests article.
+    assert [f.article for f in dead.findings] == [None] and "not running" in dead.findings[0].message
     sick = _FakeVLLM(healthy=False)
     try:
-        assert serving_status(sick.url).health_error == "HTTP 503"
+        sick_report = serving_status(sick.url)
+        assert sick_report.health_error == "HTTP 503" and sick_report.findings[0].article == "vllm-requests-hang"
     finally:
         sick.close()
     assert parse_metrics("vllm:gpu_cache_usage_perc 0.5\ngarbage line\n") == {"kv_cache_usage": 0.5}

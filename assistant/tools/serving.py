@@ -32,7 +32,7 @@ _LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+([-+0-9.eEInfa]+)
 class ServingFinding:
     severity: str  # critical | warning | info
     message: str
-    article: str  # the KB article that explains it
+    article: str | None = None  # the KB article that explains it, if one does
 
 
 @dataclass
@@ -92,10 +92,18 @@ def parse_metrics(text: str) -> dict[str, float]:
     return out
 
 
+REFUSED = "connection refused"
+
+
 def interpret(report: ServingReport) -> None:
     """Turn numbers into findings tied to the KB article that explains them."""
     add = report.findings.append
-    if report.healthy is False:
+    if report.healthy is False and (report.health_error or "").startswith(REFUSED):
+        # Nothing listens: a server that never started or died at start-up, not one that hangs.
+        add(ServingFinding("critical", f"no server answers at {report.base_url} ({report.health_error}): it is not running, "
+                           "exited during start-up, or listens on another port; its start-up log says which "
+                           "(assistant doctor --log FILE reads it)"))
+    elif report.healthy is False:
         add(ServingFinding("critical", f"health check failed: {report.health_error}", "vllm-requests-hang"))
     usage, waiting = report.kv_cache_usage, report.waiting
     if waiting and waiting > 0 and usage is not None and usage >= 0.99:
@@ -129,7 +137,9 @@ def serving_status(base_url: Annotated[str, URL], timeout_s: float = 3.0) -> Ser
         if status != 200:
             report.health_error = f"HTTP {status}"
     except (urllib.error.URLError, OSError, TimeoutError) as exc:
-        report.healthy, report.health_error = False, f"unreachable: {getattr(exc, 'reason', exc)}"
+        reason = getattr(exc, "reason", exc)
+        refused = isinstance(reason, ConnectionRefusedError) or isinstance(exc, ConnectionRefusedError)
+        report.healthy, report.health_error = False, f"{REFUSED if refused else 'unreachable'}: {reason}"
         interpret(report)
         return report
     try:
