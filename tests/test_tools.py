@@ -527,6 +527,7 @@ def test_doctor_reads_the_probes_typed_results(tmp_path):
     assert found["warning", "vllm-nccl-error-multi-gpu"].startswith("/dev/shm is 64 MiB inside a container")
     assert "CPU-only build" in found["critical", "vllm-torch-not-compiled-with-cuda"]
     assert "NCCL_P2P_DISABLE=1 is set" in found["info", "vllm-nccl-error-multi-gpu"]
+    assert found["info", None].startswith("kernel.msgmax=")  # the summary is not "ok" beside those warnings
     host.msgmax, host.shm_bytes = 802840, 64 * 2**20 + 1  # the limits themselves: no warning
     assert not [f for f in _host_findings(host) if f.article in ("fastdeploy-logprobs-hang", "vllm-nccl-error-multi-gpu")
                 and f.severity == "warning"]
