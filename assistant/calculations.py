@@ -268,6 +268,13 @@ def _request_tokens(plan: _Plan, arg: str, allow_max_model_len: bool = False) ->
         plan.values.append(Value("tokens_per_request", summed, "derived", f"{given_in.written} + {given_out.written}",
                                  given_in.approximate or given_out.approximate))
         return
+    if total is not None and (given_in is not None or given_out is not None):
+        # "each request 4k tokens + 1k output": the 1k was dropped and 4k read as the whole
+        # request. Whether the stated total already holds the part is the asker's to say.
+        part = given_in or given_out
+        which = "input" if given_in is not None else "output"
+        f._report("tokens_per_request", _msg(f"part_unclear_{which}", part=part.written, total=total.written))
+        return
     if total is not None:
         plan.need("tokens_per_request", arg, total)
         return

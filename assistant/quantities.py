@@ -365,8 +365,11 @@ def _number_first(numbers: list[Quantity], labels: list[_Label], text: str) -> s
     def adjacent(a: int, b: int) -> bool:
         return a <= b and not text[a:b].strip()
 
+    def joined(a: int, b: int) -> bool:  # "4k input + 1k output", "4k input and 1k output"
+        return a <= b and bool(_PAIR_JOIN.fullmatch(text[a:b]))
+
     def number_between(a: int, b: int) -> bool:
-        return any(adjacent(a, q.start) and adjacent(q.end, b) for q in numbers)
+        return any(joined(a, q.start) and adjacent(q.end, b) for q in numbers)
 
     out: set[int] = set()
     for j in range(len(labels) - 1):
@@ -380,6 +383,7 @@ def _number_first(numbers: list[Quantity], labels: list[_Label], text: str) -> s
     return out
 
 
+_PAIR_JOIN = re.compile(r" ?(?:\+|and|plus|&|,|和|与|及|跟|加上?)? ?")
 _TOKEN_MODS = {"input": "input_tokens", "output": "output_tokens", "in_out": "tokens_per_request",
                "per_request": "tokens_per_request", "max_model_len": "max_model_len", "kv_cache_tokens": "kv_cache_tokens"}
 _COUNT_NOUNS = {"num_blocks": "num_blocks", "sessions": "sessions", "num_layers": "num_layers",

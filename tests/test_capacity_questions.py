@@ -82,6 +82,18 @@ def test_defaults_are_said_out_loud_and_override_them_when_given():
     assert vllm.call.arguments["block_size"] == 16 and "vLLM's default" in explain(vllm, "en")
 
 
+def test_a_total_beside_one_part_is_asked_about_not_computed():
+    """"each request 4k input + 1k output" gave 48 requests of 4,000 tokens: the 1k was
+    dropped. Written number-first, the pair sums; beside a stated total, one part is a
+    question for the asker, never a number."""
+    pair = capacity_answer("num_gpu_blocks 12000, block_size 16, each request 4k input + 1k output, how many concurrent requests?")
+    assert pair.computed and pair.call.result["concurrent_requests"] == 38
+    unclear = capacity_answer("num_blocks 12000, block_size 16, each request 4k tokens + 1k output tokens, how many concurrent?")
+    assert not unclear.computed and "does 4k per request already include the 1k output tokens" in explain(unclear, "en")
+    zh = capacity_answer("num_blocks_global 12000，block_size 16，每个请求 4k token，其中输出 1k，能并发多少？")
+    assert not zh.computed and "4k 里是否已含输出 1k" in explain(zh, "zh")
+
+
 def test_a_pasted_oom_message_is_not_a_capacity_question():
     """torch's message says "total capacity of 79.33 GiB"; the asker wants the OOM fixed, and
     got "missing data, not computed" above the fix."""

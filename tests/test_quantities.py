@@ -29,6 +29,10 @@ def labels(text: str) -> dict[str, Decimal | None]:
     ("200 个并发，每个请求 2k 输入 512 输出", {"sessions": 200, "input_tokens": 2000, "output_tokens": 512}),
     ("128 concurrent requests, 4k input 1k output each", {"sessions": 128, "input_tokens": 4000, "output_tokens": 1000}),
     ("并发 128 输入 2k 输出 6k", {"sessions": 128, "input_tokens": 2000, "output_tokens": 6000}),
+    # number-first with a joining word: "+ 1k" and "and 1k" kept the output from pairing
+    ("each request 4k input + 1k output", {"input_tokens": 4000, "output_tokens": 1000}),
+    ("4k input and 1k output per request", {"input_tokens": 4000, "output_tokens": 1000}),
+    ("每个请求 4k 输入 + 1k 输出", {"input_tokens": 4000, "output_tokens": 1000}),
     ("how many blocks do I need for 100 sessions of 16k tokens", {"sessions": 100, "tokens_per_request": 16000}),
     ("要撑 50 并发至少要多少 block", {"sessions": 50}),
     ("num_blocks_global: 17131", {"num_blocks": 17131}),

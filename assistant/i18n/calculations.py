@@ -355,6 +355,14 @@ MESSAGES = {
         "zh": '输入 {given_in} + 输出 {given_out} 与问题里的 {total} 不一致，以哪个为准？',
         "en": 'input {given_in} + output {given_out} is not the stated {total}; which total is right?',
     },
+    'part_unclear_output': {
+        "zh": '每个请求 {total} 里是否已含输出 {part}？若 {total} 只是输入，每个请求就是 {total} + {part}；请说明',
+        "en": 'does {total} per request already include the {part} output tokens? If {total} is the prompt alone, a request holds {total} + {part}; say which',
+    },
+    'part_unclear_input': {
+        "zh": '每个请求 {total} 里是否已含输入 {part}？若 {total} 只是输出，每个请求就是 {total} + {part}；请说明',
+        "en": 'does {total} per request already include the {part} prompt tokens? If {total} is the output alone, a request holds {total} + {part}; say which',
+    },
     'full_length': {
         "zh": '按满长度 max_model_len 计算（最坏情况）；给出每个请求的平均 token 数可得到常规流量下的结果',
         "en": 'requests are taken at the full max_model_len (the worst case); give the average tokens per request for typical traffic',
