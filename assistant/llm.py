@@ -97,14 +97,19 @@ log = logging.getLogger(__name__)
 
 
 def redact_url(url: str) -> str:
-    """The URL without user:password, for logs: the LLM's address may carry credentials."""
+    """The URL without user:password or query values, for logs: the LLM's address may carry
+    credentials in either (`?api_key=…`, `?key=…` on some gateways)."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return "<unparsable URL>"
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
+    if "@" in parts.netloc:
+        parts = parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1])
+    if parts.query:
+        parts = parts._replace(query="&".join(f"{pair.split('=', 1)[0]}=***" for pair in parts.query.split("&") if pair))
+    if parts.fragment:
+        parts = parts._replace(fragment="***")
+    return urlunsplit(parts)
 
 
 def _client(settings: Settings):

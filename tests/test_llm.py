@@ -260,6 +260,10 @@ def test_notes_never_carry_the_llm_url_and_logs_redact_its_credentials(bundled_s
     assert "hunter2" not in shown and "127.0.0.1" not in shown and "alice" not in shown
     logged = caplog.text
     assert "hunter2" not in logged and "alice" not in logged and "***@127.0.0.1" in logged
+    # Some gateways take the key in the query string: its values are masked too.
+    from assistant.llm import redact_url
+
+    assert redact_url(url + "?api_key=topsecret&team=x") == url.replace("alice:hunter2@", "***@") + "?api_key=***&team=***"
 
 
 def test_citation_cleanup_is_linear_on_long_runs_of_spaces():
