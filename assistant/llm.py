@@ -218,6 +218,31 @@ def fix_citations(text: str, passages: list, keep_numbers: bool = False) -> tupl
     return fixed.strip(), [passages[n - 1] for n in mapping]
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])(\s+)")
+
+
+def drop_unsupported(text: str, n_passages: int) -> tuple[str, int]:
+    """The answer without its sentences whose every citation points at no passage, and how
+    many went. Renumbering alone left "Set --foo-bar 7 to fix it [9]." as an uncited
+    statement of fact; a sentence that cites a real passage too, or nothing, stays."""
+    dropped = 0
+    lines = []
+    for line in text.split("\n"):
+        pieces = _SENTENCE_END.split(line)
+        kept: list[str] = []
+        for i in range(0, len(pieces), 2):
+            sentence, space = pieces[i], pieces[i + 1] if i + 1 < len(pieces) else ""
+            numbers = [int(x) for m in CITATION_REF.finditer(sentence) for x in m.group(1).split(",")]
+            if numbers and not any(1 <= n <= n_passages for n in numbers):
+                dropped += 1
+                continue
+            kept += [sentence, space]
+        rebuilt = "".join(kept).rstrip()
+        if rebuilt or not line.strip():
+            lines.append(rebuilt if rebuilt else line)
+    return "\n".join(lines), dropped
+
+
 def looks_like_garbage(text: str, prompt: str) -> str | None:
     """Why an answer is unusable, or None. Catches what small models were seen to do."""
     stripped = text.strip()
@@ -366,6 +391,17 @@ def _result(content: str, messages: list, passages: list, lang: str, model: str,
     why = looks_like_garbage(text, prompt_text)
     if why:
         raise _failed(why, records)
+    if streamed:  # already on screen: it cannot be taken back, only flagged
+        _, unsupported = drop_unsupported(text, len(passages))
+        if unsupported:
+            notes.append(i18n.t("llm.uncited_shown", lang, n=unsupported))
+    else:
+        text, unsupported = drop_unsupported(text, len(passages))
+        if unsupported:
+            notes.append(i18n.t("llm.dropped_uncited", lang, n=unsupported))
+            why = looks_like_garbage(text, prompt_text)
+            if why:
+                raise _failed(why, records)
     fixed, cited = fix_citations(text, passages, keep_numbers=streamed)
     if not cited and passages:
         fixed += f"\n\n{i18n.t('answer.sources', lang)}: " + ", ".join(f"[{i}] {c.title}" for i, c in enumerate(passages, 1))

@@ -26,8 +26,11 @@ def test_grounded_answer_with_renumbered_citations(bundled_settings, bundled_kb)
     with ScriptedLLM([{"content": "Raise kernel.msgmax with sysctl -w kernel.msgmax=1048576 [2]. Ignore [9]."}]) as llm:
         answer = answer_question(LOGPROBS_Q, _settings(bundled_settings, llm.url), kb=bundled_kb)
         prompt = llm.requests[0]["messages"]
-    assert answer.backend == "llm:scripted-model" and answer.grounded and answer.notes == []
+    assert answer.backend == "llm:scripted-model" and answer.grounded
     assert "[1]" in answer.answer and "[2]" not in answer.answer and "[9]" not in answer.answer
+    # A sentence whose only citation points at no passage is not left behind as uncited fact.
+    assert "Ignore" not in answer.answer and answer.notes == [
+        "removed 1 statement(s) of the LLM answer whose only citations point at no passage (nothing in the KB backs them)"]
     assert len(answer.citations) == 1 and answer.citations[0].id == "fastdeploy-logprobs-hang"
     assert prompt[0]["role"] == "system" and "Answer in English" in prompt[0]["content"]
     assert "[1] FastDeploy: requests get stuck after enabling logprobs" in prompt[1]["content"]
@@ -143,6 +146,22 @@ def test_no_tools_means_no_tools_offered(bundled_settings, bundled_kb):
     with ScriptedLLM([{"content": "Lower max-model-len [1]."}]) as llm:
         answer_question("vLLM CUDA out of memory", _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb, use_tools=False)
         assert "tools" not in llm.requests[0]
+
+
+def test_an_answer_citing_only_passages_that_do_not_exist_falls_back_to_the_kb(bundled_settings, bundled_kb):
+    with ScriptedLLM([{"content": "Set --foo-bar 7 to fix it [9].\n\n- Also export FOO_MAGIC=1 [12]."}]) as llm:
+        answer = answer_question(LOGPROBS_Q, _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb)
+    assert answer.backend == "extractive" and "--foo-bar" not in answer.answer and "FOO_MAGIC" not in answer.answer
+    assert "kernel.msgmax" in answer.answer
+
+
+def test_drop_unsupported_keeps_sentences_with_a_real_citation_or_none():
+    from assistant.llm import drop_unsupported
+
+    text = "Raise msgmax [1]. Set --foo 7 [9]! Restart the service.\n- bad flag [4, 5]\n- good [2, 7]\n\n```\nsysctl -p\n```"
+    kept, dropped = drop_unsupported(text, 3)
+    assert dropped == 2
+    assert kept == "Raise msgmax [1]. Restart the service.\n- good [2, 7]\n\n```\nsysctl -p\n```"
 
 
 def test_citation_repair_and_garbage_checks():

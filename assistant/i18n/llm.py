@@ -10,6 +10,14 @@ MESSAGES = {
         "zh": '模型读了知识库中最接近的段落，判断它们回答不了这个问题。',
         "en": 'The model read the closest passages in the knowledge base and found they do not answer this question.',
     },
+    'dropped_uncited': {
+        "zh": '删去了模型回答里 {n} 句只引用了不存在段落的话（它们没有知识库依据）',
+        "en": 'removed {n} statement(s) of the LLM answer whose only citations point at no passage (nothing in the KB backs them)',
+    },
+    'uncited_shown': {
+        "zh": '模型回答里有 {n} 句只引用了不存在的段落，没有知识库依据，请勿照做',
+        "en": '{n} statement(s) above cite only passages that do not exist: nothing in the KB backs them; do not act on them',
+    },
     'fallback_not_configured': {
         "zh": '没有配置大模型（设置 ASSISTANT_LLM_BASE_URL），以下直接引用知识库',
         "en": 'no LLM is configured (set ASSISTANT_LLM_BASE_URL); answered from the KB',
