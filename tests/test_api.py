@@ -87,6 +87,13 @@ def test_stream_endpoint_sends_events_ending_with_the_answer(server):
     assert "HF_ENDPOINT" in data["answer"] and data["id"]
 
 
+@pytest.mark.parametrize("question,status", [("", 422), ("x" * 9000, 413), ("\x00\x01\x02\x03binary", 422)])
+def test_stream_endpoint_refuses_a_bad_question_with_the_status_ask_gives(server, question, status):
+    """It answered 200 with an `error` event, and /metrics counted the rejection as a success."""
+    r = httpx.post(server.url + "/v1/ask/stream", json={"question": question}, timeout=30)
+    assert r.status_code == status and set(r.json()) == {"error", "hint"} and r.json()["hint"]
+
+
 def test_tools_over_http(server):
     tools = {t["name"]: t for t in httpx.get(server.url + "/v1/tools").json()}
     assert "kv_concurrency" in tools and tools["kv_concurrency"]["parameters"]["required"] == ["num_blocks", "avg_tokens_per_request"]

@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
+from assistant.questions import validate_question
 from oncall_common.errors import AssistantError
 
 from .. import sse
@@ -25,6 +26,10 @@ async def ask(req: AskRequest, request: Request, state: State, client: Client):
 @router.post("/v1/ask/stream", responses=ERRORS)
 async def ask_stream(req: AskRequest, request: Request, state: State, client: Client):
     """Like /v1/ask, as server-sent events: `tool` and `token` while the answer is made, then `answer` (the full object)."""
+    # A question that cannot be answered is refused before the stream starts, with the status
+    # /v1/ask gives it (422, 413): once the events flow the status is 200, and clients and
+    # /metrics read a rejected question as a success.
+    validate_question(req.question, state.settings.max_question_bytes)
     kb = await state.get_kb()
 
     def work(push: sse.Push) -> None:
