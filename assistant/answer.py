@@ -463,14 +463,17 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
         if art not in siblings and art.relevance >= PASSAGE_RELEVANCE * top.relevance and art.score >= top.score - AMBIGUITY_MARGIN:
             others.append(art)
     hits = {sc.chunk.chunk_id: sc.score for art in result.articles for sc in art.chunks}
-    passages = {id(art): _passage(kb, art, lang, labels, hits) for art in (top, *others)}
+    asked = asked_identifiers(result.question)
+    passages = {id(art): _passage(kb, art, lang, labels, hits, asked) for art in (top, *others)}
     siblings = _fix_sibling(kb, passages[id(top)][0], [*siblings, *others]) + siblings
     siblings += _followers(kb, passages[id(top)][0], [*siblings, *others])
     quoted = {key: (best, text) for key, (best, text, _rest) in passages.items()}
     room = MAX_ANSWER_CHARS - SIBLING_RESERVE - sum(len(text) + len(best.title) for best, text in quoted.values())
     floor = CONTINUATION_SHARE * hits.get(passages[id(top)][0].chunk_id, top.chunks[0].score)
-    rest = [c for c in passages[id(top)][2] if hits.get(c.chunk_id, -1.0) >= floor]
-    continued, room = _extras(kb, siblings, rest, quoted, room, lang, labels, hits)
+    best_top = passages[id(top)][0]
+    rest = [c for c in passages[id(top)][2] if hits.get(c.chunk_id, -1.0) >= floor
+            and not (_table_rows(c) and _table_rows(best_top) and not _adds_asked(c, best_top, asked, hits, floor))]
+    continued, room = _extras(kb, siblings, rest, quoted, room, lang, labels, hits, asked)
     lead = _lead(kb, quoted[id(top)][0], room, [best for best, _text in quoted.values()])
     parts: list[str] = []
     shown: set[str] = set()
@@ -561,7 +564,7 @@ def _fix_sibling(kb, best, quoted: list) -> list[ArticleMatch]:
 
 
 def _extras(kb, siblings: list, rest: list, quoted: dict, room: int, lang: str, labels: dict,
-            hits: dict[str, float]) -> tuple[tuple | None, int]:
+            hits: dict[str, float], asked: frozenset[str] = frozenset()) -> tuple[tuple | None, int]:
     """Fill the room the best passage and the alternatives leave, best-matching first, with
     sibling sections (into `quoted`) and the best section's continuation: when too long to
     quote whole, its later chunks that also matched (often the list of actions under
@@ -572,10 +575,12 @@ def _extras(kb, siblings: list, rest: list, quoted: dict, room: int, lang: str, 
     continued = None
     for _score, art in sorted(extras, key=lambda e: -e[0]):
         if art is None:
-            best = rest[0]
-            text = _quoted(kb, rest, None, labels, hits, min(max(room, 0), MAX_PASSAGE_CHARS))[0]
+            text, left = _quoted(kb, rest, None, labels, hits, min(max(room, 0), MAX_PASSAGE_CHARS), asked)
+            # Cited by the first chunk it quotes: cut down to fit, that is not always rest[0]
+            # (the citation's text showed a table's first rows, the answer others).
+            best = next((c for c in rest if c not in left), rest[0])
         else:
-            best, text, _rest = _passage(kb, art, lang, labels, hits)
+            best, text, _rest = _passage(kb, art, lang, labels, hits, asked)
         if len(text) > room:
             if room < MIN_SIBLING_CHARS:
                 continue
@@ -637,26 +642,28 @@ def _has_prose(text: str) -> bool:
     return False
 
 
-def _passage(kb, art: ArticleMatch, lang: str, labels, hits: dict[str, float] | None = None) -> tuple:
+def _passage(kb, art: ArticleMatch, lang: str, labels, hits: dict[str, float] | None = None,
+             asked: frozenset[str] = frozenset()) -> tuple:
     """A passage's chunk to cite (in the asker's language when there is a twin), its
     bounded text, and the chunks of its section that did not fit."""
     best = _in_lang(kb, art, lang, hits)
     scores = {sc.chunk.chunk_id: sc.score for sc in art.chunks}
-    text, rest = _quoted(kb, _section_chunks(kb, best), best, labels, scores, MAX_PASSAGE_CHARS)
+    text, rest = _quoted(kb, _section_chunks(kb, best), best, labels, scores, MAX_PASSAGE_CHARS, asked)
     return best, text, rest
 
 
-def _quoted(kb, section: list, best, labels: dict, scores: dict[str, float], limit: int) -> tuple[str, list]:
+def _quoted(kb, section: list, best, labels: dict, scores: dict[str, float], limit: int,
+            asked: frozenset[str] = frozenset()) -> tuple[str, list]:
     """`_section_text` as the document wrote it, within `limit` once written so: a plain-text
     passage's kept line breaks cost characters too, and a 1,500-character passage grew past
     the bound by two per line."""
     chunk = best if best is not None else section[0]
-    text, rest = _section_text(section, best, labels, scores, limit)
+    text, rest = _section_text(section, best, labels, scores, limit, asked)
     written = _as_written(kb, chunk, text)
     cut = limit
     while len(written) > limit and cut > 0:
         cut -= len(written) - limit
-        text, rest = _section_text(section, best, labels, scores, max(cut, 0))
+        text, rest = _section_text(section, best, labels, scores, max(cut, 0), asked)
         written = _as_written(kb, chunk, text)
     return written, rest
 
@@ -760,7 +767,7 @@ def _section_chunks(kb, chunk) -> list:
 
 
 def _section_text(section: list, best, labels: dict, scores: dict[str, float] | None = None,
-                  limit: int = MAX_PASSAGE_CHARS) -> tuple[str, list]:
+                  limit: int = MAX_PASSAGE_CHARS, asked: frozenset[str] = frozenset()) -> tuple[str, list]:
     """The section from its start, subsections under their own headings, bounded, and the
     chunks left out. Too long to quote whole, it keeps the best chunk, then the chunks that
     matched the question best (`scores`, by chunk id), then those that carry something to
@@ -772,7 +779,12 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
     # 60-row table got the table's first rows too, for carrying `inline code`.)
     entry = _faq_entry if best is not None and any(_faq_entry(c) for c in section) else \
         _table_rows if best is not None and _table_rows(best) else None
-    if entry is not None:
+    if entry is _table_rows:
+        floor = CONTINUATION_SHARE * scores.get(best.chunk_id, 0.0)
+        kept = [c for c in section if c.chunk_id == best.chunk_id or not entry(c) or _adds_asked(c, best, asked, scores, floor)]
+        skipped = [c for c in section if c not in kept]
+        section = kept
+    elif entry is not None:
         floor = CONTINUATION_SHARE * scores.get(best.chunk_id, 0.0)
         kept = [c for c in section if c.chunk_id == best.chunk_id or not entry(c) or scores.get(c.chunk_id, 0.0) >= floor]
         skipped = [c for c in section if c not in kept]
@@ -848,6 +860,27 @@ def _faq_entry(chunk) -> bool:
     from ingest.chunking import is_faq_question
 
     return is_faq_question(chunk.text.split("\n\n", 1)[0])
+
+
+# Names a question asks about by their exact spelling: FD_DISABLED_RECOVER, kernel.msgmax,
+# --max-num-seqs, NCCL. Plain words ("default", "timeout") are not: every row says them.
+_IDENT = re.compile(r"--?[A-Za-z][\w-]+|[A-Za-z][A-Za-z0-9]*(?:[_.-][A-Za-z0-9]+)+|\b[A-Z][A-Z0-9]{2,}\b")
+
+
+def asked_identifiers(question: str) -> frozenset[str]:
+    return frozenset(m.lower() for m in _IDENT.findall(question or ""))
+
+
+def _adds_asked(chunk, best, asked: frozenset[str], scores: dict[str, float], floor: float) -> bool:
+    """Whether another row group of the best one's table is worth quoting: it names something
+    the question asks about that the best group does not ("What do FD_DISABLED_RECOVER and
+    FD_RECOVER_TIMEOUT do?"). Row groups share their header and the shape of their rows, so
+    on a big table their scores all clear a share of the best one's; on a question that names
+    nothing, the score floor still decides."""
+    if not asked:
+        return scores.get(chunk.chunk_id, 0.0) >= floor
+    mine = asked_identifiers(chunk.text) & asked
+    return bool(mine - asked_identifiers(best.text))
 
 
 def _table_rows(chunk) -> bool:

@@ -50,6 +50,7 @@ def docs_kb(tmp_path: Path, pages: dict[str, str]):
     kb_dir = tmp_path / "docs"
     kb_dir.mkdir()
     for name, text in pages.items():
+        (kb_dir / name).parent.mkdir(parents=True, exist_ok=True)
         (kb_dir / name).write_text(text, encoding="utf-8")
     settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
     return settings, open_kb(settings, progress=lambda _m: None)
@@ -123,6 +124,41 @@ def test_a_question_about_one_row_does_not_get_the_tables_first_rows(tmp_path):
     answer = answer_question("what does FD_DISABLED_RECOVER do?", settings, kb=kb)
     assert answer.grounded and "FD_DISABLED_RECOVER" in answer.answer and "| Variable | Default | Description |" in answer.answer
     assert "FD_OPTION_00" not in answer.answer and "FD_OPTION_05" not in answer.answer
+
+
+GATEWAY_PAGE = """<html><head><title>Confluence - Platform Space - Page 4411</title></head><body>
+<nav><a href="/">Home</a></nav><main><h1>API gateway 502 errors</h1>
+<h2>Symptoms</h2><p>Clients receive <code>502 Bad Gateway</code> while the vLLM pods report healthy.</p>
+<h2>Cause</h2><p>The gateway's upstream idle timeout (60 s) is shorter than long streaming generations.</p>
+<h2>Fix</h2><p>Raise <code>proxy_read_timeout</code> to 600s in the config map <code>gw-upstreams</code>:</p>
+<pre>kubectl rollout restart deploy/api-gateway -n edge</pre></main></body></html>
+"""
+
+
+def test_a_tables_other_row_groups_are_quoted_only_for_a_name_the_question_asks_about(tmp_path):
+    """Beside a runbook, every row group of a 60-row table scored over half the best one's:
+    a question about one variable got 24 rows, and the continuation was cited by the table's
+    first rows while it quoted others."""
+    names = ["FLEET_MAX_BATCH", "FLEET_QUEUE_DEPTH", "FLEET_WARMUP_SECS", "FLEET_LOG_LEVEL", "FLEET_METRICS_PORT",
+             "FLEET_SHARD_COUNT", "FLEET_DRAIN_TIMEOUT", "FLEET_RETRY_BUDGET"] + [f"FLEET_OPTION_{i:02d}" for i in range(8, 60)]
+    rows = "\n".join(f"| `{n}` | {3 + 7 * i} | " + ("Seconds a pod keeps serving in-flight requests after SIGTERM before it exits."
+                      if n == "FLEET_DRAIN_TIMEOUT" else f"Controls fleet behaviour number {i}; set per cluster.") + " |"
+                      for i, n in enumerate(names))
+    runbook = ("# Inference fleet runbook\n\nOwner: serving-oncall. Last reviewed 2026-01.\n\n## Restarting a stuck pod\n\n"
+               "If `/health` stops answering for more than 2 minutes, cordon the node and restart the pod:\n\n"
+               "    kubectl cordon $NODE\n    kubectl delete pod -n serving $POD --grace-period=30\n\n"
+               "## Rotating the model cache\n\nWhen `/mnt/models` is above 85% full, run `/opt/fleet/bin/prune-models --keep 5`.\n")
+    settings, kb = docs_kb(tmp_path, {"envvars.md": "# Fleet environment variables\n\nAll variables read by the fleet agent.\n\n"
+                                                    "| Variable | Default | Meaning |\n|---|---|---|\n" + rows + "\n",
+                                      "runbook.md": runbook, "wiki/gateway.html": GATEWAY_PAGE})
+    answer = answer_question("what does FLEET_DRAIN_TIMEOUT do and what is its default?", settings, kb=kb)
+    assert answer.grounded and "FLEET_DRAIN_TIMEOUT" in answer.answer
+    assert answer.answer.count("FLEET_") <= 8 and "FLEET_OPTION_2" not in answer.answer and "FLEET_OPTION_5" not in answer.answer
+    for c in answer.citations:  # each citation's text is what the answer quotes from it
+        first_row = next(line for line in c.text.splitlines() if line.startswith("| `"))
+        assert first_row in answer.answer, (c.title, first_row)
+    both = answer_question("FLEET_DRAIN_TIMEOUT and FLEET_OPTION_42: what are their defaults?", settings, kb=kb)
+    assert "FLEET_DRAIN_TIMEOUT" in both.answer and "FLEET_OPTION_42" in both.answer
 
 
 FAQ_ENTRIES = [
