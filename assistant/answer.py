@@ -494,6 +494,8 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
         else:
             parts += ["", f"**{labels['also']}:** {heading}"]
         parts += [cites.ref(best, art.score), ""]
+        if _position(kb, best) == 0:
+            text = _leading_bylines_dropped(text)
         if art is top and best.lang != lang:  # no twin in the asker's language (a twin's passage is quoted instead)
             parts += [labels["other_lang_passage"], ""]
         parts.append(text)
@@ -617,11 +619,30 @@ _BYLINE_FIELD = re.compile(r"(?:^|\s{2,}|\s*[｜|]\s*)[^\s：:｜|。]{1,12}(?: 
 _BYLINE_WORD = re.compile(r"(?i)owner|author|version|updated|reviewed|负责人|版本|编写|作者|更新|日期|参会")
 
 
+# "Created by Alice, last modified yesterday" (Confluence), "Owner: serving-oncall. Last reviewed 2026-01."
+_BYLINE_PHRASE = re.compile(r"(?i)\b(?:created by|written by|authored by|(?:last )?(?:modified|updated|edited|changed|reviewed)(?: by| on| at|\b)"
+                            r"|owners?:|maintainers?:|负责人[：:]|最后(?:更新|修改)|创建于|创建人)")
+
+
 def _is_byline(line: str) -> bool:
     line = line.strip()
-    if not line or len(line) > 120 or line.endswith(("。", ".")) or not _BYLINE_FIELD.match(line):
+    if not line or len(line) > 120:
+        return False
+    if len(_BYLINE_PHRASE.findall(line)) >= 2 and len(line.split()) <= 14:
+        return True  # two byline phrases on one short line, whatever its punctuation
+    if line.endswith(("。", ".")) or not _BYLINE_FIELD.match(line):
         return False
     return len(_BYLINE_FIELD.findall(line)) >= 2 or bool(_BYLINE_WORD.search(line))
+
+
+def _leading_bylines_dropped(text: str) -> str:
+    """A page opening's text without the byline lines it starts with ("Created by Alice,
+    last modified yesterday" was quoted as the first passage of a wiki page's answer)."""
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines) and (not lines[i].strip() or _is_byline(lines[i])):
+        i += 1
+    return "\n".join(lines[i:]) if any(_is_byline(line) for line in lines[:i]) else text
 
 
 def _without_bylines(text: str) -> str:

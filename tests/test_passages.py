@@ -161,6 +161,20 @@ def test_a_tables_other_row_groups_are_quoted_only_for_a_name_the_question_asks_
     assert "FLEET_DRAIN_TIMEOUT" in both.answer and "FLEET_OPTION_42" in both.answer
 
 
+def test_a_pages_byline_is_not_quoted_as_an_answer(tmp_path):
+    """"Created by Alice, last modified yesterday" was a wiki page's first passage, and
+    "Owner: serving-oncall. Last reviewed 2026-01." was quoted under every runbook answer."""
+    page = GATEWAY_PAGE.replace("<h2>Symptoms</h2>", "<p>Created by Alice, last modified yesterday</p><h2>Symptoms</h2>")
+    runbook = ("# Inference fleet runbook\n\nOwner: serving-oncall. Last reviewed 2026-01.\n\n## Restarting a stuck pod\n\n"
+               "If `/health` stops answering for more than 2 minutes, cordon the node and restart the pod:\n\n"
+               "    kubectl cordon $NODE\n    kubectl delete pod -n serving $POD --grace-period=30\n")
+    settings, kb = docs_kb(tmp_path, {"wiki/gateway.html": page, "runbook.md": runbook})
+    gateway = answer_question("the gateway returns 502 Bad Gateway, what do I do?", settings, kb=kb)
+    assert gateway.grounded and "proxy_read_timeout" in gateway.answer and "Created by" not in gateway.answer
+    pod = answer_question("how do I restart a stuck pod?", settings, kb=kb)
+    assert pod.grounded and "kubectl cordon" in pod.answer and "Owner:" not in pod.answer
+
+
 FAQ_ENTRIES = [
     ("Which models can I call?", "The `/v1/models` route of the gateway lists every model and its cluster."),
     ("Why does my streaming response arrive in big chunks?", "A proxy is buffering: set `proxy_buffering off;` in nginx."),
