@@ -1008,6 +1008,24 @@ def _first_line(text: str) -> str:
     return ""
 
 
+def _specific_signs(text: str, matched: list[str]) -> list[str]:
+    """The log-signature bullets that hold a signature the question quoted and say what to do
+    about that line (more than the quoted line itself)."""
+    from oncall_common.lang import cjk_count
+
+    from .retrieval import _squash
+
+    wanted = [_squash(m) for m in matched if m.strip()]
+    out = []
+    for line in text.splitlines():
+        if not line.lstrip().startswith(("-", "*", "•")) or not any(w in _squash(line) for w in wanted):
+            continue
+        said = re.sub(r"`[^`]*`", "", line).strip(" -*•\t")
+        if len(said.split()) >= 6 or cjk_count(said) >= 8:
+            out.append(line)
+    return out
+
+
 def _article_body(kb, art: ArticleMatch, lang: str, labels: dict, cites: _Cites) -> list[str]:
     doc_lang, other = _pick_lang(kb, art.doc_id, lang)
     chunks = kb.article_chunks(art.doc_id, doc_lang)
@@ -1016,6 +1034,14 @@ def _article_body(kb, art: ArticleMatch, lang: str, labels: dict, cites: _Cites)
     if other:
         parts.append(labels["other_lang"])
     structured = False
+    sig = _section(chunks, "signatures") if art.signatures else None
+    specific = _specific_signs(sig.text, art.signatures) if sig else []
+    if specific:
+        # The asker's own log line, with the remedy the article gives for exactly that line,
+        # comes first: "Free memory on device … is less than desired GPU memory utilization"
+        # got the general OOM table and "start with --max-model-len", and its own fix (free
+        # the GPU or lower --gpu-memory-utilization) only at the end.
+        parts += ["", f"**{labels['your_line']}** {cites.ref(sig, art.score)}", "", "\n".join(specific)]
     for kind, label in (("causes", "cause"), ("fixes", "fix"), ("checks", "check")):
         found = _sections(chunks, kind)
         if not found:
@@ -1023,10 +1049,8 @@ def _article_body(kb, art: ArticleMatch, lang: str, labels: dict, cites: _Cites)
         structured = True
         parts += ["", f"**{labels[label]}** {cites.ref(found[0], art.score)}", ""]
         parts += ["\n\n".join(c.text for c in found)]
-    if art.signatures:
-        sig = _section(chunks, "signatures")
-        if sig:
-            parts += ["", f"**{labels['signs']}** {cites.ref(sig, art.score)}", "", sig.text]
+    if sig and not specific:
+        parts += ["", f"**{labels['signs']}** {cites.ref(sig, art.score)}", "", sig.text]
     if not structured:
         # A user's runbook without the KB's section names: quote its best passages.
         best = [c for c in art.chunks if c.chunk.lang == doc_lang and c.chunk.kind != "question"][:2]

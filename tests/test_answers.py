@@ -103,3 +103,17 @@ def test_timings_and_backend_in_the_json_shape(tiny_settings, tiny):
     assert data["backend"] == "extractive" and data["tool_calls"] == []
     assert set(data["citations"][0]) == {"id", "title", "source", "section", "lang", "score", "text"}
     assert {"load", "embed", "search", "total"} <= set(data["timings_ms"])
+
+
+def test_a_quoted_log_line_with_its_own_remedy_leads_the_answer(bundled_settings, bundled_kb):
+    """vLLM's "Free memory on device … is less than desired GPU memory utilization" got the
+    general OOM table and "start with --max-model-len" first; its own fix (free the GPU or
+    lower --gpu-memory-utilization) came last, under the log signatures."""
+    q = ("ValueError: Free memory on device (30.2/79.15 GiB) on startup is less than desired GPU memory utilization "
+         "(0.9, 71.24 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.")
+    answer = answer_question(q, bundled_settings, kb=bundled_kb)
+    head = answer.answer.split("**Likely cause**")[0]
+    assert "**Your log line**" in head and "free the GPU" in head and "nvidia-smi" in head
+    # A bare signature ("CUDA out of memory") has no remedy of its own: the article reads as before.
+    plain = answer_question("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", bundled_settings, kb=bundled_kb)
+    assert "**Your log line**" not in plain.answer and plain.answer.index("**Likely cause**") < plain.answer.index("**Fix**")

@@ -13,6 +13,10 @@ MESSAGES = {
         "zh": '接下来检查',
         "en": 'Check next',
     },
+    'your_line': {
+        "zh": '你贴的这行日志',
+        "en": 'Your log line',
+    },
     'signs': {
         "zh": '怎么确认',
         "en": 'How to recognise it',
