@@ -158,6 +158,9 @@ def test_kv_cache_capacity_and_vllm_start_up_check():
     # 24 × 0.9 − 16 = 5.6 GiB; 1 GiB holds 8192 tokens of 128 KiB; 5.6 × 8192 = 45,875
     assert too_long.fits_one_request is False and too_long.largest_max_model_len == 45875
     assert "refuses to start" in too_long.explanation["en"] and "--max-model-len" in too_long.explanation["en"]
+    # With no overhead given, the figure is said to be an upper bound; with one, it is not.
+    assert "upper bound" in r.explanation["en"] and "上限" in r.explanation["zh"]
+    assert "upper bound" not in kv_cache_capacity(80, 16, 131072, 0.9, overhead_gib=4).explanation["en"]
 
 
 def test_fastdeploy_decode_budget():

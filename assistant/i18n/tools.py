@@ -85,6 +85,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "每张卡大约能放 {tokens} 个 token 的 KV Cache（{budget:.2f} GiB）。",
         "en": "About {tokens} tokens of KV cache fit per GPU ({budget:.2f} GiB).",
     },
+    "kv_cache_capacity.no_overhead_more": {
+        "zh": "这是上限：激活峰值、CUDA Graph 等非 KV 显存这里按 0 算（不知道多少）；vLLM 启动日志里的 “GPU KV cache size: N tokens” 才是实际值。",
+        "en": " This is an upper bound: activations, CUDA graphs and other non-KV memory (not known here) were counted as 0; the \"GPU KV cache size: N tokens\" line of vLLM's start-up log is the real figure.",
+    },
     "kv_cache_capacity.concurrency_more": {
         "zh": "；{tokens} ÷ {max_model_len} = 按 max_model_len 同时 {concurrency:.2f} 个请求",
         "en": "; {tokens} ÷ {max_model_len} = {concurrency:.2f} requests at max_model_len",

@@ -391,6 +391,8 @@ def kv_cache_capacity(
         else:
             text = _then(text, "kv_cache_capacity.too_long_more", max_model_len=max_model_len, tokens=_fmt(tokens),
                          need=max_model_len * kv_bytes_per_token / GIB, available=max(budget, 0))
+    if not overhead_gib:
+        text = _then(text, "kv_cache_capacity.no_overhead_more")
     return KVCapacity(round(budget, 3), tokens, round(conc, 2) if conc is not None else None, tokens, fits, formula["en"],
                       text, formula["zh"])
 
