@@ -480,11 +480,23 @@ def _mtp(text: str) -> bool | None:
     return True if _MTP_ON.search(text) else None
 
 
+_NAME_BEFORE = re.compile(r"(?:^|[^a-z0-9])([a-z][a-z0-9]*[a-z])-$")
+_UNIT_WORDS = frozenset({"gib", "gb", "mib", "mb", "kib", "kb", "tib", "tb"})
+
+
+def _in_a_name(text: str, start: int) -> bool:
+    """A number that is part of a model's name ("llama-3.1-8b", "gpt-4"): it read as a value
+    no label claimed, and the answer asked what "3.1" was. A unit before the dash is a range
+    ("16gb-32gb"), not a name."""
+    m = _NAME_BEFORE.search(text[max(0, start - 24):start])
+    return bool(m) and m.group(1) not in _UNIT_WORDS
+
+
 def extract(text: str) -> Extraction:
     """Every number in `text`, each bound to the parameter it belongs to (or to nothing)."""
     norm = normalize(text)
     scanned, special = _vllm_lines(norm)
-    numbers = _merge([_read_number(m) for m in _NUMBER.finditer(scanned)], scanned)
+    numbers = _merge([_read_number(m) for m in _NUMBER.finditer(scanned) if not _in_a_name(scanned, m.start())], scanned)
     bound = _bind(numbers, _labels(scanned), scanned)
     dtypes, kv_dtype = _dtypes(norm)
     quantities = sorted(special + bound, key=lambda q: q.start)
