@@ -325,6 +325,9 @@ def llm_answer(
         import openai
     except ImportError as exc:  # a broken install, not a user error
         raise LLMError("the openai package is missing", "pip install openai") from exc
+    if not re.match(r"^https?://[^/\s]", settings.llm_base_url.strip()):
+        # "not a url" read as "the LLM is unreachable", which sent people to check the server.
+        raise LLMError("ASSISTANT_LLM_BASE_URL is not an http(s) URL", "set it like http://127.0.0.1:8000/v1")
     caller = current_caller()
     deadline = time.monotonic() + settings.llm_timeout
     passages = passages_for(kb, retrieval, lang, settings.llm_passages)
