@@ -9,7 +9,6 @@ a non-zero exit code; a traceback is a bug. The `assistant` command group is in 
 from __future__ import annotations
 
 import json
-import logging
 import sys
 from pathlib import Path
 
@@ -159,12 +158,21 @@ def _route_logs(verbose: bool) -> None:
     too ("LLM call to … failed: APIConnectionError"), and a malformed LLM response's with
     its traceback. Those lines are for whoever debugs the setup: shown with --verbose, one
     line each."""
+    import logging
+
     logger = logging.getLogger("assistant")
     if logger.handlers:
         return
     if verbose:
+        class OneLine(logging.Formatter):
+            def formatException(self, ei) -> str:  # noqa: N802 (logging's name)
+                return f"({ei[0].__name__}: {ei[1]})" if ei and ei[0] else ""
+
+            def format(self, record) -> str:
+                return " ".join(super().format(record).split("\n"))
+
         handler: logging.Handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(_OneLineFormatter("log: %(name)s: %(message)s"))
+        handler.setFormatter(OneLine("log: %(name)s: %(message)s"))
     else:
         handler = logging.NullHandler()
     logger.addHandler(handler)
@@ -174,7 +182,6 @@ def _route_logs(verbose: bool) -> None:
 def ask(argv: list[str] | None = None) -> None:
     parser = _parser()
     args = _parse(parser, sys.argv[1:] if argv is None else list(argv))
-    _route_logs(args.verbose)
     if not args.question and not args.log and sys.stdin.isatty():
         # Typed at a terminal with nothing after it: how to use it, not "the question is empty".
         parser.error('no question given: ask "为什么推理卡住", or pipe a log in with `tail -n 50 server.log | ask -`')
@@ -183,6 +190,8 @@ def ask(argv: list[str] | None = None) -> None:
         from assistant.questions import EarlyEmbedding, query_text, validate_question
 
         settings = settings_for(args.kb)
+        if args.verbose or settings.llm_base_url:  # the log lines come from the LLM path; logging costs ~10 ms to import
+            _route_logs(args.verbose)
         input_notes: list[str] = []
         text = read_question(tuple(args.question), settings.max_question_bytes, input_notes)
         early = None
@@ -226,14 +235,6 @@ def ask(argv: list[str] | None = None) -> None:
             print_answer(answer)
 
     _run(body)
-
-
-class _OneLineFormatter(logging.Formatter):
-    def formatException(self, ei) -> str:  # noqa: N802 (logging's name)
-        return f"({ei[0].__name__}: {ei[1]})" if ei and ei[0] else ""
-
-    def format(self, record) -> str:
-        return " ".join(super().format(record).split("\n"))
 
 
 def ask_main() -> None:
