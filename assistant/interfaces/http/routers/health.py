@@ -86,6 +86,9 @@ def index_facts(state: ServerState) -> dict:
 
 
 def llm_reachable(settings: Settings) -> bool:
+    """Whether the LLM endpoint answers `/models` as an OpenAI-compatible server does (a JSON
+    object with a `data` list): any 200 counted before, binary garbage included."""
+    import json
     import urllib.request
 
     req = urllib.request.Request(settings.llm_base_url.rstrip("/") + "/models")
@@ -93,6 +96,9 @@ def llm_reachable(settings: Settings) -> bool:
         req.add_header("Authorization", f"Bearer {settings.llm_api_key}")
     try:
         with urllib.request.urlopen(req, timeout=min(2.0, settings.llm_connect_timeout)) as resp:
-            return resp.status == 200
+            if resp.status != 200:
+                return False
+            body = json.loads(resp.read(1_000_000).decode("utf-8"))
+        return isinstance(body, dict) and isinstance(body.get("data"), list)
     except Exception:
         return False
