@@ -22,9 +22,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class ScriptedLLM:
-    def __init__(self, script: list, model: str = "scripted-model") -> None:
+    def models_response(self) -> bytes:
+        if self.models_body is not None:
+            return self.models_body
+        return json.dumps({"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": "test"}]}).encode()
+
+    def __init__(self, script: list, model: str = "scripted-model", models_body: bytes | None = None) -> None:
         self.script = list(script)
         self.model = model
+        self.models_body = models_body  # what /models answers instead of the model list (garbage, say)
         self.requests: list[dict] = []
         self.models_requests = 0
         self._lock = threading.Lock()
@@ -46,7 +52,7 @@ class ScriptedLLM:
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
                     owner.models_requests += 1
-                    self._send(200, json.dumps({"object": "list", "data": [{"id": owner.model, "object": "model", "owned_by": "test"}]}).encode())
+                    self._send(200, owner.models_response())
                 else:
                     self._send(404, b"{}")
 

@@ -205,30 +205,11 @@ def test_every_error_says_where_to_look_next(server):
 
 def test_readyz_calls_an_llm_reachable_only_when_it_speaks_the_models_api(bundled_settings):
     """An endpoint whose /v1/models answered 200 with binary garbage was "reachable"."""
-    import http.server
-
     from assistant.interfaces.http.routers.health import llm_reachable
 
     from .fake_llm import ScriptedLLM
 
-    class Garbage(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = b"\x00\xff\xfe garbage"
-            self.send_response(200)
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), Garbage)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        assert llm_reachable(replace(bundled_settings, llm_base_url=url)) is False
-    finally:
-        server.shutdown()
-        server.server_close()
+    with ScriptedLLM([], models_body=b"\x00\xff\xfe garbage") as garbage:
+        assert llm_reachable(replace(bundled_settings, llm_base_url=garbage.url)) is False
     with ScriptedLLM([]) as llm:
         assert llm_reachable(replace(bundled_settings, llm_base_url=llm.url)) is True
