@@ -470,9 +470,9 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     quoted = {key: (best, text) for key, (best, text, _rest) in passages.items()}
     room = MAX_ANSWER_CHARS - SIBLING_RESERVE - sum(len(text) + len(best.title) for best, text in quoted.values())
     floor = CONTINUATION_SHARE * hits.get(passages[id(top)][0].chunk_id, top.chunks[0].score)
-    best_top = passages[id(top)][0]
-    rest = [c for c in passages[id(top)][2] if hits.get(c.chunk_id, -1.0) >= floor
-            and not (_table_rows(c) and _table_rows(best_top) and not _adds_asked(c, best_top, asked, hits, floor))]
+    rest = [c for c in passages[id(top)][2] if hits.get(c.chunk_id, -1.0) >= floor]
+    if _table_rows(passages[id(top)][0]):
+        rest = _entries_kept(rest, passages[id(top)][0], _table_rows, asked, hits)
     continued, room = _extras(kb, siblings, rest, quoted, room, lang, labels, hits, asked)
     lead = _lead(kb, quoted[id(top)][0], room, [best for best, _text in quoted.values()])
     parts: list[str] = []
@@ -800,14 +800,8 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
     # 60-row table got the table's first rows too, for carrying `inline code`.)
     entry = _faq_entry if best is not None and any(_faq_entry(c) for c in section) else \
         _table_rows if best is not None and _table_rows(best) else None
-    if entry is _table_rows:
-        floor = CONTINUATION_SHARE * scores.get(best.chunk_id, 0.0)
-        kept = [c for c in section if c.chunk_id == best.chunk_id or not entry(c) or _adds_asked(c, best, asked, scores, floor)]
-        skipped = [c for c in section if c not in kept]
-        section = kept
-    elif entry is not None:
-        floor = CONTINUATION_SHARE * scores.get(best.chunk_id, 0.0)
-        kept = [c for c in section if c.chunk_id == best.chunk_id or not entry(c) or scores.get(c.chunk_id, 0.0) >= floor]
+    if entry is not None:
+        kept = _entries_kept(section, best, entry, asked, scores)
         skipped = [c for c in section if c not in kept]
         section = kept
 
@@ -892,16 +886,24 @@ def asked_identifiers(question: str) -> frozenset[str]:
     return frozenset(m.lower() for m in _IDENT.findall(question or ""))
 
 
-def _adds_asked(chunk, best, asked: frozenset[str], scores: dict[str, float], floor: float) -> bool:
-    """Whether another row group of the best one's table is worth quoting: it names something
-    the question asks about that the best group does not ("What do FD_DISABLED_RECOVER and
-    FD_RECOVER_TIMEOUT do?"). Row groups share their header and the shape of their rows, so
-    on a big table their scores all clear a share of the best one's; on a question that names
-    nothing, the score floor still decides."""
-    if not asked:
-        return scores.get(chunk.chunk_id, 0.0) >= floor
-    mine = asked_identifiers(chunk.text) & asked
-    return bool(mine - asked_identifiers(best.text))
+def _entries_kept(chunks: list, best, entry, asked: frozenset[str], scores: dict[str, float]) -> list:
+    """`chunks` without the other entries of the best one's kind (`entry`: a FAQ's questions,
+    a big table's row groups) that the question did not ask about. A FAQ entry counts when it
+    scored at least CONTINUATION_SHARE of the best. Row groups share their header and the
+    shape of their rows, so on a big table they all clear that share: one counts only when it
+    names something the question asks about that the best group does not ("What do
+    FD_DISABLED_RECOVER and FD_RECOVER_TIMEOUT do?"); on a question that names nothing, the
+    score share still decides."""
+    floor = CONTINUATION_SHARE * scores.get(best.chunk_id, 0.0)
+    if entry is _table_rows and asked:
+        known = asked_identifiers(best.text)
+
+        def matched(c) -> bool:
+            return bool((asked_identifiers(c.text) & asked) - known)
+    else:
+        def matched(c) -> bool:
+            return scores.get(c.chunk_id, 0.0) >= floor
+    return [c for c in chunks if c.chunk_id == best.chunk_id or not entry(c) or matched(c)]
 
 
 def _table_rows(chunk) -> bool:
@@ -1013,12 +1015,12 @@ def _specific_signs(text: str, matched: list[str]) -> list[str]:
     about that line (more than the quoted line itself)."""
     from oncall_common.lang import cjk_count
 
-    from .retrieval import _squash
+    from .retrieval import squash
 
-    wanted = [_squash(m) for m in matched if m.strip()]
+    wanted = [squash(m) for m in matched if m.strip()]
     out = []
     for line in text.splitlines():
-        if not line.lstrip().startswith(("-", "*", "•")) or not any(w in _squash(line) for w in wanted):
+        if not line.lstrip().startswith(("-", "*", "•")) or not any(w in squash(line) for w in wanted):
             continue
         said = re.sub(r"`[^`]*`", "", line).strip(" -*•\t")
         if len(said.split()) >= 6 or cjk_count(said) >= 8:

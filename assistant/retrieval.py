@@ -140,7 +140,8 @@ class Retrieval:
     flags: dict[str, str] = field(default_factory=dict)  # --flag values pasted in the question
 
 
-def _squash(text: str) -> str:
+def squash(text: str) -> str:
+    """Text compared for log signatures: NFKC, lower-case, no whitespace."""
     return re.sub(r"\s+", "", normalize(text))
 
 
@@ -247,11 +248,11 @@ def keyword_coverage(query_terms: set[str], article_terms: set[str], doc_freq: d
 
 def signature_hits(index: KBIndex, question: str) -> dict[str, list[str]]:
     """Article id → signatures found verbatim (whitespace- and width-insensitive)."""
-    squashed = _squash(question)
+    squashed = squash(question)
     hits: dict[str, list[str]] = {}
     for meta in index.docs.values():
         for sig in meta.signatures:
-            s = _squash(sig)
+            s = squash(sig)
             if len(s) >= 6 and s in squashed and sig not in hits.get(meta.id, []):
                 hits.setdefault(meta.id, []).append(sig)
     return hits
