@@ -394,14 +394,11 @@ def _result(content: str, messages: list, passages: list, lang: str, model: str,
     why = looks_like_garbage(text, prompt_text)
     if why:
         raise _failed(why, records)
-    if streamed:  # already on screen: it cannot be taken back, only flagged
-        _, unsupported = drop_unsupported(text, len(passages))
-        if unsupported:
-            notes.append(i18n.t("llm.uncited_shown", lang, n=unsupported))
-    else:
-        text, unsupported = drop_unsupported(text, len(passages))
-        if unsupported:
-            notes.append(i18n.t("llm.dropped_uncited", lang, n=unsupported))
+    supported, unsupported = drop_unsupported(text, len(passages))
+    if unsupported:  # a streamed answer is already on screen: it cannot be taken back, only flagged
+        notes.append(i18n.t("llm.uncited_shown" if streamed else "llm.dropped_uncited", lang, n=unsupported))
+        if not streamed:
+            text = supported
             why = looks_like_garbage(text, prompt_text)
             if why:
                 raise _failed(why, records)
