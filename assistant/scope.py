@@ -154,6 +154,10 @@ ENTITIES: dict[str, tuple[str, ...]] = {
                               "保存日志", "日志保存", "日志输出到文件", "日志写到文件", "日志存到", "vllm_logging_config"),
 }
 
+# ENTITIES families whose names are phrasings of one subject, not distinct techniques.
+PHRASINGS = frozenset({"several models on one GPU", "tokenizers", "IPv6 networking", "CORS",
+                       "rate limiting", "saving logs to a file", "autoscaling", "GPU partitioning (MIG)"})
+
 _VERSION = re.compile(r"(?<![\w.])v?(\d{1,2})\.(\d{1,3})(?:\.(\d{1,3}))?(?:\.post\d+|rc\d+|\.dev\d*)?(?![\w.])")
 
 
@@ -404,15 +408,20 @@ def unseen_entities(scope: Scope, index) -> list[str]:
     if not kb_hardware(index):
         for h in sorted(scope.hardware - {"nvidia"}):
             hit = scope.hardware_terms.get(h)
-            # 昇腾 asked of English-only docs is looked for as "ascend", never as the bare
-            # "npu" or "xpu" other vendors' docs use too.
-            if hit and not _covers_term(index, hit, [n for n in HARDWARE[h] if len(n.rstrip("*")) >= 4]):
+            # A platform is one subject under several names: docs that say "Apple Silicon"
+            # and "macOS" cover the asker's "M1 Mac". Short names are left out: 昇腾 is
+            # never found as the bare "npu" or "xpu" other vendors' docs use too.
+            names = [n for n in HARDWARE[h] if len(n.rstrip("*")) >= 4]
+            if hit and not _covers_term(index, hit, names) and not any(covers(index, n) for n in names):
                 out.append(HARDWARE_NAMES.get(h, h))
     if not scope.entities:
         return out
     # The word the question used, not the whole family: a KB that mentions 量化 (one
-    # quantization remark) still knows nothing about bitsandbytes.
-    return out + [e for e in scope.entities if not _covers_term(index, scope.entity_terms.get(e) or ENTITIES[e][0], ENTITIES[e])]
+    # quantization remark) still knows nothing about bitsandbytes. Families that are
+    # phrasings of one subject ("two models", "multiple models") are covered by any of them.
+    return out + [e for e in scope.entities
+                  if not _covers_term(index, scope.entity_terms.get(e) or ENTITIES[e][0], ENTITIES[e])
+                  and not (e in PHRASINGS and any(covers(index, n) for n in ENTITIES[e]))]
 
 
 def _covers_term(index, used: str, aliases) -> bool:

@@ -156,6 +156,33 @@ def test_a_chinese_platform_name_is_looked_up_by_its_english_names_in_an_english
         assert unseen_entities(detect(question), kb.index) == unseen
 
 
+def test_a_platform_or_a_phrasing_is_covered_under_any_of_its_names(tmp_path):
+    """A tree that documents "Apple Silicon" and "macOS" covers the asker's "M1 Mac", and
+    one about "multiple models" covers "several models"; a tree naming neither does not."""
+    from dataclasses import replace
+
+    from assistant.config import Settings
+    from assistant.knowledge import open_kb
+    from assistant.scope import detect, unseen_entities
+
+    mac = "On an M1 Mac with PagedAttention on, every request takes 30 s. Which setting should I change?"
+    models = "Can I load several models with a single invocation and pick one by the model field?"
+    for i, (pages, expected) in enumerate([
+        ({"metal.md": "# Metal\n\nOn Apple Silicon, build with the metal feature. PagedAttention on macOS needs a memory budget.\n",
+          "perf.md": "# Performance\n\nApple Silicon machines share memory; on macOS set a smaller cache.\n",
+          "multi.md": "# Multi-model serving\n\nServe multiple models from one process; requests pick one by `model`.\n",
+          "faq.md": "# FAQ\n\nMultiple models can share one GPU when each fits.\n"}, ([], [])),
+        ({"memory.md": "# Memory\n\nLower `--gpu-memory-utilization` when the server runs out of memory.\n",
+          "hang.md": "# Hangs\n\nIf requests hang, lower `--max-num-seqs`.\n"}, (["Apple silicon"], ["several models on one GPU"])),
+    ]):
+        docs = tmp_path / f"docs{i}"
+        docs.mkdir()
+        for name, text in pages.items():
+            (docs / name).write_text(text, encoding="utf-8")
+        kb = open_kb(replace(Settings(), kb_dir=docs, cache_dir=tmp_path / f"c{i}"), progress=lambda _m: None)
+        assert [unseen_entities(detect(q), kb.index) for q in (mac, models)] == list(expected)
+
+
 def test_a_doc_tree_about_one_product_refuses_questions_about_another(tmp_path):
     """Docs without front matter declare no product, but a tree that names vLLM on most of
     its pages is about vLLM: a question naming only a product it never mentions is refused
