@@ -134,6 +134,18 @@ def test_a_long_log_piped_on_stdin_is_answered_from_its_last_lines(bundled_env):
     assert data["grounded"] and data["citations"][0]["id"] == "vllm-preemption"
 
 
+def test_a_reader_that_goes_away_ends_ask_quietly(bundled_env):
+    """`ask … | head` closes the pipe before the answer is written: ask ends with 0 and says
+    nothing (rich's own handler exited 1), in text and in JSON."""
+    for args in (["为什么推理卡住"], ["--json", "NCCL error at startup"]):
+        cmd = [sys.executable, "-c", "import sys; sys.argv[0]='ask'; from assistant.interfaces.cli import ask_main as m; m()", *args]
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=bundled_env, cwd=ROOT)
+        proc.stdout.close()  # the reader is gone before the first byte
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=120) == 0, err
+        assert err == ""
+
+
 def test_ask_alone_at_a_terminal_prints_its_usage(bundled_env):
     """Typed at a terminal with no question, `ask` says how to use it; with a pipe it still
     reads the question from stdin."""

@@ -9,6 +9,7 @@ a non-zero exit code; a traceback is a bug. The `assistant` command group is in 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -33,6 +34,12 @@ def _run(fn, *args, **kwargs):
     except KeyboardInterrupt:
         _fail("interrupted", 130)
     except BrokenPipeError:
+        # The reader went away (`ask … | head`) and has what it wanted. stdout is pointed at
+        # /dev/null so that the interpreter's last flush does not fail on the pipe again.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
         sys.exit(0)
     except Exception as exc:  # noqa: BLE001 - the last line of defence against tracebacks
         _fail(f"internal error: {type(exc).__name__}: {exc} (please report this)", EXIT_INTERNAL)

@@ -6,12 +6,20 @@ from assistant.answer import Answer
 from assistant.i18n import t
 
 
+def _reader_gone() -> None:
+    raise BrokenPipeError
+
+
 def print_answer(answer: Answer, console=None, body: bool = True) -> None:
     from rich.console import Console
     from rich.markdown import Markdown
     from rich.text import Text
 
-    console = console or Console()
+    if console is None:
+        console = Console()
+        # rich ends the process with status 1 when the reader goes away (`ask … | head`);
+        # the caller's handler ends it quietly with 0, like any other write to a closed pipe.
+        console.on_broken_pipe = _reader_gone
     if body:
         console.print(Markdown(answer.answer))
         console.print()
