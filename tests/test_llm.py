@@ -199,6 +199,21 @@ def test_cli_streams_tokens_and_json_stays_one_object(bundled_env):
     assert len(data["citations"]) == 1
 
 
+def test_cli_says_which_text_stands_when_a_stream_is_cut_off(bundled_env):
+    """A stream cut off by the deadline has put half an LLM answer on screen (or into a
+    pipe), where it cannot be taken back: a line between it and the KB answer says which
+    text stands."""
+    with ScriptedLLM([{"content": "Probably the NCCL socket " * 12, "chunk_delay": 0.2}]) as llm:
+        env = dict(bundled_env, ASSISTANT_LLM_BASE_URL=llm.url, ASSISTANT_LLM_MODEL="m", ASSISTANT_LLM_TIMEOUT="1.5",
+                   ASSISTANT_LLM_FIRST_TOKEN_TIMEOUT="1.0")
+        proc = run_cli(["ask", LOGPROBS_Q], env)
+    out = proc.stdout.decode()
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "did not finish within 1.5 s" in proc.stderr.decode()
+    partial, _, rest = out.partition("The LLM stopped mid-answer: do not act on the unfinished text above.")
+    assert partial.startswith("Probably the NCCL") and "kernel.msgmax=1048576" in rest and "Sources" in rest
+
+
 def test_cli_no_llm_flag_skips_a_configured_llm(bundled_env):
     with ScriptedLLM([{"content": "should not be used"}]) as llm:
         env = dict(bundled_env, ASSISTANT_LLM_BASE_URL=llm.url)

@@ -30,6 +30,10 @@ MESSAGES = {
         "zh": '大模型调用失败（{reason}），已改用知识库回答',
         "en": '{reason}; answered from the KB instead',
     },
+    'stream_abandoned': {
+        "zh": '——大模型回答到一半就停了，上面没写完的内容不要采用；下面是知识库的回答——',
+        "en": '-- The LLM stopped mid-answer: do not act on the unfinished text above. The KB answer follows. --',
+    },
     'no_cover': {
         "zh": '（以上是知识库中最接近的段落，未必能回答这个问题。）',
         "en": '(The passages above are the closest the KB has; they may not answer the question.)',

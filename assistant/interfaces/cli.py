@@ -238,7 +238,11 @@ def ask(argv: list[str] | None = None) -> None:
             print_answer(answer, body=False)  # the text is already on screen
         else:
             if streamed:
-                print("\n")  # a fallback after a partial stream starts on a fresh line
+                # The unfinished LLM text cannot be taken back from a pipe or a scrollback,
+                # so a line between the two says which text stands.
+                from assistant.i18n import t
+
+                print(f"\n\n{t('llm.stream_abandoned', answer.lang)}\n")
             print_answer(answer)
 
     _run(body)
