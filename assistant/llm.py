@@ -380,6 +380,10 @@ def llm_answer(
     except (ValueError, KeyError, TypeError, AttributeError) as exc:  # malformed responses
         log.warning("malformed response from the LLM at %s", redact_url(settings.llm_base_url), exc_info=exc)
         raise _failed(f"the LLM sent a malformed response ({type(exc).__name__})", records) from exc
+    if turn is not None and not turn.content and not turn.tool_calls and chunks_seen[0] == 0:
+        # A 200 whose body holds no stream events at all (a truncated JSON object, an HTML
+        # page from a proxy) is not an empty answer: the endpoint speaks something else.
+        raise _failed("the LLM's response was not an OpenAI-compatible stream (no events arrived)", records)
     return _result(turn.content if turn else "", messages, passages, lang, model, records, notes, streamed=on_token is not None)
 
 

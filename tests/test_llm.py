@@ -100,7 +100,8 @@ def test_repeated_identical_calls_are_refused_and_the_loop_is_bounded(bundled_se
     [
         ({"status": 500}, "returned HTTP 500"),
         ({"hang": 5.0}, "did not answer in time"),
-        ({"raw": "<html>oops</html>"}, "LLM"),
+        ({"raw": "<html>oops</html>"}, "not an OpenAI-compatible stream"),
+        ({"raw": '{"choices": [{"message": {"content": "Raise kern'}, "not an OpenAI-compatible stream"),
         ({"content": "token " * 100}, "repeats itself"),
         ({"content": ""}, "empty answer"),
     ],
