@@ -34,8 +34,14 @@ _ERROR = re.compile(
 _LOG_PREFIX = re.compile(r"^\s*(\(\w{1,40}(\s+pid=\d{1,10})?\)\s*)?(\[?\d{4}-\d{2}-\d{2}|\[?\d{2}-\d{2}\s\d{2}:\d{2}|(INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\b|\[(INFO|DEBUG|WARNING|WARN|ERROR)\])")
 _LOG_LEVEL_PROBLEM = re.compile(r"\b(WARNING|WARN|ERROR|CRITICAL|FATAL)\b")
 _COMMAND = re.compile(
-    r"^\s*(\$\s|#\s*\$|>>>\s|(sudo\s)?(python3?|vllm|docker|docker-compose|kubectl|pip3?|uv|conda|torchrun|deepspeed|"
-    r"fastdeploy|bash|sh|export|curl|nvidia-smi|sysctl|ray|CUDA_VISIBLE_DEVICES=\S*|[A-Z][A-Z0-9_]{2,40}=\S*\s+(python3?|vllm))\b)"
+    r"^\s*(\$\s|#\s*\$|>>>\s|%\s|[\w.@~:/-]{1,120}\$\s|(sudo\s)?(python3?|vllm|docker|docker-compose|kubectl|pip3?|uv|conda|torchrun|deepspeed|"
+    r"fastdeploy|bash|sh|export|curl|nvidia-smi|sysctl|ray|cargo|cmake|git|ollama|lmdeploy|helm|nvcc|apt|apt-get|yum|brew|npm|"
+    r"huggingface-cli|modelscope|accelerate|tritonserver|xinference|"
+    r"CUDA_VISIBLE_DEVICES=\S*|[A-Z][A-Z0-9_]{2,40}=\S*\s+(python3?|vllm))\b"
+    # Any other program, known by its shape: a path (./target/release/server, ~/bin/x) or a
+    # hyphenated name (llama-server, mistralrs-server), then at most three words, then a flag.
+    r"|(\.{1,2}|~)?/[\w.-]+(/[\w.-]+)*\s+(\S+\s+){0,3}--?[A-Za-z]|(\.{1,2}|~)/[\w.-]+(/[\w.-]+)*\s*$"
+    r"|[a-z][\w.]*-[\w.-]+\s+([\w./:-]+\s+){0,3}--?[A-Za-z])"
 )
 _CONFIG = re.compile(
     r"^\s*(-\s+)?("
@@ -57,7 +63,9 @@ _PROSE_WORDS = re.compile(r"[A-Za-z]{2,}")
 # "直接 CUDA_VISIBLE_DEVICES=6,7 vllm serve … --tensor-parallel-size 2 没问题".
 _INLINE_COMMAND = re.compile(
     r"(?:(?<=^)|(?<=[\s`(（：:，。；]))(?:sudo\s+)?(?:python3?\s+-m\s|vllm\s+serve\s|docker\s+run\s|docker[\s-]compose\s|torchrun\s"
-    r"|llamafactory-cli\s|lmdeploy\s+serve\s|CUDA_VISIBLE_DEVICES=\S+\s+(?:vllm\s+serve|python3?\s+-m)\s)"
+    r"|llamafactory-cli\s|lmdeploy\s+serve\s|CUDA_VISIBLE_DEVICES=\S+\s+(?:vllm\s+serve|python3?\s+-m)\s"
+    r"|(?:cargo|cmake|git|nvcc|npm)\s+[a-z][\w-]*\s+(?=-)|pip3?\s+install\s|\.{1,2}/[\w.-]+(?:/[\w.-]+)*\s+(?=-)"
+    r"|(?<=`)[a-z][\w.]*-[\w.-]+\s+(?=-))"
 )
 # A python dict or list printed inline: "{'tokenizer_mode': 'auto', 'trust_remote_code': True, …}".
 _LITERAL = re.compile(r"^\s*[{\[]\s*['\"][\w.\-]{1,60}['\"]\s*[:,]")
@@ -252,8 +260,12 @@ def _command_end(line: str, start: int) -> int | None:
 def _prose_after_command_word(line: str) -> bool:
     """"nvidia-smi shows 23859MiB per card; so is that CUDA graph?" starts like a command
     but is a sentence: no flags, no assignments, several plain words."""
-    if line.lstrip().startswith(("$", ">>>")):
+    if line.lstrip().startswith(("$", ">>>", "% ")):
         return False
+    # "llama-server crashes with -c 8192": the words before the first flag make a sentence.
+    head = line.split(" -", 1)[0].split()[1:5]
+    if any(word.lower() in _SENTENCE_WORDS for word in head):
+        return True
     words = len(_PROSE_WORDS.findall(line))
     if words >= 8 and any(mark in line for mark in ("? ", ". ", "; ", "，", "。", "？")) or line.rstrip().endswith("?"):
         return _is_prose(line) or words >= 12

@@ -90,6 +90,24 @@ def test_pasted_command_config_and_stack_frames_leave_the_query():
     assert parts.flags["--gpu-memory-utilization"] == "0.15"
 
 
+def test_any_program_s_command_line_is_told_apart_by_its_shape():
+    """Not only vllm, python or docker: a path to a binary, a hyphenated program name, a
+    shell prompt or a build tool followed by flags is a paste too, inline in backticks as
+    well; a sentence about a program ("llama-server crashes with -c 8192") is not."""
+    q = ("8 x A100, built with `cargo build --release --features \"cuda flash-attn\"`\n"
+         "user@box:~/mistral.rs$ ./target/release/mistralrs-server --port 1234 -n 8 plain -m ./Qwen2-72B-Instruct -a qwen2\n"
+         "mistralrs-server -i plain -m meta-llama/Llama-3.1-8B\n"
+         "Only one GPU fills up and then it runs out of memory. How do I split the model over all eight?")
+    parts = split_question(q)
+    query = retrieval_text(q)
+    assert "cargo" not in query and "target/release" not in query and "meta-llama" not in query
+    assert "8 x A100, built with" in query and "How do I split the model" in query
+    assert parts.flags["--features"] == "cuda flash-attn" and parts.flags["--port"] == "1234"
+    for sentence in ("llama-server crashes with -c 8192 on my box", "vllm hangs after --enable-prefix-caching",
+                     "/v1/chat/completions returns 500 when I set stream"):
+        assert retrieval_text(sentence) == sentence and not split_question(sentence).code
+
+
 def test_error_lines_stay_and_a_bare_log_is_read_whole():
     q = "INFO 05-01 12:00:00 engine.py:10 started\nRuntimeError: NCCL error in: ../nccl.cpp:1, unhandled system error"
     assert "NCCL error" in retrieval_text(q) and "started" not in retrieval_text(q)
