@@ -98,10 +98,13 @@ ENTITIES: dict[str, tuple[str, ...]] = {
                           "结构化输出", "guided_decoding"),
     "chat templates": ("chat template", "chat_template", "jinja", "聊天模板", "对话模板"),
     "tool calling": ("tool call", "tool_call", "function call", "function_call", "tool-call-parser", "tool_choice",
-                     "函数调用", "工具调用", "auto-tool-choice"),
+                     "函数调用", "工具调用", "auto-tool-choice", "tool use", "tool-use", "with tools", "include tools",
+                     "includes tools", "including tools", "tools field", "tools parameter", "tools param", "tools 参数"),
     "reasoning parsers": ("reasoning parser", "reasoning_parser", "reasoning-parser", "reasoning_content", "enable_thinking", "思考模式"),
     "quantization kernels": ("awq", "gptq", "marlin", "bitsandbytes", "w8a8", "w4a16", "wint4", "wint8",
-                             "squeezellm", "compressed-tensors", "minimum capability", "quantization method", "quantization scheme", "gguf", "量化"),
+                             "squeezellm", "compressed-tensors", "minimum capability", "quantization method", "quantization scheme", "gguf", "量化",
+                             # FP8 as the subject, not a flag's value ("--kv-cache-dtype fp8") or a model's format.
+                             "fp8 checkpoint*", "fp8 model*", "fp8 quantiz*", "fp8 weights", "fp8 量化", "fp8 模型"),
     "several models on one GPU": ("two models", "multiple models", "several models", "second model", "another model on the same gpu",
                                   "两个模型", "多个模型", "两个 vllm", "两个vllm", "再起一个"),
     "vision/OCR model serving": ("paddleocr", "ocr", "uie", "yolo", "ppyoloe", "simple-serving", "detection model", "目标检测"),
@@ -120,7 +123,9 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     # Kubernetes as the subject (its objects and tools), not as where vLLM happens to run.
     "Kubernetes": ("helm", "helm chart", "kubectl", "ingress", "kuberay", "daemonset", "statefulset"),
     "pipeline and expert parallelism": ("pipeline-parallel", "pipeline_parallel", "expert parallel", "expert-parallel", "enable-expert-parallel"),
-    "sleep mode and weight updates": ("sleep mode", "sleep_mode", "wake_up", "update_weights", "rlhf"),
+    "sleep mode and weight updates": ("sleep mode", "sleep_mode", "wake_up", "update_weights", "rlhf", "weight sync", "weights sync",
+                                      "sync weights", "syncing weights", "sync the weights", "sync backend", "sync_backend",
+                                      "update weights", "weight update", "weight updates", "权重同步", "同步权重", "更新权重"),
     # Fine-tuning as the subject ("how do I run SFT"), not as the history of a model
     # ("a fine-tuned Baichuan", "微调后的模型").
     "fine-tuning": ("sft", "fine-tuning", "finetuning", "how to fine-tune", "how do i fine-tune", "微调训练", "怎么微调", "如何微调", "全参微调",
@@ -284,7 +289,10 @@ def detect(question: str) -> Scope:
 # "after fine-tuning our model" / "SFT 后的模型" is the model's history, not the question.
 _NOT_SUBJECTS = re.compile(r"video[ -](?:memory|card|ram)|(?:connection|thread|process|worker)[ -]pool(?:ing|s)?"
                            r"|(?:见|如|看|附|贴)(?:下|上)?(?:面|方)?(?:的)?(?:截)?图片?|图片所示|截图"
-                           r"|after (?:fine-?tuning|finetuning|sft)\b|\bsft\s*(?:后|过|完|之后)|\bsft(?:'d|ed)?\s+(?:model|checkpoint|weights)",
+                           r"|after (?:fine-?tuning|finetuning|sft)\b|\bsft\s*(?:后|过|完|之后)|\bsft(?:'d|ed)?\s+(?:model|checkpoint|weights)"
+                           # A LoRA merged into the weights is how the model was made, not a LoRA being served.
+                           r"|\bmerged\s+(?:[\w.-]+\s+){0,3}(?:\+\s*|with\s+|and\s+)?(?:an?\s+|the\s+|its\s+)?q?lora(?:\s+adapters?|\s+weights)?"
+                           r"|\bq?lora(?:\s+adapters?|\s+weights)?\s+(?:merged|已?合并)|合并(?:了|后|过)?(?:的)?\s*q?lora|merge[_-]lora",
                            re.I)
 
 
