@@ -67,6 +67,9 @@ _INLINE_COMMAND = re.compile(
     r"|(?:cargo|cmake|git|nvcc|npm)\s+[a-z][\w-]*\s+(?=-)|pip3?\s+install\s|\.{1,2}/[\w.-]+(?:/[\w.-]+)*\s+(?=-)"
     r"|(?<=`)[a-z][\w.]*-[\w.-]+\s+(?=-))"
 )
+# A program's own message: its name, a colon, then what it says ("vllm serve: error: …").
+_PROGRAM_SAYS = re.compile(r"^\s*[\w./-]{1,60}(?:\s[\w./-]{1,60})?:\s")
+_QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
 # A python dict or list printed inline: "{'tokenizer_mode': 'auto', 'trust_remote_code': True, …}".
 _LITERAL = re.compile(r"^\s*[{\[]\s*['\"][\w.\-]{1,60}['\"]\s*[:,]")
 # A log line's source tag: "(RayWorkerWrapper pid=880)", "(autoscaler +7s)".
@@ -132,6 +135,8 @@ def split_question(text: str) -> QuestionParts:
         is_error = bool(_ERROR.search(line)) and not line.lstrip().startswith("#")
         if _STACK.match(line):
             parts.code.append(line)
+        elif is_error and _PROGRAM_SAYS.match(line):
+            parts.errors.append(line)  # "vllm serve: error: argument …", "bash: nvcc: command not found"
         elif _LOG_PREFIX.match(line):
             (parts.errors if _LOG_LEVEL_PROBLEM.search(line[:80]) or is_error else parts.logs).append(line)
         elif _COMMAND.match(line) and not _prose_after_command_word(line) or _LITERAL.match(line):
@@ -262,6 +267,10 @@ def _prose_after_command_word(line: str) -> bool:
     but is a sentence: no flags, no assignments, several plain words."""
     if line.lstrip().startswith(("$", ">>>", "% ")):
         return False
+    # "vllm 0.10.0 想按说明开工具调用，起服务直接报：" is a sentence about the program; a
+    # command's quoted Chinese argument (--prompt "你好，介绍一下") is not.
+    if _contains_cjk_sentence(_QUOTED.sub(" ", line)):
+        return True
     # "llama-server crashes with -c 8192": the words before the first flag make a sentence.
     head = line.split(" -", 1)[0].split()[1:5]
     if any(word.lower() in _SENTENCE_WORDS for word in head):

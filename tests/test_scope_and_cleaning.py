@@ -108,6 +108,20 @@ def test_any_program_s_command_line_is_told_apart_by_its_shape():
         assert retrieval_text(sentence) == sentence and not split_question(sentence).code
 
 
+def test_a_chinese_sentence_that_starts_with_a_program_name_is_prose():
+    """"vllm 0.10.0 想按说明开工具调用，起服务直接报：" is the question, not a command line;
+    "vllm serve: error: argument …" is the program's error, not a command either."""
+    q = ("vllm 0.10.0 想按 GLM-4.5 的说明开工具调用，起服务直接报：\n"
+         "vllm serve: error: argument --tool-call-parser: invalid choice: 'glm45'\n"
+         "是参数写错了还是版本不支持？")
+    parts = split_question(q)
+    assert parts.prose[0].startswith("vllm 0.10.0 想按") and parts.errors[0].startswith("vllm serve: error:")
+    assert not parts.code and "开工具调用" in retrieval_text(q)
+    assert detect(q).said_entities == ("tool calling",)
+    # A command's quoted Chinese argument does not make it a sentence.
+    assert split_question('python infer.py --prompt "你好，请介绍一下你自己"\nwhy is it slow').code
+
+
 def test_error_lines_stay_and_a_bare_log_is_read_whole():
     q = "INFO 05-01 12:00:00 engine.py:10 started\nRuntimeError: NCCL error in: ../nccl.cpp:1, unhandled system error"
     assert "NCCL error" in retrieval_text(q) and "started" not in retrieval_text(q)
