@@ -104,7 +104,8 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     "quantization kernels": ("awq", "gptq", "marlin", "bitsandbytes", "w8a8", "w4a16", "wint4", "wint8",
                              "squeezellm", "compressed-tensors", "minimum capability", "quantization method", "quantization scheme", "gguf", "量化",
                              # FP8 as the subject, not a flag's value ("--kv-cache-dtype fp8") or a model's format.
-                             "fp8 checkpoint*", "fp8 model*", "fp8 quantiz*", "fp8 weights", "fp8 量化", "fp8 模型"),
+                             "fp8 checkpoint*", "fp8 model*", "fp8 quantiz*", "fp8 weights", "fp8 量化", "fp8 模型",
+                             "quantized weight*", "int4 model*", "int4 模型", "int8 model*", "int8 模型"),
     "several models on one GPU": ("two models", "multiple models", "several models", "second model", "another model on the same gpu",
                                   "两个模型", "多个模型", "两个 vllm", "两个vllm", "再起一个"),
     "vision/OCR model serving": ("paddleocr", "ocr", "uie", "yolo", "ppyoloe", "simple-serving", "detection model", "目标检测"),
@@ -155,8 +156,35 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     # output (全是乱码, 输出乱码): alone it is as often a terminal's escape codes.
     "garbled output": ("garbled", "gibberish", "全是乱码", "都是乱码", "输出乱码", "回答乱码", "生成乱码", "返回乱码", "结果乱码",
                        "夹着乱码", "全是感叹号", "都是感叹号", "一串感叹号", "!!!!", "nonsense output", "outputs nonsense"),
+    # Whether a release can load a model at all ("Model architectures ['GlmForCausalLM'] are not
+    # supported for now", "官方 vllm 是不是还不支持这个模型"): a version matrix, not a fix.
+    "new model support": ("are not supported for now", "architectures are not supported", "model architecture*",
+                          "support this model", "supports this model", "support for this model", "support the model",
+                          "不支持这个模型", "不支持该模型", "支持这个模型", "支持该模型", "支不支持这个模型", "哪个版本支持",
+                          "哪个 vllm 能跑", "哪个vllm能跑", "什么版本的 vllm", "什么版本的vllm", "哪个版本的 vllm", "哪个版本的vllm",
+                          "which vllm version supports", "which version of vllm supports", "which version supports"),
+    # A dtype the GPU lacks ("Bfloat16 is only supported on GPUs with compute capability of at least 8.0").
+    "bf16 on older GPUs": ("bfloat16 is only supported", "bf16 is only supported", "bfloat16 is not supported",
+                           "bf16 is not supported", "does not support bfloat16", "doesn't support bfloat16", "does not support bf16",
+                           "doesn't support bf16", "不支持 bf16", "不支持bf16", "不支持 bfloat16", "不支持bfloat16"),
+    # Generation that never ends: the model's EOS and stop tokens, not a hung server.
+    "stop tokens and EOS": ("eos token", "eos_token", "eos_token_id", "stop token", "stop tokens", "stop_token", "停不下来", "停不住",
+                            "不会停止", "无法停止输出", "一直输出停不", "never stops generating", "doesn't stop generating",
+                            "does not stop generating", "won't stop generating", "keeps generating until"),
+    # Running past the model's trained context (RoPE scaling, YaRN).
+    "context extension (RoPE/YaRN)": ("rope_scaling", "rope scaling", "rope-scaling", "rope_theta", "rope-theta", "yarn",
+                                      "max_position_embeddings", "context extension", "extend the context", "扩展上下文", "上下文扩展"),
     "saving logs to a file": ("save the logs", "save logs", "save the log", "logs to a file", "log to a file", "logs into a file",
                               "保存日志", "日志保存", "日志输出到文件", "日志写到文件", "日志存到", "vllm_logging_config"),
+}
+
+# The words a KB covering a phrase-named subject would use: docs that say "bf16" and "f16"
+# on several pages cover "V100 不支持 bfloat16", whatever phrase the asker used.
+CORE_TERMS: dict[str, tuple[str, ...]] = {
+    "bf16 on older GPUs": ("bf16", "bfloat16"),
+    "stop tokens and EOS": ("eos", "stop token*", "stop_token*", "stop sequence*"),
+    "context extension (RoPE/YaRN)": ("rope", "yarn", "rope_scaling", "max_position_embeddings"),
+    "new model support": ("supported models", "supported architectures", "model support", "支持的模型", "支持模型列表"),
 }
 
 # ENTITIES families whose names are phrasings of one subject, not distinct techniques.
@@ -290,6 +318,9 @@ def detect(question: str) -> Scope:
 _NOT_SUBJECTS = re.compile(r"video[ -](?:memory|card|ram)|(?:connection|thread|process|worker)[ -]pool(?:ing|s)?"
                            r"|(?:见|如|看|附|贴)(?:下|上)?(?:面|方)?(?:的)?(?:截)?图片?|图片所示|截图"
                            r"|after (?:fine-?tuning|finetuning|sft)\b|\bsft\s*(?:后|过|完|之后)|\bsft(?:'d|ed)?\s+(?:model|checkpoint|weights)"
+                           # An error already fixed ("先是报 …，改成 dtype=float16 后又报 …", "first got …, after setting …").
+                           r"|先是?报[^\n]{0,240}?(?:改成|换成|改了|加了|设了|设置|去掉)[^\n]{0,80}?后"
+                           r"|\bfirst (?:got|hit|saw)\b[^\n]{0,240}?\bafter (?:setting|changing|adding|switching|passing)\b"
                            # A LoRA merged into the weights is how the model was made, not a LoRA being served.
                            r"|\bmerged\s+(?:[\w.-]+\s+){0,3}(?:\+\s*|with\s+|and\s+)?(?:an?\s+|the\s+|its\s+)?q?lora(?:\s+adapters?|\s+weights)?"
                            r"|\bq?lora(?:\s+adapters?|\s+weights)?\s+(?:merged|已?合并)|合并(?:了|后|过)?(?:的)?\s*q?lora|merge[_-]lora",
@@ -429,7 +460,8 @@ def unseen_entities(scope: Scope, index) -> list[str]:
     # phrasings of one subject ("two models", "multiple models") are covered by any of them.
     return out + [e for e in scope.entities
                   if not _covers_term(index, scope.entity_terms.get(e) or ENTITIES[e][0], ENTITIES[e])
-                  and not (e in PHRASINGS and any(covers(index, n) for n in ENTITIES[e]))]
+                  and not (e in PHRASINGS and any(covers(index, n) for n in ENTITIES[e]))
+                  and not any(covers(index, n) for n in CORE_TERMS.get(e, ()))]
 
 
 def _covers_term(index, used: str, aliases) -> bool:
