@@ -30,6 +30,41 @@ def test_other_accelerators_engines_and_near_domain_subjects_are_named():
     assert "embedding and rerank models" in detect("is there an embedding endpoint on the same server").entities
 
 
+def test_subjects_named_by_a_phrase_and_the_history_that_is_not_one():
+    """Real questions name a subject by what happened ("requests that include tools fail",
+    "对话停不下来"), or mention one that is only the model's or the error's past."""
+    assert detect("Qwen3 behind an MCP client: requests that include tools fail").entities == ("tool calling",)
+    assert detect("vllm 起 glm-4-9b-chat-1m，对话停不下来，一直输出到 max_tokens").entities == ("stop tokens and EOS",)
+    assert detect("ValueError: Model architectures ['GlmForCausalLM'] are not supported for now").entities == ("new model support",)
+    assert detect("V100 上 Bfloat16 is only supported on GPUs with compute capability of at least 8.0").entities == ("bf16 on older GPUs",)
+    assert detect("any way to run the fp8 checkpoint on A100s?").entities == ("quantization kernels",)
+    # A flag's value and a model's format are not the subject; neither is a merged LoRA or a fixed error.
+    assert detect("Qwen3.8-27B-FP8 on 4x A5000 (TP=4, --max-model-len 262144 --kv-cache-dtype fp8) hangs at startup").entities == ()
+    assert detect("merged Qwen-14B + lora adapter, V100S: The model's max seq len (4096) is larger than …").entities == ()
+    assert detect("4 张 T4，先是报 Bfloat16 is only supported on GPUs with compute capability of at least 8.0，"
+                  "改成 dtype=\"float16\" 后又报 CUDA out of memory").entities == ()
+
+
+def test_a_phrase_named_subject_is_covered_by_its_core_words(tmp_path):
+    """Docs that say "bf16" and "f16" on several pages cover "V100 不支持 bfloat16" whatever
+    phrase the asker used; docs that never say it do not."""
+    from dataclasses import replace
+
+    from assistant.config import Settings
+    from assistant.knowledge import open_kb
+    from assistant.scope import unseen_entities
+
+    question = "V100 does not support bfloat16, how do I load the safetensors model in f16?"
+    for i, (extra, unseen) in enumerate([("BF16 needs compute capability 8.0; on older GPUs load with `-d f16`.", []),
+                                         ("Lower the batch size when memory runs out.", ["bf16 on older GPUs"])]):
+        docs = tmp_path / f"docs{i}"
+        docs.mkdir()
+        (docs / "dtypes.md").write_text(f"# Data types\n\n{extra}\n", encoding="utf-8")
+        (docs / "faq.md").write_text(f"# FAQ\n\n{extra} Auto picks a dtype.\n", encoding="utf-8")
+        kb = open_kb(replace(Settings(), kb_dir=docs, cache_dir=tmp_path / f"c{i}"), progress=lambda _m: None)
+        assert unseen_entities(detect(question), kb.index) == unseen
+
+
 def test_garbled_model_output_and_saving_logs_are_subjects_but_a_garbled_terminal_is_not():
     assert detect("用 vLLM 部署 Qwen，生成的结果全是乱码").entities == ("garbled output",)
     assert detect("V100 上返回结果全是感叹号，没有正常内容").entities == ("garbled output",)
