@@ -41,6 +41,7 @@ PRODUCTS: dict[str, tuple[str, ...]] = {
     "docker model runner": ("docker model runner", "docker model configure", "docker model run"),
     "deepspeed-mii": ("deepspeed-mii", "deepspeed mii", "mii.serve", "mii.pipeline"),
     "tei": ("text-embeddings-inference", "text embeddings inference"),
+    "mistral.rs": ("mistral.rs", "mistralrs", "mistralrs-server"),
 }
 # Names that point to a product in a question (ERNIE-4.5 is mostly served with FastDeploy)
 # but are models, not the product: a KB listing ERNIE-4.5 among its supported models does
@@ -52,7 +53,7 @@ PRODUCT_NAMES = {"vllm": "vLLM", "fastdeploy": "FastDeploy", "sglang": "SGLang",
                  "xinference": "Xinference", "mindie": "MindIE", "lightllm": "LightLLM", "ktransformers": "KTransformers",
                  "paddlex": "PaddleX", "localai": "LocalAI", "mlc-llm": "MLC LLM", "exllama": "ExLlama",
                  "text-generation-webui": "text-generation-webui", "lm studio": "LM Studio", "docker model runner": "Docker Model Runner",
-                 "deepspeed-mii": "DeepSpeed-MII", "tei": "Text Embeddings Inference"}
+                 "deepspeed-mii": "DeepSpeed-MII", "tei": "Text Embeddings Inference", "mistral.rs": "mistral.rs"}
 
 # Hardware families. NVIDIA is what the bundled articles are written for; the others have
 # their own runtimes (ROCm, XLA, CANN, XPU…) where CUDA fixes do not apply.
