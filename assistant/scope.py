@@ -159,8 +159,8 @@ ENTITIES: dict[str, tuple[str, ...]] = {
                        "夹着乱码", "全是感叹号", "都是感叹号", "一串感叹号", "!!!!", "nonsense output", "outputs nonsense"),
     # Whether a release can load a model at all ("Model architectures ['GlmForCausalLM'] are not
     # supported for now", "官方 vllm 是不是还不支持这个模型"): a version matrix, not a fix.
-    "new model support": ("are not supported for now", "architectures are not supported", "model architecture*",
-                          "support this model", "supports this model", "support for this model", "support the model",
+    "new model support": ("are not supported for now", "architectures are not supported",
+                          "support this model", "supports this model", "support for this model",
                           "不支持这个模型", "不支持该模型", "支持这个模型", "支持该模型", "支不支持这个模型", "哪个版本支持",
                           "哪个 vllm 能跑", "哪个vllm能跑", "什么版本的 vllm", "什么版本的vllm", "哪个版本的 vllm", "哪个版本的vllm",
                           "which vllm version supports", "which version of vllm supports", "which version supports"),
@@ -452,7 +452,7 @@ def unseen_entities(scope: Scope, index) -> list[str]:
             # and "macOS" cover the asker's "M1 Mac". Short names are left out: 昇腾 is
             # never found as the bare "npu" or "xpu" other vendors' docs use too.
             names = [n for n in HARDWARE[h] if len(n.rstrip("*")) >= 4]
-            if hit and not _covers_term(index, hit, names) and not any(covers(index, n) for n in names):
+            if hit and not covers(index, hit) and not any(covers(index, n) for n in names):
                 out.append(HARDWARE_NAMES.get(h, h))
     if not scope.entities:
         return out
