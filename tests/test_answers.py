@@ -80,6 +80,26 @@ def test_concurrency_article_carries_the_corrected_arithmetic(bundled_settings, 
     assert "≈ 53" not in answer.answer.replace("prints ≈ 53", "")
 
 
+def test_a_full_kv_cache_is_never_answered_with_more_sequences(bundled_settings, bundled_kb):
+    """While the log says "Waiting for free blocks in KV cache", more sequences only compete
+    for the same blocks: the answer gives the KV cache more room or lowers the cap, and
+    raises `--max-num-seqs` only for the other case (usage well below 100%)."""
+    for question in ("WARNING Waiting for free blocks in KV cache\nrequests never return, why?", "日志一直刷 Waiting for free blocks in KV cache，请求都不返回"):
+        answer = _ask(bundled_settings, bundled_kb, question)
+        assert answer.citations[0].id == "vllm-requests-hang"
+        assert "--gpu-memory-utilization" in answer.answer and "max_tokens" in answer.answer
+        lower = "lower `--max-num-seqs`" if answer.lang == "en" else "调小 `--max-num-seqs`"
+        raise_ = "raise `--max-num-seqs`" if answer.lang == "en" else "增大 `--max-num-seqs`"
+        assert lower in answer.answer and answer.answer.index(lower) < answer.answer.index(raise_)
+
+
+def test_the_kv_cache_too_small_fix_takes_its_number_from_the_error(bundled_settings, bundled_kb):
+    """The example must not be the value that just failed (32768 for max seq len 32768)."""
+    answer = _ask(bundled_settings, bundled_kb, "ValueError: The model's max seq len (32768) is larger than the maximum number of "
+                                                "tokens that can be stored in KV cache (21456).")
+    assert "(e.g. `--max-model-len 32768`)" not in answer.answer and "21456" in answer.answer
+
+
 @pytest.mark.parametrize(
     "question,message",
     [
