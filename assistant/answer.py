@@ -460,6 +460,8 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     for art in result.articles[1:]:
         if len(others) + 1 >= max(1, top_k):
             break
+        if art.hardware_conflict and not top.hardware_conflict:
+            continue  # an article for other hardware is no alternative to the asker's runbook
         if art not in siblings and art.relevance >= PASSAGE_RELEVANCE * top.relevance and art.score >= top.score - AMBIGUITY_MARGIN:
             others.append(art)
     hits = {sc.chunk.chunk_id: sc.score for art in result.articles for sc in art.chunks}
@@ -962,6 +964,8 @@ def _alternatives(kb, result: Retrieval, top_k: int) -> list[ArticleMatch]:
             continue  # a verbatim log line is stronger evidence than any paraphrase
         if _is_overview(kb, art.doc_id):
             continue
+        if art.hardware_conflict and not top.hardware_conflict:
+            continue  # the CUDA article is no alternative for a TPU user whose answer is a runbook
         if art.score >= top.score - AMBIGUITY_MARGIN and art.relevance >= ALTERNATIVE_RELEVANCE * top.relevance:
             out.append(art)
     return out

@@ -615,3 +615,31 @@ def test_sections_quoted_from_one_page_keep_the_pages_order(tmp_path):
     text = answer.answer
     assert text.startswith("### Restarting a serving node safely > Before the restart")
     assert text.index("kubectl drain") < text.index("systemctl restart") < text.index("kubectl uncordon")
+
+
+def test_an_article_for_other_hardware_is_not_offered_beside_a_runbook(tmp_path):
+    """A team's runbook (no hardware declared) may answer a TPU user; the CUDA article
+    beside it in the KB may not, not even as "it could also be"."""
+    from dataclasses import replace
+
+    from assistant.answer import answer_question
+    from assistant.config import Settings
+    from assistant.knowledge import open_kb
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "startup-memory.md").write_text(
+        "# vLLM server runs out of memory at startup\n\nWhen our vLLM server runs out of memory at startup, lower "
+        "`--gpu-memory-utilization` to 0.85 and shorten `--max-model-len` before restarting it. Memory at startup is "
+        "weights plus KV cache: a server that runs out of memory at startup asks for more than the device has.\n", encoding="utf-8")
+    (docs / "cuda-oom.md").write_text(
+        "---\nid: cuda-oom\nproduct: vllm\napplies_to: {hardware: [nvidia]}\n---\n# vLLM: CUDA out of memory at startup\n\n"
+        "## Symptoms\nThe vLLM server runs out of memory at startup: torch.OutOfMemoryError: CUDA out of memory while the "
+        "server starts.\n\n"
+        "## Fixes\nLower `--gpu-memory-utilization`; check `nvidia-smi` for other processes holding memory.\n", encoding="utf-8")
+    settings = replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "cache")
+    kb = open_kb(settings, progress=lambda _m: None)
+    answer = answer_question("my vllm server on TPU v5e runs out of memory at startup", settings, kb=kb, use_llm=False)
+    assert answer.citations[0].source.endswith("startup-memory.md"), answer.answer
+    assert "cuda-oom" not in [c.id for c in answer.citations]
+    assert "nvidia-smi" not in answer.answer
