@@ -466,11 +466,26 @@ def _asks_anything(text: str) -> bool:
     return bool(_ASKING.search(text) or _ASK_CONC.search(text) or _ASK_KV.search(text) or _ASK_BYTES.search(text) or _WHAT_IF.search(text))
 
 
+def _asking(text: str) -> str:
+    """The part of a question that can ask for a calculation: its sentences, not what it
+    pasted. torch's "has a total capacity of 23.65 GiB" and a log's "KV cache usage" are
+    not the asker wanting capacity figures."""
+    from .questions import might_paste
+
+    if might_paste(text):
+        from .cleaning import split_question
+
+        parts = split_question(text)
+        if parts.pasted or parts.errors:
+            text = "\n".join(parts.prose)
+    return _OOM_MESSAGE_WORDS.sub(" ", text)
+
+
 def route(x: Extraction, facts: _Facts) -> str | None:
     """The capacity tool a question asks for, or None when it is not a capacity question."""
-    t = x.text
-    if _LOGPROBS.search(t) and (_MSG_WORDS.search(t) or facts.asked("msgmax") or facts.asked("msgmnb")):
+    if _LOGPROBS.search(x.text) and (_MSG_WORDS.search(x.text) or facts.asked("msgmax") or facts.asked("msgmnb")):
         return "logprobs_message_size"
+    t = _asking(x.text)
     if facts.asked("kv_cache_ratio") or facts.has("prefill_blocks") or _DECODE.search(t):
         return "fastdeploy_decode_budget"
     if _ASK_BLOCKS.search(t) and not _ASK_BYTES.search(t):
@@ -532,6 +547,10 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None) 
     return answer
 
 
+# A log line's date and time ("05-12 09:59:01", "2024-05-12T09:59:01.123") are not values to ask about.
+_TIMESTAMP = re.compile(r"\b\d{2,4}-\d{1,2}(?:-\d{1,2})?(?:[ t]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?)?|\b\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?")
+
+
 def _note_bystanders(x: Extraction, answer: CapacityAnswer) -> None:
     """Say which numbers were not used: GPU counts (never blocks), and numbers without a label when
     something is missing (the asker may have meant one of them)."""
@@ -539,7 +558,8 @@ def _note_bystanders(x: Extraction, answer: CapacityAnswer) -> None:
     if gpus:
         answer.notes.append(_msg("gpu_count_not_blocks", text=gpus[0].text))
     if answer.missing:
-        loose = [q.text for q in x.unbound()][:3]
+        stamps = [m.span() for m in _TIMESTAMP.finditer(x.text)]
+        loose = [q.text for q in x.unbound() if not any(a <= q.start < b for a, b in stamps)][:3]
         if loose:
             answer.notes.append(_msg("unclear_numbers", values=_join(loose)))
 

@@ -240,3 +240,19 @@ def test_what_was_given_is_its_own_paragraph_after_the_missing_list():
     """Right under a bullet, markdown reads the next line as that bullet's continuation."""
     text = explain(capacity_answer("How many concurrent 32k-token requests can my vLLM server handle?"), "en")
     assert "\n- num_blocks" in text and "\n\nGiven: " in text
+
+
+def test_pasted_logs_do_not_make_a_question_a_calculation():
+    """torch's "has a total capacity of 23.65 GiB" under a pasted command is an OOM question,
+    not a capacity one; a log line's date and time are never numbers to ask the user about."""
+    from assistant.calculations import capacity_answer
+
+    oom = ("vllm serve Qwen/Qwen2.5-14B --max-model-len 8192 --gpu-memory-utilization 0.9\n"
+           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.65 GiB "
+           "of which 1.21 GiB is free.\n怎么办")
+    assert capacity_answer(oom) is None
+    asked = ("INFO 05-12 09:59:01 metrics.py:341] Running: 2 reqs, Pending: 20 reqs, GPU KV cache usage: 99.8%\n"
+             "why are requests stuck? how many can run at once?")
+    answer = capacity_answer(asked)
+    assert answer is not None and answer.missing
+    assert not any("05-12" in note["en"] or "59" in note["en"] for note in answer.notes), answer.notes
