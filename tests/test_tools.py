@@ -518,13 +518,19 @@ def test_doctor_json_and_exit_code(bundled_env, tmp_path):
     assert severities == sorted(severities, key=order.get)
 
 
-def test_doctor_reads_the_probes_typed_results(tmp_path):
+def test_doctor_reads_the_probes_typed_results(tmp_path, monkeypatch):
+    import assistant.ops.doctor as doctor
     from assistant.ops.doctor import _gpu_findings, _host_findings, _log_findings, _serving_findings
     from assistant.tools.gpu import GPUInfo, GPULink, GPUProcess, GPUReport
     from assistant.tools.serving import ServingFinding, ServingReport
 
     root, site = _fixture_root(tmp_path)
     host = host_status(_root=str(root), _environ={"NCCL_P2P_DISABLE": "1", "HOME": "/nowhere"}, _python_paths=[str(site)])
+    # Every stock kernel has msgmax 8192: without FastDeploy on the host that is information
+    # (a vLLM-only host can still exit 0); with it, a warning.
+    found = {(f.severity, f.article): f.message for f in _host_findings(host)}
+    assert found["info", "fastdeploy-logprobs-hang"].endswith("if this host runs FastDeploy")
+    monkeypatch.setattr(doctor, "_fastdeploy_installed", lambda: True)
     found = {(f.severity, f.article): f.message for f in _host_findings(host)}
     assert "FastDeploy with logprobs sends 133,136 (802,840 with MTP) and hangs" in found["warning", "fastdeploy-logprobs-hang"]
     assert found["warning", "vllm-nccl-error-multi-gpu"].startswith("/dev/shm is 64 MiB inside a container")
