@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -160,7 +161,24 @@ def decide(result, min_relevance: float) -> tuple[bool, float | None, bool]:
     covered = model.probability({**x, "unseen_entity": 0.0, "unseen_pasted": 0.0}) >= cut
     if top.hardware_conflict or result.foreign_products:
         return False, p, covered
+    if _only_asks_about(result.question, getattr(result, "unknown_params", ()) or ()):
+        return False, p, False  # "--json", "what does --foobar do": a setting the KB never writes
     return p >= cut, p, covered
+
+
+_FILLER = re.compile(r"\b(?:what|does|do|is|are|the|a|an|mean|means|meaning|for|flag|option|parameter|setting|how|to|use|set)\b"
+                     r"|是什么|干什么|做什么|什么意思|有什么用|作用|参数|怎么用|怎么设置|的|[?？.。!！:：`'\"\s]", re.I)
+
+
+def _only_asks_about(question: str, unknown: tuple | list) -> bool:
+    """Whether a question is nothing but settings the KB never writes ("--json", "what does
+    --foobar do", "FOO_BAR 是什么"): however close a passage reads, it cannot say what they do."""
+    if not unknown or len(question) > 200:
+        return False
+    rest = question
+    for name in unknown:
+        rest = rest.replace(name, " ")
+    return not _FILLER.sub("", rest).strip()
 
 
 # ------------------------------------------------------------------------------- fitting

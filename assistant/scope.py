@@ -401,7 +401,10 @@ def unknown_parameters(question: str, index) -> list[str]:
         if len(name) < 4 or name in seen or not any(ch.isalpha() for ch in name):
             continue
         seen.add(name)
-        if not _found(body, (name,)):
+        # A one-word flag (--json, --port) is written with its dashes: the plain word says
+        # nothing about whether the KB knows the setting.
+        written = "--" + name if m.group(0).startswith("-") and "-" not in name else name
+        if not _found(body, (written,)):
             out.append(m.group(0))  # as the asker wrote it, to be named back in a refusal
     return out
 

@@ -168,3 +168,15 @@ def test_a_refusal_names_the_askers_word_when_the_kb_has_the_family(tmp_path):
     answer = answer_question("How do I configure TLS on a Kubernetes ingress?", settings, kb=kb)
     assert not answer.grounded
     assert "nothing on ingress" in answer.answer and "nothing on Kubernetes" not in answer.answer
+
+
+def test_a_question_that_is_only_an_unknown_setting_is_refused(bundled_settings, bundled_kb):
+    """`ask -- --json` was answered from the generation-config article ("json" is in
+    generation_config.json); a setting the KB never writes cannot be explained by it. A
+    setting the KB does write is answered."""
+    from assistant.answer import answer_question
+
+    for question in ("--json", "what does --foobar-baz do?", "FOO_BAR_BAZ 是什么"):
+        answer = answer_question(question, bundled_settings, kb=bundled_kb, use_llm=False)
+        assert not answer.grounded and answer.coverage == "none", question
+    assert answer_question("--max-num-seqs", bundled_settings, kb=bundled_kb, use_llm=False).grounded
