@@ -2,6 +2,8 @@
 
 import time
 
+import pytest
+
 from assistant.cleaning import retrieval_text, split_question
 from assistant.scope import detect, version_mismatch
 
@@ -112,32 +114,30 @@ def test_version_bounds_in_applies_to():
     assert not version_mismatch(detect("temperature ignored"), Meta())
 
 
-def test_pasted_command_config_and_stack_frames_leave_the_query():
-    q = ("Running a 4-bit Qwen 7B with:\n"
-         "python -m vllm.entrypoints.openai.api_server --model /m --gpu-memory-utilization 0.15 --max-model-len 2046\n"
-         "  File \"/usr/lib/python3/site-packages/vllm/worker.py\", line 12, in load\n"
-         "image: vllm/vllm-openai:latest\n"
-         "0.15 fails, 0.2 works. Which knobs shrink vLLM's GPU footprint?")
-    parts = split_question(q)
-    query = retrieval_text(q)
-    assert "api_server" not in query and "image:" not in query and "worker.py" not in query
-    assert "Which knobs shrink" in query
-    assert parts.flags["--gpu-memory-utilization"] == "0.15"
+@pytest.mark.parametrize("question,gone,kept,flags", [
+    (("Running a 4-bit Qwen 7B with:\n"
+      "python -m vllm.entrypoints.openai.api_server --model /m --gpu-memory-utilization 0.15 --max-model-len 2046\n"
+      "  File \"/usr/lib/python3/site-packages/vllm/worker.py\", line 12, in load\n"
+      "image: vllm/vllm-openai:latest\n"
+      "0.15 fails, 0.2 works. Which knobs shrink vLLM's GPU footprint?"),
+     ("api_server", "image:", "worker.py"), ("Which knobs shrink",), {"--gpu-memory-utilization": "0.15"}),
+    # Not only vllm, python or docker: a path to a binary, a hyphenated program name, a shell
+    # prompt or a build tool followed by flags is a paste too, inline in backticks as well.
+    (("8 x A100, built with `cargo build --release --features \"cuda flash-attn\"`\n"
+      "user@box:~/mistral.rs$ ./target/release/mistralrs-server --port 1234 -n 8 plain -m ./Qwen2-72B-Instruct -a qwen2\n"
+      "mistralrs-server -i plain -m meta-llama/Llama-3.1-8B\n"
+      "Only one GPU fills up and then it runs out of memory. How do I split the model over all eight?"),
+     ("cargo", "target/release", "meta-llama"), ("8 x A100, built with", "How do I split the model"),
+     {"--features": "cuda flash-attn", "--port": "1234"}),
+], ids=["vllm-python-docker", "any-program"])
+def test_pasted_command_config_and_stack_frames_leave_the_query(question, gone, kept, flags):
+    query = retrieval_text(question)
+    assert not [g for g in gone if g in query] and all(k in query for k in kept)
+    assert {k: split_question(question).flags[k] for k in flags} == flags
 
 
-def test_any_program_s_command_line_is_told_apart_by_its_shape():
-    """Not only vllm, python or docker: a path to a binary, a hyphenated program name, a
-    shell prompt or a build tool followed by flags is a paste too, inline in backticks as
-    well; a sentence about a program ("llama-server crashes with -c 8192") is not."""
-    q = ("8 x A100, built with `cargo build --release --features \"cuda flash-attn\"`\n"
-         "user@box:~/mistral.rs$ ./target/release/mistralrs-server --port 1234 -n 8 plain -m ./Qwen2-72B-Instruct -a qwen2\n"
-         "mistralrs-server -i plain -m meta-llama/Llama-3.1-8B\n"
-         "Only one GPU fills up and then it runs out of memory. How do I split the model over all eight?")
-    parts = split_question(q)
-    query = retrieval_text(q)
-    assert "cargo" not in query and "target/release" not in query and "meta-llama" not in query
-    assert "8 x A100, built with" in query and "How do I split the model" in query
-    assert parts.flags["--features"] == "cuda flash-attn" and parts.flags["--port"] == "1234"
+def test_a_sentence_about_a_program_is_not_a_command_line():
+    """"llama-server crashes with -c 8192" is a sentence: the words before the flag say so."""
     for sentence in ("llama-server crashes with -c 8192 on my box", "vllm hangs after --enable-prefix-caching",
                      "/v1/chat/completions returns 500 when I set stream"):
         assert retrieval_text(sentence) == sentence and not split_question(sentence).code
