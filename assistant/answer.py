@@ -389,6 +389,11 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
     return "\n".join(lines), coverage
 
 
+# Subjects that questions name by a phrase or an error message, not by one word.
+PHRASE_SUBJECTS_ZH = {"new model support": "新模型架构的支持", "bf16 on older GPUs": "旧 GPU 上的 bf16",
+                      "stop tokens and EOS": "停止符与 EOS", "context extension (RoPE/YaRN)": "上下文扩展（RoPE/YaRN）"}
+
+
 def _subjects(result: Retrieval, lang: str, index=None) -> list[str]:
     """The near-domain subjects the KB lacks, by name ("LoRA", "CORS"). In a Chinese answer an
     English phrase ("dashboards and alerting") is replaced by the word the asker used (告警,
@@ -400,6 +405,8 @@ def _subjects(result: Retrieval, lang: str, index=None) -> list[str]:
     said = getattr(result.scope, "entity_terms", {}) or {}
 
     def name(subject: str) -> str:
+        if subject in PHRASE_SUBJECTS_ZH:  # named by a phrase ("are not supported for now"): the subject's own name reads better
+            return PHRASE_SUBJECTS_ZH[subject] if lang == "zh" else subject
         if subject in said and index is not None and said[subject].lower() != subject.lower():
             from .scope import covers
 

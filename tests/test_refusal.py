@@ -180,3 +180,14 @@ def test_a_question_that_is_only_an_unknown_setting_is_refused(bundled_settings,
         answer = answer_question(question, bundled_settings, kb=bundled_kb, use_llm=False)
         assert not answer.grounded and answer.coverage == "none", question
     assert answer_question("--max-num-seqs", bundled_settings, kb=bundled_kb, use_llm=False).grounded
+
+
+def test_a_subject_named_by_an_error_message_is_named_by_its_own_name(bundled_settings, bundled_kb):
+    """"…没有关于 are not supported for now 的内容" quoted the error back as the subject."""
+    from assistant.answer import PHRASE_SUBJECTS_ZH, answer_question
+    from assistant.scope import CORE_TERMS
+
+    assert set(PHRASE_SUBJECTS_ZH) == set(CORE_TERMS)
+    answer = answer_question("vllm 0.6.3 加载 glm-4-9b-chat-hf 报 Model architectures ['GlmForCausalLM'] are not supported "
+                             "for now，哪个版本能跑？", bundled_settings, kb=bundled_kb, use_llm=False)
+    assert not answer.grounded and "新模型架构的支持" in answer.answer and "关于 are not" not in answer.answer
