@@ -48,7 +48,7 @@ def validate_question(question: str, max_bytes: int) -> str:
         raise BadQuestion("the question must be text", "send the question as a string")
     text = question.strip()
     if not text:
-        raise BadQuestion("the question is empty", 'ask something, e.g. ask "why are requests stuck?"')
+        raise BadQuestion("the question is empty", 'ask something, e.g. "why are requests stuck?"')
     size = len(text.encode("utf-8", errors="replace"))
     if size > max_bytes:
         raise QuestionTooLarge(

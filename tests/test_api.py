@@ -38,6 +38,9 @@ def test_ask_options_and_log(server):
     data = r.json()
     assert data["lang"] == "zh" and data["citations"][0]["id"] == "vllm-nccl-error-multi-gpu"
     assert data["tool_calls"][0]["name"] == "diagnose_log"
+    # "auto" is what `ask --lang` takes too: the question's language.
+    r = httpx.post(server.url + "/v1/ask", json={"question": "请求一直卡住不返回", "lang": "auto"}, timeout=30)
+    assert r.status_code == 200 and r.json()["lang"] == "zh"
 
 
 @pytest.mark.parametrize("body,status,fragment", [
@@ -51,6 +54,7 @@ def test_bad_requests_get_clear_errors(server, body, status, fragment):
     r = httpx.post(server.url + "/v1/ask", json=body, timeout=30)
     assert r.status_code == status and fragment in r.text
     assert "Traceback" not in r.text and set(r.json()) == {"error", "hint"}
+    assert 'ask "' not in r.json()["hint"]  # a hint for the API, not for the command line
 
 
 def test_oversized_body_is_refused_before_parsing(server):

@@ -37,7 +37,7 @@ Text = Annotated[str, AfterValidator(_no_surrogates)]
 class AskRequest(BaseModel):
     question: Text = Field(..., description="The question, in Chinese or English (≤ 8 kB). A pasted log works.")
     top_k: int | None = Field(None, ge=1, le=10, description="Articles to consider (default 3).")
-    lang: Lang | None = Field(None, description="Answer language; default: the question's.")
+    lang: Lang | Literal["auto"] | None = Field(None, description="Answer language; \"auto\" or omitted: the question's (as `ask --lang auto`).")
     llm: bool | None = Field(None, description="false: answer from the KB only; default: use the LLM when configured.")
     log: Text | None = Field(None, description="Log text to diagnose alongside the question (≤ the body limit).")
 
