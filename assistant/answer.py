@@ -1009,16 +1009,25 @@ def _first_sentence(text: str) -> str:
     line = _first_line(text)
     for stop in ("。", ". ", "；", "; "):
         if stop in line:
-            return line[: line.index(stop) + 1].strip()
+            return _code_closed(line[: line.index(stop) + 1].strip())
     return line
 
 
 def _first_line(text: str) -> str:
     for line in text.splitlines():
-        line = line.strip().strip("`")
-        if line and not line.startswith("```") and not line.startswith("|---"):
-            return line[:160]
+        line = line.strip()
+        if not line or line.startswith("```") or line.startswith("|---"):
+            continue
+        if line.startswith("`") and line.endswith("`") and line.count("`") == 2:
+            line = line[1:-1]  # a line that is one code span reads as plain text
+        return _code_closed(line[:160])
     return ""
+
+
+def _code_closed(text: str) -> str:
+    """A cut that falls inside a code span closes it: a stray backtick turned the rest of a
+    line ("tell them apart by: vllm serve` sits …") into code."""
+    return text + "`" if text.count("`") % 2 else text
 
 
 def _specific_signs(text: str, matched: list[str]) -> list[str]:

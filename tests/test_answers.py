@@ -137,3 +137,12 @@ def test_a_quoted_log_line_with_its_own_remedy_leads_the_answer(bundled_settings
     # A bare signature ("CUDA out of memory") has no remedy of its own: the article reads as before.
     plain = answer_question("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", bundled_settings, kb=bundled_kb)
     assert "**Your log line**" not in plain.answer and plain.answer.index("**Likely cause**") < plain.answer.index("**Fix**")
+
+
+def test_a_hint_cut_from_a_sentence_never_leaves_a_code_span_open():
+    """"tell them apart by: vllm serve` sits …": the leading backtick was stripped, so the
+    rest of the line rendered as code."""
+    from assistant.answer import _first_sentence
+
+    assert _first_sentence("`vllm serve` sits at 100% CPU. Then more.") == "`vllm serve` sits at 100% CPU."
+    assert _first_sentence("Run `vllm serve --model x. y` now").count("`") == 2
