@@ -98,7 +98,12 @@ def update_extra_sources(settings: Settings, add: list[Path] = (), forget: list[
     kb = settings.kb_dir.resolve()
     gone = {Path(p).resolve() for p in forget}
     with index_lock(index_dir(settings)):
-        extra = [p for p in _read_extra(settings) if p not in gone]
+        before = _read_extra(settings)
+        unknown = sorted(str(p) for p in gone - set(before))
+        if unknown:
+            raise AssistantError(f"nothing to forget: {', '.join(unknown)} was never added",
+                                 "`assistant ingest --status` lists the paths that are indexed")
+        extra = [p for p in before if p not in gone]
         for p in add:
             path = Path(p).resolve()
             if path not in extra and path != kb:

@@ -14,6 +14,7 @@ import pytest
 
 from assistant.config import Settings
 from assistant.knowledge import forget_loaded, index_dir, open_kb, sources, update_extra_sources
+from oncall_common.errors import AssistantError
 from ingest.chunking import chunk_document, looks_like_heading
 from ingest.documents import parse_document
 from ingest.identity import twin_key
@@ -1085,3 +1086,14 @@ def test_html_page_is_titled_by_its_own_heading_not_the_sites_title(tmp_path):
     # Without a heading of its own the page keeps its <title>, a Confluence one read as the page.
     doc = _doc(tmp_path, "bare.html", "<html><head><title>Ops : Kafka lag</title></head><body><p>Check consumer lag.</p></body></html>")
     assert doc.title == "Kafka lag"
+
+
+def test_forgetting_a_path_that_was_never_added_says_so(tmp_path):
+    """`assistant ingest --forget` of a path it never indexed said nothing."""
+    kb_dir = write_tiny_kb(tmp_path / "kb")
+    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
+    added = (tmp_path / "runbooks").resolve()
+    update_extra_sources(settings, add=[added])
+    with pytest.raises(AssistantError, match="never added"):
+        update_extra_sources(settings, forget=[tmp_path / "elsewhere"])
+    assert update_extra_sources(settings, forget=[added]) == []
