@@ -186,3 +186,15 @@ def test_every_shipped_case_file_loads_and_its_fixes_are_in_the_expected_article
             if c.topics and c.grounded:
                 assert all(t in texts for t in c.topics), c.id
                 assert any(passes(texts[t], c.expect) for t in c.topics), c.id
+
+
+def test_eval_outside_a_checkout_says_where_the_cases_are(bundled_env, tmp_path):
+    """`assistant eval` run away from the repository printed a bare "[Errno 2]"."""
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-c", "import sys; sys.argv[0]='assistant'; from assistant.interfaces.commands import main as m; m()", "eval"]
+    proc = subprocess.run(cmd, env=bundled_env, capture_output=True, timeout=120, cwd=tmp_path)
+    err = proc.stderr.decode()
+    assert proc.returncode != 0 and "no case file at eval/cases.jsonl" in err and "--cases FILE" in err
+    assert "Errno" not in err and "Traceback" not in err

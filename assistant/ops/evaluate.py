@@ -84,8 +84,12 @@ def load_cases(path: Path) -> list[Case]:
     cases = []
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError as exc:
+        raise AssistantError(f"no case file at {path}",
+                             "the case sets live in a checkout's eval/ folder: run from the repository root, "
+                             "or pass --cases FILE (one JSON case per line, see the README's Eval section)") from exc
     except OSError as exc:
-        raise AssistantError(f"cannot read eval cases {path}: {exc}") from exc
+        raise AssistantError(f"cannot read eval cases {path}: {exc.strerror or exc}") from exc
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
