@@ -126,6 +126,9 @@ def answer_question(
         kb = open_kb(settings)
     if pending is not None:
         query_vector = pending.result()
+        # An embedding started before this call (`ask` starts it while it imports) is part
+        # of the answer's time: "total" was smaller than "embed".
+        started = min(started, pending.started)
     loaded = time.perf_counter()
     result = search(kb.index, kb.embedder, query, RetrievalParams.from_settings(settings), query_vector=query_vector, mode=mode)
     if trace is not None:

@@ -69,6 +69,7 @@ class Background:
 
         self._value = None
         self._error: BaseException | None = None
+        self.started = time.perf_counter()  # a caller's total counts from here when it waited for this
         self._thread = threading.Thread(target=self._run, args=(fn, *args), daemon=True)
         self._thread.start()
 
