@@ -151,6 +151,11 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     "speech models": ("whisper", "transcription", "/v1/audio", "语音识别"),
     "benchmark tools": ("benchmark_serving", "benchmark_throughput", "vllm bench", "benchmarks/"),
     "rate limiting": ("rate limit*", "ratelimit*", "限流", "tpm/rpm", "rpm/tpm"),
+    # What sits in front of the server: a 502 or 504 comes from a proxy, not from vLLM.
+    "proxies and gateways": ("bad gateway", "gateway timeout", "gateway returns", "gateway returned", "api gateway",
+                             "reverse proxy", "load balancer", "nginx", "haproxy", "envoy", "http 502", "http 504", "returns 502",
+                             "returned 502", "returns 504", "got 502", "got a 502", "502 error", "504 error", "报 502", "返回 502",
+                             "报 504", "返回 504", "网关", "反向代理", "负载均衡"),
     "CORS": ("cors", "allow-origins", "allowed-origins", "跨域"),
     # Output that is garbage rather than missing or slow: a precision, kernel or template
     # problem, which no hang or memory article answers. 乱码 counts only as the model's

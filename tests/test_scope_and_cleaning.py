@@ -40,6 +40,7 @@ def test_subjects_named_by_a_phrase_and_the_history_that_is_not_one():
     assert detect("ValueError: Model architectures ['GlmForCausalLM'] are not supported for now").entities == ("new model support",)
     assert detect("V100 上 Bfloat16 is only supported on GPUs with compute capability of at least 8.0").entities == ("bf16 on older GPUs",)
     assert detect("any way to run the fp8 checkpoint on A100s?").entities == ("quantization kernels",)
+    assert detect("gateway returns 502 after vllm restart").entities == ("proxies and gateways",)
     # A flag's value and a model's format are not the subject; neither is a merged LoRA or a fixed error.
     assert detect("Qwen3.8-27B-FP8 on 4x A5000 (TP=4, --max-model-len 262144 --kv-cache-dtype fp8) hangs at startup").entities == ()
     assert detect("merged Qwen-14B + lora adapter, V100S: The model's max seq len (4096) is larger than …").entities == ()
