@@ -200,8 +200,8 @@ MESSAGES = {
         "en": "vLLM's start-up log: `Model loading took N GiB`",
     },
     'where.kv_bytes_per_token': {
-        "zh": '`assistant tool kv_bytes_per_token`，或给出层数、KV 头数、head_dim 和 dtype',
-        "en": '`assistant tool kv_bytes_per_token`, or give layers, KV heads, head_dim and dtype',
+        "zh": '`assistant tool kv_bytes_per_token num_layers=… num_kv_heads=… head_dim=… dtype=…`（或 config_path=模型的 config.json），或在问题里写出层数、KV 头数、head_dim 和 dtype',
+        "en": '`assistant tool kv_bytes_per_token num_layers=… num_kv_heads=… head_dim=… dtype=…` (or config_path=the model\'s config.json), or give layers, KV heads, head_dim and dtype in the question',
     },
     'formula.kv_concurrency': {
         "zh": '并发 = num_blocks × block_size ÷ 每个请求的 token 数（输入 + 输出），且不超过 max_num_seqs',
