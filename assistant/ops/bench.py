@@ -67,6 +67,11 @@ def _pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
+def _step(what: str) -> None:
+    """Progress on stderr: the run takes about a minute, and said nothing until its table."""
+    print(f"bench: {what}…", file=sys.stderr, flush=True)
+
+
 def run_bench(settings: Settings, *, queries: int = 30, runs: int = 5, echo: Callable[[str], None] = print) -> dict:
     from assistant.answer import answer_question
     from assistant.knowledge import open_kb
@@ -76,8 +81,10 @@ def run_bench(settings: Settings, *, queries: int = 30, runs: int = 5, echo: Cal
     open_kb(settings)  # make sure the KB is indexed: the cold figure is for a warm cache
     _compile_bytecode()
 
+    _step(f"floor: python + embedder + one query, {runs} runs")
     floor = [_timed([sys.executable, "-c", FLOOR], env) for _ in range(runs)]
     ask_cmd = [sys.executable, "-c", "from assistant.interfaces.cli import ask_main; ask_main()", "--json", "为什么推理卡住"]
+    _step(f"cold `ask --json` and `ask --help`, {runs} runs each")
     cold = [_timed(ask_cmd, env) for _ in range(runs)]
     help_cmd = [sys.executable, "-c", "from assistant.interfaces.cli import ask_main; ask_main()", "--help"]
     helps = [_timed(help_cmd, env) for _ in range(runs)]
@@ -87,6 +94,7 @@ def run_bench(settings: Settings, *, queries: int = 30, runs: int = 5, echo: Cal
     results["ask_help_s"] = statistics.median(helps)
     # The first `ask` after `pip install`: an empty cache, so the index shipped in the package
     # (ingest/bundled.py) is copied in and used; then the second, warm one.
+    _step("first and second `ask` on an empty cache")
     firsts, seconds = [], []
     for _ in range(max(1, runs // 2)):
         with tempfile.TemporaryDirectory(prefix="assistant-bench-empty-") as empty:
@@ -96,6 +104,7 @@ def run_bench(settings: Settings, *, queries: int = 30, runs: int = 5, echo: Cal
     results["second_ask_s"] = statistics.median(seconds)
     results["first_over_second"] = results["first_ask_empty_cache_s"] / results["second_ask_s"]
 
+    _step(f"{queries} warm questions")
     kb = open_kb(settings)
     latencies = []
     for i in range(queries):
@@ -106,6 +115,7 @@ def run_bench(settings: Settings, *, queries: int = 30, runs: int = 5, echo: Cal
     results["warm_p50_ms"] = _pct(latencies, 0.5)
     results["warm_p95_ms"] = _pct(latencies, 0.95)
 
+    _step("first-time ingest of a copy of the KB, then a re-ingest after touching one document")
     with tempfile.TemporaryDirectory(prefix="assistant-bench-") as tmp:
         kb_copy = Path(tmp) / "kb"
         shutil.copytree(settings.kb_dir, kb_copy)
