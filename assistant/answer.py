@@ -394,7 +394,8 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
 
 # Subjects that questions name by a phrase or an error message, not by one word.
 PHRASE_SUBJECTS_ZH = {"new model support": "新模型架构的支持", "bf16 on older GPUs": "旧 GPU 上的 bf16",
-                      "stop tokens and EOS": "停止符与 EOS", "context extension (RoPE/YaRN)": "上下文扩展（RoPE/YaRN）"}
+                      "stop tokens and EOS": "停止符与 EOS", "context extension (RoPE/YaRN)": "上下文扩展（RoPE/YaRN）",
+                      "proxies and gateways": "代理与网关"}
 
 
 def _subjects(result: Retrieval, lang: str, index=None) -> list[str]:

@@ -191,6 +191,7 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
     "stop tokens and EOS": ("eos", "stop token*", "stop_token*", "stop sequence*"),
     "context extension (RoPE/YaRN)": ("rope", "yarn", "rope_scaling", "max_position_embeddings"),
     "new model support": ("supported models", "supported architectures", "model support", "支持的模型", "支持模型列表"),
+    "proxies and gateways": ("gateway", "proxy", "nginx", "load balancer", "网关", "代理"),
 }
 
 # ENTITIES families whose names are phrasings of one subject, not distinct techniques.

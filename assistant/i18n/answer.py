@@ -54,8 +54,8 @@ MESSAGES = {
         "en": 'The closest article, **{title}** {ref}, is written for {declared}. You are on {platform}, where its fix may not apply or may be wrong, and the KB has nothing specific for {platform}.',
     },
     'partial': {
-        "zh": '知识库覆盖 **{title}** {ref}，但没有关于 {missing} 的内容：那里的解决办法不一定适用于你的情况，所以不把它当作答案。',
-        "en": 'The KB covers **{title}** {ref}, but has nothing on {missing}: its fixes may not apply to your case, so I will not present them as the answer.',
+        "zh": '知识库里没有关于 {missing} 的内容。最接近的条目是 **{title}** {ref}，它的解决办法不一定适用于你的情况，所以不把它当作答案。',
+        "en": 'The KB has nothing on {missing}. The closest article is **{title}** {ref}; its fixes may not apply to your case, so I will not present them as the answer.',
     },
     'missing': {
         "zh": '知识库里没有关于 {missing} 的内容。',
