@@ -392,12 +392,6 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
     return "\n".join(lines), coverage
 
 
-# Subjects that questions name by a phrase or an error message, not by one word.
-PHRASE_SUBJECTS_ZH = {"new model support": "新模型架构的支持", "bf16 on older GPUs": "旧 GPU 上的 bf16",
-                      "stop tokens and EOS": "停止符与 EOS", "context extension (RoPE/YaRN)": "上下文扩展（RoPE/YaRN）",
-                      "proxies and gateways": "代理与网关"}
-
-
 def _subjects(result: Retrieval, lang: str, index=None) -> list[str]:
     """The near-domain subjects the KB lacks, by name ("LoRA", "CORS"). In a Chinese answer an
     English phrase ("dashboards and alerting") is replaced by the word the asker used (告警,
@@ -407,6 +401,8 @@ def _subjects(result: Retrieval, lang: str, index=None) -> list[str]:
     if result.scope is None:
         return list(result.unseen)
     said = getattr(result.scope, "entity_terms", {}) or {}
+
+    from .scope import PHRASE_SUBJECTS_ZH
 
     def name(subject: str) -> str:
         if subject in PHRASE_SUBJECTS_ZH:  # named by a phrase ("are not supported for now"): the subject's own name reads better
@@ -471,8 +467,8 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     for art in result.articles[1:]:
         if len(others) + 1 >= max(1, top_k):
             break
-        if art.hardware_conflict and not top.hardware_conflict:
-            continue  # an article for other hardware is no alternative to the asker's runbook
+        if _wrong_hardware_beside(top, art):
+            continue
         if art not in siblings and art.relevance >= PASSAGE_RELEVANCE * top.relevance and art.score >= top.score - AMBIGUITY_MARGIN:
             others.append(art)
     hits = {sc.chunk.chunk_id: sc.score for art in result.articles for sc in art.chunks}
@@ -964,6 +960,12 @@ def _is_overview(kb, doc_id: str) -> bool:
     return any("summary" in meta.tags for key, meta in kb.index.docs.items() if meta.id == doc_id)
 
 
+def _wrong_hardware_beside(top: ArticleMatch, art: ArticleMatch) -> bool:
+    """An article declared for other hardware is no alternative beside an answer that applies
+    (a TPU user answered from a team's runbook was offered the CUDA OOM article too)."""
+    return bool(art.hardware_conflict) and not top.hardware_conflict
+
+
 def _alternatives(kb, result: Retrieval, top_k: int) -> list[ArticleMatch]:
     """Other articles that fit about as well; overview articles are not alternatives."""
     top = result.articles[0]
@@ -975,8 +977,8 @@ def _alternatives(kb, result: Retrieval, top_k: int) -> list[ArticleMatch]:
             continue  # a verbatim log line is stronger evidence than any paraphrase
         if _is_overview(kb, art.doc_id):
             continue
-        if art.hardware_conflict and not top.hardware_conflict:
-            continue  # the CUDA article is no alternative for a TPU user whose answer is a runbook
+        if _wrong_hardware_beside(top, art):
+            continue
         if art.score >= top.score - AMBIGUITY_MARGIN and art.relevance >= ALTERNATIVE_RELEVANCE * top.relevance:
             out.append(art)
     return out

@@ -185,7 +185,9 @@ ENTITIES: dict[str, tuple[str, ...]] = {
 }
 
 # The words a KB covering a phrase-named subject would use: docs that say "bf16" and "f16"
-# on several pages cover "V100 不支持 bfloat16", whatever phrase the asker used.
+# on several pages cover "V100 不支持 bfloat16", whatever phrase the asker used. Such a subject
+# is named in a Chinese answer by its own name, not by the asker's phrase ("are not supported
+# for now").
 CORE_TERMS: dict[str, tuple[str, ...]] = {
     "bf16 on older GPUs": ("bf16", "bfloat16"),
     "stop tokens and EOS": ("eos", "stop token*", "stop_token*", "stop sequence*"),
@@ -193,10 +195,20 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
     "new model support": ("supported models", "supported architectures", "model support", "支持的模型", "支持模型列表"),
     "proxies and gateways": ("gateway", "proxy", "nginx", "load balancer", "网关", "代理"),
 }
+PHRASE_SUBJECTS_ZH = {"new model support": "新模型架构的支持", "bf16 on older GPUs": "旧 GPU 上的 bf16",
+                      "stop tokens and EOS": "停止符与 EOS", "context extension (RoPE/YaRN)": "上下文扩展（RoPE/YaRN）",
+                      "proxies and gateways": "代理与网关"}
 
-# ENTITIES families whose names are phrasings of one subject, not distinct techniques.
+# ENTITIES families whose names are phrasings of one subject, not distinct techniques: any
+# of them is a core word.
 PHRASINGS = frozenset({"several models on one GPU", "tokenizers", "IPv6 networking", "CORS",
                        "rate limiting", "saving logs to a file", "autoscaling", "GPU partitioning (MIG)"})
+
+
+def core_terms(entity: str) -> tuple[str, ...]:
+    """Words any of which, covered by a KB, covers the subject whatever word the asker used."""
+    return ENTITIES[entity] if entity in PHRASINGS else CORE_TERMS.get(entity, ())
+
 
 _VERSION = re.compile(r"(?<![\w.])v?(\d{1,2})\.(\d{1,3})(?:\.(\d{1,3}))?(?:\.post\d+|rc\d+|\.dev\d*)?(?![\w.])")
 
@@ -466,12 +478,11 @@ def unseen_entities(scope: Scope, index) -> list[str]:
     if not scope.entities:
         return out
     # The word the question used, not the whole family: a KB that mentions 量化 (one
-    # quantization remark) still knows nothing about bitsandbytes. Families that are
-    # phrasings of one subject ("two models", "multiple models") are covered by any of them.
+    # quantization remark) still knows nothing about bitsandbytes; unless the subject has core
+    # words (see CORE_TERMS, PHRASINGS).
     return out + [e for e in scope.entities
                   if not _covers_term(index, scope.entity_terms.get(e) or ENTITIES[e][0], ENTITIES[e])
-                  and not (e in PHRASINGS and any(covers(index, n) for n in ENTITIES[e]))
-                  and not any(covers(index, n) for n in CORE_TERMS.get(e, ()))]
+                  and not any(covers(index, n) for n in core_terms(e))]
 
 
 def _covers_term(index, used: str, aliases) -> bool:

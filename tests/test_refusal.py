@@ -184,8 +184,8 @@ def test_a_question_that_is_only_an_unknown_setting_is_refused(bundled_settings,
 
 def test_a_subject_named_by_an_error_message_is_named_by_its_own_name(bundled_settings, bundled_kb):
     """"…没有关于 are not supported for now 的内容" quoted the error back as the subject."""
-    from assistant.answer import PHRASE_SUBJECTS_ZH, answer_question
-    from assistant.scope import CORE_TERMS
+    from assistant.answer import answer_question
+    from assistant.scope import CORE_TERMS, PHRASE_SUBJECTS_ZH
 
     assert set(PHRASE_SUBJECTS_ZH) == set(CORE_TERMS)
     answer = answer_question("vllm 0.6.3 加载 glm-4-9b-chat-hf 报 Model architectures ['GlmForCausalLM'] are not supported "
