@@ -205,12 +205,27 @@ def _diagnose(log_text: str, settings: Settings):
 
 def _retrieval_query(text: str, diagnosis) -> str:
     """The question plus the log lines that carry problem signatures (they decide the article);
-    informational lines such as num_blocks_global are left out."""
+    informational lines such as num_blocks_global are left out, and so are warnings beside a
+    critical line: a preemption warning before a CUDA OOM is its prelude, and the answer led
+    with it while the log findings (and `doctor --log`) led with the OOM."""
     problems = [f for f in (diagnosis.findings if diagnosis else []) if f.severity != "info"]
     if not problems:
         return text
+    # Findings come most severe first; a lesser one stays when the question is about it.
+    asked = _stems(text)
+    problems = [f for f in problems if f.severity == problems[0].severity or asked & _stems(f.example)]
     lines = [f.example for f in problems[:LOG_LINES_IN_QUERY]]
     return (text + "\n" + "\n".join(lines))[:MAX_QUERY_CHARS]
+
+
+def _stems(text: str) -> set[str]:
+    """The first six letters of each longer word: "preempted" in a question meets
+    "preemption" in a log line."""
+    return {w[:6] for w in re.findall(r"[a-z]{5,}", text.lower()) if w not in _COMMON}
+
+
+_COMMON = frozenset("because there which where while after before about would could should their other "
+                    "error errors warning using server model".split())
 
 
 def _log_summary(diagnosis, lang: str) -> str:

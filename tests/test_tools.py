@@ -490,6 +490,29 @@ def test_ask_with_a_log_file_names_the_article(bundled_env, tmp_path):
     assert data["tool_calls"][0]["name"] == "diagnose_log" and "Log findings" in data["answer"]
 
 
+
+PRELUDE_THEN_OOM = (
+    "WARNING 12-01 10:00:05 [scheduler.py:1000] Sequence group 0 is preempted by PreemptionMode.RECOMPUTE mode "
+    "because there is not enough KV cache space.\n"
+    "ERROR 12-01 10:01:00 [engine.py:300] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+)
+
+
+def test_ask_with_a_log_leads_with_its_most_severe_finding_unless_asked_about_another(bundled_env, tmp_path):
+    """A preemption warning before a CUDA OOM led the answer while the log findings (and
+    `doctor --log`) led with the OOM. `ask --log FILE` with no question answers the log."""
+    log = tmp_path / "vllm.log"
+    log.write_text(PRELUDE_THEN_OOM)
+
+    def first(*words: str) -> str:
+        proc = run_cli(["ask", "--json", "--log", str(log), *words], bundled_env, stdin=b"")
+        assert proc.returncode == 0, proc.stderr.decode()
+        return json.loads(proc.stdout)["citations"][0]["id"]
+
+    assert first("what is wrong with my server?") == "vllm-cuda-oom"
+    assert first() == "vllm-cuda-oom"
+    assert first("why are my requests preempted?") == "vllm-preemption"
+
 def test_a_binary_file_is_not_read_as_a_log(tmp_path):
     """Junk passed as a log was scanned and reported as a log with nothing in it."""
     import random

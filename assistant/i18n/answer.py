@@ -109,6 +109,10 @@ MESSAGES = {
         "zh": '日志发现',
         "en": 'Log findings',
     },
+    'log_question': {  # `ask --log FILE` with no question: the log is the question
+        "zh": '这份日志说明了什么问题？',
+        "en": 'What does this log show is wrong?',
+    },
     'log_row': {
         "zh": '- `{signature}` × {count} 次 (第 {line} 行, {severity}) → {article}',
         "en": '- `{signature}` × {count} (line {line}, {severity}) → {article}',

@@ -200,7 +200,14 @@ def ask(argv: list[str] | None = None) -> None:
         if args.verbose or settings.llm_base_url:  # the log lines come from the LLM path; logging costs ~10 ms to import
             _route_logs(args.verbose)
         input_notes: list[str] = []
-        text = read_question(tuple(args.question), settings.max_question_bytes, input_notes)
+        if args.log and not args.question:
+            text = "" if sys.stdin.isatty() else read_question((), settings.max_question_bytes, input_notes)
+            if not text.strip():  # `ask --log FILE` alone: the log is the question
+                from assistant.i18n import t
+
+                text = t("answer.log_question", args.lang if args.lang in ("zh", "en") else "en")
+        else:
+            text = read_question(tuple(args.question), settings.max_question_bytes, input_notes)
         early = None
         if not args.log:  # start embedding before the heavy imports below
             early = EarlyEmbedding.start(settings, query_text(validate_question(text, settings.max_question_bytes)))
