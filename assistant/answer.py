@@ -511,13 +511,13 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
             continue  # the other language's section of the same passage: it maps back to one quote
         shown.add(best.chunk_id)
         heading = _display_title(best.title, best.source)
+        ref = cites.ref(best, art.score)  # on the heading's line: alone on its own, "[1]" read as a stray line
         if not parts:
-            parts.append(f"### {heading}")
+            parts += [f"### {heading} {ref}", ""]
         elif art in page:
-            parts += ["", f"**{heading}**"]
+            parts += ["", f"**{heading}** {ref}", ""]
         else:
-            parts += ["", f"**{labels['also']}:** {heading}"]
-        parts += [cites.ref(best, art.score), ""]
+            parts += ["", f"**{labels['also']}:** {heading} {ref}", ""]
         if _position(kb, best) == 0:
             text = _leading_bylines_dropped(text)
         if art is top and best.lang != lang:  # no twin in the asker's language (a twin's passage is quoted instead)
@@ -526,9 +526,9 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
         if art is top and continued:
             # Quoted after the best passage, it may come from before it: said so, not "continued".
             where = "earlier" if _position(kb, continued[0]) < _position(kb, best) else "continued"
-            parts += ["", f"**{heading} {labels[where]}**", cites.ref(continued[0], art.score), "", continued[1]]
+            parts += ["", f"**{heading} {labels[where]}** {cites.ref(continued[0], art.score)}", "", continued[1]]
         if art is top and lead:
-            parts += ["", f"**{_display_title(lead[0].title, lead[0].source) or lead[0].title}**", cites.ref(lead[0], art.score), "", lead[1]]
+            parts += ["", f"**{_display_title(lead[0].title, lead[0].source) or lead[0].title}** {cites.ref(lead[0], art.score)}", "", lead[1]]
     return parts
 
 

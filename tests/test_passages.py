@@ -66,13 +66,18 @@ def test_a_multi_topic_page_answers_with_the_matching_section_only(wiki_settings
     assert answer.answer.startswith("### Inference on-call wiki > Model server crashes with OOM")
 
 
+def _quote_after(answer: str, n: int) -> str:
+    """The text after the heading line that carries citation [n]."""
+    return re.split(rf" \[{n}\]\n", answer, maxsplit=1)[1]
+
+
 def test_quotes_are_bounded_and_the_rest_stays_behind_the_citation(wiki_settings):
     kb = open_kb(wiki_settings, progress=lambda _m: None)
     answer = answer_question("which tool step do I run before the green light", wiki_settings, kb=kb)
     assert answer.grounded and answer.citations[0].source == "long.md"
     assert len(answer.answer) <= MAX_ANSWER_CHARS
     # each quoted passage (the text after a citation marker) is bounded on its own
-    quotes = re.split(r"^\[\d+\]$", answer.answer, flags=re.M)[1:]
+    quotes = re.split(r" \[\d+\]$", answer.answer, flags=re.M)[1:]
     assert quotes and all(len(q.split("\n**")[0]) <= MAX_PASSAGE_CHARS + 50 for q in quotes)
     assert answer.answer.count("Step ") < 60  # of 200: the rest stays behind the citations
 
@@ -519,7 +524,7 @@ def test_a_cut_down_section_quotes_its_matched_subsection_first(tmp_path):
         "install.md": "# Install\n\n## Wheels\n\nRun `pip install widget`.\n"})
     answer = answer_question("gateway release returns 502 for streaming, how do I roll back?", settings, kb=kb)
     assert answer.grounded and answer.citations[0].section == "Rolling back a bad gateway release"
-    body = answer.answer.split("\n[1]\n", 1)[1]
+    body = _quote_after(answer.answer, 1)
     assert body.lstrip().startswith("**Rolling back a bad gateway release**\n\nIf the new gateway release returns 502")
     assert body.index("helm rollback") < body.index("Sentence 13")
     assert "**Deploying the gateway**" in body  # the section's own text keeps a heading after it
@@ -554,7 +559,7 @@ def test_a_plain_text_passage_stays_within_the_bound_with_its_line_breaks(tmp_pa
     settings, kb = docs_kb(tmp_path, {"restart_notes.txt": notes})
     answer = answer_question("节点重启要执行哪些 systemctl restart 步骤", settings, kb=kb)
     assert answer.grounded and answer.citations[0].section == "一、节点重启步骤"
-    quote = answer.answer.split("\n[1]\n", 1)[1].split("\n\n**", 1)[0].strip("\n")
+    quote = _quote_after(answer.answer, 1).split("\n\n**", 1)[0].strip("\n")
     assert "  \n" in quote  # the lines are kept...
     assert len(quote) <= MAX_PASSAGE_CHARS  # ...and the passage, as written, is within the bound
     assert len(answer.answer) <= MAX_ANSWER_CHARS
@@ -583,7 +588,7 @@ def test_a_cut_down_section_marks_what_it_leaves_out_and_what_comes_from_before(
                                       "install.md": "# Install\n\n## Wheels\n\nRun `pip install widget`.\n"})
     answer = answer_question("how do I drain and uncordon a node for a restart with kubectl", settings, kb=kb)
     assert answer.grounded and answer.citations[0].source == "ops.md"
-    quote = answer.answer.split("\n[1]\n", 1)[1]
+    quote = _quote_after(answer.answer, 1)
     assert "kubectl drain" in quote and "kubectl uncordon" in quote and "rack layout" not in quote.split("**")[0]
     assert "\n\n…\n\n" in quote  # the paragraphs between are left out, and it says so
 
@@ -591,10 +596,10 @@ def test_a_cut_down_section_marks_what_it_leaves_out_and_what_comes_from_before(
     (tmp_path / "zh").mkdir()
     settings, kb = docs_kb(tmp_path / "zh", {"inspect.txt": f"集群值班手册\n\n一、全集群巡检\n{steps}\n\n二、安装\n用 pip install widget 安装。\n"})
     answer = answer_question("全集群巡检怎么做", settings, kb=kb)
-    first = int(answer.answer.split("\n[1]\n", 1)[1].strip().split("步", 1)[0].lstrip("第"))
-    earlier = answer.answer.split("\n[2]\n", 1)[1].strip()
+    first = int(_quote_after(answer.answer, 1).strip().split("步", 1)[0].lstrip("第"))
+    earlier = _quote_after(answer.answer, 2).strip()
     assert first > 1 and earlier.startswith("第1步")  # the best passage is further down; the section's start follows it
-    assert "一、全集群巡检 （本节前文）**\n[2]" in answer.answer and "（续）" not in answer.answer
+    assert "一、全集群巡检 （本节前文）** [2]" in answer.answer and "（续）" not in answer.answer
 
 
 def test_sections_quoted_from_one_page_keep_the_pages_order(tmp_path):
