@@ -495,8 +495,9 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     room = MAX_ANSWER_CHARS - SIBLING_RESERVE - sum(len(text) + len(best.title) for best, text in quoted.values())
     floor = CONTINUATION_SHARE * hits.get(passages[id(top)][0].chunk_id, top.chunks[0].score)
     rest = [c for c in passages[id(top)][2] if hits.get(c.chunk_id, -1.0) >= floor]
-    if _table_rows(passages[id(top)][0]):
-        rest = _entries_kept(rest, passages[id(top)][0], _table_rows, asked, hits)
+    rows = _row_kind(passages[id(top)][0], [passages[id(top)][0], *rest])
+    if rows is not None:
+        rest = _entries_kept(rest, passages[id(top)][0], rows, asked, hits)
     continued, room = _extras(kb, siblings, rest, quoted, room, lang, labels, hits, asked)
     lead = _lead(kb, quoted[id(top)][0], room, [best for best, _text in quoted.values()])
     parts: list[str] = []
@@ -822,12 +823,14 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
     # A FAQ's other questions, and a big table's other row groups, are other topics: quoted
     # only when they matched too. (Cut down to fit, a question about one variable of a
     # 60-row table got the table's first rows too, for carrying `inline code`.)
-    entry = _faq_entry if best is not None and any(_faq_entry(c) for c in section) else \
-        _table_rows if best is not None and _table_rows(best) else None
+    entry = _faq_entry if best is not None and any(_faq_entry(c) for c in section) else _row_kind(best, section)
     if entry is not None:
         kept = _entries_kept(section, best, entry, asked, scores)
         skipped = [c for c in section if c not in kept]
         section = kept
+        if entry is not _faq_entry and asked:
+            section = [_asked_rows(c, asked) if entry(c) else c for c in section]
+            best = next((c for c in section if c.chunk_id == best.chunk_id), best)
 
     def sub_of(c) -> str:
         return " > ".join(c.title.split(" > ")[2:])
@@ -919,7 +922,7 @@ def _entries_kept(chunks: list, best, entry, asked: frozenset[str], scores: dict
     FD_DISABLED_RECOVER and FD_RECOVER_TIMEOUT do?"); on a question that names nothing, the
     score share still decides."""
     floor = CONTINUATION_SHARE * scores.get(best.chunk_id, 0.0)
-    if entry is _table_rows and asked:
+    if entry is not _faq_entry and asked:
         known = asked_identifiers(best.text)
 
         def matched(c) -> bool:
@@ -928,6 +931,59 @@ def _entries_kept(chunks: list, best, entry, asked: frozenset[str], scores: dict
         def matched(c) -> bool:
             return scores.get(c.chunk_id, 0.0) >= floor
     return [c for c in chunks if c.chunk_id == best.chunk_id or not entry(c) or matched(c)]
+
+
+def _row_kind(best, section: list):
+    """The kind of entry a big listing was split into, when the best chunk is one: a
+    table's row groups, or the pieces of a long code block of settings (FastDeploy's
+    envs.py, forty variables split at blank lines). None for anything else."""
+    if best is None:
+        return None
+    if _table_rows(best):
+        return _table_rows
+    if _code_piece(best) and sum(_code_piece(c) for c in section) >= 2:
+        return _code_piece
+    return None
+
+
+def _code_piece(chunk) -> bool:
+    """Whether a chunk is one fenced piece of a code block split at its blank lines."""
+    text = chunk.text.strip()
+    return text.startswith(("```", "~~~")) and text.endswith(("```", "~~~")) and text.count("\n") >= 2
+
+
+def _asked_rows(chunk, asked: frozenset[str]):
+    """A table row group cut to its header and the rows naming what the question asks
+    about, or a code piece cut to the paragraphs that do, with "..." where others were: a
+    question about FD_DISABLED_RECOVER quoted the three variables around it too. Unchanged
+    when nothing, or everything, names it."""
+    from dataclasses import replace
+
+    lines = chunk.text.strip().split("\n")
+    if _table_rows(chunk):
+        head = 2 if len(lines) > 1 and re.match(r"^\s*\|?\s*:?-{3,}", lines[1]) else 1
+        body = lines[head:]
+        keep = [line for line in body if asked_identifiers(line) & asked]
+        if not keep or len(keep) == len(body):
+            return chunk
+        return replace(chunk, text="\n".join(lines[:head] + keep))
+    groups: list[list[str]] = [[]]
+    for line in lines[1:-1]:
+        if line.strip():
+            groups[-1].append(line)
+        elif groups[-1]:
+            groups.append([])
+    groups = [g for g in groups if g]
+    hit = [bool(asked_identifiers("\n".join(g)) & asked) for g in groups]
+    if not any(hit) or all(hit):
+        return chunk
+    out = [lines[0]]
+    for g, h in zip(groups, hit):
+        if h:
+            out += g
+        elif out[-1].strip() != "...":
+            out.append("...")
+    return replace(chunk, text="\n".join(out + [lines[-1]]))
 
 
 def _table_rows(chunk) -> bool:

@@ -129,6 +129,24 @@ def test_a_question_about_one_row_does_not_get_the_tables_first_rows(tmp_path):
     answer = answer_question("what does FD_DISABLED_RECOVER do?", settings, kb=kb)
     assert answer.grounded and "FD_DISABLED_RECOVER" in answer.answer and "| Variable | Default | Description |" in answer.answer
     assert "FD_OPTION_00" not in answer.answer and "FD_OPTION_05" not in answer.answer
+    # its row with the header, not the rows around it in its row group
+    assert "FD_OPTION_36" not in answer.answer and "FD_OPTION_38" not in answer.answer
+
+
+def test_a_question_about_one_setting_of_a_long_code_listing_gets_its_paragraph(tmp_path):
+    """FastDeploy documents its environment variables as envs.py, one fenced block of forty
+    commented entries split at blank lines: a question about one variable got two pieces of
+    the listing, a dozen other variables around it."""
+    entries = [(f"SRV_KNOB_{i:02d}", f"Tunes internal knob number {i} of the worker") for i in range(40)]
+    entries[23] = ("SRV_DISABLE_RECOVER", "Whether to disable recomputing a request when the block pool is full")
+    code = "\n\n".join(f'    # {what}\n    "{name}": lambda: os.getenv("{name}", "0"),' for name, what in entries)
+    settings, kb = docs_kb(tmp_path, {"env.md": "# Server environment variables\n\nThe server reads these variables at start-up:\n\n"
+                                                "```python\nenvironment_variables = {\n" + code + "\n}\n```\n",
+                                      "install.md": "# Install\n\n## Wheels\n\nRun `pip install srv`.\n"})
+    answer = answer_question("what does SRV_DISABLE_RECOVER do?", settings, kb=kb)
+    assert answer.grounded and answer.citations[0].source == "env.md"
+    assert "block pool is full" in answer.answer and '"SRV_DISABLE_RECOVER"' in answer.answer
+    assert "SRV_KNOB_" not in answer.answer and answer.answer.count("```") % 2 == 0
 
 
 GATEWAY_PAGE = """<html><head><title>Confluence - Platform Space - Page 4411</title></head><body>
