@@ -466,6 +466,16 @@ def _asks_anything(text: str) -> bool:
     return bool(_ASKING.search(text) or _ASK_CONC.search(text) or _ASK_KV.search(text) or _ASK_BYTES.search(text) or _WHAT_IF.search(text))
 
 
+_FIGURE = re.compile(r"how (?:many|much|big|large)|多少|多大|几个|几路|几张|计算|算一下|算算|估算|compute|calculate|estimate"
+                     r"|够不够|够吗|够用吗|放得下|装得下|(?<![a-z])enough\b.{0,80}\?")
+
+
+def _asks_for_a_number(text: str) -> bool:
+    """Whether the sentences ask for a figure, not only about a case that has sizes in it."""
+    return bool(_FIGURE.search(text) or _ASK_CONC.search(text) or _ASK_KV.search(text) or _ASK_BYTES.search(text)
+                or _WHAT_IF.search(text) or _DECODE.search(text) or _ASK_BLOCKS.search(text))
+
+
 def _asking(text: str) -> str:
     """The part of a question that can ask for a calculation: its sentences, not what it
     pasted. torch's "has a total capacity of 23.65 GiB" and a log's "KV cache usage" are
@@ -530,6 +540,11 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None) 
     answer.problems = facts.problems
     answer.notes += facts.notes
     _note_bystanders(x, answer)
+    if answer.missing and not _asks_for_a_number(_asking(x.text)):
+        # "4090 24G, MAX_INPUT_LENGTH=8191: is it memory or a wrong setting?" states sizes
+        # and asks something, but no figure: a list of what a calculation would need, above
+        # the answer, only gets in its way.
+        return None
     if answer.missing or answer.problems:
         return answer
     from .tools import call_tool

@@ -492,11 +492,25 @@ def _in_a_name(text: str, start: int) -> bool:
     return bool(m) and m.group(1) not in _UNIT_WORDS
 
 
+_GPU_MODEL = re.compile(r"[1-5]0[5-9]0")
+_GPU_BEFORE = re.compile(r"(?:rtx|gtx|geforce|nvidia|gpu|显卡|卡|张|块|台|\d ?[x×*]) ?[:：]? ?$")
+_GPU_AFTER = re.compile(r"^ ?(?:ti|super)\b|^ ?(?:[,，、] ?)?(?:每张|每卡|单卡|显存)? ?\d+ ?(?:g|gb|gib)(?![a-z])")
+
+
+def _gpu_model(text: str, m: re.Match) -> bool:
+    """A consumer card's model number ("单卡 4090 24G", "2 x RTX 3090"): "4090" was read as a
+    GPU count, and as a number nobody could place."""
+    if m.group(4) or not _GPU_MODEL.fullmatch(m.group(0)):
+        return False
+    return bool(_GPU_BEFORE.search(text[max(0, m.start() - 12):m.start()]) or _GPU_AFTER.search(text[m.end():m.end() + 16]))
+
+
 def extract(text: str) -> Extraction:
     """Every number in `text`, each bound to the parameter it belongs to (or to nothing)."""
     norm = normalize(text)
     scanned, special = _vllm_lines(norm)
-    numbers = _merge([_read_number(m) for m in _NUMBER.finditer(scanned) if not _in_a_name(scanned, m.start())], scanned)
+    numbers = _merge([_read_number(m) for m in _NUMBER.finditer(scanned)
+                      if not _in_a_name(scanned, m.start()) and not _gpu_model(scanned, m)], scanned)
     bound = _bind(numbers, _labels(scanned), scanned)
     dtypes, kv_dtype = _dtypes(norm)
     quantities = sorted(special + bound, key=lambda q: q.start)

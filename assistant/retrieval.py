@@ -266,6 +266,9 @@ MODEL_FAMILIES = frozenset(
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9]{2,30}")
 
 
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I)
+
+
 def unknown_names(index: KBIndex, query: str, lang: str) -> list[str]:
     """Names of things the KB never mentions: "PostgreSQL", "Kafka", "Grafana". In an English
     question those are the CamelCase, ALL-CAPS or capitalised words inside a sentence; in a
@@ -273,11 +276,14 @@ def unknown_names(index: KBIndex, query: str, lang: str) -> list[str]:
     to use ("flight", "sentence") are not evidence of another subject."""
     from .scope import _drop_model_ids
 
-    text = _drop_model_ids(query)
+    text = _drop_model_ids(_URL.sub(" ", query))  # "%2Fvar%2Frun" in a socket URL named "Fvar"
     names: list[str] = []
     for m in _NAME.finditer(text):
         word = m.group(0)
-        if lang != "zh":
+        line = text[text.rfind("\n", 0, m.start()) + 1:text.find("\n", m.end()) % (len(text) + 1)]
+        # In a Chinese question an English line is a pasted error ("Got permission denied
+        # while trying to connect…"): its ordinary words are no names there either.
+        if lang != "zh" or not any(is_cjk(ch) for ch in line):
             before = text[max(0, m.start() - 2):m.start()]
             sentence_start = m.start() == 0 or before.rstrip().endswith((".", "?", "!", ":", "\n")) or before.endswith("\n")
             named = (word.isupper() and len(word) >= 3) or any(ch.isupper() for ch in word[1:]) or (word[0].isupper() and not sentence_start)

@@ -427,15 +427,24 @@ def unknown_parameters(question: str, index) -> list[str]:
     return out
 
 
+_CAMEL = re.compile(r"\b[a-z][a-z0-9]+(?:[A-Z][a-z0-9]+)+[A-Z]*\b")
+_CAMEL_BREAK = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
 def kb_text(index) -> tuple[str, str, list[str]]:
     """(titles and headings, all text, the text of each document) of a KB, lower-cased and
     built once per loaded index: coverage is asked on every question naming a subject."""
     cached = getattr(index, "_scope_text", None)
     if cached is None:
-        heads = _dashed(_padded("\n".join({c.title for c in index.chunks})))
         docs: dict[str, list[str]] = {}
+        spaced: set[str] = set()
         for c in index.chunks:
             docs.setdefault(c.doc_id, []).append(c.text)
+            # Helm values and CRD fields name subjects in camelCase (`chatTemplate: …`). Like
+            # an exact parameter name, a setting named after a subject covers it: its spaced
+            # form ("chat Template") counts as a heading.
+            spaced.update(_CAMEL_BREAK.sub(" ", w) for w in _CAMEL.findall(c.text))
+        heads = _dashed(_padded("\n".join({c.title for c in index.chunks} | spaced)))
         per_doc = [_dashed(_padded("\n".join(texts))) for texts in docs.values()]
         cached = (heads, "\n".join(per_doc), per_doc)
         try:
@@ -480,9 +489,15 @@ def unseen_entities(scope: Scope, index) -> list[str]:
     # The word the question used, not the whole family: a KB that mentions 量化 (one
     # quantization remark) still knows nothing about bitsandbytes; unless the subject has core
     # words (see CORE_TERMS, PHRASINGS).
-    return out + [e for e in scope.entities
-                  if not _covers_term(index, scope.entity_terms.get(e) or ENTITIES[e][0], ENTITIES[e])
-                  and not any(covers(index, n) for n in core_terms(e))]
+    heads = kb_text(index)[0]
+    missing = [e for e in scope.entities
+               if not _covers_term(index, scope.entity_terms.get(e) or ENTITIES[e][0], ENTITIES[e])
+               and not any(covers(index, n) for n in core_terms(e))
+               and not _found(heads, (_dashed(e.lower()),))]  # a page headed "Tool Calling Support" covers tool calling
+    # One word can name two subjects ("tool_choice": tool calling, and OpenAI request fields);
+    # when the KB covers one of them, the word is no evidence of a subject it lacks.
+    known = {scope.entity_terms.get(e) for e in scope.entities if e not in missing}
+    return out + [e for e in missing if scope.entity_terms.get(e) not in known]
 
 
 def _covers_term(index, used: str, aliases) -> bool:

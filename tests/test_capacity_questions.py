@@ -103,6 +103,16 @@ def test_a_pasted_oom_message_is_not_a_capacity_question():
     assert capacity_answer("80 GiB 的卡，权重 15 GiB，能放多少 token 的 KV cache？") is not None
 
 
+def test_sizes_in_a_question_that_asks_for_no_figure_list_nothing_missing():
+    """"单卡 4090 24G … 是显存不够还是参数设错了？" states a size and asks a question, but no
+    figure: "missing data, not computed" (and "4090 is a GPU count") led a LoRAX answer.
+    Asked for a figure, or whether it fits, the missing values are still listed."""
+    case = "本地 llama2-13b 起 lorax，单卡 4090 24G，设了 MAX_INPUT_LENGTH=8191，这是显存不够还是参数设错了？"
+    assert capacity_answer(case) is None
+    assert capacity_answer("单卡 24G 跑 13B 模型够不够？").missing
+    assert capacity_answer("24 GiB card, 13B model: how many tokens of KV cache fit?").missing
+
+
 def test_a_gpu_count_is_named_and_not_used_as_blocks():
     answer = capacity_answer("8 块 A100, 每个请求平均 2000 token，能并发多少")
     text = explain(answer, "zh")

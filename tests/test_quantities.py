@@ -166,3 +166,13 @@ def test_a_models_version_is_not_a_number_to_explain():
     assert extract("Llama-3.1-8B bf16 on one 80GB H100, how many tokens of KV cache?").unbound() == []
     assert extract("gpt-4 with 128k context").unbound()[0].text == "128k"
     assert [q.problem for q in extract("16gb-32gb of memory").quantities] == ["range"]  # a unit, not a name
+
+
+def test_a_consumer_cards_model_number_is_not_a_value():
+    """"单卡 4090 24G" read 4090 as a GPU count, "2 张 4090" as a number nobody could place;
+    4090 blocks, said so, are still blocks."""
+    from assistant.quantities import extract
+
+    assert [q.value for q in extract("单卡 4090 24G 跑 13B 模型够不够？").quantities if q.value == 4090] == []
+    assert [q.value for q in extract("2 x RTX 3090, 24 GiB each").quantities if q.value == 3090] == []
+    assert [q.label for q in extract("num_blocks 4090, each request 2000 tokens").quantities if q.value == 4090] == ["num_blocks"]

@@ -343,6 +343,44 @@ def test_a_quantization_format_that_describes_the_served_model_is_not_the_subjec
     assert "quantization kernels" in detect("AWQ is not supported on my V100, what now?").entities
 
 
+def test_a_page_headed_by_a_subject_or_a_setting_named_after_it_covers_it(tmp_path):
+    """production-stack's "Tool Enabled Installation" page (headed "Deploy vLLM Instance with
+    Tool Calling Support", values `chatTemplate:`) refused a tool-calling question as
+    about subjects it lacks; one word ("tool_choice") named a second subject too. A tree
+    with neither still lacks them."""
+    from dataclasses import replace
+
+    from assistant.config import Settings
+    from assistant.knowledge import open_kb
+    from assistant.scope import unseen_entities
+
+    question = "How do I enable the OpenAI tool-calling API (tools + tool_choice auto) for Llama-3.1, which parser and chat template?"
+    for i, (pages, expected) in enumerate([
+        ({"tools.md": "# Tool Enabled Installation\n\n## Deploy with Tool Calling Support\n\n```yaml\nenableTool: true\n"
+                      "toolCallParser: llama3_json\nchatTemplate: tool_chat_template_llama3.1_json.jinja\n```\n",
+          "helm.md": "# Helm chart\n\nSet `servingEngineSpec` in values.yaml.\n"}, []),
+        ({"helm.md": "# Helm chart\n\nSet `servingEngineSpec` in values.yaml.\n",
+          "routing.md": "# Routing\n\nThe router picks an engine per request.\n"}, ["chat templates", "tool calling", "OpenAI API request fields"]),
+    ]):
+        docs = tmp_path / f"docs{i}"
+        docs.mkdir()
+        for name, text in pages.items():
+            (docs / name).write_text(text, encoding="utf-8")
+        kb = open_kb(replace(Settings(), kb_dir=docs, cache_dir=tmp_path / f"c{i}"), progress=lambda _m: None)
+        assert sorted(unseen_entities(detect(question), kb.index)) == sorted(expected)
+
+
+def test_ordinary_words_of_a_pasted_english_error_in_a_chinese_question_are_not_names(bundled_kb):
+    """Every English word of a Chinese sentence may be a name; a pasted English error line's
+    "Exiting", "denied" and "trying" are not, nor is "%2Fvar" in a socket URL."""
+    from assistant.retrieval import unknown_names
+
+    question = ("装 minikube 启动报错：\nExiting due to PROVIDER_DOCKER_NEWGRP: Got permission denied while trying to connect: "
+                'Get "http://%2Fvar%2Frun%2Fdocker.sock/v1.24/version": permission denied\n用 Kafka 接入怎么办？')
+    names = unknown_names(bundled_kb.index, question, "zh")
+    assert "kafka" in names and not {"exiting", "denied", "trying", "fvar", "frun"} & set(names)
+
+
 def test_stop_words_in_a_chinese_question_are_not_unknown_names(bundled_kb):
     from assistant.retrieval import unknown_names
 
