@@ -495,7 +495,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     room = MAX_ANSWER_CHARS - SIBLING_RESERVE - sum(len(text) + len(best.title) for best, text in quoted.values())
     floor = CONTINUATION_SHARE * hits.get(passages[id(top)][0].chunk_id, top.chunks[0].score)
     rest = [c for c in passages[id(top)][2] if hits.get(c.chunk_id, -1.0) >= floor]
-    rows = _row_kind(passages[id(top)][0], [passages[id(top)][0], *rest])
+    rows = _row_kind(passages[id(top)][0], [passages[id(top)][0], *rest], asked)
     if rows is not None:
         rest = _entries_kept(rest, passages[id(top)][0], rows, asked, hits)
     continued, room = _extras(kb, siblings, rest, quoted, room, lang, labels, hits, asked)
@@ -694,8 +694,26 @@ def _passage(kb, art: ArticleMatch, lang: str, labels, hits: dict[str, float] | 
     bounded text, and the chunks of its section that did not fit."""
     best = _in_lang(kb, art, lang, hits)
     scores = {sc.chunk.chunk_id: sc.score for sc in art.chunks}
-    text, rest = _quoted(kb, _section_chunks(kb, best), best, labels, scores, MAX_PASSAGE_CHARS, asked)
+    section = _section_chunks(kb, best)
+    best = _naming_entry(best, section, asked)
+    text, rest = _quoted(kb, section, best, labels, scores, MAX_PASSAGE_CHARS, asked)
     return best, text, rest
+
+
+def _naming_entry(best, section: list, asked: frozenset[str]):
+    """The row group (or piece of a settings listing) that names what the question asks
+    about, when the best-matching one does not: every group of a big table shares its
+    header and reads alike, so "what does --max_memory_utilization include?" matched the
+    group about KV-cache sizes best and quoted it."""
+    kind = _row_kind(best, section, asked) if asked else None
+    if kind is None:
+        return best
+    names = _row_names if kind is _table_rows else asked_identifiers
+    if names(best.text) & asked:
+        return best
+    named = [(len(names(c.text) & asked), -i, c) for i, c in enumerate(section) if kind(c)]
+    top = max(named, key=lambda t: t[:2], default=(0, 0, best))
+    return top[2] if top[0] else best
 
 
 def _quoted(kb, section: list, best, labels: dict, scores: dict[str, float], limit: int,
@@ -823,7 +841,7 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
     # A FAQ's other questions, and a big table's other row groups, are other topics: quoted
     # only when they matched too. (Cut down to fit, a question about one variable of a
     # 60-row table got the table's first rows too, for carrying `inline code`.)
-    entry = _faq_entry if best is not None and any(_faq_entry(c) for c in section) else _row_kind(best, section)
+    entry = _faq_entry if best is not None and any(_faq_entry(c) for c in section) else _row_kind(best, section, asked)
     if entry is not None:
         kept = _entries_kept(section, best, entry, asked, scores)
         skipped = [c for c in section if c not in kept]
@@ -910,7 +928,9 @@ _IDENT = re.compile(r"--?[A-Za-z][\w-]+|[A-Za-z][A-Za-z0-9]*(?:[_.-][A-Za-z0-9]+
 
 
 def asked_identifiers(question: str) -> frozenset[str]:
-    return frozenset(m.lower() for m in _IDENT.findall(question or ""))
+    """The names, spelt alike whichever way they are written: "--max_memory_utilization"
+    asked, `max_memory_utilization` in a table row; --max-num-seqs and max_num_seqs."""
+    return frozenset(m.lower().lstrip("-").replace("-", "_") for m in _IDENT.findall(question or ""))
 
 
 def _entries_kept(chunks: list, best, entry, asked: frozenset[str], scores: dict[str, float]) -> list:
@@ -933,15 +953,18 @@ def _entries_kept(chunks: list, best, entry, asked: frozenset[str], scores: dict
     return [c for c in chunks if c.chunk_id == best.chunk_id or not entry(c) or matched(c)]
 
 
-def _row_kind(best, section: list):
+def _row_kind(best, section: list, asked: frozenset[str] = frozenset()):
     """The kind of entry a big listing was split into, when the best chunk is one: a
     table's row groups, or the pieces of a long code block of settings (FastDeploy's
-    envs.py, forty variables split at blank lines). None for anything else."""
+    envs.py, forty variables split at blank lines) when one of them names what the
+    question asks about. A section of code examples is not a listing: its other pieces
+    (the `repetition_penalty` one) stay as they matched. None for anything else."""
     if best is None:
         return None
     if _table_rows(best):
         return _table_rows
-    if _code_piece(best) and sum(_code_piece(c) for c in section) >= 2:
+    pieces = [c for c in section if _code_piece(c)]
+    if _code_piece(best) and len(pieces) >= 2 and any(asked_identifiers(c.text) & asked for c in pieces):
         return _code_piece
     return None
 
@@ -963,7 +986,7 @@ def _asked_rows(chunk, asked: frozenset[str]):
     if _table_rows(chunk):
         head = 2 if len(lines) > 1 and re.match(r"^\s*\|?\s*:?-{3,}", lines[1]) else 1
         body = lines[head:]
-        keep = [line for line in body if asked_identifiers(line) & asked]
+        keep = [line for line in body if _row_names(line) & asked]
         if not keep or len(keep) == len(body):
             return chunk
         return replace(chunk, text="\n".join(lines[:head] + keep))
@@ -984,6 +1007,17 @@ def _asked_rows(chunk, asked: frozenset[str]):
         elif out[-1].strip() != "...":
             out.append("...")
     return replace(chunk, text="\n".join(out + [lines[-1]]))
+
+
+def _row_names(text: str) -> frozenset[str]:
+    """What table rows name: their first cells and `code`, not every hyphenated word of a
+    description ("token-level" is no setting: a question saying it kept the two rows that
+    did and dropped the metric it asked for)."""
+    names: set[str] = set()
+    for line in text.splitlines():
+        cells = [c for c in line.strip().strip("|").split("|")]
+        names.update(asked_identifiers(" ".join(re.findall(r"`([^`]+)`", line)) + " " + (cells[0] if cells else "")))
+    return frozenset(names)
 
 
 def _table_rows(chunk) -> bool:

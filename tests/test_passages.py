@@ -666,3 +666,23 @@ def test_an_article_for_other_hardware_is_not_offered_beside_a_runbook(tmp_path)
     assert answer.citations[0].source.endswith("startup-memory.md"), answer.answer
     assert "cuda-oom" not in [c.id for c in answer.citations]
     assert "nvidia-smi" not in answer.answer
+
+
+def test_the_row_group_naming_the_asked_setting_is_quoted_whichever_group_matched_best():
+    """Every row group of a big table shares its header and reads alike: "what does
+    --max_memory_utilization include?" matched the group about KV-cache sizes best and
+    quoted it. The group that names the setting (spelt with underscores there) is quoted."""
+    from ingest.records import Chunk
+
+    from assistant.answer import _naming_entry, asked_identifiers
+
+    head = "| Name | Default | Meaning |\n|---|---|---|\n"
+
+    def group(i: int, rows: str) -> Chunk:
+        return Chunk(f"c{i}", "cli", "en", "Flags > Common flags", "Common flags", "other", "cli.md", head + rows, f"h{i}")
+
+    kv = group(0, "| `block_size` | 128 | KV cache block size |\n| `max_cache_size` | 0 | KV cache size in bytes |\n")
+    mem = group(1, "| `max_memory_utilization` | 0.8 | share of device memory for weights and KV cache |\n| `port` | 8000 | port |\n")
+    section = [kv, mem]
+    assert _naming_entry(kv, section, asked_identifiers("what does --max_memory_utilization include besides KV cache?")) is mem
+    assert _naming_entry(kv, section, asked_identifiers("how big is a KV cache block?")) is kv  # names nothing: the best match stays
