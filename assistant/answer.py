@@ -924,13 +924,30 @@ def _faq_entry(chunk) -> bool:
 
 # Names a question asks about by their exact spelling: FD_DISABLED_RECOVER, kernel.msgmax,
 # --max-num-seqs, NCCL. Plain words ("default", "timeout") are not: every row says them.
-_IDENT = re.compile(r"--?[A-Za-z][\w-]+|[A-Za-z][A-Za-z0-9]*(?:[_.-][A-Za-z0-9]+)+|\b[A-Z][A-Z0-9]{2,}\b")
+_IDENT = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]+|[A-Za-z][A-Za-z0-9]*(?:[_.-][A-Za-z0-9]+)+|\b[A-Z][A-Z0-9]{2,}\b")
 
 
 def asked_identifiers(question: str) -> frozenset[str]:
     """The names, spelt alike whichever way they are written: "--max_memory_utilization"
     asked, `max_memory_utilization` in a table row; --max-num-seqs and max_num_seqs."""
-    return frozenset(m.lower().lstrip("-").replace("-", "_") for m in _IDENT.findall(question or ""))
+    names = (m.lower().lstrip("-").replace("-", "_") for m in _IDENT.findall(question or "") if not _compound_word(m))
+    return frozenset(n for n in names if n not in _ACRONYMS)
+
+
+# Capitals every question and page says: no setting is named by them alone.
+_ACRONYMS = frozenset("gpu gpus cpu cpus api apis http https json url urls yaml ram vram oom llm llms tpu npu sdk cli faq "
+                      "readme todo docker".split())
+
+
+_COMPOUNDS = frozenset("out-of-memory end-to-end up-to-date state-of-the-art out-of-the-box step-by-step one-by-one "
+                       "first-come-first-served out-of-range".split())
+
+
+def _compound_word(word: str) -> bool:
+    """"per-token", "token-level", "multi-gpu": English compounds, not settings; a setting
+    written without its dashes has three parts or more (max-num-seqs)."""
+    return (not word.startswith("-") and word.islower() and "-" in word and not re.search(r"[_.\d]", word)
+            and (word.count("-") < 2 or word in _COMPOUNDS))
 
 
 def _entries_kept(chunks: list, best, entry, asked: frozenset[str], scores: dict[str, float]) -> list:
