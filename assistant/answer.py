@@ -487,7 +487,11 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
         if art not in siblings and art.relevance >= PASSAGE_RELEVANCE * top.relevance and art.score >= top.score - AMBIGUITY_MARGIN:
             others.append(art)
     hits = {sc.chunk.chunk_id: sc.score for art in result.articles for sc in art.chunks}
-    asked = asked_identifiers(result.question)
+    from .scope import _written
+
+    # What the sentences (and error lines) name, not a pasted config or command: a setting
+    # the asker already uses is no sign that its row alone answers.
+    asked = asked_identifiers(_written(result.question))
     passages = {id(art): _passage(kb, art, lang, labels, hits, asked) for art in (top, *others)}
     siblings = _fix_sibling(kb, passages[id(top)][0], [*siblings, *others]) + siblings
     siblings += _followers(kb, passages[id(top)][0], [*siblings, *others])
