@@ -998,16 +998,19 @@ def _code_piece(chunk) -> bool:
 
 def _asked_rows(chunk, asked: frozenset[str]):
     """A table row group cut to its header and the rows naming what the question asks
-    about, or a code piece cut to the paragraphs that do, with "..." where others were: a
-    question about FD_DISABLED_RECOVER quoted the three variables around it too. Unchanged
-    when nothing, or everything, names it."""
+    about (with the row before and after each), or a code piece cut to the paragraphs that
+    do, with "..." where others were: a question about FD_DISABLED_RECOVER quoted a dozen
+    variables around it. Unchanged when nothing, or everything, names it."""
     from dataclasses import replace
 
     lines = chunk.text.strip().split("\n")
     if _table_rows(chunk):
         head = 2 if len(lines) > 1 and re.match(r"^\s*\|?\s*:?-{3,}", lines[1]) else 1
         body = lines[head:]
-        keep = [line for line in body if _row_names(line) & asked]
+        # The asked rows and the rows beside them: a table's neighbours are often its
+        # related settings (FD_DISABLED_RECOVER beside FD_RECOVER_TIMEOUT).
+        named = {i for i, line in enumerate(body) if _row_names(line) & asked}
+        keep = [line for i, line in enumerate(body) if named & {i - 1, i, i + 1}]
         if not keep or len(keep) == len(body):
             return chunk
         return replace(chunk, text="\n".join(lines[:head] + keep))
