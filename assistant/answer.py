@@ -144,9 +144,15 @@ def answer_question(
         calc = capacity_answer(text, log_numbers)  # the tool run, or what is missing (then nothing is computed)
     tool_calls = [c.to_dict() for c in (log_call, *(calc.calls if calc is not None else ())) if c is not None]
     notes: list[str] = []
-    answer = None
+    answer: Answer | None = None
     fallback: FallbackReason | None = None
     llm_wanted = bool(settings.llm_base_url) and use_llm is not False
+    if diagnosis is not None and _asks_only_about_the_log(text) and not any(f.severity != "info" for f in diagnosis.findings):
+        # `ask --log healthy.log`: a healthy log is not a question about debug switches.
+        result.grounded, llm_wanted = False, False
+        clean = [t("answer.log_clean", answer_lang, lines=diagnosis.lines)]
+        clean += [f"- {c.get(answer_lang, c['en'])}" for c in diagnosis.computed]
+        answer = Answer(text, "\n".join(clean), answer_lang, False, [], coverage="none")
     if use_llm and not settings.llm_base_url:
         fallback = "llm_not_configured"
         notes.append(t("llm.fallback_not_configured", answer_lang))
@@ -211,11 +217,18 @@ def _retrieval_query(text: str, diagnosis) -> str:
     problems = [f for f in (diagnosis.findings if diagnosis else []) if f.severity != "info"]
     if not problems:
         return text
-    # Findings come most severe first; a lesser one stays when the question is about it.
+    # Findings come most severe first (what the server logged as an error or died of
+    # before any warning-level symptom); a lesser one stays when the question is about it.
     asked = _stems(text)
-    problems = [f for f in problems if f.severity == problems[0].severity or asked & _stems(f.example)]
+    top = problems[0]
+    problems = [f for f in problems if (f.severity == top.severity and f.fatal == top.fatal) or asked & _stems(f.example)]
     lines = [f.example for f in problems[:LOG_LINES_IN_QUERY]]
     return (text + "\n" + "\n".join(lines))[:MAX_QUERY_CHARS]
+
+
+def _asks_only_about_the_log(text: str) -> bool:
+    """The question `ask --log FILE` puts when none was asked."""
+    return text in {t("answer.log_question", lang) for lang in LANGS}
 
 
 def _stems(text: str) -> set[str]:
@@ -232,7 +245,7 @@ def _log_summary(diagnosis, lang: str) -> str:
     rows = [f"**{t('answer.log_title', lang)}**", ""]
     for f in diagnosis.findings[:LOG_FINDINGS_SHOWN]:
         rows.append(t("answer.log_row", lang, signature=f.signature, count=f.count, line=f.first_line,
-                      severity=f.severity, article=f.article).replace("  ", " "))
+                      severity=f.severity, article=f.article or t("answer.log_no_article", lang)).replace("  ", " "))
     rows += [f"- {c.get(lang, c['en'])}" for c in diagnosis.computed]
     return "\n".join(rows)
 

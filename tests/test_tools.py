@@ -591,3 +591,44 @@ def test_tools_from_the_cli(bundled_env, tmp_path):
     assert json.loads(proc.stdout)["concurrent_requests"] == 54
     bad = run_cli(["assistant", "tool", "kv_concurrency", "num_blocks=many"], bundled_env)
     assert bad.returncode == 1 and bad.stderr.decode().startswith("error: invalid arguments") and "Traceback" not in bad.stderr.decode()
+
+
+CRASH_LOG = """INFO 11-30 02:10:40 [kv_cache_utils.py:634] GPU KV cache size: 412,528 tokens
+WARNING 11-30 02:16:11 [serving_chat.py:201] Waiting for free blocks in KV cache
+ERROR 11-30 02:17:45 [engine.py:160] RuntimeError: CUDA error: an illegal memory access was encountered
+ERROR 11-30 02:17:45 [engine.py:160] Traceback (most recent call last):
+ERROR 11-30 02:17:45 [engine.py:160]   File "/usr/lib/python3/dist-packages/vllm/worker/model_runner.py", line 2003, in forward
+ERROR 11-30 02:17:45 [engine.py:160]     self.graph.replay()
+ERROR 11-30 02:17:45 [engine.py:160] RuntimeError: CUDA error: an illegal memory access was encountered
+CRITICAL 11-30 02:17:46 [launcher.py:99] MQLLMEngine is already dead, terminating server process
+"""
+
+
+def test_a_crash_outranks_the_warnings_before_it_even_without_a_kb_signature(bundled_env, tmp_path):
+    """The engine died of a CUDA error after an hour of 'Waiting for free blocks': the log
+    findings and the answer led with the KV-cache warning, and the crash (no KB signature)
+    was not listed at all."""
+    r = diagnose_log(text=CRASH_LOG)
+    assert [(f.fatal, f.article) for f in r.findings[:3]] == [(True, ""), (True, "vllm-cuda-graph-errors"), (True, "")]
+    assert r.findings[0].signature == "RuntimeError: CUDA error: an illegal memory access was encountered" and r.findings[0].count == 2
+    assert r.findings[2].signature == "MQLLMEngine is already dead, terminating server process"
+    assert r.findings[3].article == "vllm-requests-hang" and not r.findings[3].fatal
+    log = tmp_path / "server.log"
+    log.write_text(CRASH_LOG)
+    data = json.loads(run_cli(["ask", "--json", "--log", str(log)], bundled_env).stdout)
+    assert data["citations"][0]["id"] == "vllm-cuda-graph-errors" and "no KB article on it" in data["answer"]
+
+
+def test_a_healthy_log_is_not_answered_with_an_article_and_a_long_one_says_what_was_not_read(bundled_env, tmp_path):
+    healthy = tmp_path / "healthy.log"
+    healthy.write_text("INFO 11-30 02:10:40 [kv_cache_utils.py:634] GPU KV cache size: 412,528 tokens\n"
+                       "INFO 11-30 02:11:02 [launcher.py:28] Route: /v1/chat/completions, Methods: POST\n" * 3)
+    data = json.loads(run_cli(["ask", "--json", "--log", str(healthy)], bundled_env).stdout)
+    assert data["grounded"] is False and data["citations"] == [] and "No failure signature" in data["answer"]
+    big = tmp_path / "big.log"
+    big.write_text("ERROR torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+                   + "INFO 11-30 02:11:02 [metrics.py:455] Running: 1 reqs\n" * 60_000)
+    proc = run_cli(["ask", "--json", "--log", str(big), "what happened?"], bundled_env)
+    assert any("only its last 2.0 MB was read" in n for n in json.loads(proc.stdout)["notes"])
+    doctor = json.loads(run_cli(["assistant", "doctor", "--json", "--log", str(big)], bundled_env).stdout)
+    assert any("earlier lines were not scanned" in f["message"] for f in doctor["findings"])

@@ -109,6 +109,18 @@ MESSAGES = {
         "zh": '日志发现',
         "en": 'Log findings',
     },
+    'log_no_article': {  # a crash in the log that no KB document has a signature for
+        "zh": '知识库里没有对应的文章',
+        "en": 'no KB article on it',
+    },
+    'log_unread': {
+        "zh": '日志文件有 {total}，只读了最后 {read}；更早的行没有扫描（可以先用 grep 找出出错的那段再传进来）',
+        "en": 'the log file is {total}; only its last {read} was read and earlier lines were not scanned (grep out the part that failed and pass that)',
+    },
+    'log_clean': {
+        "zh": '这份日志（{lines} 行）里没有找到知识库认识的故障特征，也没有 ERROR 级别的异常。',
+        "en": 'No failure signature the KB knows, and no ERROR-level exception, in this log ({lines} lines).',
+    },
     'log_question': {  # `ask --log FILE` with no question: the log is the question
         "zh": '这份日志说明了什么问题？',
         "en": 'What does this log show is wrong?',

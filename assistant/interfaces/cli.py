@@ -45,17 +45,33 @@ def _run(fn, *args, **kwargs):
         _fail(f"internal error: {type(exc).__name__}: {exc} (please report this)", EXIT_INTERNAL)
 
 
-def read_log(path: str) -> str:
-    """The last 2 MB of a log file, decoded leniently (logs mix encodings)."""
+def read_log(path: str, notes: list[str] | None = None, lang: str = "en") -> str:
+    """The last 2 MB of a log file, decoded leniently (logs mix encodings); `notes` gets a
+    line saying so when the file is longer."""
     from oncall_common.errors import AssistantError
-    from assistant.tools.logs import read_tail
+    from assistant.tools.logs import LOG_TAIL_BYTES, read_tail_counted
 
     try:
-        return read_tail(path)
+        text, unread = read_tail_counted(path)
+        if unread and notes is not None:
+            from assistant.i18n import t
+
+            notes.append(t("answer.log_unread", lang, total=_size(unread + LOG_TAIL_BYTES), read=_size(LOG_TAIL_BYTES)))
+        return text
     except OSError as exc:
         raise AssistantError(f"cannot read log file {path}: {exc.strerror}") from exc
     except ValueError as exc:
         raise AssistantError(f"cannot read log file: {exc}", "pass a text log file, not a pipe, device or binary file") from exc
+
+
+def _zh(text: str) -> bool:
+    from oncall_common.lang import detect_lang
+
+    return detect_lang(text) == "zh"
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"
 
 
 def settings_for(kb: str | None, **overrides):
@@ -214,7 +230,8 @@ def ask(argv: list[str] | None = None) -> None:
         from assistant.answer import answer_question
 
         lang = None if args.lang == "auto" else args.lang
-        log_text = read_log(args.log) if args.log else None
+        log_text = read_log(args.log, input_notes, "zh" if args.lang == "zh" or (args.lang == "auto" and _zh(text)) else "en") \
+            if args.log else None
         streamed: list[str] = []
         stream = not args.as_json and args.llm is not False and bool(settings.llm_base_url)
 

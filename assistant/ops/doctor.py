@@ -97,6 +97,11 @@ def _serving_findings(report: ServingReport) -> list[Finding]:
 def _log_findings(report: LogDiagnosis) -> list[Finding]:
     out = [Finding(f.severity, "log", f"{f.signature} × {f.count} (first at line {f.first_line}): {f.example[:120]}", f.article)
            for f in report.findings]
+    if report.unread_bytes:
+        from assistant.tools.logs import LOG_TAIL_BYTES
+
+        out.append(Finding("info", "log", f"only the last {LOG_TAIL_BYTES / 1e6:.1f} MB of {(report.unread_bytes + LOG_TAIL_BYTES) / 1e6:.1f} MB "
+                                          "were read; earlier lines were not scanned (grep out the part that failed and pass that)"))
     out += [Finding("info", "log", c["en"]) for c in report.computed]
     return out
 

@@ -36,11 +36,12 @@ NUMBERS = {
 @dataclass
 class LogFinding:
     signature: str
-    article: str
+    article: str  # "" when no document of the KB has this signature (a crash it does not cover)
     severity: str
     count: int
     first_line: int
     example: str
+    fatal: bool = False  # logged at ERROR or worse, or the server dying: it outranks what came before
 
 
 @dataclass
@@ -49,6 +50,23 @@ class LogDiagnosis:
     findings: list[LogFinding] = field(default_factory=list)
     numbers: dict[str, float] = field(default_factory=dict)
     computed: list[dict[str, str]] = field(default_factory=list)  # {"en": …, "zh": …}
+    unread_bytes: int = 0  # a log file longer than LOG_TAIL_BYTES: its start was not scanned
+
+
+# The level a line was logged at: vLLM's "ERROR 11-30 …", Python's "ERROR:root:", uvicorn's "ERROR:".
+_LEVEL = re.compile(r"^\W{0,3}(?:\(\w+(?: pid=\d+)?\)\s*)?(CRITICAL|FATAL|ERROR|WARNING|WARN|INFO|DEBUG)\b", re.I)
+# The server going down, whatever the log level says.
+_DEATH = re.compile(r"EngineDeadError|engine is already dead|is already dead, terminating|terminating server process"
+                    r"|EngineCore (?:encountered|failed)|Engine process failed|worker.{0,40}(?:died|exited unexpectedly)"
+                    r"|Segmentation fault|core dumped|\bKilled\b|Fatal Python error", re.I)
+# The exception a traceback ends in: "RuntimeError: CUDA error: an illegal memory access…".
+_EXCEPTION = re.compile(r"\b((?:[A-Za-z_][\w.]*)?(?:Error|Exception)): (\S.{3,200})")
+MAX_UNMATCHED = 3
+
+
+def _level(line: str) -> str:
+    m = _LEVEL.search(line)
+    return m.group(1).upper() if m else ""
 
 
 def _kb_settings(kb: object):
@@ -96,6 +114,8 @@ def diagnose_text(text: str, kb: object = None) -> LogDiagnosis:
     found: dict[str, LogFinding] = {}
     for n, line in enumerate(lines, 1):
         low = _norm(line)
+        level = _level(line)
+        fatal = level in ("ERROR", "CRITICAL", "FATAL") or bool(_DEATH.search(line))
         matched_articles: set[str] = set()
         for sig, article, nsig in sigs:
             if nsig in low and article not in matched_articles:
@@ -103,21 +123,26 @@ def diagnose_text(text: str, kb: object = None) -> LogDiagnosis:
                 key = f"{article}|{sig}"
                 if key in found:
                     found[key].count += 1
+                    found[key].fatal = found[key].fatal or (fatal and sig not in INFORMATIONAL)
                 else:
                     if sig in INFORMATIONAL:
                         severity = "info"
-                    elif any(c.lower() in nsig for c in CRITICAL):
+                    elif fatal or any(c.lower() in nsig for c in CRITICAL):
                         severity = "critical"
                     else:
                         severity = "warning"
-                    found[key] = LogFinding(sig, article, severity, 1, n, line.strip()[:300])
+                    found[key] = LogFinding(sig, article, severity, 1, n, line.strip()[:300], fatal and severity == "critical")
+        if fatal and not matched_articles:
+            _unmatched(line, n, found)
         for name, pattern in NUMBERS.items():
             m = pattern.search(line)
             if m:
                 report.numbers[name] = float(m.group(1).replace(",", ""))
                 if name == "max_concurrency":
                     report.numbers["max_concurrency_x"] = float(m.group(2))
-    report.findings = sorted(found.values(), key=lambda f: (SEVERITY[f.severity], f.first_line))
+    # Worst first; among critical lines, what the server logged as an error or died of
+    # before a warning-level symptom ("Waiting for free blocks" an hour before the crash).
+    report.findings = sorted(found.values(), key=lambda f: (SEVERITY[f.severity], not f.fatal, f.first_line))
     blocks = report.numbers.get("num_blocks_global")
     if blocks:
         bs = int(report.numbers.get("block_size", 64))
@@ -127,6 +152,24 @@ def diagnose_text(text: str, kb: object = None) -> LogDiagnosis:
         n, x, per = report.numbers["kv_cache_tokens"], report.numbers["max_concurrency_x"], report.numbers["max_concurrency"]
         report.computed.append(both("tools.diagnose_log.vllm_concurrency", tokens=n, times=x, per_request=per))
     return report
+
+
+def _unmatched(line: str, n: int, found: dict[str, LogFinding]) -> None:
+    """A crash no KB document has a signature for ("RuntimeError: CUDA error: an illegal
+    memory access was encountered", "MQLLMEngine is already dead"): still the finding that
+    matters most, said as the log says it, with no article to point at."""
+    m = _EXCEPTION.search(line)
+    death = _DEATH.search(line)
+    if m is None and death is None:
+        return
+    message = re.sub(r"^.{0,80}?\]\s+", "", line.strip(), count=1)  # less "ERROR 11-30 02:17:46 [engine.py:160] "
+    text = f"{m.group(1)}: {m.group(2).strip()}" if m else message
+    text = text[:160]
+    key = f"|{text}"
+    if key in found:
+        found[key].count += 1
+    elif sum(1 for f in found.values() if not f.article) < MAX_UNMATCHED:
+        found[key] = LogFinding(text, "", "critical", 1, n, line.strip()[:300], True)
 
 
 @tool
@@ -139,19 +182,28 @@ def diagnose_log(text: str | None = None, path: Annotated[str | None, LOCAL_PATH
     """
     if not text and not path:
         raise ValueError("give the log text or a path")
+    unread = 0
     if path:
         try:
-            text = read_tail(path)
+            text, unread = read_tail_counted(path)
         except OSError as exc:
             raise ValueError(f"cannot read log file {path}: {exc.strerror or exc}") from exc
-    return diagnose_text(text or "", _kb_dir)  # None: the configured KB's index
+    report = diagnose_text(text or "", _kb_dir)  # None: the configured KB's index
+    report.unread_bytes = unread
+    return report
 
 
 LOG_TAIL_BYTES = 2_000_000
 
 
 def read_tail(path: str, limit: int = LOG_TAIL_BYTES) -> str:
-    """The last `limit` bytes of a regular file, decoded leniently (logs mix encodings).
+    """The last `limit` bytes of a regular file, decoded leniently (logs mix encodings)."""
+    return read_tail_counted(path, limit)[0]
+
+
+def read_tail_counted(path: str, limit: int = LOG_TAIL_BYTES) -> tuple[str, int]:
+    """`read_tail`, and how many bytes before the tail were not read (0 for a whole file):
+    an OOM at line 101 of a 13 MB log was never scanned, and nothing said so.
 
     Opened non-blocking and checked with fstat before reading, so a FIFO, a device such
     as /dev/zero or a directory is refused at once instead of hanging or filling memory."""
@@ -176,7 +228,7 @@ def read_tail(path: str, limit: int = LOG_TAIL_BYTES) -> str:
         os.close(fd)
     if _binary(data):
         raise ValueError(f"{path} looks like binary data, not a text log")
-    return data.decode("utf-8", errors="replace")
+    return data.decode("utf-8", errors="replace"), max(0, info.st_size - limit)
 
 
 def _binary(data: bytes) -> bool:
