@@ -138,6 +138,7 @@ class Retrieval:
     confidence: float | None = None  # the refusal model's P(the KB answers this)
     symptom_covered: bool = False  # the KB would answer but for an unknown subject, product or platform
     flags: dict[str, str] = field(default_factory=dict)  # --flag values pasted in the question
+    unknown_error: bool = False  # the question is a bare error message the KB never words (scope.bare_unknown_error)
 
 
 def squash(text: str) -> str:
@@ -327,7 +328,8 @@ def search(
     other hardware or versions, are demoted by `mismatch_penalty`."""
     dense_weight, bm25_weight, signature_boost = params.dense_weight, params.bm25_weight, params.signature_boost
     coverage_weight, mismatch_penalty, limit = params.coverage_weight, params.mismatch_penalty, params.limit
-    from .scope import detect, foreign_products, hardware_mismatch, product_mismatch, unknown_parameters, unseen_entities, version_mismatch
+    from .scope import (bare_unknown_error, detect, foreign_products, hardware_mismatch, product_mismatch, unknown_parameters,
+                        unseen_entities, version_mismatch)
 
     timings: dict[str, float] = {}
     lang = detect_lang(question)
@@ -437,6 +439,7 @@ def search(
     result.n_terms = len(query_terms)
     result.unknown_terms = unknown_names(index, query, lang)
     result.unknown_params = unknown_parameters(question, index)
+    result.unknown_error = not sigs and bare_unknown_error(question, index)
     if "--" in question or "=" in question:
         from .cleaning import split_question
 

@@ -194,10 +194,12 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
     "context extension (RoPE/YaRN)": ("rope", "yarn", "rope_scaling", "max_position_embeddings"),
     "new model support": ("supported models", "supported architectures", "model support", "支持的模型", "支持模型列表"),
     "proxies and gateways": ("gateway", "proxy", "nginx", "load balancer", "网关", "代理"),
+    # A page on tool calling ("Deploy with Tool Calling Support") covers tool_choice too.
+    "tool calling": ("tool calling", "function calling", "工具调用", "函数调用"),
 }
 PHRASE_SUBJECTS_ZH = {"new model support": "新模型架构的支持", "bf16 on older GPUs": "旧 GPU 上的 bf16",
                       "stop tokens and EOS": "停止符与 EOS", "context extension (RoPE/YaRN)": "上下文扩展（RoPE/YaRN）",
-                      "proxies and gateways": "代理与网关"}
+                      "proxies and gateways": "代理与网关", "tool calling": "工具调用（tool calling）"}
 
 # ENTITIES families whose names are phrasings of one subject, not distinct techniques: any
 # of them is a core word.
@@ -427,6 +429,42 @@ def unknown_parameters(question: str, index) -> list[str]:
     return out
 
 
+# A line that is nothing but an error: "RuntimeError: CUDA error: …", "torch.OutOfMemoryError: …".
+_BARE_ERROR = re.compile(r"^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception)|ERROR|CRITICAL|FATAL)\b[:\s]")
+_EXCEPTION_TYPE = re.compile(r"\b[A-Za-z_][\w.]*(?:Error|Exception)\b:?")
+_WORD = re.compile(r"[a-z][a-z0-9]+")
+UNKNOWN_ERROR_COVERAGE = 0.3
+
+
+def bare_unknown_error(question: str, index) -> bool:
+    """Whether the question is only a pasted error (a line or two, nothing said around it)
+    whose wording the KB mostly never uses: "RuntimeError: CUDA error: an illegal memory
+    access was encountered" was answered, with confidence, by the article on forked CUDA
+    processes, for sharing "RuntimeError" and "CUDA error". The measure is the share of the
+    message's word pairs found anywhere in the KB; a message it explains shares most."""
+    lines = [line for line in question.strip().splitlines() if line.strip()]
+    if not lines or len(lines) > 3 or not all(_BARE_ERROR.match(line) for line in lines):
+        return False
+    words = _WORD.findall(_EXCEPTION_TYPE.sub(" ", " ".join(lines)).lower())
+    pairs = [f" {a} {b} " for a, b in zip(words, words[1:])]
+    if len(pairs) < 3:
+        return False  # too short to judge ("ValueError: bad input")
+    text = kb_words(index)
+    return sum(pair in text for pair in pairs) / len(pairs) < UNKNOWN_ERROR_COVERAGE
+
+
+def kb_words(index) -> str:
+    """The KB's text as its words only, space-separated, built once per loaded index."""
+    cached = getattr(index, "_scope_words", None)
+    if cached is None:
+        cached = " " + " ".join(_WORD.findall(kb_text(index)[1])) + " "
+        try:
+            index._scope_words = cached
+        except AttributeError:
+            pass
+    return cached
+
+
 _CAMEL = re.compile(r"\b[a-z][a-z0-9]+(?:[A-Z][a-z0-9]+)+[A-Z]*\b")
 _CAMEL_BREAK = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
@@ -489,11 +527,9 @@ def unseen_entities(scope: Scope, index) -> list[str]:
     # The word the question used, not the whole family: a KB that mentions 量化 (one
     # quantization remark) still knows nothing about bitsandbytes; unless the subject has core
     # words (see CORE_TERMS, PHRASINGS).
-    heads = kb_text(index)[0]
     missing = [e for e in scope.entities
                if not _covers_term(index, scope.entity_terms.get(e) or ENTITIES[e][0], ENTITIES[e])
-               and not any(covers(index, n) for n in core_terms(e))
-               and not _found(heads, (_dashed(e.lower()),))]  # a page headed "Tool Calling Support" covers tool calling
+               and not any(covers(index, n) for n in core_terms(e))]
     # One word can name two subjects ("tool_choice": tool calling, and OpenAI request fields);
     # when the KB covers one of them, the word is no evidence of a subject it lacks.
     known = {scope.entity_terms.get(e) for e in scope.entities if e not in missing}

@@ -191,3 +191,19 @@ def test_a_subject_named_by_an_error_message_is_named_by_its_own_name(bundled_se
     answer = answer_question("vllm 0.6.3 加载 glm-4-9b-chat-hf 报 Model architectures ['GlmForCausalLM'] are not supported "
                              "for now，哪个版本能跑？", bundled_settings, kb=bundled_kb, use_llm=False)
     assert not answer.grounded and "新模型架构的支持" in answer.answer and "关于 are not" not in answer.answer
+
+
+@pytest.mark.parametrize("question, grounded, first", [
+    # a bare error the KB never words: the forked-CUDA article answered it at P=0.89
+    ("RuntimeError: CUDA error: an illegal memory access was encountered", False, None),
+    # the same error inside CUDA-graph replay is an article's signature
+    ("RuntimeError: CUDA error: an illegal memory access was encountered ... in self.graph.replay()", True, "vllm-cuda-graph-errors"),
+    # errors the KB explains, whatever their exact words
+    ("RuntimeError: CUDA error: out of memory while serving llama", True, "vllm-cuda-oom"),
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", True, "vllm-cuda-oom"),
+])
+def test_a_bare_error_the_kb_never_words_is_refused(bundled_settings, bundled_kb, question, grounded, first):
+    answer = answer_question(question, bundled_settings, kb=bundled_kb)
+    assert answer.grounded is grounded
+    if first:
+        assert answer.citations[0].id == first
