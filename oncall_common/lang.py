@@ -43,9 +43,17 @@ def _line_is_zh(line: str) -> bool:
         return False
     own = re.sub(_PASTED_MESSAGE, " ", re.sub(_QUOTED, " ", line))
     cjk = cjk_count(own)
+    # Chinese words in several places are a Chinese sentence around what was pasted, however
+    # long the paste ("vllm serve 启动就报 CUDA out of memory，Tried to allocate …，命令是
+    # vllm serve … --max-model-len 32768" was answered in English).
+    if cjk >= 4 and len(_CJK_RUN.findall(own)) >= 2:
+        return True
     # One Chinese character for every three English words of the asker's own: a Chinese frame
     # around English names and numbers ("A100 80G 用 vLLM 跑 qwen-7b-chat") is Chinese.
     return cjk >= 2 and cjk >= 0.3 * len(_WORD.findall(own))
+
+
+_CJK_RUN = re.compile("[\u4e00-\u9fff]{2,}")
 
 
 def detect_lang(text: str) -> str:

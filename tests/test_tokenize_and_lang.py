@@ -88,3 +88,15 @@ def test_a_rebuilt_dictionary_segments_only_new_chinese_and_equals_one_built_fro
     fifth.mkdir()
     build_dictionary(more, fifth / "zh.dict", previous=again)
     assert (fifth / "zh.dict").read_text(encoding="utf-8") == (scratch / "zh.dict").read_text(encoding="utf-8")
+
+
+def test_a_chinese_sentence_around_a_long_paste_is_chinese():
+    """"vllm serve 启动就报 CUDA out of memory，Tried to allocate …，命令是 vllm serve …" was
+    answered in English: the paste's English words outnumbered the asker's Chinese ones."""
+    from oncall_common.lang import detect_lang
+
+    question = ("vllm serve 启动就报 CUDA out of memory，Tried to allocate 2.00 GiB (GPU 0; 79.15 GiB total capacity; "
+                "75.12 GiB already allocated; 1.20 GiB free; 76.00 GiB reserved in total by PyTorch)，命令是 vllm serve "
+                "/models/qwen --tensor-parallel-size 2 --max-model-len 32768 --gpu-memory-utilization 0.95")
+    assert detect_lang(question) == "zh"
+    assert detect_lang("How do I read the 显存 column of nvidia-smi on an A100 when the server starts?") == "en"
