@@ -173,13 +173,7 @@ def answer_question(
         result.timings_ms["llm"] = (time.perf_counter() - llm_started) * 1000
     if answer is None:
         answer = compose(kb, result, answer_lang, top_k or settings.top_k)
-        extras = []
-        if diagnosis is not None and diagnosis.findings:
-            extras.append(_log_summary(diagnosis, answer_lang))
-        if calc is not None:
-            from .calculations import explain
-
-            extras.insert(0, explain(calc, answer_lang))  # the answer to the question first, then the log findings
+        extras = _above_the_answer(text, result, diagnosis, calc, answer_lang)
         if extras:
             # The calculation and log findings come first and whole; the KB's quote gets the rest of the bound.
             head = "\n\n".join(extras)
@@ -224,6 +218,31 @@ def _retrieval_query(text: str, diagnosis) -> str:
     problems = [f for f in problems if (f.severity == top.severity and f.fatal == top.fatal) or asked & _stems(f.example)]
     lines = [f.example for f in problems[:LOG_LINES_IN_QUERY]]
     return (text + "\n" + "\n".join(lines))[:MAX_QUERY_CHARS]
+
+
+def _above_the_answer(text: str, result: Retrieval, diagnosis, calc, lang: str) -> list[str]:
+    """What comes before the KB's quote: the calculation the question asked for, then the
+    log findings, or the figures a pasted error carries."""
+    extras = []
+    if calc is not None:
+        from .calculations import explain
+
+        extras.append(explain(calc, lang))
+    if diagnosis is not None and diagnosis.findings:
+        extras.append(_log_summary(diagnosis, lang))
+    elif result.grounded:
+        extras += [f"**{c[lang]}**" for c in _pasted_figures(text)]  # "set --max-model-len 45232", from their error
+    return extras
+
+
+def _pasted_figures(text: str) -> list[dict[str, str]]:
+    """What the numbers of a pasted error say (the KV cache's real capacity), only for
+    the errors that carry them: the regexes run when "max seq len" is there."""
+    if "max seq len" not in text and "maximum model length" not in text:
+        return []
+    from .tools.logs import computed_from, numbers_in
+
+    return computed_from(numbers_in(text))
 
 
 def _asks_only_about_the_log(text: str) -> bool:

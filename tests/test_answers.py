@@ -146,3 +146,15 @@ def test_a_hint_cut_from_a_sentence_never_leaves_a_code_span_open():
 
     assert _first_sentence("`vllm serve` sits at 100% CPU. Then more.") == "`vllm serve` sits at 100% CPU."
     assert _first_sentence("Run `vllm serve --model x. y` now").count("`") == 2
+
+
+def test_a_pasted_kv_cache_error_gets_its_own_max_model_len(bundled_settings, bundled_kb):
+    """The article's example says "--max-model-len 21456"; an asker whose KV cache holds
+    45232 tokens gets 45232, from their own error."""
+    question = ("ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be "
+                "stored in KV cache (45232). Try increasing gpu_memory_utilization or decreasing max_model_len")
+    answer = answer_question(question, bundled_settings, kb=bundled_kb)
+    assert answer.grounded and answer.citations[0].id == "vllm-kv-cache-insufficient-for-max-model-len"
+    assert answer.answer.startswith("**by your error") and "`--max-model-len 45232`" in answer.answer
+    plain = answer_question("vllm keeps failing with CUDA out of memory at start-up", bundled_settings, kb=bundled_kb)
+    assert "by your error" not in plain.answer

@@ -158,6 +158,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "num_blocks_global {blocks} × block_size {block_size} = {total:,} tokens of KV cache "
               "(divide by the average prompt + output tokens per request for the real concurrency)",
     },
+    "diagnose_log.kv_max_model_len": {
+        "zh": "按你的报错，KV Cache 最多装下 {fits:,} 个 token（要求的是 {asked:,}）：用 `--max-model-len {fits}` 或更小就能启动，"
+              "要更长就调高 `--gpu-memory-utilization` 或加 GPU",
+        "en": "by your error, the KV cache holds at most {fits:,} tokens ({asked:,} were asked for): `--max-model-len {fits}` or lower "
+              "starts; for longer, raise `--gpu-memory-utilization` or add GPUs",
+    },
     "diagnose_log.vllm_concurrency": {
         "zh": "KV Cache 共 {tokens:,.0f} 个 token，可同时容纳 {times} 个 {per_request:,.0f} token 的请求",
         "en": "GPU KV cache size {tokens:,.0f} tokens holds {times}x requests of {per_request:,.0f} tokens at once",

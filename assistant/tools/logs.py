@@ -30,6 +30,10 @@ NUMBERS = {
     "max_concurrency": re.compile(r"Maximum concurrency for ([\d,]+) tokens per request:\s*([\d.]+)x"),
     "total_block_num": re.compile(r"total_block_num\s*[:=]\s*(\d+)"),
     "prefill_kvcache_block_num": re.compile(r"prefill_kvcache_block_num\s*[:=]\s*(\d+)"),
+    # vLLM refusing to start: "max seq len (131072) is larger than … stored in KV cache (45232)",
+    # or, in newer versions, "the estimated maximum model length is 157216".
+    "max_seq_len": re.compile(r"max seq len \(([\d,]+)\)"),
+    "kv_cache_max_len": re.compile(r"stored in KV cache \(([\d,]+)\)|estimated maximum model length is ([\d,]+)"),
 }
 
 
@@ -134,24 +138,47 @@ def diagnose_text(text: str, kb: object = None) -> LogDiagnosis:
                     found[key] = LogFinding(sig, article, severity, 1, n, line.strip()[:300], fatal and severity == "critical")
         if fatal and not matched_articles:
             _unmatched(line, n, found)
-        for name, pattern in NUMBERS.items():
-            m = pattern.search(line)
-            if m:
-                report.numbers[name] = float(m.group(1).replace(",", ""))
-                if name == "max_concurrency":
-                    report.numbers["max_concurrency_x"] = float(m.group(2))
+        _numbers(line, report.numbers)
     # Worst first; among critical lines, what the server logged as an error or died of
     # before a warning-level symptom ("Waiting for free blocks" an hour before the crash).
+    report.computed = computed_from(report.numbers)
     report.findings = sorted(found.values(), key=lambda f: (SEVERITY[f.severity], not f.fatal, f.first_line))
-    blocks = report.numbers.get("num_blocks_global")
-    if blocks:
-        bs = int(report.numbers.get("block_size", 64))
-        total = int(blocks) * bs
-        report.computed.append(both("tools.diagnose_log.kv_cache_from_blocks", blocks=int(blocks), block_size=bs, total=total))
-    if "kv_cache_tokens" in report.numbers and "max_concurrency" in report.numbers:
-        n, x, per = report.numbers["kv_cache_tokens"], report.numbers["max_concurrency_x"], report.numbers["max_concurrency"]
-        report.computed.append(both("tools.diagnose_log.vllm_concurrency", tokens=n, times=x, per_request=per))
     return report
+
+
+def _numbers(line: str, numbers: dict[str, float]) -> None:
+    for name, pattern in NUMBERS.items():
+        m = pattern.search(line)
+        if m:
+            numbers[name] = float(next(g for g in m.groups() if g).replace(",", ""))
+            if name == "max_concurrency":
+                numbers["max_concurrency_x"] = float(m.group(2))
+
+
+def numbers_in(text: str) -> dict[str, float]:
+    """The numbers worth computing with that a pasted error or log carries."""
+    numbers: dict[str, float] = {}
+    for line in text.splitlines():
+        _numbers(line, numbers)
+    return numbers
+
+
+def computed_from(numbers: dict[str, float]) -> list[dict[str, str]]:
+    """What the numbers say, in both languages: the asker's own figure, not an article's
+    example ("set --max-model-len 21456" quoted to someone whose KV cache holds 45232)."""
+    out: list[dict[str, str]] = []
+    blocks = numbers.get("num_blocks_global")
+    if blocks:
+        bs = int(numbers.get("block_size", 64))
+        out.append(both("tools.diagnose_log.kv_cache_from_blocks", blocks=int(blocks), block_size=bs, total=int(blocks) * bs))
+    if "kv_cache_tokens" in numbers and "max_concurrency" in numbers:
+        out.append(both("tools.diagnose_log.vllm_concurrency", tokens=numbers["kv_cache_tokens"], times=numbers["max_concurrency_x"],
+                        per_request=numbers["max_concurrency"]))
+    if "kv_cache_max_len" in numbers:
+        fits, asked = int(numbers["kv_cache_max_len"]), int(numbers.get("max_seq_len", 0))
+        if 0 < fits < asked:
+            out.append(both("tools.diagnose_log.kv_max_model_len", fits=fits, asked=asked))
+    return out
 
 
 def _unmatched(line: str, n: int, found: dict[str, LogFinding]) -> None:
