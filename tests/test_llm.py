@@ -104,6 +104,7 @@ def test_repeated_identical_calls_are_refused_and_the_loop_is_bounded(bundled_se
         ({"raw": '{"choices": [{"message": {"content": "Raise kern'}, "not an OpenAI-compatible stream"),
         ({"content": "token " * 100}, "repeats itself"),
         ({"content": ""}, "empty answer"),
+        ({"content": "I don't know."}, "it said it does not know"),  # a stub that answered nothing kept grounded: true
     ],
 )
 def test_llm_failures_fall_back_to_the_kb_answer_with_a_note(bundled_settings, bundled_kb, step, fragment):
@@ -206,13 +207,43 @@ def test_cli_says_which_text_stands_when_a_stream_is_cut_off(bundled_env):
     text stands."""
     with ScriptedLLM([{"content": "Probably the NCCL socket " * 12, "chunk_delay": 0.2}]) as llm:
         env = dict(bundled_env, ASSISTANT_LLM_BASE_URL=llm.url, ASSISTANT_LLM_MODEL="m", ASSISTANT_LLM_TIMEOUT="1.5",
-                   ASSISTANT_LLM_FIRST_TOKEN_TIMEOUT="1.0")
-        proc = run_cli(["ask", LOGPROBS_Q], env)
-    out = proc.stdout.decode()
-    assert proc.returncode == 0, proc.stderr.decode()
-    assert "did not finish within 1.5 s" in proc.stderr.decode()
+                   ASSISTANT_LLM_FIRST_TOKEN_TIMEOUT="1.0", COLUMNS="200")
+        out, err, code = _run_on_a_terminal(["ask", LOGPROBS_Q], env)
+        piped = run_cli(["ask", LOGPROBS_Q], env)
+    assert code == 0, err
+    assert "did not finish within 1.5 s" in err
     partial, _, rest = out.partition("The LLM stopped mid-answer: do not act on the unfinished text above.")
     assert partial.startswith("Probably the NCCL") and "kernel.msgmax=1048576" in rest and "Sources" in rest
+    # into a pipe nothing is streamed: only the text that stands is written
+    assert "Probably the NCCL" not in piped.stdout.decode() and "kernel.msgmax=1048576" in piped.stdout.decode()
+
+
+def _run_on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[str, str, int]:
+    """`run_cli` with stdout on a pseudo-terminal, where `ask` streams tokens as they come."""
+    import pty
+    import re
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    entry = "from assistant.interfaces.cli import ask_main as m"
+    proc = subprocess.Popen([sys.executable, "-c", f"import sys; sys.argv[0]='ask'; {entry}; m()", *args[1:]],
+                            stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE, env=env)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    err = proc.stderr.read().decode()
+    code = proc.wait(timeout=60)
+    os.close(master)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode(errors="replace")).replace("\r\n", "\n")
+    return text, err, code
 
 
 def test_cli_no_llm_flag_skips_a_configured_llm(bundled_env):

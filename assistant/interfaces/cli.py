@@ -233,7 +233,9 @@ def ask(argv: list[str] | None = None) -> None:
         log_text = read_log(args.log, input_notes, "zh" if args.lang == "zh" or (args.lang == "auto" and _zh(text)) else "en") \
             if args.log else None
         streamed: list[str] = []
-        stream = not args.as_json and args.llm is not False and bool(settings.llm_base_url)
+        # Tokens are shown as they come only on a terminal: in a pipe or a file, text that a
+        # later check removes (a sentence citing no passage) could not be taken back.
+        stream = not args.as_json and args.llm is not False and bool(settings.llm_base_url) and sys.stdout.isatty()
 
         def on_token(token: str) -> None:
             streamed.append(token)
