@@ -745,9 +745,10 @@ def _naming_entry(best, section: list, asked: frozenset[str]):
     if kind is None:
         return best
     names = _row_names if kind is _table_rows else asked_identifiers
-    if names(best.text) & asked:
+    settings = _setting_names(asked)
+    if names(best.text) & asked or not settings:
         return best
-    named = [(len(names(c.text) & asked), -i, c) for i, c in enumerate(section) if kind(c)]
+    named = [(len(names(c.text) & settings), -i, c) for i, c in enumerate(section) if kind(c)]
     top = max(named, key=lambda t: t[:2], default=(0, 0, best))
     return top[2] if top[0] else best
 
@@ -972,7 +973,13 @@ def asked_identifiers(question: str) -> frozenset[str]:
 
 # Capitals every question and page says: no setting is named by them alone.
 _ACRONYMS = frozenset("gpu gpus cpu cpus api apis http https json url urls yaml ram vram oom llm llms tpu npu sdk cli faq "
-                      "readme todo docker".split())
+                      "readme todo docker cuda nccl nvidia".split())
+
+
+def _setting_names(asked: frozenset[str]) -> frozenset[str]:
+    """The asked names that can only be settings (max_memory_utilization, kernel.msgmax,
+    FD_DISABLED_RECOVER), not a word a listing's description may say."""
+    return frozenset(a for a in asked if "_" in a or "." in a)
 
 
 _COMPOUNDS = frozenset("out-of-memory end-to-end up-to-date state-of-the-art out-of-the-box step-by-step one-by-one "
@@ -1017,7 +1024,7 @@ def _row_kind(best, section: list, asked: frozenset[str] = frozenset()):
     if _table_rows(best):
         return _table_rows
     pieces = [c for c in section if _code_piece(c)]
-    if _code_piece(best) and len(pieces) >= 2 and any(asked_identifiers(c.text) & asked for c in pieces):
+    if _code_piece(best) and len(pieces) >= 2 and any(asked_identifiers(c.text) & _setting_names(asked) for c in pieces):
         return _code_piece
     return None
 
