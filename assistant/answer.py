@@ -17,6 +17,8 @@ from .config import Settings
 from .i18n import t, texts
 from .questions import MAX_QUERY_CHARS, EarlyEmbedding, query_text, validate_question
 from oncall_common.lang import LANGS, detect_lang, is_cjk
+
+from .names import asked_identifiers, setting_names
 from .retrieval import ArticleMatch, Retrieval, RetrievalParams, search
 
 # A second article is offered as an alternative when its score is this close to the best.
@@ -745,7 +747,7 @@ def _naming_entry(best, section: list, asked: frozenset[str]):
     if kind is None:
         return best
     names = _row_names if kind is _table_rows else asked_identifiers
-    settings = _setting_names(asked)
+    settings = setting_names(asked)
     if names(best.text) & asked or not settings:
         return best
     named = [(len(names(c.text) & settings), -i, c) for i, c in enumerate(section) if kind(c)]
@@ -959,38 +961,6 @@ def _faq_entry(chunk) -> bool:
     return is_faq_question(chunk.text.split("\n\n", 1)[0])
 
 
-# Names a question asks about by their exact spelling: FD_DISABLED_RECOVER, kernel.msgmax,
-# --max-num-seqs, NCCL. Plain words ("default", "timeout") are not: every row says them.
-_IDENT = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]+|[A-Za-z][A-Za-z0-9]*(?:[_.-][A-Za-z0-9]+)+|\b[A-Z][A-Z0-9]{2,}\b")
-
-
-def asked_identifiers(question: str) -> frozenset[str]:
-    """The names, spelt alike whichever way they are written: "--max_memory_utilization"
-    asked, `max_memory_utilization` in a table row; --max-num-seqs and max_num_seqs."""
-    names = (m.lower().lstrip("-").replace("-", "_") for m in _IDENT.findall(question or "") if not _compound_word(m))
-    return frozenset(n for n in names if n not in _ACRONYMS)
-
-
-# Capitals every question and page says: no setting is named by them alone.
-_ACRONYMS = frozenset("gpu gpus cpu cpus api apis http https json url urls yaml ram vram oom llm llms tpu npu sdk cli faq "
-                      "readme todo docker cuda nccl nvidia".split())
-
-
-def _setting_names(asked: frozenset[str]) -> frozenset[str]:
-    """The asked names that can only be settings (max_memory_utilization, kernel.msgmax,
-    FD_DISABLED_RECOVER), not a word a listing's description may say."""
-    return frozenset(a for a in asked if "_" in a or "." in a)
-
-
-_COMPOUNDS = frozenset("out-of-memory end-to-end up-to-date state-of-the-art out-of-the-box step-by-step one-by-one "
-                       "first-come-first-served out-of-range".split())
-
-
-def _compound_word(word: str) -> bool:
-    """"per-token", "token-level", "multi-gpu": English compounds, not settings; a setting
-    written without its dashes has three parts or more (max-num-seqs)."""
-    return (not word.startswith("-") and word.islower() and "-" in word and not re.search(r"[_.\d]", word)
-            and (word.count("-") < 2 or word in _COMPOUNDS))
 
 
 def _entries_kept(chunks: list, best, entry, asked: frozenset[str], scores: dict[str, float]) -> list:
@@ -1024,7 +994,7 @@ def _row_kind(best, section: list, asked: frozenset[str] = frozenset()):
     if _table_rows(best):
         return _table_rows
     pieces = [c for c in section if _code_piece(c)]
-    if _code_piece(best) and len(pieces) >= 2 and any(asked_identifiers(c.text) & _setting_names(asked) for c in pieces):
+    if _code_piece(best) and len(pieces) >= 2 and any(asked_identifiers(c.text) & setting_names(asked) for c in pieces):
         return _code_piece
     return None
 

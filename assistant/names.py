@@ -1,0 +1,44 @@
+"""The names a question asks about by their exact spelling: settings, flags, env vars.
+
+"What does --max_memory_utilization include?" is answered by the table row that names
+`max_memory_utilization`, and "what is max-num-seqs for qwen72b?" by the passage that says
+max-num-seqs: answer.py picks rows and listing pieces by them, retrieval.py prefers the
+passages that name them.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Names a question asks about by their exact spelling: FD_DISABLED_RECOVER, kernel.msgmax,
+# --max-num-seqs, NCCL. Plain words ("default", "timeout") are not: every row says them.
+_IDENT = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]+|[A-Za-z][A-Za-z0-9]*(?:[_.-][A-Za-z0-9]+)+|\b[A-Z][A-Z0-9]{2,}\b")
+
+
+def asked_identifiers(question: str) -> frozenset[str]:
+    """The names, spelt alike whichever way they are written: "--max_memory_utilization"
+    asked, `max_memory_utilization` in a table row; --max-num-seqs and max_num_seqs."""
+    names = (m.lower().lstrip("-").replace("-", "_") for m in _IDENT.findall(question or "") if not _compound_word(m))
+    return frozenset(n for n in names if n not in _ACRONYMS)
+
+
+# Capitals every question and page says: no setting is named by them alone.
+_ACRONYMS = frozenset("gpu gpus cpu cpus api apis http https json url urls yaml ram vram oom llm llms tpu npu sdk cli faq "
+                      "readme todo docker cuda nccl nvidia".split())
+
+
+def setting_names(asked: frozenset[str]) -> frozenset[str]:
+    """The asked names that can only be settings (max_memory_utilization, kernel.msgmax,
+    FD_DISABLED_RECOVER), not a word a listing's description may say."""
+    return frozenset(a for a in asked if "_" in a or "." in a)
+
+
+_COMPOUNDS = frozenset("out-of-memory end-to-end up-to-date state-of-the-art out-of-the-box step-by-step one-by-one "
+                       "first-come-first-served out-of-range".split())
+
+
+def _compound_word(word: str) -> bool:
+    """"per-token", "token-level", "multi-gpu": English compounds, not settings; a setting
+    written without its dashes has three parts or more (max-num-seqs)."""
+    return (not word.startswith("-") and word.islower() and "-" in word and not re.search(r"[_.\d]", word)
+            and (word.count("-") < 2 or word in _COMPOUNDS))
