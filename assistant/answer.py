@@ -170,7 +170,7 @@ def answer_question(
 
             reason = exc.message if isinstance(exc, LLMError) else f"the LLM call failed ({type(exc).__name__})"
             fallback = "llm_failed"
-            notes.append(t("llm.fallback_failed", answer_lang, reason=reason))
+            notes.append(t("llm.fallback_failed", answer_lang, reason=_reason_in(reason, answer_lang)))
             tool_calls += getattr(exc, "tool_calls", [])
         result.timings_ms["llm"] = (time.perf_counter() - llm_started) * 1000
     if answer is None:
@@ -220,6 +220,19 @@ def _retrieval_query(text: str, diagnosis) -> str:
     problems = [f for f in problems if (f.severity == top.severity and f.fatal == top.fatal) or asked & _stems(f.example)]
     lines = [f.example for f in problems[:LOG_LINES_IN_QUERY]]
     return (text + "\n" + "\n".join(lines))[:MAX_QUERY_CHARS]
+
+
+def _reason_in(reason: str, lang: str) -> str:
+    """Why the LLM call failed, in the answer's language."""
+    if lang != "zh":
+        return reason
+    from .i18n.llm import REASONS_ZH
+
+    for pattern, zh in REASONS_ZH:
+        translated, n = re.subn(f"^{pattern}$", zh, reason)
+        if n:
+            return translated
+    return reason
 
 
 def _above_the_answer(text: str, result: Retrieval, diagnosis, calc, lang: str) -> list[str]:

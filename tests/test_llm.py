@@ -130,9 +130,9 @@ def test_unreachable_llm_falls_back_quickly(bundled_settings, bundled_kb):
     assert answer.fallback_reason == "llm_failed"
     nothing = answer_question("How do I bake sourdough bread?", _settings(bundled_settings, f"http://127.0.0.1:{port}/v1", model="m"), kb=bundled_kb)
     assert not nothing.grounded and nothing.fallback_reason == "not_grounded"
-    # the note is in the asker's language, the technical reason as it is
+    # the note is in the asker's language, its reason too ("大模型调用失败（the LLM is unreachable）" read half in English)
     zh = answer_question("为什么推理卡住", _settings(bundled_settings, f"http://127.0.0.1:{port}/v1", model="m"), kb=bundled_kb)
-    assert zh.fallback_reason == "llm_failed" and zh.notes == ["大模型调用失败（the LLM is unreachable），已改用知识库回答"]
+    assert zh.fallback_reason == "llm_failed" and zh.notes == ["大模型调用失败（连不上大模型），已改用知识库回答"]
     unset = answer_question(LOGPROBS_Q, bundled_settings, kb=bundled_kb, use_llm=True)
     assert unset.fallback_reason == "llm_not_configured"
 

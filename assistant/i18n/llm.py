@@ -39,3 +39,26 @@ MESSAGES = {
         "en": '(The passages above are the closest the KB has; they may not answer the question.)',
     },
 }
+
+
+# Why an LLM call failed (llm.py's messages, as regular expressions) → the Chinese words for a
+# Chinese answer's note: "大模型调用失败（the LLM is unreachable）" read half in English.
+REASONS_ZH: tuple[tuple[str, str], ...] = (
+    (r"the LLM did not answer in time \(nothing within (\S+) s\)", r"大模型没有及时响应（\1 秒内没有任何输出）"),
+    (r"the LLM did not answer in time", "大模型没有及时响应"),
+    (r"the LLM is unreachable", "连不上大模型"),
+    (r"the LLM returned HTTP (\d+)", r"大模型返回 HTTP \1"),
+    (r"the LLM call failed \((\w+)\)", r"大模型调用出错（\1）"),
+    (r"the LLM serves no model", "大模型服务上没有模型"),
+    (r"the LLM returned an empty answer", "大模型返回了空回答"),
+    (r"the LLM returned unreadable text", "大模型返回了无法阅读的文字"),
+    (r"the LLM answer repeats itself", "大模型的回答在重复自己"),
+    (r"the LLM echoed its prompt", "大模型把提示原样返回了"),
+    (r"the LLM gave no answer \(it said it does not know\)", "大模型没有给出回答（说不知道）"),
+    (r"the LLM did not finish within (\S+) s", r"大模型 \1 秒内没有答完"),
+    (r"the LLM sent a malformed response \((\w+)\)", r"大模型的响应格式有误（\1）"),
+    (r"the LLM's response was not an OpenAI-compatible stream.*", "大模型的响应不是 OpenAI 兼容的流"),
+    (r"the openai package is missing", "缺少 openai 包"),
+    (r"ASSISTANT_LLM_BASE_URL is not an http\(s\) URL", "ASSISTANT_LLM_BASE_URL 不是 http(s) 地址"),
+)
+
