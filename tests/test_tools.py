@@ -275,7 +275,7 @@ def test_arguments_are_checked_strictly_and_explained_in_one_line_each():
     assert t.problems([1]) == ["arguments must be a JSON object"]
     # ranges are in the schema, but the tool checks them and names the parameter in its own words
     assert t.problems({**ok, "gpu_memory_gib": -80}) == []
-    assert call_tool("kv_cache_capacity", {**ok, "gpu_memory_gib": -80}).error == "ValueError: gpu_memory_gib must be positive"
+    assert call_tool("kv_cache_capacity", {**ok, "gpu_memory_gib": -80}).error == "gpu_memory_gib must be positive"
     bad = call_tool("kv_concurrency", {"num_blocks": True, "avg_tokens_per_request": "20000"})
     assert bad.error == ("invalid arguments for kv_concurrency: argument 'num_blocks': expected integer, got bool; "
                          "argument 'avg_tokens_per_request': expected integer, got str") and bad.value is None

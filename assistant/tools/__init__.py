@@ -320,7 +320,9 @@ def call_tool(name: str, arguments: str | dict | None, *, timeout: float = 10.0,
 def _failure(name: str, exc: Exception, who: Caller) -> str:
     """The error a caller sees. A remote one gets the message of a bad argument (ValueError)
     only: other messages can name server files or echo what was read from them."""
-    if not who.remote or type(exc) is ValueError or isinstance(exc, json.JSONDecodeError):
+    if type(exc) is ValueError:
+        return str(exc)  # a bad argument, said as such ("gpu_memory_gib must be positive"): the type adds nothing
+    if not who.remote or isinstance(exc, json.JSONDecodeError):
         return f"{type(exc).__name__}: {exc}"
     import logging
 
