@@ -420,14 +420,15 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
         title = _display_title(chunk.title, chunk.source) if top.passage else chunk.title.split(" > ")[0]
     lines: list[str] = []
     coverage = "none"
-    if top is not None and (top.hardware_conflict or ((result.unseen or result.foreign_products) and result.symptom_covered)):
+    unseen = _said_unseen(result)
+    if top is not None and (top.hardware_conflict or ((unseen or result.foreign_products) and result.symptom_covered)):
         ref = cites.ref(chunk, top.relevance)  # cited only where the text names it
     if top is not None and top.hardware_conflict:
         platforms = ", ".join(HARDWARE_NAMES.get(h, h) for h in top.hardware_conflict)
         declared = ", ".join(HARDWARE_NAMES.get(h, h) for h in _article_hardware(kb, top.doc_id))
         lines.append(labels["platform"].format(title=title, ref=ref, declared=declared or "NVIDIA/CUDA", platform=platforms))
         coverage = "partial"
-    elif top is not None and (result.unseen or result.foreign_products) and result.symptom_covered:
+    elif top is not None and (unseen or result.foreign_products) and result.symptom_covered:
         missing = ", ".join(_subjects(result, lang, kb.index) + [PRODUCT_NAMES.get(p, p) for p in result.foreign_products])
         lines.append(labels["partial"].format(title=title, ref=ref, missing=missing))
         coverage = "partial"
@@ -485,7 +486,17 @@ def _subjects(result: Retrieval, lang: str, index=None) -> list[str]:
         found = re.search(pattern, result.question, re.I)
         return found.group(0) if found else subject
 
-    return list(dict.fromkeys(name(s) for s in result.unseen))
+    return list(dict.fromkeys(name(s) for s in _said_unseen(result)))
+
+
+def _said_unseen(result: Retrieval) -> list[str]:
+    """The unseen subjects the asker's sentences name (and platforms): "--enable-lora" in a
+    pasted command made a throughput question's refusal say "nothing on LoRA"."""
+    scope = result.scope
+    if scope is None:
+        return list(result.unseen)
+    entities, said = set(scope.entities), set(getattr(scope, "said_entities", ()) or ())
+    return [s for s in result.unseen if s not in entities or s in said]
 
 
 def _article_hardware(kb, doc_id: str) -> list[str]:

@@ -1,9 +1,9 @@
 """The names a question asks about by their exact spelling: settings, flags, env vars.
 
 "What does --max_memory_utilization include?" is answered by the table row that names
-`max_memory_utilization`, and "what is max-num-seqs for qwen72b?" by the passage that says
-max-num-seqs: answer.py picks rows and listing pieces by them, retrieval.py prefers the
-passages that name them.
+`max_memory_utilization`: answer.py picks a big table's rows and a settings listing's
+pieces by them. (Preferring, in retrieval, the passages that name them was tried and
+dropped: askers name the settings they already use as often as the one they ask about.)
 """
 
 from __future__ import annotations

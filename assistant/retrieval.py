@@ -311,33 +311,6 @@ def kb_keyword_coverage(query_terms: set[str], doc_freq: dict[str, int], n_artic
                             doc_freq, n_articles)
 
 
-# How much a match loses for not naming the settings the question asks about, in full.
-SETTING_MISS_PENALTY = 0.15
-
-
-def _prefer_naming(question: str, by_article: dict, passage_terms: dict, article_terms: dict) -> None:
-    """"What is max-num-seqs for qwen72b?": beside a curated KB where max-num-seqs is
-    everywhere, an incident note saying qwen72b three times outranked the settings table
-    that has its max-num-seqs. A match that does not name the settings the sentences ask
-    about loses up to SETTING_MISS_PENALTY, when another match names them."""
-    if "-" not in question and "_" not in question and "." not in question:
-        return
-    from .names import asked_identifiers, setting_names
-    from .scope import _written
-
-    asked = {name.replace("_", "-") for name in setting_names(asked_identifiers(_written(question)))}
-    if not asked:
-        return
-    named = {}
-    for key, match in by_article.items():
-        terms = passage_terms.get(key, set()) if match.passage else article_terms.get(match.doc_id, set())
-        named[key] = len(asked & terms)
-    if max(named.values(), default=0) == 0:
-        return
-    for key, match in by_article.items():
-        match.score -= SETTING_MISS_PENALTY * (len(asked) - named[key]) / len(asked)
-
-
 def search(
     index: KBIndex,
     embedder,
@@ -456,7 +429,6 @@ def search(
             # the multilingual dense score is the only evidence.
             match.relevance = match.dense + boost
 
-    _prefer_naming(question, by_article, passage_terms, article_terms)
     apply_page_prior(index, qvec[0], list(by_article.values()), mode)
     articles = sorted(by_article.values(), key=lambda a: -a.score)[:limit]
     timings["search"] = (time.perf_counter() - t1) * 1000
