@@ -52,7 +52,7 @@ _VLLM = re.compile(r"vllm")
 _FASTDEPLOY = re.compile(r"fastdeploy|num_blocks_global|total_block_num|kv_cache_ratio")
 
 LOG_KEYS = {"num_blocks_global": "num_blocks", "total_block_num": "num_blocks", "block_size": "block_size",
-            "kv_cache_tokens": "kv_cache_tokens", "max_concurrency": "max_concurrency_tokens",
+            "kv_cache_tokens": "kv_cache_tokens", "max_concurrency_tokens": "max_concurrency_tokens",
             "max_concurrency_x": "max_concurrency_x", "prefill_kvcache_block_num": "prefill_blocks"}
 
 # ---------------------------------------------------------------- words shown to the asker

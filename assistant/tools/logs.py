@@ -27,7 +27,8 @@ NUMBERS = {
     "num_blocks_global": re.compile(r"num_blocks_global\s*[:=]\s*(\d+)"),
     "block_size": re.compile(r"block_size\s*[:=]\s*(\d+)"),
     "kv_cache_tokens": re.compile(r"GPU KV cache size:\s*([\d,]+)\s*tokens"),
-    "max_concurrency": re.compile(r"Maximum concurrency for ([\d,]+) tokens per request:\s*([\d.]+)x"),
+    # the tokens per request the figure is for, and (as max_concurrency_x) the figure itself
+    "max_concurrency_tokens": re.compile(r"Maximum concurrency for ([\d,]+) tokens per request:\s*([\d.]+)x"),
     "total_block_num": re.compile(r"total_block_num\s*[:=]\s*(\d+)"),
     "prefill_kvcache_block_num": re.compile(r"prefill_kvcache_block_num\s*[:=]\s*(\d+)"),
     # vLLM refusing to start: "max seq len (131072) is larger than … stored in KV cache (45232)",
@@ -151,7 +152,7 @@ def _numbers(line: str, numbers: dict[str, float]) -> None:
         m = pattern.search(line)
         if m:
             numbers[name] = float(next(g for g in m.groups() if g).replace(",", ""))
-            if name == "max_concurrency":
+            if name == "max_concurrency_tokens":
                 numbers["max_concurrency_x"] = float(m.group(2))
 
 
@@ -171,9 +172,9 @@ def computed_from(numbers: dict[str, float]) -> list[dict[str, str]]:
     if blocks:
         bs = int(numbers.get("block_size", 64))
         out.append(both("tools.diagnose_log.kv_cache_from_blocks", blocks=int(blocks), block_size=bs, total=int(blocks) * bs))
-    if "kv_cache_tokens" in numbers and "max_concurrency" in numbers:
+    if "kv_cache_tokens" in numbers and "max_concurrency_tokens" in numbers:
         out.append(both("tools.diagnose_log.vllm_concurrency", tokens=numbers["kv_cache_tokens"], times=numbers["max_concurrency_x"],
-                        per_request=numbers["max_concurrency"]))
+                        per_request=numbers["max_concurrency_tokens"]))
     if "kv_cache_max_len" in numbers:
         fits, asked = int(numbers["kv_cache_max_len"]), int(numbers.get("max_seq_len", 0))
         if 0 < fits < asked:
