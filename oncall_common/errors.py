@@ -45,6 +45,12 @@ class Unavailable(AssistantError):
     http_status = 503
 
 
+class NotFound(AssistantError):
+    """What the request names does not exist (an answer id never issued)."""
+
+    http_status = 404
+
+
 class IndexError_(AssistantError):
     """The on-disk index is missing, corrupt or was built by something else."""
 

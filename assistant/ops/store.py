@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from oncall_common.errors import AssistantError, ConfigError, Unavailable
+from oncall_common.errors import AssistantError, ConfigError, NotFound, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -344,7 +344,7 @@ class StateStore:
             raise unavailable
         try:
             if self._run("SELECT 1 FROM answers WHERE id = ?", (answer_id,), fetch="one") is None:
-                raise AssistantError(f"no answer with id {answer_id[:64]!r}", "send the answer_id an answer returned")
+                raise NotFound(f"no answer with id {answer_id[:64]!r}", "send the answer_id an answer returned")
             self._run('INSERT INTO feedback (answer_id, created, rating, comment, "user") VALUES (?,?,?,?,?)',
                       (answer_id, time.time(), rating, comment[:2000], user[:200]))
         except self._errors as exc:

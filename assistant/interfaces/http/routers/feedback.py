@@ -11,7 +11,7 @@ from ..schemas import ERRORS, ErrorOut, FeedbackRequest
 router = APIRouter(tags=["answers"])
 
 
-@router.post("/v1/feedback", responses={**ERRORS, 503: {"model": ErrorOut}})
+@router.post("/v1/feedback", responses={**ERRORS, 404: {"model": ErrorOut, "description": "no answer with that id"}, 503: {"model": ErrorOut}})
 async def feedback(req: FeedbackRequest, state: State, client: Client):
     """👍 (1) or 👎 (-1), with an optional comment, for an answer id."""
     user = client if client.startswith("token-") else "anonymous"
