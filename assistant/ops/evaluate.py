@@ -109,7 +109,8 @@ def load_cases(path: Path) -> list[Case]:
                      str(raw.get("source", "")), str(raw.get("split", "")))
             )
         except (ValueError, KeyError, TypeError) as exc:
-            raise AssistantError(f"{path}:{n}: malformed case ({exc})", "each line needs id, question, expect, grounded") from exc
+            raise AssistantError(f"{path}:{n}: malformed case ({exc})", "each line needs id and question; an in-scope case also expect (fix strings) and expect_topic or "
+                                 "expect_file; an out-of-scope one expect_topic \"oos\" or grounded: false") from exc
     if not cases:
         raise AssistantError(f"no cases in {path}", "one JSON object per line: id, question, expect (and expect_topic or expect_file)")
     return cases
