@@ -38,6 +38,8 @@ SECTION_KINDS = {
     "what to do": "fixes", "how to fix": "fixes", "resolution": "fixes", "remediation": "fixes", "mitigation": "fixes",
     "workaround": "fixes", "workarounds": "fixes", "the fix": "fixes", "处理方法": "fixes", "处理办法": "fixes", "处理步骤": "fixes",
     "修复": "fixes", "修复方法": "fixes", "解决步骤": "fixes", "规避方法": "fixes",
+    "procedure": "fixes", "steps": "fixes", "actions": "fixes", "操作步骤": "fixes", "处置": "fixes", "处置步骤": "fixes",
+    "应对措施": "fixes",
     "why": "causes", "root cause": "causes", "root causes": "causes", "根因": "causes", "根本原因": "causes",
     "how people ask": "questions", "常见问法": "questions",
 }

@@ -257,6 +257,17 @@ def test_a_symptom_match_brings_its_runbooks_fix_section(tmp_path):
     assert "（仅有英文原文）" in zh.answer
 
 
+def test_a_procedure_section_is_a_runbooks_fix_section(tmp_path):
+    """A wiki page's "When to drain" matched an XID 79 question; the steps under
+    "Procedure" were never quoted."""
+    page = ("# Draining a GPU node\n\n## When to drain\n\nDrain a node when XID 79 (GPU has fallen off the bus) appears "
+            "in dmesg.\n\n## Procedure\n\n1. Cordon the node: `kubectl cordon $NODE`\n2. Evict: `kubectl drain $NODE "
+            "--ignore-daemonsets`\n\n## After maintenance\n\nRun `nvidia-smi -L` and uncordon.\n")
+    settings, kb = docs_kb(tmp_path, {"drain.md": page, "install.md": "# Install\n\n## Wheels\n\nRun `pip install widget`.\n"})
+    answer = answer_question("dmesg shows XID 79 (GPU has fallen off the bus), what do I do", settings, kb=kb)
+    assert answer.grounded and "kubectl cordon $NODE" in answer.answer
+
+
 def test_a_file_named_by_its_title_keeps_it_and_a_byline_is_not_quoted(tmp_path):
     """Chinese teams name files after their titles: the answer's heading dropped the name as
     if it were an identifier. A page's owner/version line was quoted as its general answer."""
