@@ -403,3 +403,21 @@ def test_a_streamed_answer_keeps_the_numbers_the_user_saw_and_is_not_sent_twice(
 def test_a_base_url_that_is_not_http_is_named_as_such_not_unreachable(bundled_settings, bundled_kb, url):
     answer = answer_question(LOGPROBS_Q, _settings(bundled_settings, url, model="m"), kb=bundled_kb)
     assert answer.backend == "extractive" and answer.notes == ["ASSISTANT_LLM_BASE_URL is not an http(s) URL; answered from the KB instead"]
+
+
+def test_a_refused_connection_is_known_without_importing_the_client(bundled_env):
+    """The openai client costs 0.75 s to import: an LLM that is down cost every answer
+    1.2 s. A refused connection is found first, and the client is never imported."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = ("import sys; from assistant.answer import answer_question; from assistant.config import load_settings; "
+            "a = answer_question('requests hang after enabling logprobs', load_settings()); "
+            "print(a.fallback_reason, a.notes[0], 'openai' in sys.modules)")
+    env = dict(bundled_env, ASSISTANT_LLM_BASE_URL=f"http://127.0.0.1:{port}/v1", ASSISTANT_LLM_MODEL="m")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=120).stdout.decode()
+    assert out.strip() == "llm_failed the LLM is unreachable; answered from the KB instead False", out
