@@ -632,3 +632,24 @@ def test_a_healthy_log_is_not_answered_with_an_article_and_a_long_one_says_what_
     assert any("only its last 2.0 MB was read" in n for n in json.loads(proc.stdout)["notes"])
     doctor = json.loads(run_cli(["assistant", "doctor", "--json", "--log", str(big)], bundled_env).stdout)
     assert any("earlier lines were not scanned" in f["message"] for f in doctor["findings"])
+
+
+def test_crashes_are_found_in_any_log_format_and_refused_requests_do_not_crowd_them_out():
+    """A bare traceback (no level), a worker's "(VllmWorker rank=0 pid=42) ERROR", FastDeploy's
+    "[   ERROR]" all read as a healthy log; three client ValueErrors that differed only in
+    their numbers took every place for unlisted errors, and outranked a KV-cache hang."""
+    bare = ("Traceback (most recent call last):\n  File \"x.py\", line 3, in forward\n    self.graph.replay()\n"
+            "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    r = diagnose_log(text=bare)
+    assert [(f.fatal, f.article) for f in r.findings] == [(True, "vllm-cuda-graph-errors"), (True, "")]
+    for line in ("(VllmWorker rank=0 pid=4242) ERROR 12-01 10:00:00 [x.py:1] RuntimeError: NCCL timeout",
+                 "[2025-06-01 10:00:00,000] [   ERROR] - RuntimeError: NCCL timeout in allreduce",
+                 "\x1b[1;36m(EngineCore_0 pid=9)\x1b[0m ERROR 12-01 [core.py:1] EngineCore encountered a fatal error."):
+        assert diagnose_log(text=line).findings[0].fatal, line
+    refused = "".join(f"ERROR 12-01 [serving_chat.py:1] ValueError: This model's maximum context length is 32768 tokens. "
+                      f"However, you requested {40000 + i} tokens\n" for i in range(5))
+    log = refused + "WARNING 12-01 [x] Waiting for free blocks in KV cache\n" + CRASH_LOG.splitlines()[2] + "\n" + CRASH_LOG.splitlines()[-1]
+    found = [(f.severity, f.fatal, f.article, f.count) for f in diagnose_log(text=log).findings]
+    assert found == [("critical", True, "", 1), ("critical", True, "", 1), ("critical", False, "vllm-requests-hang", 1),
+                     ("warning", False, "", 5)]
+    assert diagnose_log(text="max seq len (,) is larger than … stored in KV cache (,)").numbers == {}

@@ -26,15 +26,15 @@ INFORMATIONAL = {"num_blocks_global"}
 NUMBERS = {
     "num_blocks_global": re.compile(r"num_blocks_global\s*[:=]\s*(\d+)"),
     "block_size": re.compile(r"block_size\s*[:=]\s*(\d+)"),
-    "kv_cache_tokens": re.compile(r"GPU KV cache size:\s*([\d,]+)\s*tokens"),
+    "kv_cache_tokens": re.compile(r"GPU KV cache size:\s*(\d[\d,]*)\s*tokens"),
     # the tokens per request the figure is for, and (as max_concurrency_x) the figure itself
-    "max_concurrency_tokens": re.compile(r"Maximum concurrency for ([\d,]+) tokens per request:\s*([\d.]+)x"),
+    "max_concurrency_tokens": re.compile(r"Maximum concurrency for (\d[\d,]*) tokens per request:\s*([\d.]+)x"),
     "total_block_num": re.compile(r"total_block_num\s*[:=]\s*(\d+)"),
     "prefill_kvcache_block_num": re.compile(r"prefill_kvcache_block_num\s*[:=]\s*(\d+)"),
     # vLLM refusing to start: "max seq len (131072) is larger than … stored in KV cache (45232)",
     # or, in newer versions, "the estimated maximum model length is 157216".
-    "max_seq_len": re.compile(r"max seq len \(([\d,]+)\)"),
-    "kv_cache_max_len": re.compile(r"stored in KV cache \(([\d,]+)\)|estimated maximum model length is ([\d,]+)"),
+    "max_seq_len": re.compile(r"max seq len \((\d[\d,]*)\)"),
+    "kv_cache_max_len": re.compile(r"stored in KV cache \((\d[\d,]*)\)|estimated maximum model length is (\d[\d,]*)"),
 }
 
 
@@ -58,20 +58,42 @@ class LogDiagnosis:
     unread_bytes: int = 0  # a log file longer than LOG_TAIL_BYTES: its start was not scanned
 
 
-# The level a line was logged at: vLLM's "ERROR 11-30 …", Python's "ERROR:root:", uvicorn's "ERROR:".
-_LEVEL = re.compile(r"^\W{0,3}(?:\(\w+(?: pid=\d+)?\)\s*)?(CRITICAL|FATAL|ERROR|WARNING|WARN|INFO|DEBUG)\b", re.I)
+# The level a line was logged at, anywhere in its prefix: vLLM's "ERROR 11-30 …", a worker's
+# "(VllmWorker rank=0 pid=42) ERROR …", FastDeploy's "[2025-… ] [   ERROR]", Python's
+# "… - ERROR - …", TGI's "2025-…Z ERROR …", with or without colour codes.
+_LEVEL = re.compile(r"\b(CRITICAL|FATAL|ERROR|WARNING|WARN|INFO|DEBUG)\b")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+LEVEL_PREFIX = 100  # characters of a line that can hold its level
 # The server going down, whatever the log level says.
 _DEATH = re.compile(r"EngineDeadError|engine is already dead|is already dead, terminating|terminating server process"
                     r"|EngineCore (?:encountered|failed)|Engine process failed|worker.{0,40}(?:died|exited unexpectedly)"
                     r"|Segmentation fault|core dumped|\bKilled\b|Fatal Python error", re.I)
 # The exception a traceback ends in: "RuntimeError: CUDA error: an illegal memory access…".
-_EXCEPTION = re.compile(r"\b((?:[A-Za-z_][\w.]*)?(?:Error|Exception)): (\S.{3,200})")
+# (The name starts after no word character or dot: on a long dotted run the search stayed linear.)
+_EXCEPTION = re.compile(r"(?<![\w.])((?:[A-Za-z_][\w.]{0,80})?(?:Error|Exception)): (\S.{3,200})")
+# A bare traceback's last line: Python prints it with no level.
+_BARE_EXCEPTION = re.compile(r"^\s*(?:[A-Za-z_][\w.]{0,80})?(?:Error|Exception): ")
+# Exceptions that end the process, not one request: a client's ValueError about its context
+# length is logged at ERROR by a server that goes on serving.
+_CRASH = re.compile(r"CUDA error|NCCL|illegal memory|out of memory|OutOfMemoryError|RuntimeError|AssertionError"
+                    r"|SystemError|MemoryError|core dumped|Segmentation fault", re.I)
 MAX_UNMATCHED = 3
+MAX_LINE = 2000  # characters of a line the patterns read (a 2 MB line of junk is not a log line)
 
 
 def _level(line: str) -> str:
-    m = _LEVEL.search(line)
+    m = _LEVEL.search(_ANSI.sub("", line[:LEVEL_PREFIX + 40])[:LEVEL_PREFIX])
     return m.group(1).upper() if m else ""
+
+
+def _fatal(line: str, level: str) -> bool:
+    """Whether a line is the server failing: it died, or an error that ends the process (at
+    ERROR or worse, or a bare traceback's last line) — not a request the server refused."""
+    if _DEATH.search(line):
+        return True
+    if level in ("ERROR", "CRITICAL", "FATAL") or (not level and _BARE_EXCEPTION.match(line)):
+        return level in ("CRITICAL", "FATAL") or bool(_CRASH.search(line))
+    return False
 
 
 def _kb_settings(kb: object):
@@ -117,29 +139,35 @@ def diagnose_text(text: str, kb: object = None) -> LogDiagnosis:
     report = LogDiagnosis(len(lines))
     sigs = [(s, a, _norm(s)) for s, a in kb_signatures(kb)]
     found: dict[str, LogFinding] = {}
-    for n, line in enumerate(lines, 1):
+    for n, full in enumerate(lines, 1):
+        line = full[:MAX_LINE]
         low = _norm(line)
         level = _level(line)
-        fatal = level in ("ERROR", "CRITICAL", "FATAL") or bool(_DEATH.search(line))
+        fatal = _fatal(line, level)
+        error = fatal or level in ("ERROR", "CRITICAL", "FATAL")
         matched_articles: set[str] = set()
         for sig, article, nsig in sigs:
             if nsig in low and article not in matched_articles:
                 matched_articles.add(article)
                 key = f"{article}|{sig}"
-                if key in found:
-                    found[key].count += 1
-                    found[key].fatal = found[key].fatal or (fatal and sig not in INFORMATIONAL)
+                if sig in INFORMATIONAL:
+                    severity = "info"
+                elif error or any(c.lower() in nsig for c in CRITICAL):
+                    severity = "critical"
                 else:
-                    if sig in INFORMATIONAL:
-                        severity = "info"
-                    elif fatal or any(c.lower() in nsig for c in CRITICAL):
-                        severity = "critical"
-                    else:
-                        severity = "warning"
-                    found[key] = LogFinding(sig, article, severity, 1, n, line.strip()[:300], fatal and severity == "critical")
-        if fatal and not matched_articles:
-            _unmatched(line, n, found)
+                    severity = "warning"
+                seen = found.get(key)
+                if seen is None:
+                    found[key] = LogFinding(sig, article, severity, 1, n, line.strip()[:300], error and severity == "critical")
+                    continue
+                seen.count += 1
+                if SEVERITY[severity] < SEVERITY[seen.severity]:  # first seen as a warning, later as an error
+                    seen.severity = severity
+                seen.fatal = seen.fatal or (error and severity == "critical")
+        if not matched_articles and (fatal or level in ("ERROR", "CRITICAL", "FATAL")):
+            _unmatched(line, n, found, fatal)
         _numbers(line, report.numbers)
+    _frames_of_crashes(lines, found)
     # Worst first; among critical lines, what the server logged as an error or died of
     # before a warning-level symptom ("Waiting for free blocks" an hour before the crash).
     report.computed = computed_from(report.numbers)
@@ -182,22 +210,45 @@ def computed_from(numbers: dict[str, float]) -> list[dict[str, str]]:
     return out
 
 
-def _unmatched(line: str, n: int, found: dict[str, LogFinding]) -> None:
-    """A crash no KB document has a signature for ("RuntimeError: CUDA error: an illegal
-    memory access was encountered", "MQLLMEngine is already dead"): still the finding that
-    matters most, said as the log says it, with no article to point at."""
+TRACEBACK_LINES = 40
+
+
+def _frames_of_crashes(lines: list[str], found: dict[str, LogFinding]) -> None:
+    """A signature in the traceback of a crash ("    self.graph.replay()" above "RuntimeError:
+    CUDA error: …") is part of the crash: a bare traceback prints its frames with no level."""
+    crashes = [f.first_line for f in found.values() if f.fatal]
+    for f in found.values():
+        if f.fatal or f.severity == "info":
+            continue
+        line = lines[f.first_line - 1]
+        if line[:1].isspace() and any(0 < c - f.first_line <= TRACEBACK_LINES for c in crashes):
+            f.severity, f.fatal = "critical", True
+
+
+def _unmatched(line: str, n: int, found: dict[str, LogFinding], fatal: bool) -> None:
+    """An error no KB document has a signature for, said as the log says it, with no article
+    to point at: a crash ("RuntimeError: CUDA error: an illegal memory access was
+    encountered", "MQLLMEngine is already dead") is critical and outranks what came before;
+    a request the server refused (a client's ValueError at ERROR) is a warning. Errors that
+    differ only in their numbers are one finding, and a crash takes the place of a refused
+    request when MAX_UNMATCHED are listed."""
     m = _EXCEPTION.search(line)
     death = _DEATH.search(line)
     if m is None and death is None:
         return
     message = re.sub(r"^.{0,80}?\]\s+", "", line.strip(), count=1)  # less "ERROR 11-30 02:17:46 [engine.py:160] "
-    text = f"{m.group(1)}: {m.group(2).strip()}" if m else message
-    text = text[:160]
-    key = f"|{text}"
+    text = (f"{m.group(1)}: {m.group(2).strip()}" if m and not death else message)[:160]
+    key = "|" + re.sub(r"\d+", "#", text)
     if key in found:
         found[key].count += 1
-    elif sum(1 for f in found.values() if not f.article) < MAX_UNMATCHED:
-        found[key] = LogFinding(text, "", "critical", 1, n, line.strip()[:300], True)
+        return
+    unlisted = [k for k, f in found.items() if not f.article]
+    if len(unlisted) >= MAX_UNMATCHED:
+        lesser = next((k for k in unlisted if not found[k].fatal), None)
+        if not fatal or lesser is None:
+            return
+        del found[lesser]
+    found[key] = LogFinding(text, "", "critical" if fatal else "warning", 1, n, line.strip()[:300], fatal)
 
 
 @tool
