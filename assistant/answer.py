@@ -290,6 +290,7 @@ def _from_llm(text, result, kb, settings, lang, use_tools, diagnosis, calc, on_t
     context = []
     if diagnosis is not None and diagnosis.findings:
         context.append(_log_summary(diagnosis, "en"))
+    context += [c["en"] for c in _pasted_figures(text)]  # the asker's own --max-model-len, for the model too
     if calc is not None:
         context.append(calc.context())
     out = llm_answer(text, result, kb, settings, lang, use_tools=use_tools, context="\n\n".join(context),
@@ -985,8 +986,6 @@ def _faq_entry(chunk) -> bool:
     return is_faq_question(chunk.text.split("\n\n", 1)[0])
 
 
-
-
 def _entries_kept(chunks: list, best, entry, asked: frozenset[str], scores: dict[str, float]) -> list:
     """`chunks` without the other entries of the best one's kind (`entry`: a FAQ's questions,
     a big table's row groups) that the question did not ask about. A FAQ entry counts when it
@@ -997,10 +996,11 @@ def _entries_kept(chunks: list, best, entry, asked: frozenset[str], scores: dict
     score share still decides."""
     floor = CONTINUATION_SHARE * scores.get(best.chunk_id, 0.0)
     if entry is not _faq_entry and asked:
-        known = asked_identifiers(best.text)
+        names = _row_names if entry is _table_rows else asked_identifiers
+        known = names(best.text)
 
         def matched(c) -> bool:
-            return bool((asked_identifiers(c.text) & asked) - known)
+            return bool((names(c.text) & asked) - known)
     else:
         def matched(c) -> bool:
             return scores.get(c.chunk_id, 0.0) >= floor

@@ -466,7 +466,8 @@ def _asks_anything(text: str) -> bool:
     return bool(_ASKING.search(text) or _ASK_CONC.search(text) or _ASK_KV.search(text) or _ASK_BYTES.search(text) or _WHAT_IF.search(text))
 
 
-_FIGURE = re.compile(r"how (?:much|big|large)|多少|多大|几个|几路|计算|算一下|算算|估算|compute|calculate|estimate"
+_FIGURE = re.compile(r"how (?:much|big|large)|多少|多大|几个(?:请求|并发|会话|用户|token)|几路|计算|算一下|算算|估算"
+                     r"|compute(?! capability)|calculate|estimate"
                      r"|够不够|够吗|够用吗|放得下|装得下|(?<![a-z])enough\b.{0,80}\?")
 
 

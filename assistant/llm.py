@@ -264,6 +264,7 @@ def _refused_at_once(base_url: str) -> None:
     try:
         socket.create_connection((host, port), timeout=0.5).close()
     except ConnectionRefusedError:
+        log.warning("LLM call to %s failed: %s", redact_url(base_url), "connection refused")
         raise LLMError("the LLM is unreachable") from None
     except OSError:
         return
@@ -281,16 +282,16 @@ def looks_like_garbage(text: str, prompt: str) -> str | None:
         return "the LLM answer repeats itself"
     if len(stripped) >= 200 and stripped[:200] in prompt:
         return "the LLM echoed its prompt"
-    if len(stripped) < 240 and not re.search(r"\[\d+\]", stripped) and _NON_ANSWER.search(stripped):
+    if len(stripped) < 240 and not CITATION_REF.search(stripped) and _NON_ANSWER.search(stripped):
         return "the LLM gave no answer (it said it does not know)"  # the KB's own answer is better than none
     return None
 
 
 # A reply that answers nothing: "I don't know.", "抱歉，我无法回答". Only short and uncited
 # ones count; a grounded answer may well say "I am not sure which of these applies [1]".
-_NON_ANSWER = re.compile(r"\b(?:i (?:do not|don't|dont) know|i(?:'m| am) not sure|i cannot (?:answer|help)|i can't (?:answer|help)"
-                         r"|no (?:relevant )?information|unable to (?:answer|help|determine))\b|不知道|无法回答|不能回答|没有相关信息|无法确定",
-                         re.I)
+_NON_ANSWER = re.compile(r"\b(?:i (?:do not|don['’]?t) know|i(?:['’]m| am) not sure|i cannot (?:answer|help)|i can['’]t (?:answer|help)"
+                         r"|no (?:relevant )?information|unable to (?:answer|help|determine))\b"
+                         r"|不知道|不清楚|无法回答|不能回答|没有相关信息|没有提到|无法确定", re.I)
 
 
 @dataclass

@@ -18,8 +18,17 @@ _IDENT = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]+|[A-Za-z][A-Za-z0-9]*(?:[_.-][A
 def asked_identifiers(question: str) -> frozenset[str]:
     """The names, spelt alike whichever way they are written: "--max_memory_utilization"
     asked, `max_memory_utilization` in a table row; --max-num-seqs and max_num_seqs."""
-    names = (m.lower().lstrip("-").replace("-", "_") for m in _IDENT.findall(question or "") if not _compound_word(m))
+    names = (m.lower().lstrip("-").replace("-", "_") for m in _IDENT.findall(question or "")
+             if not _compound_word(m) and not _abbreviation_or_host(m))
     return frozenset(n for n in names if n not in _ACRONYMS)
+
+
+_HOST = re.compile(r"\.(?:ai|com|io|org|net|cn|dev|html?|md)$", re.I)
+
+
+def _abbreviation_or_host(word: str) -> bool:
+    """"e.g", "i.e" (a one-letter part) and "docs.vllm.ai", "README.md": no settings."""
+    return "." in word and (any(len(part) == 1 for part in word.split(".")) or bool(_HOST.search(word)))
 
 
 # Capitals every question and page says: no setting is named by them alone.
@@ -40,5 +49,6 @@ _COMPOUNDS = frozenset("out-of-memory end-to-end up-to-date state-of-the-art out
 def _compound_word(word: str) -> bool:
     """"per-token", "token-level", "multi-gpu": English compounds, not settings; a setting
     written without its dashes has three parts or more (max-num-seqs)."""
-    return (not word.startswith("-") and word.islower() and "-" in word and not re.search(r"[_.\d]", word)
-            and (word.count("-") < 2 or word in _COMPOUNDS))
+    low = word.lower()  # "Multi-GPU" at a sentence's start is a compound too
+    return (not word.startswith("-") and "-" in word and not re.search(r"[_.\d]", word)
+            and (word.count("-") < 2 or low in _COMPOUNDS))

@@ -493,8 +493,9 @@ def _in_a_name(text: str, start: int) -> bool:
 
 
 _GPU_MODEL = re.compile(r"[1-5]0[5-9]0")
-_GPU_BEFORE = re.compile(r"(?:rtx|gtx|geforce|nvidia|gpu|显卡|卡|张|块|台|\d ?[x×*]) ?[:：]? ?$")
-_GPU_AFTER = re.compile(r"^ ?(?:ti|super)\b|^ ?(?:[,，、] ?)?(?:每张|每卡|单卡|显存)? ?\d+ ?(?:g|gb|gib)(?![a-z])")
+_GPU_BEFORE = re.compile(r"(?:rtx|gtx|geforce|nvidia|gpu|显卡|卡|张|块|台|用|在|\d ?[x×*]) ?[:：]? ?$")
+_GPU_AFTER = re.compile(r"^ ?(?:ti|super|d)\b|^ ?[x×*] ?\d|^ ?(?:[,，、] ?)?(?:每张|每卡|单卡|显存)? ?\d+ ?(?:g|gb|gib)(?![a-z])")
+_SETTING_BEFORE = re.compile(r"[a-z_][a-z0-9_-]* ?[:=]? ?$")  # "max_model_len 2080": the number is its value
 
 
 def _gpu_model(text: str, m: re.Match) -> bool:
@@ -502,7 +503,10 @@ def _gpu_model(text: str, m: re.Match) -> bool:
     GPU count, and as a number nobody could place."""
     if m.group(4) or not _GPU_MODEL.fullmatch(m.group(0)):
         return False
-    return bool(_GPU_BEFORE.search(text[max(0, m.start() - 12):m.start()]) or _GPU_AFTER.search(text[m.end():m.end() + 16]))
+    before = text[max(0, m.start() - 24):m.start()]
+    if _GPU_BEFORE.search(before[-12:]):
+        return True
+    return not _SETTING_BEFORE.search(before) and bool(_GPU_AFTER.search(text[m.end():m.end() + 16]))
 
 
 def extract(text: str) -> Extraction:

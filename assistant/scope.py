@@ -431,7 +431,7 @@ def unknown_parameters(question: str, index) -> list[str]:
 
 # A line that is nothing but an error: "RuntimeError: CUDA error: …", "torch.OutOfMemoryError: …".
 _BARE_ERROR = re.compile(r"^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception)|ERROR|CRITICAL|FATAL)\b[:\s]")
-_EXCEPTION_TYPE = re.compile(r"\b[A-Za-z_][\w.]*(?:Error|Exception)\b:?")
+_EXCEPTION_TYPE = re.compile(r"(?<![\w.])[A-Za-z_][\w.]{0,80}(?:Error|Exception)\b:?")
 _WORD = re.compile(r"[a-z][a-z0-9]+")
 UNKNOWN_ERROR_COVERAGE = 0.3
 

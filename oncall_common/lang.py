@@ -46,14 +46,18 @@ def _line_is_zh(line: str) -> bool:
     # Chinese words in several places are a Chinese sentence around what was pasted, however
     # long the paste ("vllm serve 启动就报 CUDA out of memory，Tried to allocate …，命令是
     # vllm serve … --max-model-len 32768" was answered in English).
-    if cjk >= 4 and len(_CJK_RUN.findall(own)) >= 2:
+    if cjk >= 4 and len(re.findall(_CJK_RUN, re.sub(_PATHS, " ", own))) >= 2:
         return True
     # One Chinese character for every three English words of the asker's own: a Chinese frame
     # around English names and numbers ("A100 80G 用 vLLM 跑 qwen-7b-chat") is Chinese.
     return cjk >= 2 and cjk >= 0.3 * len(_WORD.findall(own))
 
 
-_CJK_RUN = re.compile("[\u4e00-\u9fff]{2,}")
+# Two Chinese characters or more standing as words, not inside a path or a name
+# ("/data/模型/千问72B" is no sentence).
+# (Strings, compiled by `re` on first use, as above.)
+_CJK_RUN = "(?<![A-Za-z0-9_.-])[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{2,}(?![A-Za-z0-9_.-])"
+_PATHS = r"\S*[/\\]\S*"
 
 
 def detect_lang(text: str) -> str:

@@ -100,3 +100,6 @@ def test_a_chinese_sentence_around_a_long_paste_is_chinese():
                 "/models/qwen --tensor-parallel-size 2 --max-model-len 32768 --gpu-memory-utilization 0.95")
     assert detect_lang(question) == "zh"
     assert detect_lang("How do I read the 显存 column of nvidia-smi on an A100 when the server starts?") == "en"
+    # Chinese in a path or a model's name is no Chinese sentence
+    assert detect_lang("I run vllm serve /data/模型/千问72B --tensor-parallel-size 4 and it fails with a long error, "
+                       "how do I fix it?") == "en"

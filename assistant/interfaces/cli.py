@@ -220,8 +220,9 @@ def ask(argv: list[str] | None = None) -> None:
             text = "" if sys.stdin.isatty() else read_question((), settings.max_question_bytes, input_notes)
             if not text.strip():  # `ask --log FILE` alone: the log is the question
                 from assistant.i18n import t
+                from oncall_common.lang import LANGS
 
-                text = t("answer.log_question", args.lang if args.lang in ("zh", "en") else "en")
+                text = t("answer.log_question", args.lang if args.lang in LANGS else "en")
         else:
             text = read_question(tuple(args.question), settings.max_question_bytes, input_notes)
         early = None

@@ -100,8 +100,10 @@ def _log_findings(report: LogDiagnosis) -> list[Finding]:
     if report.unread_bytes:
         from assistant.tools.logs import LOG_TAIL_BYTES
 
-        out.append(Finding("info", "log", f"only the last {LOG_TAIL_BYTES / 1e6:.1f} MB of {(report.unread_bytes + LOG_TAIL_BYTES) / 1e6:.1f} MB "
-                                          "were read; earlier lines were not scanned (grep out the part that failed and pass that)"))
+        from assistant.i18n import t
+
+        out.append(Finding("info", "log", t("answer.log_unread", "en", total=f"{(report.unread_bytes + LOG_TAIL_BYTES) / 1e6:.1f} MB",
+                                            read=f"{LOG_TAIL_BYTES / 1e6:.1f} MB")))
     out += [Finding("info", "log", c["en"]) for c in report.computed]
     return out
 

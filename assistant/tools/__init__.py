@@ -321,7 +321,7 @@ def _failure(name: str, exc: Exception, who: Caller) -> str:
     """The error a caller sees. A remote one gets the message of a bad argument (ValueError)
     only: other messages can name server files or echo what was read from them."""
     if type(exc) is ValueError:
-        return str(exc)  # a bad argument, said as such ("gpu_memory_gib must be positive"): the type adds nothing
+        return str(exc) or "ValueError"  # a bad argument, said as such ("gpu_memory_gib must be positive")
     if not who.remote or isinstance(exc, json.JSONDecodeError):
         return f"{type(exc).__name__}: {exc}"
     import logging
