@@ -103,11 +103,17 @@ def _salvage_vectors(index_dir: Path, embedder_name: str) -> dict[str, np.ndarra
     return {} if gen is None else _generation_vectors(gen, embedder_name)
 
 
+# `assistant bench --ingest` turns this off: it measures the embedder, not the bundle.
+REUSE_SHIPPED_VECTORS = True
+
+
 def _shipped_vectors(embedder_name: str) -> dict[str, np.ndarray]:
     """The vectors of the index shipped in the package, by chunk hash: a rebuild after a
     damaged cache re-embedded the 470 bundled chunks (68 s) although they ship embedded."""
     from .bundled import bundled_index_dir
 
+    if not REUSE_SHIPPED_VECTORS:
+        return {}
     return _generation_vectors(bundled_index_dir(), embedder_name)
 
 

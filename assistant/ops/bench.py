@@ -144,7 +144,7 @@ def run_bench(settings: Settings, *, queries: int = 30, runs: int = 5, echo: Cal
     table.add_row("`ask --help`", f"{results['ask_help_s']:.3f} s", "no model load")
     table.add_row("warm retrieval+answer p50", f"{results['warm_p50_ms']:.1f} ms", "")
     table.add_row("warm retrieval+answer p95", f"{results['warm_p95_ms']:.1f} ms", "")
-    table.add_row("first-time ingest of the bundled KB", f"{results['first_ingest_s']:.1f} s", "")
+    table.add_row("first-time ingest of a copy of the KB (shipped vectors reused)", f"{results['first_ingest_s']:.1f} s", "")
     table.add_row("re-ingest after touching one document", f"{results['reingest_one_doc_s']:.2f} s", _verdict(results["reingest_one_doc_s"] <= 2.0, "≤ 2 s"))
     Console(width=max(120, shutil.get_terminal_size().columns)).print(table)
     return results
@@ -165,35 +165,21 @@ def default_corpora(settings: Settings) -> list[Path]:
 
 
 def run_ingest_bench(settings: Settings, corpora: list[Path] | None = None, *, echo: Callable[[str], None] = print) -> dict:
-    """First-time indexing speed per doc tree, each into a fresh cache."""
-    from ingest.index import read_manifest
+    """First-time indexing speed per doc tree, each into a fresh cache, every chunk embedded
+    (the vectors shipped with the bundled KB are not reused here: this measures the embedder)."""
+    import ingest.build
 
-    from assistant.knowledge import forget_loaded, index_dir, open_kb
+    from assistant.knowledge import forget_loaded
 
     results: dict[str, dict] = {}
-    for corpus in corpora or default_corpora(settings):
-        with tempfile.TemporaryDirectory(prefix="assistant-bench-ingest-") as tmp:
-            fresh = replace(settings, kb_dir=Path(corpus).resolve(), cache_dir=Path(tmp) / "cache")
-            forget_loaded()
-            started, cpu = time.perf_counter(), time.process_time()
-            kb = open_kb(fresh, progress=lambda _m: None)
-            elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
-            manifest = read_manifest(index_dir(fresh)) or {}
-        timings = manifest.get("timings", {})
-        chunks = len(kb.index.chunks)
-        tokens = manifest.get("embedded_tokens_est", 0)
-        name = "bundled KB" if Path(corpus).resolve() == Path(settings.kb_dir).resolve() else Path(corpus).name
-        results[name] = {
-            "documents": len(manifest.get("documents", {})),
-            "chunks": chunks,
-            "seconds": elapsed,
-            "cpu_seconds": cpu,  # all threads: steadier than wall time on a shared machine
-            "chunks_per_s": chunks / elapsed if elapsed else 0.0,
-            "tokens_est": tokens,
-            "tokens_per_s": tokens / timings["embed_s"] if timings.get("embed_s") else 0.0,
-            **timings,
-        }
-    forget_loaded()
+    reuse, ingest.build.REUSE_SHIPPED_VECTORS = ingest.build.REUSE_SHIPPED_VECTORS, False
+    try:
+        for corpus in corpora or default_corpora(settings):
+            name = "bundled KB" if Path(corpus).resolve() == Path(settings.kb_dir).resolve() else Path(corpus).name
+            results[name] = _first_index(settings, Path(corpus))
+    finally:
+        ingest.build.REUSE_SHIPPED_VECTORS = reuse
+        forget_loaded()
 
     from rich.console import Console
     from rich.table import Table
@@ -207,3 +193,30 @@ def run_ingest_bench(settings: Settings, corpora: list[Path] | None = None, *, e
                       f"{r.get('index_s', 0):.1f} s")
     Console(width=max(120, shutil.get_terminal_size().columns)).print(table)
     return results
+
+
+def _first_index(settings: Settings, corpus: Path) -> dict:
+    from ingest.index import read_manifest
+
+    from assistant.knowledge import forget_loaded, index_dir, open_kb
+
+    with tempfile.TemporaryDirectory(prefix="assistant-bench-ingest-") as tmp:
+        fresh = replace(settings, kb_dir=corpus.resolve(), cache_dir=Path(tmp) / "cache")
+        forget_loaded()
+        started, cpu = time.perf_counter(), time.process_time()
+        kb = open_kb(fresh, progress=lambda _m: None)
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+        manifest = read_manifest(index_dir(fresh)) or {}
+    timings = manifest.get("timings", {})
+    chunks = len(kb.index.chunks)
+    tokens = manifest.get("embedded_tokens_est", 0)
+    return {
+        "documents": len(manifest.get("documents", {})),
+        "chunks": chunks,
+        "seconds": elapsed,
+        "cpu_seconds": cpu,  # all threads: steadier than wall time on a shared machine
+        "chunks_per_s": chunks / elapsed if elapsed else 0.0,
+        "tokens_est": tokens,
+        "tokens_per_s": tokens / timings["embed_s"] if timings.get("embed_s") else 0.0,
+        **timings,
+    }
