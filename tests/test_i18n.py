@@ -32,3 +32,19 @@ def test_lookup_fills_placeholders_and_falls_back_to_the_default_language():
     with pytest.raises(KeyError):
         t("nowhere.nothing", "en")
     assert set(both(key)) == set(LANGS)
+
+
+def test_every_llm_failure_reason_has_its_chinese_words():
+    """A Chinese answer's fallback note gives the reason in Chinese (i18n/llm.py REASONS_ZH):
+    a reason added to llm.py without its Chinese words read half in English."""
+    import re
+    from pathlib import Path
+
+    from assistant.answer import _reason_in
+
+    source = (Path(__file__).resolve().parent.parent / "assistant" / "llm.py").read_text(encoding="utf-8")
+    reasons = {re.sub(r"\{[^}]*\}", "5", m.group(2)) for m in re.finditer(r"""(f?)"(the LLM[^"]*|the openai package[^"]*)\"""", source)}
+    reasons = {r for r in reasons if not r.startswith(("the LLM kept", "the LLM answered in", "the LLM found"))}  # notes, not reasons
+    assert len(reasons) >= 10
+    untranslated = sorted(r for r in reasons if _reason_in(r, "zh") == r)
+    assert not untranslated, untranslated
