@@ -133,6 +133,8 @@ def answer_question(
         started = min(started, pending.started)
     loaded = time.perf_counter()
     result = search(kb.index, kb.embedder, query, RetrievalParams.from_settings(settings), query_vector=query_vector, mode=mode)
+    if diagnosis is not None and _asks_only_about_the_log(text) and _uncovered_crash(diagnosis, kb.index):
+        result.grounded = result.symptom_covered = False
     if trace is not None:
         trace["retrieval"] = result
     if query_vector is not None:
@@ -258,6 +260,18 @@ def _pasted_figures(text: str) -> list[dict[str, str]]:
     from .tools.logs import computed_from, numbers_in
 
     return computed_from(numbers_in(text))
+
+
+def _uncovered_crash(diagnosis, index) -> bool:
+    """Whether what the log died of is an error no article has a signature for and the KB
+    never words: `ask --log` on an illegal-memory-access crash answered with the article on
+    forked CUDA processes, for sharing "RuntimeError" and "CUDA error"."""
+    from .scope import bare_unknown_error
+
+    top = next((f for f in diagnosis.findings if f.severity != "info"), None)
+    if top is None or not top.fatal or top.article or any(f.fatal and f.article for f in diagnosis.findings):
+        return False  # a crash whose traceback passes through a KB signature (self.graph.replay()) is covered
+    return bare_unknown_error(top.signature, index)
 
 
 def _asks_only_about_the_log(text: str) -> bool:

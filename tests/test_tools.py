@@ -617,6 +617,11 @@ def test_a_crash_outranks_the_warnings_before_it_even_without_a_kb_signature(bun
     log.write_text(CRASH_LOG)
     data = json.loads(run_cli(["ask", "--json", "--log", str(log)], bundled_env).stdout)
     assert data["citations"][0]["id"] == "vllm-cuda-graph-errors" and "no KB article on it" in data["answer"]
+    # Without the CUDA-graph frame, the crash is one the KB never words: no article explains it
+    # (the forked-CUDA article answered it, for sharing "RuntimeError" and "CUDA error").
+    log.write_text("\n".join(line for line in CRASH_LOG.splitlines() if "graph" not in line))
+    bare = json.loads(run_cli(["ask", "--json", "--log", str(log)], bundled_env).stdout)
+    assert bare["grounded"] is False and "no KB article on it" in bare["answer"]
 
 
 def test_a_healthy_log_is_not_answered_with_an_article_and_a_long_one_says_what_was_not_read(bundled_env, tmp_path):
