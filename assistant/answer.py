@@ -115,7 +115,7 @@ def answer_question(
     """
     started = time.perf_counter()
     text = validate_question(question, settings.max_question_bytes)
-    diagnosis, log_call = _diagnose(log_text, settings) if log_text else (None, None)
+    diagnosis, log_call = _diagnose(log_text, settings) if log_text is not None else (None, None)  # an empty log is a log
     query = _retrieval_query(text, diagnosis)
     query_vector = None
     pending = early.for_text(query_text(query)) if early is not None else None

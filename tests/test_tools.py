@@ -630,6 +630,10 @@ def test_a_healthy_log_is_not_answered_with_an_article_and_a_long_one_says_what_
                        "INFO 11-30 02:11:02 [launcher.py:28] Route: /v1/chat/completions, Methods: POST\n" * 3)
     data = json.loads(run_cli(["ask", "--json", "--log", str(healthy)], bundled_env).stdout)
     assert data["grounded"] is False and data["citations"] == [] and "No failure signature" in data["answer"]
+    empty = tmp_path / "empty.log"
+    empty.write_text("")
+    data = json.loads(run_cli(["ask", "--json", "--log", str(empty)], bundled_env).stdout)
+    assert data["grounded"] is False and "(0 lines)" in data["answer"]  # an empty log was answered with the debug-switches article
     big = tmp_path / "big.log"
     big.write_text("ERROR torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
                    + "INFO 11-30 02:11:02 [metrics.py:455] Running: 1 reqs\n" * 60_000)
