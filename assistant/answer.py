@@ -16,9 +16,8 @@ from typing import Literal
 from .config import Settings
 from .i18n import t, texts
 from .questions import MAX_QUERY_CHARS, EarlyEmbedding, query_text, validate_question
-from oncall_common.lang import LANGS, detect_lang, is_cjk
-
 from .names import asked_identifiers, setting_names
+from oncall_common.lang import LANGS, detect_lang, is_cjk
 from .retrieval import ArticleMatch, Retrieval, RetrievalParams, search
 
 # A second article is offered as an alternative when its score is this close to the best.
@@ -560,11 +559,11 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
         if art not in siblings and art.relevance >= PASSAGE_RELEVANCE * top.relevance and art.score >= top.score - AMBIGUITY_MARGIN:
             others.append(art)
     hits = {sc.chunk.chunk_id: sc.score for art in result.articles for sc in art.chunks}
-    from .scope import _written
+    from .scope import sentences
 
     # What the sentences (and error lines) name, not a pasted config or command: a setting
     # the asker already uses is no sign that its row alone answers.
-    asked = asked_identifiers(_written(result.question))
+    asked = asked_identifiers(sentences(result.question))
     passages = {id(art): _passage(kb, art, lang, labels, hits, asked) for art in (top, *others)}
     siblings = _fix_sibling(kb, passages[id(top)][0], [*siblings, *others]) + siblings
     siblings += _followers(kb, passages[id(top)][0], [*siblings, *others])
@@ -1052,7 +1051,9 @@ def _asked_rows(chunk, asked: frozenset[str]):
 
     lines = chunk.text.strip().split("\n")
     if _table_rows(chunk):
-        head = 2 if len(lines) > 1 and re.match(r"^\s*\|?\s*:?-{3,}", lines[1]) else 1
+        from ingest.chunking import header_lines
+
+        head = header_lines(lines)
         body = lines[head:]
         # The asked rows and the rows beside them: a table's neighbours are often its
         # related settings (FD_DISABLED_RECOVER beside FD_RECOVER_TIMEOUT).

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import re
 
+# An exception's name as Python prints it ("RuntimeError", "torch.OutOfMemoryError"), bounded so
+# that a search over a long dotted run stays linear: log diagnosis and scope build on it.
+EXCEPTION_NAME = r"(?:[A-Za-z_][\w.]{0,80})?(?:Error|Exception)"
+
 # Names a question asks about by their exact spelling: FD_DISABLED_RECOVER, kernel.msgmax,
 # --max-num-seqs, NCCL. Plain words ("default", "timeout") are not: every row says them.
 _IDENT = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]+|[A-Za-z][A-Za-z0-9]*(?:[_.-][A-Za-z0-9]+)+|\b[A-Z][A-Z0-9]{2,}\b")

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from oncall_common.lang import is_cjk
 
+from .names import EXCEPTION_NAME
 from .questions import MAX_QUERY_CHARS
 
 # Product names as people write them. Keys match the KB's `product` front matter.
@@ -319,7 +320,7 @@ def detect(question: str) -> Scope:
     # about what is asked, while a flag such as --enable-lora says a lot.
     asked = _NOT_SUBJECTS.sub(" ", question[:MAX_QUERY_CHARS])
     said = _dashed(_padded(_drop_model_ids(asked)).replace(" --", " "))
-    prose = _dashed(_padded(_drop_model_ids(_written(asked))).replace(" --", " "))
+    prose = _dashed(_padded(_drop_model_ids(sentences(asked))).replace(" --", " "))
     terms: dict[str, str] = {}
     in_prose: list[str] = []
     for entity, names in ENTITIES.items():
@@ -372,7 +373,7 @@ def _only_contrasted(text: str, names: tuple[str, ...]) -> bool:
                                or _FINE_AFTER.match(text, j) for i, j in spans)
 
 
-def _written(question: str, errors: bool = True) -> str:
+def sentences(question: str, errors: bool = True) -> str:
     """The asker's sentences and (unless `errors` is false) the error lines they pasted,
     less what is pasted inside them: the errors' log tags ("(autoscaler +7s) Error: …"
     names the process that printed it, not the subject) and runs of flags."""
@@ -410,7 +411,7 @@ def unknown_parameters(question: str, index) -> list[str]:
     equivalent of TGI's --max-concurrent-requests" asks about a setting the KB cannot
     explain, however close its passages about concurrency read. Only the sentences count:
     a pasted command or traceback names many settings the question is not about."""
-    prose = _written(question[:MAX_QUERY_CHARS], errors=False)
+    prose = sentences(question[:MAX_QUERY_CHARS], errors=False)
     if "-" not in prose and "_" not in prose:
         return []
     _heads, body, _per_doc = kb_text(index)
@@ -430,8 +431,8 @@ def unknown_parameters(question: str, index) -> list[str]:
 
 
 # A line that is nothing but an error: "RuntimeError: CUDA error: …", "torch.OutOfMemoryError: …".
-_BARE_ERROR = re.compile(r"^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception)|ERROR|CRITICAL|FATAL)\b[:\s]")
-_EXCEPTION_TYPE = re.compile(r"(?<![\w.])[A-Za-z_][\w.]{0,80}(?:Error|Exception)\b:?")
+_BARE_ERROR = re.compile(rf"^\s*(?:{EXCEPTION_NAME}|ERROR|CRITICAL|FATAL)\b[:\s]")
+_EXCEPTION_TYPE = re.compile(rf"(?<![\w.]){EXCEPTION_NAME}\b:?")
 _WORD = re.compile(r"[a-z][a-z0-9]+")
 UNKNOWN_ERROR_COVERAGE = 0.3
 

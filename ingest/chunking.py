@@ -216,14 +216,18 @@ def _groups(header: list[str], units: list[str], footer: list[str], max_chars: i
     return out
 
 
+def header_lines(lines: list[str]) -> int:
+    """How many of a table's lines are its header: the column names, and for markdown the
+    separator line under them."""
+    return 2 if len(lines) > 1 and re.match(r"^\s*\|?\s*:?-{3,}", lines[1]) else 1
+
+
 def split_table(table: str, max_chars: int, max_tokens: int = MAX_CHUNK_TOKENS) -> list[str]:
     """A large table as row groups, each starting with the header row (and, for markdown, its
     separator line), so every piece reads as a table on its own."""
     lines = [line for line in table.split("\n") if line.strip()]
-    if len(lines) > 1 and re.match(r"^\s*\|?\s*:?-{3,}", lines[1]):
-        header, rows = lines[:2], lines[2:]
-    else:
-        header, rows = lines[:1], lines[1:]  # tab-separated text table: the first line names the columns
+    n = header_lines(lines)  # a tab-separated text table: its first line names the columns
+    header, rows = lines[:n], lines[n:]
     if not rows:
         return [table]
     return _groups(header, rows, [], max_chars, max_tokens, "\n")

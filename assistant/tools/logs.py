@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Annotated
 
 from assistant.i18n import both
+from assistant.names import EXCEPTION_NAME
 
 from . import LOCAL_PATH, tool
 
@@ -70,9 +71,9 @@ _DEATH = re.compile(r"EngineDeadError|engine is already dead|is already dead, te
                     r"|Segmentation fault|core dumped|\bKilled\b|Fatal Python error", re.I)
 # The exception a traceback ends in: "RuntimeError: CUDA error: an illegal memory access…".
 # (The name starts after no word character or dot: on a long dotted run the search stayed linear.)
-_EXCEPTION = re.compile(r"(?<![\w.])((?:[A-Za-z_][\w.]{0,80})?(?:Error|Exception)): (\S.{3,200})")
+_EXCEPTION = re.compile(rf"(?<![\w.])({EXCEPTION_NAME}): (\S.{{3,200}})")
 # A bare traceback's last line: Python prints it with no level.
-_BARE_EXCEPTION = re.compile(r"^\s*(?:[A-Za-z_][\w.]{0,80})?(?:Error|Exception): ")
+_BARE_EXCEPTION = re.compile(rf"^\s*{EXCEPTION_NAME}: ")
 # Exceptions that end the process, not one request: a client's ValueError about its context
 # length is logged at ERROR by a server that goes on serving.
 _CRASH = re.compile(r"CUDA error|NCCL|illegal memory|out of memory|OutOfMemoryError|RuntimeError|AssertionError"
