@@ -27,8 +27,17 @@ def test_chinese_is_segmented_with_the_kb_dictionary(tmp_path):
 
 
 def test_typos_are_corrected_only_towards_known_terms():
-    vocab = {"stuck", "enabl", "huggingfac", "request"}
-    assert correct_typos(["stuk", "enabel", "request", "kubernetes"], vocab) == ["stuck", "enabl", "request", "kubernetes"]
+    vocab = {"stuck", "download", "huggingfac", "request", "logprob"}
+    assert correct_typos(["stuk", "donwload", "huggingfc", "log-prob", "request", "kubernetes"], vocab) == [
+        "stuck", "download", "huggingfac", "logprob", "request", "kubernetes"]
+
+
+def test_real_words_and_versions_are_not_corrected_into_kb_terms():
+    # One letter changed or added turns a word into another: ROCm is not a room, a seek
+    # is not a seed, metal is not Meta, and 0.8.3 is another release than 0.4.3.
+    vocab = {"room", "seed", "meta", "context", "0.4.3", "a100", "code"}
+    words = ["rocm", "seek", "metal", "content", "0.8.3", "a10g", "coder"]
+    assert correct_typos(words, vocab) == words
 
 
 @pytest.mark.parametrize(
