@@ -29,6 +29,8 @@ def main(argv: list[str]) -> int:
     header = lines[0].lstrip("# ").split()
     commit = header[0].partition("@")[2]
     folder = header[1] if len(header) > 1 else ""
+    if folder and not folder.endswith("/"):
+        folder += "/"  # "docs" and "docs/" name the same folder
     paths = [folder + line for line in lines[1:]]
     archive = subprocess.run(["git", "-C", str(clone), "archive", "--format=tar", commit, *paths],
                              capture_output=True, check=False)
