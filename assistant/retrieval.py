@@ -18,6 +18,7 @@ Two numbers per article, kept apart on purpose:
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import time
@@ -176,6 +177,24 @@ def twinless_mask(index: KBIndex, lang: str) -> np.ndarray:
     return cache[lang]
 
 
+def query_tokens(index: KBIndex, text: str) -> list[str]:
+    """The question's keywords, typos mended, without bare model family names: "Llama 3
+    runs out of memory" is about memory. A KB's examples name models too ("vllm serve
+    meta-llama/Llama-3.1-8B-Instruct" in the chunked-prefill article), and the family name
+    alone pulled such articles to the top of unrelated questions. Compound names
+    ("qwen2-vl") stay: a doc tree with a page per model is asked by them."""
+    families = _family_terms()
+    return [t for t in correct_typos(index.tokenizer(text), index.doc_freq.keys()) if t not in families]
+
+
+@functools.lru_cache(maxsize=1)
+def _family_terms() -> frozenset[str]:
+    from ingest.tokenize import _stem
+
+    # "command" and "opt" are ordinary words far more often than models.
+    return frozenset(_stem(name) for name in MODEL_FAMILIES - {"command", "opt"})
+
+
 def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarray) -> tuple[np.ndarray, set[str] | None]:
     """BM25 scores where documents without a version in the question's language are scored
     on the question plus its glossary translation (glossary.py); others keep `native`.
@@ -190,7 +209,7 @@ def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarr
     extra = translate(query, lang)
     if not extra:
         return native, None
-    tokens = correct_typos(index.tokenizer(query + "\n" + " ".join(extra)), index.doc_freq.keys())
+    tokens = query_tokens(index, query + "\n" + " ".join(extra))
     own_script = {t for t in tokens if not any(is_cjk(ch) for ch in t)} if lang == "zh" else {
         t for t in tokens if any(is_cjk(ch) for ch in t)}
     shared = own_script | set(index.tokenizer(" ".join(extra)))
@@ -345,7 +364,7 @@ def search(
     t1 = time.perf_counter()
     dense = index.dense_scores(qvec[0], params.faiss_min_vectors)
 
-    tokens = correct_typos(index.tokenizer(query), index.doc_freq.keys())
+    tokens = query_tokens(index, query)
     keyword_raw, cross_terms = cross_keyword_scores(index, query, lang, index.keyword.scores(tokens))
     top_kw = float(keyword_raw.max()) if n else 0.0
     keyword = keyword_raw / top_kw if top_kw > 0 else keyword_raw
