@@ -563,7 +563,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
 
     # What the sentences (and error lines) name, not a pasted config or command: a setting
     # the asker already uses is no sign that its row alone answers.
-    asked = asked_identifiers(sentences(result.question))
+    asked = frozenset() if _asks_for_another_setting(result.question) else asked_identifiers(sentences(result.question))
     passages = {id(art): _passage(kb, art, lang, labels, hits, asked) for art in (top, *others)}
     siblings = _fix_sibling(kb, passages[id(top)][0], [*siblings, *others]) + siblings
     siblings += _followers(kb, passages[id(top)][0], [*siblings, *others])
@@ -1040,6 +1040,18 @@ def _code_piece(chunk) -> bool:
     """Whether a chunk is one fenced piece of a code block split at its blank lines."""
     text = chunk.text.strip()
     return text.startswith(("```", "~~~")) and text.endswith(("```", "~~~")) and text.count("\n") >= 2
+
+
+# "Which parameter limits input + output?", "launcher 需要额外加什么参数": the answer is a
+# setting the asker has not named; those the question names are what they already set.
+_ANOTHER_SETTING = re.compile(
+    r"(?:哪个|哪些|什么|啥)(?:参数|选项|配置项|环境变量|开关)|(?:which|what)\s+(?:other\s+|extra\s+)?(?:flag|option|parameter|param|setting|env(?:ironment)? var\w*|knob|argument)s?\b"
+    r"|\bis there (?:a|an|any)\s+(?:\w+\s+)?(?:flag|option|parameter|param|setting|env(?:ironment)? var\w*|knob|argument)\b",
+    re.I)
+
+
+def _asks_for_another_setting(question: str) -> bool:
+    return bool(_ANOTHER_SETTING.search(question))
 
 
 def _asked_rows(chunk, asked: frozenset[str]):
