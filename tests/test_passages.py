@@ -150,6 +150,28 @@ def test_a_question_about_one_setting_of_a_long_code_listing_gets_its_paragraph(
     assert "SRV_KNOB_" not in answer.answer and answer.answer.count("```") % 2 == 0
 
 
+def test_a_question_asking_which_setting_to_add_is_not_cut_to_the_settings_it_already_uses(tmp_path):
+    """"I set SRV_INPUT_LIMIT and SRV_PREFILL_LIMIT; which parameter caps input plus output?"
+    The names in the question are what the asker already set: the listing was cut to their
+    two entries and the one asked for was left out."""
+    entries = [(f"SRV_KNOB_{i:02d}", f"Tunes internal knob number {i} of the worker") for i in range(12)]
+    entries[3] = ("SRV_INPUT_LIMIT", "Longest prompt accepted, in tokens")
+    entries[6] = ("SRV_PREFILL_LIMIT", "Tokens a prefill step may hold")
+    entries[8] = ("SRV_TOTAL_LIMIT", "Memory budget of a request: prompt tokens plus generated tokens together")
+    code = "\n\n".join(f'    # {what}\n    "{name}": lambda: os.getenv("{name}", "0"),' for name, what in entries)
+    settings, kb = docs_kb(tmp_path, {"env.md": "# Server environment variables\n\nThe server reads these variables at start-up:\n\n"
+                                                "```python\nenvironment_variables = {\n" + code + "\n}\n```\n",
+                                      "install.md": "# Install\n\n## Wheels\n\nRun `pip install srv`.\n"})
+    question = ("I set SRV_INPUT_LIMIT=8191 and SRV_PREFILL_LIMIT=8192 and warmup fails. "
+                "Which parameter caps the prompt plus generated tokens together?")
+    answer = answer_question(question, settings, kb=kb)
+    assert answer.grounded and answer.citations[0].source == "env.md"
+    assert "SRV_TOTAL_LIMIT" in answer.answer
+    # Asked what one of them does, the listing is still cut to that entry.
+    answer = answer_question("what does SRV_PREFILL_LIMIT do?", settings, kb=kb)
+    assert "SRV_PREFILL_LIMIT" in answer.answer and "SRV_TOTAL_LIMIT" not in answer.answer
+
+
 GATEWAY_PAGE = """<html><head><title>Confluence - Platform Space - Page 4411</title></head><body>
 <nav><a href="/">Home</a></nav><main><h1>API gateway 502 errors</h1>
 <h2>Symptoms</h2><p>Clients receive <code>502 Bad Gateway</code> while the vLLM pods report healthy.</p>
