@@ -1044,14 +1044,22 @@ def _code_piece(chunk) -> bool:
 
 # "Which parameter limits input + output?", "launcher 需要额外加什么参数": the answer is a
 # setting the asker has not named; those the question names are what they already set.
+# Not "X 是什么参数" or "what setting is X": that asks about X.
+_SETTING_WORD = r"(?:flag|option|parameter|param|setting|env(?:ironment)?[ -]?var\w*|knob|argument)s?"
 _ANOTHER_SETTING = re.compile(
-    r"(?:哪个|哪些|什么|啥)(?:参数|选项|配置项|环境变量|开关)|(?:which|what)\s+(?:other\s+|extra\s+)?(?:flag|option|parameter|param|setting|env(?:ironment)? var\w*|knob|argument)s?\b"
-    r"|\bis there (?:a|an|any)\s+(?:\w+\s+)?(?:flag|option|parameter|param|setting|env(?:ironment)? var\w*|knob|argument)\b",
+    r"(?<![是叫])(?:哪个|哪一个|哪些|什么|啥)(?:参数|选项|配置项|环境变量|开关)"
+    rf"|\b(?:which|what)\s+(?:other\s+|extra\s+)?{_SETTING_WORD}\b(?!\s+(?:is|does|do)\s+[`'\"]?-*[\w.]*[_.-])"
+    rf"|\bis there (?:a|an|any)\s+(?:\w+\s+)?{_SETTING_WORD}\b",
     re.I)
 
 
 def _asks_for_another_setting(question: str) -> bool:
-    return bool(_ANOTHER_SETTING.search(question))
+    """Whether the question asks which setting to add or change. Then the settings it names
+    are no sign of the rows that answer, and a table or listing is not cut to them; it is
+    quoted by its best-matching entries instead, like any long section."""
+    from .scope import sentences
+
+    return bool(_ANOTHER_SETTING.search(sentences(question)))
 
 
 def _asked_rows(chunk, asked: frozenset[str]):

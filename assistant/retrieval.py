@@ -18,7 +18,6 @@ Two numbers per article, kept apart on purpose:
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 import time
@@ -29,7 +28,7 @@ import numpy as np
 
 from ingest.records import Chunk
 from ingest.index import KBIndex
-from ingest.tokenize import correct_typos, normalize
+from ingest.tokenize import correct_typos, normalize, stem
 
 from oncall_common.lang import detect_lang, is_cjk
 from .questions import query_text
@@ -177,22 +176,34 @@ def twinless_mask(index: KBIndex, lang: str) -> np.ndarray:
     return cache[lang]
 
 
+# Model families are named in most real questions and are rarely what the question is
+# about; they must not count as subjects the KB lacks, nor as its keywords.
+MODEL_FAMILIES = frozenset(
+    "qwen qwq llama mistral mixtral deepseek gemma phi baichuan chatglm glm internlm ernie falcon vicuna minicpm "
+    "command nemotron starcoder codellama bloom opt gpt yi kimi hunyuan doubao olmo granite exaone aya jamba".split())
+
+
 def query_tokens(index: KBIndex, text: str) -> list[str]:
     """The question's keywords, typos mended, without bare model family names: "Llama 3
     runs out of memory" is about memory. A KB's examples name models too ("vllm serve
     meta-llama/Llama-3.1-8B-Instruct" in the chunked-prefill article), and the family name
-    alone pulled such articles to the top of unrelated questions. Compound names
-    ("qwen2-vl") stay: a doc tree with a page per model is asked by them."""
-    families = _family_terms()
+    alone pulled such articles to the top of unrelated questions. A family the KB's titles
+    or file names carry stays a keyword: a doc tree with a DeepSeek deployment page is asked
+    about it by that name."""
+    families = _ignored_families(index)
     return [t for t in correct_typos(index.tokenizer(text), index.doc_freq.keys()) if t not in families]
 
 
-@functools.lru_cache(maxsize=1)
-def _family_terms() -> frozenset[str]:
-    from ingest.tokenize import _stem
-
-    # "command" and "opt" are ordinary words far more often than models.
-    return frozenset(_stem(name) for name in MODEL_FAMILIES - {"command", "opt"})
+def _ignored_families(index: KBIndex) -> frozenset[str]:
+    cached = index.__dict__.get("_ignored_families")
+    if cached is None:
+        # "command" and "opt" are ordinary words far more often than models.
+        names = {stem(name) for name in MODEL_FAMILIES - {"command", "opt"}}
+        named = set()
+        for meta in index.docs.values():
+            named.update(index.tokenizer(f"{meta.title} {meta.source.replace('_', ' ')}"))
+        cached = index.__dict__["_ignored_families"] = frozenset(names - named)
+    return cached
 
 
 def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarray) -> tuple[np.ndarray, set[str] | None]:
@@ -278,11 +289,6 @@ def signature_hits(index: KBIndex, question: str) -> dict[str, list[str]]:
     return hits
 
 
-# Model families are named in most real questions and are never what the question is
-# about; they must not count as subjects the KB lacks.
-MODEL_FAMILIES = frozenset(
-    "qwen qwq llama mistral mixtral deepseek gemma phi baichuan chatglm glm internlm ernie falcon vicuna minicpm "
-    "command nemotron starcoder codellama bloom opt gpt yi kimi hunyuan doubao olmo granite exaone aya jamba".split())
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9]{2,30}")
 
 

@@ -159,8 +159,10 @@ ENTITIES: dict[str, tuple[str, ...]] = {
                              "报 504", "返回 504", "网关", "反向代理", "负载均衡"),
     "CORS": ("cors", "allow-origins", "allowed-origins", "跨域"),
     # The host's limits, not the server's: "too many open files" under load is a ulimit.
-    "file descriptor limits": ("too many open files", "ulimit -n", "file descriptor", "open files limit", "nofile",
-                               "文件句柄", "句柄数", "emfile"),
+    # Not the bare "file descriptor": "Bad file descriptor" (errno 9) is a closed socket or pipe.
+    "file descriptor limits": ("too many open files", "ulimit -n", "file descriptor limit", "out of file descriptors",
+                               "open files limit", "nofile", "errno 24", "emfile", "文件句柄", "句柄数", "文件描述符上限",
+                               "文件描述符数", "打开文件数"),
     # Output that is garbage rather than missing or slow: a precision, kernel or template
     # problem, which no hang or memory article answers. 乱码 counts only as the model's
     # output (全是乱码, 输出乱码): alone it is as often a terminal's escape codes.

@@ -75,7 +75,7 @@ _STEMMER = None
 
 
 @functools.lru_cache(maxsize=65_536)
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
     """Snowball English stemming, so "hangs", "hanging" and "hung up" meet "hang". Cached:
     snowball is pure Python and a KB says the same words again and again (tokenizing the
     bundled KB took 0.58 s uncached, 0.11 s cached; a re-ingest tokenizes every chunk)."""
@@ -90,33 +90,64 @@ def _stem(word: str) -> str:
 
 
 def _is_subsequence(short: str, long: str) -> bool:
+    """Whether `short` is `long` with some letters left out."""
     it = iter(long)
     return all(ch in it for ch in short)
 
 
-def is_typo_of(token: str, term: str, limit: int) -> bool:
+# How close a typo is, best first: the same word but for a hyphen, two neighbours swapped,
+# letters left out. None: no typo of it.
+_SAME, _SWAPPED, _DROPPED = 0, 1, 2
+
+
+def typo_kind(token: str, term: str, limit: int) -> int | None:
     """A slip of the fingers, not another word: letters left out ("stuk", "eror",
     "huggingfc"), two neighbours swapped ("retrun", "donwload") or a hyphen dropped or
     added ("log-prob", "cudagraph"). A letter changed or added is how one real word
     becomes another ("rocm"/"room", "seek"/"seed", "metal"/"meta", "content"/"context"),
     so it is never corrected: measured on the real questions, those were most of the
-    corrections made, and each pulled in an unrelated article's words."""
+    corrections made, and each pulled in an unrelated article's words. A swap is taken only
+    in words of six letters or more: in shorter ones it makes words too ("there"/"three",
+    the stem "entri"/"entir")."""
     a, b = token.replace("-", ""), term.replace("-", "")
+    if not a or not b:
+        return None
     if a == b:
-        return True
+        return _SAME
     if 0 < len(b) - len(a) <= limit:
-        return _is_subsequence(a, b)
-    if len(a) == len(b):
+        return _DROPPED if _is_subsequence(a, b) else None
+    if len(a) == len(b) and len(a) >= 6:
         diff = [i for i in range(len(a)) if a[i] != b[i]]
-        return len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
-    return False
+        if len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]:
+            return _SWAPPED
+    return None
+
+
+def is_typo_of(token: str, term: str, limit: int) -> bool:
+    return typo_kind(token, term, limit) is not None
+
+
+def _swap_stemmed(token: str, vocabulary: Collection[str]) -> str | None:
+    """A swap that only shows before stemming: "enabel" is "enable", whose stem "enabl" is
+    one letter shorter than the typo."""
+    for i in range(len(token) - 1):
+        word = token[:i] + token[i + 1] + token[i] + token[i + 2:]
+        stemmed = stem(word)
+        # Only an inflection may go ("enable", "compiled", "memory" → "memori"): stemming the
+        # swapped "distli" took "li" off and made "distil" the KB's "dist".
+        regular = word == stemmed or word in (stemmed + "e", stemmed + "ed", stemmed + "es", stemmed + "s", stemmed + "ing",
+                                              stemmed[:-1] + "y")
+        if stemmed != token and regular and stemmed in vocabulary:
+            return stemmed
+    return None
 
 
 def correct_typos(tokens: list[str], vocabulary: Collection[str]) -> list[str]:
-    """Replace an unknown ASCII token by the KB term it is a typo of (see is_typo_of; up to
-    two letters left out in long words) that starts with the same two letters. Only tokens
-    the KB has never seen are touched, and never ones holding digits: "0.8.3" is another
-    version, not a typo of "0.4.3", and "a10g" another GPU than "a100".
+    """Replace an unknown ASCII token by the KB term it is a typo of (see typo_kind; up to
+    two letters left out in long words) that starts with the same two letters, the closest
+    kind of typo first, then the shortest term. Only tokens the KB has never seen are
+    touched, and never ones holding digits: "0.8.3" is another version, not a typo of
+    "0.4.3", and "a10g" another GPU than "a100".
 
     Terms are grouped by their first two letters once per call and each distinct token is
     looked up once, so an 8 kB question of unknown words costs one pass over the vocabulary,
@@ -135,13 +166,21 @@ def correct_typos(tokens: list[str], vocabulary: Collection[str]) -> list[str]:
                     if term.isascii():
                         by_prefix.setdefault(term[:2], []).append(term)
             limit = 2 if len(token) >= 8 else 1
-            best = None
+            bare = len(token.replace("-", ""))
+            best: tuple[int, int, str] | None = None
             # Typos rarely hit the first two letters; requiring them keeps real words
             # ("speed") from being "corrected" into KB terms ("seed").
             for term in by_prefix.get(token[:2], ()):
-                if abs(len(term) - len(token)) <= limit + 1 and is_typo_of(token, term, limit):
-                    best = term if best is None or len(term) < len(best) else best
-            corrected[token] = best or token
+                if abs(len(term.replace("-", "")) - bare) > limit:
+                    continue
+                kind = typo_kind(token, term, limit)
+                if kind is not None and (best is None or (kind, len(term), term) < best):
+                    best = (kind, len(term), term)
+            if best is None and len(token) >= 6:
+                swapped = _swap_stemmed(token, vocabulary)
+                corrected[token] = swapped or token
+            else:
+                corrected[token] = best[2] if best else token
         out.append(corrected[token])
     return out
 
@@ -156,7 +195,7 @@ def ascii_tokens(text: str) -> list[str]:
             out.append(token)
         for part in parts:
             if part not in EN_STOP and (len(part) > 1 or part.isdigit()):
-                out.append(_stem(part))
+                out.append(stem(part))
     return out
 
 

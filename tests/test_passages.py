@@ -167,9 +167,10 @@ def test_a_question_asking_which_setting_to_add_is_not_cut_to_the_settings_it_al
     answer = answer_question(question, settings, kb=kb)
     assert answer.grounded and answer.citations[0].source == "env.md"
     assert "SRV_TOTAL_LIMIT" in answer.answer
-    # Asked what one of them does, the listing is still cut to that entry.
-    answer = answer_question("what does SRV_PREFILL_LIMIT do?", settings, kb=kb)
-    assert "SRV_PREFILL_LIMIT" in answer.answer and "SRV_TOTAL_LIMIT" not in answer.answer
+    # Asked what one of them is, the listing is still cut to that entry.
+    for question in ("what does SRV_PREFILL_LIMIT do?", "What setting is SRV_PREFILL_LIMIT?", "SRV_PREFILL_LIMIT 是什么参数？"):
+        answer = answer_question(question, settings, kb=kb)
+        assert "SRV_PREFILL_LIMIT" in answer.answer and "SRV_TOTAL_LIMIT" not in answer.answer, question
 
 
 GATEWAY_PAGE = """<html><head><title>Confluence - Platform Space - Page 4411</title></head><body>
@@ -720,3 +721,19 @@ def test_the_row_group_naming_the_asked_setting_is_quoted_whichever_group_matche
     section = [kv, mem]
     assert _naming_entry(kv, section, asked_identifiers("what does --max_memory_utilization include besides KV cache?")) is mem
     assert _naming_entry(kv, section, asked_identifiers("how big is a KV cache block?")) is kv  # names nothing: the best match stays
+
+
+def test_a_model_family_is_a_keyword_only_where_the_docs_are_about_it(tmp_path):
+    """"Llama 3 runs out of memory" is about memory: the family name alone ranked a page whose
+    example serves a Llama first. A doc tree with a page titled for DeepSeek is asked about
+    it by that name, so there the name stays a keyword."""
+    from assistant.retrieval import query_tokens
+
+    settings, kb = docs_kb(tmp_path, {
+        "batching.md": "# Batching\n\nRaise the token budget for throughput:\n\n    srv serve meta-llama/Llama-3.1-8B --budget 16384\n",
+        "memory.md": "# Out of memory at start-up\n\nLower the memory fraction with `--mem-fraction 0.8`.\n",
+        "deepseek.md": "# Deploying DeepSeek V3\n\nUse eight GPUs and `--tp 8`.\n"})
+    tokens = query_tokens(kb.index, "Llama 3 runs out of memory when I deploy DeepSeek")
+    assert "llama" not in tokens and "memori" in tokens and "deepseek" in tokens
+    answer = answer_question("Llama 3 runs out of memory at start-up", settings, kb=kb)
+    assert answer.citations[0].source == "memory.md"

@@ -27,16 +27,21 @@ def test_chinese_is_segmented_with_the_kb_dictionary(tmp_path):
 
 
 def test_typos_are_corrected_only_towards_known_terms():
-    vocab = {"stuck", "download", "huggingfac", "request", "logprob"}
-    assert correct_typos(["stuk", "donwload", "huggingfc", "log-prob", "request", "kubernetes"], vocab) == [
-        "stuck", "download", "huggingfac", "logprob", "request", "kubernetes"]
+    vocab = {"stuck", "download", "huggingfac", "request", "logprob", "enabl"}
+    assert correct_typos(["stuk", "donwload", "huggingfc", "log-prob", "enabel", "request", "kubernetes"], vocab) == [
+        "stuck", "download", "huggingfac", "logprob", "enabl", "request", "kubernetes"]
+    # The closest kind of typo wins, whatever order the vocabulary lists its terms in.
+    assert correct_typos(["log-prob"], ["logprobs", "logprob"]) == ["logprob"]
+    assert correct_typos(["log-prob"], ["logprob", "logprobs"]) == ["logprob"]
 
 
 def test_real_words_and_versions_are_not_corrected_into_kb_terms():
     # One letter changed or added turns a word into another: ROCm is not a room, a seek
     # is not a seed, metal is not Meta, and 0.8.3 is another release than 0.4.3.
-    vocab = {"room", "seed", "meta", "context", "0.4.3", "a100", "code"}
-    words = ["rocm", "seek", "metal", "content", "0.8.3", "a10g", "coder"]
+    vocab = {"room", "seed", "meta", "context", "0.4.3", "a100", "code", "0.10.0", "three", "entir"}
+    # ... and "0.1.0" lacks only a letter of "0.10.0", but digits are never corrected; a swap
+    # in a short word makes another word ("there", the stem "entri" of "entries").
+    words = ["rocm", "seek", "metal", "content", "0.8.3", "a10g", "coder", "0.1.0", "there", "entri"]
     assert correct_typos(words, vocab) == words
 
 
