@@ -190,8 +190,11 @@ def query_tokens(index: KBIndex, text: str) -> list[str]:
     alone pulled such articles to the top of unrelated questions. A family the KB's titles
     or file names carry stays a keyword: a doc tree with a DeepSeek deployment page is asked
     about it by that name."""
+    tokens = correct_typos(index.tokenizer(text), index.doc_freq.keys())
+    if not any(t.isascii() and t.isalpha() for t in tokens):
+        return tokens  # no English word: no family name, and no need to load the stemmer (60 ms)
     families = _ignored_families(index)
-    return [t for t in correct_typos(index.tokenizer(text), index.doc_freq.keys()) if t not in families]
+    return [t for t in tokens if t not in families]
 
 
 def _ignored_families(index: KBIndex) -> frozenset[str]:
