@@ -132,7 +132,8 @@ def answer_question(
         started = min(started, pending.started)
     loaded = time.perf_counter()
     result = search(kb.index, kb.embedder, query, RetrievalParams.from_settings(settings), query_vector=query_vector, mode=mode)
-    if diagnosis is not None and _asks_only_about_the_log(text) and _uncovered_crash(diagnosis, kb.index):
+    only_the_log = diagnosis is not None and _asks_only_about_the_log(text)
+    if only_the_log and _uncovered_crash(diagnosis, kb.index):
         result.grounded = result.symptom_covered = False
     if trace is not None:
         trace["retrieval"] = result
@@ -150,7 +151,7 @@ def answer_question(
     answer: Answer | None = None
     fallback: FallbackReason | None = None
     llm_wanted = bool(settings.llm_base_url) and use_llm is not False
-    if diagnosis is not None and _asks_only_about_the_log(text) and not any(f.severity != "info" for f in diagnosis.findings):
+    if only_the_log and not any(f.severity != "info" for f in diagnosis.findings):
         # `ask --log healthy.log`: a healthy log is not a question about debug switches.
         result.grounded, llm_wanted = False, False
         clean = [t("answer.log_clean", answer_lang, lines=diagnosis.lines)]
@@ -563,7 +564,8 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
 
     # What the sentences (and error lines) name, not a pasted config or command: a setting
     # the asker already uses is no sign that its row alone answers.
-    asked = frozenset() if _asks_for_another_setting(result.question) else asked_identifiers(sentences(result.question))
+    said = sentences(result.question)
+    asked = frozenset() if _asks_for_another_setting(said) else asked_identifiers(said)
     passages = {id(art): _passage(kb, art, lang, labels, hits, asked) for art in (top, *others)}
     siblings = _fix_sibling(kb, passages[id(top)][0], [*siblings, *others]) + siblings
     siblings += _followers(kb, passages[id(top)][0], [*siblings, *others])
@@ -892,7 +894,9 @@ _NAME = re.compile(r"[A-Za-z_][\w.-]{2,}|\d+(?:\.\d+)+")
 def _names(kb, chunk) -> frozenset[str]:
     """The identifiers and numbers a chunk writes, cached per loaded index: a twin page of a
     thousand chunks is compared on every answer quoting it."""
-    cache = kb.index.__dict__.setdefault("_chunk_names", {})
+    from ingest.index import derived
+
+    cache = derived(kb.index, "_chunk_names", dict)
     names = cache.get(chunk.chunk_id)
     if names is None:
         names = cache[chunk.chunk_id] = frozenset(_NAME.findall(chunk.text))
@@ -1053,13 +1057,12 @@ _ANOTHER_SETTING = re.compile(
     re.I)
 
 
-def _asks_for_another_setting(question: str) -> bool:
-    """Whether the question asks which setting to add or change. Then the settings it names
-    are no sign of the rows that answer, and a table or listing is not cut to them; it is
-    quoted by its best-matching entries instead, like any long section."""
-    from .scope import sentences
-
-    return bool(_ANOTHER_SETTING.search(sentences(question)))
+def _asks_for_another_setting(said: str) -> bool:
+    """Whether the question's sentences (scope.sentences: no pasted log or config) ask which
+    setting to add or change. Then the settings they name are no sign of the rows that
+    answer, and a table or listing is not cut to them; it is quoted by its best-matching
+    entries instead, like any long section."""
+    return bool(_ANOTHER_SETTING.search(said))
 
 
 def _asked_rows(chunk, asked: frozenset[str]):

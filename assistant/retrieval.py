@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ingest.records import Chunk
-from ingest.index import KBIndex
+from ingest.index import KBIndex, derived
 from ingest.tokenize import correct_typos, normalize, stem
 
 from oncall_common.lang import detect_lang, is_cjk
@@ -159,7 +159,7 @@ def dense_scale(cosine: float | np.ndarray, lang: str = "en") -> float | np.ndar
 
 def _other_lang_mask(index: KBIndex, lang: str) -> np.ndarray:
     """Which chunks are in the other language than the question's, cached per index."""
-    cache = index.__dict__.setdefault("_lang_masks", {})
+    cache = derived(index, "_lang_masks", dict)
     if lang not in cache:
         cache[lang] = np.fromiter((c.lang != lang for c in index.chunks), dtype=bool, count=len(index.chunks))
     return cache[lang]
@@ -168,7 +168,7 @@ def _other_lang_mask(index: KBIndex, lang: str) -> np.ndarray:
 def twinless_mask(index: KBIndex, lang: str) -> np.ndarray:
     """Chunks in another language than the question's whose document has no version in it
     (an English-only doc tree, for a Chinese question), cached per index."""
-    cache = index.__dict__.setdefault("_twinless_masks", {})
+    cache = derived(index, "_twinless_masks", dict)
     if lang not in cache:
         has_lang = {meta.id for key, meta in index.docs.items() if key.endswith(":" + lang)}
         cache[lang] = np.fromiter((c.lang != lang and c.doc_id not in has_lang for c in index.chunks),
@@ -198,15 +198,15 @@ def query_tokens(index: KBIndex, text: str) -> list[str]:
 
 
 def _ignored_families(index: KBIndex) -> frozenset[str]:
-    cached = index.__dict__.get("_ignored_families")
-    if cached is None:
+    def build() -> frozenset[str]:
         # "command" and "opt" are ordinary words far more often than models.
         names = {stem(name) for name in MODEL_FAMILIES - {"command", "opt"}}
         named = set()
         for meta in index.docs.values():
             named.update(index.tokenizer(f"{meta.title} {meta.source.replace('_', ' ')}"))
-        cached = index.__dict__["_ignored_families"] = frozenset(names - named)
-    return cached
+        return frozenset(names - named)
+
+    return derived(index, "_ignored_families", build)
 
 
 def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarray) -> tuple[np.ndarray, set[str] | None]:
@@ -233,8 +233,7 @@ def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarr
 def page_vectors(index: KBIndex) -> tuple[dict[str, int], np.ndarray]:
     """Each document's mean chunk vector, normalised (zh and en twins share one), cached per
     index: what the page as a whole is about."""
-    cache = index.__dict__.get("_page_vectors")
-    if cache is None:
+    def build() -> tuple[dict[str, int], np.ndarray]:
         vectors = np.asarray(index.vectors, dtype=np.float32)
         rows = {doc_id: i for i, doc_id in enumerate(dict.fromkeys(c.doc_id for c in index.chunks))}
         of_chunk = np.fromiter((rows[c.doc_id] for c in index.chunks), dtype=np.int64, count=len(index.chunks))
@@ -242,8 +241,9 @@ def page_vectors(index: KBIndex) -> tuple[dict[str, int], np.ndarray]:
         starts = np.searchsorted(of_chunk[order], np.arange(len(rows)))
         sums = np.add.reduceat(vectors[order], starts, axis=0)
         sums /= np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-9)
-        cache = index.__dict__["_page_vectors"] = (rows, sums)
-    return cache
+        return rows, sums
+
+    return derived(index, "_page_vectors", build)
 
 
 def apply_page_prior(index: KBIndex, query_vector: np.ndarray, matches: list[ArticleMatch], mode: str) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from ingest.index import derived
 from oncall_common.lang import is_cjk
 
 from .names import EXCEPTION_NAME
@@ -461,14 +462,7 @@ def bare_unknown_error(question: str, index) -> bool:
 
 def kb_words(index) -> str:
     """The KB's text as its words only, space-separated, built once per loaded index."""
-    cached = getattr(index, "_scope_words", None)
-    if cached is None:
-        cached = " " + " ".join(_WORD.findall(kb_text(index)[1])) + " "
-        try:
-            index._scope_words = cached
-        except AttributeError:
-            pass
-    return cached
+    return derived(index, "_scope_words", lambda: " " + " ".join(_WORD.findall(kb_text(index)[1])) + " ")
 
 
 _CAMEL = re.compile(r"\b[a-z][a-z0-9]+(?:[A-Z][a-z0-9]+)+[A-Z]*\b")
@@ -478,8 +472,7 @@ _CAMEL_BREAK = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 def kb_text(index) -> tuple[str, str, list[str]]:
     """(titles and headings, all text, the text of each document) of a KB, lower-cased and
     built once per loaded index: coverage is asked on every question naming a subject."""
-    cached = getattr(index, "_scope_text", None)
-    if cached is None:
+    def build() -> tuple[str, str, list[str]]:
         docs: dict[str, list[str]] = {}
         spaced: set[str] = set()
         for c in index.chunks:
@@ -490,12 +483,9 @@ def kb_text(index) -> tuple[str, str, list[str]]:
             spaced.update(_CAMEL_BREAK.sub(" ", w) for w in _CAMEL.findall(c.text))
         heads = _dashed(_padded("\n".join({c.title for c in index.chunks} | spaced)))
         per_doc = [_dashed(_padded("\n".join(texts))) for texts in docs.values()]
-        cached = (heads, "\n".join(per_doc), per_doc)
-        try:
-            index._scope_text = cached
-        except AttributeError:
-            pass
-    return cached
+        return heads, "\n".join(per_doc), per_doc
+
+    return derived(index, "_scope_text", build)
 
 
 def covers(index, word: str, min_docs: int = 2) -> bool:
@@ -626,17 +616,13 @@ def kb_subject_products(index) -> frozenset[str]:
     """The serving products a KB without `product` declarations is evidently about: those
     named in at least a third of its documents (vLLM's own docs name vLLM on most pages).
     A runbook that names none stays undecided."""
-    cached = getattr(index, "_subject_products", None)
-    if cached is None:
+    def build() -> frozenset[str]:
         _heads, _body, per_doc = kb_text(index)
         need = max(2, len(per_doc) / 3)
-        cached = frozenset(p for p, names in PRODUCTS.items()
-                           if sum(1 for text in per_doc if _found(text, tuple(_dashed(n) for n in names if n not in MODEL_HINTS))) >= need)
-        try:
-            index._subject_products = cached
-        except AttributeError:
-            pass
-    return cached
+        return frozenset(p for p, names in PRODUCTS.items()
+                         if sum(1 for text in per_doc if _found(text, tuple(_dashed(n) for n in names if n not in MODEL_HINTS))) >= need)
+
+    return derived(index, "_subject_products", build)
 
 
 def _parse_version(text: str) -> tuple[int, int, int] | None:

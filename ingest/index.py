@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Callable, TypeVar
 
 from oncall_common.errors import IndexError_
 
@@ -38,6 +39,8 @@ from .records import Chunk
 from .files import HTML_SUFFIXES, Skipped, content_hash, find_files, read_text, survey
 from .keyword import KeywordIndex
 from .tokenize import Tokenizer
+
+T = TypeVar("T")
 
 SCHEMA = 16
 # How documents are parsed, paired and chunked. A change here makes every index stale, and
@@ -142,6 +145,19 @@ class KBIndex:
             for t in terms:
                 df[t] = df.get(t, 0) + 1
         return df
+
+
+def derived(index, name: str, build: Callable[[], T]) -> T:
+    """A value worked out from a loaded index (a mask, the KB's words, page vectors), built on
+    first use and kept on that index object: answering asks for it on every question, and a
+    re-ingest loads a new index, so it never goes stale. An object that cannot hold it (a
+    stand-in without a __dict__) gets it built each time."""
+    store = getattr(index, "__dict__", None)
+    if store is None:
+        return build()
+    if name not in store:
+        store[name] = build()
+    return store[name]
 
 
 # ---------------------------------------------------------------- sources

@@ -123,10 +123,6 @@ def typo_kind(token: str, term: str, limit: int) -> int | None:
     return None
 
 
-def is_typo_of(token: str, term: str, limit: int) -> bool:
-    return typo_kind(token, term, limit) is not None
-
-
 def _swap_stemmed(token: str, vocabulary: Collection[str]) -> str | None:
     """A swap that only shows before stemming: "enabel" is "enable", whose stem "enabl" is
     one letter shorter than the typo."""

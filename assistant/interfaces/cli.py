@@ -49,14 +49,12 @@ def read_log(path: str, notes: list[str] | None = None, lang: str = "en") -> str
     """The last 2 MB of a log file, decoded leniently (logs mix encodings); `notes` gets a
     line saying so when the file is longer."""
     from oncall_common.errors import AssistantError
-    from assistant.tools.logs import LOG_TAIL_BYTES, read_tail_counted
+    from assistant.tools.logs import read_tail_counted, unread_note
 
     try:
         text, unread = read_tail_counted(path)
         if unread and notes is not None:
-            from assistant.i18n import t
-
-            notes.append(t("answer.log_unread", lang, total=_size(unread + LOG_TAIL_BYTES), read=_size(LOG_TAIL_BYTES)))
+            notes.append(unread_note(unread, lang))
         return text
     except OSError as exc:
         raise AssistantError(f"cannot read log file {path}: {exc.strerror}") from exc
@@ -68,10 +66,6 @@ def _zh(text: str) -> bool:
     from oncall_common.lang import detect_lang
 
     return detect_lang(text) == "zh"
-
-
-def _size(n: int) -> str:
-    return f"{n / 1e6:.1f} MB"
 
 
 def settings_for(kb: str | None, **overrides):

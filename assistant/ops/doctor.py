@@ -98,12 +98,9 @@ def _log_findings(report: LogDiagnosis) -> list[Finding]:
     out = [Finding(f.severity, "log", f"{f.signature} × {f.count} (first at line {f.first_line}): {f.example[:120]}", f.article)
            for f in report.findings]
     if report.unread_bytes:
-        from assistant.tools.logs import LOG_TAIL_BYTES
+        from assistant.tools.logs import unread_note
 
-        from assistant.i18n import t
-
-        out.append(Finding("info", "log", t("answer.log_unread", "en", total=f"{(report.unread_bytes + LOG_TAIL_BYTES) / 1e6:.1f} MB",
-                                            read=f"{LOG_TAIL_BYTES / 1e6:.1f} MB")))
+        out.append(Finding("info", "log", unread_note(report.unread_bytes, "en")))
     out += [Finding("info", "log", c["en"]) for c in report.computed]
     return out
 

@@ -276,6 +276,14 @@ def diagnose_log(text: str | None = None, path: Annotated[str | None, LOCAL_PATH
 LOG_TAIL_BYTES = 2_000_000
 
 
+def unread_note(unread: int, lang: str) -> str:
+    """The line saying a long log's start was not read (an OOM at line 101 of a 13 MB log
+    went unscanned, and nothing said so), for `ask --log` and `doctor --log` alike."""
+    from assistant.i18n import t
+
+    return t("answer.log_unread", lang, total=f"{(unread + LOG_TAIL_BYTES) / 1e6:.1f} MB", read=f"{LOG_TAIL_BYTES / 1e6:.1f} MB")
+
+
 def read_tail(path: str, limit: int = LOG_TAIL_BYTES) -> str:
     """The last `limit` bytes of a regular file, decoded leniently (logs mix encodings)."""
     return read_tail_counted(path, limit)[0]
