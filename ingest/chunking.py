@@ -291,7 +291,7 @@ def markdown_sections(body: str) -> list[tuple[list[str], list[_Block]]]:
             continue
         if tok.type == "heading_open":
             level = int(tok.tag[1])
-            text = tokens[i + 1].content.strip()
+            text = heading_text(tokens[i + 1].content)
             if level in section_levels:
                 flush()
                 path = [(lv, t) for lv, t in path if lv < level] + [(level, text)]
@@ -311,6 +311,19 @@ def markdown_sections(body: str) -> list[tuple[list[str], list[_Block]]]:
         i = _skip_block(tokens, i)
     flush()
     return sections
+
+
+_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
+_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
+_INLINE_HTML = re.compile(r"</?(?:a|span|img|br|sup|sub|small|font|div|p|b|i|em|strong)\b[^>]*>", re.I)
+
+
+def heading_text(markdown: str) -> str:
+    """A heading as text: a heading that links somewhere ("## [Prerequisite](#toc-entry-2)",
+    a page's own table of contents) or carries an anchor (`<a name="faq"></a>`) is titled by
+    its words, not its markup, which would show in every answer's title and count as words."""
+    text = _LINK.sub(r"\1", _IMAGE.sub("", markdown))
+    return " ".join(_INLINE_HTML.sub("", text).split())
 
 
 def _skip_block(tokens: list, i: int) -> int:

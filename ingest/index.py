@@ -75,7 +75,9 @@ SCHEMA = 16
 # 21: long prose is split between lines and after sentence ends only (never at a dot inside
 #     "127.0.0.1" or "v0.8.0"), and rejoined with the breaks it had.
 # 22: an HTML page whose content has one <h1> is titled by it, not by its <title> (site chrome).
-RULES = 22
+# 23: headings are titled by their words, not their links or anchors; a reST page's own table
+#     of contents is dropped and an image keeps the link it stands for.
+RULES = 23
 FAISS_TOP = 2_000
 
 

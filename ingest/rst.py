@@ -10,6 +10,8 @@ page for every `:ref:` or `.. tab-set::` it does not know. Here:
 - Sphinx's cross-reference roles (`:ref:`, `:doc:`, `:class:`, `:envvar:`…) keep their
   text (`:ref:`Install <install>`` reads "Install"); names of code read as code; a role
   nobody knows reads as its text.
+- An image or figure keeps only where it links to (`:target:`, often the download a badge
+  stands for) and a figure its caption: the picture itself has nothing to index.
 - Directives that wrap content (tabs, cards, dropdowns, `versionadded`, `only`…) keep what
   they wrap, with a tab's or card's title; `.. only:: zh_cn` (another language's build)
   goes. Those that pull in other files or build navigation (`toctree`, `literalinclude`,
@@ -35,8 +37,10 @@ _TEXT_ROLES = ("ref", "doc", "term", "abbr", "guilabel", "menuselection", "downl
                "bdg-link-primary", "sup", "sub")
 # Directives with nothing of their own to index: navigation, other files, generated API docs.
 _DROP_DIRECTIVES = ("toctree", "literalinclude", "include", "automodule", "autoclass", "autofunction", "automethod",
-                    "autodata", "autoattribute", "autosummary", "autoexception", "autoprogram", "argparse", "image",
-                    "figure", "raw", "mermaid", "graphviz", "index", "currentmodule", "module", "highlight",
+                    "autodata", "autoattribute", "autosummary", "autoexception", "autoprogram", "argparse",
+                    # A page's own table of contents: a list of its headings, and links from every
+                    # heading back to it ("## [Prerequisite](#toc-entry-2)").
+                    "contents", "sectnum", "raw", "mermaid", "graphviz", "index", "currentmodule", "module", "highlight",
                     "sectionauthor", "codeauthor", "meta", "tabularcolumns", "include-markdown")
 # Directives whose content is the page's own text, with a title worth keeping.
 _TITLED = ("tab", "tab-item", "group-tab", "code-tab", "card", "grid-item-card", "dropdown", "tab-set-code")
@@ -60,9 +64,9 @@ def _register() -> None:
     from docutils.parsers.rst import directives
 
     _register_roles()
-    dropped, wrapper, titled, only, code_block = _directive_classes()
+    dropped, wrapper, titled, only, code_block, image = _directive_classes()
     for names, cls in ((_DROP_DIRECTIVES, dropped), (_WRAPPERS, wrapper), (_TITLED, titled), (_CODE_DIRECTIVES, code_block),
-                       (("only",), only)):
+                       (("only",), only), (("image", "figure"), image)):
         for name in names:
             directives.register_directive(name, cls)
 
@@ -116,12 +120,17 @@ def _register_roles() -> None:
 
 
 def _directive_classes():
-    """(dropped, wrapper, titled, only, code block) directive classes, built once docutils is imported."""
+    """(dropped, wrapper, titled, only, code block, image) directive classes, built once docutils is imported."""
     from docutils import nodes
     from docutils.parsers.rst import Directive, directives
 
     class AnyOption(dict):
-        """Accept whatever options a directive takes (`:sync: key`, `:linenos:`)."""
+        """Accept whatever options a directive takes (`:sync: key`, `:linenos:`). Never empty
+        to docutils: an empty spec makes it read the option lines as part of the argument
+        (a tab titled "pip :sync: key")."""
+
+        def __bool__(self) -> bool:
+            return True
 
         def __contains__(self, key) -> bool:
             return True
@@ -171,7 +180,25 @@ def _directive_classes():
                 block["classes"] += ["code", language]
             return [block]
 
-    return Dropped, Wrapper, Titled, Only, CodeBlock
+    class Image(Dropped):
+        """A badge or screenshot: its link target (a download, a release page) and a figure's
+        caption are text; the picture is not."""
+
+        def run(self):
+            out = []
+            target = (self.options.get("target") or "").strip()
+            if target and "://" in target:
+                label = (self.options.get("alt") or "").strip() or target.rstrip("/").rsplit("/", 1)[-1]
+                para = nodes.paragraph()
+                para += nodes.reference(target, label, refuri=target)
+                out.append(para)
+            if self.name == "figure" and self.content:
+                node = nodes.container()
+                self.state.nested_parse(self.content, self.content_offset, node)
+                out.append(node)
+            return out
+
+    return Dropped, Wrapper, Titled, Only, CodeBlock, Image
 
 
 def rst_to_markdown(text: str) -> tuple[str, str]:

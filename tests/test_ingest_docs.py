@@ -237,6 +237,64 @@ def test_a_sphinx_tree_answers_with_its_rst_page_cited(tmp_path):
     assert "GATEWAY_READ_TIMEOUT" in answer.answer and ".. " not in answer.answer and ":ref:" not in answer.answer
 
 
+def test_rst_table_of_contents_badges_and_tab_options_do_not_leak(tmp_path):
+    """`.. contents::` put a list of the page's headings at its top and a link back to it
+    in every heading ("Android SDK > [Prerequisite](#toc-entry-2)" as an answer's title);
+    a badge's download link was lost with its picture; a tab's `:sync:` option read as
+    part of its title."""
+    doc = _doc(tmp_path, "deploy/android.rst", dedent("""
+        Android SDK
+        ===========
+
+        .. contents:: Table of Contents
+           :local:
+           :depth: 2
+
+        Demo App
+        --------
+
+        The demo APK below is built for one phone.
+
+        .. image:: https://example.com/badge.png
+          :width: 135
+          :target: https://example.com/releases/download/mlc-chat.apk
+
+        .. figure:: screenshot.png
+           :width: 300
+
+           The app after loading a model.
+
+        Prerequisite
+        ------------
+
+        .. tab-set::
+
+           .. tab-item:: macOS
+              :sync: mac
+
+              Set ``TVM_NDK_CC`` to the NDK clang.
+    """))
+    chunks = chunk_document(doc)
+    titles = [c.title for c in chunks]
+    text = "\n".join(c.text for c in chunks)
+    assert "Android SDK > Demo App" in titles and "Android SDK > Prerequisite" in titles
+    assert "toc-entry" not in " ".join(titles) + text and "Table of Contents" not in text
+    assert "[mlc-chat.apk](https://example.com/releases/download/mlc-chat.apk)" in text
+    assert "The app after loading a model." in text and "screenshot.png" not in text
+    assert "**macOS**" in text and ":sync:" not in text
+
+
+def test_markdown_headings_are_titled_by_their_words_not_their_links(tmp_path):
+    doc = _doc(tmp_path, "faq.md", dedent("""
+        # FAQ
+
+        ## [Why is the server slow?](#why-slow) <a name="slow"></a>
+
+        Raise `--max-num-seqs` when requests queue.
+    """))
+    assert [c.title for c in chunk_document(doc)] == ["FAQ > Why is the server slow?"]
+
+
 def test_broken_rst_is_still_indexed_as_text(tmp_path):
     doc = _doc(tmp_path, "bad.rst", "Title\n=====\n\n.. list-table::\n   :header-rows: 9\n\n   * - a\n\nSee `unclosed\n")
     assert "Title" in doc.body and chunk_document(doc)
