@@ -37,7 +37,8 @@ PRODUCTS: dict[str, tuple[str, ...]] = {
     "paddlex": ("paddlex",),
     "localai": ("localai",),
     "mlc-llm": ("mlc-llm", "mlc_llm", "mlc llm"),
-    "exllama": ("exllama", "exllamav2", "tabbyapi"),
+    # Versioned names too: docs that say "ExLlamav3" know the "exllama" a user asks about.
+    "exllama": ("exllama*", "tabbyapi"),
     "text-generation-webui": ("text-generation-webui", "oobabooga"),
     "lm studio": ("lm studio", "lmstudio"),
     "docker model runner": ("docker model runner", "docker model configure", "docker model run"),
@@ -98,7 +99,11 @@ ENTITIES: dict[str, tuple[str, ...]] = {
                              "num_speculative_tokens", "投机解码", "推测解码", "投机采样", "acceptance rate", "接受率"),
     "structured output": ("guided_json", "guided_regex", "guided_choice", "guided_grammar", "guided decoding", "structured output",
                           "response_format", "json_schema", "json schema", "xgrammar", "outlines", "lm-format-enforcer",
-                          "结构化输出", "guided_decoding"),
+                          "结构化输出", "guided_decoding",
+                          # Asked for in plain words: "the output must be a JSON object following a schema".
+                          "json object", "json mode", "json_object", "valid json", "follows a schema", "following a schema",
+                          "follow a schema", "specific schema", "输出 json", "输出json", "返回 json 格式", "返回json格式",
+                          "json 格式输出", "json格式输出"),
     "chat templates": ("chat template", "chat_template", "jinja", "聊天模板", "对话模板"),
     "tool calling": ("tool call", "tool_call", "function call", "function_call", "tool-call-parser", "tool_choice",
                      "函数调用", "工具调用", "auto-tool-choice", "tool use", "tool-use", "with tools", "include tools",
@@ -201,12 +206,15 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
     "context extension (RoPE/YaRN)": ("rope", "yarn", "rope_scaling", "max_position_embeddings"),
     "new model support": ("supported models", "supported architectures", "model support", "支持的模型", "支持模型列表"),
     "proxies and gateways": ("gateway", "proxy", "nginx", "load balancer", "网关", "代理"),
+    # Docs with an "Embeddings" section cover the "embeddings endpoint" asked about.
+    "embedding and rerank models": ("embeddings", "/v1/embeddings", "embedding model*", "rerank*"),
     # A page on tool calling ("Deploy with Tool Calling Support") covers tool_choice too.
     "tool calling": ("tool calling", "function calling", "工具调用", "函数调用"),
 }
 PHRASE_SUBJECTS_ZH = {"new model support": "新模型架构的支持", "bf16 on older GPUs": "旧 GPU 上的 bf16",
                       "stop tokens and EOS": "停止符与 EOS", "context extension (RoPE/YaRN)": "上下文扩展（RoPE/YaRN）",
-                      "proxies and gateways": "代理与网关", "tool calling": "工具调用（tool calling）"}
+                      "proxies and gateways": "代理与网关", "tool calling": "工具调用（tool calling）",
+                      "embedding and rerank models": "embedding 与 rerank 模型"}
 
 # ENTITIES families whose names are phrasings of one subject, not distinct techniques: any
 # of them is a core word.

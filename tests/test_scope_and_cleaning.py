@@ -30,6 +30,10 @@ def test_other_accelerators_engines_and_near_domain_subjects_are_named():
     assert detect("每个 API Key 单独设置 TPM/RPM 限流").entities == ("rate limiting",)
     assert "fine-tuning" in detect("DeepSpeed ZeRO-3 全参微调还是 OOM").entities
     assert "embedding and rerank models" in detect("is there an embedding endpoint on the same server").entities
+    # Structured output asked for in plain words, and an engine under its versioned name.
+    assert detect("how do I tell it per request that the output must be a JSON object following a schema?").entities == (
+        "structured output",)
+    assert detect("Is multimodal supported with ExLlamaV3?").products == {"exllama"}
 
 
 def test_subjects_named_by_a_phrase_and_the_history_that_is_not_one():
@@ -249,6 +253,26 @@ def test_a_platform_or_a_phrasing_is_covered_under_any_of_its_names(tmp_path):
             (docs / name).write_text(text, encoding="utf-8")
         kb = open_kb(replace(Settings(), kb_dir=docs, cache_dir=tmp_path / f"c{i}"), progress=lambda _m: None)
         assert [unseen_entities(detect(q), kb.index) for q in (mac, models)] == list(expected)
+
+
+def test_docs_with_an_embeddings_section_cover_the_embeddings_endpoint_asked_about(tmp_path):
+    """"the embeddings endpoint fails with No module named 'sentence_transformers'" was
+    refused by docs with an "Embeddings" section: coverage was looked up by the asker's
+    phrase only."""
+    from dataclasses import replace
+
+    from assistant.config import Settings
+    from assistant.knowledge import open_kb
+    from assistant.scope import unseen_entities
+
+    question = "any request to the embeddings endpoint of the OpenAI API fails, did I miss a step?"
+    for i, (section, unseen) in enumerate([("## Embeddings\n\nInstall `sentence-transformers` to serve /v1/embeddings.", []),
+                                           ("## Streaming\n\nSet `stream: true`.", ["embedding and rerank models"])]):
+        docs = tmp_path / f"docs{i}"
+        docs.mkdir()
+        (docs / "api.md").write_text(f"# OpenAI API\n\nStart with `--api`.\n\n{section}\n", encoding="utf-8")
+        kb = open_kb(replace(Settings(), kb_dir=docs, cache_dir=tmp_path / f"c{i}"), progress=lambda _m: None)
+        assert unseen_entities(detect(question), kb.index) == unseen
 
 
 def test_a_doc_tree_about_one_product_refuses_questions_about_another(tmp_path):
