@@ -206,8 +206,10 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
     "context extension (RoPE/YaRN)": ("rope", "yarn", "rope_scaling", "max_position_embeddings"),
     "new model support": ("supported models", "supported architectures", "model support", "支持的模型", "支持模型列表"),
     "proxies and gateways": ("gateway", "proxy", "nginx", "load balancer", "网关", "代理"),
-    # Docs with an "Embeddings" section cover the "embeddings endpoint" asked about.
-    "embedding and rerank models": ("embeddings", "/v1/embeddings", "embedding model*", "rerank*"),
+    # Docs with an "Embeddings" section cover the "embeddings endpoint" asked about; the word
+    # in running text does not ("cached image embeddings", "the embedding layer"). A leading
+    # "#" marks a core word that counts only in a title or heading.
+    "embedding and rerank models": ("#embeddings", "#embedding", "/v1/embeddings", "embedding model*", "rerank*"),
     # A page on tool calling ("Deploy with Tool Calling Support") covers tool_choice too.
     "tool calling": ("tool calling", "function calling", "工具调用", "函数调用"),
 }
@@ -533,11 +535,18 @@ def unseen_entities(scope: Scope, index) -> list[str]:
     # words (see CORE_TERMS, PHRASINGS).
     missing = [e for e in scope.entities
                if not _covers_term(index, scope.entity_terms.get(e) or ENTITIES[e][0], ENTITIES[e])
-               and not any(covers(index, n) for n in core_terms(e))]
+               and not any(_covers_core(index, n) for n in core_terms(e))]
     # One word can name two subjects ("tool_choice": tool calling, and OpenAI request fields);
     # when the KB covers one of them, the word is no evidence of a subject it lacks.
     known = {scope.entity_terms.get(e) for e in scope.entities if e not in missing}
     return out + [e for e in missing if scope.entity_terms.get(e) not in known]
+
+
+def _covers_core(index, word: str) -> bool:
+    """`covers` for a subject's core word; "#word" counts only in a title or heading."""
+    if word.startswith("#"):
+        return bool(_found(kb_text(index)[0], (_dashed(word[1:]),)))
+    return covers(index, word)
 
 
 def _covers_term(index, used: str, aliases) -> bool:

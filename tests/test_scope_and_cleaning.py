@@ -266,11 +266,16 @@ def test_docs_with_an_embeddings_section_cover_the_embeddings_endpoint_asked_abo
     from assistant.scope import unseen_entities
 
     question = "any request to the embeddings endpoint of the OpenAI API fails, did I miss a step?"
+    # The word in running text, even on two pages, is not coverage ("cached image embeddings").
+    in_passing = "## Images\n\nCached image embeddings are reused across turns."
     for i, (section, unseen) in enumerate([("## Embeddings\n\nInstall `sentence-transformers` to serve /v1/embeddings.", []),
-                                           ("## Streaming\n\nSet `stream: true`.", ["embedding and rerank models"])]):
+                                           ("## Streaming\n\nSet `stream: true`.", ["embedding and rerank models"]),
+                                           (in_passing, ["embedding and rerank models"])]):
         docs = tmp_path / f"docs{i}"
         docs.mkdir()
         (docs / "api.md").write_text(f"# OpenAI API\n\nStart with `--api`.\n\n{section}\n", encoding="utf-8")
+        (docs / "vision.md").write_text(f"# Vision\n\n{in_passing}\n" if i == 2 else "# Vision\n\nSend images.\n",
+                                        encoding="utf-8")
         kb = open_kb(replace(Settings(), kb_dir=docs, cache_dir=tmp_path / f"c{i}"), progress=lambda _m: None)
         assert unseen_entities(detect(question), kb.index) == unseen
 
@@ -403,6 +408,10 @@ def test_ordinary_words_of_a_pasted_english_error_in_a_chinese_question_are_not_
                 'Get "http://%2Fvar%2Frun%2Fdocker.sock/v1.24/version": permission denied\n用 Kafka 接入怎么办？')
     names = unknown_names(bundled_kb.index, question, "zh")
     assert "kafka" in names and not {"exiting", "denied", "trying", "fvar", "frun"} & set(names)
+    # ... nor those of an English error pasted inside a Chinese line; a lone English name there still is one.
+    inline = "宿主机访问报 `curl: (56) Recv failure: Connection reset by peer`，进容器里面访问正常，队列用 Kafka"
+    names = unknown_names(bundled_kb.index, inline, "zh")
+    assert "kafka" in names and not {"failure", "peer"} & set(names)
 
 
 def test_stop_words_in_a_chinese_question_are_not_unknown_names(bundled_kb):
