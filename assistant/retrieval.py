@@ -298,21 +298,6 @@ _NAME = re.compile(r"[A-Za-z][A-Za-z0-9]{2,30}")
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I)
 
 
-_ENGLISH_WORD = re.compile(r"[A-Za-z]{2,}")
-
-
-def _in_english_run(text: str, start: int, end: int) -> bool:
-    """Whether text[start:end] sits in a stretch without Chinese that holds three or more
-    English words: pasted English, not a term dropped into a Chinese sentence."""
-    left = start
-    while left > 0 and text[left - 1] != "\n" and not is_cjk(text[left - 1]):
-        left -= 1
-    right = end
-    while right < len(text) and text[right] != "\n" and not is_cjk(text[right]):
-        right += 1
-    return len(_ENGLISH_WORD.findall(text[left:right])) >= 3
-
-
 def unknown_names(index: KBIndex, query: str, lang: str) -> list[str]:
     """Names of things the KB never mentions: "PostgreSQL", "Kafka", "Grafana". In an English
     question those are the CamelCase, ALL-CAPS or capitalised words inside a sentence; in a
@@ -326,10 +311,8 @@ def unknown_names(index: KBIndex, query: str, lang: str) -> list[str]:
         word = m.group(0)
         line = text[text.rfind("\n", 0, m.start()) + 1:text.find("\n", m.end()) % (len(text) + 1)]
         # In a Chinese question an English line is a pasted error ("Got permission denied
-        # while trying to connect…"): its ordinary words are no names there either. So is
-        # an English run inside a Chinese line ("宿主机访问报 curl: (56) Recv failure:
-        # Connection reset by peer，进容器里正常"), while a lone word there ("用 Kafka 排队") is one.
-        if lang != "zh" or not any(is_cjk(ch) for ch in line) or _in_english_run(text, m.start(), m.end()):
+        # while trying to connect…"): its ordinary words are no names there either.
+        if lang != "zh" or not any(is_cjk(ch) for ch in line):
             before = text[max(0, m.start() - 2):m.start()]
             sentence_start = m.start() == 0 or before.rstrip().endswith((".", "?", "!", ":", "\n")) or before.endswith("\n")
             named = (word.isupper() and len(word) >= 3) or any(ch.isupper() for ch in word[1:]) or (word[0].isupper() and not sentence_start)
