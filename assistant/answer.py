@@ -39,6 +39,7 @@ SIBLING_RANKS = 5
 SIBLING_RELEVANCE = 0.75
 MAX_SIBLINGS = 2
 SIBLING_RESERVE = 300  # headings, citations and notes around the passages
+PAGE_ORDER_SPAN = 2  # sections of one page this close to the best match are quoted in page order
 MIN_SIBLING_CHARS = 400  # less room than this and a sibling is left behind its citation
 MAX_FOLLOWERS = 3  # sections after a page's opening, quoted when the opening is the best passage
 MAX_LEAD_CHARS = 700  # a document's opening paragraph, quoted after a passage from further down
@@ -583,7 +584,13 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     # The sections quoted from the best passage's page keep the page's order: a procedure's
     # "Before the restart", "Restart", "After the restart" came back best match first, so
     # the drain step came last. The best match is still the first cited when it leads the page.
-    page = sorted((art for art in (top, *siblings) if id(art) in quoted), key=lambda art: _position(kb, quoted[id(art)][0]))
+    # Only sections near the best one read as its steps: a reference page's distant section
+    # ("Examples", three headings above "Embeddings") comes after the best match, not before.
+    from_page = [art for art in (top, *siblings) if id(art) in quoted]
+    where = {id(art): _section_position(kb, quoted[id(art)][0]) for art in from_page}
+    near = [art for art in from_page if abs(where[id(art)] - where[id(top)]) <= PAGE_ORDER_SPAN]
+    page = sorted(near, key=lambda art: _position(kb, quoted[id(art)][0])) + sorted(
+        (art for art in from_page if art not in near), key=lambda art: _position(kb, quoted[id(art)][0]))
     for art in (*page, *others):
         best, text = quoted[id(art)]
         if best.chunk_id in shown:
@@ -609,6 +616,18 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
         if art is top and lead:
             parts += ["", f"**{_display_title(lead[0].title, lead[0].source) or lead[0].title}** {cites.ref(lead[0], art.score)}", "", lead[1]]
     return parts
+
+
+def _section_position(kb, chunk) -> int:
+    """Which section of its document (in its language) a chunk belongs to, counting
+    distinct heading paths in page order: a long section's many chunks count once."""
+    titles: list[str] = []
+    for c in kb.article_chunks(chunk.doc_id, chunk.lang):
+        if not titles or titles[-1] != c.title:
+            titles.append(c.title)
+        if c.chunk_id == chunk.chunk_id:
+            return len(titles) - 1
+    return len(titles)
 
 
 def _position(kb, chunk) -> int:

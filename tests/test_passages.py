@@ -737,3 +737,23 @@ def test_a_model_family_is_a_keyword_only_where_the_docs_are_about_it(tmp_path):
     assert "llama" not in tokens and "memori" in tokens and "deepseek" in tokens
     answer = answer_question("Llama 3 runs out of memory at start-up", settings, kb=kb)
     assert answer.citations[0].source == "memory.md"
+
+
+def test_a_distant_section_of_a_reference_page_comes_after_the_best_match(tmp_path):
+    """An API page's "Examples" (curl calls to every endpoint) was quoted before its
+    "Embeddings" section, three headings below, which held the answer: page order is for
+    a procedure's neighbouring steps, not for a reference page's distant sections."""
+    page = ("# OpenAI-compatible API\n\n## Starting the API\nStart the server with `--api`; it listens on port 5000.\n\n"
+            "## Examples\nCall the completions endpoint with `curl http://127.0.0.1:5000/v1/completions`, the chat "
+            "endpoint with `curl http://127.0.0.1:5000/v1/chat/completions`, and the embeddings endpoint with "
+            "`curl http://127.0.0.1:5000/v1/embeddings`.\n\n"
+            "## Environment variables\nSet `OPENEDAI_PORT` to change the port of the API.\n\n"
+            "## Third-party applications\nPoint any OpenAI client at `http://127.0.0.1:5000/v1`.\n\n"
+            "## Embeddings\nThe embeddings endpoint needs `sentence-transformers` installed: run "
+            "`pip install sentence-transformers`. Without it any request to the embeddings endpoint fails with "
+            "ModuleNotFoundError: No module named 'sentence_transformers'.\n")
+    settings, kb = docs_kb(tmp_path, {"api.md": page, "gpu.md": "# GPU inventory\n\n## Nodes\nWe have 12 H100 nodes.\n"})
+    answer = answer_question("embeddings endpoint not working", settings, kb=kb)
+    assert answer.grounded and [c.section for c in answer.citations] == ["Embeddings", "Examples"]
+    assert answer.answer.startswith("### OpenAI-compatible API > Embeddings")
+    assert answer.answer.index("pip install sentence-transformers") < answer.answer.index("curl http")
