@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .documents import Document, content_hash
+from .documents import MD_LINK, Document, content_hash
 from .records import Chunk
 
 # Section headings of KB articles, in both languages, mapped to what the answer needs.
@@ -314,7 +314,6 @@ def markdown_sections(body: str) -> list[tuple[list[str], list[_Block]]]:
 
 
 _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
-_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
 _INLINE_HTML = re.compile(r"</?(?:a|span|img|br|sup|sub|small|font|div|p|b|i|em|strong)\b[^>]*>", re.I)
 
 
@@ -322,7 +321,7 @@ def heading_text(markdown: str) -> str:
     """A heading as text: a heading that links somewhere ("## [Prerequisite](#toc-entry-2)",
     a page's own table of contents) or carries an anchor (`<a name="faq"></a>`) is titled by
     its words, not its markup, which would show in every answer's title and count as words."""
-    text = _LINK.sub(r"\1", _IMAGE.sub("", markdown))
+    text = MD_LINK.sub(r"\1", _IMAGE.sub("", markdown))  # images first: their alt text is no title
     return " ".join(_INLINE_HTML.sub("", text).split())
 
 

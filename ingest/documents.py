@@ -326,7 +326,7 @@ _INVISIBLE = re.compile(r"^\s*(?:\[\]\(\)\{\s*#[\w.:-]+\s*\}|<a\s+(?:id|name)=\"
 
 _CODE_FENCE_BLOCK = re.compile(r"^\s{0,3}(`{3,}|~{3,})[^\n]*\n.*?^\s{0,3}\1[ \t]*$", re.S | re.M)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
-_MD_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)")
+MD_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)")  # a link or image, group 1 its text
 _URL = re.compile(r"https?://\S+")
 _TAG = re.compile(r"<[^>\n]{1,200}>")
 _WORD = re.compile(r"[A-Za-z]{2,}")
@@ -336,7 +336,7 @@ def language_text(text: str) -> str:
     """The prose that decides a document's language: no code, link targets, URLs or tags."""
     text = _CODE_FENCE_BLOCK.sub(" ", text)
     text = "\n".join(line for line in text.split("\n") if not _is_language_switch(line))
-    text = _MD_LINK.sub(r"\1", text)
+    text = MD_LINK.sub(r"\1", text)
     text = _INLINE_CODE.sub(" ", text)
     text = _URL.sub(" ", text)
     return _TAG.sub(" ", text)
