@@ -11,8 +11,9 @@ transparent (the weights are in `refusal_model.json`, next to this file, and pri
 with numpy's Newton steps on the `dev` split of the real-question set plus the bundled cases.
 
 The operating points are chosen on the same data: the highest out-of-scope refusal rate
-that keeps false refusals at or under `TARGET_FALSE_REFUSAL`, for each question language,
-once for curated articles and once for passages of a team's doc tree.
+that keeps false refusals at or under `TARGET_FALSE_REFUSAL` in each language, once for
+curated articles (`threshold`) and once for passages of a team's doc tree
+(`threshold_passages`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 MODEL_PATH = Path(__file__).with_name("refusal_model.json")
@@ -50,17 +51,8 @@ class RefusalModel:
     # than a curated article's (a doc page shares more words with a question, and a near
     # miss reads closer), so one threshold cannot keep both at the false-refusal bound.
     threshold_passages: float | None = None
-    # Per question language: (articles, passages). The two languages' scores sit apart too
-    # (a Chinese question against English-only pages shares fewer keywords), so one cut
-    # for both put one language far under the false-refusal bound: with the lower
-    # language's cut for both, English questions on doc trees were refused 0.5% of the
-    # time in scope and answered four out-of-scope questions in five. `threshold` and
-    # `threshold_passages` stay as the cut for any other language.
-    by_lang: dict[str, tuple[float, float]] = field(default_factory=dict)
 
-    def cut(self, passage: bool, lang: str | None = None) -> float:
-        if lang in self.by_lang:
-            return self.by_lang[lang][1 if passage else 0]
+    def cut(self, passage: bool) -> float:
         return self.threshold_passages if passage and self.threshold_passages is not None else self.threshold
 
     def probability(self, x: dict[str, float]) -> float:
@@ -90,10 +82,8 @@ def load_model(path: Path = MODEL_PATH) -> RefusalModel | None:
         data = json.loads(path.read_text(encoding="utf-8"))
         if list(data["features"]) == list(FEATURES):
             passages = data.get("threshold_passages")
-            by_lang = {str(lang): (float(cuts["articles"]), float(cuts["passages"]))
-                       for lang, cuts in (data.get("thresholds_by_language") or {}).items()}
             model = RefusalModel(tuple(float(w) for w in data["weights"]), float(data["bias"]), float(data["threshold"]),
-                                 str(data.get("note", "")), None if passages is None else float(passages), by_lang)
+                                 str(data.get("note", "")), None if passages is None else float(passages))
     except (OSError, ValueError, KeyError, TypeError):
         model = None  # a missing or foreign model file: fall back, never fail an answer
     if path == MODEL_PATH:
@@ -167,7 +157,7 @@ def decide(result, min_relevance: float) -> tuple[bool, float | None, bool]:
         covered = top.relevance >= min_relevance
         return covered and not (top.hardware_conflict or result.foreign_products or result.unseen), None, covered
     p = model.probability(x)
-    cut = model.cut(bool(top.passage), result.lang)
+    cut = model.cut(bool(top.passage))
     covered = model.probability({**x, "unseen_entity": 0.0, "unseen_pasted": 0.0}) >= cut
     if top.hardware_conflict or result.foreign_products:
         return False, p, covered
@@ -254,13 +244,14 @@ class FitSet:
     calibrate: bool = True
 
 
-def _operating_points(cal: list[tuple[float, int, str]]) -> dict[str, float]:
-    """The threshold at the false-refusal bound for each language that has in-scope cases:
-    each language's askers are refused at most `TARGET_FALSE_REFUSAL` of the time, and
-    neither pays for the other's lower scores with answered out-of-scope questions."""
-    langs = sorted({lang for _p, y, lang in cal if y})
-    return {lang: choose_threshold([p for p, _y, g in cal if g == lang], [y for _p, y, g in cal if g == lang], TARGET_FALSE_REFUSAL)
-            for lang in langs}
+def _operating_point(cal: list[tuple[float, int, str]]) -> float | None:
+    """The threshold at the false-refusal bound in each language (the lowest of them):
+    a user asking in Chinese should not be refused more often than one asking in English."""
+    langs = sorted({lang for _p, _y, lang in cal})
+    if not langs or not any(y for _p, y, _lang in cal):
+        return None
+    return min(choose_threshold([p for p, _y, g in cal if g == lang], [y for _p, y, g in cal if g == lang], TARGET_FALSE_REFUSAL)
+               for lang in langs)
 
 
 def fit_and_save(sets: list[FitSet], path: Path = MODEL_PATH, l2: float = L2) -> str:
@@ -286,28 +277,21 @@ def fit_and_save(sets: list[FitSet], path: Path = MODEL_PATH, l2: float = L2) ->
     scored = [(model.probability(dict(zip(FEATURES, x))), y, lang, passage) for x, y, lang, passage in cal]
     articles = [(p, y, lang) for p, y, lang, passage in scored if not passage]
     passages = [(p, y, lang) for p, y, lang, passage in scored if passage]
-    by_articles, by_passages = _operating_points(articles), _operating_points(passages)
-    # Any other language gets the lowest cut: better answered than refused unmeasured.
-    threshold = min(by_articles.values() or by_passages.values() or [0.5])
-    threshold_passages = min(by_passages.values() or [threshold])
-    by_lang = {lang: (by_articles.get(lang, threshold), by_passages.get(lang, threshold_passages))
-               for lang in sorted(set(by_articles) | set(by_passages))}
+    threshold = _operating_point(articles) or _operating_point(passages) or 0.5
+    threshold_passages = _operating_point(passages) or threshold
 
-    def rates(group: list[tuple[float, int, str]], lang: str, cut: float) -> str:
-        oos = [p for p, y, g in group if not y and g == lang]
-        ins = [p for p, y, g in group if y and g == lang]
-        return (f"{sum(p < cut for p in oos)} of {len(oos)} out of scope refused, "
-                f"{sum(p < cut for p in ins)} of {len(ins)} in scope")
+    def rates(group: list[tuple[float, int, str]], cut: float) -> str:
+        oos = [p for p, y, _lang in group if not y]
+        ins = [p for p, y, _lang in group if y]
+        return (f"{sum(p < cut for p in oos) / max(1, len(oos)):.2f} of out-of-scope refused, "
+                f"{sum(p < cut for p in ins) / max(1, len(ins)):.3f} false refusals")
 
-    cuts = "; ".join(f"{lang}: articles {a:.3f} ({rates(articles, lang, a)}), passages {p:.3f} ({rates(passages, lang, p)})"
-                     for lang, (a, p) in by_lang.items())
     note = (f"fitted on {len(rows)} cases ({labels.count(1)} in scope, {labels.count(0)} out of scope) from {len(sets)} "
-            f"case set(s); thresholds per question language chosen on {len(cal)} ({len(articles)} curated articles, "
-            f"{len(passages)} doc-tree passages), {cuts}; cases refused by the platform and product rules are left out")
+            f"case set(s); thresholds chosen on {len(cal)}: articles {threshold:.3f} ({len(articles)} cases: "
+            f"{rates(articles, threshold)}), doc-tree passages {threshold_passages:.3f} ({len(passages)} cases: "
+            f"{rates(passages, threshold_passages)}); cases refused by the platform and product rules are left out")
     data = {"features": list(FEATURES), "weights": [round(w, 5) for w in weights], "bias": round(bias, 5),
-            "threshold": round(threshold, 5), "threshold_passages": round(threshold_passages, 5),
-            "thresholds_by_language": {lang: {"articles": round(a, 5), "passages": round(p, 5)} for lang, (a, p) in by_lang.items()},
-            "l2": l2, "note": note}
+            "threshold": round(threshold, 5), "threshold_passages": round(threshold_passages, 5), "l2": l2, "note": note}
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     lines = [note, "", "feature            weight"]
     lines += [f"{name:<18} {w:+.3f}" for name, w in zip(FEATURES, weights)]

@@ -73,7 +73,7 @@ def test_an_uncovered_subject_gets_a_partial_answer_not_the_fix(bundled_settings
                              bundled_settings, kb=bundled_kb)
     assert not answer.grounded
     assert "speculative decoding" in answer.answer
-    assert answer.confidence is not None and answer.confidence < refusal.load_model().cut(False, "en")
+    assert answer.confidence is not None and answer.confidence < refusal.load_model().threshold
 
 
 @pytest.mark.parametrize("question", ["How to enable speculative decoding in vLLM?", "vLLM 怎么开启投机解码？"])
@@ -82,7 +82,7 @@ def test_a_passing_remark_on_an_uncovered_subject_does_not_answer_a_short_questi
     matched that article on every keyword and was answered from it, confidently."""
     answer = answer_question(question, bundled_settings, kb=bundled_kb)
     assert not answer.grounded
-    assert answer.confidence is not None and answer.confidence < refusal.load_model().cut(False, answer.lang)
+    assert answer.confidence is not None and answer.confidence < refusal.load_model().threshold
 
 
 def test_a_chinese_refusal_names_the_subject_and_the_closest_articles_in_chinese(bundled_settings, bundled_kb):
@@ -135,37 +135,11 @@ def test_doc_tree_passages_get_their_own_operating_point(tmp_path, bundled_kb, b
     refusal.fit_and_save([bundled, tree], path)
     data = json.loads(path.read_text(encoding="utf-8"))
     assert 0 < data["threshold"] < 1 and 0 < data["threshold_passages"] < 1
-    assert set(data["thresholds_by_language"]) == {"en"}  # only English cases were given
     model = refusal.load_model(path)
-    en = data["thresholds_by_language"]["en"]
-    assert model.cut(True, "en") == en["passages"] and model.cut(False, "en") == en["articles"]
-    # A language the fit never saw gets the general cuts.
-    assert model.cut(True, "fr") == data["threshold_passages"] and model.cut(False, "fr") == data["threshold"]
+    assert model.cut(True) == data["threshold_passages"] and model.cut(False) == data["threshold"]
     # A model file from before the split judges passages by the one threshold.
     old = refusal.RefusalModel(model.weights, model.bias, 0.6)
-    assert old.cut(True) == 0.6 and old.cut(True, "en") == 0.6
-
-
-def test_each_language_gets_its_own_operating_point():
-    """Chinese questions score lower against English pages than English ones do, so one cut
-    for both left English askers far under the false-refusal bound and answering most
-    out-of-scope questions: each language's cut is chosen on its own cases."""
-    cal = [(0.9, 1, "en"), (0.8, 1, "en"), (0.7, 1, "en"), (0.6, 0, "en"), (0.5, 0, "en"),
-           (0.6, 1, "zh"), (0.5, 1, "zh"), (0.4, 1, "zh"), (0.3, 0, "zh"), (0.2, 0, "zh")]
-    cuts = refusal._operating_points(cal)
-    assert set(cuts) == {"en", "zh"}
-    assert 0.6 < cuts["en"] <= 0.7 and 0.3 < cuts["zh"] <= 0.4  # each refuses all its out-of-scope, none in scope
-
-
-def test_the_cut_follows_the_question_language(bundled_settings, bundled_kb, monkeypatch):
-    """The same kind of question is judged by its own language's cut."""
-    shipped = refusal.load_model()
-    strict_en = refusal.RefusalModel(shipped.weights, shipped.bias, 0.5, "", 0.5, {"en": (1.01, 1.01), "zh": (0.0, 0.0)})
-    monkeypatch.setattr(refusal, "_MODEL", strict_en)
-    monkeypatch.setattr(refusal, "_LOADED", True)
-    en = answer_question("vLLM CUDA out of memory while serving", bundled_settings, kb=bundled_kb, use_llm=False)
-    zh = answer_question("vLLM 服务运行中报 CUDA out of memory", bundled_settings, kb=bundled_kb, use_llm=False)
-    assert not en.grounded and zh.grounded
+    assert old.cut(True) == 0.6
 
 
 def test_a_refusal_names_the_parameter_the_kb_never_mentions(bundled_settings, bundled_kb):
