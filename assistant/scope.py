@@ -45,6 +45,16 @@ PRODUCTS: dict[str, tuple[str, ...]] = {
     "deepspeed-mii": ("deepspeed-mii", "deepspeed mii", "mii.serve", "mii.pipeline"),
     "tei": ("text-embeddings-inference", "text embeddings inference"),
     "mistral.rs": ("mistral.rs", "mistralrs", "mistralrs-server"),
+    # Stacks that run an engine for you (Kubernetes, Ray). Named alone, the question is about
+    # the stack ("llm-d's router with P/D roles", "KubeAI loads LoRA from MinIO?"); named with
+    # the engine ("the llm-d image runs as the vllm user"), the engine's KB still answers.
+    "llm-d": ("llm-d",),
+    "kubeai": ("kubeai",),
+    "kserve": ("kserve",),
+    "aibrix": ("aibrix",),
+    "openllm": ("openllm",),
+    "ray serve": ("ray serve", "ray.serve", "ray-serve"),
+    "dynamo": ("nvidia dynamo", "ai-dynamo"),
 }
 # Names that point to a product in a question (ERNIE-4.5 is mostly served with FastDeploy)
 # but are models, not the product: a KB listing ERNIE-4.5 among its supported models does
@@ -56,7 +66,9 @@ PRODUCT_NAMES = {"vllm": "vLLM", "fastdeploy": "FastDeploy", "sglang": "SGLang",
                  "xinference": "Xinference", "mindie": "MindIE", "lightllm": "LightLLM", "ktransformers": "KTransformers",
                  "paddlex": "PaddleX", "localai": "LocalAI", "mlc-llm": "MLC LLM", "exllama": "ExLlama",
                  "text-generation-webui": "text-generation-webui", "lm studio": "LM Studio", "docker model runner": "Docker Model Runner",
-                 "deepspeed-mii": "DeepSpeed-MII", "tei": "Text Embeddings Inference", "mistral.rs": "mistral.rs"}
+                 "deepspeed-mii": "DeepSpeed-MII", "tei": "Text Embeddings Inference", "mistral.rs": "mistral.rs",
+                 "llm-d": "llm-d", "kubeai": "KubeAI", "kserve": "KServe", "aibrix": "AIBrix", "openllm": "OpenLLM",
+                 "ray serve": "Ray Serve", "dynamo": "NVIDIA Dynamo"}
 
 # Hardware families. NVIDIA is what the bundled articles are written for; the others have
 # their own runtimes (ROCm, XLA, CANN, XPU…) where CUDA fixes do not apply.
