@@ -63,6 +63,17 @@ def test_a_product_the_kb_never_mentions_is_refused_with_what_it_covers(bundled_
     assert "LMDeploy" in answer.answer and "FastDeploy" in answer.answer
 
 
+def test_a_serving_stack_named_alone_is_a_product_the_kb_does_not_cover(bundled_settings, bundled_kb):
+    """llm-d, KubeAI, KServe… run an engine for you: a question about the stack alone is not
+    one the vLLM articles answer; with the engine named, the engine's article still does."""
+    stack = answer_question("KServe InferenceService keeps restarting during storage initialization, which timeout do I raise?",
+                            bundled_settings, kb=bundled_kb, use_llm=False)
+    assert not stack.grounded and "KServe" in stack.answer
+    both = answer_question("llm-d: vllm serve on 2 GPUs dies at start-up with CUDA out of memory, what do I lower?",
+                           bundled_settings, kb=bundled_kb, use_llm=False)
+    assert both.grounded and both.citations[0].id == "vllm-cuda-oom"
+
+
 def test_a_named_product_demotes_the_other_products_articles(bundled_settings, bundled_kb):
     answer = answer_question("vLLM: KV cache usage stuck at 100%, requests pile up in waiting", bundled_settings, kb=bundled_kb)
     assert answer.citations[0].id.startswith("vllm-")
