@@ -18,6 +18,7 @@ Two numbers per article, kept apart on purpose:
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import time
@@ -319,7 +320,7 @@ def unknown_names(index: KBIndex, query: str, lang: str) -> list[str]:
             if not named:
                 continue
         low = word.lower()
-        if low in MODEL_FAMILIES or any(ch.isdigit() for ch in word) or low in names:
+        if low in MODEL_FAMILIES or any(ch.isdigit() for ch in word) or low in names or low in _judged_elsewhere():
             continue
         tokens = index.tokenizer(word)
         if not tokens:
@@ -328,6 +329,20 @@ def unknown_names(index: KBIndex, query: str, lang: str) -> list[str]:
         if not known:
             names.append(low)
     return names
+
+
+# Units people write after a number ("24 MiB", "剩余 512 MiB"): no subject.
+_UNITS = frozenset({"kib", "mib", "gib", "tib", "kb", "mb", "gb", "tb", "ms"})
+
+
+@functools.lru_cache(maxsize=1)
+def _judged_elsewhere() -> frozenset[str]:
+    """Words that are never unknown names: serving products, which the product rule judges
+    (named alone, a product the KB never mentions is refused as such; named with vLLM, as in
+    "xinference 里的 vllm 后端 OOM", the question is vLLM's), and units."""
+    from .scope import PRODUCTS
+
+    return _UNITS | frozenset(n for names in PRODUCTS.values() for n in names if n.isascii() and n.isalnum())
 
 
 def kb_keyword_coverage(query_terms: set[str], doc_freq: dict[str, int], n_articles: int,
