@@ -417,6 +417,20 @@ def test_stop_words_in_a_chinese_question_are_not_unknown_names(bundled_kb):
     assert "dify" in names and not {"the", "not", "with", "is"} & set(names)
 
 
+def test_products_and_units_are_not_unknown_names(bundled_kb, bundled_settings):
+    """A product is judged by the product rule, not as a word the KB never uses: vLLM run
+    inside Xinference is vLLM's question. Units after a number are no subject either."""
+    from assistant.answer import answer_question
+    from assistant.retrieval import unknown_names
+
+    question = "xinference 里用 vllm 后端起 Qwen2-72B，报 CUDA out of memory，还剩 512 MiB，用 Grafana 看的"
+    names = unknown_names(bundled_kb.index, question, "zh")
+    assert "grafana" in names and not {"xinference", "vllm", "mib"} & set(names)
+    # Named alone, an unknown product is still refused, by the product rule.
+    alone = answer_question("xinference 启动模型报 CUDA out of memory 怎么办", bundled_settings, kb=bundled_kb, use_llm=False)
+    assert not alone.grounded and "Xinference" in alone.answer
+
+
 def test_a_format_followed_by_what_it_quantizes_stays_the_subject():
     from assistant.scope import detect
 
