@@ -37,9 +37,25 @@ _ASK_BYTES = re.compile(
     r"bytes? (?:per|/|for each|for one|of) ?(?:kv )?(?:cache )?(?:per )?token|per[ -]token (?:kv|size|bytes|memory)"
     r"|kv (?:cache )?(?:size |bytes |memory )?(?:per|/|for each|of one|of a|for one) ?token|kv_bytes_per_token"
     r"|(?:每个?|单个?|一个) ?token.{0,12}(?:多大|多少|字节|占)|(?:多少|几)(?: ?个)? ?(?:字节|kib|kb)")
-_ASK_CONC = re.compile(
-    r"concurren|simultaneous|at once|at the same time|in parallel|how many (?:requests|sessions|users|of them|such|full|can|will|would|fit|run)"
-    r"|并发|同时|能跑|能支持|支持多少|多少个?(?:请求|会话|用户|路)|几个请求|几路|容纳|(?<![a-z])fit|capacity|容量|撑")
+class _ConcurrencyAsk:
+    """Whether a text asks how many requests run at once. "At the same time" and 同时 say so
+    only next to requests, users or a count ("how many fit at the same time", "能同时跑几个",
+    "300 simultaneous users"); "2 GPUs and int8 at the same time" and "同时用两张卡" ask no
+    capacity, and a list of what a concurrency calculation would need only got in the way."""
+
+    STRONG = re.compile(r"concurren|how many (?:requests|sessions|users|of them|such|full|can|will|would|fit|run)"
+                        r"|并发|能跑|能支持|支持多少|多少个?(?:请求|会话|用户|路)|几个请求|几路|容纳|(?<![a-z])fit|capacity|容量|撑")
+    WEAK = re.compile(r"simultaneous|at once|at the same time|in parallel|同时")
+    NEAR = re.compile(r"how (?:many|much)|requests?|users?|sessions?|quer(?:y|ies)|prompts?|sequences|seqs|streams?"
+                      r"|几|多少|请求|用户|会话|序列|并发|在线")
+
+    def search(self, text: str) -> bool:
+        if self.STRONG.search(text):
+            return True
+        return any(self.NEAR.search(text, max(0, m.start() - 30), m.end() + 30) for m in self.WEAK.finditer(text))
+
+
+_ASK_CONC = _ConcurrencyAsk()
 _WHAT_IF = re.compile(r"what if|(?<![a-z])if (?:i|we|you) |如果|假如|要是|改成|改为|设成|设为|调成|调到|换成|set to|lowered? to|raised? to")
 _ASK_KV = re.compile(r"how many tokens|多少(?: ?个)? ?token|kv (?:cache )?capacity|能放多少|能缓存多少|largest max[ _-]?model[ _-]?len"
                      r"|max[ _-]?model[ _-]?len.{0,12}(?:最大|能开|能设|多大|多少)|(?:最大|最多)能?(?:开|设)")

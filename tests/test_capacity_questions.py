@@ -100,6 +100,26 @@ def test_a_pasted_oom_message_is_not_a_capacity_question():
     oom = "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.33 GiB"
     assert capacity_answer(f"服务启动报错：{oom}，怎么处理") is None
     assert capacity_answer(oom) is None
+
+
+@pytest.mark.parametrize("question", [
+    "I want to start the worker with 2 GPUs and int8 at the same time for one 13B model. Which arguments do I combine?",
+    "同时用 2 张卡加载一个 13B 模型，再开 int8，参数怎么写？",
+])
+def test_at_the_same_time_without_requests_is_no_concurrency_question(question):
+    """"2 GPUs and int8 at the same time" names two settings, not requests running at once:
+    a list of what a concurrency calculation would need only got in the way of the answer."""
+    assert capacity_answer(question) is None
+
+
+@pytest.mark.parametrize("question", [
+    "17131 blocks of 16 tokens, 8k tokens per request: how many fit at the same time?",
+    "num_blocks_global 17131，每个请求 8k token，能同时跑几个？",
+    "We need 300 simultaneous users at 4k tokens each; block_size 64, how many blocks?",
+])
+def test_at_the_same_time_next_to_requests_still_asks_for_concurrency(question):
+    answer = capacity_answer(question)
+    assert answer is not None and answer.tool in ("kv_concurrency", "blocks_needed")
     assert capacity_answer("80 GiB 的卡，权重 15 GiB，能放多少 token 的 KV cache？") is not None
 
 
