@@ -61,7 +61,10 @@ _ASK_KV = re.compile(r"how many tokens|多少(?: ?个)? ?token|kv (?:cache )?cap
                      r"|max[ _-]?model[ _-]?len.{0,12}(?:最大|能开|能设|多大|多少)|(?:最大|最多)能?(?:开|设)")
 _ASKING = re.compile(r"how (?:many|much|big|large)|多少|多大|几|\?|吗|计算|算一下|估算|compute|calculate|estimate|what(?:'s| is)")
 _LOGPROBS = re.compile(r"logprob")
-_MSG_WORDS = re.compile(r"message|消息|msgmax|msgmnb|queue|队列|size|大小|多大|bytes|字节|ipc")
+# What makes a logprobs question one about the IPC message (or the hang it causes): "batch_size"
+# does not ("prompt_logprobs differ with batch_size > 1" got a message size).
+_MSG_WORDS = re.compile(r"message|消息|msgmax|msgmnb|(?<![a-z_])ipc\b|bytes|字节"
+                        r"|(?<![a-z])(?:hangs?|hanging|hung|stuck|freez\w*)\b|no response|never return|卡住|卡死|卡着|无响应|没响应|不返回|阻塞")
 _DECODE = re.compile(r"decode (?:token )?budget|decode tokens|tokens? (?:left )?for (?:decode|outputs?)|解码 ?(?:token)? ?预算|留给 ?(?:输出|decode|解码)|输出预算")
 _ASK_SEQS = re.compile(r"max[_ -]?num[_ -]?seqs|how many (?:seqs|sequences|requests)|concurren|并发|支撑|support")
 _VLLM = re.compile(r"vllm")
@@ -487,9 +490,16 @@ _FIGURE = re.compile(r"how (?:much|big|large)|多少|多大|几个(?:请求|并�
                      r"|够不够|够吗|够用吗|放得下|装得下|(?<![a-z])enough\b.{0,80}\?")
 
 
+# Concurrency asked for as a figure ("能并发多少", "how many run at once", "max concurrency"), not
+# stated as a load ("5 并发、每个请求 20 张图片", "200 concurrent users, the server never runs
+# more than 100"): a stated load with a problem asks for the problem's fix.
+_CONC_FIGURE = re.compile(r"how many|多少|几个|几路|(?:最大|最多|能|可以)(?:同时|并发)|max(?:imum)? concurrency|what concurrency"
+                          r"|concurrency (?:can|will|would|do|does)|(?<![a-z])fit\b|capacity|容量|能跑几|能撑")
+
+
 def _asks_for_a_number(text: str) -> bool:
     """Whether the sentences ask for a figure, not only about a case that has sizes in it."""
-    return bool(_FIGURE.search(text) or _ASK_CONC.search(text) or _ASK_KV.search(text) or _ASK_BYTES.search(text)
+    return bool(_FIGURE.search(text) or _CONC_FIGURE.search(text) or _ASK_KV.search(text) or _ASK_BYTES.search(text)
                 or _WHAT_IF.search(text) or _DECODE.search(text) or _ASK_BLOCKS.search(text))
 
 
@@ -508,9 +518,19 @@ def _asking(text: str) -> str:
     return _OOM_MESSAGE_WORDS.sub(" ", text)
 
 
+def _other_engine(text: str) -> bool:
+    """Whether the question is about another engine than FastDeploy: the logprobs message is
+    FastDeploy's IPC queue, and a vLLM user whose logprobs requests hang has another cause."""
+    from .scope import detect
+
+    products = detect(text).products
+    return bool(products) and "fastdeploy" not in products
+
+
 def route(x: Extraction, facts: _Facts) -> str | None:
     """The capacity tool a question asks for, or None when it is not a capacity question."""
-    if _LOGPROBS.search(x.text) and (_MSG_WORDS.search(x.text) or facts.asked("msgmax") or facts.asked("msgmnb")):
+    if (_LOGPROBS.search(x.text) and (_MSG_WORDS.search(x.text) or facts.asked("msgmax") or facts.asked("msgmnb"))
+            and not _other_engine(x.text)):
         return "logprobs_message_size"
     t = _asking(x.text)
     if facts.asked("kv_cache_ratio") or facts.has("prefill_blocks") or _DECODE.search(t):

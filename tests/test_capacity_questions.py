@@ -286,3 +286,23 @@ def test_pasted_logs_do_not_make_a_question_a_calculation():
     answer = capacity_answer(asked)
     assert answer is not None and answer.missing
     assert not any("05-12" in note["en"] or "59" in note["en"] for note in answer.notes), answer.notes
+
+
+@pytest.mark.parametrize("question", [
+    "prompt_logprobs for the same prompt come out different with batch_size > 1 than with batch_size=1. Bug?",
+    "vLLM: requests hang once logprobs=20 is on, what is wrong?",
+    "xinference 部署 qwen2.5-vl，5 并发、每个请求 20 张图片，第二轮请求就堵住了，服务不可用",
+    "load testing with 200 concurrent users, but the server never runs more than 100 requests at a time. how do I raise it?",
+])
+def test_no_calculation_for_questions_that_only_mention_its_words(question):
+    """A logprobs question about batch size, a vLLM logprobs hang (FastDeploy's IPC message is
+    not its cause) and a load stated while asking for a fix got a message size or a list of
+    numbers a concurrency calculation would need, above the answer."""
+    assert capacity_answer(question) is None
+
+
+@pytest.mark.parametrize("question", ["requests hang after I enabled logprobs", "FastDeploy 打开 logprobs 以后推理请求卡住，也没有报错"])
+def test_a_logprobs_hang_gets_the_message_size_with_its_defaults(question):
+    answer = capacity_answer(question)
+    assert answer is not None and answer.tool == "logprobs_message_size" and answer.computed
+    assert "msgmax" in explain(answer, "en")
