@@ -487,7 +487,7 @@ def _asks_anything(text: str) -> bool:
 
 _FIGURE = re.compile(r"how (?:much|big|large)|多少|多大|几个(?:请求|并发|会话|用户|token)|几路|计算|算一下|算算|估算"
                      r"|compute(?! capability)|calculate|estimate"
-                     r"|够不够|够吗|够用吗|放得下|装得下|(?<![a-z])enough\b.{0,80}\?")
+                     r"|够不够|(?<!不)够吗|够用吗|放得下|装得下|(?<![a-z])enough\b.{0,80}\?")  # not "是 KV block 不够吗", a cause
 
 
 # Concurrency asked for as a figure ("能并发多少", "how many run at once", "max concurrency"), not

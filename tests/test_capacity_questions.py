@@ -306,3 +306,14 @@ def test_a_logprobs_hang_gets_the_message_size_with_its_defaults(question):
     answer = capacity_answer(question)
     assert answer is not None and answer.tool == "logprobs_message_size" and answer.computed
     assert "msgmax" in explain(answer, "en")
+
+
+def test_a_cause_question_and_a_version_are_no_capacity_figures():
+    """"是 KV block 不够吗？" asks whether that is the cause, not for a figure, and "0.8.2" is
+    vLLM's version, not a value 0.8 to ask about."""
+    from assistant.quantities import extract
+
+    question = "vllm 0.8.2 V1 引擎，高并发下请求一直生成直到打满上下文，最后报 AssertionError。是 KV block 不够吗？"
+    assert capacity_answer(question) is None
+    assert not any(q.text.startswith("0.8") for q in extract(question).quantities)
+    assert capacity_answer("80G 显存跑 70B，权重 140G，KV cache 够不够？") is not None  # "够不够" still asks
