@@ -37,6 +37,8 @@ _ASK_BYTES = re.compile(
     r"bytes? (?:per|/|for each|for one|of) ?(?:kv )?(?:cache )?(?:per )?token|per[ -]token (?:kv|size|bytes|memory)"
     r"|kv (?:cache )?(?:size |bytes |memory )?(?:per|/|for each|of one|of a|for one) ?token|kv_bytes_per_token"
     r"|(?:每个?|单个?|一个) ?token.{0,12}(?:多大|多少|字节|占)|(?:多少|几)(?: ?个)? ?(?:字节|kib|kb)")
+
+
 class _ConcurrencyAsk:
     """Whether a text asks how many requests run at once. "At the same time" and 同时 say so
     only next to requests, users or a count ("how many fit at the same time", "能同时跑几个",
@@ -56,6 +58,8 @@ class _ConcurrencyAsk:
 
 
 _ASK_CONC = _ConcurrencyAsk()
+
+
 _WHAT_IF = re.compile(r"what if|(?<![a-z])if (?:i|we|you) |如果|假如|要是|改成|改为|设成|设为|调成|调到|换成|set to|lowered? to|raised? to")
 _ASK_KV = re.compile(r"how many tokens|多少(?: ?个)? ?token|kv (?:cache )?capacity|能放多少|能缓存多少|largest max[ _-]?model[ _-]?len"
                      r"|max[ _-]?model[ _-]?len.{0,12}(?:最大|能开|能设|多大|多少)|(?:最大|最多)能?(?:开|设)")
