@@ -608,13 +608,14 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
             text = _leading_bylines_dropped(text)
         if art is top and best.lang != lang:  # no twin in the asker's language (a twin's passage is quoted instead)
             parts += [labels["other_lang_passage"], ""]
-        parts.append(text)
+        parts.append(_without_page_toc(text))
         if art is top and continued:
             # Quoted after the best passage, it may come from before it: said so, not "continued".
             where = "earlier" if _position(kb, continued[0]) < _position(kb, best) else "continued"
-            parts += ["", f"**{heading} {labels[where]}** {cites.ref(continued[0], art.score)}", "", continued[1]]
+            parts += ["", f"**{heading} {labels[where]}** {cites.ref(continued[0], art.score)}", "", _without_page_toc(continued[1])]
         if art is top and lead:
-            parts += ["", f"**{_display_title(lead[0].title, lead[0].source) or lead[0].title}** {cites.ref(lead[0], art.score)}", "", lead[1]]
+            parts += ["", f"**{_display_title(lead[0].title, lead[0].source) or lead[0].title}** {cites.ref(lead[0], art.score)}", "",
+                      _without_page_toc(lead[1])]
     return parts
 
 
@@ -828,6 +829,27 @@ def _quoted(kb, section: list, best, labels: dict, scores: dict[str, float], lim
         text, rest = _section_text(section, best, labels, scores, max(cut, 0), asked)
         written = _as_written(kb, chunk, text)
     return written, rest
+
+
+# A list item that is only a link to a heading of the same page: "- [Docker](#docker)".
+_TOC_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[[^\]\n]+\]\(#[^)\s]*\)\s*$")
+
+
+def _without_page_toc(text: str) -> str:
+    """A passage without the page's own table of contents: a list of links to the page's
+    headings (RamaLama's man pages open with one) was quoted as if it answered, and took
+    the room of the section the question was about. A lone anchor link is kept (it may
+    be the sentence "see [Docker](#docker)"); so is a passage that is nothing else."""
+    lines = text.split("\n")
+    toc = [bool(_TOC_ITEM.match(line)) for line in lines]
+    if sum(toc) < 2:
+        return text
+    drop = {i for i, is_toc in enumerate(toc)
+            if is_toc and ((i > 0 and toc[i - 1]) or (i + 1 < len(toc) and toc[i + 1]))}
+    kept = [line for i, line in enumerate(lines) if i not in drop]
+    if not "".join(kept).strip():
+        return text
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip("\n")
 
 
 def _as_written(kb, chunk, text: str) -> str:

@@ -222,6 +222,20 @@ def test_a_pages_byline_is_not_quoted_as_an_answer(tmp_path):
     assert pod.grounded and "kubectl cordon" in pod.answer and "Owner:" not in pod.answer
 
 
+def test_a_pages_own_table_of_contents_is_not_quoted(tmp_path):
+    """A man page that opens with a list of links to its own headings quoted that list as
+    the first thing of its answer. A lone "see [Docker](#docker)" is a sentence and stays."""
+    page = ("# Setting up the NPU image\n\nThis guide sets up the runner with NPU support.\n\n"
+            " - [Background](#background)\n - [Hardware](#hardware)\n - [Docker](#docker)\n\n"
+            "## Hardware\n\nAtlas 800I A2 inference cards are supported; for the container see [Docker](#docker).\n\n"
+            "## Docker\n\nBuild the image with `make build IMAGE=npu`, then pick the card with "
+            "`export NPU_VISIBLE_DEVICES=0` before `runner serve`.\n")
+    settings, kb = docs_kb(tmp_path, {"npu.md": page})
+    answer = answer_question("which image do I use on an Atlas 800I A2 NPU and how do I pick the card?", settings, kb=kb)
+    assert answer.grounded and "NPU_VISIBLE_DEVICES" in answer.answer
+    assert "[Background](#background)" not in answer.answer and "(#hardware)" not in answer.answer
+
+
 FAQ_ENTRIES = [
     ("Which models can I call?", "The `/v1/models` route of the gateway lists every model and its cluster."),
     ("Why does my streaming response arrive in big chunks?", "A proxy is buffering: set `proxy_buffering off;` in nginx."),
