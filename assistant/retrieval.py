@@ -310,6 +310,8 @@ def unknown_names(index: KBIndex, query: str, lang: str) -> list[str]:
     names: list[str] = []
     for m in _NAME.finditer(text):
         word = m.group(0)
+        if text[text.rfind(" ", 0, m.start()) + 1:m.start()].lstrip("`'\"(（").startswith("-"):
+            continue  # part of a flag (--metrics-port): settings are judged by scope.unknown_parameters
         line = text[text.rfind("\n", 0, m.start()) + 1:text.find("\n", m.end()) % (len(text) + 1)]
         # In a Chinese question an English line is a pasted error ("Got permission denied
         # while trying to connect…"): its ordinary words are no names there either.

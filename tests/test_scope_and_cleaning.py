@@ -417,6 +417,16 @@ def test_stop_words_in_a_chinese_question_are_not_unknown_names(bundled_kb):
     assert "dify" in names and not {"the", "not", "with", "is"} & set(names)
 
 
+def test_words_of_a_flag_are_not_unknown_names(bundled_kb):
+    """"--metrics-port 8181" in a Chinese question named "port" and "metrics" as subjects the
+    KB never covers; a setting is judged as a setting (scope.unknown_parameters)."""
+    from assistant.retrieval import unknown_names
+
+    question = "FastDeploy 起服务，参数 --port 8180 --metrics-port 8181 --reasoning-parser ernie，接 Dify 后并发上不去"
+    names = unknown_names(bundled_kb.index, question, "zh")
+    assert "dify" in names and not {"port", "metrics", "parser", "reasoning"} & set(names)
+
+
 def test_products_and_units_are_not_unknown_names(bundled_kb, bundled_settings):
     """A product is judged by the product rule, not as a word the KB never uses: vLLM run
     inside Xinference is vLLM's question. Units after a number are no subject either."""
