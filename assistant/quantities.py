@@ -134,6 +134,9 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     (r"on average|average|avg|mean|平均", _roles(("per_request", MOD, "pre"))),
     (r"model loading took|loading took|weights? took|模型权重|权重|model weights|weights?|model size|模型大小|模型占用|模型显存|参数显存",
      _roles(("weights", MOD, "pre"))),
+    # Host memory is no GPU memory: "pod 的 memory 120G", "主机内存 512G", "128 GB RAM" stay unread.
+    (r"(?:pods?|hosts?|cpu|system|container|node|容器|主机|系统|机器)(?: ?的)? ?(?:memory|mem|ram|内存)|内存|dram|ram",
+     _roles(("ignore", IGNORE, "pre"))),
     (r"显存大小|显存|gpu memory|gpu mem|vram|memory per gpu|per[ -]gpu memory|hbm|显卡内存|gpu 内存|memory",
      _roles(("gpu_memory", MOD, "pre"))),
     # nouns: what is counted

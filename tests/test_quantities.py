@@ -52,6 +52,10 @@ def labels(text: str) -> dict[str, Decimal | None]:
      {"gpu_memory": 80 * 2**30, "gpu_memory_utilization": Decimal("0.9"), "weights": 16 * 2**30, "kv_bytes_per_token": 131072}),
     ("显存 80G，显存利用率 90%，模型权重 15,360 MiB", {"gpu_memory": 80 * 2**30, "gpu_memory_utilization": Decimal("0.9"), "weights": 15 * 2**30}),
     ("A100-80GB, 131072 bytes per token", {"gpu_memory": 80 * 2**30, "kv_bytes_per_token": 131072}),
+    # host memory is no GPU memory: a pod's 120G was shown as "GPU memory = 120g"
+    ("pod 的 memory 还是 120G，显存 80G", {"gpu_memory": 80 * 2**30}),
+    ("主机内存 512G, 24 GB VRAM", {"gpu_memory": 24 * 2**30}),
+    ("host memory 256 GB", {}),
     ("GPU KV cache size: 34,952 tokens", {"kv_cache_tokens": 34952}),
     ("Maximum concurrency for 8,192 tokens per request: 4.27x", {"max_concurrency_tokens": 8192, "max_concurrency_x": Decimal("4.27")}),
     ("top_logprobs 5, max_batch 256", {"top_logprobs": 5, "max_batch": 256}),
