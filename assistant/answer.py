@@ -591,32 +591,63 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     near = [art for art in from_page if abs(where[id(art)] - where[id(top)]) <= PAGE_ORDER_SPAN]
     page = sorted(near, key=lambda art: _position(kb, quoted[id(art)][0])) + sorted(
         (art for art in from_page if art not in near), key=lambda art: _position(kb, quoted[id(art)][0]))
+    repeated: list[str] = []
     for art in (*page, *others):
         best, text = quoted[id(art)]
         if best.chunk_id in shown:
             continue  # the other language's section of the same passage: it maps back to one quote
         shown.add(best.chunk_id)
         heading = _display_title(best.title, best.source)
+        if art in others and _mostly_quoted(text, parts):
+            repeated.append(f"{heading} {cites.ref(best, art.score)}")
+            continue
         ref = cites.ref(best, art.score)  # on the heading's line: alone on its own, "[1]" read as a stray line
         if not parts:
             parts += [f"### {heading} {ref}", ""]
         elif art in page:
-            parts += ["", f"**{heading}** {ref}", ""]
+            parts += ["", f"{_bold(heading)} {ref}", ""]
         else:
             parts += ["", f"**{labels['also']}:** {heading} {ref}", ""]
         if _position(kb, best) == 0:
             text = _leading_bylines_dropped(text)
-        if art is top and best.lang != lang:  # no twin in the asker's language (a twin's passage is quoted instead)
+        if best.lang != lang and not any(labels["other_lang_passage"] in part for part in parts):
+            # No twin in the asker's language (a twin's passage is quoted instead): said over
+            # the first such quote, which is not the best match's when the page order puts
+            # its introduction first.
             parts += [labels["other_lang_passage"], ""]
-        parts.append(_without_page_toc(text))
-        if art is top and continued:
-            # Quoted after the best passage, it may come from before it: said so, not "continued".
-            where = "earlier" if _position(kb, continued[0]) < _position(kb, best) else "continued"
-            parts += ["", f"**{heading} {labels[where]}** {cites.ref(continued[0], art.score)}", "", _without_page_toc(continued[1])]
-        if art is top and lead:
-            parts += ["", f"**{_display_title(lead[0].title, lead[0].source) or lead[0].title}** {cites.ref(lead[0], art.score)}", "",
-                      _without_page_toc(lead[1])]
+        parts.append(_tidy(text))
+        if art is top:
+            parts += _top_extras(kb, heading, best, art.score, continued, lead, labels, cites)
+    if repeated:
+        parts += ["", f"{labels['same_text']}: " + "; ".join(repeated)]
     return parts
+
+
+def _top_extras(kb, heading: str, best, score: float, continued, lead, labels: dict, cites: "_Cites") -> list[str]:
+    """What follows the best passage: the rest of its section, then the page's opening."""
+    out: list[str] = []
+    if continued:
+        # Quoted after the best passage, it may come from before it: said so, not "continued".
+        where = "earlier" if _position(kb, continued[0]) < _position(kb, best) else "continued"
+        out += ["", f"{_bold(f'{heading} {labels[where]}')} {cites.ref(continued[0], score)}", "", _tidy(continued[1])]
+    if lead:
+        title = _display_title(lead[0].title, lead[0].source) or lead[0].title
+        out += ["", f"{_bold(title)} {cites.ref(lead[0], score)}", "", _tidy(lead[1])]
+    return out
+
+
+REPEAT_SHARE = 0.6
+
+
+def _mostly_quoted(text: str, parts: list[str]) -> bool:
+    """Whether a passage mostly repeats what the answer already quotes: man pages include
+    one options file each, and a translated README repeats its code, so "It could also be"
+    quoted the same table two and three times. Its source is still named and cited."""
+    lines = {line.strip() for line in text.splitlines() if len(line.strip()) >= 20}
+    if not lines:
+        return False
+    shown = {line.strip() for part in parts for line in part.splitlines()}
+    return len(lines & shown) >= REPEAT_SHARE * len(lines)
 
 
 def _section_position(kb, chunk) -> int:
@@ -747,10 +778,16 @@ _BYLINE_PHRASE = re.compile(r"(?i)\b(?:created by|written by|authored by|(?:last
                             r"|owners?:|maintainers?:|负责人[：:]|最后(?:更新|修改)|创建于|创建人)")
 
 
+# A pandoc title block's line at the top of a page: "% ramalama 7", "% Jane Doe", "% 2025-03".
+_PANDOC_TITLE = re.compile(r"^% \S.{0,60}$")
+
+
 def _is_byline(line: str) -> bool:
     line = line.strip()
     if not line or len(line) > 120:
         return False
+    if _PANDOC_TITLE.match(line):
+        return True
     if len(_BYLINE_PHRASE.findall(line)) >= 2 and len(line.split()) <= 14:
         return True  # two byline phrases on one short line, whatever its punctuation
     if line.endswith(("。", ".")) or not _BYLINE_FIELD.match(line):
@@ -835,6 +872,18 @@ def _quoted(kb, section: list, best, labels: dict, scores: dict[str, float], lim
 _TOC_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[[^\]\n]+\]\(#[^)\s]*\)\s*$")
 
 
+# A heading the document set in bold, set in bold again by the chunker: "****--name**, **-n****".
+_DOUBLE_BOLD = re.compile(r"^\*\*(\*\*.+)\*\*$", re.M)
+
+
+def _tidy(text: str) -> str:
+    """A quoted passage without what renders as noise: the page's own table of contents,
+    and headings bold twice over."""
+    if "****" in text:
+        text = _DOUBLE_BOLD.sub(r"\1", text)
+    return _without_page_toc(text)
+
+
 def _without_page_toc(text: str) -> str:
     """A passage without the page's own table of contents: a list of links to the page's
     headings (RamaLama's man pages open with one) was quoted as if it answered, and took
@@ -877,6 +926,12 @@ def _line_breaks_kept(text: str) -> str:
             line += "  "
         out.append(line)
     return "\n".join(out)
+
+
+def _bold(heading: str) -> str:
+    """A heading set in bold: one that is bold already ("#### **--name**, **-n**" in a man
+    page) came out as "****--name**, **-n****"."""
+    return f"**{heading.replace('**', '').strip()}**"
 
 
 def _display_title(title: str, source: str) -> str:
@@ -980,9 +1035,9 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
         for c in chunks:
             sub = sub_of(c)
             if sub and sub != last_heading:
-                out.append(f"**{sub}**")
+                out.append(_bold(sub))
             elif not sub and last_heading:  # the section's own text, after a subsection quoted first
-                out.append(f"**{c.title.split(' > ')[1] if ' > ' in c.title else c.title}**")
+                out.append(_bold(c.title.split(" > ")[1] if " > " in c.title else c.title))
             last_heading = sub
             out.append(c.text)
         return "\n\n".join(out)

@@ -223,9 +223,10 @@ def test_a_pages_byline_is_not_quoted_as_an_answer(tmp_path):
 
 
 def test_a_pages_own_table_of_contents_is_not_quoted(tmp_path):
-    """A man page that opens with a list of links to its own headings quoted that list as
-    the first thing of its answer. A lone "see [Docker](#docker)" is a sentence and stays."""
-    page = ("# Setting up the NPU image\n\nThis guide sets up the runner with NPU support.\n\n"
+    """A man page that opens with a pandoc title line and a list of links to its own
+    headings quoted both as the first thing of its answer. A lone "see [Docker](#docker)"
+    is a sentence and stays."""
+    page = ("% runner 7\n\n# Setting up the NPU image\n\nThis guide sets up the runner with NPU support.\n\n"
             " - [Background](#background)\n - [Hardware](#hardware)\n - [Docker](#docker)\n\n"
             "## Hardware\n\nAtlas 800I A2 inference cards are supported; for the container see [Docker](#docker).\n\n"
             "## Docker\n\nBuild the image with `make build IMAGE=npu`, then pick the card with "
@@ -234,6 +235,47 @@ def test_a_pages_own_table_of_contents_is_not_quoted(tmp_path):
     answer = answer_question("which image do I use on an Atlas 800I A2 NPU and how do I pick the card?", settings, kb=kb)
     assert answer.grounded and "NPU_VISIBLE_DEVICES" in answer.answer
     assert "[Background](#background)" not in answer.answer and "(#hardware)" not in answer.answer
+    assert "% runner 7" not in answer.answer  # a pandoc title line says nothing
+    asked_in_chinese = answer_question("Atlas 800I A2 NPU 用哪个镜像？怎么指定用第几张卡？", settings, kb=kb)
+    assert asked_in_chinese.grounded
+    # "only in English" is said once, over the first quote, whichever passage comes first
+    first_quote = asked_in_chinese.answer.split("\n\n")[1]
+    assert first_quote == "（仅有英文原文）" and asked_in_chinese.answer.count("（仅有英文原文）") == 1
+
+
+IMAGE_OPTIONS = """## OPTIONS
+
+#### **--image**=*IMAGE*
+
+OCI container image to run the model with. By default the image is picked for the accelerator found:
+
+| Backend / Accelerator | Image |
+| --------------------- | ----- |
+| CPU, Vulkan           | quay.io/runner/runner |
+| ROCm (AMD)            | quay.io/runner/rocm   |
+| CUDA (NVIDIA)         | quay.io/runner/cuda   |
+
+#### **--keep-groups**
+
+pass --group-add keep-groups to podman, so a GPU reachable through group access stays reachable in the container.
+"""
+
+
+def test_a_section_included_in_several_pages_is_quoted_once(tmp_path):
+    """Man pages include one options file each: "It could also be" quoted the same table
+    from two more pages, and headings the page set in bold came out as "****--image**…"."""
+    pages = {f"runner-{cmd}.1.md": f"# runner-{cmd}\n\n## DESCRIPTION\n\n{what}\n\n{IMAGE_OPTIONS}"
+             for cmd, what in (("run", "Run a model as a chat bot in a container."),
+                               ("serve", "Serve a model over an OpenAI-compatible REST API in a container."),
+                               ("bench", "Benchmark a model's token throughput in a container."))}
+    settings, kb = docs_kb(tmp_path, pages)
+    answer = answer_question("which container image for ROCm (AMD), and can I override the --image?", settings, kb=kb)
+    assert answer.grounded and "quay.io/runner/rocm" in answer.answer
+    assert answer.answer.count("quay.io/runner/rocm") == 1, answer.answer
+    assert "****" not in answer.answer and "**--image**" in answer.answer
+    assert "The same text is also in" in answer.answer
+    cited = {c.source for c in answer.citations}
+    assert len(cited) >= 2  # the pages that repeat it are still named
 
 
 FAQ_ENTRIES = [

@@ -85,6 +85,10 @@ MESSAGES = {
         "zh": '（续）',
         "en": '(continued)',
     },
+    'same_text': {
+        "zh": '同样的内容也写在',
+        "en": 'The same text is also in',
+    },
     'earlier': {
         "zh": '（本节前文）',
         "en": '(earlier in this section)',
