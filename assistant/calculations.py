@@ -489,22 +489,25 @@ def _asks_anything(text: str) -> bool:
     return bool(_ASKING.search(text) or _ASK_CONC.search(text) or _ASK_KV.search(text) or _ASK_BYTES.search(text) or _WHAT_IF.search(text))
 
 
-_FIGURE = re.compile(r"how (?:much|big|large)|多少|多大|几个(?:请求|并发|会话|用户|token)|几路|计算|算一下|算算|估算"
-                     r"|compute(?! capability)|calculate|estimate"
+_FIGURE = re.compile(r"how (?:much|big|large)|多少|多大|(?<!好)几个(?:请求|并发|会话|用户|token)|几路|(?:怎么|如何|帮我|帮忙)计算|计算(?:一下|出|公式)"
+                     r"|算一下|算算|估算|(?<![a-z])(?:compute|calculate|estimate)\b(?! capability)"
                      r"|够不够|(?<!不)够吗|够用吗|放得下|装得下|(?<![a-z])enough\b.{0,80}\?")  # not "是 KV block 不够吗", a cause
 
 
 # Concurrency asked for as a figure ("能并发多少", "how many run at once", "max concurrency"), not
 # stated as a load ("5 并发、每个请求 20 张图片", "200 concurrent users, the server never runs
 # more than 100"): a stated load with a problem asks for the problem's fix.
-_CONC_FIGURE = re.compile(r"how many|多少|几个|几路|(?:最大|最多|能|可以)(?:同时|并发)|max(?:imum)? concurrency|what concurrency"
-                          r"|concurrency (?:can|will|would|do|does)|(?<![a-z])fit\b|capacity|容量|能跑几|能撑")
+_CONC_FIGURE = re.compile(r"how many|多少|(?<!好)几个|几路|(?:最大|最多|能|可以)(?:同时|并发)|max(?:imum)? concurrency|what concurrency"
+                          r"|concurrency (?:can|will|would|do|does)|(?:will|would|does|do|can|could)\b[^.?!\n]{0,40}\bfit\b|\bfits?\b[^.!\n]{0,40}\?"
+                          r"|(?<![\"'=])capacity|容量|能跑几|能撑")
 
 
 def _asks_for_a_number(text: str) -> bool:
-    """Whether the sentences ask for a figure, not only about a case that has sizes in it."""
+    """Whether the sentences ask for a figure, not only about a case that has sizes in it.
+    "What if" words alone do not: "改成 float16 后又报 OOM", "换成 vLLM 之后占到 160G" say what
+    was done; a what-if that wants a figure asks for it ("改成 65536，还能并发几个？")."""
     return bool(_FIGURE.search(text) or _CONC_FIGURE.search(text) or _ASK_KV.search(text) or _ASK_BYTES.search(text)
-                or _WHAT_IF.search(text) or _DECODE.search(text) or _ASK_BLOCKS.search(text))
+                or _DECODE.search(text) or _ASK_BLOCKS.search(text))
 
 
 def _asking(text: str) -> str:
@@ -522,13 +525,14 @@ def _asking(text: str) -> str:
     return _OOM_MESSAGE_WORDS.sub(" ", text)
 
 
-def _other_engine(text: str) -> bool:
-    """Whether the question is about another engine than FastDeploy: the logprobs message is
-    FastDeploy's IPC queue, and a vLLM user whose logprobs requests hang has another cause."""
+def _other_engine(text: str, ours: frozenset[str] = frozenset({"fastdeploy"})) -> bool:
+    """Whether the question names a serving product, and none of `ours`: the logprobs message
+    is FastDeploy's IPC queue (a vLLM user whose logprobs requests hang has another cause),
+    and where to read a calculation's missing numbers is said for vLLM and FastDeploy only."""
     from .scope import detect
 
     products = detect(text).products
-    return bool(products) and "fastdeploy" not in products
+    return bool(products) and not ours & set(products)
 
 
 def route(x: Extraction, facts: _Facts) -> str | None:
@@ -581,10 +585,11 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None) 
     answer.problems = facts.problems
     answer.notes += facts.notes
     _note_bystanders(x, answer)
-    if answer.missing and not _asks_for_a_number(_asking(x.text)):
+    if answer.missing and (not _asks_for_a_number(_asking(x.text)) or _other_engine(x.text, frozenset({"vllm", "fastdeploy"}))):
         # "4090 24G, MAX_INPUT_LENGTH=8191: is it memory or a wrong setting?" states sizes
         # and asks something, but no figure: a list of what a calculation would need, above
-        # the answer, only gets in its way.
+        # the answer, only gets in its way. Where to read the missing numbers is said for
+        # vLLM and FastDeploy; LM Studio's or Triton's asker would be sent to the wrong logs.
         return None
     if answer.missing or answer.problems:
         return answer

@@ -280,6 +280,12 @@ def _merge(numbers: list[Quantity], text: str) -> list[Quantity]:
     for q in numbers:
         prev = out[-1] if out else None
         gap = text[prev.end:q.start] if prev else ""
+        if prev is not None and prev.unit != q.unit and prev.unit == "count" and not prev.scale and q.unit in ("ratio", "bytes") \
+                and len(gap) <= 12 and _RANGE_GAP.fullmatch(gap):
+            # "80-90%", "16-24 GB": the unit written once after a range is both ends'. Read
+            # alone, the 80 of "吃掉 80-90% 的算力" became 80 tokens per request.
+            out[-1] = replace(q, start=prev.start, value=None, text=text[prev.start:q.end], problem="range")
+            continue
         if prev is None or prev.unit != q.unit or len(gap) > 12:
             out.append(q)
             continue
@@ -399,7 +405,7 @@ def _resolve(q: Quantity, name: str, mod: str, noun: str) -> tuple[str, str]:
     unit = "bytes" if noun == "bytes" and q.unit == "count" else q.unit
     if unit == "params" or (noun == "ignore" or name == "ignore"):
         return "", unit
-    if noun == "gpus":
+    if noun == "gpus" and unit != "ratio":  # "90% 的 GPU 算力" is a share of the GPU, not a count of them
         return ("gpu_memory" if unit == "bytes" else "gpu_count"), unit
     if name:
         return name, unit

@@ -317,3 +317,34 @@ def test_a_cause_question_and_a_version_are_no_capacity_figures():
     assert capacity_answer(question) is None
     assert not any(q.text.startswith("0.8") for q in extract(question).quantities)
     assert capacity_answer("80G 显存跑 70B，权重 140G，KV cache 够不够？") is not None  # "够不够" still asks
+
+
+@pytest.mark.parametrize("question", [
+    # what the asker did, in "what if" words ("改成", "换成"), is no what-if question
+    "4 张 T4 跑 GLM-4-9B，改成 dtype=float16 后又报 torch.cuda.OutOfMemoryError: CUDA out of memory，显存 16G",
+    "原模型 transformers 单卡 A100 就能跑，显存 80G 以内；换成 vllm 之后要两张 A100，显存占到 160G。有参数能降下来吗？",
+    # "estimated", "recompute", "should fit" and a log's reason="capacity" are no asks
+    "ValueError: 2.43 GiB KV cache is needed, which is larger than the available KV cache memory (2.4 GiB). "
+    "Based on the available memory, the estimated maximum model length is 128000. Single 3090 24GB, what do I change?",
+    "WARNING Sequence group 127 is preempted by PreemptionMode.RECOMPUTE mode because there is not enough KV cache "
+    "space. Increase gpu_memory_utilization or tensor_parallel_size to provide more KV cache memory. 显存 80G，怎么办",
+    "The model doesn't fit on one node. I have 2 nodes with 8 GPUs each: what tensor and pipeline parallel sizes should I use?",
+    # "计算" is also computation: "把更多计算放到 GPU 上"
+    "4卡跑 ds-r1，每张 H20 只用了 4GB 左右显存，单卡有 90GB。怎么改 yaml 把更多计算放到 GPU 上？",
+    # another engine's asker would be sent to vLLM's and FastDeploy's logs for the missing numbers
+    "用 LM Studio 跑 OpenAI 兼容接口，同时来 3 个请求是排队一个个处理，还是内存够就能并发？",
+    "One A100 80G, two TensorRT-LLM models behind Triton, ~40G each: how much KV cache can the first one take?",
+    # a share of the GPU is not a count of GPUs, and "80-90%" is a range of shares, not 80 tokens
+    "一张卡上部署了好几个模型，每个单独跑都要吃掉 80-90% 的 GPU 算力，并发请求多个模型时延迟很差，能排队吗？",
+])
+def test_no_missing_numbers_list_where_no_figure_is_asked_or_the_logs_are_not_ours(question):
+    """Read as a user, 16 real answers opened with "more numbers needed, nothing computed"
+    above the fix, and one with "tokens per request = 80" read from "80-90% 的 GPU 算力"."""
+    assert capacity_answer(question) is None
+
+
+def test_figures_asked_for_still_get_the_calculation():
+    assert capacity_answer("如果把 --max-model-len 改成 65536，还能并发几个？GPU KV cache size: 458,752 tokens").computed
+    assert capacity_answer("24 GiB card, 13B model: will the KV cache fit 32k tokens?").missing
+    assert capacity_answer("8 x H100, 2k tokens per request, how many requests at once?").missing
+    assert capacity_answer("80 GiB GPU, weights 15 GiB: estimate how many tokens the KV cache holds").missing
