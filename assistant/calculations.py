@@ -30,7 +30,7 @@ GIB = Decimal(2**30)
 # Bounded patterns on normalised text (see quantities.normalize): linear time.
 _NOT_GPU = r"(?! ?(?:卡|张|gpu|显卡|a100|h100|h800|h20|h200|a800|l40|4090))"  # "多少块卡" counts GPUs
 _ASK_BLOCKS = re.compile(
-    rf"(?:how many|多少|几)(?: ?个)?(?: ?kv)?(?: ?cache)? ?(?:blocks?|块{_NOT_GPU})"
+    rf"(?:how many|多少|(?<!好)几)(?: ?个)?(?: ?kv)?(?: ?cache)? ?(?:blocks?|块{_NOT_GPU})"
     r"|blocks? (?:do|would|will|should|must) (?:i|we|you) need|blocks? (?:are |is )?(?:needed|required)|blocks_needed"
     rf"|需要.{{0,8}}(?:block|块{_NOT_GPU})|(?:block|块)数? ?(?:够不够|够吗|要多少|需要多少)|number of blocks (?:needed|required)")
 _ASK_BYTES = re.compile(
@@ -497,7 +497,7 @@ _FIGURE = re.compile(r"how (?:much|big|large)|多少|多大|(?<!好)几个(?:请
 # Concurrency asked for as a figure ("能并发多少", "how many run at once", "max concurrency"), not
 # stated as a load ("5 并发、每个请求 20 张图片", "200 concurrent users, the server never runs
 # more than 100"): a stated load with a problem asks for the problem's fix.
-_CONC_FIGURE = re.compile(r"how many|多少|(?<!好)几个|几路|(?:最大|最多|能|可以)(?:同时|并发)|max(?:imum)? concurrency|what concurrency"
+_CONC_FIGURE = re.compile(r"how many|多少|(?<!好)几个(?=[^，。；,;.!！\n]{0,30}(?:[?？]|$))|几路|(?:最大|最多|能|可以)(?:同时|并发)|max(?:imum)? concurrency|what concurrency"
                           r"|concurrency (?:can|will|would|do|does)|(?:will|would|does|do|can|could)\b[^.?!\n]{0,40}\bfit\b|\bfits?\b[^.!\n]{0,40}\?"
                           r"|(?<![\"'=])capacity|容量|能跑几|能撑")
 

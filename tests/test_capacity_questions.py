@@ -331,6 +331,9 @@ def test_a_cause_question_and_a_version_are_no_capacity_figures():
     "The model doesn't fit on one node. I have 2 nodes with 8 GPUs each: what tensor and pipeline parallel sizes should I use?",
     # "计算" is also computation: "把更多计算放到 GPU 上"
     "4卡跑 ds-r1，每张 H20 只用了 4GB 左右显存，单卡有 90GB。怎么改 yaml 把更多计算放到 GPU 上？",
+    # "好几块网卡" is several NICs, and "几个敏感的层" a few layers, not "how many"
+    "两台机器用 ray 起 vllm，NCCL_SOCKET_IFNAME=eth0 已经设了，还是报 Gloo connectFullMesh failed，机器上有好几块网卡，还要设啥？",
+    "Qwen2.5-14B 想量化成 GPTQ：32 layers, 8 KV heads，大部分层 4bit、几个敏感的层用 8bit，有支持按层配置的工具吗？",
     # another engine's asker would be sent to vLLM's and FastDeploy's logs for the missing numbers
     "用 LM Studio 跑 OpenAI 兼容接口，同时来 3 个请求是排队一个个处理，还是内存够就能并发？",
     "One A100 80G, two TensorRT-LLM models behind Triton, ~40G each: how much KV cache can the first one take?",
@@ -347,4 +350,5 @@ def test_figures_asked_for_still_get_the_calculation():
     assert capacity_answer("如果把 --max-model-len 改成 65536，还能并发几个？GPU KV cache size: 458,752 tokens").computed
     assert capacity_answer("24 GiB card, 13B model: will the KV cache fit 32k tokens?").missing
     assert capacity_answer("8 x H100, 2k tokens per request, how many requests at once?").missing
+    assert capacity_answer("GPU KV cache size: 458,752 tokens，max-model-len 65536，还能并发几个").computed
     assert capacity_answer("80 GiB GPU, weights 15 GiB: estimate how many tokens the KV cache holds").missing
