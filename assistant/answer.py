@@ -592,6 +592,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     page = sorted(near, key=lambda art: _position(kb, quoted[id(art)][0])) + sorted(
         (art for art in from_page if art not in near), key=lambda art: _position(kb, quoted[id(art)][0]))
     repeated: list[str] = []
+    other_lang_said = False
     for art in (*page, *others):
         best, text = quoted[id(art)]
         if best.chunk_id in shown:
@@ -610,11 +611,12 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
             parts += ["", f"**{labels['also']}:** {heading} {ref}", ""]
         if _position(kb, best) == 0:
             text = _leading_bylines_dropped(text)
-        if best.lang != lang and not any(labels["other_lang_passage"] in part for part in parts):
+        if best.lang != lang and not other_lang_said:
             # No twin in the asker's language (a twin's passage is quoted instead): said over
             # the first such quote, which is not the best match's when the page order puts
             # its introduction first.
             parts += [labels["other_lang_passage"], ""]
+            other_lang_said = True
         parts.append(_tidy(text))
         if art is top:
             parts += _top_extras(kb, heading, best, art.score, continued, lead, labels, cites)

@@ -525,6 +525,10 @@ def _asking(text: str) -> str:
     return _OOM_MESSAGE_WORDS.sub(" ", text)
 
 
+# The engines whose logs the missing-numbers list points to.
+_LOGGED_ENGINES = frozenset({"vllm", "fastdeploy"})
+
+
 def _other_engine(text: str, ours: frozenset[str] = frozenset({"fastdeploy"})) -> bool:
     """Whether the question names a serving product, and none of `ours`: the logprobs message
     is FastDeploy's IPC queue (a vLLM user whose logprobs requests hang has another cause),
@@ -585,7 +589,7 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None) 
     answer.problems = facts.problems
     answer.notes += facts.notes
     _note_bystanders(x, answer)
-    if answer.missing and (not _asks_for_a_number(_asking(x.text)) or _other_engine(x.text, frozenset({"vllm", "fastdeploy"}))):
+    if answer.missing and (not _asks_for_a_number(_asking(x.text)) or _other_engine(x.text, _LOGGED_ENGINES)):
         # "4090 24G, MAX_INPUT_LENGTH=8191: is it memory or a wrong setting?" states sizes
         # and asks something, but no figure: a list of what a calculation would need, above
         # the answer, only gets in its way. Where to read the missing numbers is said for
