@@ -18,6 +18,7 @@ from .i18n import t, texts
 from .questions import MAX_QUERY_CHARS, EarlyEmbedding, query_text, validate_question
 from .names import asked_identifiers, setting_names
 from oncall_common.lang import LANGS, detect_lang, is_cjk
+from .refusal import tentative
 from .retrieval import ArticleMatch, Retrieval, RetrievalParams, search
 
 # A second article is offered as an alternative when its score is this close to the best.
@@ -75,7 +76,9 @@ class Answer:
     backend: str = "extractive"
     timings_ms: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # one-line explanations (e.g. why no LLM)
-    coverage: str = "full"  # full | partial (symptom covered, platform or subject not) | none
+    # full | tentative (answered, but a close call: the text says to check it) | partial
+    # (symptom covered, platform or subject not) | none
+    coverage: str = "full"
     confidence: float | None = None  # the refusal model's P(the KB answers this question)
     # Why the text is the KB's own although an LLM was wanted (None: not wanted, or it answered).
     fallback_reason: FallbackReason | None = None
@@ -315,6 +318,8 @@ def _from_llm(text, result, kb, settings, lang, use_tools, diagnosis, calc, on_t
     answer = Answer(text, out.text, lang, result.grounded and out.covered, citations, out.tool_calls, f"llm:{out.model}", notes=out.notes)
     if not out.covered:
         answer.coverage = "none"
+    elif tentative(result):
+        answer.coverage = "tentative"
     return answer
 
 
@@ -353,6 +358,7 @@ def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
         return answer
 
     top = result.articles[0]
+    unsure = tentative(result)
     if top.passage:
         parts = _passages_body(kb, result, lang, labels, cites, top_k)
     else:
@@ -363,11 +369,13 @@ def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
             parts += ["", f"**{labels['also']}:**"]
             for art in alternatives:
                 parts += _alternative(kb, art, lang, labels, cites)
+    if unsure:
+        parts = [labels["unsure_passages" if top.passage else "unsure"], "", *parts]
     text = _bounded("\n".join(parts).strip(), MAX_ANSWER_CHARS, labels)
     # Citations are numbered in the order they appear; those whose marker the bound cut off
     # are not listed under an answer that no longer quotes them.
     cited = [c for n, c in enumerate(cites.items, 1) if f"[{n}]" in text] or cites.items[:1]
-    answer = Answer(result.question, text, lang, True, cited, coverage="full")
+    answer = Answer(result.question, text, lang, True, cited, coverage="tentative" if unsure else "full")
     answer.confidence = result.confidence
     return answer
 

@@ -368,7 +368,10 @@ def llm_answer(
     caller = current_caller()
     deadline = time.monotonic() + settings.llm_timeout
     passages = passages_for(kb, retrieval, lang, settings.llm_passages)
-    messages = build_messages(question, passages, lang, retrieval.grounded, context)
+    from .refusal import tentative
+
+    # A close call is told to the model as it is told to the asker: the passages may not answer.
+    messages = build_messages(question, passages, lang, retrieval.grounded and not tentative(retrieval), context)
     tools = [t.openai_schema(caller) for t in available(caller).values()] if use_tools else None
     records: list[ToolCall] = []
     seen: dict[str, object] = {}

@@ -34,6 +34,20 @@ def test_metrics_arithmetic():
     assert len(m.failures) == 4  # rank 2, rank 4, a false refusal, an answered out-of-scope case
 
 
+def test_answers_said_to_be_close_calls_are_counted_apart():
+    """An out-of-scope question answered with a warning is still answered (not refused), but
+    it is not the confident wrong answer the report counts as "OOS answered as sure"."""
+    from dataclasses import replace as _replace
+
+    oos_sure, oos_unsure, oos_refused = (_result("en", None, False, True, expect_grounded=False),
+                                         _replace(_result("en", None, False, True, expect_grounded=False), unsure=True),
+                                         _result("en", None, False, False, expect_grounded=False))
+    right, right_unsure = _result("en", 1), _replace(_result("en", 1), unsure=True)
+    m = summarise([oos_sure, oos_unsure, oos_refused, right, right_unsure])
+    assert m.oos_refusal == pytest.approx(1 / 3) and m.sure_wrong == pytest.approx(1 / 3)
+    assert m.unsure_right == pytest.approx(1 / 2) and m.false_refusal == 0
+
+
 def test_thresholds_are_checked_per_language():
     report = {"hybrid": {"zh": summarise([_result("zh", 1)] * 10), "en": summarise([_result("en", 1)] * 9 + [_result("en", 2)]),
                          "all": summarise([_result("zh", 1)] * 10)}}
@@ -51,7 +65,7 @@ def test_a_rate_over_no_cases_reads_as_a_dash_not_zero():
     table = to_markdown(report, [], "cases.jsonl")
     zh = next(line for line in table.splitlines() if line.startswith("| hybrid | zh |"))
     en = next(line for line in table.splitlines() if line.startswith("| hybrid | en |"))
-    assert zh.split(" | ")[7:9] == ["–", "0.000"]  # OOS refused (no such case), false refusals
+    assert zh.split(" | ")[7:10] == ["–", "–", "0.000"]  # OOS refused, OOS answered as sure (no such case), false refusals
     assert en.split(" | ")[3:8] == ["–", "–", "–", "–", "1.000"]  # nothing in scope; both refused
 
 

@@ -421,3 +421,17 @@ def test_a_refused_connection_is_known_without_importing_the_client(bundled_env)
     env = dict(bundled_env, ASSISTANT_LLM_BASE_URL=f"http://127.0.0.1:{port}/v1", ASSISTANT_LLM_MODEL="m")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=120).stdout.decode()
     assert out.strip() == "llm_failed the LLM is unreachable; answered from the KB instead False", out
+
+
+def test_a_close_call_is_told_to_the_llm_and_marked_in_the_answer(bundled_settings, bundled_kb):
+    """The model hears what the asker is told: these passages may not answer. Its answer,
+    when it still finds them relevant, is grounded but marked "tentative"."""
+    question = "vllm prints a warning that the tokenizer is slow and recommends the fast tokenizer"
+    with ScriptedLLM([{"content": "The closest passage [1] is about prefill batching; it does not mention tokenizers."}]) as llm:
+        answer = answer_question(question, _settings(bundled_settings, llm.url), kb=bundled_kb)
+        user = llm.requests[0]["messages"][1]["content"]
+    assert "they may not answer the question" in user
+    assert answer.grounded and answer.coverage == "tentative" and answer.backend == "llm:scripted-model"
+    with ScriptedLLM([{"content": "[1] says: raise kernel.msgmax."}]) as llm:
+        answer_question(LOGPROBS_Q, _settings(bundled_settings, llm.url), kb=bundled_kb)
+        assert "may not answer" not in llm.requests[0]["messages"][1]["content"]

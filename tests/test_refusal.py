@@ -218,3 +218,49 @@ def test_a_bare_error_the_kb_never_words_is_refused(bundled_settings, bundled_kb
     assert answer.grounded is grounded
     if first:
         assert answer.citations[0].id == first
+
+
+def test_a_close_call_is_answered_but_says_it_is_not_sure(bundled_settings, bundled_kb):
+    """A question sharing only words with an article (a slow-tokenizer warning against the
+    chunked-prefill article) scores over the cut but under SURE: the answer is given, marked
+    "tentative", and opens by telling the asker to check it; a clear question is answered plainly."""
+    from assistant.refusal import SURE, load_model
+
+    unsure = answer_question("vllm prints a warning that the tokenizer is slow and recommends the fast tokenizer",
+                             bundled_settings, kb=bundled_kb)
+    assert unsure.grounded and unsure.coverage == "tentative" and unsure.citations
+    assert load_model().threshold <= unsure.confidence < SURE
+    assert unsure.answer.startswith("**Not a sure match.**") and "[1]" in unsure.answer
+    sure = answer_question("为什么推理卡住", bundled_settings, kb=bundled_kb)
+    assert sure.grounded and sure.coverage == "full" and sure.confidence >= SURE
+    assert "不一定" not in sure.answer and "Not a sure match" not in sure.answer
+
+
+def test_a_close_call_on_a_doc_tree_says_so_in_the_askers_language(tmp_path):
+    """Passages of a team's docs get their own wording (they are not "the closest article"),
+    in Chinese for a Chinese question; a refusal or a sure answer carries no such line."""
+    from dataclasses import replace as _replace
+    from pathlib import Path as _Path
+
+    from assistant.answer import compose
+    from assistant.config import Settings
+    from assistant.knowledge import open_kb
+    from assistant.retrieval import RetrievalParams, search
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "gateway.md").write_text("# Gateway\n\n## 502 from the gateway\nEvery upstream is busy.\n\n"
+                                      "### Fix\nRaise the pool: `gatewayctl pool --size 64`.\n", encoding="utf-8")
+    settings = _replace(Settings(), kb_dir=_Path(docs), cache_dir=tmp_path / "cache")
+    kb = open_kb(settings, progress=lambda _m: None)
+    result = search(kb.index, kb.embedder, "网关一直返回 502 怎么办", RetrievalParams.from_settings(settings))
+    assert result.grounded and result.articles[0].passage
+    result.confidence = 0.7  # a close call, whatever this tiny tree scored
+    answer = compose(kb, result, "zh", 3)
+    assert answer.coverage == "tentative" and answer.answer.startswith("**不一定能回答你的问题。**")
+    assert "gatewayctl pool --size 64" in answer.answer
+    result.confidence = 0.99
+    assert compose(kb, result, "zh", 3).coverage == "full"
+    result.grounded, result.confidence = False, 0.2
+    refused = compose(kb, result, "zh", 3)
+    assert refused.coverage == "none" and "不一定能回答" not in refused.answer

@@ -37,6 +37,14 @@ MESSAGES = {
         "zh": '知识库里没有找到能回答这个问题的内容，我不会去猜一个解决办法。',
         "en": 'I found nothing in the knowledge base that answers this question, so I will not guess a fix.',
     },
+    'unsure': {
+        "zh": '**不一定对症。** 这是知识库里最接近的条目，但未必是你遇到的问题：先对照它说的症状和日志，确认一致再按下面的办法处理。',
+        "en": '**Not a sure match.** This is the closest article in the KB, but it may not be your case: check its symptoms and log lines against yours before you apply the fix.',
+    },
+    'unsure_passages': {
+        "zh": '**不一定能回答你的问题。** 以下是文档里最接近的段落，未必正好说到你问的情况，用之前先核对。',
+        "en": '**Not a sure match.** These are the closest passages in the docs; they may not answer exactly what you asked, so check them before you act on them.',
+    },
     'closest': {
         "zh": '知识库中最接近的条目（大概率不是你要的）',
         "en": 'Closest topics in the KB (probably not what you need)',

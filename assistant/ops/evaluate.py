@@ -51,6 +51,7 @@ class CaseResult:
     cited_files: list[str] = field(default_factory=list)  # cited sources, in order
     confidence: float | None = None  # the refusal model's P(in scope)
     answer_chars: int = 0
+    unsure: bool = False  # answered, but said to be a close call ("coverage": "tentative")
 
 
 @dataclass
@@ -77,6 +78,10 @@ class Metrics:
     file_cases: int = 0
     file1: float = 0.0  # first citation comes from the expected file
     max_answer_chars: int = 0
+    # Out-of-scope questions answered with no word of doubt (the costly mistake), and
+    # in-scope answers said to be close calls (the price of saying so).
+    sure_wrong: float = 0.0
+    unsure_right: float = 0.0
     failures: list[str] = field(default_factory=list)
 
 
@@ -165,7 +170,8 @@ def run_case(kb, settings: Settings, case: Case, mode: str, texts: dict[str, str
                       [a.doc_id for a in result.articles[:3]], latency, citations_ok,
                       detect_lang(answer.answer) == case.lang or not answer.grounded, len(answer.tool_calls),
                       llm and answer.backend == "extractive" and answer.grounded,
-                      cited, [c.source for c in answer.citations], answer.confidence, len(answer.answer))
+                      cited, [c.source for c in answer.citations], answer.confidence, len(answer.answer),
+                      answer.grounded and answer.coverage == "tentative")
 
 
 def summarise(results: list[CaseResult]) -> Metrics:
@@ -180,8 +186,10 @@ def summarise(results: list[CaseResult]) -> Metrics:
         m.answer_fix = sum(r.answer_pass for r in scoped) / len(scoped)
         m.grounded_rate = sum(r.grounded for r in scoped) / len(scoped)
         m.false_refusal = 1 - m.grounded_rate
+        m.unsure_right = sum(r.grounded and r.unsure for r in scoped) / len(scoped)
     if oos:
         m.oos_refusal = sum(not r.grounded for r in oos) / len(oos)
+        m.sure_wrong = sum(r.grounded and not r.unsure for r in oos) / len(oos)
     lat = sorted(r.latency_ms for r in results)
     m.p50_ms = lat[len(lat) // 2] if lat else 0.0
     m.p95_ms = lat[min(len(lat) - 1, int(0.95 * len(lat)))] if lat else 0.0
@@ -316,7 +324,8 @@ def reliability(results: list[CaseResult], bins: int = 5) -> list[dict]:
 
 
 _COLUMNS = [("pass@1", "pass1"), ("pass@3", "pass3"), ("MRR", "mrr"), ("answer has fix", "answer_fix"),
-            ("OOS refused", "oos_refusal"), ("false refusals", "false_refusal"), ("p50 ms", "p50_ms")]
+            ("OOS refused", "oos_refusal"), ("OOS answered as sure", "sure_wrong"), ("false refusals", "false_refusal"),
+            ("in scope, said unsure", "unsure_right"), ("p50 ms", "p50_ms")]
 _TOPIC_COLUMNS = [("topic@1", "topic1"), ("topic@3", "topic3")]
 _FILE_COLUMNS = [("file@1", "file1"), ("longest answer", "max_answer_chars")]
 _LLM_COLUMNS = [("answer has fix", "answer_fix"), ("citations valid", "citations_ok"), ("in asker's language", "lang_ok"),
@@ -338,7 +347,8 @@ def to_json(report: dict[str, dict[str, Metrics]], problems: list[str], cases_pa
 # What each rate is a share of: a rate over no cases is "–", not a 0.000 that reads as
 # "refused none".
 _DENOMINATORS = {"pass1": "in_scope", "pass3": "in_scope", "mrr": "in_scope", "answer_fix": "in_scope",
-                 "false_refusal": "in_scope", "oos_refusal": "out_of_scope", "topic1": "topic_cases",
+                 "false_refusal": "in_scope", "oos_refusal": "out_of_scope", "sure_wrong": "out_of_scope",
+                 "unsure_right": "in_scope", "topic1": "topic_cases",
                  "topic3": "topic_cases", "file1": "file_cases"}
 
 
