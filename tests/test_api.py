@@ -32,6 +32,14 @@ def test_ask_returns_the_cli_json_plus_an_answer_id(server):
     assert data["grounded"] and data["citations"][0]["id"] == "fastdeploy-logprobs-hang" and "kernel.msgmax" in data["answer"]
 
 
+def test_a_close_call_comes_back_marked_tentative(server):
+    r = httpx.post(server.url + "/v1/ask", json={"question": "vllm prints a warning that the tokenizer is slow and recommends the fast tokenizer"},
+                   timeout=30)
+    data = r.json()
+    assert r.status_code == 200 and data["grounded"] and data["coverage"] == "tentative"
+    assert data["answer"].startswith("**Not a sure match.**")
+
+
 def test_ask_options_and_log(server):
     r = httpx.post(server.url + "/v1/ask", json={"question": "what happened?", "lang": "zh", "top_k": 1,
                                                  "log": "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191"}, timeout=30)

@@ -63,7 +63,9 @@ class AskResponse(BaseModel):
     backend: str
     timings_ms: dict[str, float]
     notes: list[str]
-    coverage: Literal["full", "partial", "none"] = Field("full", description="partial: the symptom is covered, the question's platform, product or subject is not")
+    coverage: Literal["full", "tentative", "partial", "none"] = Field(
+        "full", description="tentative: answered, but a close call (the answer says to check it against what you see); "
+        "partial: the symptom is covered, the question's platform, product or subject is not")
     confidence: float | None = Field(None, description="The refusal model's P(the KB answers this question)")
     fallback_reason: Literal["llm_not_configured", "not_grounded", "llm_failed"] | None = Field(
         None, description="Why the answer is the KB's own text although an LLM was wanted; null when it was not wanted or answered")
