@@ -506,9 +506,14 @@ def _subjects(result: Retrieval, lang: str, index=None) -> list[str]:
     def as_written(subject: str) -> str:
         """The asker's spelling ("Grafana", "guided_json"; scope matched it lower-cased and
         with `_` as `-`), or the subject's name when it cannot be found as written."""
-        pattern = re.escape(said[subject]).replace("\\-", "[-_ ]")
-        found = re.search(pattern, result.question, re.I)
-        return found.group(0) if found else subject
+        # The whole name when the asker's word is part of it ("speculative decoding", not
+        # "speculative"); their own word when it is another ("guided_json" for structured output).
+        whole = said[subject].replace("-", " ").lower() in subject.replace("-", " ").lower()
+        for term in ((subject, said[subject]) if whole else (said[subject],)):
+            found = re.search(re.escape(term).replace("\\-", "[-_ ]").replace("\\ ", "[-_ ]"), result.question, re.I)
+            if found:
+                return found.group(0)
+        return subject
 
     return list(dict.fromkeys(name(s) for s in _said_unseen(result)))
 

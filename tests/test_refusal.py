@@ -110,6 +110,9 @@ def test_a_chinese_refusal_names_the_subject_and_the_closest_articles_in_chinese
     assert not pasted.grounded and "guided-json" not in pasted.answer and pasted.answer.count("guided_json") == 1
     lora = answer_question("vLLM 怎么配置 LoRA adapter 热加载", bundled_settings, kb=bundled_kb)
     assert not lora.grounded and "没有关于 LoRA 的内容" in lora.answer  # a name stays the subject's name
+    # matched on one word of a longer name: the name as the asker wrote it, whole
+    spec = answer_question("vllm 怎么开 speculative decoding，推理变慢了", bundled_settings, kb=bundled_kb)
+    assert not spec.grounded and "没有关于 speculative decoding 的内容" in spec.answer
 
 
 def test_pasted_flags_are_quoted_back_when_the_article_is_about_them(bundled_settings, bundled_kb):
