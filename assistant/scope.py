@@ -45,6 +45,14 @@ PRODUCTS: dict[str, tuple[str, ...]] = {
     "deepspeed-mii": ("deepspeed-mii", "deepspeed mii", "mii.serve", "mii.pipeline"),
     "tei": ("text-embeddings-inference", "text embeddings inference"),
     "mistral.rs": ("mistral.rs", "mistralrs", "mistralrs-server"),
+    "lorax": ("lorax",),
+    "rtp-llm": ("rtp-llm", "rtp_llm"),
+    "xllm": ("xllm",),
+    "ipex-llm": ("ipex-llm", "ipex_llm", "bigdl-llm"),
+    "openvino model server": ("openvino model server", "ovms", "openvino/model_server"),
+    "dashinfer": ("dashinfer", "dash-infer"),
+    "ramalama": ("ramalama",),
+    "fastchat": ("fastchat",),
     # Stacks that run an engine for you (Kubernetes, Ray). Named alone, the question is about
     # the stack ("llm-d's router with P/D roles", "KubeAI loads LoRA from MinIO?"); named with
     # the engine ("the llm-d image runs as the vllm user"), the engine's KB still answers.
@@ -52,6 +60,8 @@ PRODUCTS: dict[str, tuple[str, ...]] = {
     "kubeai": ("kubeai",),
     "kserve": ("kserve",),
     "aibrix": ("aibrix",),
+    "gpustack": ("gpustack",),
+    "ms-swift": ("ms-swift",),
     "openllm": ("openllm",),
     "ray serve": ("ray serve", "ray.serve", "ray-serve"),
     "dynamo": ("nvidia dynamo", "ai-dynamo"),
@@ -68,7 +78,10 @@ PRODUCT_NAMES = {"vllm": "vLLM", "fastdeploy": "FastDeploy", "sglang": "SGLang",
                  "text-generation-webui": "text-generation-webui", "lm studio": "LM Studio", "docker model runner": "Docker Model Runner",
                  "deepspeed-mii": "DeepSpeed-MII", "tei": "Text Embeddings Inference", "mistral.rs": "mistral.rs",
                  "llm-d": "llm-d", "kubeai": "KubeAI", "kserve": "KServe", "aibrix": "AIBrix", "openllm": "OpenLLM",
-                 "ray serve": "Ray Serve", "dynamo": "NVIDIA Dynamo"}
+                 "ray serve": "Ray Serve", "dynamo": "NVIDIA Dynamo", "lorax": "LoRAX", "rtp-llm": "RTP-LLM", "xllm": "xLLM",
+                 "ipex-llm": "IPEX-LLM", "openvino model server": "OpenVINO Model Server", "dashinfer": "DashInfer",
+                 "ramalama": "RamaLama", "fastchat": "FastChat", "gpustack": "GPUStack",
+                 "ms-swift": "ms-swift"}
 
 # Hardware families. NVIDIA is what the bundled articles are written for; the others have
 # their own runtimes (ROCm, XLA, CANN, XPU…) where CUDA fixes do not apply.
@@ -379,10 +392,11 @@ _NOT_SUBJECTS = re.compile(r"video[ -](?:memory|card|ram)|(?:connection|thread|p
 
 # "用 lmdeploy（不是 vllm）", "类似 vllm 的 --gpu-memory-utilization", "works with vLLM but not with
 # TGI": a product named to be set against the one the question is about.
-# Chinese cues must not sit inside a longer word (是不是 "is it", 镜像 "image", 对比 "compare");
+# Chinese cues must not sit inside a longer word (是不是 "is it", 镜像 "image", 好像 "seems",
+# 对比 "compare"), while "能不能像 vllm 那样" is a contrast after any character;
 # English ones stand as words. A count may follow a preposition ("than on 8×H200"), not the
 # cue itself ("more than 2 vllm instances").
-_CONTRAST = re.compile(r"(?:(?<!是)不是|不用|而非|而不是|类似|(?<![\u4e00-\u9fff])像|(?<![\u4e00-\u9fff])比"
+_CONTRAST = re.compile(r"(?:(?<!是)不是|不用|而非|而不是|类似|(?<![好图镜想录影肖画头偶])像|(?<![\u4e00-\u9fff])比"
                        r"|(?<![a-z])(?:not|instead of|rather than|unlike|without|than|vs\.?|versus))"
                        r"(?:\s+(?:on|with|in|for|the)(?:\s+\d)?)?[\s(（:：,，]*(?:在|用)?\s*$")
 
@@ -609,6 +623,7 @@ def product_mismatch(scope: Scope, product: str, kb_products: frozenset[str]) ->
 # In a product's own docs, the share of pages that must name another product, outside any
 # heading, for the docs to count as covering it.
 OTHER_PRODUCT_SHARE = 0.2
+MIN_TREE_DOCS = 5  # fewer documents than this are a team's runbook, not a product's doc tree
 
 
 def foreign_products(scope: Scope, index) -> frozenset[str]:
@@ -627,9 +642,19 @@ def foreign_products(scope: Scope, index) -> frozenset[str]:
         return frozenset()
     declared = not all(m.product in ("general", "") for m in index.docs.values())
     subject = frozenset() if declared else kb_subject_products(index)
-    if not declared and not subject:
-        return frozenset()
     asked = scope.products - scope.contrasted
+    if not declared and not subject:
+        # A doc tree about a product this list does not name (RTP-LLM, a team's platform)
+        # still cannot answer for a product none of its pages ever mentions: "lmdeploy 里
+        # 挂多个 LoRA" against RTP-LLM's docs. One mention anywhere keeps it (a team's
+        # runbooks may name the engine once and mean it throughout), and a handful of
+        # files is a team's runbook, not a doc tree.
+        _heads, _body, per_doc = kb_text(index)
+        if len(per_doc) < MIN_TREE_DOCS:
+            return frozenset()
+        names = {p: tuple(_dashed(n) for n in PRODUCTS[p] if n not in MODEL_HINTS) for p in asked}
+        mentioned = any(_found(text, names[p]) for p in asked for text in per_doc)
+        return frozenset() if mentioned else asked
     if declared:
         known = {p for p in asked if any(covers(index, name, min_docs=1) for name in PRODUCTS[p] if name not in MODEL_HINTS)}
     else:

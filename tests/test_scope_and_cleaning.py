@@ -26,6 +26,8 @@ def test_other_accelerators_engines_and_near_domain_subjects_are_named():
     assert detect("寒武纪 MLU370 上部署报错").hardware == {"cambricon"}
     assert detect("Is pipeline parallelism supported in DeepSpeed-MII?").products == {"deepspeed-mii"}
     assert detect("TGI returns 422 for long prompts").products == {"tgi"}
+    assert detect("ovms 启动报错").products == {"openvino model server"}
+    assert detect("Moving a LoRA from vLLM to LoRAX").products == {"vllm", "lorax"}
     assert detect("How do I enable CORS on the api server").entities == ("CORS",)
     assert detect("每个 API Key 单独设置 TPM/RPM 限流").entities == ("rate limiting",)
     assert "fine-tuning" in detect("DeepSpeed ZeRO-3 全参微调还是 OOM").entities
@@ -477,6 +479,41 @@ def test_log_tags_and_runs_of_flags_do_not_make_a_subject():
     assert detect(asked).said_entities == ("reasoning parsers",)
 
 
+def test_a_doc_tree_about_an_unlisted_product_refuses_a_product_none_of_its_pages_names(tmp_path):
+    """A product's own docs whose product the list does not know (here "Gadget") still
+    cannot answer for LMDeploy, which no page mentions; one mention anywhere keeps the
+    question, and a handful of files (a team's runbook) cannot judge at all."""
+    from dataclasses import replace
+
+    from assistant.answer import answer_question
+    from assistant.config import Settings
+    from assistant.knowledge import open_kb
+    from assistant.scope import MIN_TREE_DOCS, foreign_products, kb_subject_products
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    topics = ["LoRA adapters", "GPU memory", "tensor parallel", "quantization", "tokenizer", "metrics"]
+    for i, topic in enumerate(topics):
+        (docs / f"page{i}.md").write_text(f"# Gadget {topic}\n\nGadget serves {topic} with `gadget serve --{topic.split()[0].lower()}-{i}`.\n",
+                                          encoding="utf-8")
+    settings = replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "c1")
+    kb = open_kb(settings, progress=lambda _m: None)
+    assert kb_subject_products(kb.index) == frozenset() and len(topics) >= MIN_TREE_DOCS
+    asked = detect("lmdeploy 部署 qwen2.5-vl，能在一个服务里挂多个 lora adapter 吗？")
+    assert foreign_products(asked, kb.index) == {"lmdeploy"}
+    answer = answer_question("lmdeploy 部署 qwen2.5-vl，能在一个服务里挂多个 lora adapter 吗？", settings, kb=kb)
+    assert not answer.grounded and "LMDeploy" in answer.answer
+    assert foreign_products(detect("Gadget LoRA adapters: how many can one server load?"), kb.index) == frozenset()
+    (docs / "page1.md").write_text("# Gadget GPU memory\n\nLike LMDeploy, Gadget keeps a cache.\n", encoding="utf-8")
+    once = replace(settings, cache_dir=tmp_path / "c2")
+    assert foreign_products(asked, open_kb(once, progress=lambda _m: None).index) == frozenset()
+    few = tmp_path / "runbook"
+    few.mkdir()
+    (few / "oncall.md").write_text("# GPU memory\n\nLower the batch when the server runs out of memory.\n", encoding="utf-8")
+    runbook = replace(settings, kb_dir=few, cache_dir=tmp_path / "c3")
+    assert foreign_products(asked, open_kb(runbook, progress=lambda _m: None).index) == frozenset()
+
+
 def test_a_product_named_only_as_a_contrast_is_not_the_subject(bundled_kb):
     from assistant.scope import foreign_products
 
@@ -492,6 +529,9 @@ def test_a_product_named_only_as_a_contrast_is_not_the_subject(bundled_kb):
     works = detect("两张 4090 跑 --tensor-parallel-size 2，卡在 NCCL 初始化不动，单卡正常，ollama 多卡也没问题")
     assert works.contrasted == {"ollama"} and foreign_products(works, bundled_kb.index) == frozenset()
     assert detect("vLLM hangs with TP=2; it works fine with sglang on the same box").contrasted == {"sglang"}
+    # "能不能像 vllm 那样" sets vLLM against the product asked about after any character.
+    assert detect("ovms 能不能像 vllm serve --chat-template ./x.jinja 那样自己给一个模板？").contrasted == {"vllm"}
+    assert not detect("镜像 vllm/vllm-openai 启动就报错").contrasted
     assert not detect("lmdeploy 单卡正常，多卡报错").contrasted and not detect("sglang 也报 OOM").contrasted
 
 
