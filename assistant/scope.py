@@ -631,7 +631,8 @@ def foreign_products(scope: Scope, index) -> frozenset[str]:
     that the KB covers ("lmdeploy crashes at 4 concurrent requests" against a vLLM/FastDeploy
     KB), or names those only to contrast ("用 lmdeploy（不是 vllm）"). Only for KBs whose
     articles declare a `product`, or whose pages are evidently about one (a product's own
-    docs); a team's own docs that name no product throughout cannot judge.
+    docs); a KB evidently about none judges only a product none of its pages names, and a
+    runbook of a few files not even that.
 
     In a KB that declares products, one mention anywhere makes a product known, so a team's
     SGLang runbook does. A product's own docs mention others in passing ("faster than
@@ -643,26 +644,23 @@ def foreign_products(scope: Scope, index) -> frozenset[str]:
     declared = not all(m.product in ("general", "") for m in index.docs.values())
     subject = frozenset() if declared else kb_subject_products(index)
     asked = scope.products - scope.contrasted
-    if not declared and not subject:
-        # A doc tree about a product this list does not name (RTP-LLM, a team's platform)
-        # still cannot answer for a product none of its pages ever mentions: "lmdeploy 里
-        # 挂多个 LoRA" against RTP-LLM's docs. One mention anywhere keeps it (a team's
-        # runbooks may name the engine once and mean it throughout), and a handful of
-        # files is a team's runbook, not a doc tree.
-        _heads, _body, per_doc = kb_text(index)
-        if len(per_doc) < MIN_TREE_DOCS:
-            return frozenset()
-        names = {p: tuple(_dashed(n) for n in PRODUCTS[p] if n not in MODEL_HINTS) for p in asked}
-        mentioned = any(_found(text, names[p]) for p in asked for text in per_doc)
-        return frozenset() if mentioned else asked
     if declared:
         known = {p for p in asked if any(covers(index, name, min_docs=1) for name in PRODUCTS[p] if name not in MODEL_HINTS)}
-    else:
-        heads, _body, per_doc = kb_text(index)
-        names = {p: tuple(_dashed(n) for n in PRODUCTS[p] if n not in MODEL_HINTS) for p in asked}
-        need = max(2, OTHER_PRODUCT_SHARE * len(per_doc))
-        known = {p for p in asked if p in subject or _found(heads, names[p])
-                 or sum(1 for text in per_doc if _found(text, names[p])) >= need}
+        return frozenset() if known else asked
+    heads, body, per_doc = kb_text(index)
+    names = {p: tuple(_dashed(n) for n in PRODUCTS[p] if n not in MODEL_HINTS) for p in asked}
+    if not subject:
+        # A doc tree about a product this list does not name (a team's platform, a new
+        # engine) still cannot answer for a product none of its pages ever mentions:
+        # "lmdeploy 里挂多个 LoRA" against another engine's docs. One mention anywhere keeps
+        # it (a team's runbooks may name the engine once and mean it throughout), and a
+        # handful of files is a team's runbook, not a doc tree.
+        if len(per_doc) < MIN_TREE_DOCS or any(_found(body, names[p]) for p in asked):
+            return frozenset()
+        return asked
+    need = max(2, OTHER_PRODUCT_SHARE * len(per_doc))
+    known = {p for p in asked if p in subject or _found(heads, names[p])
+             or sum(1 for text in per_doc if _found(text, names[p])) >= need}
     return frozenset() if known else asked
 
 
