@@ -28,7 +28,7 @@ def main(argv: list[str]) -> int:
     lines = [line.strip() for line in listing.read_text(encoding="utf-8").splitlines() if line.strip()]
     header = lines[0].lstrip("# ").split()
     commit = header[0].partition("@")[2]
-    folder = header[1] if len(header) > 1 else ""
+    folder = header[1].strip("/") if len(header) > 1 else ""  # "/" is the repository root
     if folder and not folder.endswith("/"):
         folder += "/"  # "docs" and "docs/" name the same folder
     paths = [folder + line for line in lines[1:]]
