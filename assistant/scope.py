@@ -353,6 +353,7 @@ def detect(question: str) -> Scope:
     text = _padded(question[:MAX_QUERY_CHARS])
     products = frozenset(p for p, names in PRODUCTS.items() if _found(text, names))
     contrasted = frozenset(p for p in products if _only_contrasted(text, PRODUCTS[p]))
+    contrasted |= _in_passing(question[:MAX_QUERY_CHARS], products - contrasted)
     hardware_terms = {h: hit for h, names in HARDWARE.items() if (hit := _found(text, names))}
     hardware = frozenset(hardware_terms)
     contrasted |= frozenset(h for h in hardware if _only_contrasted(text, HARDWARE[h]))  # "…than on H100"
@@ -405,6 +406,30 @@ _CONTRAST = re.compile(r"(?:(?<!是)不是|不用|而非|而不是|类似|(?<![�
 # fine: the failure is in the other one), "works fine with lmdeploy" (before it).
 _FINE_AFTER = re.compile(r"[^，,。；;！!？?\n]{0,8}?(?:也|都)(?:没问题|没事|正常|能用|能跑|可以|好好的|ok)")
 _FINE_BEFORE = re.compile(r"(?<![a-z])(?:works?|worked|runs?|ran)\s+fine\s+(?:with|on|in|under|using)\s*$")
+
+
+# Serving engines, as opposed to the stacks that run one for you (KubeAI, Xinference, GPUStack):
+# a question about one of these may name another engine in passing ("with vLLM a higher
+# temperature does change the output").
+ENGINES = frozenset({"vllm", "fastdeploy", "sglang", "tensorrt-llm", "tgi", "ollama", "llama.cpp", "lmdeploy", "mindie",
+                     "lightllm", "ktransformers", "mlc-llm", "exllama", "mistral.rs", "lorax", "rtp-llm", "xllm",
+                     "deepspeed-mii", "tei", "dashinfer"})
+
+
+def _in_passing(question: str, named: frozenset[str]) -> frozenset[str]:
+    """Products the asker's own sentences name less often than an engine they name at least
+    twice: that engine is what the question is about ("Running the TensorRT-LLM example …
+    With vLLM it changes … Is sampling off on the TRT-LLM side?", "在 vLLM 里碰到过 …，现在想换
+    LMDeploy，LMDeploy 会不会也有这个限制？"). Pasted logs do not count: a vLLM traceback may
+    name a trtllm kernel several times."""
+    if len(named) < 2:
+        return frozenset()
+    prose = _padded(sentences(question, errors=False))
+    counts = {p: len({i for name in PRODUCTS[p] for i in _mentions(prose, name)}) for p in named}  # "vllm serve" once
+    lead = max(counts, key=counts.get)
+    if lead not in ENGINES or counts[lead] < 2 or any(counts[p] >= counts[lead] for p in named if p != lead):
+        return frozenset()
+    return frozenset(p for p in named if p != lead and p in ENGINES)  # a stack running the engine is its setting
 
 
 def _only_contrasted(text: str, names: tuple[str, ...]) -> bool:

@@ -535,6 +535,26 @@ def test_a_product_named_only_as_a_contrast_is_not_the_subject(bundled_kb):
     assert not detect("lmdeploy 单卡正常，多卡报错").contrasted and not detect("sglang 也报 OOM").contrasted
 
 
+def test_an_engine_named_in_passing_is_not_the_subject(bundled_kb):
+    from assistant.scope import foreign_products
+
+    # The question is about TGI; vLLM is named once to compare.
+    tgi = detect("TGI keeps every reply identical whatever top_p I send. vLLM does vary them. "
+                 "Does TGI ignore top_p unless do_sample is set?")
+    assert tgi.contrasted == {"vllm"} and foreign_products(tgi, bundled_kb.index) == {"tgi"}
+    zh = detect("vllm 上遇到过 KV cache 放不下的报错，现在改用 lmdeploy，lmdeploy 也有这个限制吗？")
+    assert zh.contrasted == {"vllm"} and foreign_products(zh, bundled_kb.index) == {"lmdeploy"}
+    # Named as often as the other, both stay asked about; named more often, vLLM is the subject.
+    assert not detect("moved from sglang to vllm and now it OOMs at start").contrasted
+    assert detect("moved from sglang to vllm and now vllm OOMs at start").contrasted == {"sglang"}
+    assert not detect("vllm crashes at 4 concurrent requests while lmdeploy holds 16").contrasted
+    # A stack that runs the engine is its setting, not a contrast; a pasted log does not count.
+    assert not detect("xinference 里用 vllm 引擎，vllm 启动就 OOM，xinference 日志没别的").contrasted
+    log = ("vllm serve fails at start:\n  File \"/x/flashinfer/trtllm_moe.py\", line 3\n"
+           "  File \"/x/flashinfer/trtllm_gen.py\", line 9\nRuntimeError: CUDA error")
+    assert "vllm" not in detect(log).contrasted
+
+
 def test_a_printed_object_and_a_model_variant_are_not_subjects():
     q = ("Qwen2 72B Chat AWQ on vllm: a request loops forever. the log shows SamplingParams(n=1, best_of=1, "
          "temperature=0.6) but generation_config.json has repetition_penalty 1.15. why?")
