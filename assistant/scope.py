@@ -144,7 +144,7 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     "vision/OCR model serving": ("paddleocr", "ocr", "uie", "yolo", "ppyoloe", "simple-serving", "detection model", "目标检测"),
     "multimodal inputs": ("multimodal", "multi-modal", "vision", "image_url", "video", "audio", "pixel_values",
                           "limit_mm_per_prompt", "limit-mm-per-prompt", "image(s)", "images per", "multiple images", "多模态", "图片", "图像",
-                          "视觉", "多张图"),
+                          "视觉", "多张图", "一张图", "两张图", "几张图", "三张图"),  # "超过一张图就报错": images counted per request
     "IPv6 networking": ("ipv6",),
     "embedding and rerank models": ("embedding model", "embedding 模型", "embedding模型", "embeddings endpoint", "embedding endpoint",
                                     "embeddings api", "embedding api", "/v1/embeddings", "pooling", "rerank", "reranker",

@@ -359,7 +359,8 @@ def test_words_that_only_contain_a_subject_do_not_name_it():
               "报错截图如下图片所示：CUDA out of memory", "connection pooling in the gateway makes vllm requests hang",
               "after fine-tuning our model, vllm serve OOMs at startup", "我们 SFT 后的 Qwen2 模型用 vllm 起服务直接 OOM"):
         assert detect(q).entities == (), q
-    for q in ("一次传三张图片就报错", "video input with qwen2-vl fails", "how many images per prompt can I send"):
+    for q in ("一次传三张图片就报错", "video input with qwen2-vl fails", "how many images per prompt can I send",
+              "把之前的截图都带上，请求里超过一张图就 400，单张图没事"):
         assert detect(q).entities == ("multimodal inputs",), q
     assert detect("how do I run SFT on Qwen2 before serving it with vllm?").entities == ("fine-tuning",)
 
