@@ -813,3 +813,39 @@ def test_a_distant_section_of_a_reference_page_comes_after_the_best_match(tmp_pa
     assert answer.grounded and [c.section for c in answer.citations] == ["Embeddings", "Examples"]
     assert answer.answer.startswith("### OpenAI-compatible API > Embeddings")
     assert answer.answer.index("pip install sentence-transformers") < answer.answer.index("curl http")
+
+
+GADGET_TOPICS = {
+    "memory.md": ("Memory budget", "Each model gets a share of the card's memory. Set `gadget serve --mem-fraction 0.6` so that "
+                  "two models fit on one card; the rest stays free for other processes. Lower it when the card is shared."),
+    "batching.md": ("Batching", "Requests wait up to `--batch-wait-ms` before a batch runs. Raise `--max-batch` for throughput, "
+                    "lower it for latency."),
+    "tls.md": ("TLS", "Pass `--cert` and `--key` to serve HTTPS with your own certificate; the default is plain HTTP on port 8080."),
+    "scaling.md": ("Autoscaling", "Replicas follow the queue length: `--min-replicas 1 --max-replicas 8`. Scale-down waits five minutes."),
+    "logging.md": ("Logs", "Every request is logged as one JSON line with its latency; set `--log-level debug` for token timings."),
+    "auth.md": ("API keys", "Clients send `Authorization: Bearer <key>`; keys live in `keys.yaml` and reload without a restart."),
+    "models.md": ("Model folders", "A model folder holds the weights and the tokenizer; `gadget pull NAME` downloads one from the registry."),
+    "metrics.md": ("Metrics", "Prometheus metrics are served on `/metrics`: queue length, tokens per second, GPU utilisation."),
+}
+
+
+def test_a_close_call_between_the_readme_and_the_page_about_the_subject_goes_to_the_page(tmp_path, monkeypatch):
+    """A README that lists every feature in a line lies close to every page and to most
+    questions; the page about the one asked for is what answers."""
+    from assistant import retrieval
+    from assistant.retrieval import RetrievalParams, page_hubness, page_vectors, search
+
+    pages = {name: f"# {title}\n\n{body}\n" for name, (title, body) in GADGET_TOPICS.items()}
+    pages["README.md"] = ("# Gadget\n\nGadget serves language models over HTTP.\n\n## What it does\n\n"
+                          + "\n".join(f"- {title}: {body.split('.')[0]}." for title, body in GADGET_TOPICS.values()) + "\n")
+    settings, kb = docs_kb(tmp_path, pages)
+    rows, _ = page_vectors(kb.index)
+    hub = page_hubness(kb.index)
+    assert max(rows, key=lambda doc: hub[rows[doc]]) == "readme" and hub[rows["tls"]] == 0.0
+
+    question = "Gadget 怎么配置 HTTPS 证书"
+    ranked = search(kb.index, kb.embedder, question, RetrievalParams.from_settings(settings))
+    assert ranked.articles[0].doc_id == "tls"
+    assert answer_question(question, settings, kb=kb).citations[0].source == "tls.md"
+    monkeypatch.setattr(retrieval, "HUB_WEIGHT", 0.0)
+    assert search(kb.index, kb.embedder, question, RetrievalParams.from_settings(settings)).articles[0].doc_id == "readme"
