@@ -237,6 +237,11 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
     "embedding and rerank models": ("#embeddings", "#embedding", "/v1/embeddings", "embedding model*", "rerank*"),
     # A page on tool calling ("Deploy with Tool Calling Support") covers tool_choice too.
     "tool calling": ("tool calling", "function calling", "工具调用", "函数调用"),
+    # Reasoning output under any of its names: docs with a "Thinking" page, or that document
+    # enable_thinking, answer "怎么关掉思考模式" and "--reasoning-parser" alike. Not
+    # reasoning_content: an OpenAI-compatible server's field list may name it without more.
+    "reasoning parsers": ("reasoning parser*", "reasoning_parser", "enable_thinking", "thinking mode",
+                          "#thinking", "思考模式"),
 }
 PHRASE_SUBJECTS_ZH = {"new model support": "新模型架构的支持", "bf16 on older GPUs": "旧 GPU 上的 bf16",
                       "stop tokens and EOS": "停止符与 EOS", "context extension (RoPE/YaRN)": "上下文扩展（RoPE/YaRN）",

@@ -849,3 +849,23 @@ def test_a_close_call_between_the_readme_and_the_page_about_the_subject_goes_to_
     assert answer_question(question, settings, kb=kb).citations[0].source == "tls.md"
     monkeypatch.setattr(retrieval, "HUB_WEIGHT", 0.0)
     assert search(kb.index, kb.embedder, question, RetrievalParams.from_settings(settings)).articles[0].doc_id == "readme"
+
+
+def test_docs_about_thinking_cover_a_chinese_question_on_thinking_mode(tmp_path):
+    """English docs never say 思考模式; a page titled "Thinking", or a documented
+    enable_thinking, covers it. A field list that merely names reasoning_content does not
+    cover "--reasoning-parser"."""
+    from assistant.scope import detect, unseen_entities
+
+    question = "Qwen3 怎么彻底关掉思考模式？API 调用时能不能默认不思考？"
+    pages = {"thinking.md": "# Thinking\n\nSend `\"think\": false` in the request to turn the reasoning trace off.\n",
+             "serve.md": "# Serving\n\nStart the server with `gadget serve MODEL`.\n"}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    _settings, kb = docs_kb(tmp_path / "a", pages)
+    assert unseen_entities(detect(question), kb.index) == []
+    assert unseen_entities(detect("how do I set --reasoning-parser for qwen3?"), kb.index) == []
+    fields = {"api.md": "# Chat API\n\n| field | meaning |\n|---|---|\n| content | the reply |\n| reasoning_content | trace |\n",
+              "serve.md": pages["serve.md"]}
+    _settings, bare = docs_kb(tmp_path / "b", fields)
+    assert unseen_entities(detect("how do I set --reasoning-parser for qwen3?"), bare.index) == ["reasoning parsers"]
