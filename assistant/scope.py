@@ -237,6 +237,9 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
     "embedding and rerank models": ("#embeddings", "#embedding", "/v1/embeddings", "embedding model*", "rerank*"),
     # A page on tool calling ("Deploy with Tool Calling Support") covers tool_choice too.
     "tool calling": ("tool calling", "function calling", "工具调用", "函数调用"),
+    # Docs with a "… from source" heading ("Build wheel from source") cover building from
+    # source, asked as 源码编译 or by its knob (MAX_JOBS) alike.
+    "building from source": ("#from source", "build from source", "building from source", "max_jobs"),
     # Reasoning output under any of its names: docs with a "Thinking" page, or that document
     # enable_thinking, answer "怎么关掉思考模式" and "--reasoning-parser" alike. Not
     # reasoning_content: an OpenAI-compatible server's field list may name it without more.

@@ -869,3 +869,17 @@ def test_docs_about_thinking_cover_a_chinese_question_on_thinking_mode(tmp_path)
               "serve.md": pages["serve.md"]}
     _settings, bare = docs_kb(tmp_path / "b", fields)
     assert unseen_entities(detect("how do I set --reasoning-parser for qwen3?"), bare.index) == ["reasoning parsers"]
+
+
+def test_docs_with_a_from_source_heading_cover_a_chinese_build_question(tmp_path):
+    """源码编译 never appears in English docs; a "Build wheel from source" section does."""
+    from assistant.scope import detect, unseen_entities
+
+    question = "源码编译 gadget 把机器内存吃满卡死了，怎么限制编译并发？"
+    pages = {"install.md": "# Installation\n\n## Build wheel from source\n\nSet `MAX_JOBS=4` to limit parallel compile jobs.\n",
+             "serve.md": "# Serving\n\nStart the server with `gadget serve MODEL`.\n"}
+    _settings, kb = docs_kb(tmp_path, pages)
+    assert unseen_entities(detect(question), kb.index) == []
+    (tmp_path / "other").mkdir()
+    _settings, serving_only = docs_kb(tmp_path / "other", {"serve.md": pages["serve.md"]})
+    assert unseen_entities(detect(question), serving_only.index) == ["building from source"]
