@@ -237,6 +237,8 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
     "embedding and rerank models": ("#embeddings", "#embedding", "/v1/embeddings", "embedding model*", "rerank*"),
     # A page on tool calling ("Deploy with Tool Calling Support") covers tool_choice too.
     "tool calling": ("tool calling", "function calling", "工具调用", "函数调用"),
+    # A "Configure speech-to-text" page covers the Whisper model asked about.
+    "speech models": ("#speech", "speech-to-text", "speech to text", "transcription*", "/v1/audio", "whisper"),
     # Docs with a "… from source" heading ("Build wheel from source") cover building from
     # source, asked as 源码编译 or by its knob (MAX_JOBS) alike.
     "building from source": ("#from source", "build from source", "building from source", "max_jobs"),

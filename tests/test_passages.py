@@ -883,3 +883,12 @@ def test_docs_with_a_from_source_heading_cover_a_chinese_build_question(tmp_path
     (tmp_path / "other").mkdir()
     _settings, serving_only = docs_kb(tmp_path / "other", {"serve.md": pages["serve.md"]})
     assert unseen_entities(detect(question), serving_only.index) == ["building from source"]
+
+
+def test_a_speech_to_text_page_covers_a_question_about_whisper(tmp_path):
+    from assistant.scope import detect, unseen_entities
+
+    pages = {"speech.md": "# Configure speech-to-text\n\nSet `engine: FasterWhisper` and post audio to `/v1/audio/transcriptions`.\n",
+             "serve.md": "# Serving\n\nStart the server with `gadget serve MODEL`.\n"}
+    _settings, kb = docs_kb(tmp_path, pages)
+    assert unseen_entities(detect("which engine runs a whisper model, and where do I send the mp4?"), kb.index) == []
