@@ -201,7 +201,8 @@ def test_a_subject_named_by_an_error_message_is_named_by_its_own_name(bundled_se
     from assistant.answer import answer_question
     from assistant.scope import CORE_TERMS, PHRASE_SUBJECTS_ZH
 
-    assert set(PHRASE_SUBJECTS_ZH) == set(CORE_TERMS)
+    # Subjects named by a phrase have core words; not every subject with core words is named by a phrase.
+    assert set(PHRASE_SUBJECTS_ZH) <= set(CORE_TERMS)
     answer = answer_question("vllm 0.6.3 加载 glm-4-9b-chat-hf 报 Model architectures ['GlmForCausalLM'] are not supported "
                              "for now，哪个版本能跑？", bundled_settings, kb=bundled_kb, use_llm=False)
     assert not answer.grounded and "新模型架构的支持" in answer.answer and "关于 are not" not in answer.answer
