@@ -571,7 +571,10 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
             break
         if _wrong_hardware_beside(top, art):
             continue
-        if art not in siblings and art.relevance >= PASSAGE_RELEVANCE * top.relevance and art.score >= top.score - AMBIGUITY_MARGIN:
+        # The hub penalty decides which passage leads, not whether a README's or a parameter
+        # list's passage is close enough to quote after it: those often hold the flag asked for.
+        if (art not in siblings and art.relevance >= PASSAGE_RELEVANCE * top.relevance
+                and art.score + art.hub_penalty >= top.score - AMBIGUITY_MARGIN):
             others.append(art)
     hits = {sc.chunk.chunk_id: sc.score for art in result.articles for sc in art.chunks}
     from .scope import sentences

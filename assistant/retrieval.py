@@ -120,6 +120,7 @@ class ArticleMatch:
     product_conflict: bool = False
     version_conflict: bool = False
     page_penalty: float = 0.0  # what the match lost for standing on a page about something else, or on a hub page (PAGE_WEIGHT, HUB_WEIGHT)
+    hub_penalty: float = 0.0  # the part of page_penalty for standing on a hub page (HUB_WEIGHT)
 
     @property
     def evidence(self) -> float:
@@ -285,7 +286,8 @@ def apply_page_prior(index: KBIndex, query_vector: np.ndarray, matches: list[Art
         gap = closest_page - float(page_cos[rows[match.doc_id]])
         match.page_penalty = (PAGE_WEIGHT if match.passage else ARTICLE_PAGE_WEIGHT) * gap / (ceil - floor)
         if match.passage:
-            match.page_penalty += HUB_WEIGHT * float(hub[rows[match.doc_id]]) / (ceil - floor)
+            match.hub_penalty = HUB_WEIGHT * float(hub[rows[match.doc_id]]) / (ceil - floor)
+            match.page_penalty += match.hub_penalty
         match.score -= match.page_penalty
 
 

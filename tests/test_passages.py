@@ -847,6 +847,9 @@ def test_a_close_call_between_the_readme_and_the_page_about_the_subject_goes_to_
     ranked = search(kb.index, kb.embedder, question, RetrievalParams.from_settings(settings))
     assert ranked.articles[0].doc_id == "tls"
     assert answer_question(question, settings, kb=kb).citations[0].source == "tls.md"
+    # However heavy the penalty, it only orders: the README's line on TLS is still quoted after the page.
+    monkeypatch.setattr(retrieval, "HUB_WEIGHT", 5.0)
+    assert [c.source for c in answer_question(question, settings, kb=kb).citations][:2] == ["tls.md", "README.md"]
     monkeypatch.setattr(retrieval, "HUB_WEIGHT", 0.0)
     assert search(kb.index, kb.embedder, question, RetrievalParams.from_settings(settings)).articles[0].doc_id == "readme"
 
