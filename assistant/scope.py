@@ -382,6 +382,11 @@ def detect(question: str) -> Scope:
             terms[entity] = hit
             if _found(prose, needles):
                 in_prose.append(entity)
+    if terms.get("vision/OCR model serving") == "ocr" and (products - contrasted) & (ENGINES - {"fastdeploy"}):
+        # On an LLM engine, OCR is what a vision-language model is asked to do (GOT-OCR, "用
+        # Qwen2.5-VL 做 OCR"), not the detection/recognition pipelines the subject is about.
+        del terms["vision/OCR model serving"]
+        in_prose = [e for e in in_prose if e != "vision/OCR model serving"]
     return Scope(products, hardware, versions, tuple(terms), terms, hardware_terms, tuple(in_prose), contrasted)
 
 

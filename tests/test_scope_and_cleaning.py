@@ -556,6 +556,14 @@ def test_an_engine_named_in_passing_is_not_the_subject(bundled_kb):
     assert "vllm" not in detect(log).contrasted
 
 
+def test_ocr_asked_of_an_llm_engine_is_a_vision_models_task_not_the_ocr_pipeline_subject():
+    assert detect("用 sglang 跑 GOT OCR 模型，temperature 设 0 两次结果还是不一样").entities == ()
+    assert detect("deploying an OCR model with vllm takes 80GB, how do I cap the memory?").entities == ()
+    assert "vision/OCR model serving" in detect("FastDeploy 服务化部署 OCR，一张图 2.5 秒").entities
+    assert "vision/OCR model serving" in detect("vllm 旁边还要部署 PaddleOCR 的检测模型").entities
+    assert "vision/OCR model serving" in detect("how do I serve an OCR pipeline?").entities
+
+
 def test_a_printed_object_and_a_model_variant_are_not_subjects():
     q = ("Qwen2 72B Chat AWQ on vllm: a request loops forever. the log shows SamplingParams(n=1, best_of=1, "
          "temperature=0.6) but generation_config.json has repetition_penalty 1.15. why?")
