@@ -57,8 +57,9 @@ ARTICLE_PAGE_WEIGHT = 0.25
 # A passage also loses this share of its page's hubness (page_hubness, rescaled like a
 # cosine): close calls between a hub page and the page about the subject go to the latter.
 # Set on 15 dev doc trees (347 questions in scope): file@1 243 -> 252, fix in the answer
-# 257 -> 256; 0.5 gave 248/255 and 2.0 230/250. Curated articles are one symptom each and
-# keep no such penalty.
+# 257 -> 256; 0.5 gave 248/255 and 2.0 230/250. The fixes lost came back (+4) once the
+# penalty only ordered passages (answer._passages_body). Curated articles are one symptom
+# each and keep no such penalty.
 HUB_WEIGHT = 1.0
 # Chunks kept per article or passage: its best ones score it and are quoted from.
 CHUNKS_PER_MATCH = 8
@@ -281,11 +282,11 @@ def apply_page_prior(index: KBIndex, query_vector: np.ndarray, matches: list[Art
     page_cos = pages @ np.asarray(query_vector, dtype=np.float32)
     closest_page = float(page_cos.max())
     floor, ceil = DENSE_RANGE["en"]
-    hub = page_hubness(index)
+    hub = page_hubness(index) if any(m.passage for m in matches) else None  # curated articles never need it
     for match in matches:
         gap = closest_page - float(page_cos[rows[match.doc_id]])
         match.page_penalty = (PAGE_WEIGHT if match.passage else ARTICLE_PAGE_WEIGHT) * gap / (ceil - floor)
-        if match.passage:
+        if hub is not None and match.passage:
             match.hub_penalty = HUB_WEIGHT * float(hub[rows[match.doc_id]]) / (ceil - floor)
             match.page_penalty += match.hub_penalty
         match.score -= match.page_penalty
