@@ -72,6 +72,12 @@ _PROGRAM_SAYS = re.compile(r"^\s*[\w./-]{1,60}(?:\s[\w./-]{1,60})?:\s")
 _QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
 # A python dict or list printed inline: "{'tokenizer_mode': 'auto', 'trust_remote_code': True, …}".
 _LITERAL = re.compile(r"^\s*[{\[]\s*['\"][\w.\-]{1,60}['\"]\s*[:,]")
+# A status line printed without its log prefix: three or more "label: number unit" fields,
+# "Running: 6 reqs, Waiting: 0 reqs, GPU KV cache usage: 24.6%, Prefix cache hit rate: 99.2%".
+# Its labels are the printer's words (a prefix-cache hit rate is printed whether or not the
+# asker uses prefix caching), not what is asked.
+_STATUS_FIELD = r"[A-Za-z][\w .()/-]{0,50}?:\s*[-+]?\d[\d.,]*\s*(?:%|[A-Za-z/]{1,12}(?:/[A-Za-z]{1,4})?)?"
+_STATUS = re.compile(rf"^\s*{_STATUS_FIELD}(?:\s*[,;|]\s*{_STATUS_FIELD}){{2,}}\s*[.,;]?\s*$")
 # A log line's source tag: "(RayWorkerWrapper pid=880)", "(autoscaler +7s)".
 _LOG_TAG = re.compile(r"^\s*\([\w.\-]{1,40}(?:\s+(?:pid=\d{1,10}|\+\d{1,6}m?s))?\)\s*")
 
@@ -137,6 +143,8 @@ def split_question(text: str) -> QuestionParts:
             parts.code.append(line)
         elif is_error and _PROGRAM_SAYS.match(line):
             parts.errors.append(line)  # "vllm serve: error: argument …", "bash: nvcc: command not found"
+        elif _STATUS.match(_LOG_TAG.sub("", line, count=1)):
+            parts.logs.append(line)
         elif _LOG_PREFIX.match(line):
             (parts.errors if _LOG_LEVEL_PROBLEM.search(line[:80]) or is_error else parts.logs).append(line)
         elif _COMMAND.match(line) and not _prose_after_command_word(line) or _LITERAL.match(line):

@@ -171,6 +171,21 @@ def test_error_lines_stay_and_a_bare_log_is_read_whole():
     assert retrieval_text(log_only) == log_only
 
 
+def test_a_status_line_printed_without_its_log_prefix_is_a_log_not_a_subject():
+    """vLLM's stats line names prefix caching whether or not the asker uses it."""
+    q = ("On the V1 engine GPU memory never goes down and KV cache usage keeps climbing:\n"
+         "Running: 6 reqs, Waiting: 0 reqs, GPU KV cache usage: 24.6%, Prefix cache hit rate: 99.2%\n"
+         "Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 5.4 tokens/s, Running: 1 reqs.\n"
+         "Is this a memory leak?")
+    parts = split_question(q)
+    assert len(parts.logs) == 2 and "Prefix cache" not in retrieval_text(q)
+    assert "prefix caching" not in detect(q).said_entities
+    # A line describing the setup is no status line: its values are not all numbers.
+    assert not split_question("GPU: A100, memory: 80 GB, CUDA: 12.1\nwhy does it hang?").logs
+    # And a sentence asking about prefix caching still names it.
+    assert "prefix caching" in detect("how do I turn on prefix caching? hit rate: 0%").said_entities
+
+
 def test_a_sentence_that_starts_with_a_command_word_is_prose():
     q = "nvidia-smi shows 23859MiB per card; with --enforce-eager it's 21395MiB. So is 2.4GB CUDA graph?"
     assert "nvidia-smi shows" in retrieval_text("4x RTX 4090:\nvllm serve x --tensor-parallel-size 4\n" + q)
