@@ -39,6 +39,7 @@ MAX_ANSWER_CHARS = 3000
 SIBLING_RANKS = 5
 SIBLING_RELEVANCE = 0.75
 MAX_SIBLINGS = 2
+BEST_KEYWORD = 0.999  # a chunk's keyword score is relative to the KB's best keyword match
 SIBLING_RESERVE = 300  # headings, citations and notes around the passages
 PAGE_ORDER_SPAN = 2  # sections of one page this close to the best match are quoted in page order
 MIN_SIBLING_CHARS = 400  # less room than this and a sibling is left behind its citation
@@ -563,8 +564,12 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     # Other sections of the best document that also matched come after it, under their own
     # headings: a page's introduction often matches best, the commands sit a heading below.
     # They get the room the best passage and the alternatives leave, never theirs.
+    # The KB's best keyword match is one too, however far its wording is from the question's:
+    # "which AMD GPUs are supported" reads like the Docker build section, while the
+    # Requirements list below it holds every word asked ("RX 7900 Series (gfx1100)").
     siblings = [art for art in result.articles[1:SIBLING_RANKS] if art.doc_id == top.doc_id and art.passage
-                and art.relevance >= SIBLING_RELEVANCE * top.relevance][:MAX_SIBLINGS]
+                and (art.relevance >= SIBLING_RELEVANCE * top.relevance
+                     or any(sc.keyword >= BEST_KEYWORD for sc in art.chunks))][:MAX_SIBLINGS]
     others: list[ArticleMatch] = []
     for art in result.articles[1:]:
         if len(others) + 1 >= max(1, top_k):
