@@ -12,7 +12,7 @@ from assistant.tools.capacity import (LOGPROBS_MESSAGE_BYTES, LOGPROBS_MESSAGE_B
                                       kv_concurrency, kv_tokens_concurrency, logprobs_message_size)
 from assistant.tools.gpu import gpu_status
 from assistant.tools.host import host_status
-from assistant.tools.logs import diagnose_log
+from assistant.tools.logs import diagnose_log, diagnose_text
 from assistant.tools.serving import parse_metrics, serving_status
 
 from .conftest import run_cli
@@ -622,6 +622,17 @@ def test_a_crash_outranks_the_warnings_before_it_even_without_a_kb_signature(bun
     log.write_text("\n".join(line for line in CRASH_LOG.splitlines() if "graph" not in line))
     bare = json.loads(run_cli(["ask", "--json", "--log", str(log)], bundled_env).stdout)
     assert bare["grounded"] is False and "no KB article on it" in bare["answer"]
+
+
+def test_the_sixty_second_broadcast_warning_points_at_the_debug_switches(bundled_kb):
+    """Workers printing the shared-memory broadcast warning every minute are stuck or busy
+    somewhere: the article that finds where, in both of vLLM's wordings of the message."""
+    for line in ("(VllmWorkerProcess pid=3253) WARNING 08-13 11:31:37 shm_broadcast.py:386] No available block found in 60 second",
+                 "(EngineCore pid=395) INFO 07-12 02:35:01 [shm_broadcast.py:705] No available shared memory broadcast block "
+                 "found in 60 seconds. This typically happens when some processes are hanging or doing some "
+                 "time-consuming work (e.g. compilation, weight/kv cache quantization)."):
+        r = diagnose_text((line + "\n") * 3, kb=bundled_kb)
+        assert r.findings and r.findings[0].article == "vllm-debug-switches" and r.findings[0].count == 3
 
 
 def test_a_healthy_log_is_not_answered_with_an_article_and_a_long_one_says_what_was_not_read(bundled_env, tmp_path):
