@@ -230,7 +230,11 @@ def kb_docs(settings: Settings) -> dict[str, DocMeta]:
     gen = current_generation(directory)
     if loaded is not None and loaded.index.path == gen:
         return loaded.index.docs
-    if gen is not None:
+    # A generation on disk whose sources were edited since (a runbook's new `signatures:`)
+    # would answer with the old front matter until the next `ask` rebuilt it: the sources'
+    # own front matter is read instead. Sizes and mtimes settle this without hashing.
+    manifest = read_manifest(directory) if gen is not None else None
+    if gen is not None and manifest is not None and staleness(directory, sources(settings), manifest.get("embedder", "")) is None:
         cached = _META.get(str(gen))
         if cached is not None:
             return cached

@@ -957,6 +957,21 @@ def test_diagnose_log_and_doctor_titles_come_from_the_index_in_use(tmp_path):
     assert kb_titles(settings)["kafka-lag"] == "Kafka consumer lag"
 
 
+def test_a_signature_added_to_a_runbook_counts_before_the_index_is_rebuilt(tmp_path):
+    """Another process (the CLI's `assistant tool diagnose_log`) reads the index on disk:
+    after an edit it used the old front matter until something rebuilt the index."""
+    from assistant.tools.logs import diagnose_text
+
+    kb_dir = write_tiny_kb(tmp_path / "kb")
+    runbooks = tmp_path / "runbooks"
+    book = "---\nid: kafka-lag\ntitle: Kafka consumer lag\nsignatures: [{sigs}]\n---\n# Kafka lag\n\n## Fixes\nScale the consumers.\n"
+    _doc(runbooks, "kafka.md", book.format(sigs='"Consumer group is rebalancing"'))
+    settings, _kb = _build(tmp_path, kb_dir, runbooks)
+    _doc(runbooks, "kafka.md", book.format(sigs='"Consumer group is rebalancing", "Offset commit failed"'))
+    forget_loaded()
+    assert {f.article for f in diagnose_text("ERROR Offset commit failed\n", settings).findings} == {"kafka-lag"}
+
+
 # ---------------------------------------------------------------- concurrency and corruption
 
 
