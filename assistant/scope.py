@@ -157,6 +157,8 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     # Kubernetes as the subject (its objects and tools), not as where vLLM happens to run.
     "Kubernetes": ("helm", "helm chart", "kubectl", "ingress", "kuberay", "daemonset", "statefulset"),
     "pipeline and expert parallelism": ("pipeline-parallel", "pipeline_parallel", "expert parallel", "expert-parallel", "enable-expert-parallel"),
+    "multi-node serving": ("multi-node", "multinode", "multiple nodes", "multiple hosts", "multiple machines", "across machines",
+                           "across nodes", "two nodes", "two machines", "多机", "多台机器", "多节点", "两台机器"),
     "sleep mode and weight updates": ("sleep mode", "sleep_mode", "wake_up", "update_weights", "rlhf", "weight sync", "weights sync",
                                       "sync weights", "syncing weights", "sync the weights", "sync backend", "sync_backend",
                                       "update weights", "weight update", "weight updates", "权重同步", "同步权重", "更新权重"),
@@ -256,7 +258,8 @@ PHRASE_SUBJECTS_ZH = {"new model support": "新模型架构的支持", "bf16 on 
 # ENTITIES families whose names are phrasings of one subject, not distinct techniques: any
 # of them is a core word.
 PHRASINGS = frozenset({"several models on one GPU", "tokenizers", "IPv6 networking", "CORS",
-                       "rate limiting", "saving logs to a file", "autoscaling", "GPU partitioning (MIG)"})
+                       "rate limiting", "saving logs to a file", "autoscaling", "GPU partitioning (MIG)",
+                       "multi-node serving"})
 
 
 def core_terms(entity: str) -> tuple[str, ...]:

@@ -888,6 +888,25 @@ def test_docs_with_a_from_source_heading_cover_a_chinese_build_question(tmp_path
     assert unseen_entities(detect(question), serving_only.index) == ["building from source"]
 
 
+def test_serving_across_machines_is_a_subject_docs_about_one_machine_do_not_cover(tmp_path):
+    """"Does it support pipeline parallelism across multiple nodes?" was answered from a
+    multi-backend page of docs that never mention more than one machine; docs with a
+    multi-node page cover it however the asker words it (两台机器, across machines)."""
+    from assistant.scope import detect, unseen_entities
+
+    pages = {"serve.md": "# Serving\n\nStart the server with `gadget serve MODEL --num-shard 2` to shard a model over two GPUs.\n"}
+    _settings, one_box = docs_kb(tmp_path, pages)
+    for question in ("Can gadget run one model across multiple nodes, TP inside each node?",
+                     "有两台机器，每台 8 张卡，gadget 能不能做多机推理？"):
+        assert unseen_entities(detect(question), one_box.index) == ["multi-node serving"]
+    (tmp_path / "other").mkdir()
+    pages["multinode.md"] = "# Multi-node deployment\n\nRun `gadget serve MODEL --nodes 2` on the head node.\n"
+    _settings, cluster = docs_kb(tmp_path / "other", pages)
+    assert unseen_entities(detect("有两台机器，gadget 能不能做多机推理？"), cluster.index) == []
+    # Where a model runs is not what a question about one node's crash is about.
+    assert unseen_entities(detect("gadget crashes with --num-shard 2 on one node"), one_box.index) == []
+
+
 def test_a_speech_to_text_page_covers_a_question_about_whisper(tmp_path):
     from assistant.scope import detect, unseen_entities
 
