@@ -298,7 +298,38 @@ def strip_non_content(text: str) -> str:
                 changed = True
                 continue
         kept.append(line)
+    toc = _page_toc_lines(kept)
+    if toc:
+        kept = [line for i, line in enumerate(kept) if i not in toc]
+        changed = True
     return "\n".join(kept) if changed else text
+
+
+# An item of a page's own table of contents: a list item that starts with a link to an anchor
+# of the page, with or without a line of description ("- [The Grammar Parameter](#the-grammar-
+# parameter): Shape your AI's responses with precision.").
+_TOC_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[[^\]\n]+\]\(#[^)\s]*\)")
+
+
+def _page_toc_lines(lines: list[str]) -> set[int]:
+    """The lines of a page's own table of contents: runs of two or more such items, outside
+    code. Indexed, a table of contents names every heading of the page in a few lines, so it
+    matched questions about any of them and was quoted instead of the section it points to
+    (a "Table of Contents 📚" section led a question on the grammar parameter)."""
+    out: set[int] = set()
+    run: list[int] = []
+    fence = ""
+    for i, line in enumerate([*lines, ""]):
+        opened = _FENCE.match(line)
+        if opened and (not fence or opened.group(1)[0] == fence):
+            fence = "" if fence else opened.group(1)[0]
+        if not fence and not opened and _TOC_ITEM.match(line):
+            run.append(i)
+            continue
+        if len(run) >= 2:
+            out.update(run)
+        run = []
+    return out
 
 
 # Hugo shortcodes render as page furniture ({{< alert >}}, {{% notice %}}) or as a link

@@ -77,7 +77,9 @@ SCHEMA = 16
 # 22: an HTML page whose content has one <h1> is titled by it, not by its <title> (site chrome).
 # 23: headings are titled by their words, not their links or anchors; a reST page's own table
 #     of contents is dropped and an image keeps the link it stands for.
-RULES = 23
+# 24: a markdown page's own table of contents (runs of list items linking to its anchors) is
+#     dropped too.
+RULES = 24
 FAISS_TOP = 2_000
 
 

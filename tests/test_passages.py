@@ -243,6 +243,25 @@ def test_a_pages_own_table_of_contents_is_not_quoted(tmp_path):
     assert first_quote == "（仅有英文原文）" and asked_in_chinese.answer.count("（仅有英文原文）") == 1
 
 
+def test_a_table_of_contents_with_descriptions_is_not_indexed(tmp_path):
+    """"- [The Grammar Parameter](#the-grammar-parameter): Shape the response." names every
+    section of the page in a few lines: its "Table of Contents" section matched a question on
+    the grammar parameter best and was quoted in place of the section with the request."""
+    page = ("# Guidance\n\nThe server supports JSON and regex grammars and tools.\n\n"
+            "## Table of Contents\n\n### Grammar and Constraints\n\n"
+            "- [The Grammar Parameter](#the-grammar-parameter): Shape the response with a grammar.\n"
+            "- [JSON Schema Integration](#json-schema-integration): Constrain the output with a JSON schema.\n\n"
+            "### Tools\n\n- [The Tools Parameter](#the-tools-parameter): Call predefined functions.\n"
+            "- [OpenAI integration](#openai-integration): Use OpenAI's client.\n\n"
+            "## Grammar and Constraints\n\n### The Grammar Parameter\n\nPass a grammar with the request:\n\n"
+            "```json\n{\"inputs\": \"...\", \"parameters\": {\"grammar\": {\"type\": \"json\", \"value\": {}}}}\n```\n\n"
+            "## Tools\n\n### The Tools Parameter\n\nList the functions under `tools`.\n")
+    settings, kb = docs_kb(tmp_path, {"guidance.md": page})
+    assert not any("(#the-grammar-parameter)" in c.text for c in kb.index.chunks)
+    answer = answer_question("grammar 参数是干嘛用的？想让 /generate 输出固定 schema 的 JSON，请求体怎么写？", settings, kb=kb)
+    assert answer.grounded and '"type": "json"' in answer.answer and "(#json-schema-integration)" not in answer.answer
+
+
 IMAGE_OPTIONS = """## OPTIONS
 
 #### **--image**=*IMAGE*
