@@ -292,6 +292,41 @@ def apply_page_prior(index: KBIndex, query_vector: np.ndarray, matches: list[Art
         match.score -= match.page_penalty
 
 
+# A release log (release notes, a changelog, "News or Update", "Docker Release History") names
+# every feature and flag the day it shipped, in a line each: it matched "which startup flag
+# serves embeddings?" closer than the parameter reference that explains the flag. A passage
+# on one loses this much, unless the question asks about versions or changes. Like the page
+# prior it only orders: whether the KB answers is judged before it.
+RELEASE_LOG_PENALTY = 0.1
+_RELEASE_LOG_TITLE = re.compile(
+    r"^\s*(?:release notes?|release history|docker release history|change ?log|changes|news(?: or updates?)?|what'?s new"
+    r"|updates|更新日志|版本说明|发布说明|版本发布|发布日志|release\s+(?:[\w.-]+\s+)?v?\d+\.\d+(?:\.\d+)?"
+    r"|[\w.-]+\s+v?\d+\.\d+\.\d+)\s*$", re.I)
+_RELEASE_LOG_FILE = frozenset({"changelog", "changes", "news", "release", "releases", "release-notes", "release_notes",
+                               "releasenotes", "history"})
+_ASKS_ABOUT_VERSIONS = re.compile(r"\bv\d+(?:\.\d+)+|\b\d+\.\d+\.\d+|\b(?:release|releases|changelog|upgrad\w*|versions?|"
+                                  r"since|new in|added in|deprecated|removed)\b|版本|升级|更新|新增|发布", re.I)
+
+
+def is_release_log(chunk: Chunk) -> bool:
+    """Whether a chunk stands on a page of release notes, by its page title or file name."""
+    from pathlib import PurePath
+
+    title = chunk.title.split(" > ", 1)[0].strip("*_ ")
+    return bool(_RELEASE_LOG_TITLE.match(title)) or PurePath(chunk.source).stem.lower() in _RELEASE_LOG_FILE
+
+
+def apply_release_log_prior(index: KBIndex, question: str, matches: list[ArticleMatch]) -> None:
+    """Lower the passages of release logs (RELEASE_LOG_PENALTY) for a question that is not
+    about versions or what changed."""
+    if _ASKS_ABOUT_VERSIONS.search(question[:8000]):
+        return
+    for match in matches:
+        if match.passage and match.chunks and is_release_log(match.chunks[0].chunk):
+            match.page_penalty += RELEASE_LOG_PENALTY
+            match.score -= RELEASE_LOG_PENALTY
+
+
 def grounding_scale(cosine: float, lang: str) -> float:
     lo, hi = DENSE_BAND.get(lang, DENSE_BAND["en"])
     return float(np.clip((cosine - lo) / (hi - lo), 0.0, 1.0))
@@ -504,6 +539,7 @@ def search(
             match.relevance = match.dense + boost
 
     apply_page_prior(index, qvec[0], list(by_article.values()), mode)
+    apply_release_log_prior(index, question, list(by_article.values()))
     articles = sorted(by_article.values(), key=lambda a: -a.score)[:limit]
     timings["search"] = (time.perf_counter() - t1) * 1000
     result = Retrieval(question, lang, mode, articles, False, timings, scope)

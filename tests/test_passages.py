@@ -262,6 +262,33 @@ def test_a_table_of_contents_with_descriptions_is_not_indexed(tmp_path):
     assert answer.grounded and '"type": "json"' in answer.answer and "(#json-schema-integration)" not in answer.answer
 
 
+def test_release_notes_give_way_to_the_page_that_explains_the_flag(tmp_path):
+    """Release notes name each feature the day it shipped, in a line: "which startup flag
+    serves embeddings?" was answered from them instead of the parameter reference."""
+    from assistant.retrieval import is_release_log
+
+    notes = ("# Release gadget 0.10.0\n\n## Major Features and Improvements\n\n"
+             "- Support embedding models such as Qwen3-Embedding as a service.\n"
+             "- Support prefix cache on NPU.\n\n"
+             "# Release gadget 0.9.0\n\n## Major Features and Improvements\n\n- Support the chat endpoint for embedding models.\n")
+    cli = ("# Service Startup Parameters\n\n## Common Parameters\n\n"
+           "| Parameter | Meaning |\n|---|---|\n| `--model` | path of the model to serve |\n"
+           "| `--task` | `generate` (default) or `embed`: serve an embedding model and its embeddings endpoint |\n"
+           "| `--port` | port of the service |\n")
+    settings, kb = docs_kb(tmp_path, {"RELEASE.md": notes, "cli_reference.md": cli})
+    assert is_release_log(next(c for c in kb.index.chunks if c.source == "RELEASE.md"))
+    assert not is_release_log(next(c for c in kb.index.chunks if c.source == "cli_reference.md"))
+    trace: dict = {}
+    answer = answer_question("I want to serve Qwen3-Embedding-8B with gadget and get embeddings, not chat. "
+                             "Which startup flag switches the service type to embedding?", settings, kb=kb, trace=trace)
+    assert answer.grounded and answer.citations[0].source == "cli_reference.md" and "--task" in answer.answer
+    # Asked about versions, release notes are what answers.
+    trace = {}
+    answer_question("since which gadget release (0.9.0 or 0.10.0) are embedding models supported?", settings, kb=kb, trace=trace)
+    notes_match = next(m for m in trace["retrieval"].articles if m.chunks[0].chunk.source == "RELEASE.md")
+    assert notes_match.page_penalty < 0.1
+
+
 IMAGE_OPTIONS = """## OPTIONS
 
 #### **--image**=*IMAGE*
