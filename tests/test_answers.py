@@ -51,6 +51,17 @@ def test_citation_numbers_in_the_text_match_the_list(bundled_settings, bundled_k
     assert used == set(range(1, len(answer.citations) + 1))
 
 
+def test_a_small_model_holding_most_of_the_card_is_the_memory_reservation(bundled_settings, bundled_kb):
+    """vLLM reserves --gpu-memory-utilization of the card whatever the model's size: asked
+    why a small model takes 72 GB, the KV-cache start-up article answered instead."""
+    for question in ("官方说这个模型推理只要 16GB 显存，用 vllm 起服务后一看占了 60 多 GB，能不能只占需要的那点？",
+                     "The model card says 16 GB is enough for inference, but once vLLM is up it holds over 60 GB of the GPU. "
+                     "Can it take only what it needs?"):
+        answer = _ask(bundled_settings, bundled_kb, question)
+        assert answer.grounded and answer.citations[0].id == "vllm-cuda-oom", question
+        assert "--gpu-memory-utilization" in answer.answer
+
+
 def test_out_of_scope_question_is_not_grounded_and_invents_no_fix(bundled_settings, bundled_kb):
     for q in ("How do I configure TLS on a Kubernetes ingress?", "Kubernetes ingress 的 TLS 证书怎么配置"):
         answer = _ask(bundled_settings, bundled_kb, q)
