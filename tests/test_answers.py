@@ -62,6 +62,17 @@ def test_a_small_model_holding_most_of_the_card_is_the_memory_reservation(bundle
         assert "--gpu-memory-utilization" in answer.answer
 
 
+def test_an_oom_at_the_end_of_start_up_is_offered_eager_mode(bundled_settings, bundled_kb):
+    """Out of memory before the first request, with gpu_memory_utilization already lowered:
+    the last step of start-up (graph capture) takes memory of its own, and --enforce-eager
+    skips it. The OOM article listed only the settings the asker had already lowered."""
+    for question in ("Serving a 7B model with vLLM on a 48 GB card, it still runs out of memory before the first request, "
+                     "even with a lower gpu_memory_utilization. What else takes memory at the end of start-up, and can I switch it off?",
+                     "单卡 48G 用 vllm 起一个 7B 模型，还没发请求就 OOM，gpu_memory_utilization 调低了也一样。启动最后还有什么在占显存？能关掉吗？"):
+        answer = _ask(bundled_settings, bundled_kb, question)
+        assert answer.grounded and answer.citations[0].id == "vllm-cuda-oom" and "--enforce-eager" in answer.answer, question
+
+
 def test_out_of_scope_question_is_not_grounded_and_invents_no_fix(bundled_settings, bundled_kb):
     for q in ("How do I configure TLS on a Kubernetes ingress?", "Kubernetes ingress 的 TLS 证书怎么配置"):
         answer = _ask(bundled_settings, bundled_kb, q)
