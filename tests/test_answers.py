@@ -73,6 +73,16 @@ def test_an_oom_at_the_end_of_start_up_is_offered_eager_mode(bundled_settings, b
         assert answer.grounded and answer.citations[0].id == "vllm-cuda-oom" and "--enforce-eager" in answer.answer, question
 
 
+def test_nccl_shared_memory_in_a_pod_gets_the_kubernetes_way_to_raise_it(bundled_settings, bundled_kb):
+    """--ipc=host is Docker's answer; a pod's /dev/shm is raised with a memory-backed emptyDir."""
+    question = ("vllm in a k8s pod with 2 GPUs and --tensor-parallel-size 2 crashes at start-up:\n"
+                "NCCL WARN Error: failed to extend /dev/shm/nccl-xyz to 9637892 bytes\n"
+                "one GPU works. the pod's /dev/shm is 64M. how do I give it more?")
+    answer = _ask(bundled_settings, bundled_kb, question)
+    assert answer.grounded and answer.citations[0].id == "vllm-nccl-error-multi-gpu"
+    assert "emptyDir" in answer.answer and "medium: Memory" in answer.answer
+
+
 def test_out_of_scope_question_is_not_grounded_and_invents_no_fix(bundled_settings, bundled_kb):
     for q in ("How do I configure TLS on a Kubernetes ingress?", "Kubernetes ingress 的 TLS 证书怎么配置"):
         answer = _ask(bundled_settings, bundled_kb, q)
