@@ -83,6 +83,16 @@ def test_nccl_shared_memory_in_a_pod_gets_the_kubernetes_way_to_raise_it(bundled
     assert "emptyDir" in answer.answer and "medium: Memory" in answer.answer
 
 
+def test_tensor_parallel_failing_only_from_someone_elses_script_gets_spawn(bundled_settings, bundled_kb):
+    """An evaluation harness that touched CUDA before vLLM forked its workers: TP=1 runs, TP=2
+    dies as the workers start. The guard idiom needs the script to be the asker's own."""
+    question = ("running an eval harness with the vllm backend: tensor_parallel_size=1 works, with 2 the run "
+                "dies as soon as the worker processes start. what do I need to set?")
+    answer = _ask(bundled_settings, bundled_kb, question)
+    assert answer.grounded and answer.citations[0].id == "vllm-multiprocessing-spawn"
+    assert "VLLM_WORKER_MULTIPROC_METHOD=spawn" in answer.answer
+
+
 def test_out_of_scope_question_is_not_grounded_and_invents_no_fix(bundled_settings, bundled_kb):
     for q in ("How do I configure TLS on a Kubernetes ingress?", "Kubernetes ingress 的 TLS 证书怎么配置"):
         answer = _ask(bundled_settings, bundled_kb, q)
