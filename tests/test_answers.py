@@ -93,6 +93,18 @@ def test_tensor_parallel_failing_only_from_someone_elses_script_gets_spawn(bundl
     assert "VLLM_WORKER_MULTIPROC_METHOD=spawn" in answer.answer
 
 
+def test_a_ray_placement_group_that_never_forms_is_the_node_address(bundled_settings, bundled_kb):
+    """Nodes with several IPs: vLLM and Ray settle on different ones and the placement group
+    is never created, although every node shows free GPUs."""
+    question = ("two nodes joined with ray start, ray status shows 8 free GPUs on each, but vllm serve with "
+                "--tensor-parallel-size 8 --pipeline-parallel-size 2 waits forever and the autoscaler prints\n"
+                "Error: No available node types can fulfill resource request {'GPU': 1.0, 'node:10.0.0.2': 0.001}\n"
+                "the machines have two network cards each")
+    answer = _ask(bundled_settings, bundled_kb, question)
+    assert answer.grounded and answer.citations[0].id == "vllm-nccl-init-and-network"
+    assert "VLLM_HOST_IP" in answer.answer and "ray status" in answer.answer
+
+
 def test_out_of_scope_question_is_not_grounded_and_invents_no_fix(bundled_settings, bundled_kb):
     for q in ("How do I configure TLS on a Kubernetes ingress?", "Kubernetes ingress 的 TLS 证书怎么配置"):
         answer = _ask(bundled_settings, bundled_kb, q)
