@@ -305,11 +305,39 @@ def strip_log_tag(line: str) -> str:
 
 def retrieval_text(question: str) -> str:
     """The part of a question retrieval should read. A question that is all paste (a bare
-    log or stack trace) is read whole: then the paste *is* the question."""
+    log or stack trace) is read whole: then the paste *is* the question. Settings a sentence
+    says were tried to no effect are left out of it (see `without_tried_settings`)."""
     parts = split_question(question)
     if not parts.pasted:
-        return question
+        return without_tried_settings(question)
     query = parts.query()
     if len(query.strip()) < 8:
-        return question
-    return query
+        return without_tried_settings(question)
+    return without_tried_settings(query)
+
+
+# A sentence that reports a fix already tried: "Someone suggested --gpu-memory-utilization 0.7~0.9
+# and --max-model-len 8192, no effect", "max_num_seqs 调小了也没用".
+_TRIED = re.compile(r"no effect|did(?:n't| not) (?:help|work|change)|does(?:n't| not) (?:help|work|change)|no difference"
+                    r"|still the same|same (?:result|error|thing)|to no avail|没用|没有用|没效果|没有效果|不起作用|不管用|无效"
+                    r"|还是一样|也不行|还是不行|依然|仍然", re.I)
+_SENTENCE_END = re.compile(r"(?<=[.;!?])\s+|(?<=[。；！？])|\n")
+_SETTING = re.compile(r"(?<![\w-])(?:--[A-Za-z][\w-]{1,60}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?:\s*[= ]\s*[\d.~,-]+(?![\w.]))?")
+
+
+def without_tried_settings(text: str) -> str:
+    """The text without the settings its sentences say were tried to no effect. They name the
+    article the asker already followed, not the one that answers: "TP=4 hangs at start-up …
+    someone suggested --gpu-memory-utilization and --max-model-len, no effect" drew the OOM
+    article over the multi-GPU one. The settings stay in the question for the answer."""
+    if not _TRIED.search(text):
+        return text
+    out: list[str] = []
+    pos = 0
+    for m in _SENTENCE_END.finditer(text):
+        sentence = text[pos:m.end()]
+        out.append(_SETTING.sub(" ", sentence) if _TRIED.search(sentence) else sentence)
+        pos = m.end()
+    tail = text[pos:]
+    out.append(_SETTING.sub(" ", tail) if _TRIED.search(tail) else tail)
+    return "".join(out)

@@ -186,6 +186,20 @@ def test_a_status_line_printed_without_its_log_prefix_is_a_log_not_a_subject():
     assert "prefix caching" in detect("how do I turn on prefix caching? hit rate: 0%").said_entities
 
 
+def test_settings_already_tried_to_no_effect_are_not_what_retrieval_reads():
+    """They name the article the asker already followed: "TP=4 hangs at start-up … someone
+    suggested --gpu-memory-utilization and --max-model-len, no effect" drew the OOM article."""
+    q = ("4x RTX 3090, --tensor-parallel-size 4 gets stuck during startup; with 1 GPU it works. "
+         "Someone suggested --gpu-memory-utilization 0.7~0.9 and --max-model-len 8192, no effect. Same on 2x 3090.")
+    text = retrieval_text(q)
+    assert "--gpu-memory-utilization" not in text and "--max-model-len" not in text and "8192" not in text
+    assert "--tensor-parallel-size 4 gets stuck" in text and "Same on 2x 3090." in text
+    assert "max_num_seqs" not in retrieval_text("max_num_seqs 调小了也没用，还是 OOM。怎么办？")
+    # A setting asked about, or one that helped, stays.
+    assert "--max-model-len" in retrieval_text("what does --max-model-len 8192 do? the server starts fine.")
+    assert "--enforce-eager" in retrieval_text("with --enforce-eager it works. why?")
+
+
 def test_a_sentence_that_starts_with_a_command_word_is_prose():
     q = "nvidia-smi shows 23859MiB per card; with --enforce-eager it's 21395MiB. So is 2.4GB CUDA graph?"
     assert "nvidia-smi shows" in retrieval_text("4x RTX 4090:\nvllm serve x --tensor-parallel-size 4\n" + q)
