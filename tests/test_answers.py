@@ -51,58 +51,46 @@ def test_citation_numbers_in_the_text_match_the_list(bundled_settings, bundled_k
     assert used == set(range(1, len(answer.citations) + 1))
 
 
-def test_a_small_model_holding_most_of_the_card_is_the_memory_reservation(bundled_settings, bundled_kb):
-    """vLLM reserves --gpu-memory-utilization of the card whatever the model's size: asked
-    why a small model takes 72 GB, the KV-cache start-up article answered instead."""
-    for question in ("官方说这个模型推理只要 16GB 显存，用 vllm 起服务后一看占了 60 多 GB，能不能只占需要的那点？",
-                     "The model card says 16 GB is enough for inference, but once vLLM is up it holds over 60 GB of the GPU. "
-                     "Can it take only what it needs?"):
-        answer = _ask(bundled_settings, bundled_kb, question)
-        assert answer.grounded and answer.citations[0].id == "vllm-cuda-oom", question
-        assert "--gpu-memory-utilization" in answer.answer
+# What real users ask that no article said, until the KB said it (each row: question, the
+# article that answers, what the answer must quote).
+KB_GAPS = [
+    # vLLM reserves --gpu-memory-utilization of the card whatever the model's size; "why does a
+    # small model take 60 GB" went to the KV-cache start-up article.
+    ("官方说这个模型推理只要 16GB 显存，用 vllm 起服务后一看占了 60 多 GB，能不能只占需要的那点？",
+     "vllm-cuda-oom", ["--gpu-memory-utilization"]),
+    ("The model card says 16 GB is enough for inference, but once vLLM is up it holds over 60 GB of the GPU. "
+     "Can it take only what it needs?", "vllm-cuda-oom", ["--gpu-memory-utilization"]),
+    # Out of memory before the first request with gpu_memory_utilization already lowered: the last
+    # step of start-up takes memory of its own, and eager mode skips it.
+    ("Serving a 7B model with vLLM on a 48 GB card, it still runs out of memory before the first request, "
+     "even with a lower gpu_memory_utilization. What else takes memory at the end of start-up, and can I switch it off?",
+     "vllm-cuda-oom", ["--enforce-eager"]),
+    ("单卡 48G 用 vllm 起一个 7B 模型，还没发请求就 OOM，gpu_memory_utilization 调低了也一样。启动最后还有什么在占显存？能关掉吗？",
+     "vllm-cuda-oom", ["--enforce-eager"]),
+    # --ipc=host is Docker's answer; a pod's /dev/shm is raised with a memory-backed emptyDir.
+    ("vllm in a k8s pod with 2 GPUs and --tensor-parallel-size 2 crashes at start-up:\n"
+     "NCCL WARN Error: failed to extend /dev/shm/nccl-xyz to 9637892 bytes\n"
+     "one GPU works. the pod's /dev/shm is 64M. how do I give it more?",
+     "vllm-nccl-error-multi-gpu", ["emptyDir", "medium: Memory"]),
+    # An eval harness touched CUDA before vLLM forked its workers; the guard idiom needs the
+    # script to be the asker's own.
+    ("running an eval harness with the vllm backend: tensor_parallel_size=1 works, with 2 the run "
+     "dies as soon as the worker processes start. what do I need to set?",
+     "vllm-multiprocessing-spawn", ["VLLM_WORKER_MULTIPROC_METHOD=spawn"]),
+    # Nodes with several IPs: vLLM and Ray settle on different ones and the placement group is
+    # never created, although every node shows free GPUs.
+    ("two nodes joined with ray start, ray status shows 8 free GPUs on each, but vllm serve with "
+     "--tensor-parallel-size 8 --pipeline-parallel-size 2 waits forever and the autoscaler prints\n"
+     "Error: No available node types can fulfill resource request {'GPU': 1.0, 'node:10.0.0.2': 0.001}\n"
+     "the machines have two network cards each", "vllm-nccl-init-and-network", ["VLLM_HOST_IP", "ray status"]),
+]
 
 
-def test_an_oom_at_the_end_of_start_up_is_offered_eager_mode(bundled_settings, bundled_kb):
-    """Out of memory before the first request, with gpu_memory_utilization already lowered:
-    the last step of start-up (graph capture) takes memory of its own, and --enforce-eager
-    skips it. The OOM article listed only the settings the asker had already lowered."""
-    for question in ("Serving a 7B model with vLLM on a 48 GB card, it still runs out of memory before the first request, "
-                     "even with a lower gpu_memory_utilization. What else takes memory at the end of start-up, and can I switch it off?",
-                     "单卡 48G 用 vllm 起一个 7B 模型，还没发请求就 OOM，gpu_memory_utilization 调低了也一样。启动最后还有什么在占显存？能关掉吗？"):
-        answer = _ask(bundled_settings, bundled_kb, question)
-        assert answer.grounded and answer.citations[0].id == "vllm-cuda-oom" and "--enforce-eager" in answer.answer, question
-
-
-def test_nccl_shared_memory_in_a_pod_gets_the_kubernetes_way_to_raise_it(bundled_settings, bundled_kb):
-    """--ipc=host is Docker's answer; a pod's /dev/shm is raised with a memory-backed emptyDir."""
-    question = ("vllm in a k8s pod with 2 GPUs and --tensor-parallel-size 2 crashes at start-up:\n"
-                "NCCL WARN Error: failed to extend /dev/shm/nccl-xyz to 9637892 bytes\n"
-                "one GPU works. the pod's /dev/shm is 64M. how do I give it more?")
+@pytest.mark.parametrize("question,article,quoted", KB_GAPS, ids=[f"gap{i}" for i in range(len(KB_GAPS))])
+def test_questions_the_kb_did_not_answer_until_it_said_so(bundled_settings, bundled_kb, question, article, quoted):
     answer = _ask(bundled_settings, bundled_kb, question)
-    assert answer.grounded and answer.citations[0].id == "vllm-nccl-error-multi-gpu"
-    assert "emptyDir" in answer.answer and "medium: Memory" in answer.answer
-
-
-def test_tensor_parallel_failing_only_from_someone_elses_script_gets_spawn(bundled_settings, bundled_kb):
-    """An evaluation harness that touched CUDA before vLLM forked its workers: TP=1 runs, TP=2
-    dies as the workers start. The guard idiom needs the script to be the asker's own."""
-    question = ("running an eval harness with the vllm backend: tensor_parallel_size=1 works, with 2 the run "
-                "dies as soon as the worker processes start. what do I need to set?")
-    answer = _ask(bundled_settings, bundled_kb, question)
-    assert answer.grounded and answer.citations[0].id == "vllm-multiprocessing-spawn"
-    assert "VLLM_WORKER_MULTIPROC_METHOD=spawn" in answer.answer
-
-
-def test_a_ray_placement_group_that_never_forms_is_the_node_address(bundled_settings, bundled_kb):
-    """Nodes with several IPs: vLLM and Ray settle on different ones and the placement group
-    is never created, although every node shows free GPUs."""
-    question = ("two nodes joined with ray start, ray status shows 8 free GPUs on each, but vllm serve with "
-                "--tensor-parallel-size 8 --pipeline-parallel-size 2 waits forever and the autoscaler prints\n"
-                "Error: No available node types can fulfill resource request {'GPU': 1.0, 'node:10.0.0.2': 0.001}\n"
-                "the machines have two network cards each")
-    answer = _ask(bundled_settings, bundled_kb, question)
-    assert answer.grounded and answer.citations[0].id == "vllm-nccl-init-and-network"
-    assert "VLLM_HOST_IP" in answer.answer and "ray status" in answer.answer
+    assert answer.grounded and answer.citations[0].id == article
+    assert all(text in answer.answer for text in quoted)
 
 
 def test_out_of_scope_question_is_not_grounded_and_invents_no_fix(bundled_settings, bundled_kb):
