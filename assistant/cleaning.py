@@ -76,8 +76,24 @@ _LITERAL = re.compile(r"^\s*[{\[]\s*['\"][\w.\-]{1,60}['\"]\s*[:,]")
 # "Running: 6 reqs, Waiting: 0 reqs, GPU KV cache usage: 24.6%, Prefix cache hit rate: 99.2%".
 # Its labels are the printer's words (a prefix-cache hit rate is printed whether or not the
 # asker uses prefix caching), not what is asked.
-_STATUS_FIELD = r"[A-Za-z][\w .()/-]{0,50}?:\s*[-+]?\d[\d.,]*\s*(?:%|[A-Za-z/]{1,12}(?:/[A-Za-z]{1,4})?)?"
-_STATUS = re.compile(rf"^\s*{_STATUS_FIELD}(?:\s*[,;|]\s*{_STATUS_FIELD}){{2,}}\s*[.,;]?\s*$")
+# Each field is checked on its own, label and value apart: one pattern over the whole line
+# backtracked exponentially on "ab cd: 1 ab/cd, ab cd: 1 ab/cd, …".
+_STATUS_LABEL = re.compile(r"[A-Za-z][\w .()/-]{0,50}")
+_STATUS_VALUE = re.compile(r"\s*[-+]?\d[\d.]*\s*(?:%|[A-Za-z/]{1,16})?\s*")
+
+
+def _is_status_line(line: str) -> bool:
+    if line.count(":") < 3:
+        return False
+    fields = re.split(r"[,;|]", line.strip().rstrip(".,;"))
+    if len(fields) < 3:
+        return False
+    for field in fields:
+        label, colon, value = field.strip().partition(":")
+        if not colon or not _STATUS_LABEL.fullmatch(label) or not _STATUS_VALUE.fullmatch(value):
+            return False
+    return True
+
 # A log line's source tag: "(RayWorkerWrapper pid=880)", "(autoscaler +7s)".
 _LOG_TAG = re.compile(r"^\s*\([\w.\-]{1,40}(?:\s+(?:pid=\d{1,10}|\+\d{1,6}m?s))?\)\s*")
 
@@ -143,7 +159,7 @@ def split_question(text: str) -> QuestionParts:
             parts.code.append(line)
         elif is_error and _PROGRAM_SAYS.match(line):
             parts.errors.append(line)  # "vllm serve: error: argument …", "bash: nvcc: command not found"
-        elif _STATUS.match(_LOG_TAG.sub("", line, count=1)):
+        elif _is_status_line(_LOG_TAG.sub("", line, count=1)):
             parts.logs.append(line)
         elif _LOG_PREFIX.match(line):
             (parts.errors if _LOG_LEVEL_PROBLEM.search(line[:80]) or is_error else parts.logs).append(line)
