@@ -891,10 +891,6 @@ def _quoted(kb, section: list, best, labels: dict, scores: dict[str, float], lim
     return written, rest
 
 
-# A list item that is only a link to a heading of the same page: "- [Docker](#docker)".
-_TOC_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[[^\]\n]+\]\(#[^)\s]*\)\s*$")
-
-
 # A heading the document set in bold, set in bold again by the chunker: "****--name**, **-n****".
 _DOUBLE_BOLD = re.compile(r"^\*\*(\*\*.+)\*\*$", re.M)
 
@@ -910,14 +906,14 @@ def _tidy(text: str) -> str:
 def _without_page_toc(text: str) -> str:
     """A passage without the page's own table of contents: a list of links to the page's
     headings (RamaLama's man pages open with one) was quoted as if it answered, and took
-    the room of the section the question was about. A lone anchor link is kept (it may
-    be the sentence "see [Docker](#docker)"); so is a passage that is nothing else."""
+    the room of the section the question was about. Markdown pages lose it at ingest; this
+    is for the documents read otherwise. A passage that is nothing else is kept."""
+    from ingest.documents import page_toc_lines
+
     lines = text.split("\n")
-    toc = [bool(_TOC_ITEM.match(line)) for line in lines]
-    if sum(toc) < 2:
+    drop = page_toc_lines(lines)
+    if not drop:
         return text
-    drop = {i for i, is_toc in enumerate(toc)
-            if is_toc and ((i > 0 and toc[i - 1]) or (i + 1 < len(toc) and toc[i + 1]))}
     kept = [line for i, line in enumerate(lines) if i not in drop]
     if not "".join(kept).strip():
         return text

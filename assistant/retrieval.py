@@ -272,9 +272,11 @@ def page_hubness(index: KBIndex) -> np.ndarray:
     return derived(index, "_page_hubness", build)
 
 
-def apply_page_prior(index: KBIndex, query_vector: np.ndarray, matches: list[ArticleMatch], mode: str) -> None:
+def apply_page_prior(index: KBIndex, query_vector: np.ndarray, matches: list[ArticleMatch], mode: str,
+                     question: str = "") -> None:
     """Lower each match by its page's cosine gap to the page closest to the question
-    (PAGE_WEIGHT, ARTICLE_PAGE_WEIGHT), and a passage by its page's hubness (HUB_WEIGHT),
+    (PAGE_WEIGHT, ARTICLE_PAGE_WEIGHT), a passage by its page's hubness (HUB_WEIGHT) and, for
+    a question not about versions, a passage of release notes (RELEASE_LOG_PENALTY),
     recording what it lost in `page_penalty`. Keyword-only ranking stays keyword-only."""
     if not matches or mode == "bm25":
         return
@@ -282,13 +284,17 @@ def apply_page_prior(index: KBIndex, query_vector: np.ndarray, matches: list[Art
     page_cos = pages @ np.asarray(query_vector, dtype=np.float32)
     closest_page = float(page_cos.max())
     floor, ceil = DENSE_RANGE["en"]
-    hub = page_hubness(index) if any(m.passage for m in matches) else None  # curated articles never need it
+    passages = any(m.passage for m in matches)  # curated articles need neither hubness nor release notes
+    hub = page_hubness(index) if passages else None
+    logs = release_logs(index) if passages and not _ASKS_ABOUT_VERSIONS.search(question[:8000]) else frozenset()
     for match in matches:
         gap = closest_page - float(page_cos[rows[match.doc_id]])
         match.page_penalty = (PAGE_WEIGHT if match.passage else ARTICLE_PAGE_WEIGHT) * gap / (ceil - floor)
         if hub is not None and match.passage:
             match.hub_penalty = HUB_WEIGHT * float(hub[rows[match.doc_id]]) / (ceil - floor)
             match.page_penalty += match.hub_penalty
+            if match.doc_id in logs:
+                match.page_penalty += RELEASE_LOG_PENALTY
         match.score -= match.page_penalty
 
 
@@ -308,23 +314,19 @@ _ASKS_ABOUT_VERSIONS = re.compile(r"\bv\d+(?:\.\d+)+|\b\d+\.\d+\.\d+|\b(?:releas
                                   r"since|new in|added in|deprecated|removed)\b|版本|升级|更新|新增|发布", re.I)
 
 
-def is_release_log(chunk: Chunk) -> bool:
-    """Whether a chunk stands on a page of release notes, by its page title or file name."""
+def is_release_log(page) -> bool:
+    """Whether a page (a DocMeta, or any chunk of the page) is release notes, by its title or
+    file name."""
     from pathlib import PurePath
 
-    title = chunk.title.split(" > ", 1)[0].strip("*_ ")
-    return bool(_RELEASE_LOG_TITLE.match(title)) or PurePath(chunk.source).stem.lower() in _RELEASE_LOG_FILE
+    title = page.title.split(" > ", 1)[0].strip("*_ ")
+    return bool(_RELEASE_LOG_TITLE.match(title)) or PurePath(page.source).stem.lower() in _RELEASE_LOG_FILE
 
 
-def apply_release_log_prior(index: KBIndex, question: str, matches: list[ArticleMatch]) -> None:
-    """Lower the passages of release logs (RELEASE_LOG_PENALTY) for a question that is not
-    about versions or what changed."""
-    if _ASKS_ABOUT_VERSIONS.search(question[:8000]):
-        return
-    for match in matches:
-        if match.passage and match.chunks and is_release_log(match.chunks[0].chunk):
-            match.page_penalty += RELEASE_LOG_PENALTY
-            match.score -= RELEASE_LOG_PENALTY
+def release_logs(index: KBIndex) -> frozenset[str]:
+    """The ids of the documents that are release notes, cached per index."""
+    return derived(index, "_release_logs",
+                   lambda: frozenset(meta.id for meta in index.docs.values() if not meta.structured and is_release_log(meta)))
 
 
 def grounding_scale(cosine: float, lang: str) -> float:
@@ -538,8 +540,7 @@ def search(
             # the multilingual dense score is the only evidence.
             match.relevance = match.dense + boost
 
-    apply_page_prior(index, qvec[0], list(by_article.values()), mode)
-    apply_release_log_prior(index, question, list(by_article.values()))
+    apply_page_prior(index, qvec[0], list(by_article.values()), mode, question)
     articles = sorted(by_article.values(), key=lambda a: -a.score)[:limit]
     timings["search"] = (time.perf_counter() - t1) * 1000
     result = Retrieval(question, lang, mode, articles, False, timings, scope)

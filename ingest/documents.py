@@ -298,7 +298,7 @@ def strip_non_content(text: str) -> str:
                 changed = True
                 continue
         kept.append(line)
-    toc = _page_toc_lines(kept)
+    toc = page_toc_lines(kept)
     if toc:
         kept = [line for i, line in enumerate(kept) if i not in toc]
         changed = True
@@ -311,11 +311,12 @@ def strip_non_content(text: str) -> str:
 _TOC_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[[^\]\n]+\]\(#[^)\s]*\)")
 
 
-def _page_toc_lines(lines: list[str]) -> set[int]:
+def page_toc_lines(lines: list[str]) -> set[int]:
     """The lines of a page's own table of contents: runs of two or more such items, outside
     code. Indexed, a table of contents names every heading of the page in a few lines, so it
     matched questions about any of them and was quoted instead of the section it points to
-    (a "Table of Contents 📚" section led a question on the grammar parameter)."""
+    (a "Table of Contents 📚" section led a question on the grammar parameter). A lone anchor
+    link is no table of contents: it may be the sentence "see [Docker](#docker)"."""
     out: set[int] = set()
     run: list[int] = []
     fence = ""
