@@ -88,8 +88,8 @@ def _is_status_line(line: str) -> bool:
     fields = re.split(r"[,;|]", line.strip().rstrip(".,;"))
     if len(fields) < 3:
         return False
-    for field in fields:
-        label, colon, value = field.strip().partition(":")
+    for part in fields:
+        label, colon, value = part.strip().partition(":")
         if not colon or not _STATUS_LABEL.fullmatch(label) or not _STATUS_VALUE.fullmatch(value):
             return False
     return True
