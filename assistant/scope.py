@@ -568,6 +568,9 @@ def kb_text(index) -> tuple[str, str, list[str]]:
     return derived(index, "_scope_text", build)
 
 
+SUBJECT_MENTIONS = 3
+
+
 def covers(index, word: str, min_docs: int = 2) -> bool:
     """A KB covers a subject when a title or heading names it, or two of its documents do;
     one passing remark ("unlike speculative decoding, …") is not coverage, while one
@@ -581,7 +584,11 @@ def covers(index, word: str, min_docs: int = 2) -> bool:
         return False
     if "-" in needle.strip("-") and " " not in needle:
         return True  # an exact parameter name (enable_prefix_caching) is specific enough
-    return min_docs <= 1 or sum(1 for text in per_doc if _found(text, (needle,))) >= min_docs
+    if min_docs <= 1 or sum(1 for text in per_doc if _found(text, (needle,))) >= min_docs:
+        return True
+    # One document that comes back to the subject again and again (its cause, its fix, how
+    # people ask) is about it, not remarking on it in passing.
+    return any(sum(1 for _ in _mentions(text, needle)) >= SUBJECT_MENTIONS for text in per_doc)
 
 
 def unseen_entities(scope: Scope, index) -> list[str]:

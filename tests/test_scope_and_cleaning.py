@@ -74,6 +74,29 @@ def test_a_phrase_named_subject_is_covered_by_its_core_words(tmp_path):
         assert unseen_entities(detect(question), kb.index) == unseen
 
 
+def test_one_page_that_keeps_coming_back_to_a_subject_covers_it_a_passing_remark_does_not(tmp_path):
+    """A runbook whose cause, fix and checks all speak of the Ray cluster is about Ray
+    clusters, though no other page mentions them; one remark on one page is not coverage."""
+    from dataclasses import replace
+
+    from assistant.config import Settings
+    from assistant.knowledge import open_kb
+    from assistant.scope import unseen_entities
+
+    question = "On our Ray cluster the placement group never gets created, what should I check?"
+    about = ("# Multi-node start-up\n\n## Cause\nOn a Ray cluster the nodes may register other addresses.\n\n"
+             "## Fix\nSet VLLM_HOST_IP on every node of the Ray cluster before `ray start`.\n\n"
+             "## Checks\nRun `ray status` on the Ray cluster head.\n")
+    remark = "# Multi-node start-up\n\n## Fix\nSet VLLM_HOST_IP on every node (this also holds on a Ray cluster).\n"
+    for i, (text, unseen) in enumerate([(about, []), (remark, ["Ray clusters"])]):
+        docs = tmp_path / f"docs{i}"
+        docs.mkdir()
+        (docs / "multinode.md").write_text(text, encoding="utf-8")
+        (docs / "oom.md").write_text("# Out of memory\n\nLower --gpu-memory-utilization.\n", encoding="utf-8")
+        kb = open_kb(replace(Settings(), kb_dir=docs, cache_dir=tmp_path / f"c{i}"), progress=lambda _m: None)
+        assert unseen_entities(detect(question), kb.index) == unseen
+
+
 def test_garbled_model_output_and_saving_logs_are_subjects_but_a_garbled_terminal_is_not():
     assert detect("用 vLLM 部署 Qwen，生成的结果全是乱码").entities == ("garbled output",)
     assert detect("V100 上返回结果全是感叹号，没有正常内容").entities == ("garbled output",)
