@@ -587,8 +587,22 @@ def covers(index, word: str, min_docs: int = 2) -> bool:
     if min_docs <= 1 or sum(1 for text in per_doc if _found(text, (needle,))) >= min_docs:
         return True
     # One document that comes back to the subject again and again (its cause, its fix, how
-    # people ask) is about it, not remarking on it in passing.
-    return any(sum(1 for _ in _mentions(text, needle)) >= SUBJECT_MENTIONS for text in per_doc)
+    # people ask) is about it, not remarking on it in passing. Only the prose counts: a
+    # setting that carries the word (`multinode_mode`, a NUMA switch) repeated through a
+    # config example says nothing about serving across machines.
+    return any(sum(1 for _ in _prose_mentions(text, needle)) >= SUBJECT_MENTIONS for text in per_doc)
+
+
+def _prose_mentions(haystack: str, needle: str):
+    """`_mentions` that are words of their own, not part of a longer name or flag
+    (`multinode-mode`, `--multinode`; underscores are dashes by now)."""
+    word = needle.rstrip("*")
+    for i in _mentions(haystack, needle):
+        j = i + len(word)
+        glued_before = i >= 1 and haystack[i - 1] == "-" and (i < 2 or haystack[i - 2] != " ")
+        glued_after = j < len(haystack) and haystack[j] == "-"
+        if not (glued_before or glued_after):
+            yield i
 
 
 def unseen_entities(scope: Scope, index) -> list[str]:

@@ -97,6 +97,27 @@ def test_one_page_that_keeps_coming_back_to_a_subject_covers_it_a_passing_remark
         assert unseen_entities(detect(question), kb.index) == unseen
 
 
+def test_a_setting_that_carries_a_subjects_word_is_no_page_about_that_subject(tmp_path):
+    """A CPU runtime's NUMA switch `multinode_mode`, repeated through its config examples,
+    does not make the page one about serving across machines."""
+    from dataclasses import replace
+
+    from assistant.config import Settings
+    from assistant.knowledge import open_kb
+    from assistant.scope import unseen_entities
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "cpu.md").write_text(
+        "# CPU inference\n\nTo use several NUMA nodes, list them in `device_ids` and set "
+        "`multinode_mode` to true.\n\n```json\n\"multinode_mode\": true\n```\n\n"
+        "- `multinode_mode`: whether the engine runs on a multi-NUMA CPU.\n", encoding="utf-8")
+    (docs / "oom.md").write_text("# Out of memory\n\nLower --gpu-memory-utilization.\n", encoding="utf-8")
+    kb = open_kb(replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "c"), progress=lambda _m: None)
+    question = "Can I serve one model across machines, multinode with two boxes of 4 GPUs each?"
+    assert unseen_entities(detect(question), kb.index) == ["multi-node serving"]
+
+
 def test_garbled_model_output_and_saving_logs_are_subjects_but_a_garbled_terminal_is_not():
     assert detect("用 vLLM 部署 Qwen，生成的结果全是乱码").entities == ("garbled output",)
     assert detect("V100 上返回结果全是感叹号，没有正常内容").entities == ("garbled output",)
