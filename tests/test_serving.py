@@ -300,3 +300,10 @@ def test_assistant_serve_on_a_taken_port_says_so_in_one_line(tmp_path):
     lines = [line for line in err.splitlines() if line.strip()]
     assert lines == [f"error: cannot serve on 127.0.0.1:{port}: Address already in use "
                      "(stop whatever is listening there, or pass another --port)"]
+
+
+def test_assistant_serve_with_a_port_out_of_range_is_a_usage_error_not_a_traceback(tmp_path):
+    proc = _serve([], _clean_env(tmp_path), 99999)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert "Traceback" not in err and "99999 is not in the range 1<=x<=65535" in err

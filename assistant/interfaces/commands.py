@@ -284,7 +284,7 @@ def bench(queries: int, runs: int, kb: str | None, ingest_only: bool, corpora: t
 
 @assistant.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="Worker processes (each loads the index once).")
 @click.option("--kb", type=click.Path(file_okay=False), default=None)
 def serve(host: str, port: int, workers: int, kb: str | None) -> None:
