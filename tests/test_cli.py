@@ -204,3 +204,17 @@ def test_a_down_llm_is_one_note_on_stderr_and_its_log_line_only_with_verbose(bun
     lines = err.strip().splitlines()
     assert "Traceback" not in err and len(lines) == 2, err
     assert lines[0].startswith("log: assistant.llm: LLM call to http://127.0.0.1:") and "connection refused" in lines[0]
+
+
+def test_a_runbooks_placeholder_survives_the_terminal_rendering(bundled_env, tmp_path):
+    """Plain-prose `<PID>` is no HTML tag to drop: the command keeps its argument."""
+    docs = tmp_path / "runbooks"
+    docs.mkdir()
+    (docs / "hang.md").write_text(
+        "# Requests hang\n\n## Before restarting the pod\n\n"
+        "Capture the stacks first: py-spy dump --pid <PID>, and paste them in the incident channel.\n\n"
+        "## Out of memory\n\nLower --gpu-memory-utilization and restart.\n", encoding="utf-8")
+    proc = run_cli(["ask", "--kb", str(docs), "requests hang, what do I do before restarting the pod?"], bundled_env)
+    out = proc.stdout.decode()
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "py-spy dump --pid <PID>" in " ".join(out.split())  # wherever the terminal wraps

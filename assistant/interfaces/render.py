@@ -2,12 +2,35 @@
 
 from __future__ import annotations
 
+import re
+
 from assistant.answer import Answer
 from assistant.i18n import t
 
 
 def _reader_gone() -> None:
     raise BrokenPipeError
+
+
+_HTML_LIKE = re.compile(r"<(?=[^\s<>][^<>\n]*>)")
+
+
+def _keep_angle_brackets(text: str) -> str:
+    """Escape `<…>` outside code: runbooks write placeholders as `py-spy dump --pid <PID>`
+    in plain prose, and the terminal's markdown renderer drops them as inline HTML, which
+    leaves a command without its argument."""
+    out: list[str] = []
+    fenced = False
+    for line in text.split("\n"):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced:
+            parts = line.split("`")
+            # Even parts are outside code spans (an unmatched trailing backtick leaves the
+            # rest as prose, as markdown reads it).
+            line = "`".join(_HTML_LIKE.sub(r"\\<", part) if i % 2 == 0 else part for i, part in enumerate(parts))
+        out.append(line)
+    return "\n".join(out)
 
 
 def print_answer(answer: Answer, console=None, body: bool = True) -> None:
@@ -21,7 +44,7 @@ def print_answer(answer: Answer, console=None, body: bool = True) -> None:
         # the caller's handler ends it quietly with 0, like any other write to a closed pipe.
         console.on_broken_pipe = _reader_gone
     if body:
-        console.print(Markdown(answer.answer))
+        console.print(Markdown(_keep_angle_brackets(answer.answer)))
         console.print()
     if not answer.citations:
         # An empty KB, or nothing close enough to cite: the answer says so; an empty
