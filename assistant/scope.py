@@ -599,9 +599,7 @@ def _prose_mentions(haystack: str, needle: str):
     word = needle.rstrip("*")
     for i in _mentions(haystack, needle):
         j = i + len(word)
-        glued_before = i >= 1 and haystack[i - 1] == "-" and (i < 2 or haystack[i - 2] != " ")
-        glued_after = j < len(haystack) and haystack[j] == "-"
-        if not (glued_before or glued_after):
+        if haystack[i - 1:i] != "-" and haystack[j:j + 1] != "-":
             yield i
 
 
