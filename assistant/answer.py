@@ -594,7 +594,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     quoted = {key: (best, text) for key, (best, text, _rest) in passages.items()}
     room = MAX_ANSWER_CHARS - SIBLING_RESERVE - sum(len(text) + len(best.title) for best, text in quoted.values())
     floor = CONTINUATION_SHARE * hits.get(passages[id(top)][0].chunk_id, top.chunks[0].score)
-    rest = [c for c in passages[id(top)][2] if hits.get(c.chunk_id, -1.0) >= floor]
+    rest, hits = _continuation(kb, passages[id(top)][0], passages[id(top)][2], hits, floor)
     rows = _row_kind(passages[id(top)][0], [passages[id(top)][0], *rest], asked)
     if rows is not None:
         rest = _entries_kept(rest, passages[id(top)][0], rows, asked, hits)
@@ -644,6 +644,31 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     if repeated:
         parts += ["", f"{labels['same_text']}: " + "; ".join(repeated)]
     return parts
+
+
+def _continuation(kb, best, left_out: list, hits: dict[str, float], floor: float) -> tuple[list, dict[str, float]]:
+    """The chunks of the best passage's section that it left out and that may follow it:
+    those that matched too, and the first chunk under the best chunk's own heading when
+    it holds the steps. A matched chunk from the middle of a long section ("3. Analyze the
+    report: Gemm, attention…") shares the question's words; the steps that begin it ("1. set
+    AS_PROFILE=ON", "2. call get_op_profiling_info") sit in the heading's first chunk, which
+    comes first, as if it had matched best."""
+    rest = [c for c in left_out if hits.get(c.chunk_id, -1.0) >= floor]
+    opening = _opening_with_steps(_section_chunks(kb, best), best)
+    if opening is None or opening not in left_out:
+        return rest, hits
+    rest = [opening, *(c for c in rest if c != opening)]
+    return rest, {**hits, opening.chunk_id: max(hits.get(c.chunk_id, 0.0) for c in [best, *rest]) + 1e-6}
+
+
+def _opening_with_steps(section: list, best):
+    """The first chunk under `best`'s heading, when `best` comes later, carries nothing to
+    run or set, and the opening does. A matched chunk that does carry commands is the
+    answer's own: a guide's long "Prepare" heading opens with generic tool installs."""
+    if best is None or _actionable(best.text):
+        return None
+    first = next((c for c in section if c.title == best.title), best)
+    return first if first.chunk_id != best.chunk_id and _actionable(first.text) else None
 
 
 def _top_extras(kb, heading: str, best, score: float, continued, lead, labels: dict, cites: "_Cites") -> list[str]:
@@ -1058,7 +1083,7 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
             elif not sub and last_heading:  # the section's own text, after a subsection quoted first
                 out.append(_bold(c.title.split(" > ")[1] if " > " in c.title else c.title))
             last_heading = sub
-            out.append(c.text)
+            out.append(_tables_compacted(c.text))
         return "\n\n".join(out)
 
     text = render(section)
@@ -1066,12 +1091,18 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
         return text, skipped
     rank = {"fixes": 1, "causes": 2, "checks": 3}
     best_id = best.chunk_id if best is not None else None
-    order = sorted(range(len(section)), key=lambda i: (section[i].chunk_id != best_id, -scores.get(section[i].chunk_id, 0.0),
+    # Cut down from the middle of a heading's text, the heading's first chunk comes next:
+    # it says how to begin ("set AS_PROFILE=ON, then call get_op_profiling_info"), while
+    # the chunk that matched ("how to read the report: Gemm, attention…") shares the
+    # question's words and holds none of the steps.
+    opening = getattr(_opening_with_steps(section, best), "chunk_id", None)
+    order = sorted(range(len(section)), key=lambda i: (section[i].chunk_id != best_id, section[i].chunk_id != opening,
+                                                       -scores.get(section[i].chunk_id, 0.0),
                                                        not _actionable(section[i].text), rank.get(section[i].kind, 4), i))
     keep: set[int] = set()
     size = 0
     for i in order:
-        cost = len(section[i].text) + 40
+        cost = len(_tables_compacted(section[i].text)) + 40
         if keep and size + cost > limit:
             continue
         keep.add(i)
@@ -1096,6 +1127,31 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
     runs = _runs(kept, position)
     text = f"\n\n{labels['gap']}\n\n".join(render(run, sub_of(runs[i - 1][-1]) if i else None) for i, run in enumerate(runs))
     return _bounded(text, limit, labels), [c for i, c in enumerate(section) if i not in keep] + skipped
+
+
+_TABLE_PADDING = re.compile(r"(?<=\S) {2,}|(?<=\|) {2,}")
+_RULE_DASHES = re.compile(r"-{4,}")
+
+
+def _tables_compacted(text: str) -> str:
+    """A markdown table's rows without the spaces that align its columns in the source:
+    rendered, they are nothing, yet a guide's wide parameter table spent half of a
+    1,500-character passage on them and the sentence that answered was cut. Lines in code
+    blocks keep their spacing."""
+    if "|  " not in text and "----" not in text:
+        return text
+    lines = text.split("\n")
+    fenced = False
+    for i, line in enumerate(lines):
+        bare = line.strip()
+        if bare.startswith("```"):
+            fenced = not fenced
+        elif not fenced and bare.startswith("|") and bare.endswith("|"):
+            line = _TABLE_PADDING.sub(" ", line.rstrip())
+            if not line.replace("|", "").replace(":", "").replace("-", "").strip():
+                line = _RULE_DASHES.sub("---", line)  # the row under the header
+            lines[i] = line
+    return "\n".join(lines)
 
 
 def _runs(kept: list, position: dict[str, int]) -> list[list]:

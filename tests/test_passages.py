@@ -960,3 +960,47 @@ def test_a_speech_to_text_page_covers_a_question_about_whisper(tmp_path):
              "serve.md": "# Serving\n\nStart the server with `gadget serve MODEL`.\n"}
     _settings, kb = docs_kb(tmp_path, pages)
     assert unseen_entities(detect("which engine runs a whisper model, and where do I send the mp4?"), kb.index) == []
+
+
+def test_a_heading_quoted_from_its_middle_brings_its_first_steps(tmp_path):
+    """A profiling section's "how to read the report" chunk shares the question's words
+    (gemm, attention, per-operator timings) and was quoted with the observations after it;
+    the chunk that says how to turn the profiler on, the heading's first, was left out."""
+    reading = " ".join(f"The {name} column gives the per-operator timing for {what}; compare gemm against attention "
+                       "time with it." for name, what in [("opname", "the operator name"), ("count", "how often it ran"),
+                                                          ("min_ms", "the fastest call"), ("max_ms", "the slowest call"),
+                                                          ("ave_ms", "the average call"), ("total_ms", "the summed time"),
+                                                          ("percentage", "the share of the run"), ("rank", "its place")])
+    observations = " ".join(f"Observation {i}: in this report gemm operators took {60 + i}% of the per-operator "
+                            f"timings and attention took {30 - i}%, so gemm tuning pays first." for i in range(8))
+    settings, kb = docs_kb(tmp_path, {"build.md": (
+        "# Building and profiling\n\n## Compiling\n\nRun `./build.sh` with `PLATFORM=cuda`.\n\n"
+        "## Profiling\n\n### Operator profiling\n\nThis part explains how to enable the operator profiler.\n\n"
+        "1. Enable collection: export `ENGINE_OP_PROFILE=ON` before starting the engine.\n\n"
+        "2. Dump the report: call `engine.dump_op_profile(model_name)` before the engine shuts down.\n\n"
+        + "Keep the run short: the profiler slows every step a little while it collects. " * 4 + "\n\n"
+        f"3. Read the report: each row is one operator and its per-operator timings.\n\n{reading}\n\n{observations}\n\n"
+        "### System traces\n\nFor whole-program traces use `nsys profile -c cudaProfilerApi python serve.py`.\n"),
+        "install.md": "# Install\n\n## Wheels\n\nRun `pip install widget`.\n"})
+    answer = answer_question("I want per-operator timings, gemm vs attention, from the engine itself. "
+                             "How do I turn the operator profiler on?", settings, kb=kb)
+    assert answer.grounded and answer.citations[0].source.endswith("build.md")
+    assert "ENGINE_OP_PROFILE=ON" in answer.answer and "dump_op_profile" in answer.answer
+    assert len(answer.answer) <= MAX_ANSWER_CHARS
+
+
+def test_a_tables_alignment_spaces_are_not_quoted():
+    """Aligned in the source, a wide table spent most of a bounded passage on spaces; rows
+    in a code block keep theirs."""
+    from assistant.answer import _tables_compacted
+
+    text = ("| Name           |   Default   | Description                 |\n"
+            "| :------------: | :---------: | :-------------------------- |\n"
+            "| max_batch      |     8       | Requests run together.      |\n\n"
+            "```\n| keep   | this |\nrank      opname     count\n```\n"
+            "A sentence  with two spaces stays as written.")
+    out = _tables_compacted(text)
+    assert out.splitlines()[:3] == ["| Name | Default | Description |", "| :---: | :---: | :--- |",
+                                    "| max_batch | 8 | Requests run together. |"]
+    assert "| keep   | this |\nrank      opname     count" in out
+    assert "A sentence  with two spaces stays as written." in out
