@@ -1322,7 +1322,12 @@ def _bounded(text: str, limit: int, labels: dict) -> str:
         if line.strip().startswith("```"):
             fenced = not fenced
     if fenced:
-        out.append("```")
+        # Cut right after a fence opened, the quote would end in an empty code box.
+        opened = max(i for i, line in enumerate(out) if line.strip().startswith("```"))
+        if any(line.strip() for line in out[opened + 1:]):
+            out.append("```")
+        else:
+            del out[opened:]
     out.append(labels["cut"])
     return "\n".join(out)
 

@@ -1004,3 +1004,17 @@ def test_a_tables_alignment_spaces_are_not_quoted():
                                     "| max_batch | 8 | Requests run together. |"]
     assert "| keep   | this |\nrank      opname     count" in out
     assert "A sentence  with two spaces stays as written." in out
+
+
+def test_a_quote_cut_right_after_a_fence_opens_leaves_no_empty_code_box():
+    """Cut at the line that opens a code block, the quote closed it at once: an empty box
+    in the answer (seen in a newcomer's `--log` answer)."""
+    from assistant.answer import _bounded
+    from assistant.i18n import texts
+
+    prose = "Run the check first.\n\n" + "Some context line that explains the check. " * 3 + "\n"
+    text = prose + "```\n" + "nvidia-smi --query-gpu=memory.used,memory.total --format=csv\n" * 6 + "```\n"
+    cut = _bounded(text, len(prose) + len("```\n") + 40 + 2, texts("answer", "en"))  # room for the fence line only
+    assert "```" not in cut and cut.startswith("Run the check first.")
+    kept = _bounded(text, len(prose) + 200, texts("answer", "en"))  # a code line fits: the box is closed
+    assert kept.count("```") == 2 and "nvidia-smi --query" in kept
