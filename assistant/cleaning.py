@@ -138,6 +138,27 @@ def _collect_flags(line: str, flags: dict[str, str]) -> None:
         flags.setdefault(name, value.strip("\"'"))
 
 
+_MESSAGE_BREAK = re.compile(r"""[:"'{}\[\]()|`]""")
+_QUOTED_MESSAGE = re.compile(r'"([^"\n]{20,})"')
+MIN_MESSAGE_CHARS = 20  # without whitespace: "unhandled system error" is 20
+
+
+def pasted_messages(text: str) -> list[str]:
+    """The messages a question pastes, as pieces to look up verbatim in a team's docs: its
+    error and log lines cut at quotes, brackets and colons (a path, a timestamp or a
+    number between them differs from the docs' example), and the sentences quoted inside
+    pasted JSON or code ({"message": "Service temporarily unavailable: All workers are
+    busy…"}). A pasted command or config line is no message: its flags are in every page
+    of a tool's docs."""
+    parts = split_question(text)
+    out: list[str] = []
+    for line in parts.errors + parts.logs:
+        out += [piece.strip() for piece in _MESSAGE_BREAK.split(line)]
+    for line in parts.code:
+        out += [m for m in _QUOTED_MESSAGE.findall(line) if len(m.split()) >= 4]
+    return [piece for piece in dict.fromkeys(out) if len(re.sub(r"\s+", "", piece)) >= MIN_MESSAGE_CHARS]
+
+
 @lru_cache(maxsize=32)
 def split_question(text: str) -> QuestionParts:
     """Sort each line of a question into prose, error, log or paste.

@@ -347,6 +347,35 @@ def keyword_coverage(query_terms: set[str], article_terms: set[str], doc_freq: d
     return sum(w for t, w in weights.items() if t in article_terms) / total if total > 0 else 0.0
 
 
+def pasted_in_passages(index: KBIndex, question: str, unstructured: set[str]) -> dict[tuple[str, str], list[str]]:
+    """Passage (doc id, section) → the messages the question pastes that it quotes verbatim.
+    A team's docs declare no log signatures, yet a troubleshooting page quotes the error it
+    is about ("Service temporarily unavailable: All workers are busy"), and a pasted copy
+    of that line is as sure a sign as a signature. Only documents without article structure
+    are read so; the curated articles declare theirs."""
+    from .cleaning import pasted_messages
+    from .questions import might_paste
+
+    if not unstructured or not might_paste(question):
+        return {}
+    messages = [(m, squash(m)) for m in pasted_messages(question)]
+    if not messages:
+        return {}
+    squashed = getattr(index, "_squashed_texts", None)
+    if squashed is None or len(squashed) != len(index.chunks):
+        squashed = index._squashed_texts = [squash(c.text) for c in index.chunks]
+    hits: dict[tuple[str, str], list[str]] = {}
+    for chunk, text in zip(index.chunks, squashed):
+        if chunk.doc_id not in unstructured:
+            continue
+        for message, key in messages:
+            if key in text:
+                found = hits.setdefault((chunk.doc_id, section_key(chunk.title)), [])
+                if message not in found:
+                    found.append(message)
+    return hits
+
+
 def signature_hits(index: KBIndex, question: str) -> dict[str, list[str]]:
     """Article id → signatures found verbatim (whitespace- and width-insensitive)."""
     squashed = squash(question)
@@ -506,13 +535,14 @@ def search(
     overview_ids = {m.id for m in index.docs.values() if "summary" in m.tags}
     # A passage's keyword coverage is judged on its own words, not its whole file's; only
     # passages that can still make the top of the list are tokenised.
+    quoted = pasted_in_passages(index, question, unstructured)
     passage_pool = sorted((m for m in by_article.values() if m.passage), key=lambda m: -m.chunks[0].score)[:15]
     passage_terms = {(m.doc_id, m.passage): set(index.tokenizer(" ".join(f"{c.chunk.title} {c.chunk.text}" for c in m.chunks)))
                      for m in passage_pool}
     for match in by_article.values():
         best = match.chunks[0]
         second = match.chunks[1].score if len(match.chunks) > 1 else 0.0
-        match.signatures = sigs.get(match.doc_id, [])
+        match.signatures = sigs.get(match.doc_id, []) or quoted.get((match.doc_id, match.passage), [])
         boost = signature_boost if match.signatures else 0.0
         terms = passage_terms.get((match.doc_id, match.passage), set()) if match.passage else article_terms.get(match.doc_id, set())
         twinless = cross_terms is not None and f"{match.doc_id}:{lang}" not in index.docs

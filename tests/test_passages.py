@@ -1018,3 +1018,35 @@ def test_a_quote_cut_right_after_a_fence_opens_leaves_no_empty_code_box():
     assert "```" not in cut and cut.startswith("Run the check first.")
     kept = _bounded(text, len(prose) + 200, texts("answer", "en"))  # a code line fits: the box is closed
     assert kept.count("```") == 2 and "nvidia-smi --query" in kept
+
+
+def test_a_pasted_message_the_docs_quote_verbatim_finds_that_page(tmp_path):
+    """A team's docs declare no signatures, but the page about request rejection quotes the
+    503 body word for word; the question's prose ("503 under load, GPUs not even full, which
+    setting?") reads more like the page on scaling workers."""
+    settings, kb = docs_kb(tmp_path, {
+        "scaling.md": ("# Scaling workers\n\n## Low GPU utilisation\n\nIf the GPUs are not full under load, add "
+                       "decode workers: set `--replicas 4` on the worker deployment.\n"),
+        "rejection.md": ("# Request rejection\n\n## Busy workers\n\nUnder load the frontend turns requests away when every "
+                         "worker is over its threshold. Clients then see:\n\n```json\n{\n  \"message\": \"Service temporarily "
+                         "unavailable: All workers are busy, please retry later\",\n  \"code\": 503\n}\n```\n\n"
+                         "Raise `--active-decode-blocks-threshold` (0.85 by default) to reject later.\n"),
+        "install.md": "# Install\n\n## Wheels\n\nRun `pip install widget`.\n"})
+    question = ("Under load the frontend answers 503 although the GPUs are not full:\n"
+                '{"message": "Service temporarily unavailable: All workers are busy, please retry later", "code": 503}\n'
+                "Which setting controls this?")
+    answer = answer_question(question, settings, kb=kb)
+    assert answer.grounded and answer.citations[0].source.endswith("rejection.md")
+    assert "--active-decode-blocks-threshold" in answer.answer
+
+
+def test_pasted_messages_are_error_lines_and_quoted_sentences_not_commands():
+    from assistant.cleaning import pasted_messages
+
+    question = ("why?\nvllm serve /models/qwen --tensor-parallel-size 2 --gpu-memory-utilization 0.9\n"
+                "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)\n"
+                '{"message": "Service temporarily unavailable: All workers are busy", "type": "service_unavailable"}')
+    found = pasted_messages(question)
+    assert "unhandled system error" in found and "run with NCCL_DEBUG=INFO for details" in found
+    assert "Service temporarily unavailable: All workers are busy" in found
+    assert not any("tensor-parallel" in m or "service_unavailable" in m for m in found)
