@@ -41,6 +41,7 @@ SIBLING_RELEVANCE = 0.75
 MAX_SIBLINGS = 2
 BEST_KEYWORD = 0.999  # a chunk's keyword score is relative to the KB's best keyword match
 SIBLING_RESERVE = 300  # headings, citations and notes around the passages
+BESIDE_RESERVE = 400  # a curated article offered beside a team's passages: title, tell-apart line, first fix
 PAGE_ORDER_SPAN = 2  # sections of one page this close to the best match are quoted in page order
 MIN_SIBLING_CHARS = 400  # less room than this and a sibling is left behind its citation
 MAX_FOLLOWERS = 3  # sections after a page's opening, quoted when the opening is the best passage
@@ -570,17 +571,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     siblings = [art for art in result.articles[1:SIBLING_RANKS] if art.doc_id == top.doc_id and art.passage
                 and (art.relevance >= SIBLING_RELEVANCE * top.relevance
                      or any(sc.keyword >= BEST_KEYWORD for sc in art.chunks))][:MAX_SIBLINGS]
-    others: list[ArticleMatch] = []
-    for art in result.articles[1:]:
-        if len(others) + 1 >= max(1, top_k):
-            break
-        if _wrong_hardware_beside(top, art):
-            continue
-        # The hub penalty decides which passage leads, not whether a README's or a parameter
-        # list's passage is close enough to quote after it: those often hold the flag asked for.
-        if (art not in siblings and art.relevance >= PASSAGE_RELEVANCE * top.relevance
-                and art.score + art.hub_penalty >= top.score - AMBIGUITY_MARGIN):
-            others.append(art)
+    others, beside = _close_others(result, siblings, top_k)
     hits = {sc.chunk.chunk_id: sc.score for art in result.articles for sc in art.chunks}
     from .scope import sentences
 
@@ -592,7 +583,8 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     siblings = _fix_sibling(kb, passages[id(top)][0], [*siblings, *others]) + siblings
     siblings += _followers(kb, passages[id(top)][0], [*siblings, *others])
     quoted = {key: (best, text) for key, (best, text, _rest) in passages.items()}
-    room = MAX_ANSWER_CHARS - SIBLING_RESERVE - sum(len(text) + len(best.title) for best, text in quoted.values())
+    room = (MAX_ANSWER_CHARS - SIBLING_RESERVE - BESIDE_RESERVE * len(beside)
+            - sum(len(text) + len(best.title) for best, text in quoted.values()))
     floor = CONTINUATION_SHARE * hits.get(passages[id(top)][0].chunk_id, top.chunks[0].score)
     rest, hits = _continuation(kb, passages[id(top)][0], passages[id(top)][2], hits, floor)
     rows = _row_kind(passages[id(top)][0], [passages[id(top)][0], *rest], asked)
@@ -643,7 +635,31 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
             parts += _top_extras(kb, heading, best, art.score, continued, lead, labels, cites)
     if repeated:
         parts += ["", f"{labels['same_text']}: " + "; ".join(repeated)]
+    if beside:
+        parts += ["", f"**{labels['also']}:**"]
+        for art in beside:
+            parts += _alternative(kb, art, lang, labels, cites)
     return parts
+
+
+def _close_others(result: Retrieval, siblings: list, top_k: int) -> tuple[list[ArticleMatch], list[ArticleMatch]]:
+    """The other passages close enough to the best one to quote after it, and the curated
+    articles among them (a KB of both). Those are offered as the bundled answers offer one,
+    by title, how to tell it apart and first fix: quoted as a passage, an article's
+    best-matching section was "How people ask", a list of phrasings."""
+    top = result.articles[0]
+    others: list[ArticleMatch] = []
+    for art in result.articles[1:]:
+        if len(others) + 1 >= max(1, top_k):
+            break
+        if _wrong_hardware_beside(top, art):
+            continue
+        # The hub penalty decides which passage leads, not whether a README's or a parameter
+        # list's passage is close enough to quote after it: those often hold the flag asked for.
+        if (art not in siblings and art.relevance >= PASSAGE_RELEVANCE * top.relevance
+                and art.score + art.hub_penalty >= top.score - AMBIGUITY_MARGIN):
+            others.append(art)
+    return [art for art in others if art.passage], [art for art in others if not art.passage]
 
 
 def _continuation(kb, best, left_out: list, hits: dict[str, float], floor: float) -> tuple[list, dict[str, float]]:

@@ -298,6 +298,27 @@ def apply_page_prior(index: KBIndex, query_vector: np.ndarray, matches: list[Art
         match.score -= match.page_penalty
 
 
+# How far behind a curated article a team's own passage may score and still lead (see below).
+TEAM_PASSAGE_MARGIN = 0.12
+
+
+def team_passage_first(articles: list[ArticleMatch]) -> list[ArticleMatch]:
+    """A team's runbook passage ahead of the curated article it nearly ties with, when the
+    passage's best chunk matches the question better than any of the article's. A curated
+    article adds up many chunks (and a second-chunk bonus) that a one-section runbook entry
+    cannot, so "NCCL error when our serving pods start" went to the generic NCCL article,
+    and the team's own section of that name (their fabric, their on-call channel, their
+    stop-gap) was not even offered beside it. Only a KB that mixes both is reordered."""
+    if len(articles) < 2 or articles[0].passage or not articles[0].chunks:
+        return articles
+    top = articles[0]
+    for i, art in enumerate(articles[1:3], 1):
+        if (art.passage and art.chunks and art.score >= top.score - TEAM_PASSAGE_MARGIN
+                and art.chunks[0].score > top.chunks[0].score):
+            return [art, *articles[:i], *articles[i + 1:]]
+    return articles
+
+
 # A release log (release notes, a changelog, "News or Update", "Docker Release History") names
 # every feature and flag the day it shipped, in a line each: it matched "which startup flag
 # serves embeddings?" closer than the parameter reference that explains the flag. A passage
@@ -571,7 +592,7 @@ def search(
             match.relevance = match.dense + boost
 
     apply_page_prior(index, qvec[0], list(by_article.values()), mode, question)
-    articles = sorted(by_article.values(), key=lambda a: -a.score)[:limit]
+    articles = team_passage_first(sorted(by_article.values(), key=lambda a: -a.score)[:limit])
     timings["search"] = (time.perf_counter() - t1) * 1000
     result = Retrieval(question, lang, mode, articles, False, timings, scope)
     result.unseen = unseen

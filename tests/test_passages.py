@@ -1050,3 +1050,31 @@ def test_pasted_messages_are_error_lines_and_quoted_sentences_not_commands():
     assert "unhandled system error" in found and "run with NCCL_DEBUG=INFO for details" in found
     assert "Service temporarily unavailable: All workers are busy" in found
     assert not any("tensor-parallel" in m or "service_unavailable" in m for m in found)
+
+
+def test_a_teams_runbook_section_leads_the_curated_article_it_nearly_ties_with(tmp_path):
+    """The bundled NCCL article adds up many matching chunks; a team's one-section entry on
+    the same error (its fabric, its on-call channel, its stop-gap), added with `assistant
+    ingest`, matched better chunk for chunk and still lost, and was not even offered beside
+    the article. Now it leads, and the article is offered by title and first fix, not by
+    its "How people ask" phrasings."""
+    from assistant.config import bundled_kb_dir
+    from assistant.knowledge import forget_loaded, update_extra_sources
+
+    runbooks = tmp_path / "runbooks"
+    runbooks.mkdir()
+    (runbooks / "team-runbook.md").write_text(
+        "# Team inference runbook\n\n## NCCL errors when the serving pods start\n\nOur A100 nodes have a flaky "
+        "InfiniBand fabric. If vLLM pods die at start-up with an NCCL error, page the infra on-call in #infra-oncall "
+        "and set `NCCL_IB_DISABLE=1` on the deployment as a stop-gap until the fabric is repaired.\n\n"
+        "## Model downloads\n\nModels come from our internal mirror; set `HF_ENDPOINT=http://models.internal:8080`.\n",
+        encoding="utf-8")
+    settings = replace(Settings(), kb_dir=bundled_kb_dir(), cache_dir=tmp_path / "cache")
+    update_extra_sources(settings, add=[runbooks])
+    forget_loaded()
+    kb = open_kb(settings, progress=lambda _m: None)
+    answer = answer_question("NCCL error when our serving pods start", settings, kb=kb)
+    assert answer.grounded and answer.citations[0].source.endswith("team-runbook.md")
+    assert "#infra-oncall" in answer.answer
+    assert any(c.id == "vllm-nccl-error-multi-gpu" for c in answer.citations[1:])  # still offered beside it
+    assert "How people ask" not in answer.answer
