@@ -192,6 +192,13 @@ ENTITIES: dict[str, tuple[str, ...]] = {
                              "returned 502", "returns 504", "got 502", "got a 502", "502 error", "504 error", "报 502", "返回 502",
                              "报 504", "返回 504", "网关", "反向代理", "负载均衡"),
     "CORS": ("cors", "allow-origins", "allowed-origins", "跨域"),
+    # Who may call the server: keys and tokens on the API, not the Hugging Face token a download needs.
+    # Said in words: "--api-key" in a pasted command or OPENAI_API_KEY in a client's set-up is how a
+    # question about something else starts the server.
+    "API authentication": ("api key", "api keys", "bearer token", "authorization header", "auth token",
+                           "鉴权", "api 密钥", "api密钥", "访问令牌"),
+    # Exporting the server's metrics for scraping, not reading one figure from the log.
+    "Prometheus metrics": ("prometheus", "/metrics", "metrics endpoint", "metrics 接口", "指标接口", "监控指标"),
     # The host's limits, not the server's: "too many open files" under load is a ulimit.
     # Not the bare "file descriptor": "Bad file descriptor" (errno 9) is a closed socket or pipe.
     "file descriptor limits": ("too many open files", "ulimit -n", "file descriptor limit", "out of file descriptors",
@@ -245,6 +252,12 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
     # Docs with a "… from source" heading ("Build wheel from source") cover building from
     # source, asked as 源码编译 or by its knob (MAX_JOBS) alike.
     "building from source": ("#from source", "build from source", "building from source", "max_jobs"),
+    # Docs that document a server's key option (`--api-key`, `api_key` under its own heading)
+    # cover "how do I require an API key"; a client example's `openai_api_key = "EMPTY"` does not.
+    "API authentication": ("api key*", "--api-key*", "#api-key*", "bearer token*", "鉴权"),
+    # Docs with a "Metrics" or "Prometheus" heading cover exporting metrics; an article that
+    # says in passing "vLLM's Prometheus metrics count preemptions" does not.
+    "Prometheus metrics": ("#prometheus*", "#metrics", "#监控*", "#*指标"),
     # Reasoning output under any of its names: docs with a "Thinking" page, or that document
     # enable_thinking, answer "怎么关掉思考模式" and "--reasoning-parser" alike. Not
     # reasoning_content: an OpenAI-compatible server's field list may name it without more.

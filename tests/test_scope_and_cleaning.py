@@ -29,7 +29,7 @@ def test_other_accelerators_engines_and_near_domain_subjects_are_named():
     assert detect("ovms 启动报错").products == {"openvino model server"}
     assert detect("Moving a LoRA from vLLM to LoRAX").products == {"vllm", "lorax"}
     assert detect("How do I enable CORS on the api server").entities == ("CORS",)
-    assert detect("每个 API Key 单独设置 TPM/RPM 限流").entities == ("rate limiting",)
+    assert detect("每个 API Key 单独设置 TPM/RPM 限流").entities == ("rate limiting", "API authentication")  # limits per key
     assert "fine-tuning" in detect("DeepSpeed ZeRO-3 全参微调还是 OOM").entities
     assert "embedding and rerank models" in detect("is there an embedding endpoint on the same server").entities
     # Structured output asked for in plain words, and an engine under its versioned name.
@@ -116,6 +116,36 @@ def test_a_setting_that_carries_a_subjects_word_is_no_page_about_that_subject(tm
     kb = open_kb(replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "c"), progress=lambda _m: None)
     question = "Can I serve one model across machines, multinode with two boxes of 4 GPUs each?"
     assert unseen_entities(detect(question), kb.index) == ["multi-node serving"]
+
+
+def test_api_keys_and_prometheus_metrics_are_subjects_a_clients_key_or_a_passing_remark_does_not_cover(tmp_path):
+    """Requiring an API key and exporting Prometheus metrics are near-domain subjects: docs
+    that document a server's `--api-key` option or have a Metrics page cover them, while a
+    client example's `openai_api_key = "EMPTY"` and a remark that metrics count preemptions
+    do not. A question that only sets OPENAI_API_KEY, or pastes `--api-key`, names neither."""
+    from dataclasses import replace
+
+    from assistant.config import Settings
+    from assistant.knowledge import open_kb
+    from assistant.scope import unseen_entities
+
+    client = ("# Quick start\n\n```python\nopenai_api_key = \"EMPTY\"\nclient = OpenAI(api_key=openai_api_key)\n```\n\n"
+              "Preemptions show up in the Prometheus metrics too.\n")
+    server = ("# Server options\n\n## Security\n\nStart with `--api-key KEY` to require a bearer token.\n\n"
+              "## Metrics\n\nPrometheus scrapes `/metrics`.\n")
+    asks = {"auth": "How do I require an API key on the server so that not everyone can call it?",
+            "metrics": "Is there a /metrics endpoint Prometheus can scrape?"}
+    for i, (text, unseen) in enumerate([(client, {"auth": ["API authentication"], "metrics": ["Prometheus metrics"]}),
+                                        (server, {"auth": [], "metrics": []})]):
+        docs = tmp_path / f"docs{i}"
+        docs.mkdir()
+        (docs / "guide.md").write_text(text, encoding="utf-8")
+        (docs / "oom.md").write_text("# Out of memory\n\nLower --gpu-memory-utilization.\n", encoding="utf-8")
+        kb = open_kb(replace(Settings(), kb_dir=docs, cache_dir=tmp_path / f"c{i}"), progress=lambda _m: None)
+        for key, question in asks.items():
+            assert unseen_entities(detect(question), kb.index) == unseen[key], question
+    assert "API authentication" not in detect("我们用 OPENAI_API_KEY 调 vllm，请求一直卡住不返回").entities
+    assert "API authentication" not in detect("requests hang; started with vllm serve m --api-key sk-1").entities
 
 
 def test_garbled_model_output_and_saving_logs_are_subjects_but_a_garbled_terminal_is_not():
