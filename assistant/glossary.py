@@ -30,7 +30,7 @@ TERMS: tuple[tuple[str, str], ...] = (
     ("镜像", "image mirror"),
     ("权重", "weights checkpoint"),
     ("量化", "quantization quantized"),
-    ("并发", "concurrency concurrent"),
+    ("并发 同时处理 同时响应 同时回答 并行处理", "concurrency concurrent parallel"),
     ("吞吐", "throughput"),
     ("延迟 时延", "latency"),
     ("首字 首token", "first token ttft"),

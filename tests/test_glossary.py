@@ -47,6 +47,9 @@ def test_longer_terms_win_and_ambiguous_english_words_are_not_mapped_back():
     assert sorted(translate("部署后吞吐变慢", "zh")) == ["deploy deployment", "slow speed", "throughput"]
     assert translate("the gpu is slow", "en") == ["变慢"]  # "gpu" belongs to several concepts
     assert translate("为什么", "zh") == [] and translate("hello there", "en") == []
+    # Concurrency said as "handling several at once", not only as 并发.
+    assert "concurrency concurrent parallel" in translate("怎么让它同时处理多个请求", "zh")
+    assert translate("同时还打开了日志", "zh") == ["log logs logging"]  # 同时 alone is "also"
 
 
 def test_a_chinese_question_reaches_an_english_only_passage(english_docs):
