@@ -124,3 +124,19 @@ def test_page_says_the_knowledge_base_is_loading_until_it_is(browser, tiny_setti
         WebDriverWait(browser, 60).until(lambda d: not status.text.startswith("loading") and status.get_attribute("data-loading") is None)
         card = _ask(browser, live.url, "widget requests hang")
         assert "queue-len" in card.find_element(By.CSS_SELECTOR, ".body").text
+
+
+def test_a_question_over_the_servers_byte_limit_is_stopped_on_the_page(browser, site):
+    """The box counted characters (8,000) while the server counts UTF-8 bytes (8,192): a
+    Chinese question of 3,000 characters could be typed and sent, only to be refused."""
+    from selenium.webdriver.common.by import By
+
+    live, _app = site
+    browser.get(live.url + "/")
+    box = browser.find_element(By.ID, "question")
+    assert box.get_attribute("data-max-bytes") == "8192"
+    browser.execute_script("arguments[0].value = arguments[1];", box, "推理卡住了" * 600)  # 3,000 characters, 9,000 bytes
+    browser.find_element(By.ID, "ask").click()
+    status = browser.find_element(By.ID, "status").text
+    assert "9000 bytes" in status and "8192" in status
+    assert not browser.find_elements(By.CSS_SELECTOR, ".answer")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from fastapi import APIRouter
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, HTMLResponse
 
+from ..dependencies import State
 from ..problems import HTTPProblem
 
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
@@ -14,8 +15,12 @@ router = APIRouter(include_in_schema=False)
 
 
 @router.get("/")
-async def page():
-    return FileResponse(WEB_DIR / "index.html", headers={"Cache-Control": "no-store"})
+async def page(state: State):
+    """The page, with this server's question limit: it is in bytes, and a character count
+    let a Chinese question three times over the limit be typed, sent and refused."""
+    html = (WEB_DIR / "index.html").read_text(encoding="utf-8")
+    html = html.replace("{{MAX_QUESTION_BYTES}}", str(state.settings.max_question_bytes))
+    return HTMLResponse(html, headers={"Cache-Control": "no-store"})
 
 
 @router.get("/static/{name}")

@@ -163,6 +163,13 @@ $("#ask-form").addEventListener("submit", async (e) => {
   e.preventDefault();
   const q = $("#question").value.trim();
   if (!q) return;
+  // The server's limit is in bytes (UTF-8): a Chinese character is three.
+  const limit = parseInt($("#question").dataset.maxBytes, 10);
+  const size = new TextEncoder().encode(q).length;
+  if (limit > 0 && size > limit) {
+    $("#status").textContent = `The question is ${size} bytes; the limit is ${limit}. Paste only the lines that matter.`;
+    return;
+  }
   $("#ask").disabled = true;
   $("#status").textContent = "thinking…";
   try { await ask(q); if ($("#status").textContent === "thinking…") $("#status").textContent = ""; }
