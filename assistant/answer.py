@@ -390,7 +390,8 @@ def _alternative(kb, art: ArticleMatch, lang: str, labels: dict, cites: "_Cites"
     hint = _first_sentence(hint_chunk.text) if hint_chunk else ""
     meta = kb.index.docs.get(f"{art.doc_id}:{doc_lang}")
     if meta and meta.signatures:
-        hint += f" `{meta.signatures[0]}`"
+        # Said as what it is: a bare `Waiting for free blocks in KV cache` after the symptom read as a stray fragment.
+        hint = f"{hint.rstrip()} ({labels['log_line']} `{meta.signatures[0]}`)" if hint else f"{labels['log_line']} `{meta.signatures[0]}`"
     ref = cites.ref(hint_chunk, art.score) if hint_chunk else ""
     out = [f"- **{title}** {ref} — {labels['tell']}: {hint}"]
     fixes = _section(chunks, "fixes")
@@ -1399,6 +1400,8 @@ def _fix_hint(text: str) -> str:
             return f"`{stripped}`"
     for line in text.splitlines():
         if "`" in line and not line.strip().startswith("|---"):
+            if line.strip().startswith("|"):  # a table row: its cells, not its pipes
+                return ": ".join(c.strip() for c in line.strip().strip("|").split("|") if c.strip())[:200]
             return line.strip().lstrip("-*0123456789. |").strip()[:200]
     return _first_sentence(text)
 

@@ -207,6 +207,20 @@ def test_a_hint_cut_from_a_sentence_never_leaves_a_code_span_open():
     assert _first_sentence("Run `vllm serve --model x. y` now").count("`") == 2
 
 
+def test_an_alternatives_first_fix_from_a_table_row_and_its_log_line_read_as_prose(bundled_settings, bundled_kb):
+    """"first fix: cap `max_tokens` in requests (first, in every case) | stops a single
+    request… |" printed the row's pipes, and the tell-apart hint ended in a bare
+    `Waiting for free blocks in KV cache` that read as a stray fragment."""
+    from assistant.answer import _fix_hint
+
+    assert _fix_hint("| Fix | Why |\n|---|---|\n| cap `max_tokens` per request | frees blocks |") == "cap `max_tokens` per request: frees blocks"
+    answer = answer_question("Mixtral-8x7B generating JSON sometimes produces a huge 5k+ token output and the whole "
+                             "server slows down. How do I stop a single runaway request?", bundled_settings, kb=bundled_kb)
+    also = answer.answer[answer.answer.index("It could also be"):]
+    assert " | " not in also
+    assert "(the log says `" in also
+
+
 def test_a_pasted_kv_cache_error_gets_its_own_max_model_len(bundled_settings, bundled_kb):
     """The article's example says "--max-model-len 21456"; an asker whose KV cache holds
     45232 tokens gets 45232, from their own error."""

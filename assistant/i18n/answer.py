@@ -29,6 +29,10 @@ MESSAGES = {
         "zh": '区分方法',
         "en": 'tell them apart by',
     },
+    'log_line': {
+        "zh": '日志里会有',
+        "en": 'the log says',
+    },
     'first_fix': {
         "zh": '先试',
         "en": 'first fix',
