@@ -182,7 +182,10 @@ def answer_question(
             tool_calls += getattr(exc, "tool_calls", [])
         result.timings_ms["llm"] = (time.perf_counter() - llm_started) * 1000
     if answer is None:
-        answer = compose(kb, result, answer_lang, top_k or settings.top_k)
+        # A computed figure answers the question; the article behind it is its background,
+        # not one of several guesses, so no "It could also be" list follows it.
+        computed = calc is not None and bool(calc.calls) and not calc.missing
+        answer = compose(kb, result, answer_lang, 1 if computed else (top_k or settings.top_k))
         extras = _above_the_answer(text, result, diagnosis, calc, answer_lang)
         if extras:
             # The calculation and log findings come first and whole; the KB's quote gets the rest of the bound.

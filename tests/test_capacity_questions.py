@@ -71,6 +71,8 @@ def test_every_capacity_case_through_the_no_llm_answer(case, bundled_settings, b
     formula = call["result"]["formula_zh" if answer.lang == "zh" else "formula"]
     assert answer.answer.startswith(block) and block.startswith(done)  # the work is shown first, above the KB article
     assert f"`{formula}`" in block
+    # The figure answers; the article is its background, not one guess among several.
+    assert "It could also be" not in answer.answer and "也可能是" not in answer.answer
 
 
 def test_defaults_are_said_out_loud_and_override_them_when_given():
