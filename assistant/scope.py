@@ -619,7 +619,7 @@ def _prose_mentions(haystack: str, needle: str):
 def unseen_entities(scope: Scope, index) -> list[str]:
     """The question's near-domain subjects that this KB does not cover. For a KB whose
     documents declare no hardware (a team's own docs), a platform the question names
-    (Ascend, ROCm, Windows…) counts as a subject too."""
+    (Ascend, ROCm, Apple silicon…) counts as a subject too."""
     out: list[str] = []
     if not kb_hardware(index):
         for h in sorted(scope.hardware - {"nvidia"}):
