@@ -25,6 +25,11 @@ from .retrieval import ArticleMatch, Retrieval, RetrievalParams, search
 AMBIGUITY_MARGIN = 0.12
 # …and when it is itself nearly as relevant: a close score from a weak match is no alternative.
 ALTERNATIVE_RELEVANCE = 0.8
+# A team's own passage on the problem is quoted after the curated article that leads when it
+# is among the next few matches, this close and as relevant as an alternative (see _team_passage).
+TEAM_NOTE_RANKS = 4
+TEAM_NOTE_MARGIN = 0.3
+TEAM_NOTE_CHARS = 600
 # Passages from other documents are offered when this relevant compared with the best one.
 PASSAGE_RELEVANCE = 0.85
 # A pasted log adds this many of its problem lines to the query, and shows this many findings.
@@ -369,6 +374,7 @@ def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
     else:
         parts = _article_body(kb, top, lang, labels, cites)
         parts += _your_settings(kb, top, lang, labels, result.flags)
+        parts += _team_passage(kb, result, lang, labels, cites)
         alternatives = _alternatives(kb, result, top_k)
         if alternatives:
             parts += ["", f"**{labels['also']}:**"]
@@ -383,6 +389,22 @@ def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
     answer = Answer(result.question, text, lang, True, cited, coverage="tentative" if unsure else "full")
     answer.confidence = result.confidence
     return answer
+
+
+def _team_passage(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") -> list[str]:
+    """A team's own runbook section on the same problem, quoted briefly after the curated
+    article that leads (a KB of both): "推理卡住" went to the bundled hang article, and the
+    team's section of that name (their dashboard, their restart command, their channel) was
+    not mentioned at all, being further behind than an alternative may be."""
+    top = result.articles[0]
+    for art in result.articles[1:TEAM_NOTE_RANKS]:
+        if (art.passage and art.relevance >= ALTERNATIVE_RELEVANCE * top.relevance
+                and art.score >= top.score - TEAM_NOTE_MARGIN and not _wrong_hardware_beside(top, art)):
+            best, text, _rest = _passage(kb, art, lang, labels)
+            quote = _bounded(_tidy(text), TEAM_NOTE_CHARS, labels)
+            return ["", f"**{labels['your_docs']}:** {_display_title(best.title, best.source)} {cites.ref(best, art.score)}",
+                    "", quote]
+    return []
 
 
 def _alternative(kb, art: ArticleMatch, lang: str, labels: dict, cites: "_Cites") -> list[str]:

@@ -1078,3 +1078,28 @@ def test_a_teams_runbook_section_leads_the_curated_article_it_nearly_ties_with(t
     assert "#infra-oncall" in answer.answer
     assert any(c.id == "vllm-nccl-error-multi-gpu" for c in answer.citations[1:])  # still offered beside it
     assert "How people ask" not in answer.answer
+
+
+def test_a_teams_own_section_on_the_problem_is_quoted_after_the_curated_article(tmp_path):
+    """"推理卡住" went to the bundled hang article, rightly, and the team's own section of
+    that name (their dashboard, their restart command, their channel) was not mentioned at
+    all, being further behind than an alternative may be."""
+    from assistant.config import bundled_kb_dir
+    from assistant.knowledge import forget_loaded, update_extra_sources
+
+    runbooks = tmp_path / "runbooks"
+    runbooks.mkdir()
+    (runbooks / "值班手册.md").write_text(
+        "# 推理服务值班手册\n\n## 推理卡住、请求不返回\n我们的集群上请求卡住时，先看 Grafana 面板「vllm-serving」里的 KV cache "
+        "使用率。\n超过 95% 就执行 `kubectl rollout restart deploy/vllm-qwen -n serving`，并在 #infra-oncall 里报备。\n\n"
+        "## 模型下载\n内部模型仓库地址是 `http://models.internal:8080`，设置 `HF_ENDPOINT` 指向它。\n", encoding="utf-8")
+    settings = replace(Settings(), kb_dir=bundled_kb_dir(), cache_dir=tmp_path / "cache")
+    update_extra_sources(settings, add=[runbooks])
+    forget_loaded()
+    kb = open_kb(settings, progress=lambda _m: None)
+    answer = answer_question("推理卡住了，请求一直不返回怎么办", settings, kb=kb)
+    assert answer.grounded and answer.citations[0].id == "vllm-requests-hang"
+    assert "**你们自己的文档里:** 推理服务值班手册 > 推理卡住、请求不返回" in answer.answer
+    assert "kubectl rollout restart deploy/vllm-qwen" in answer.answer
+    assert any(c.source.endswith("值班手册.md") for c in answer.citations)
+    assert len(answer.answer) <= MAX_ANSWER_CHARS

@@ -29,6 +29,10 @@ MESSAGES = {
         "zh": '区分方法',
         "en": 'tell them apart by',
     },
+    'your_docs': {
+        "zh": '你们自己的文档里',
+        "en": 'In your own docs',
+    },
     'log_line': {
         "zh": '日志里会有',
         "en": 'the log says',
