@@ -1052,27 +1052,31 @@ def test_pasted_messages_are_error_lines_and_quoted_sentences_not_commands():
     assert not any("tensor-parallel" in m or "service_unavailable" in m for m in found)
 
 
+def _bundled_with_runbook(tmp_path: Path, name: str, text: str):
+    """The bundled KB plus a team's runbook added as `assistant ingest ./runbooks` adds it: (settings, kb)."""
+    from assistant.config import bundled_kb_dir
+    from assistant.knowledge import forget_loaded, update_extra_sources
+
+    runbooks = tmp_path / "runbooks"
+    runbooks.mkdir()
+    (runbooks / name).write_text(text, encoding="utf-8")
+    settings = replace(Settings(), kb_dir=bundled_kb_dir(), cache_dir=tmp_path / "cache")
+    update_extra_sources(settings, add=[runbooks])
+    forget_loaded()
+    return settings, open_kb(settings, progress=lambda _m: None)
+
+
 def test_a_teams_runbook_section_leads_the_curated_article_it_nearly_ties_with(tmp_path):
     """The bundled NCCL article adds up many matching chunks; a team's one-section entry on
     the same error (its fabric, its on-call channel, its stop-gap), added with `assistant
     ingest`, matched better chunk for chunk and still lost, and was not even offered beside
     the article. Now it leads, and the article is offered by title and first fix, not by
     its "How people ask" phrasings."""
-    from assistant.config import bundled_kb_dir
-    from assistant.knowledge import forget_loaded, update_extra_sources
-
-    runbooks = tmp_path / "runbooks"
-    runbooks.mkdir()
-    (runbooks / "team-runbook.md").write_text(
+    settings, kb = _bundled_with_runbook(tmp_path, "team-runbook.md", (
         "# Team inference runbook\n\n## NCCL errors when the serving pods start\n\nOur A100 nodes have a flaky "
         "InfiniBand fabric. If vLLM pods die at start-up with an NCCL error, page the infra on-call in #infra-oncall "
         "and set `NCCL_IB_DISABLE=1` on the deployment as a stop-gap until the fabric is repaired.\n\n"
-        "## Model downloads\n\nModels come from our internal mirror; set `HF_ENDPOINT=http://models.internal:8080`.\n",
-        encoding="utf-8")
-    settings = replace(Settings(), kb_dir=bundled_kb_dir(), cache_dir=tmp_path / "cache")
-    update_extra_sources(settings, add=[runbooks])
-    forget_loaded()
-    kb = open_kb(settings, progress=lambda _m: None)
+        "## Model downloads\n\nModels come from our internal mirror; set `HF_ENDPOINT=http://models.internal:8080`.\n"))
     answer = answer_question("NCCL error when our serving pods start", settings, kb=kb)
     assert answer.grounded and answer.citations[0].source.endswith("team-runbook.md")
     assert "#infra-oncall" in answer.answer
@@ -1084,19 +1088,10 @@ def test_a_teams_own_section_on_the_problem_is_quoted_after_the_curated_article(
     """"推理卡住" went to the bundled hang article, rightly, and the team's own section of
     that name (their dashboard, their restart command, their channel) was not mentioned at
     all, being further behind than an alternative may be."""
-    from assistant.config import bundled_kb_dir
-    from assistant.knowledge import forget_loaded, update_extra_sources
-
-    runbooks = tmp_path / "runbooks"
-    runbooks.mkdir()
-    (runbooks / "值班手册.md").write_text(
+    settings, kb = _bundled_with_runbook(tmp_path, "值班手册.md", (
         "# 推理服务值班手册\n\n## 推理卡住、请求不返回\n我们的集群上请求卡住时，先看 Grafana 面板「vllm-serving」里的 KV cache "
         "使用率。\n超过 95% 就执行 `kubectl rollout restart deploy/vllm-qwen -n serving`，并在 #infra-oncall 里报备。\n\n"
-        "## 模型下载\n内部模型仓库地址是 `http://models.internal:8080`，设置 `HF_ENDPOINT` 指向它。\n", encoding="utf-8")
-    settings = replace(Settings(), kb_dir=bundled_kb_dir(), cache_dir=tmp_path / "cache")
-    update_extra_sources(settings, add=[runbooks])
-    forget_loaded()
-    kb = open_kb(settings, progress=lambda _m: None)
+        "## 模型下载\n内部模型仓库地址是 `http://models.internal:8080`，设置 `HF_ENDPOINT` 指向它。\n"))
     answer = answer_question("推理卡住了，请求一直不返回怎么办", settings, kb=kb)
     assert answer.grounded and answer.citations[0].id == "vllm-requests-hang"
     assert "**你们自己的文档里:** 推理服务值班手册 > 推理卡住、请求不返回" in answer.answer
