@@ -1171,7 +1171,7 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
     return _bounded(text, limit, labels), [c for i, c in enumerate(section) if i not in keep] + skipped
 
 
-_TABLE_PADDING = re.compile(r"(?<=\S) {2,}|(?<=\|) {2,}")
+_TABLE_PADDING = re.compile(r"(?<=\S) {2,}")  # a pipe is no space either
 _RULE_DASHES = re.compile(r"-{4,}")
 
 

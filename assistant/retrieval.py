@@ -382,9 +382,7 @@ def pasted_in_passages(index: KBIndex, question: str, unstructured: set[str]) ->
     messages = [(m, squash(m)) for m in pasted_messages(question)]
     if not messages:
         return {}
-    squashed = getattr(index, "_squashed_texts", None)
-    if squashed is None or len(squashed) != len(index.chunks):
-        squashed = index._squashed_texts = [squash(c.text) for c in index.chunks]
+    squashed = derived(index, "_squashed_texts", lambda: [squash(c.text) for c in index.chunks])
     hits: dict[tuple[str, str], list[str]] = {}
     for chunk, text in zip(index.chunks, squashed):
         if chunk.doc_id not in unstructured:
