@@ -274,18 +274,34 @@ def strip_non_content(text: str) -> str:
     """Drop lines that are only a language switch, e.g. `[简体中文](../zh/usage/log.md)`,
     and, outside code, lines that render nothing: mkdocs anchors (`[](){ #faq }`), empty
     HTML anchors and one-line comments (`<!-- toc -->`); Hugo shortcodes, keeping the
-    text they wrap; images (a Yuque screenshot's link is 300 characters of URL); and inline
+    text they wrap; images (a Yuque screenshot's link is 300 characters of URL); inline
     formatting tags, keeping their text (`<font color=red>0.88</font>` from Yuque and
-    Feishu exports). Quoted in an answer they are noise that takes the room of the fix."""
+    Feishu exports); and whole comment, `<style>` and `<script>` blocks (vLLM's quantization
+    page styles its support table in a 20-line `<style>` block, and an answer quoted it
+    before the table). Quoted in an answer they are noise that takes the room of the fix."""
     lines = text.split("\n")
     kept: list[str] = []
     fence = ""
+    hidden = ""  # the end marker of an open multi-line comment, <style> or <script> block
     changed = False
     for line in lines:
+        if hidden:
+            changed = True
+            if hidden in line.lower():
+                hidden = ""
+            continue
         opened = _FENCE.match(line)
         if opened and (not fence or opened.group(1)[0] == fence):
             fence = "" if fence else opened.group(1)[0]
         elif not fence:
+            block = _HIDDEN_BLOCK.match(line)
+            if block:
+                end = "-->" if block.group(0).lstrip().startswith("<!--") else f"</{block.group(1).lower()}>"
+                closes = line.lower().find(end, block.end())
+                if closes < 0 or not line[closes + len(end):].strip():  # text after a closed one stays
+                    hidden = "" if closes >= 0 else end
+                    changed = True
+                    continue
             bare = _SHORTCODE.sub("", line) if "{{" in line else line
             if "<" in bare or "![" in bare:
                 bare = _outside_code(bare, lambda part: _EMPTY_LINK.sub("", _IMAGE.sub("", _FORMAT_TAG.sub("", part))))
@@ -353,6 +369,9 @@ def _outside_code(line: str, edit) -> str:
     return "".join(out)
 
 
+# A block that renders nothing, opened at the start of a line: an HTML comment, a <style> or
+# a <script> element (it may close on the same line).
+_HIDDEN_BLOCK = re.compile(r"^\s*(?:<!--|<(style|script)\b[^>]*>)", re.I)
 _INVISIBLE = re.compile(r"^\s*(?:\[\]\(\)\{\s*#[\w.:-]+\s*\}|<a\s+(?:id|name)=\"[^\"]*\"\s*>\s*</a>|<!--.*?-->)\s*$")
 
 

@@ -79,7 +79,8 @@ SCHEMA = 16
 #     of contents is dropped and an image keeps the link it stands for.
 # 24: a markdown page's own table of contents (runs of list items linking to its anchors) is
 #     dropped too.
-RULES = 24
+# 25: multi-line HTML comments and <style>/<script> blocks are dropped.
+RULES = 25
 FAISS_TOP = 2_000
 
 

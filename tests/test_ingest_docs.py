@@ -347,6 +347,18 @@ def test_lines_that_render_nothing_are_not_quoted(tmp_path):
     assert "Lower `--gpu-memory-utilization`." in body and "<!-- kept: it is code -->" in body
 
 
+
+def test_comment_style_and_script_blocks_are_not_quoted(tmp_path):
+    """vLLM's quantization page styles its support table in a 20-line <style> block; it was
+    quoted in the answer ahead of the table it styles."""
+    text = ("# Quantization\n\n## Supported Hardware\n\nThe table below shows the compatibility.\n\n<style>\n"
+            "td:not(:first-child) {\n  text-align: center !important;\n}\n</style>\n\n"
+            "| Implementation | Volta | Ampere |\n|---|---|---|\n| AWQ | no | yes |\n\n<!-- TODO: add the\nTPU column -->\n"
+            "<!-- note --> Keep this sentence.\n<script>track()</script>\n\n```html\n<style>kept { in: code }</style>\n```\n")
+    body = "\n".join(c.text for c in chunk_document(_doc(tmp_path, "quantization.md", text)))
+    assert "text-align" not in body and "TPU column" not in body and "track()" not in body
+    assert "| AWQ | no | yes |" in body and "Keep this sentence." in body and "kept { in: code }" in body
+
 HUGO_PAGE = dedent("""
     +++
     disableToc = false
