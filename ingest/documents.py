@@ -282,26 +282,17 @@ def strip_non_content(text: str) -> str:
     lines = text.split("\n")
     kept: list[str] = []
     fence = ""
-    hidden = ""  # the end marker of an open multi-line comment, <style> or <script> block
-    changed = False
-    for line in lines:
-        if hidden:
-            changed = True
-            if hidden in line.lower():
-                hidden = ""
-            continue
+    hidden = hidden_blocks(lines)
+    changed = bool(hidden)
+    for n, line in enumerate(lines):
+        if n in hidden:
+            if not hidden[n]:
+                continue
+            line = hidden[n]  # the text after a block that closes mid-line
         opened = _FENCE.match(line)
         if opened and (not fence or opened.group(1)[0] == fence):
             fence = "" if fence else opened.group(1)[0]
         elif not fence:
-            block = _HIDDEN_BLOCK.match(line)
-            if block:
-                end = "-->" if block.group(0).lstrip().startswith("<!--") else f"</{block.group(1).lower()}>"
-                closes = line.lower().find(end, block.end())
-                if closes < 0 or not line[closes + len(end):].strip():  # text after a closed one stays
-                    hidden = "" if closes >= 0 else end
-                    changed = True
-                    continue
             bare = _SHORTCODE.sub("", line) if "{{" in line else line
             if "<" in bare or "![" in bare:
                 bare = _outside_code(bare, lambda part: _EMPTY_LINK.sub("", _IMAGE.sub("", _FORMAT_TAG.sub("", part))))
@@ -319,6 +310,40 @@ def strip_non_content(text: str) -> str:
         kept = [line for i, line in enumerate(kept) if i not in toc]
         changed = True
     return "\n".join(kept) if changed else text
+
+
+def hidden_blocks(lines: list[str]) -> dict[int, str]:
+    """Lines inside an HTML comment, <style> or <script> block that opens a line outside
+    code: line number -> "" (drop it) or, for a block that closes mid-line, the text after
+    it. A block that never closes hides nothing: a stray `<!-- TODO` must not swallow the
+    rest of a page."""
+    out: dict[int, str] = {}
+    fence = ""
+    n = 0
+    while n < len(lines):
+        line = lines[n]
+        opened = _FENCE.match(line)
+        if opened and (not fence or opened.group(1)[0] == fence):
+            fence = "" if fence else opened.group(1)[0]
+        block = None if fence or opened else _HIDDEN_BLOCK.match(line)
+        if block:
+            comment = block.group(1) is None
+            end = "-->" if comment else f"</{block.group(1).lower()}>"
+            start = block.end(0) - (2 if comment else 0)  # "<!-->" closes itself
+            for m in range(n, len(lines)):
+                closes = lines[m].lower().find(end, start if m == n else 0)
+                if closes >= 0:
+                    rest = lines[m][closes + len(end):]
+                    span = {k: "" for k in range(n, m + 1)}
+                    if rest.strip():
+                        if m == n:
+                            break  # "<!-- note --> text": a one-line remark before text stays as written
+                        span[m] = rest
+                    out.update(span)
+                    n = m
+                    break
+        n += 1
+    return out
 
 
 # An item of a page's own table of contents: a list item that starts with a link to an anchor
@@ -371,7 +396,7 @@ def _outside_code(line: str, edit) -> str:
 
 # A block that renders nothing, opened at the start of a line: an HTML comment, a <style> or
 # a <script> element (it may close on the same line).
-_HIDDEN_BLOCK = re.compile(r"^\s*(?:<!--|<(style|script)\b[^>]*>)", re.I)
+_HIDDEN_BLOCK = re.compile(r"^ {0,3}(?:<!--|<(style|script)\b[^>]*>)", re.I)  # CommonMark's indent for HTML blocks
 _INVISIBLE = re.compile(r"^\s*(?:\[\]\(\)\{\s*#[\w.:-]+\s*\}|<a\s+(?:id|name)=\"[^\"]*\"\s*>\s*</a>|<!--.*?-->)\s*$")
 
 

@@ -358,6 +358,13 @@ def test_comment_style_and_script_blocks_are_not_quoted(tmp_path):
     body = "\n".join(c.text for c in chunk_document(_doc(tmp_path, "quantization.md", text)))
     assert "text-align" not in body and "TPU column" not in body and "track()" not in body
     assert "| AWQ | no | yes |" in body and "Keep this sentence." in body and "kept { in: code }" in body
+    # A comment that never closes hides nothing; text after one that closes mid-line stays;
+    # indented code (4 spaces, under a list item) is code.
+    text = ("# Steps\n\n1. Start it.\n\n    ```html\n    <!-- inside code\n    ```\n\n2. Check it.\n\n"
+            "<!-- a remark\nthat ends --> Then restart.\n\n## Later\n\n<!-- TODO never closed\n\nRun `nvidia-smi`.\n")
+    body = "\n".join(c.text for c in chunk_document(_doc(tmp_path, "steps.md", text)))
+    assert "<!-- inside code" in body and "Check it." in body and "Then restart." in body and "a remark" not in body
+    assert "Run `nvidia-smi`." in body
 
 HUGO_PAGE = dedent("""
     +++
