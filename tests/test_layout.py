@@ -85,14 +85,23 @@ def test_bench_compiles_every_package_a_cold_ask_imports():
     import subprocess
     import sys
 
-    from assistant.ops.bench import package_dirs
+    import compileall
+
+    from assistant.ops import bench
 
     probe = ("import sys; from assistant.interfaces.cli import ask_main; import assistant.answer; "
              "print('\\n'.join(m.__file__ for m in list(sys.modules.values()) if getattr(m, '__file__', None)))")
     files = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT).stdout.split()
     ours = [Path(f).resolve() for f in files
             if Path(f).resolve().is_relative_to(ROOT) and "site-packages" not in Path(f).resolve().parts]  # a venv in the checkout
-    dirs = package_dirs()
+    compiled: list[Path] = []
+    real = compileall.compile_dir
+    compileall.compile_dir = lambda folder, **_kw: compiled.append(Path(folder).resolve()) or True
+    try:
+        bench._compile_bytecode()
+    finally:
+        compileall.compile_dir = real
+    dirs = compiled
     assert ours, "the probe imported nothing from the checkout"
     missed = sorted({str(f.relative_to(ROOT)) for f in ours if not any(f.is_relative_to(d) for d in dirs)})
     assert not missed, f"bench would not compile: {missed[:5]}"
