@@ -318,6 +318,7 @@ def hidden_blocks(lines: list[str]) -> dict[int, str]:
     it. A block that never closes hides nothing: a stray `<!-- TODO` must not swallow the
     rest of a page."""
     out: dict[int, str] = {}
+    unclosed: set[str] = set()  # end markers no later line holds: openers after one never close
     fence = ""
     n = 0
     while n < len(lines):
@@ -330,7 +331,7 @@ def hidden_blocks(lines: list[str]) -> dict[int, str]:
             comment = block.group(1) is None
             end = "-->" if comment else f"</{block.group(1).lower()}>"
             start = block.end(0) - (2 if comment else 0)  # "<!-->" closes itself
-            for m in range(n, len(lines)):
+            for m in range(n, len(lines)) if end not in unclosed else ():
                 closes = lines[m].lower().find(end, start if m == n else 0)
                 if closes >= 0:
                     rest = lines[m][closes + len(end):]
@@ -342,6 +343,8 @@ def hidden_blocks(lines: list[str]) -> dict[int, str]:
                     out.update(span)
                     n = m
                     break
+            else:
+                unclosed.add(end)  # so a page of stray openers is read once, not once per opener
         n += 1
     return out
 
