@@ -374,8 +374,8 @@ def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
     else:
         parts = _article_body(kb, top, lang, labels, cites)
         parts += _your_settings(kb, top, lang, labels, result.flags)
-        parts += _team_passage(kb, result, lang, labels, cites)
         alternatives = _alternatives(kb, result, top_k)
+        parts += _team_passage(kb, result, lang, labels, cites, offered=alternatives)
         if alternatives:
             parts += ["", f"**{labels['also']}:**"]
             for art in alternatives:
@@ -391,14 +391,16 @@ def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
     return answer
 
 
-def _team_passage(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") -> list[str]:
+def _team_passage(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites",
+                  offered: list[ArticleMatch] = ()) -> list[str]:
     """A team's own runbook section on the same problem, quoted briefly after the curated
     article that leads (a KB of both): "推理卡住" went to the bundled hang article, and the
     team's section of that name (their dashboard, their restart command, their channel) was
-    not mentioned at all, being further behind than an alternative may be."""
+    not mentioned at all, being further behind than an alternative may be. One already
+    `offered` as an alternative is not quoted twice."""
     top = result.articles[0]
     for art in result.articles[1:TEAM_NOTE_RANKS]:
-        if (art.passage and art.relevance >= ALTERNATIVE_RELEVANCE * top.relevance
+        if (art.passage and not any(art is o for o in offered) and art.relevance >= ALTERNATIVE_RELEVANCE * top.relevance
                 and art.score >= top.score - TEAM_NOTE_MARGIN and not _wrong_hardware_beside(top, art)):
             best, text, _rest = _passage(kb, art, lang, labels)
             quote = _bounded(_tidy(text), TEAM_NOTE_CHARS, labels)

@@ -1098,3 +1098,23 @@ def test_a_teams_own_section_on_the_problem_is_quoted_after_the_curated_article(
     assert "kubectl rollout restart deploy/vllm-qwen" in answer.answer
     assert any(c.source.endswith("值班手册.md") for c in answer.citations)
     assert len(answer.answer) <= MAX_ANSWER_CHARS
+
+
+def test_a_teams_section_offered_as_an_alternative_is_not_quoted_again(tmp_path):
+    """Close enough to be an alternative ("也可能是"), the team's section is offered there
+    once, not also quoted under "你们自己的文档里"."""
+    from assistant.answer import compose
+    from assistant.retrieval import RetrievalParams, search
+
+    settings, kb = _bundled_with_runbook(tmp_path, "值班手册.md", (
+        "# 推理服务值班手册\n\n## 推理卡住、请求不返回\n我们的集群上请求卡住时，先看 Grafana 面板「vllm-serving」里的 KV cache "
+        "使用率。\n超过 95% 就执行 `kubectl rollout restart deploy/vllm-qwen -n serving`，并在 #infra-oncall 里报备。\n"))
+    result = search(kb.index, kb.embedder, "推理卡住了，请求一直不返回怎么办", RetrievalParams.from_settings(settings))
+    team = next(a for a in result.articles if a.passage)
+    result.articles.remove(team)
+    result.articles.insert(1, team)
+    team.score, team.relevance = result.articles[0].score - 0.01, result.articles[0].relevance  # a near tie
+    result.grounded = True
+    answer = compose(kb, result, "zh", 3)
+    assert answer.answer.count("推理服务值班手册") == 1  # offered once: as the alternative it is
+    assert any(c.source.endswith("值班手册.md") for c in answer.citations)
