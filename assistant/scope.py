@@ -296,6 +296,7 @@ class Scope:
     hardware_terms: dict[str, str] = field(default_factory=dict)  # hardware family → the word the question used
     said_entities: tuple[str, ...] = ()  # the entities named in the prose, not only in a pasted command or config
     contrasted: frozenset[str] = frozenset()  # products and hardware named only to be set against another ("not vllm")
+    architectures: tuple[str, ...] = ()  # model families an error names by class ("MiniCPM3ForCausalLM" → "minicpm")
 
 
 _TOKEN = re.compile(r"[\w.\-/:]+")
@@ -404,7 +405,28 @@ def detect(question: str) -> Scope:
         # Qwen2.5-VL 做 OCR"), not the detection/recognition pipelines the subject is about.
         del terms["vision/OCR model serving"]
         in_prose = [e for e in in_prose if e != "vision/OCR model serving"]
-    return Scope(products, hardware, versions, tuple(terms), terms, hardware_terms, tuple(in_prose), contrasted)
+    return Scope(products, hardware, versions, tuple(terms), terms, hardware_terms, tuple(in_prose), contrasted,
+                 architectures(question[:MAX_QUERY_CHARS]))
+
+
+# A model class as loaders name it ("MiniCPM3ForCausalLM", "Qwen2VLForConditionalGeneration"),
+# or the list an "architectures ... are not supported" error quotes (['MiniCPM']).
+_ARCHITECTURE = re.compile(r"\b([A-Za-z][A-Za-z0-9]*?)For(?:CausalLM|ConditionalGeneration|Seq2SeqLM|MaskedLM|SequenceClassification)\b"
+                           r"|model architectures?\W{1,4}\[\s*['\"]([A-Za-z][A-Za-z0-9_.-]*)['\"]", re.I)
+
+
+def architectures(question: str) -> tuple[str, ...]:
+    """The model families a question names by class: "MiniCPM3ForCausalLM" is MiniCPM,
+    "Qwen2VLForConditionalGeneration" Qwen. A team's docs for that model (a model
+    repository's own deployment pages) say which release loads it, so an "architectures
+    are not supported" error about it is theirs to answer, not a version matrix the KB lacks."""
+    out: list[str] = []
+    for m in _ARCHITECTURE.finditer(question):
+        name = (m.group(1) or m.group(2) or "").lower()
+        family = re.match(r"[a-z]+", name)
+        if family and len(family.group(0)) >= 3 and family.group(0) not in out:
+            out.append(family.group(0))
+    return tuple(out)
 
 
 # Phrases that hold a subject's word without being about it: "video memory" is 显存 put into
@@ -637,7 +659,8 @@ def unseen_entities(scope: Scope, index) -> list[str]:
     # words (see CORE_TERMS, PHRASINGS).
     missing = [e for e in scope.entities
                if not _covers_term(index, scope.entity_terms.get(e) or ENTITIES[e][0], ENTITIES[e])
-               and not any(_covers_core(index, n) for n in core_terms(e))]
+               and not any(_covers_core(index, n) for n in core_terms(e))
+               and not (e == "new model support" and any(_covers_core(index, "#" + a) for a in scope.architectures))]
     # One word can name two subjects ("tool_choice": tool calling, and OpenAI request fields);
     # when the KB covers one of them, the word is no evidence of a subject it lacks.
     known = {scope.entity_terms.get(e) for e in scope.entities if e not in missing}

@@ -1118,3 +1118,26 @@ def test_a_teams_section_offered_as_an_alternative_is_not_quoted_again(tmp_path)
     answer = compose(kb, result, "zh", 3)
     assert answer.answer.count("推理服务值班手册") == 1  # offered once: as the alternative it is
     assert any(c.source.endswith("值班手册.md") for c in answer.citations)
+
+
+def test_a_models_own_docs_cover_its_architecture_is_not_supported_error(tmp_path):
+    """"Model architectures ['MiniCPM3ForCausalLM'] are not supported for now" asks which
+    release loads the model. A model repository's docs, with the model's name in their
+    headings, say so ("vLLM >= 0.6.2"); docs that never name it in a heading do not, and
+    the question stays about a subject they lack."""
+    from assistant.scope import architectures, detect, unseen_entities
+
+    question = ("跑官方 demo 一启动就报 ValueError: Model architectures ['MiniCPM3ForCausalLM'] are not supported "
+                "for now. vllm 要装哪个版本？")
+    assert architectures(question) == ("minicpm",)
+    assert architectures("Model architectures ['MiniCPM'] are not supported. Supported architectures: ['AquilaModel']") == (
+        "minicpm",)
+    pages = {"minicpm3.md": "# MiniCPM 3.0\n\n## Inference\n\nInstall vLLM from our fork: `pip install vllm==0.6.2`.\n",
+             "serve.md": "# Serving\n\nStart the server with `gadget serve MODEL`.\n"}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    _settings, kb = docs_kb(tmp_path / "a", pages)
+    assert unseen_entities(detect(question), kb.index) == []
+    _settings, other = docs_kb(tmp_path / "b", {"serve.md": pages["serve.md"],
+                                               "models.md": "# Models\n\nWe also serve MiniCPM and Qwen.\n"})
+    assert unseen_entities(detect(question), other.index) == ["new model support"]
