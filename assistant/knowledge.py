@@ -52,11 +52,36 @@ def _extra_sources_file(settings: Settings) -> Path:
 
 
 def _read_extra(settings: Settings) -> list[Path]:
+    f = _extra_sources_file(settings)
     try:
-        extra = json.loads(_extra_sources_file(settings).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        extra = json.loads(f.read_text(encoding="utf-8"))
+    except FileNotFoundError:
         return []
-    return [Path(p) for p in extra if isinstance(p, str)] if isinstance(extra, list) else []
+    except (OSError, ValueError):
+        extra = None
+    if isinstance(extra, list) and all(isinstance(p, str) for p in extra):
+        return [Path(p) for p in extra]
+    return _recover_extra(settings, f)
+
+
+def _recover_extra(settings: Settings, f: Path) -> list[Path]:
+    """The runbook paths again, from the live index's manifest, when the list of them is
+    damaged (a half-written disk, a hand edit). Reading it as empty would rebuild the index
+    from the KB directory alone and silently drop every team's runbooks."""
+    manifest = read_manifest(index_dir(settings)) or {}
+    kb = str(settings.kb_dir.resolve())
+    recorded = manifest.get("sources")
+    paths = [Path(p) for p in recorded if isinstance(p, str) and p != kb] if isinstance(recorded, list) else []
+    if paths:
+        _stderr(f"warning: {f} could not be read; the {len(paths)} added runbook path(s) were recovered from the index")
+        try:
+            _write_extra(settings, paths)
+        except OSError:
+            pass  # a read-only cache: recovered again next time
+    else:
+        _stderr(f"warning: {f} could not be read and the index records no added runbooks; "
+                "re-run `assistant ingest PATH` for any you had added")
+    return paths
 
 
 def sources(settings: Settings) -> list[Path]:

@@ -183,6 +183,31 @@ def test_user_runbooks_join_the_index_and_can_be_forgotten(tiny_settings, tmp_pa
     assert not any(c.source == "redis.txt" for c in kb.index.chunks)
 
 
+def test_a_damaged_runbook_list_is_recovered_from_the_index_not_read_as_empty(tiny_settings, tmp_path, capsys):
+    """A half-written or hand-edited sources.json rebuilt the index from the KB directory
+    alone: every added runbook vanished, and the note said only that the sources changed."""
+    from assistant.knowledge import _extra_sources_file, set_extra_sources, sources
+
+    runbooks = tmp_path / "runbooks"
+    runbooks.mkdir()
+    (runbooks / "redis.txt").write_text("Redis failover\n\nRun sentinel failover mymaster to promote a replica.\n", encoding="utf-8")
+    set_extra_sources(tiny_settings, [runbooks])
+    open_kb(tiny_settings, progress=lambda _m: None)
+    for damage in ("{bad", "", '{"paths": 3}', "[1, 2]"):
+        _extra_sources_file(tiny_settings).write_text(damage, encoding="utf-8")
+        assert sources(tiny_settings) == [tiny_settings.kb_dir.resolve(), runbooks.resolve()], damage
+        assert "recovered from the index" in capsys.readouterr().err
+        assert json.loads(_extra_sources_file(tiny_settings).read_text(encoding="utf-8")) == [str(runbooks.resolve())]
+    _extra_sources_file(tiny_settings).write_text("{bad", encoding="utf-8")
+    kb = open_kb(tiny_settings, progress=lambda _m: None)
+    assert any(c.source == "redis.txt" for c in kb.index.chunks)
+    assert "recovered from the index" in capsys.readouterr().err
+    # A missing list is no damage: nothing was ever added.
+    _extra_sources_file(tiny_settings).unlink()
+    assert sources(tiny_settings) == [tiny_settings.kb_dir.resolve()]
+    assert capsys.readouterr().err == ""
+
+
 def test_keyword_index_bytes_do_not_depend_on_the_process(tmp_path):
     """An unchanged KB must rebuild to the same files: bm25s numbered tokens in set order,
     which changes with the hash seed, so every rebuild rewrote the shipped index."""
