@@ -55,8 +55,8 @@ def _read_extra(settings: Settings) -> list[Path]:
     f = _extra_sources_file(settings)
     try:
         extra = json.loads(f.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return []
+    except (FileNotFoundError, NotADirectoryError):
+        return []  # nothing was ever added
     except (OSError, ValueError):
         extra = None
     if isinstance(extra, list) and all(isinstance(p, str) for p in extra):
@@ -183,7 +183,7 @@ def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr) -> KB
                     break
                 srcs = latest  # another `assistant ingest` changed the sources meanwhile: fold them in (vectors are reused)
         except OSError as exc:
-            raise AssistantError(f"cannot write the index under {directory}: {exc}", "set ASSISTANT_CACHE_DIR to a writable directory") from exc
+            index = _unwritable_cache(settings, directory, srcs, embedder, exc, progress)
     if not index.chunks:
         progress(f"warning: nothing to search: no markdown, text or HTML documents under {settings.kb_dir} "
                  "(every question will be refused; check --kb or ASSISTANT_KB_DIR)")
@@ -193,6 +193,40 @@ def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr) -> KB
     kb = KB(index, embedder, by_doc, settings)
     _OPEN[key] = kb
     return kb
+
+
+def _unwritable_cache(settings: Settings, directory: Path, srcs: list[Path], embedder, exc: OSError,
+                      progress: Callable[[str], None]) -> KBIndex:
+    """An index for this process when the cache cannot be written (a read-only mount, a full
+    disk): the last index built, if one can still be read, though the KB changed since;
+    else one built in a temporary folder (the shipped bundle is copied there first). Every
+    question used to fail on it, the bundled KB's included."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from ingest.build import build_index
+
+    hint = "set ASSISTANT_CACHE_DIR to a writable directory"
+    try:
+        index = load_index(directory)
+        progress(f"warning: cannot update the index under {directory} ({exc.strerror or exc}); "
+                 f"answering from the last one built, which misses the latest KB changes ({hint})")
+        return index
+    except (IndexError_, OSError):
+        pass
+    try:
+        scratch = Path(tempfile.mkdtemp(prefix="oncall-index-"))
+    except OSError as again:
+        raise AssistantError(f"cannot write the index under {directory}: {exc}", hint) from again
+    atexit.register(shutil.rmtree, scratch, True)
+    progress(f"warning: cannot write the index under {directory} ({exc.strerror or exc}); "
+             f"indexing into a temporary folder for this run only ({hint})")
+    try:
+        _seed_bundled(settings, scratch, embedder.name)
+        return build_index(scratch, srcs, embedder, max_chunk_chars=settings.max_chunk_chars, progress=progress)
+    except OSError as again:
+        raise AssistantError(f"cannot write the index under {directory} or {scratch}: {again}", hint) from again
 
 
 def _seed_bundled(settings: Settings, directory: Path, embedder_name: str) -> bool:

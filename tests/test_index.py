@@ -223,3 +223,35 @@ def test_keyword_index_bytes_do_not_depend_on_the_process(tmp_path):
     runs = [subprocess.run([sys.executable, "-c", script, str(tmp_path / f"k{seed}")], capture_output=True, text=True, check=True,
                            env={"PYTHONHASHSEED": str(seed), "PATH": "/usr/bin:/bin"}, cwd=ROOT).stdout for seed in (1, 2, 3)]
     assert runs[0] and runs[0] == runs[1] == runs[2]
+
+
+def test_an_unwritable_cache_still_answers(tiny_settings, tiny_kb, bundled_env, tmp_path, monkeypatch):
+    """A read-only or broken cache made every question fail with "cannot write the index",
+    the bundled KB's included, though its index ships in the package; and a KB edited under
+    a read-only cache refused to answer at all, though its last index was still readable."""
+    import errno
+
+    import ingest.build
+
+    from .conftest import run_cli
+
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the cache folder should be", encoding="utf-8")
+    proc = run_cli(["ask", "vLLM CUDA out of memory at startup"], dict(bundled_env, ASSISTANT_CACHE_DIR=str(blocker / "cache")))
+    err = proc.stderr.decode()
+    assert proc.returncode == 0, err
+    assert "gpu-memory-utilization" in proc.stdout.decode()
+    assert "temporary folder for this run" in err and "ASSISTANT_CACHE_DIR" in err and "Traceback" not in err
+
+    messages: list[str] = []
+    open_kb(tiny_settings, progress=messages.append)
+    first = next(iter(sorted(tiny_kb.rglob("*.md"))))
+    first.write_text(first.read_text(encoding="utf-8") + "\nOne more line.\n", encoding="utf-8")
+    forget_loaded()
+
+    def read_only(*_a, **_k):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(ingest.build, "build_index", read_only)
+    kb = open_kb(tiny_settings, progress=messages.append)
+    assert kb.index.chunks and "answering from the last one built" in messages[-1]
