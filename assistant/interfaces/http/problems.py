@@ -9,6 +9,7 @@ client: unexpected exceptions are logged here with theirs, and the client gets o
 from __future__ import annotations
 
 import logging
+import re
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -53,15 +54,26 @@ async def _assistant_error(request: Request, exc: AssistantError) -> JSONRespons
     return problem(exc.message, exc.hint, exc.http_status, headers or None)
 
 
+_FIELD = re.compile(r"^[A-Za-z_][\w-]*$")
+
+
 async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = exc.errors()
+    ctype = request.headers.get("content-type", "")
+    if "json" not in ctype.lower() and any(tuple(err.get("loc", ())) == ("body",) for err in errors):
+        # A form or plain-text body read as JSON failed as "Input should be a valid dictionary
+        # or object to extract fields from": what was wrong is the content type.
+        return problem(f"the body must be JSON, not {ctype.split(';')[0].strip() or 'untyped'}",
+                       'send Content-Type: application/json and a JSON object such as {"question": "…"}', 415)
     problems = []
-    for err in exc.errors()[:5]:
+    for err in errors[:5]:
         if err.get("type") == "json_invalid":
             # FastAPI locates a JSON syntax error by a bare character offset ("13: JSON decode error")
             offset = next((p for p in err.get("loc", []) if isinstance(p, int)), None)
             problems.append("the body is not valid JSON" + (f" (at character {offset})" if offset is not None else ""))
             continue
-        where = ".".join(str(p) for p in err.get("loc", []) if p != "body")
+        # pydantic names the member of a union it tried ("lang.literal['zh','en']"): the field is enough.
+        where = ".".join(str(p) for p in err.get("loc", []) if p != "body" and (isinstance(p, int) or _FIELD.match(str(p))))
         problems.append(f"{where or 'body'}: {err.get('msg')}")
     return problem("invalid request: " + "; ".join(problems), "see /docs for the request schema", 422)
 

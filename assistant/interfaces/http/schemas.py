@@ -96,4 +96,4 @@ class ErrorOut(BaseModel):
 
 
 # The error responses the answer endpoints document in the OpenAPI schema.
-ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorOut} for status in (401, 413, 422, 429, 503)}
+ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorOut} for status in (401, 413, 415, 422, 429, 503)}
