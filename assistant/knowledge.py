@@ -118,10 +118,18 @@ def set_extra_sources(settings: Settings, paths: list[Path]) -> None:
 def update_extra_sources(settings: Settings, add: list[Path] = (), forget: list[Path] = ()) -> list[Path]:
     """Add and remove runbook paths in one read-modify-write under the index lock, so two
     `assistant ingest` runs at once both keep their paths. Returns the new list."""
-    from ingest.index import index_lock
-
     kb = settings.kb_dir.resolve()
     gone = {Path(p).resolve() for p in forget}
+    try:
+        return _update_extra(settings, kb, gone, add)
+    except OSError as exc:
+        raise AssistantError(f"cannot save the list of runbooks under {index_dir(settings)}: {exc.strerror or exc}",
+                             "set ASSISTANT_CACHE_DIR to a writable directory") from exc
+
+
+def _update_extra(settings: Settings, kb: Path, gone: set[Path], add) -> list[Path]:
+    from ingest.index import index_lock
+
     with index_lock(index_dir(settings)):
         before = _read_extra(settings)
         unknown = sorted(str(p) for p in gone - set(before))

@@ -123,6 +123,34 @@ def test_feedback_export_writes_draft_eval_cases(bundled_env, tmp_path):
     assert "swap-space" in out.read_text(encoding="utf-8")
 
 
+def test_paths_that_cannot_be_written_get_one_line_not_an_internal_error(bundled_env, tmp_path):
+    """`feedback export --out /no/such/dir/x.jsonl`, `ingest` under a read-only cache and
+    `eval --out` somewhere unwritable each ended as "internal error … (please report this)",
+    exit 70; the eval only after running every case."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where a folder should be", encoding="utf-8")
+    runbooks = tmp_path / "runbooks"
+    runbooks.mkdir()
+    (runbooks / "redis.md").write_text("# Redis failover\n\nRun sentinel failover mymaster.\n", encoding="utf-8")
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"id": "c1", "lang": "en", "question": "CUDA out of memory", "expect_topic": "vllm-cuda-oom", '
+                     '"expect": [["gpu-memory-utilization"]]}\n', encoding="utf-8")
+    runs = {
+        "export": (["assistant", "feedback", "export", "--out", str(tmp_path / "no" / "such" / "x.jsonl")],
+                   dict(bundled_env, ASSISTANT_FEEDBACK_DB=str(tmp_path / "fb.sqlite3")), "No such file or directory"),
+        "ingest": (["assistant", "ingest", str(runbooks)], dict(bundled_env, ASSISTANT_CACHE_DIR=str(blocker / "cache")),
+                   "cannot save the list of runbooks"),
+        "eval": (["assistant", "eval", "--cases", str(cases), "--out", str(blocker / "reports")], bundled_env,
+                 "cannot write reports to"),
+    }
+    for name, (args, env, fragment) in runs.items():
+        proc = run_cli(args, env)
+        err = proc.stderr.decode()
+        assert proc.returncode == 1, (name, err)
+        assert fragment in err and "internal error" not in err and "Traceback" not in err, (name, err)
+    assert "pass@1" not in proc.stdout.decode()  # refused before the run
+
+
 def test_a_long_log_piped_on_stdin_is_answered_from_its_last_lines(bundled_env):
     stats = "INFO 05-09 00:49:33 metrics.py:341] Avg generation throughput: 12.1 tokens/s, Running: 2 reqs, Pending: 20 reqs\n"
     log = (stats * 120 + "WARNING 05-09 00:50:01 scheduler.py:1057 Sequence group 12 is preempted by "

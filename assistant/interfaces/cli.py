@@ -41,6 +41,11 @@ def _run(fn, *args, **kwargs):
         except (OSError, ValueError):
             pass
         sys.exit(0)
+    except OSError as exc:
+        # A path the user gave that cannot be written or read (`--out /no/such/dir/x.jsonl`,
+        # a read-only folder): theirs to fix, not a bug to report.
+        where = f"{exc.filename}: " if exc.filename else ""
+        _fail(f"{where}{exc.strerror or exc} (check the path and its permissions)", 1)
     except Exception as exc:  # noqa: BLE001 - the last line of defence against tracebacks
         _fail(f"internal error: {type(exc).__name__}: {exc} (please report this)", EXIT_INTERNAL)
 

@@ -116,6 +116,7 @@ def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, min_topi
 
         settings = settings_for(kb)
         case_list = load_cases(Path(cases))
+        out_dir = _writable_dir(Path(out))  # before the run, not after it: a long eval's figures were lost
         if split != "all":
             case_list = [c for c in case_list if c.split == split]
             if not case_list:
@@ -161,8 +162,6 @@ def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, min_topi
         bar = Thresholds(min_pass3, min_pass1, min_topic1, min_fix, min_oos, max_false_refusals)
         problems = check_thresholds(report, judged, bar=bar, group_prefix="" if judge == "all" else judge + "/")
         calibration = reliability(collected[judged])
-        out_dir = Path(out)
-        out_dir.mkdir(parents=True, exist_ok=True)
         md = to_markdown(report, problems, cases, calibration)
         (out_dir / "report.md").write_text(md, encoding="utf-8")
         (out_dir / "report.json").write_text(json.dumps(to_json(report, problems, cases, calibration), ensure_ascii=False, indent=1), encoding="utf-8")
@@ -349,6 +348,21 @@ def feedback_export(out: str) -> None:
         click.echo(f"{len(cases)} draft case(s); fill in `expect` before adding them to eval/cases.jsonl", err=True)
 
     _run(body)
+
+
+def _writable_dir(path: Path) -> Path:
+    """`path`, created if need be, once a file can be written in it."""
+    import tempfile
+
+    from oncall_common.errors import AssistantError
+
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".probe-"):
+            pass
+    except OSError as exc:
+        raise AssistantError(f"cannot write reports to {path}: {exc.strerror or exc}", "pass --out DIR with a writable folder") from exc
+    return path
 
 
 def main() -> None:
