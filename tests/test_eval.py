@@ -77,6 +77,16 @@ def test_malformed_case_file_gives_a_located_error(tmp_path):
     assert "cases.jsonl:2" in str(err.value)
 
 
+def test_a_case_with_nothing_to_check_it_by_is_refused_by_name(tmp_path):
+    """{"id": "y", "question": "oom"} ran, and its miss read "got gateway-502, gateway-502,
+    gateway-502"; an explicit "expect": [] still means "should be answered"."""
+    f = tmp_path / "cases.jsonl"
+    f.write_text('{"id": "x", "question": "NCCL error", "expect": []}\n{"id": "y", "question": "oom"}\n', encoding="utf-8")
+    with pytest.raises(AssistantError, match="cases.jsonl:2: case 'y' has nothing to check it by") as err:
+        load_cases(f)
+    assert "expect_topic" in err.value.hint
+
+
 def test_a_case_file_without_cases_is_an_error_not_a_pass(tmp_path):
     """An empty file passed every bar: a CI gate pointed at it was off without anyone knowing."""
     empty = tmp_path / "cases.jsonl"

@@ -107,6 +107,13 @@ def load_cases(path: Path) -> list[Case]:
             topic = raw.get("expect_topic") or ()
             topics = tuple(str(t) for t in ([topic] if isinstance(topic, str) else topic))
             grounded = bool(raw.get("grounded", topics != ("oos",)))
+            if not any(key in raw for key in ("expect", "expect_topic", "expect_file", "grounded", "expected")):
+                # Only an id and a question: scored as it stood, it counted a miss against
+                # whatever was cited. ("expect": [] or "grounded": true says "should be answered";
+                # a capacity case checks its "expected" figure.)
+                raise AssistantError(f"{path}:{n}: case {raw['id']!r} has nothing to check it by",
+                                     "an in-scope case needs expect (fix strings), expect_topic or expect_file; "
+                                     "an out-of-scope one expect_topic \"oos\" or grounded: false")
             cases.append(
                 Case(str(raw["id"]), lang, str(raw.get("kind", "")), str(raw["question"]),
                      [[str(a) for a in group] for group in raw.get("expect", [])], grounded,
@@ -218,7 +225,8 @@ def summarise(results: list[CaseResult]) -> Metrics:
             m.failures.append(f"{r.case.id}: {why} — {r.case.question[:160]}")
             continue
         if r.case.grounded and (r.rank is None or r.rank > 3):
-            m.failures.append(f"{r.case.id}: not in top 3 (got {', '.join(r.top_ids)}) — {r.case.question}")
+            # Passages of one file share its id: named once each, not "gateway-502, gateway-502".
+            m.failures.append(f"{r.case.id}: not in top 3 (got {', '.join(dict.fromkeys(r.top_ids))}) — {r.case.question}")
         elif r.case.grounded and r.rank != 1:
             m.failures.append(f"{r.case.id}: expected fix at rank {r.rank}, first was {r.top_ids[0]} — {r.case.question}")
         elif r.case.grounded and not r.grounded:
