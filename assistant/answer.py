@@ -634,6 +634,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
         (art for art in from_page if art not in near), key=lambda art: _position(kb, quoted[id(art)][0]))
     repeated: list[str] = []
     other_lang_said = False
+    untitled = None  # (where, chunk, score) of a first heading shown without a citation
     for art in (*page, *others):
         best, text = quoted[id(art)]
         if best.chunk_id in shown:
@@ -643,15 +644,19 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
         if art in others and _mostly_quoted(text, parts):
             repeated.append(f"{heading} {cites.ref(best, art.score)}")
             continue
-        ref = cites.ref(best, art.score)  # on the heading's line: alone on its own, "[1]" read as a stray line
-        if not parts:
-            parts += [f"### {heading} {ref}", ""]
-        elif art in page:
-            parts += ["", f"{_bold(heading)} {ref}", ""]
-        else:
-            parts += ["", f"**{labels['also']}:** {heading} {ref}", ""]
-        if _position(kb, best) == 0:
-            text = _leading_bylines_dropped(text)
+        text = _leading_bylines_dropped(text) if _position(kb, best) == 0 else text
+        if not text.strip():
+            # A section that is nothing but its page's byline ("Owner: SRE team. Last updated
+            # …") says nothing: its heading still titles the page when it comes first, but it
+            # is not cited for text the answer does not show.
+            if not parts:
+                parts.append(f"### {heading}")
+                untitled = (len(parts) - 1, best, art.score)
+            if art is top:
+                parts += _top_extras(kb, heading, best, art.score, continued, lead, labels, cites)
+            continue
+        # The citation goes on the heading's line: alone on its own, "[1]" read as a stray line.
+        parts += _heading_lines(heading, cites.ref(best, art.score), first=not parts, on_page=art in page, labels=labels)
         if best.lang != lang and not other_lang_said:
             # No twin in the asker's language (a twin's passage is quoted instead): said over
             # the first such quote, which is not the best match's when the page order puts
@@ -661,6 +666,9 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
         parts.append(_tidy(text))
         if art is top:
             parts += _top_extras(kb, heading, best, art.score, continued, lead, labels, cites)
+    if untitled is not None and not cites.items:
+        at, best, score = untitled  # nothing else was quoted: the title is all there is to cite
+        parts[at] += f" {cites.ref(best, score)}"
     if repeated:
         parts += ["", f"{labels['same_text']}: " + "; ".join(repeated)]
     if beside:
@@ -668,6 +676,15 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
         for art in beside:
             parts += _alternative(kb, art, lang, labels, cites)
     return parts
+
+
+def _heading_lines(heading: str, ref: str, first: bool, on_page: bool, labels: dict) -> list[str]:
+    """A quoted passage's heading: the answer's title, a section of the same page, or another page."""
+    if first:
+        return [f"### {heading} {ref}", ""]
+    if on_page:
+        return ["", f"{_bold(heading)} {ref}", ""]
+    return ["", f"**{labels['also']}:** {heading} {ref}", ""]
 
 
 def _close_others(result: Retrieval, siblings: list, top_k: int) -> tuple[list[ArticleMatch], list[ArticleMatch]]:

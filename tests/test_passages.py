@@ -222,6 +222,24 @@ def test_a_pages_byline_is_not_quoted_as_an_answer(tmp_path):
     assert pod.grounded and "kubectl cordon" in pod.answer and "Owner:" not in pod.answer
 
 
+def test_a_section_that_is_only_a_byline_is_not_cited_for_nothing(tmp_path):
+    """A wiki page whose title section holds only "Owner: SRE team. Last updated …" led the
+    answer with "### Rotating the inference API token [1]" and nothing under it, while
+    citation [1] carried the byline the answer never showed."""
+    page = ("<html><head><title>Wiki - Internal</title></head><body><nav><a href=\"/\">Home</a></nav>"
+            "<h1>Rotating the inference API token</h1><p>Owner: SRE team. Last updated 2025-03-01.</p>"
+            "<h2>When</h2><p>Rotate the token every 90 days, or at once if it leaked in a log or a screenshot.</p>"
+            "<h2>Steps</h2><ol><li>Run <code>vault kv put secret/llm/api token=$(openssl rand -hex 32)</code>.</li>"
+            "<li>Restart the gateway: <code>kubectl rollout restart deploy/llm-gateway -n llm</code>.</li></ol></body></html>")
+    settings, kb = docs_kb(tmp_path, {"token-rotation.html": page, "gpu-quota.md": "# GPU quota\n\nEach team gets 8 H100s.\n"})
+    answer = answer_question("how do I rotate the inference API token?", settings, kb=kb)
+    assert answer.grounded and "vault kv put" in answer.answer and "Owner:" not in answer.answer
+    assert answer.answer.startswith("### Rotating the inference API token\n")
+    assert answer.citations and all(c.text.strip() and "Owner:" not in c.text for c in answer.citations)
+    for i in range(1, len(answer.citations) + 1):
+        assert f"[{i}]" in answer.answer
+
+
 def test_a_pages_own_table_of_contents_is_not_quoted(tmp_path):
     """A man page that opens with a pandoc title line and a list of links to its own
     headings quoted both as the first thing of its answer. A lone "see [Docker](#docker)"
