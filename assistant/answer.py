@@ -607,7 +607,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     # the asker already uses is no sign that its row alone answers.
     said = sentences(result.question)
     asked = frozenset() if _asks_for_another_setting(said) else asked_identifiers(said)
-    passages = {id(art): _passage(kb, art, lang, labels, hits, asked) for art in (top, *others)}
+    passages = {id(art): _passage(kb, art, lang, labels, hits, asked, result.question) for art in (top, *others)}
     siblings = _fix_sibling(kb, passages[id(top)][0], [*siblings, *others]) + siblings
     siblings += _followers(kb, passages[id(top)][0], [*siblings, *others])
     quoted = {key: (best, text) for key, (best, text, _rest) in passages.items()}
@@ -661,7 +661,8 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
             # No twin in the asker's language (a twin's passage is quoted instead): said over
             # the first such quote, which is not the best match's when the page order puts
             # its introduction first.
-            parts += [labels["other_lang_passage"], ""]
+            fuller = bool(kb.article_chunks(best.doc_id, lang))  # a twin exists, but lacks what was asked
+            parts += [labels["other_lang_fuller" if fuller else "other_lang_passage"], ""]
             other_lang_said = True
         parts.append(_tidy(text))
         if art is top:
@@ -933,10 +934,10 @@ def _has_prose(text: str) -> bool:
 
 
 def _passage(kb, art: ArticleMatch, lang: str, labels, hits: dict[str, float] | None = None,
-             asked: frozenset[str] = frozenset()) -> tuple:
+             asked: frozenset[str] = frozenset(), question: str = "") -> tuple:
     """A passage's chunk to cite (in the asker's language when there is a twin), its
     bounded text, and the chunks of its section that did not fit."""
-    best = _in_lang(kb, art, lang, hits)
+    best = _in_lang(kb, art, lang, hits, question)
     scores = {sc.chunk.chunk_id: sc.score for sc in art.chunks}
     section = _section_chunks(kb, best)
     best = _naming_entry(best, section, asked)
@@ -1058,17 +1059,19 @@ def _named_by_title(stem: str) -> bool:
     return " " in stem.strip() or any(is_cjk(ch) for ch in stem)
 
 
-def _in_lang(kb, art: ArticleMatch, lang: str, hits: dict[str, float] | None = None):
+def _in_lang(kb, art: ArticleMatch, lang: str, hits: dict[str, float] | None = None, question: str = ""):
     """The passage's best chunk, or — when it is in the other language and the document
     has a twin in the asker's — the twin's chunk holding the same passage. `hits` (chunk id
     to score, over the whole retrieval) picks, among twin chunks that overlap the passage,
     the one that itself matched the question: sections split differently in each language,
-    so a passage can straddle two chunks of its twin."""
+    so a passage can straddle two chunks of its twin. A twin that lacks what the question
+    quotes from the passage (a log line, a command) has fallen behind it, and the passage
+    is quoted as written."""
     chunk = art.chunks[0].chunk
     if chunk.lang == lang:
         return chunk
     twin = kb.article_chunks(chunk.doc_id, lang)
-    if not twin:
+    if not twin or _twin_lacks_what_is_quoted(question, chunk, twin):
         return chunk
     own = kb.article_chunks(chunk.doc_id, chunk.lang)
     try:
@@ -1090,6 +1093,27 @@ def _in_lang(kb, art: ArticleMatch, lang: str, hits: dict[str, float] | None = N
 
 
 _NAME = re.compile(r"[A-Za-z_][\w.-]{2,}|\d+(?:\.\d+)+")
+_LITERAL_WORD = re.compile(r"[a-z0-9_][a-z0-9_./:=-]*")
+LITERAL_RUN = 3  # words in a row the question and a passage share verbatim: a quoted message or command
+
+
+def _twin_lacks_what_is_quoted(question: str, chunk, twin: list) -> bool:
+    """Whether the question shares a run of Latin-script words with the passage
+    ("connection reset by peer", `vault kv put secret`) that its twin never writes: the
+    Chinese page of a runbook got a third step with the error it prevents, the English one
+    did not, and the English answer quoted the two steps without it."""
+    if not question:
+        return False
+    words = _LITERAL_WORD.findall(question[:4000].lower())
+    runs = {" ".join(words[i:i + LITERAL_RUN]) for i in range(len(words) - LITERAL_RUN + 1)}
+    if not runs:
+        return False
+    flat = " " + " ".join(_LITERAL_WORD.findall(chunk.text.lower())) + " "
+    shared = [run for run in runs if f" {run} " in flat]
+    if not shared:
+        return False
+    twin_flat = " " + " ".join(_LITERAL_WORD.findall(" ".join(c.text for c in twin).lower())) + " "
+    return any(f" {run} " not in twin_flat for run in shared)
 
 
 def _names(kb, chunk) -> frozenset[str]:

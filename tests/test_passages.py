@@ -240,6 +240,23 @@ def test_a_section_that_is_only_a_byline_is_not_cited_for_nothing(tmp_path):
         assert f"[{i}]" in answer.answer
 
 
+def test_a_twin_that_lacks_the_quoted_line_does_not_replace_the_passage_that_has_it(tmp_path):
+    """The Chinese runbook got a third step with the error it prevents; the English one did
+    not. An English question quoting that error was answered from the English twin, two
+    steps without it, as a sure match."""
+    en = ("# Restarting the embedding service\n\n## Steps\n1. Drain traffic: `kubectl annotate svc embed drain=true`.\n"
+          "2. Restart: `kubectl rollout restart deploy/embed -n llm`.\n")
+    zh = ("# 重启向量服务\n\n## 步骤\n1. 摘流量：`kubectl annotate svc embed drain=true`。\n"
+          "2. 重启：`kubectl rollout restart deploy/embed -n llm`。\n"
+          "3. 重启后等待 5 分钟再恢复流量，否则会出现 `connection reset by peer`。\n")
+    settings, kb = docs_kb(tmp_path, {"en/restart.md": en, "zh/restart.md": zh})
+    answer = answer_question("after restarting the embedding service I get connection reset by peer", settings, kb=kb)
+    assert answer.grounded and "等待 5 分钟" in answer.answer and answer.citations[0].source == "zh/restart.md"
+    assert "The Chinese version of this page says more" in answer.answer
+    plain = answer_question("how do I restart the embedding service?", settings, kb=kb)
+    assert plain.citations[0].source == "en/restart.md" and "Chinese" not in plain.answer
+
+
 def test_a_pages_own_table_of_contents_is_not_quoted(tmp_path):
     """A man page that opens with a pandoc title line and a list of links to its own
     headings quoted both as the first thing of its answer. A lone "see [Docker](#docker)"

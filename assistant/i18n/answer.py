@@ -65,6 +65,10 @@ MESSAGES = {
         "zh": '（仅有英文原文）',
         "en": '(Only in Chinese; quoted as written.)',
     },
+    'other_lang_fuller': {
+        "zh": '（这一段英文版比中文版写得多，按英文原文引用）',
+        "en": '(The Chinese version of this page says more here than the English one; quoted as written.)',
+    },
     'platform': {
         "zh": '最接近的条目 **{title}** {ref} 是针对 {declared} 写的。你用的是 {platform}，其中的解决办法可能不适用甚至是错的，知识库里没有针对 {platform} 的内容。',
         "en": 'The closest article, **{title}** {ref}, is written for {declared}. You are on {platform}, where its fix may not apply or may be wrong, and the KB has nothing specific for {platform}.',
