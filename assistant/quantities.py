@@ -140,8 +140,11 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     (r"显存大小|显存|gpu memory|gpu mem|vram|memory per gpu|per[ -]gpu memory|hbm|显卡内存|gpu 内存|memory",
      _roles(("gpu_memory", MOD, "pre"))),
     # nouns: what is counted
-    (r"(?:(?:块|张|台|个) ?)?(?:gpus?|cards?|显卡|卡(?!住|顿|死)|a100s?|h100s?|h800s?|h20|h200s?|a800s?|l40s?|l20|l4|4090s?|3090s?|v100s?|t4|a10g?|mi300x?|910b|昇腾)",
-     _roles(("gpus", NOUN, "post"))),
+    # A card's model counts GPUs before it and sizes their memory after it ("8 张 A100 80G"); a
+    # share after it is not the memory's ("A100 90%": busy, not gpu_memory_utilization).
+    (r"(?:(?:块|张|台|个) ?)?(?:a100s?|h100s?|h800s?|h20|h200s?|a800s?|l40s?|l20|l4|4090s?|3090s?|v100s?|t4|a10g?|mi300x?|910b)",
+     _roles(("gpus", NOUN, "post"), ("gpu_size", MOD, "pre"))),
+    (r"(?:(?:块|张|台|个) ?)?(?:gpus?|cards?|显卡|卡(?!住|顿|死)|昇腾)", _roles(("gpus", NOUN, "post"))),
     (r"blocks?|个 ?block|块(?!大小)", _roles(("num_blocks", NOUN, "post"))),
     (r"bytes?|字节", _roles(("bytes", NOUN, "post"))),
     (r"tokens?|个 ?token|toks?", _roles(("tokens", NOUN, "post"))),
@@ -412,7 +415,7 @@ def _resolve(q: Quantity, name: str, mod: str, noun: str) -> tuple[str, str]:
     if noun == "kv_bytes_per_token" or (unit == "bytes" and mod == "per_token"):
         return "kv_bytes_per_token", "bytes"
     if unit == "bytes":
-        return {"gpu_memory": "gpu_memory", "weights": "weights"}.get(mod, ""), unit
+        return {"gpu_memory": "gpu_memory", "gpu_size": "gpu_memory", "weights": "weights"}.get(mod, ""), unit
     if unit == "ratio":
         return ("gpu_memory_utilization" if mod == "gpu_memory" else ""), unit
     if unit == "times":

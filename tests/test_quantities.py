@@ -180,3 +180,15 @@ def test_a_consumer_cards_model_number_is_not_a_value():
     assert [q.value for q in extract("单卡 4090 24G 跑 13B 模型够不够？").quantities if q.value == 4090] == []
     assert [q.value for q in extract("2 x RTX 3090, 24 GiB each").quantities if q.value == 3090] == []
     assert [q.label for q in extract("num_blocks 4090, each request 2000 tokens").quantities if q.value == 4090] == ["num_blocks"]
+
+
+def test_a_cards_size_after_its_model_is_its_memory():
+    """"8 张 A100 80G" left 80G unbound: the answer said it could not tell what 80g was, where
+    "显存 80G" read fine. A share after a card's model is not gpu_memory_utilization."""
+    def labels(text):
+        return [(q.label, q.unit) for q in extract(text).quantities]
+
+    assert labels("我有 8 张 A100 80G，跑 Llama-3-70B") == [("gpu_count", "count"), ("gpu_memory", "bytes"), ("", "params")]
+    assert labels("8 x H100 80GB") == [("gpu_count", "times"), ("gpu_memory", "bytes")]
+    assert labels("A100 90%") == [("", "ratio")]
+    assert extract("我有 8 张 A100 80G，跑 Llama-3-70B bf16，max-model-len 32768").unbound() == []
