@@ -581,6 +581,19 @@ def test_doctor_reads_the_probes_typed_results(tmp_path, monkeypatch):
     assert "1,096,384" in _log_findings(log)[-1].message
 
 
+def test_a_doctor_log_finding_quotes_what_it_matched_and_cuts_at_a_word():
+    """"because there is not enough KV cache space × 1 (first at line 2): … mode because there i"
+    read as a sentence starting and ending mid-word."""
+    from assistant.ops.doctor import _log_findings
+    from assistant.tools.logs import diagnose_log
+
+    line = ("WARNING 05-09 00:50:01 scheduler.py:1057 Sequence group 12 is preempted by PreemptionMode.RECOMPUTE mode "
+            "because there is not enough KV cache space. This can affect the end-to-end performance.")
+    (finding,) = [f for f in _log_findings(diagnose_log("INFO start\n" + line + "\n")) if f.article == "vllm-preemption"]
+    assert finding.message.startswith("“") and "” × 1 (first at line 2): WARNING" in finding.message
+    assert finding.message.endswith(" …") and not finding.message.endswith("there i …")
+
+
 def test_tools_from_the_cli(bundled_env, tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(LLAMA_31_8B))
     listing = run_cli(["assistant", "tools"], bundled_env).stdout.decode()

@@ -94,8 +94,23 @@ def _serving_findings(report: ServingReport) -> list[Finding]:
     return out
 
 
+EXAMPLE_CHARS = 120
+
+
+def _clipped(line: str, limit: int = EXAMPLE_CHARS) -> str:
+    """A log line shortened at a word, with an ellipsis: cut mid-word ("because there i") it
+    read as garbled output."""
+    line = line.strip()
+    if len(line) <= limit:
+        return line
+    cut = line.rfind(" ", 0, limit)
+    return line[:cut if cut > limit // 2 else limit].rstrip() + " …"
+
+
 def _log_findings(report: LogDiagnosis) -> list[Finding]:
-    out = [Finding(f.severity, "log", f"{f.signature} × {f.count} (first at line {f.first_line}): {f.example[:120]}", f.article)
+    # The signature is a fragment of a log line ("because there is not enough KV cache space"):
+    # quoted, it reads as what was matched, not as a sentence starting mid-way.
+    out = [Finding(f.severity, "log", f"“{f.signature}” × {f.count} (first at line {f.first_line}): {_clipped(f.example)}", f.article)
            for f in report.findings]
     if report.unread_bytes:
         from assistant.tools.logs import unread_note
