@@ -76,7 +76,9 @@ _FASTDEPLOY = re.compile(r"fastdeploy|num_blocks_global|total_block_num|kv_cache
 
 LOG_KEYS = {"num_blocks_global": "num_blocks", "total_block_num": "num_blocks", "block_size": "block_size",
             "kv_cache_tokens": "kv_cache_tokens", "max_concurrency_tokens": "max_concurrency_tokens",
-            "max_concurrency_x": "max_concurrency_x", "prefill_kvcache_block_num": "prefill_blocks"}
+            "max_concurrency_x": "max_concurrency_x", "prefill_kvcache_block_num": "prefill_blocks",
+            "kv_cache_memory_gib": "kv_cache_memory"}
+LOG_SCALE = {"kv_cache_memory_gib": GIB}  # a log figure in GiB, kept in bytes like the question's
 
 # ---------------------------------------------------------------- words shown to the asker
 
@@ -166,7 +168,7 @@ class _Facts:
         for raw_key, number in (log_numbers or {}).items():
             key = LOG_KEYS.get(raw_key)
             if key is not None and number is not None and number > 0:
-                self.log.setdefault(key, []).append((raw_key, Decimal(str(number))))
+                self.log.setdefault(key, []).append((raw_key, Decimal(str(number)) * LOG_SCALE.get(raw_key, 1)))
         self.problems: list[dict[str, str]] = []
         self.notes: list[dict[str, str]] = []
         self._reported: set[str] = set()
@@ -423,6 +425,22 @@ def _plan_kv_capacity(f: _Facts) -> list[_Plan]:
     return plans
 
 
+def _plan_kv_memory(f: _Facts) -> list[_Plan]:
+    """kv_tokens_from_memory, preceded by kv_bytes_per_token when the model's shape is given instead of bytes."""
+    plan = _Plan("kv_tokens_from_memory", f)
+    plan.need("kv_cache_memory", "kv_cache_gib", f.get("kv_cache_memory"), lambda v: round(float(Decimal(str(v)) / GIB), 3))
+    plan.optional("max_model_len", f.get("max_model_len"))
+    given = f.get("kv_bytes_per_token")
+    plans = [plan]
+    if given is not None:
+        plan.need("kv_bytes_per_token", "kv_bytes_per_token", given)
+    elif any(f.asked(k) for k in ("num_layers", "num_kv_heads", "head_dim", "kv_lora_rank")):
+        plans.insert(0, _plan_kv_bytes(f))  # its result fills kv_bytes_per_token when the chain runs
+    else:
+        plan.missing.append("kv_bytes_per_token")
+    return plans
+
+
 def _plan_decode(f: _Facts) -> _Plan:
     plan = _Plan("fastdeploy_decode_budget", f)
     plan.need("num_blocks", "total_blocks", f.get("num_blocks"))
@@ -550,6 +568,10 @@ def route(x: Extraction, facts: _Facts) -> str | None:
     if _ASK_BLOCKS.search(t) and not _ASK_BYTES.search(t):
         return "blocks_needed"
     shape = any(facts.asked(k) for k in ("num_layers", "num_kv_heads", "head_dim", "kv_lora_rank"))
+    logged_tokens = facts.has("kv_cache_tokens") or facts.has("max_concurrency_tokens")  # vLLM's log has the answer's input already
+    if _asks_anything(t) and (facts.asked("kv_cache_memory") or (
+            facts.has("kv_cache_memory") and not logged_tokens and (_ASK_CONC.search(t) or _ASK_KV.search(t)))):
+        return "kv_tokens_from_memory"  # the KV cache's own memory: no GPU size or weights needed
     memory = facts.asked("gpu_memory") or facts.asked("weights")
     if memory and _asks_anything(t):
         return "kv_cache_capacity"
@@ -577,7 +599,8 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None) 
     tool = route(x, facts)
     if tool is None:
         return None
-    plans = _plan_kv_capacity(facts) if tool == "kv_cache_capacity" else [_PLANNERS[tool](facts)]
+    chained = {"kv_cache_capacity": _plan_kv_capacity, "kv_tokens_from_memory": _plan_kv_memory}
+    plans = chained[tool](facts) if tool in chained else [_PLANNERS[tool](facts)]
     answer = CapacityAnswer(tool)
     if tool == "kv_bytes_per_token" and (x.has("kv_lora_rank") or x.has("qk_rope_head_dim")):
         answer.formula = "kv_bytes_per_token_mla"
@@ -600,7 +623,7 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None) 
     from .tools import call_tool
 
     for plan in plans:
-        if plan.tool == "kv_cache_capacity" and answer.calls:
+        if plan.tool in chained and answer.calls:
             per_gpu = answer.calls[-1].value.bytes_per_token_per_gpu  # the kv_bytes_per_token call before it
             plan.args["kv_bytes_per_token"] = per_gpu
             answer.values.append(Value("kv_bytes_per_token", per_gpu, "derived", "kv_bytes_per_token"))

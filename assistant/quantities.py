@@ -125,6 +125,10 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     (r"输入|inputs?|prompts?|prefill|isl|上文", _roles(("input", MOD, "pre"))),
     (r"输出|outputs?|completions?|generations?|生成|decode|decoding|osl|回复|回答", _roles(("output", MOD, "pre"))),
     (r"gpu kv cache size|kv[ _-]?cache[ _-]?blocks?|kv[ _-]?blocks?|gpu[ _-]?blocks?|cache blocks?", _roles(("num_blocks", NOUN, "post"))),
+    # Memory given to the KV cache, in bytes ("Available KV cache memory: 20.5 GiB", "24 GB free for KV cache").
+    (r"available kv[ _-]?cache memory|kv[ _-]?cache memory|kv ?cache ?(?:的 ?)?可用显存|kv ?cache ?显存|kv ?缓存显存"
+     r"|(?:free|left|available|spare|remaining|reserved) for (?:the )?kv[ _-]?cache|(?:留|剩|分)给 ?kv ?cache(?: ?的)?(?: ?显存)?",
+     _roles(("kv_cache_memory", MOD, "both"))),
     (r"kv[ _-]?cache[ _-]?size|kv ?cache ?(?:大小|容量|总量|能放|可缓存|可以放|holds?|has|can hold)|kv[ _-]?cache|kv ?缓存|kvcache",
      _roles(("kv_cache_tokens", MOD, "pre"))),
     (r"per token|/ ?token|每个? ?token|每 ?tok|a token|one token", _roles(("per_token", MOD, "both"))),
@@ -415,7 +419,8 @@ def _resolve(q: Quantity, name: str, mod: str, noun: str) -> tuple[str, str]:
     if noun == "kv_bytes_per_token" or (unit == "bytes" and mod == "per_token"):
         return "kv_bytes_per_token", "bytes"
     if unit == "bytes":
-        return {"gpu_memory": "gpu_memory", "gpu_size": "gpu_memory", "weights": "weights"}.get(mod, ""), unit
+        return {"gpu_memory": "gpu_memory", "gpu_size": "gpu_memory", "weights": "weights", "kv_cache_memory": "kv_cache_memory",
+                "kv_cache_tokens": "kv_cache_memory"}.get(mod, ""), unit
     if unit == "ratio":
         return ("gpu_memory_utilization" if mod == "gpu_memory" else ""), unit
     if unit == "times":

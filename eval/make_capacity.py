@@ -158,6 +158,14 @@ COMPUTED = [
     ("zh-cap-03", "zh", "capacity", "GPU 显存 80GB，gpu-memory-utilization=0.92，权重占 60GB，每个 token 需要 160KB KV cache，max-model-len 32768 时能并发多少",
      None, "kv_cache_capacity", {"gpu_memory_gib": 80.0, "weights_gib": 60.0, "kv_bytes_per_token": 163840, "gpu_memory_utilization": 0.92,
                                  "max_model_len": 32768}, "max_concurrency_at_max_model_len"),
+    # ---- KV tokens from the KV cache's own memory (kv_tokens_from_memory)
+    ("en-kvmem-01", "en", "capacity", "KV cache 20 GiB, 128 KiB per token, max_model_len 8192: how many concurrent requests?", None,
+     "kv_tokens_from_memory", {"kv_cache_gib": 20.0, "kv_bytes_per_token": 131072, "max_model_len": 8192}, "max_concurrency_at_max_model_len"),
+    ("zh-kvmem-01", "zh", "log", "32 层，8 个 KV 头，head_dim 128，bf16，max_model_len 32768 能并发多少？",
+     "INFO 05-12 09:59:01 gpu_worker.py:276] Available KV cache memory: 20.5 GiB",
+     "kv_tokens_from_memory", {"kv_cache_gib": 20.5, "kv_bytes_per_token": 131072, "max_model_len": 32768}, "kv_tokens"),
+    ("mix-kvmem-01", "zh", "mixed", "留给 KV cache 的显存有 30G，每个 token 160KB，能放多少 token？", None,
+     "kv_tokens_from_memory", {"kv_cache_gib": 30.0, "kv_bytes_per_token": 163840}, "kv_tokens"),
     ("zh-vllm-03", "zh", "what-if", "上下文 128k 的话 KV cache 够不够？GPU KV cache size: 100,000 tokens", None,
      "kv_tokens_concurrency", {"kv_cache_tokens": 100000, "tokens_per_request": 128000}, "limited_by"),
     # ---- FastDeploy decode budget
@@ -201,6 +209,8 @@ MISSING = [
     ("en-miss-04", "en", "missing", "32 layers, 8 KV heads, head_dim 128: KV bytes per token?", None, "kv_bytes_per_token", ["dtype"]),
     ("zh-miss-04", "zh", "missing", "显存 80G，max_model_len 32768，KV cache 能放多少 token", None, "kv_cache_capacity",
      ["weights", "kv_bytes_per_token"]),
+    ("en-miss-10", "en", "missing", "Llama-3.1-8B bf16 with 24 GB free for KV cache, how many tokens of KV cache?", None,
+     "kv_tokens_from_memory", ["kv_bytes_per_token"]),
     ("en-miss-05", "en", "missing", "if I set --max-model-len 8192, how many concurrent requests will vLLM run? It has 4 GPUs.", None,
      "kv_concurrency", ["num_blocks"]),
     ("zh-miss-05", "zh", "missing", "kv_cache_ratio 0.75，平均输出 2000 token，max_num_seqs 设多少", None, "fastdeploy_decode_budget",

@@ -82,6 +82,16 @@ SCHEMAS = {
         "additionalProperties": False,
         "required": ["gpu_memory_gib", "weights_gib", "kv_bytes_per_token"],
     },
+    "kv_tokens_from_memory": {
+        "type": "object",
+        "properties": {
+            "kv_cache_gib": {"type": "number", "exclusiveMinimum": 0, "description": "KV-cache memory per GPU in GiB (vLLM's start-up log: \"Available KV cache memory: N GiB\")."},
+            "kv_bytes_per_token": {"type": "integer", "minimum": 1, "description": "KV bytes per token per GPU (see kv_bytes_per_token)."},
+            "max_model_len": {"type": "integer", "minimum": 1, "description": "the context length to check."},
+        },
+        "additionalProperties": False,
+        "required": ["kv_cache_gib", "kv_bytes_per_token"],
+    },
     "kv_concurrency": {
         "type": "object",
         "properties": {

@@ -99,7 +99,7 @@ def test_config_path_is_declared_a_local_file_parameter():
     assert call_tool("kv_bytes_per_token", {"config_path": "/etc/hostname"}, caller=remote).error
 
 
-CAPACITY_TOOLS = ["kv_concurrency", "kv_tokens_concurrency", "blocks_needed", "kv_bytes_per_token", "kv_cache_capacity",
+CAPACITY_TOOLS = ["kv_concurrency", "kv_tokens_concurrency", "blocks_needed", "kv_bytes_per_token", "kv_cache_capacity", "kv_tokens_from_memory",
                   "fastdeploy_decode_budget", "logprobs_message_size"]
 
 
@@ -117,6 +117,7 @@ def test_capacity_schemas_allow_positive_values_only(name):
     ("blocks_needed", {"sessions": -1, "tokens_per_session": 100}),
     ("kv_bytes_per_token", {"num_layers": 32, "num_kv_heads": -8, "head_dim": 128, "dtype": "bf16"}),
     ("kv_cache_capacity", {"gpu_memory_gib": -80, "weights_gib": 16, "kv_bytes_per_token": 131072}),
+    ("kv_tokens_from_memory", {"kv_cache_gib": 0, "kv_bytes_per_token": 131072}),
     ("fastdeploy_decode_budget", {"total_blocks": 0, "kv_cache_ratio": 0.75}),
     ("logprobs_message_size", {"msgmnb": -1}),
     ("kv_concurrency", {"num_blocks": 10**400, "avg_tokens_per_request": 2000}),

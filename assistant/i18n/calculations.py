@@ -71,6 +71,10 @@ MESSAGES = {
         "zh": '权重大小（GiB）',
         "en": 'weights (GiB)',
     },
+    'name.kv_cache_memory': {
+        "zh": 'KV Cache 显存（GiB）',
+        "en": 'KV-cache memory (GiB)',
+    },
     'name.gpu_memory_utilization': {
         "zh": 'gpu_memory_utilization',
         "en": 'gpu_memory_utilization',
@@ -199,6 +203,10 @@ MESSAGES = {
         "zh": 'vLLM 启动日志：`Model loading took N GiB`',
         "en": "vLLM's start-up log: `Model loading took N GiB`",
     },
+    'where.kv_cache_memory': {
+        "zh": 'vLLM 启动日志：`Available KV cache memory: N GiB`',
+        "en": "vLLM's start-up log: `Available KV cache memory: N GiB`",
+    },
     'where.kv_bytes_per_token': {
         "zh": '`assistant tool kv_bytes_per_token num_layers=… num_kv_heads=… head_dim=… dtype=…`（或 config_path=模型的 config.json），或在问题里写出层数、KV 头数、head_dim 和 dtype',
         "en": '`assistant tool kv_bytes_per_token num_layers=… num_kv_heads=… head_dim=… dtype=…` (or config_path=the model\'s config.json), or give layers, KV heads, head_dim and dtype in the question',
@@ -222,6 +230,10 @@ MESSAGES = {
     'formula.kv_cache_capacity': {
         "zh": '每张卡的 KV token 数 = (显存 GiB × gpu_memory_utilization − 权重 ÷ TP) ÷ 每 token 的 KV 字节数；并发 = KV token 数 ÷ max_model_len',
         "en": 'KV tokens per GPU = (GPU GiB × gpu_memory_utilization − weights ÷ TP) ÷ KV bytes per token; concurrency = KV tokens ÷ max_model_len',
+    },
+    'formula.kv_tokens_from_memory': {
+        "zh": 'KV token 数 = KV Cache 显存 ÷ 每 token 的 KV 字节数；并发 = KV token 数 ÷ max_model_len',
+        "en": 'KV tokens = KV-cache memory ÷ KV bytes per token; concurrency = KV tokens ÷ max_model_len',
     },
     'formula.fastdeploy_decode_budget': {
         "zh": '解码 token 数 = total_blocks × (1 − kv_cache_ratio) × block_size；max_num_seqs = 解码 token 数 ÷ 平均输出 token 数',

@@ -104,6 +104,18 @@ MESSAGES: dict[str, dict[str, str]] = {
               "available: vLLM refuses to start. Lower --max-model-len to {tokens} or less, or raise "
               "--gpu-memory-utilization, or add GPUs.",
     },
+    # kv_tokens_from_memory
+    "kv_tokens_from_memory.formula": {
+        "zh": "KV Cache 显存 ÷ 每 token 的 KV 字节数：{numbers} 个 token",
+        "en": "KV-cache memory ÷ KV bytes per token: {numbers} tokens",
+    },
+    "kv_tokens_from_memory.too_long_more": {
+        "zh": " max_model_len {max_model_len} 单个请求就需要 {need:.2f} GiB，超过 KV Cache 的 {available:.2f} GiB，vLLM 会拒绝启动。"
+              "把 --max-model-len 降到 {tokens} 以下，或调高 --gpu-memory-utilization，或增加 GPU。",
+        "en": " max_model_len {max_model_len} needs {need:.2f} GiB for one request, more than the {available:.2f} GiB "
+              "of KV cache: vLLM refuses to start. Lower --max-model-len to {tokens} or less, or raise "
+              "--gpu-memory-utilization, or add GPUs.",
+    },
     # fastdeploy_decode_budget
     "fastdeploy_decode_budget.formula": {
         "zh": "total_blocks × (1 − kv_cache_ratio) × block_size：{steps} 个解码 token",

@@ -397,6 +397,33 @@ def kv_cache_capacity(
                       text, formula["zh"])
 
 
+@tool
+def kv_tokens_from_memory(kv_cache_gib: PositiveFloat, kv_bytes_per_token: PositiveInt,
+                          max_model_len: PositiveInt | None = None) -> KVCapacity:
+    """KV-cache tokens that a known amount of KV-cache memory holds, and the concurrency that gives at max_model_len.
+
+    Args:
+        kv_cache_gib: KV-cache memory per GPU in GiB (vLLM's start-up log: "Available KV cache memory: N GiB").
+        kv_bytes_per_token: KV bytes per token per GPU (see kv_bytes_per_token).
+        max_model_len: the context length to check.
+    """
+    _check({"kv_cache_gib": kv_cache_gib, "kv_bytes_per_token": kv_bytes_per_token, "max_model_len": max_model_len})
+    tokens = max(0, int(kv_cache_gib * GIB // kv_bytes_per_token))
+    conc = tokens / max_model_len if max_model_len else None
+    fits = (max_model_len <= tokens) if max_model_len else None
+    formula = _say("kv_tokens_from_memory.formula", numbers=f"{_fmt(kv_cache_gib)} GiB ÷ {_fmt(kv_bytes_per_token)} B = {_fmt(tokens)}")
+    text = _say("kv_cache_capacity.explanation", tokens=_fmt(tokens), budget=kv_cache_gib)
+    if max_model_len:
+        formula = _then(formula, "kv_cache_capacity.concurrency_more", tokens=_fmt(tokens), max_model_len=max_model_len, concurrency=conc)
+        if fits:
+            text = _then(text, "kv_cache_capacity.fits_more", max_model_len=max_model_len, concurrency=conc)
+        else:
+            text = _then(text, "kv_tokens_from_memory.too_long_more", max_model_len=max_model_len, tokens=_fmt(tokens),
+                         need=max_model_len * kv_bytes_per_token / GIB, available=kv_cache_gib)
+    return KVCapacity(round(kv_cache_gib, 3), tokens, round(conc, 2) if conc is not None else None, tokens, fits, formula["en"],
+                      text, formula["zh"])
+
+
 @dataclass
 class DecodeBudget:
     decode_tokens: int

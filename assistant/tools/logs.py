@@ -28,6 +28,7 @@ NUMBERS = {
     "num_blocks_global": re.compile(r"num_blocks_global\s*[:=]\s*(\d+)"),
     "block_size": re.compile(r"block_size\s*[:=]\s*(\d+)"),
     "kv_cache_tokens": re.compile(r"GPU KV cache size:\s*(\d[\d,]*)\s*tokens"),
+    "kv_cache_memory_gib": re.compile(r"Available KV cache memory:\s*(\d+(?:\.\d+)?)\s*GiB"),
     # the tokens per request the figure is for, and (as max_concurrency_x) the figure itself
     "max_concurrency_tokens": re.compile(r"Maximum concurrency for (\d[\d,]*) tokens per request:\s*([\d.]+)x"),
     "total_block_num": re.compile(r"total_block_num\s*[:=]\s*(\d+)"),
