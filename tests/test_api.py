@@ -101,6 +101,30 @@ def test_openai_compatible_chat_completions(server):
     assert (chunks[-1].model_extra or {}).get("citations")
 
 
+def test_openai_compatible_chat_carries_the_answers_notes(bundled_settings, bundled_kb, tmp_path):
+    """/v1/chat/completions sent `answer` and sources only: the note that an LLM statement cites
+    a passage that does not say it, or that the LLM failed and the KB answered, never reached a
+    chat front end, streamed or not."""
+    import openai
+
+    made_up = "Raise kernel.msgmax [1]. Also set --ipc-turbo 1 to fix it [9]. Check ipcs -l [3]."
+    script = [{"content": made_up}, {"content": made_up}, {"status": 500}]
+    with ScriptedLLM(script) as llm:
+        settings = replace(bundled_settings, llm_base_url=llm.url, llm_model="m", feedback_db=str(tmp_path / "f.db"))
+        with LiveServer(create_app(settings)) as live:
+            wait_ready(live.url)
+            client = openai.OpenAI(base_url=live.url + "/v1", api_key="unused", max_retries=0)
+            question = [{"role": "user", "content": "FastDeploy requests hang after I enabled logprobs"}]
+            plain = client.chat.completions.create(model="kb-assistant", messages=question).choices[0].message.content
+            chunks = list(client.chat.completions.create(model="kb-assistant", stream=True, messages=question))
+            streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+            failed = client.chat.completions.create(model="kb-assistant", messages=question).choices[0].message.content
+    assert "--ipc-turbo" not in plain and "_removed 1 statement(s) of the LLM answer" in plain
+    # Streamed, the made-up sentence is on screen before it can be judged: the note must follow it.
+    assert "--ipc-turbo" in streamed and "1 statement(s)" in streamed.split("--ipc-turbo", 1)[1], streamed[-600:]
+    assert "msgmax" in failed and "_the LLM returned HTTP 500; answered from the KB instead_" in failed
+
+
 def test_stream_endpoint_sends_events_ending_with_the_answer(server):
     with httpx.stream("POST", server.url + "/v1/ask/stream", json={"question": "加载模型卡住不动"}, timeout=30) as r:
         text = "".join(r.iter_text())

@@ -119,6 +119,10 @@ def last_user_text(messages: list[ChatMessage]) -> str:
 
 
 def with_sources(data: dict) -> str:
-    """The answer text with its numbered sources, for clients that show only text."""
+    """The answer text with its notes and numbered sources, for clients that show only text.
+    The notes are what warns a chat user ("1 statement above cites only passages it does
+    not match: do not act on it", "the LLM did not answer in time"): a front end that shows
+    `content` alone dropped them, and a made-up fix read as the answer."""
+    notes = "".join(f"\n\n_{note}_" for note in data.get("notes") or ())
     lines = [f"[{i}] {c['title']} ({c['source']})" for i, c in enumerate(data["citations"], 1)]
-    return data["answer"] + (f"\n\n{t('answer.sources', data['lang'])}:\n" + "\n".join(lines) if lines else "")
+    return data["answer"] + notes + (f"\n\n{t('answer.sources', data['lang'])}:\n" + "\n".join(lines) if lines else "")
