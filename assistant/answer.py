@@ -328,7 +328,7 @@ def _from_llm(text, result, kb, settings, lang, use_tools, diagnosis, calc, on_t
     answer = Answer(text, out.text, lang, result.grounded and out.covered, citations, out.tool_calls, f"llm:{out.model}", notes=out.notes)
     if not out.covered:
         answer.coverage = "none"
-    elif tentative(result):
+    elif tentative(result) or out.unverified:
         answer.coverage = "tentative"
     return answer
 

@@ -40,6 +40,7 @@ class LLMResult:
     tool_calls: list = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     covered: bool = True  # False: the model found that the passages do not answer the question
+    unverified: bool = False  # it shows a flag or variable that no passage holds (streamed before it was checked)
 
 
 # The first line the model is told to write when the passages do not answer the question
@@ -234,6 +235,48 @@ def drop_unsupported(text: str, n_passages: int) -> tuple[str, int]:
             sentence, space = pieces[i], pieces[i + 1] if i + 1 < len(pieces) else ""
             numbers = [int(x) for m in CITATION_REF.finditer(sentence) for x in m.group(1).split(",")]
             if numbers and not any(1 <= n <= n_passages for n in numbers):
+                dropped += 1
+                continue
+            kept += [sentence, space]
+        rebuilt = "".join(kept).rstrip()
+        if rebuilt or not line.strip():
+            lines.append(rebuilt if rebuilt else line)
+    return "\n".join(lines), dropped
+
+
+# A command-line flag or an environment variable named in an answer ("--enable-prefix-caching",
+# "NCCL_P2P_DISABLE"): the exact strings an on-call engineer types, so the ones to check.
+_SETTING_NAME = re.compile(r"(?<![\w-])--[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
+
+
+def _setting_key(name: str) -> str:
+    return name.lstrip("-").lower().replace("_", "-")
+
+
+def invented_settings(text: str, known: str) -> list[str]:
+    """The flags and environment variables `text` names that `known` (the prompt: question,
+    passages, tool results) never writes, in either spelling (--max-model-len, max_model_len).
+    A real citation on a made-up flag ("start FastDeploy with --enable-logprobs-ipc-bypass=true
+    [2]") passed every other check and read as the KB's fix."""
+    seen = _setting_key(known)
+    out: list[str] = []
+    for m in _SETTING_NAME.finditer(text):
+        name = m.group(0)
+        if _setting_key(name) not in seen and name not in out:
+            out.append(name)
+    return out
+
+
+def drop_sentences_naming(text: str, names: list[str]) -> tuple[str, int]:
+    """The answer without its sentences that name any of `names`, and how many went."""
+    dropped = 0
+    lines = []
+    for line in text.split("\n"):
+        pieces = _SENTENCE_END.split(line)
+        kept: list[str] = []
+        for i in range(0, len(pieces), 2):
+            sentence, space = pieces[i], pieces[i + 1] if i + 1 < len(pieces) else ""
+            if any(m.group(0) in names for m in _SETTING_NAME.finditer(sentence)):
                 dropped += 1
                 continue
             kept += [sentence, space]
@@ -446,15 +489,29 @@ def _result(content: str, messages: list, passages: list, lang: str, model: str,
             why = looks_like_garbage(text, prompt_text)
             if why:
                 raise _failed(why, records)
+    invented = invented_settings(text, prompt_text)
+    unverified = False
+    if invented:
+        names = ", ".join(invented[:4])
+        if streamed:  # on screen already: flagged, and the answer is no sure match
+            notes.append(i18n.t("llm.invented_shown", lang, names=names))
+            unverified = True
+        else:
+            text, gone = drop_sentences_naming(text, invented)
+            notes.append(i18n.t("llm.dropped_invented", lang, n=gone, names=names))
+            why = looks_like_garbage(text, prompt_text)
+            if why:
+                raise _failed(why, records)
     fixed, cited = fix_citations(text, passages, keep_numbers=streamed)
-    if not cited and passages:
-        fixed += f"\n\n{i18n.t('answer.sources', lang)}: " + ", ".join(f"[{i}] {c.title}" for i, c in enumerate(passages, 1))
-        cited = list(passages)
+    if not cited and passages and not judged_out:
+        # An answer that cites nothing cannot be checked against the KB; listing every
+        # passage under it made unrelated articles look like its sources.
+        raise _failed("the LLM answer cites no passage", records)
     if detect_lang(fixed) != lang:
         notes.append(f"the LLM answered in {detect_lang(fixed)} although the question is in {lang}")
     if judged_out:
         notes.append("the LLM found that the KB's passages do not answer this question; no fix is offered")
-    return LLMResult(fixed, model, cited, [r.to_dict() for r in records], notes, covered=not judged_out)
+    return LLMResult(fixed, model, cited, [r.to_dict() for r in records], notes, covered=not judged_out, unverified=unverified)
 
 
 def _shown_name(name: str, tools: list | None) -> str:

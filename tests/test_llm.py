@@ -435,3 +435,34 @@ def test_a_close_call_is_told_to_the_llm_and_marked_in_the_answer(bundled_settin
     with ScriptedLLM([{"content": "[1] says: raise kernel.msgmax."}]) as llm:
         answer_question(LOGPROBS_Q, _settings(bundled_settings, llm.url), kb=bundled_kb)
         assert "may not answer" not in llm.requests[0]["messages"][1]["content"]
+
+
+def test_a_flag_no_passage_holds_is_not_presented_as_the_kbs_fix(bundled_settings, bundled_kb):
+    """"start FastDeploy with --enable-logprobs-ipc-bypass=true [2]" cites a real passage and
+    passed every check: grounded, coverage full, no note. A flag or variable that neither
+    the passages nor the question write is made up, whatever it cites."""
+    made_up = "The fix is to start FastDeploy with --enable-logprobs-ipc-bypass=true [2]. Raise kernel.msgmax to 1048576 [1]."
+    with ScriptedLLM([{"content": made_up}]) as llm:
+        answer = answer_question(LOGPROBS_Q, _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb)
+    assert answer.backend.startswith("llm") and "--enable-logprobs-ipc-bypass" not in answer.answer
+    assert "kernel.msgmax" in answer.answer
+    assert any("removed 1 statement(s)" in n and "--enable-logprobs-ipc-bypass" in n for n in answer.notes)
+    streamed: list[str] = []
+    with ScriptedLLM([{"content": made_up}]) as llm:
+        shown = answer_question(LOGPROBS_Q, _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb, on_token=streamed.append)
+    assert "--enable-logprobs-ipc-bypass" in "".join(streamed) and shown.coverage == "tentative"
+    assert any("do not act on it" in n for n in shown.notes)
+    # The asker's own flag, and the KB's, are no invention.
+    with ScriptedLLM([{"content": "Keep --max-model-len as you set it and raise kernel.msgmax [1]."}]) as llm:
+        own = answer_question(LOGPROBS_Q + " (started with --max-model-len 8192)", _settings(bundled_settings, llm.url, model="m"),
+                              kb=bundled_kb)
+    assert "--max-model-len" in own.answer and own.coverage == "full" and not own.notes
+
+
+def test_an_answer_that_cites_nothing_falls_back_to_the_kb(bundled_settings, bundled_kb):
+    """An uncited LLM answer got every passage listed as its sources, unrelated articles too,
+    as a grounded, full answer."""
+    with ScriptedLLM([{"content": "Restart the server, then raise kernel.msgmax so the queue accepts the messages."}]) as llm:
+        answer = answer_question(LOGPROBS_Q, _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb)
+    assert answer.backend == "extractive" and "Restart the server" not in answer.answer
+    assert any("cites no passage" in n for n in answer.notes) and answer.citations

@@ -14,6 +14,14 @@ MESSAGES = {
         "zh": '删去了模型回答里 {n} 句只引用了不存在段落的话（它们没有知识库依据）',
         "en": 'removed {n} statement(s) of the LLM answer whose only citations point at no passage (nothing in the KB backs them)',
     },
+    'dropped_invented': {
+        "zh": '删去了模型回答里 {n} 句话：其中的 {names} 在知识库段落和你的问题里都没有出现（没有依据）',
+        "en": 'removed {n} statement(s) of the LLM answer naming {names}, which neither the KB passages nor your question contain',
+    },
+    'invented_shown': {
+        "zh": '上面的回答提到了 {names}，知识库段落和你的问题里都没有，没有依据，请勿照做',
+        "en": 'the answer above names {names}, which neither the KB passages nor your question contain: nothing backs it; do not act on it',
+    },
     'uncited_shown': {
         "zh": '模型回答里有 {n} 句只引用了不存在的段落，没有知识库依据，请勿照做',
         "en": '{n} statement(s) above cite only passages that do not exist: nothing in the KB backs them; do not act on them',
@@ -55,6 +63,7 @@ REASONS_ZH: tuple[tuple[str, str], ...] = (
     (r"the LLM answer repeats itself", "大模型的回答在重复自己"),
     (r"the LLM echoed its prompt", "大模型把提示原样返回了"),
     (r"the LLM gave no answer \(it said it does not know\)", "大模型没有给出回答（说不知道）"),
+    (r"the LLM answer cites no passage", "大模型的回答没有引用任何知识库段落"),
     (r"the LLM did not finish within (\S+) s", r"大模型 \1 秒内没有答完"),
     (r"the LLM sent a malformed response \((\w+)\)", r"大模型的响应格式有误（\1）"),
     (r"the LLM's response was not an OpenAI-compatible stream.*", "大模型的响应不是 OpenAI 兼容的流"),
