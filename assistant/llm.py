@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 from . import i18n
 from .config import Settings
 from oncall_common.errors import AssistantError
-from oncall_common.lang import detect_lang
+from oncall_common.lang import detect_lang, is_cjk
 
 class LLMError(AssistantError):
     """The LLM could not give a usable answer; the message says why in one line.
@@ -507,11 +507,22 @@ def _result(content: str, messages: list, passages: list, lang: str, model: str,
         # An answer that cites nothing cannot be checked against the KB; listing every
         # passage under it made unrelated articles look like its sources.
         raise _failed("the LLM answer cites no passage", records)
-    if detect_lang(fixed) != lang:
-        notes.append(f"the LLM answered in {detect_lang(fixed)} although the question is in {lang}")
+    if _other_language(fixed, lang):
+        # The asker reads one of the two languages; the KB answers in it (the zh/en twin).
+        raise _failed(f"the LLM answered in {'English' if lang == 'zh' else 'Chinese'}, not the asker's language", records)
     if judged_out:
         notes.append("the LLM found that the KB's passages do not answer this question; no fix is offered")
     return LLMResult(fixed, model, cited, [r.to_dict() for r in records], notes, covered=not judged_out, unverified=unverified)
+
+
+def _other_language(text: str, lang: str) -> bool:
+    """Whether an answer is written in the other language: for a Chinese asker, not one
+    Chinese character outside code (commands and flags alone read as English); for an
+    English one, mostly Chinese."""
+    prose = re.sub(r"```.*?```|`[^`\n]*`", " ", text, flags=re.S)
+    if lang == "zh":
+        return not any(is_cjk(ch) for ch in prose) and len(prose.split()) >= 4
+    return detect_lang(prose) == "zh"
 
 
 def _shown_name(name: str, tools: list | None) -> str:

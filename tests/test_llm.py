@@ -466,3 +466,20 @@ def test_an_answer_that_cites_nothing_falls_back_to_the_kb(bundled_settings, bun
         answer = answer_question(LOGPROBS_Q, _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb)
     assert answer.backend == "extractive" and "Restart the server" not in answer.answer
     assert any("cites no passage" in n for n in answer.notes) and answer.citations
+
+
+@pytest.mark.parametrize("question,content,reason", [
+    ("开启 logprobs 之后请求卡住", "Raise kernel.msgmax to 1048576 with sysctl, then restart the service [1].", "大模型用英文回答了中文问题"),
+    (LOGPROBS_Q, "把 kernel.msgmax 调到 1048576，然后重启服务 [1]。", "the LLM answered in Chinese, not the asker's language"),
+])
+def test_an_answer_in_the_other_language_falls_back_to_the_kb_in_the_askers(bundled_settings, bundled_kb, question, content, reason):
+    """A wrong-language answer was kept as a full answer, with an English note even for a
+    Chinese asker."""
+    with ScriptedLLM([{"content": content}]) as llm:
+        answer = answer_question(question, _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb)
+    assert answer.backend == "extractive" and content[:12] not in answer.answer
+    assert any(reason in n for n in answer.notes), answer.notes
+    # A Chinese answer that is mostly commands is still Chinese.
+    with ScriptedLLM([{"content": "执行：\n```\nsysctl -w kernel.msgmax=1048576\nsysctl -w kernel.msgmnb=268435456\n```\n[1]"}]) as llm:
+        kept = answer_question("开启 logprobs 之后请求卡住", _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb)
+    assert kept.backend.startswith("llm")
