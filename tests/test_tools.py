@@ -687,3 +687,11 @@ def test_crashes_are_found_in_any_log_format_and_refused_requests_do_not_crowd_t
     assert found == [("critical", True, "", 1), ("critical", True, "", 1), ("critical", False, "vllm-requests-hang", 1),
                      ("warning", False, "", 5)]
     assert diagnose_log(text="max seq len (,) is larger than … stored in KV cache (,)").numbers == {}
+
+
+def test_a_tool_calls_record_is_always_valid_json():
+    """A model's `1e400` argument was kept as inf, and `ask --json` printed `Infinity`."""
+    call = call_tool("kv_concurrency", json.dumps({"num_blocks": -5, "avg_tokens_per_request": 1e400, "block_size": "sixty-four"}))
+    assert call.error and "avg_tokens_per_request" in call.error
+    text = json.dumps(call.to_dict(), allow_nan=False)
+    assert json.loads(text)["arguments"]["avg_tokens_per_request"] is None

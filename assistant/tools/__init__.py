@@ -18,6 +18,7 @@ import functools
 import importlib
 import inspect
 import json
+import math
 import pkgutil
 import threading
 import time
@@ -90,7 +91,8 @@ class ToolCall:
         return cls(name, arguments, _jsonable(value), None, ms, value)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "arguments": self.arguments, "result": self.result, "error": self.error, "ms": round(self.ms, 2)}
+        return {"name": self.name, "arguments": _jsonable(self.arguments), "result": _jsonable(self.result), "error": self.error,
+                "ms": round(self.ms, 2)}
 
 
 _REGISTRY: dict[str, Tool] = {}
@@ -253,13 +255,17 @@ def available(caller: Caller | None = None) -> dict[str, Tool]:
 # ---------------------------------------------------------------- calls
 
 def _jsonable(value: Any) -> Any:
-    """A tool's typed result as JSON-ready data (dataclasses as dicts, tuples as lists)."""
+    """A tool's typed result as JSON-ready data (dataclasses as dicts, tuples as lists).
+    Infinity and NaN become null: a model's `1e400` argument made `ask --json` print
+    `Infinity`, which no JSON parser reads."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {k: _jsonable(v) for k, v in dataclasses.asdict(value).items()}
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     return value
 
 
