@@ -8,6 +8,7 @@ Defaults work offline with the bundled KB and the bundled embedding model.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
@@ -150,6 +151,9 @@ def load_settings(config_path: Path | None = None, environ: dict[str, str] | Non
         except (OSError, ValueError) as exc:  # TOMLDecodeError is a ValueError
             raise ConfigError(f"cannot read config file {path}: {exc}", "fix or remove the file") from exc
         values.update({k: v for k, v in data.items() if k in _FIELD_NAMES})
+        _warn_unknown(path, [k for k in data if k not in _FIELD_NAMES], data)
+    elif env.get("ASSISTANT_CONFIG"):
+        _warn_once(f"warning: ASSISTANT_CONFIG names {path}, which is not a file; only defaults and the environment are used")
     # The standard OpenAI and Slack variables are fallbacks for ours.
     for name, standard in (("llm_base_url", "OPENAI_BASE_URL"), ("llm_api_key", "OPENAI_API_KEY"),
                            ("slack_bot_token", "SLACK_BOT_TOKEN"), ("slack_signing_secret", "SLACK_SIGNING_SECRET"),
@@ -162,7 +166,42 @@ def load_settings(config_path: Path | None = None, environ: dict[str, str] | Non
             values[name] = env[key]
     values.update({k: v for k, v in overrides.items() if v is not None})
     coerced = {k: _coerce(k, v, getattr(settings, k)) for k, v in values.items()}
+    for name, value in coerced.items():
+        if name in _POSITIVE and not value > 0:
+            raise ConfigError(f"setting {name!r} must be positive, not {values[name]!r}", "fix the config file or environment")
+        if name in _NON_NEGATIVE and value < 0:
+            raise ConfigError(f"setting {name!r} cannot be negative ({values[name]!r})", "fix the config file or environment")
     return replace(settings, **coerced)
+
+
+# Timeouts, sizes and counts that mean nothing at zero or below: "llm_timeout = -5" skipped the
+# LLM and said it "did not finish within -5 s".
+_POSITIVE = frozenset({"embed_threads", "top_k", "retrieval_limit", "max_question_bytes", "faiss_min_vectors", "max_chunk_chars",
+                       "llm_connect_timeout", "llm_timeout", "llm_first_token_timeout", "tool_timeout", "llm_passages",
+                       "max_body_bytes", "answer_threads", "queue_timeout", "feedback_timeout", "kb_check_interval"})
+_NON_NEGATIVE = frozenset({"llm_max_tool_steps", "queue_size", "feedback_retention_days", "dense_weight", "bm25_weight",
+                           "signature_boost", "coverage_weight", "min_relevance", "mismatch_penalty"})
+_WARNED: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """A config mistake said once per process on stderr: a mistyped key is ignored, never fatal
+    (the answer still comes), but never silent either."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        print(message, file=sys.stderr, flush=True)
+
+
+def _warn_unknown(path: Path, unknown: list[str], data: dict) -> None:
+    import difflib
+
+    for key in unknown:
+        if isinstance(data[key], dict):
+            _warn_once(f"warning: {path}: [{key}] is a table; settings are top-level keys (llm_base_url = \"…\"), so it is ignored")
+            continue
+        near = difflib.get_close_matches(key, sorted(_FIELD_NAMES), n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        _warn_once(f"warning: {path}: unknown setting {key!r}{hint} is ignored")
 
 
 _FIELD_NAMES = {f.name for f in fields(Settings)}

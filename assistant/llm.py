@@ -402,7 +402,8 @@ def llm_answer(
 
     if not re.match(r"^https?://[^/\s]", settings.llm_base_url.strip()):
         # "not a url" read as "the LLM is unreachable", which sent people to check the server.
-        raise LLMError("ASSISTANT_LLM_BASE_URL is not an http(s) URL", "set it like http://127.0.0.1:8000/v1")
+        raise LLMError("the LLM base URL (llm_base_url / ASSISTANT_LLM_BASE_URL) is not an http(s) URL",
+                       "set it like http://127.0.0.1:8000/v1, in the config file or the environment, wherever it was set")
     _refused_at_once(settings.llm_base_url)
     try:
         import openai

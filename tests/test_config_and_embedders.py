@@ -31,6 +31,29 @@ def test_bad_settings_are_reported_not_raised_raw(tmp_path):
         get_embedder("word2vec")
 
 
+def test_config_mistakes_are_named_not_silently_ignored(tmp_path, capsys):
+    """A mistyped key, a [table] and an ASSISTANT_CONFIG naming no file all ran with the
+    defaults and no word; "llm_timeout = -5" skipped the LLM and said it "did not finish
+    within -5 s"."""
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('llm_base_ulr = "http://127.0.0.1:8000/v1"\ntop_k = 4\n[llm]\nbase_url = "http://x/v1"\n', encoding="utf-8")
+    s = load_settings(cfg, environ={})
+    err = capsys.readouterr().err
+    assert s.top_k == 4 and s.llm_base_url == ""
+    assert "unknown setting 'llm_base_ulr' (did you mean 'llm_base_url'?) is ignored" in err
+    assert "[llm] is a table; settings are top-level keys" in err
+    load_settings(cfg, environ={})
+    assert capsys.readouterr().err == ""  # once per process
+    load_settings(environ={"ASSISTANT_CONFIG": str(tmp_path / "nonexist.toml")})
+    assert "ASSISTANT_CONFIG names" in capsys.readouterr().err
+    for bad in ("llm_timeout = -5", "top_k = 0", "queue_size = -1"):
+        cfg.write_text(bad + "\n", encoding="utf-8")
+        with pytest.raises(ConfigError, match=bad.split(" = ")[0]):
+            load_settings(cfg, environ={})
+    with pytest.raises(ConfigError, match="must be positive"):
+        load_settings(tmp_path / "none.toml", environ={"ASSISTANT_LLM_TIMEOUT": "-5"})
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -402,7 +402,8 @@ def test_a_streamed_answer_keeps_the_numbers_the_user_saw_and_is_not_sent_twice(
 @pytest.mark.parametrize("url", ["not a url", "127.0.0.1:8000/v1", "ftp://h/v1"])
 def test_a_base_url_that_is_not_http_is_named_as_such_not_unreachable(bundled_settings, bundled_kb, url):
     answer = answer_question(LOGPROBS_Q, _settings(bundled_settings, url, model="m"), kb=bundled_kb)
-    assert answer.backend == "extractive" and answer.notes == ["ASSISTANT_LLM_BASE_URL is not an http(s) URL; answered from the KB instead"]
+    assert answer.backend == "extractive" and answer.notes == [
+        "the LLM base URL (llm_base_url / ASSISTANT_LLM_BASE_URL) is not an http(s) URL; answered from the KB instead"]
 
 
 def test_a_refused_connection_is_known_without_importing_the_client(bundled_env):

@@ -70,6 +70,7 @@ REASONS_ZH: tuple[tuple[str, str], ...] = (
     (r"the LLM sent a malformed response \((\w+)\)", r"大模型的响应格式有误（\1）"),
     (r"the LLM's response was not an OpenAI-compatible stream.*", "大模型的响应不是 OpenAI 兼容的流"),
     (r"the openai package is missing", "缺少 openai 包"),
-    (r"ASSISTANT_LLM_BASE_URL is not an http\(s\) URL", "ASSISTANT_LLM_BASE_URL 不是 http(s) 地址"),
+    (r"the LLM base URL \(llm_base_url / ASSISTANT_LLM_BASE_URL\) is not an http\(s\) URL",
+     "大模型地址（llm_base_url / ASSISTANT_LLM_BASE_URL）不是 http(s) 地址"),
 )
 
