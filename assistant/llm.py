@@ -437,6 +437,8 @@ def llm_answer(
             if not turn.tool_calls:
                 break
             if offer is None:  # tools were not offered but the model called one anyway
+                if not (turn.content or "").strip():
+                    raise LLMError("the LLM kept calling tools and never answered")
                 notes.append("the LLM kept calling tools after the step limit; its last text is used")
                 break
             messages.append({"role": "assistant", "content": turn.content or "",
@@ -453,7 +455,7 @@ def llm_answer(
                     payload = {"error": record.error} if record.error else {"result": record.result}
                     seen[key] = payload
                     if on_tool:
-                        on_tool(f"→ {record.name}({json.dumps(record.arguments, ensure_ascii=False)[:120]}) "
+                        on_tool(f"→ {_shown_name(record.name, tools)}({json.dumps(record.arguments, ensure_ascii=False)[:120]}) "
                                 f"{'error: ' + record.error if record.error else 'ok'} ({record.ms:.0f} ms)")
                 messages.append({"role": "tool", "tool_call_id": c["id"], "content": json.dumps(payload, ensure_ascii=False, default=str)[:12000]})
     except LLMError as exc:

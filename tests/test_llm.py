@@ -91,8 +91,9 @@ def test_repeated_identical_calls_are_refused_and_the_loop_is_bounded(bundled_se
     assert "tools" not in llm.requests[-1]
     assert sum(c["name"] == "host_status" for c in answer.tool_calls) == 1
     assert any("already made" in (t.get("error") or "") for t in last_tools)
-    # the model never produced text, so the user gets the KB answer and a note
-    assert answer.backend == "extractive" and any("empty answer" in n for n in answer.notes)
+    # the model never produced text, so the user gets the KB answer and a note that says why
+    # (it said "the LLM returned an empty answer")
+    assert answer.backend == "extractive" and any("kept calling tools and never answered" in n for n in answer.notes)
 
 
 @pytest.mark.parametrize(

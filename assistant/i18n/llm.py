@@ -64,6 +64,7 @@ REASONS_ZH: tuple[tuple[str, str], ...] = (
     (r"the LLM echoed its prompt", "大模型把提示原样返回了"),
     (r"the LLM gave no answer \(it said it does not know\)", "大模型没有给出回答（说不知道）"),
     (r"the LLM answer cites no passage", "大模型的回答没有引用任何知识库段落"),
+    (r"the LLM kept calling tools and never answered", "大模型一直在调用工具，没有给出回答"),
     (r"the LLM answered in English, not the asker's language", "大模型用英文回答了中文问题"),
     (r"the LLM answered in Chinese, not the asker's language", "大模型用中文回答了英文问题"),
     (r"the LLM did not finish within (\S+) s", r"大模型 \1 秒内没有答完"),
