@@ -398,7 +398,7 @@ def llm_answer(
 
     The model is offered the tools the current caller may use (see tools.acting_for): all of
     them on the CLI, only the remote-safe ones, under the same checks, for HTTP and Slack."""
-    from .tools import ToolCall, available, call_tool, current_caller
+    from .tools import ToolCall, available, current_caller
 
     if not re.match(r"^https?://[^/\s]", settings.llm_base_url.strip()):
         # "not a url" read as "the LLM is unreachable", which sent people to check the server.
@@ -444,19 +444,7 @@ def llm_answer(
             messages.append({"role": "assistant", "content": turn.content or "",
                              "tool_calls": [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"] or "{}"}} for c in turn.tool_calls]})
             for c in turn.tool_calls:
-                key = f"{c['name']}:{_canonical(c['arguments'])}"
-                if key in seen:
-                    payload = {"error": "this exact call was already made; use its result instead of calling again", "earlier_result": seen[key]}
-                    notes.append(f"refused a repeated call to {_shown_name(c['name'], tools)}")
-                else:
-                    remaining = max(1.0, min(settings.tool_timeout, deadline - time.monotonic()))
-                    record = call_tool(c["name"], c["arguments"], timeout=remaining, caller=caller)
-                    records.append(record)
-                    payload = {"error": record.error} if record.error else {"result": record.result}
-                    seen[key] = payload
-                    if on_tool:
-                        on_tool(f"→ {_shown_name(record.name, tools)}({json.dumps(record.arguments, ensure_ascii=False)[:120]}) "
-                                f"{'error: ' + record.error if record.error else 'ok'} ({record.ms:.0f} ms)")
+                payload = _tool_turn(c, tools, seen, records, notes, settings, deadline, caller, on_tool)
                 messages.append({"role": "tool", "tool_call_id": c["id"], "content": json.dumps(payload, ensure_ascii=False, default=str)[:12000]})
     except LLMError as exc:
         exc.tool_calls = [r.to_dict() for r in records]
@@ -471,6 +459,27 @@ def llm_answer(
         # page from a proxy) is not an empty answer: the endpoint speaks something else.
         raise _failed("the LLM's response was not an OpenAI-compatible stream (no events arrived)", records)
     return _result(turn.content if turn else "", messages, passages, lang, model, records, notes, streamed=on_token is not None)
+
+
+def _tool_turn(c: dict, tools: list | None, seen: dict, records: list, notes: list[str], settings: Settings, deadline: float,
+               caller, on_tool: Callable[[str], None] | None) -> dict:
+    """Run one tool call the model asked for (a repeat of an earlier one is refused with its
+    result), and return what the model is told."""
+    from .tools import call_tool
+
+    key = f"{c['name']}:{_canonical(c['arguments'])}"
+    if key in seen:
+        notes.append(f"refused a repeated call to {_shown_name(c['name'], tools)}")
+        return {"error": "this exact call was already made; use its result instead of calling again", "earlier_result": seen[key]}
+    remaining = max(1.0, min(settings.tool_timeout, deadline - time.monotonic()))
+    record = call_tool(c["name"], c["arguments"], timeout=remaining, caller=caller)
+    records.append(record)
+    payload = {"error": record.error} if record.error else {"result": record.result}
+    seen[key] = payload
+    if on_tool:
+        on_tool(f"→ {_shown_name(record.name, tools)}({json.dumps(record.arguments, ensure_ascii=False)[:120]}) "
+                f"{'error: ' + record.error if record.error else 'ok'} ({record.ms:.0f} ms)")
+    return payload
 
 
 def _result(content: str, messages: list, passages: list, lang: str, model: str, records: list, notes: list[str],
