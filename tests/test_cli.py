@@ -246,3 +246,41 @@ def test_a_runbooks_placeholder_survives_the_terminal_rendering(bundled_env, tmp
     out = proc.stdout.decode()
     assert proc.returncode == 0, proc.stderr.decode()
     assert "py-spy dump --pid <PID>" in " ".join(out.split())  # wherever the terminal wraps
+
+
+def test_a_note_after_a_streamed_answer_starts_on_its_own_line(bundled_env):
+    """On a terminal the note (stderr) ran into the streamed text (stdout):
+    "…Check ipcs -l [3].note: 1 statement(s) above cite only passages…"."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+    from .fake_llm import ScriptedLLM
+
+    with ScriptedLLM([{"content": "Raise kernel.msgmax [1]. Also set --ipc-turbo 1 to fix it [9]. Check ipcs -l [3]."}]) as llm:
+        master, terminal = pty.openpty()
+        env = dict(bundled_env, ASSISTANT_LLM_BASE_URL=llm.url, ASSISTANT_LLM_MODEL="m", COLUMNS="200")
+        cmd = [sys.executable, "-c", "import sys; sys.argv[0]='ask'; from assistant.interfaces.cli import ask_main as m; m()",
+               "FastDeploy requests hang after I enabled logprobs"]
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=terminal, stderr=terminal, env=env, cwd=ROOT)
+        os.close(terminal)
+        out = b""
+        while True:
+            ready, _, _ = select.select([master], [], [], 60)
+            if not ready:
+                break
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        proc.wait(timeout=60)
+        os.close(master)
+    text = out.decode("utf-8", "replace").replace("\r\n", "\n")
+    assert "Check ipcs -l [3]." in text and "note: " in text, text[:400]
+    assert "\nnote: " in text and "[3].note" not in text

@@ -255,12 +255,16 @@ def ask(argv: list[str] | None = None) -> None:
                 print(f"note: {note}", file=sys.stderr, flush=True)
             print(json.dumps(answer.to_dict(), ensure_ascii=False))
             return
+        if streamed and not "".join(streamed).endswith("\n"):
+            # The notes go to stderr, on the same terminal: "…Check ipcs -l [3].note: 1 statement(s)…"
+            sys.stdout.write("\n")
+            sys.stdout.flush()
         for note in answer.notes:
             print(f"note: {note}", file=sys.stderr, flush=True)
         from assistant.interfaces.render import print_answer
 
         if streamed and answer.backend != "extractive":
-            print("\n")
+            print()
             print_answer(answer, body=False)  # the text is already on screen
         else:
             if streamed:
@@ -268,7 +272,7 @@ def ask(argv: list[str] | None = None) -> None:
                 # so a line between the two says which text stands.
                 from assistant.i18n import t
 
-                print(f"\n\n{t('llm.stream_abandoned', answer.lang)}\n")
+                print(f"\n{t('llm.stream_abandoned', answer.lang)}\n")
             print_answer(answer)
 
     _run(body)
