@@ -145,7 +145,7 @@ def _parser():
     p.add_argument("--kb", metavar="DIR", help="KB directory (default: the bundled KB)")
     p.add_argument("--log", metavar="FILE", help="a server log to diagnose with the question (last 2 MB)")
     llm = p.add_mutually_exclusive_group()
-    llm.add_argument("--llm", dest="llm", action="store_true", default=None, help="answer with the configured LLM (default when ASSISTANT_LLM_BASE_URL is set)")
+    llm.add_argument("--llm", dest="llm", action="store_true", default=None, help="answer with the configured LLM (default when an LLM is configured: ASSISTANT_LLM_BASE_URL or llm_base_url in the config file)")
     llm.add_argument("--no-llm", dest="llm", action="store_false", help="answer from the KB only, even if an LLM is configured")
     p.add_argument("--no-tools", action="store_true", help="do not let the LLM call tools")
     p.add_argument("-v", "--verbose", action="store_true", help="also print log lines (which LLM call failed, and why)")
