@@ -286,6 +286,25 @@ def drop_sentences_naming(text: str, names: list[str]) -> tuple[str, int]:
     return "\n".join(lines), dropped
 
 
+def llm_reachable(settings: Settings) -> bool:
+    """Whether the LLM endpoint answers `/models` as an OpenAI-compatible server does (a JSON
+    object with a `data` list): any 200 counted before, binary garbage included."""
+    import json
+    import urllib.request
+
+    req = urllib.request.Request(settings.llm_base_url.rstrip("/") + "/models")
+    if settings.llm_api_key:
+        req.add_header("Authorization", f"Bearer {settings.llm_api_key}")
+    try:
+        with urllib.request.urlopen(req, timeout=min(2.0, settings.llm_connect_timeout)) as resp:
+            if resp.status != 200:
+                return False
+            body = json.loads(resp.read(1_000_000).decode("utf-8"))
+        return isinstance(body, dict) and isinstance(body.get("data"), list)
+    except Exception:
+        return False
+
+
 def _refused_at_once(base_url: str) -> None:
     """Raise "unreachable" when nothing listens at the endpoint's address, before the
     openai client is imported (0.75 s): an LLM that is down cost every answer 1.2 s. Only a

@@ -252,7 +252,7 @@ def test_every_error_says_where_to_look_next(server):
 
 def test_readyz_calls_an_llm_reachable_only_when_it_speaks_the_models_api(bundled_settings):
     """An endpoint whose /v1/models answered 200 with binary garbage was "reachable"."""
-    from assistant.interfaces.http.routers.health import llm_reachable
+    from assistant.llm import llm_reachable
 
     from .fake_llm import ScriptedLLM
 

@@ -695,3 +695,25 @@ def test_a_tool_calls_record_is_always_valid_json():
     assert call.error and "avg_tokens_per_request" in call.error
     text = json.dumps(call.to_dict(), allow_nan=False)
     assert json.loads(text)["arguments"]["avg_tokens_per_request"] is None
+
+
+def test_doctor_says_which_config_it_read_and_whether_the_llm_answers(bundled_settings, tmp_path, monkeypatch):
+    """Neither doctor nor --help said which config file was read or whether the LLM was up: a
+    mistyped URL showed only as answers that were always extractive."""
+    from dataclasses import replace
+
+    from assistant.ops.doctor import _setup_findings
+
+    from .fake_llm import ScriptedLLM
+
+    cfg = tmp_path / "config.toml"
+    cfg.write_text("top_k = 3\n", encoding="utf-8")
+    monkeypatch.setenv("ASSISTANT_CONFIG", str(cfg))
+    none = _setup_findings(bundled_settings)
+    assert [(f.severity, f.source) for f in none] == [("ok", "config"), ("info", "config")]
+    assert str(cfg) in none[0].message and "no LLM configured" in none[1].message
+    with ScriptedLLM([]) as llm:
+        up = _setup_findings(replace(bundled_settings, llm_base_url=llm.url))
+    assert up[1].severity == "ok" and "answers /models" in up[1].message
+    down = _setup_findings(replace(bundled_settings, llm_base_url="http://127.0.0.1:9/v1", llm_connect_timeout=0.5))
+    assert down[1].severity == "warning" and "falls back to the KB" in down[1].message

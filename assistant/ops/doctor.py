@@ -135,11 +135,35 @@ def run_doctor(settings: Settings, serving_url: str | None = None, log_path: str
             findings.append(Finding("warning", source, f"{name} failed: {call.error}"))
         else:
             findings.extend(interpret(call.value))
+    findings += _setup_findings(settings)
     titles = _titles(settings)
     for f in findings:
         if f.article:
             f.title = titles.get(f.article, f.article)
     return sorted(findings, key=lambda f: ORDER[f.severity])
+
+
+def _setup_findings(settings: Settings) -> list[Finding]:
+    """This assistant's own set-up: which config file it read and whether its LLM answers. A
+    mistyped base URL or an endpoint that is down otherwise shows only as answers that are
+    always extractive."""
+    import os
+
+    from assistant.config import default_config_path
+    from assistant.llm import llm_reachable, redact_url
+
+    path = os.environ.get("ASSISTANT_CONFIG") or str(default_config_path())
+    out = [Finding("ok" if os.path.isfile(path) else "info", "config",
+                   f"config file {path}" + ("" if os.path.isfile(path) else " (none: defaults and ASSISTANT_* variables)"))]
+    if not settings.llm_base_url:
+        out.append(Finding("info", "config", "no LLM configured: answers are extracted from the KB "
+                                             "(set llm_base_url or ASSISTANT_LLM_BASE_URL for an OpenAI-compatible endpoint)"))
+    elif llm_reachable(settings):
+        out.append(Finding("ok", "config", f"LLM {redact_url(settings.llm_base_url)} answers /models"))
+    else:
+        out.append(Finding("warning", "config", f"LLM {redact_url(settings.llm_base_url)} does not answer /models as an "
+                                                "OpenAI-compatible server: every answer falls back to the KB"))
+    return out
 
 
 def _titles(settings: Settings) -> dict[str, str]:

@@ -12,7 +12,7 @@ from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-from assistant.config import Settings
+from assistant.llm import llm_reachable
 
 from ..dependencies import State
 from ..server import ServerState
@@ -83,22 +83,3 @@ def index_facts(state: ServerState) -> dict:
         "warnings": [f"runbook source {name!r} no longer exists; its articles were dropped from the index"
                      for name in state.missing_sources],
     }
-
-
-def llm_reachable(settings: Settings) -> bool:
-    """Whether the LLM endpoint answers `/models` as an OpenAI-compatible server does (a JSON
-    object with a `data` list): any 200 counted before, binary garbage included."""
-    import json
-    import urllib.request
-
-    req = urllib.request.Request(settings.llm_base_url.rstrip("/") + "/models")
-    if settings.llm_api_key:
-        req.add_header("Authorization", f"Bearer {settings.llm_api_key}")
-    try:
-        with urllib.request.urlopen(req, timeout=min(2.0, settings.llm_connect_timeout)) as resp:
-            if resp.status != 200:
-                return False
-            body = json.loads(resp.read(1_000_000).decode("utf-8"))
-        return isinstance(body, dict) and isinstance(body.get("data"), list)
-    except Exception:
-        return False
