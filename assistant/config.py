@@ -7,6 +7,7 @@ Defaults work offline with the bundled KB and the bundled embedding model.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from dataclasses import dataclass, field, fields, replace
@@ -167,6 +168,8 @@ def load_settings(config_path: Path | None = None, environ: dict[str, str] | Non
     values.update({k: v for k, v in overrides.items() if v is not None})
     coerced = {k: _coerce(k, v, getattr(settings, k)) for k, v in values.items()}
     for name, value in coerced.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"setting {name!r} must be a finite number, not {values[name]!r}", "fix the config file or environment")
         if name in _POSITIVE and not value > 0:
             raise ConfigError(f"setting {name!r} must be positive, not {values[name]!r}", "fix the config file or environment")
         if name in _NON_NEGATIVE and value < 0:
@@ -176,11 +179,14 @@ def load_settings(config_path: Path | None = None, environ: dict[str, str] | Non
 
 # Timeouts, sizes and counts that mean nothing at zero or below: "llm_timeout = -5" skipped the
 # LLM and said it "did not finish within -5 s".
-_POSITIVE = frozenset({"embed_threads", "top_k", "retrieval_limit", "max_question_bytes", "faiss_min_vectors", "max_chunk_chars",
+# Zero means something for the second set: faiss for any size, no queueing, never waiting on a
+# locked feedback DB, checking the KB on every request, keeping every answer.
+_POSITIVE = frozenset({"embed_threads", "top_k", "retrieval_limit", "max_question_bytes", "max_chunk_chars",
                        "llm_connect_timeout", "llm_timeout", "llm_first_token_timeout", "tool_timeout", "llm_passages",
-                       "max_body_bytes", "answer_threads", "queue_timeout", "feedback_timeout", "kb_check_interval"})
+                       "max_body_bytes", "answer_threads"})
 _NON_NEGATIVE = frozenset({"llm_max_tool_steps", "queue_size", "feedback_retention_days", "dense_weight", "bm25_weight",
-                           "signature_boost", "coverage_weight", "min_relevance", "mismatch_penalty"})
+                           "signature_boost", "coverage_weight", "min_relevance", "mismatch_penalty", "faiss_min_vectors",
+                           "queue_timeout", "feedback_timeout", "kb_check_interval"})
 _WARNED: set[str] = set()
 
 

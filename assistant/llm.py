@@ -219,22 +219,35 @@ def fix_citations(text: str, passages: list, keep_numbers: bool = False) -> tupl
     return fixed.strip(), [passages[n - 1] for n in mapping]
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])(\s+)")
+# A sentence ends at ASCII punctuation followed by space ("kernel.msgmax" and "0.9" do not
+# end one), or at Chinese punctuation, which needs no space after it.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
 
 
-def drop_unsupported(text: str, n_passages: int) -> tuple[str, int]:
-    """The answer without its sentences whose every citation points at no passage, and how
-    many went. Renumbering alone left "Set --foo-bar 7 to fix it [9]." as an uncited
-    statement of fact; a sentence that cites a real passage too, or nothing, stays."""
+def _sentences(line: str) -> list[tuple[str, str]]:
+    """(sentence, the space after it) for each sentence of one line."""
+    out: list[tuple[str, str]] = []
+    last = 0
+    for m in _SENTENCE_END.finditer(line):
+        if m.end() == len(line) and m.start() == m.end():
+            break  # the zero-width end after a final 。
+        if m.start() == last and not m.group(0):
+            continue
+        out.append((line[last:m.start()], m.group(0)))
+        last = m.end()
+    if last < len(line):
+        out.append((line[last:], ""))
+    return out
+
+
+def _drop_sentences(text: str, drop: Callable[[str], bool]) -> tuple[str, int]:
+    """`text` without the sentences `drop` picks, and how many went; a line left empty goes too."""
     dropped = 0
     lines = []
     for line in text.split("\n"):
-        pieces = _SENTENCE_END.split(line)
         kept: list[str] = []
-        for i in range(0, len(pieces), 2):
-            sentence, space = pieces[i], pieces[i + 1] if i + 1 < len(pieces) else ""
-            numbers = [int(x) for m in CITATION_REF.finditer(sentence) for x in m.group(1).split(",")]
-            if numbers and not any(1 <= n <= n_passages for n in numbers):
+        for sentence, space in _sentences(line):
+            if drop(sentence):
                 dropped += 1
                 continue
             kept += [sentence, space]
@@ -244,9 +257,25 @@ def drop_unsupported(text: str, n_passages: int) -> tuple[str, int]:
     return "\n".join(lines), dropped
 
 
-# A command-line flag or an environment variable named in an answer ("--enable-prefix-caching",
-# "NCCL_P2P_DISABLE"): the exact strings an on-call engineer types, so the ones to check.
-_SETTING_NAME = re.compile(r"(?<![\w-])--[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
+def drop_unsupported(text: str, n_passages: int) -> tuple[str, int]:
+    """The answer without its sentences whose every citation points at no passage, and how
+    many went. Renumbering alone left "Set --foo-bar 7 to fix it [9]." as an uncited
+    statement of fact; a sentence that cites a real passage too, or nothing, stays."""
+    def unsupported(sentence: str) -> bool:
+        numbers = [int(x) for m in CITATION_REF.finditer(sentence) for x in m.group(1).split(",")]
+        return bool(numbers) and not any(1 <= n <= n_passages for n in numbers)
+
+    return _drop_sentences(text, unsupported)
+
+
+# A command-line flag or an environment variable set in an answer ("--enable-prefix-caching",
+# "export NCCL_P2P_DISABLE=1"): the exact strings an on-call engineer types, so the ones to
+# check. An upper-case name counts only where it is set or read (`X=`, `export X`, `$X`):
+# error codes (RESOURCE_EXHAUSTED, CUDA_ERROR_OUT_OF_MEMORY) are quoted, not typed.
+_SETTING_NAME = re.compile(r"(?<![\w-])--[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*"
+                           r"|(?:(?<=export )|(?<=\$)|(?<=\$\{))[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b"
+                           r"|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?= ?=)")
+_WORD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)*")
 
 
 def _setting_key(name: str) -> str:
@@ -254,11 +283,12 @@ def _setting_key(name: str) -> str:
 
 
 def invented_settings(text: str, known: str) -> list[str]:
-    """The flags and environment variables `text` names that `known` (the prompt: question,
-    passages, tool results) never writes, in either spelling (--max-model-len, max_model_len).
-    A real citation on a made-up flag ("start FastDeploy with --enable-logprobs-ipc-bypass=true
-    [2]") passed every other check and read as the KB's fix."""
-    seen = _setting_key(known)
+    """The flags and environment variables `text` sets that `known` (the prompt: question,
+    passages, tool results) never writes as a word of its own, in either spelling
+    (--max-model-len, max_model_len). A real citation on a made-up flag ("start FastDeploy
+    with --enable-logprobs-ipc-bypass=true [2]") passed every other check and read as the
+    KB's fix. Whole names are compared: "--tp" is not known from "http"."""
+    seen = {_setting_key(w) for w in _WORD_NAME.findall(known)}
     out: list[str] = []
     for m in _SETTING_NAME.finditer(text):
         name = m.group(0)
@@ -269,21 +299,7 @@ def invented_settings(text: str, known: str) -> list[str]:
 
 def drop_sentences_naming(text: str, names: list[str]) -> tuple[str, int]:
     """The answer without its sentences that name any of `names`, and how many went."""
-    dropped = 0
-    lines = []
-    for line in text.split("\n"):
-        pieces = _SENTENCE_END.split(line)
-        kept: list[str] = []
-        for i in range(0, len(pieces), 2):
-            sentence, space = pieces[i], pieces[i + 1] if i + 1 < len(pieces) else ""
-            if any(m.group(0) in names for m in _SETTING_NAME.finditer(sentence)):
-                dropped += 1
-                continue
-            kept += [sentence, space]
-        rebuilt = "".join(kept).rstrip()
-        if rebuilt or not line.strip():
-            lines.append(rebuilt if rebuilt else line)
-    return "\n".join(lines), dropped
+    return _drop_sentences(text, lambda sentence: any(m.group(0) in names for m in _SETTING_NAME.finditer(sentence)))
 
 
 def llm_reachable(settings: Settings) -> bool:
@@ -496,8 +512,12 @@ def _tool_turn(c: dict, tools: list | None, seen: dict, records: list, notes: li
     payload = {"error": record.error} if record.error else {"result": record.result}
     seen[key] = payload
     if on_tool:
-        on_tool(f"→ {_shown_name(record.name, tools)}({json.dumps(record.arguments, ensure_ascii=False)[:120]}) "
-                f"{'error: ' + record.error if record.error else 'ok'} ({record.ms:.0f} ms)")
+        shown = _shown_name(record.name, tools)
+        if shown != record.name:  # invented: neither its name nor its error (which repeats it) is echoed
+            on_tool(f"→ {shown}: refused ({record.ms:.0f} ms)")
+        else:
+            on_tool(f"→ {shown}({json.dumps(record.arguments, ensure_ascii=False)[:120]}) "
+                    f"{'error: ' + record.error if record.error else 'ok'} ({record.ms:.0f} ms)")
     return payload
 
 
@@ -534,9 +554,10 @@ def _result(content: str, messages: list, passages: list, lang: str, model: str,
             if why:
                 raise _failed(why, records)
     fixed, cited = fix_citations(text, passages, keep_numbers=streamed)
-    if not cited and passages and not judged_out:
+    if not cited and passages and not judged_out and not any(r.error is None for r in records):
         # An answer that cites nothing cannot be checked against the KB; listing every
-        # passage under it made unrelated articles look like its sources.
+        # passage under it made unrelated articles look like its sources. (One drawn from
+        # a tool's result, a capacity figure or a host probe, has that result to stand on.)
         raise _failed("the LLM answer cites no passage", records)
     if _other_language(fixed, lang):
         # The asker reads one of the two languages; the KB answers in it (the zh/en twin).

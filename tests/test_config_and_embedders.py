@@ -52,6 +52,11 @@ def test_config_mistakes_are_named_not_silently_ignored(tmp_path, capsys):
             load_settings(cfg, environ={})
     with pytest.raises(ConfigError, match="must be positive"):
         load_settings(tmp_path / "none.toml", environ={"ASSISTANT_LLM_TIMEOUT": "-5"})
+    with pytest.raises(ConfigError, match="finite"):
+        load_settings(tmp_path / "none.toml", environ={"ASSISTANT_MIN_RELEVANCE": "nan"})
+    # Zero means something for these: check on every request, faiss at any size, never wait.
+    zero = {f"ASSISTANT_{n}": "0" for n in ("KB_CHECK_INTERVAL", "FAISS_MIN_VECTORS", "FEEDBACK_TIMEOUT", "QUEUE_TIMEOUT")}
+    assert load_settings(tmp_path / "none.toml", environ=zero).kb_check_interval == 0
 
 
 def _free_port() -> int:

@@ -485,3 +485,27 @@ def test_an_answer_in_the_other_language_falls_back_to_the_kb_in_the_askers(bund
     with ScriptedLLM([{"content": "执行：\n```\nsysctl -w kernel.msgmax=1048576\nsysctl -w kernel.msgmnb=268435456\n```\n[1]"}]) as llm:
         kept = answer_question("开启 logprobs 之后请求卡住", _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb)
     assert kept.backend.startswith("llm")
+
+
+def test_the_invented_setting_check_compares_whole_names_and_splits_chinese_sentences():
+    """A review found "--tp" known from "http", error codes (RESOURCE_EXHAUSTED) taken for
+    variables, and one made-up flag deleting a whole Chinese line (。 needs no space after it)."""
+    from assistant.llm import drop_sentences_naming, invented_settings
+
+    assert invented_settings("Set --tp 2 [1].", "see the http endpoint") == ["--tp"]
+    assert invented_settings("Use --enable [1].", "use --enable-prefix-caching") == ["--enable"]
+    assert invented_settings("Lower --max-model-len [1].", "max_model_len is too large") == []
+    assert invented_settings("RESOURCE_EXHAUSTED means the queue is full; export FOO_BAR=1 and NCCL_P2P_DISABLE=1 [1].",
+                             "NCCL_P2P_DISABLE") == ["FOO_BAR"]
+    assert drop_sentences_naming("设置 --max-num-seqs 8 即可。然后重启 [1]。", ["--max-num-seqs"]) == ("然后重启 [1]。", 1)
+
+
+def test_an_answer_drawn_from_a_tool_result_needs_no_passage_citation(bundled_settings, bundled_kb):
+    """The rule that an uncited answer falls back to the KB must not throw away an answer the
+    model based on a tool's result."""
+    script = [{"tool_calls": [{"name": "kv_concurrency", "arguments": '{"num_blocks": 17131, "avg_tokens_per_request": 20000}'}]},
+              {"content": "With 17131 blocks of 64 tokens, about 54 requests of 20,000 tokens fit at once."}]
+    with ScriptedLLM(script) as llm:
+        answer = answer_question("FastDeploy num_blocks_global 17131, 20000 tokens per request: how many concurrent requests?",
+                                 _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb)
+    assert answer.backend.startswith("llm") and "about 54 requests" in answer.answer
