@@ -1097,6 +1097,12 @@ _LITERAL_WORD = re.compile(r"[a-z0-9_][a-z0-9_./:=-]*")
 LITERAL_RUN = 3  # words in a row the question and a passage share verbatim: a quoted message or command
 
 
+def _literal_words(text: str) -> list[str]:
+    """Latin-script words, lower-cased, without the punctuation a sentence ends them with
+    ("peer." is "peer"), so a twin's prose matches the question's quote."""
+    return [w for w in (w.rstrip(".:/=-") for w in _LITERAL_WORD.findall(text.lower())) if w]
+
+
 def _twin_lacks_what_is_quoted(question: str, chunk, twin: list) -> bool:
     """Whether the question shares a run of Latin-script words with the passage
     ("connection reset by peer", `vault kv put secret`) that its twin never writes: the
@@ -1104,15 +1110,15 @@ def _twin_lacks_what_is_quoted(question: str, chunk, twin: list) -> bool:
     did not, and the English answer quoted the two steps without it."""
     if not question:
         return False
-    words = _LITERAL_WORD.findall(question[:4000].lower())
+    words = _literal_words(question[:4000])
     runs = {" ".join(words[i:i + LITERAL_RUN]) for i in range(len(words) - LITERAL_RUN + 1)}
     if not runs:
         return False
-    flat = " " + " ".join(_LITERAL_WORD.findall(chunk.text.lower())) + " "
+    flat = " " + " ".join(_literal_words(chunk.text)) + " "
     shared = [run for run in runs if f" {run} " in flat]
     if not shared:
         return False
-    twin_flat = " " + " ".join(_LITERAL_WORD.findall(" ".join(c.text for c in twin).lower())) + " "
+    twin_flat = " " + " ".join(_literal_words(" ".join(c.text for c in twin))) + " "
     return any(f" {run} " not in twin_flat for run in shared)
 
 
