@@ -569,8 +569,8 @@ def route(x: Extraction, facts: _Facts) -> str | None:
         return "blocks_needed"
     shape = any(facts.asked(k) for k in ("num_layers", "num_kv_heads", "head_dim", "kv_lora_rank"))
     logged_tokens = facts.has("kv_cache_tokens") or facts.has("max_concurrency_tokens")  # vLLM's log has the answer's input already
-    if _asks_anything(t) and (facts.asked("kv_cache_memory") or (
-            facts.has("kv_cache_memory") and not logged_tokens and (_ASK_CONC.search(t) or _ASK_KV.search(t)))):
+    if _asks_anything(t) and not logged_tokens and (facts.asked("kv_cache_memory") or (
+            facts.has("kv_cache_memory") and (_ASK_CONC.search(t) or _ASK_KV.search(t)))):
         return "kv_tokens_from_memory"  # the KV cache's own memory: no GPU size or weights needed
     memory = facts.asked("gpu_memory") or facts.asked("weights")
     if memory and _asks_anything(t):

@@ -114,6 +114,7 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     # "200 个并发，每个请求 2k 输入": the whole "每个请求" says per request, so 请求 is no count of requests.
     (r"(?:sessions?|requests?|users?|conversations?|并发) of|(?:个 ?)?会话, ?每个?(?:请求|会话|用户)?|(?:个 ?)?并发, ?每个?(?:请求|会话|用户)?",
      _roles(("sessions", NOUN, "post"), ("per_request", MOD, "pre"))),
+    (r"kv[ _-]?bytes[ _-]?per[ _-]?token|每 ?token ?的 ?kv ?字节数?", _roles(("kv_bytes_per_token", NAME, "pre"))),
     (r"(?:bytes?|字节|b) ?(?:per|/|每个?) ?token|字节每 ?token", _roles(("kv_bytes_per_token", NOUN, "post"))),
     (r"(?:generated|output|completion|new|decode) tokens?|输出 ?tokens?", _roles(("output_tokens", NOUN, "post"))),
     (r"(?:prompt|input|prefill) tokens?|输入 ?tokens?", _roles(("input_tokens", NOUN, "post"))),

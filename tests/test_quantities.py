@@ -192,3 +192,18 @@ def test_a_cards_size_after_its_model_is_its_memory():
     assert labels("8 x H100 80GB") == [("gpu_count", "times"), ("gpu_memory", "bytes")]
     assert labels("A100 90%") == [("", "ratio")]
     assert extract("我有 8 张 A100 80G，跑 Llama-3-70B bf16，max-model-len 32768").unbound() == []
+
+
+def test_kv_bytes_per_token_by_its_name_and_vllms_own_figure_first():
+    """"kv_bytes_per_token=131072" was left unbound while the answer asked for it; a question
+    pasting both "Available KV cache memory" and "GPU KV cache size" asked for the bytes per
+    token instead of using vLLM's figure."""
+    from assistant.calculations import capacity_answer
+
+    assert [(q.label, q.value) for q in extract("KV cache 20 GiB, kv_bytes_per_token=131072").quantities] == [
+        ("kv_cache_memory", 20 * 2**30), ("kv_bytes_per_token", 131072)]
+    done = capacity_answer("KV cache 20 GiB, kv_bytes_per_token=131072, how many tokens?")
+    assert done.missing == [] and done.calls[-1].result["kv_tokens"] == 163840
+    both = capacity_answer("INFO Available KV cache memory: 24.5 GiB\nINFO GPU KV cache size: 200,000 tokens\n"
+                           "max_model_len 32768，能并发多少？")
+    assert both.tool == "kv_tokens_concurrency" and both.missing == []
