@@ -81,6 +81,8 @@ def test_a_body_that_is_not_json_is_told_so_in_plain_words(server):
         r = httpx.post(server.url + "/v1/ask", content=content, headers={"content-type": ctype}, timeout=30)
         assert r.status_code == 415 and r.json()["error"] == f"the body must be JSON, not {ctype}", r.text
         assert "application/json" in r.json()["hint"] and "dictionary" not in r.text
+    empty = httpx.post(server.url + "/v1/ask", timeout=30)
+    assert empty.status_code == 422 and empty.json()["error"] == "the request has no body"
     r = httpx.post(server.url + "/v1/ask", json={"question": "vLLM OOM", "lang": "fr"}, timeout=30)
     assert r.status_code == 422 and r.json()["error"].startswith("invalid request: lang: ") and "literal[" not in r.text
 

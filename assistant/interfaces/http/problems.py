@@ -60,6 +60,8 @@ _FIELD = re.compile(r"^[A-Za-z_][\w-]*$")
 async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
     errors = exc.errors()
     ctype = request.headers.get("content-type", "")
+    if any(tuple(err.get("loc", ())) == ("body",) and err.get("type") == "missing" for err in errors):
+        return problem("the request has no body", 'send Content-Type: application/json and a JSON object such as {"question": "…"}', 422)
     if "json" not in ctype.lower() and any(tuple(err.get("loc", ())) == ("body",) for err in errors):
         # A form or plain-text body read as JSON failed as "Input should be a valid dictionary
         # or object to extract fields from": what was wrong is the content type.
