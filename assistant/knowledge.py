@@ -72,16 +72,31 @@ def _recover_extra(settings: Settings, f: Path) -> list[Path]:
     kb = str(settings.kb_dir.resolve())
     recorded = manifest.get("sources")
     paths = [Path(p) for p in recorded if isinstance(p, str) and p != kb] if isinstance(recorded, list) else []
+    try:
+        damaged = f.read_bytes()
+    except OSError:
+        damaged = None
     if paths:
-        _stderr(f"warning: {f} could not be read; the {len(paths)} added runbook path(s) were recovered from the index")
+        _warn_once(f"warning: {f} could not be read; the {len(paths)} added runbook path(s) were recovered from the index")
         try:
-            _write_extra(settings, paths)
+            if f.read_bytes() == damaged:  # not rewritten by an `assistant ingest` meanwhile
+                _write_extra(settings, paths)
         except OSError:
-            pass  # a read-only cache: recovered again next time
+            pass  # a read-only cache: recovered again next time, without a second warning
     else:
-        _stderr(f"warning: {f} could not be read and the index records no added runbooks; "
-                "re-run `assistant ingest PATH` for any you had added")
+        _warn_once(f"warning: {f} could not be read and the index records no added runbooks; "
+                   "re-run `assistant ingest PATH` for any you had added")
     return paths
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """A warning said once per process: a server reads the sources every kb_check_interval."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        _stderr(message)
 
 
 def sources(settings: Settings) -> list[Path]:
@@ -171,6 +186,9 @@ def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr) -> KB
         # Again: seeded, or seeded or built by another worker meanwhile; what is still missing is indexed below.
         reason = staleness(directory, srcs, embedder.name)
     index = None
+    fallback = False
+    if reason is not None and key in _FALLBACK:
+        return _FALLBACK[key]  # the cache is unwritable: what this process answers from already, not another rebuild
     if reason is None:
         cached = _OPEN.get(key)
         if cached is not None and cached.index.path == current_generation(directory):
@@ -192,6 +210,7 @@ def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr) -> KB
                 srcs = latest  # another `assistant ingest` changed the sources meanwhile: fold them in (vectors are reused)
         except OSError as exc:
             index = _unwritable_cache(settings, directory, srcs, embedder, exc, progress)
+            fallback = True
     if not index.chunks:
         progress(f"warning: nothing to search: no markdown, text or HTML documents under {settings.kb_dir} "
                  "(every question will be refused; check --kb or ASSISTANT_KB_DIR)")
@@ -200,7 +219,14 @@ def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr) -> KB
         by_doc.setdefault((chunk.doc_id, chunk.lang), []).append(chunk)
     kb = KB(index, embedder, by_doc, settings)
     _OPEN[key] = kb
+    if fallback:
+        _FALLBACK[key] = kb
     return kb
+
+
+# Per process: the KB answered from because its cache could not be written. A server checks
+# freshness every kb_check_interval; each check rebuilt into a new temporary folder.
+_FALLBACK: dict[tuple, KB] = {}
 
 
 def _unwritable_cache(settings: Settings, directory: Path, srcs: list[Path], embedder, exc: OSError,
@@ -215,8 +241,13 @@ def _unwritable_cache(settings: Settings, directory: Path, srcs: list[Path], emb
 
     from ingest.build import build_index
 
+    from ingest.index import SCHEMA
+
     hint = "set ASSISTANT_CACHE_DIR to a writable directory"
+    manifest = read_manifest(directory) or {}
     try:
+        if manifest.get("schema") != SCHEMA or manifest.get("embedder") != embedder.name:
+            raise IndexError_("built for another embedder or format")  # its vectors cannot be searched with ours
         index = load_index(directory)
         progress(f"warning: cannot update the index under {directory} ({exc.strerror or exc}); "
                  f"answering from the last one built, which misses the latest KB changes ({hint})")
@@ -261,6 +292,7 @@ def _seed_bundled(settings: Settings, directory: Path, embedder_name: str) -> bo
 def forget_loaded() -> None:
     """Drop this process's loaded indexes; the next open_kb reads from disk again."""
     _OPEN.clear()
+    _FALLBACK.clear()
 
 
 def describe(settings: Settings) -> dict:

@@ -44,8 +44,9 @@ def _run(fn, *args, **kwargs):
     except OSError as exc:
         # A path the user gave that cannot be written or read (`--out /no/such/dir/x.jsonl`,
         # a read-only folder): theirs to fix, not a bug to report.
-        where = f"{exc.filename}: " if exc.filename else ""
-        _fail(f"{where}{exc.strerror or exc} (check the path and its permissions)", 1)
+        if exc.filename:
+            _fail(f"{exc.filename}: {exc.strerror or exc} (check the path and its permissions)", 1)
+        _fail(f"{exc.strerror or exc}", 1)  # a socket or system error: no path to blame
     except Exception as exc:  # noqa: BLE001 - the last line of defence against tracebacks
         _fail(f"internal error: {type(exc).__name__}: {exc} (please report this)", EXIT_INTERNAL)
 
