@@ -499,7 +499,7 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
         lines += [f"- {topic}" for topic in topics]
         if total > len(topics):
             lines.append(labels["more"].format(n=total - len(topics)))
-    lines += ["", labels["add_docs"]]
+    lines += ["", _add_docs_hint(kb, labels)]
     if coverage == "none" and result.articles:
         lines += ["", f"{labels['closest']}:"]
         for art in result.articles[:2]:
@@ -686,6 +686,17 @@ def _heading_lines(heading: str, ref: str, first: bool, on_page: bool, labels: d
     if on_page:
         return ["", f"{_bold(heading)} {ref}", ""]
     return ["", f"**{labels['also']}:** {heading} {ref}", ""]
+
+
+def _add_docs_hint(kb, labels: dict) -> str:
+    """How to add documents to the KB in use: under `--kb DIR`, plain `assistant ingest PATH`
+    added them to the default KB's index, which `--kb DIR` never reads."""
+    from .config import bundled_kb_dir
+
+    settings = getattr(kb, "settings", None)
+    if settings is None or settings.kb_dir.resolve() == bundled_kb_dir().resolve():
+        return labels["add_docs"]
+    return labels["add_docs_kb"].format(kb=settings.kb_dir)
 
 
 def _close_others(result: Retrieval, siblings: list, top_k: int) -> tuple[list[ArticleMatch], list[ArticleMatch]]:

@@ -1185,3 +1185,14 @@ def test_a_models_own_docs_cover_its_architecture_is_not_supported_error(tmp_pat
     _settings, other = docs_kb(tmp_path / "b", {"serve.md": pages["serve.md"],
                                                "models.md": "# Models\n\nWe also serve MiniCPM and Qwen.\n"})
     assert unseen_entities(detect(question), other.index) == ["new model support"]
+
+
+def test_a_refusal_on_a_teams_kb_says_how_to_add_to_that_kb(tmp_path, bundled_settings, bundled_kb):
+    """Under `--kb DIR` the refusal ended "add your own runbooks with `assistant ingest PATH`",
+    which adds them to the default KB's index, one `--kb DIR` never reads."""
+    settings, kb = docs_kb(tmp_path, {"redis.md": "# Redis failover\n\nRun `sentinel failover mymaster`.\n",
+                                      "gpu.md": "# GPU quota\n\nEach team gets 8 H100s.\n"})
+    refused = answer_question("How do I configure SAML single sign-on for Kibana?", settings, kb=kb)
+    assert not refused.grounded and f"assistant ingest --kb {settings.kb_dir} PATH" in refused.answer
+    bundled = answer_question("How do I configure SAML single sign-on for Kibana?", bundled_settings, kb=bundled_kb)
+    assert not bundled.grounded and "`assistant ingest PATH`" in bundled.answer

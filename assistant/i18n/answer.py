@@ -97,6 +97,10 @@ MESSAGES = {
         "zh": '可以用 `assistant ingest PATH` 加入自己的运维文档。',
         "en": 'You can add your own runbooks with `assistant ingest PATH`.',
     },
+    'add_docs_kb': {
+        "zh": '可以用 `assistant ingest --kb {kb} PATH` 往这个知识库里加入更多文档。',
+        "en": 'You can add more documents to this KB with `assistant ingest --kb {kb} PATH`.',
+    },
     'yours': {
         "zh": '你命令行里的相关参数',
         "en": 'From your command line',
