@@ -136,7 +136,7 @@ def test_eval_command_writes_reports_and_fails_under_the_threshold(bundled_env, 
     rows[0]["expect_file"] = "runbooks/renamed-page.md"
     cases.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
     warned = run_cli(["assistant", "eval", "--cases", str(cases), "--mode", "hybrid", "--out", str(out)], bundled_env)
-    assert "1 case(s) expect a file this KB does not have" in warned.stderr.decode()
+    assert "1 case(s) expect a file this KB does not have, counted as file@1 misses" in warned.stderr.decode()
     assert "en-1 (runbooks/renamed-page.md)" in warned.stderr.decode()
     none = run_cli(["assistant", "eval", "--cases", str(cases), "--split", "test", "--out", str(out)], bundled_env)
     assert none.returncode != 0 and "no cases in" in none.stderr.decode() and "Traceback" not in none.stderr.decode()

@@ -126,7 +126,7 @@ def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, min_topi
         kb_ = open_kb(settings)
         missing = missing_files(kb_, case_list)
         if missing:
-            click.echo(f"warning: {len(missing)} case(s) expect a file this KB does not have, counted as misses: "
+            click.echo(f"warning: {len(missing)} case(s) expect a file this KB does not have, counted as file@1 misses (pass@1 and the fix are still scored): "
                        + "; ".join(missing[:5]) + (" …" if len(missing) > 5 else ""), err=True)
         if fit:
             from assistant.refusal import fit_and_save
