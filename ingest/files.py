@@ -66,9 +66,15 @@ def survey(root: Path) -> tuple[list[Path], list[Skipped]]:
             for d in [d for d in dirs if d.startswith(".")]:
                 dirs.remove(d)  # never walked: a .git can hold thousands of files
                 skipped.append(Skipped(os.path.join(folder, d), "hidden folder"))
+            for d in dirs:
+                if os.path.islink(os.path.join(folder, d)):  # os.walk does not follow it: said, not silent
+                    skipped.append(Skipped(os.path.join(folder, d), "symlink to a folder, not followed (add its target instead)"))
             for name in names:
+                full = os.path.join(folder, name)
                 if name.startswith("."):
-                    skipped.append(Skipped(os.path.join(folder, name), "hidden"))
+                    skipped.append(Skipped(full, "hidden"))
+                elif os.path.islink(full) and not os.path.exists(full):
+                    skipped.append(Skipped(full, "broken or looping symlink"))
                 else:
                     candidates.append(Path(folder, name))
         candidates.sort()

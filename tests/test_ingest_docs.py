@@ -914,6 +914,9 @@ def test_nothing_is_skipped_silently(tmp_path):
     _doc(docs, "models/sources/sources.md", "# Model sources\n\nSet `MODEL_SRC=modelscope` to download from ModelScope.\n")
     pages = "".join(f'<li><a href="p{i}.html">CUDA OOM runbook part {i}</a></li>' for i in range(6))
     _doc(docs, "wiki/index.html", f"<html><body><h2>Available Pages:</h2><ul>{pages}</ul></body></html>")
+    (docs / "loop").mkdir()
+    (docs / "loop" / "up").symlink_to("..")  # walked, it would index the tree again; os.walk passed it silently
+    (docs / "loop" / "self.md").symlink_to("self.md")  # reported as "unknown type" when it had no suffix
     messages: list[str] = []
     settings, kb = _build(tmp_path, docs, messages=messages)
     text = "\n".join(messages)
@@ -924,9 +927,10 @@ def test_nothing_is_skipped_silently(tmp_path):
     assert ".git: hidden folder" in text
     assert "LICENSE.md: about the tree, not documentation" in text
     assert "index.html: a page of links (an index or site map), not documentation" in text
+    assert "up: symlink to a folder, not followed" in text and "self.md: broken or looping symlink" in text
     assert {c.source for c in kb.index.chunks} == {"ok.md", "models/sources/sources.md"}  # a page, in lower case
     skipped = read_manifest(index_dir(settings))["skipped"]
-    assert len(skipped) == 7
+    assert len(skipped) == 9
     # the binary .txt and the empty page do not make every later run think the KB changed
     assert staleness(index_dir(settings), sources(settings), kb.embedder.name) is None
 
