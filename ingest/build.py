@@ -135,6 +135,35 @@ def _generation_vectors(gen: Path, embedder_name: str) -> dict[str, np.ndarray]:
     return {h: np.array(vectors[i]) for i, h in enumerate(hashes) if np.isfinite(vectors[i]).all()}
 
 
+def _sibling_vectors(index_dir: Path, embedder_name: str, wanted: set[str]) -> dict[str, np.ndarray]:
+    """Vectors for `wanted` chunk hashes from the other indexes in the same cache: a team's
+    docs added to the default KB with `assistant ingest docs` and then asked with `--kb docs`
+    were embedded twice (104 s for 619 chunks), as was a tree forgotten and added again. Only
+    indexes that share a hash are read, and only those written by this embedder."""
+    out: dict[str, np.ndarray] = {}
+    try:
+        siblings = sorted(p for p in index_dir.parent.iterdir() if p.is_dir() and p != index_dir)
+    except OSError:
+        return out
+    for sibling in siblings:
+        gen = current_generation(sibling)
+        if gen is None:
+            continue
+        try:
+            manifest = json.loads((gen / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        hashes = manifest.get("chunk_hashes") if isinstance(manifest, dict) else None
+        if not isinstance(hashes, list) or wanted.isdisjoint(hashes) or manifest.get("embedder") != embedder_name:
+            continue
+        found = _generation_vectors(gen, embedder_name)
+        out.update({h: found[h] for h in wanted & found.keys()})
+        wanted = wanted - out.keys()
+        if not wanted:
+            break
+    return out
+
+
 def embed_text(chunk: Chunk) -> str:
     """What the dense model sees: the heading path gives a bare section its context."""
     return f"{chunk.title}\n{chunk.text}"
@@ -209,6 +238,9 @@ def build_index(
 
         t0 = time.perf_counter()
         reuse = {**_shipped_vectors(embedder.name), **_old_vectors(index_dir, embedder)}
+        missing = {c.hash for c in chunks if c.hash not in reuse}
+        if missing:
+            reuse.update(_sibling_vectors(index_dir, embedder.name, missing))
         todo = [i for i, c in enumerate(chunks) if c.hash not in reuse]
         dim = embedder.dim
         vectors = np.zeros((len(chunks), dim), dtype=np.float32)

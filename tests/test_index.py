@@ -261,3 +261,22 @@ def test_an_unwritable_cache_still_answers(tiny_settings, tiny_kb, bundled_env, 
     # A server checks freshness again and again: the same KB, no rebuild and no new warning.
     seen = len(messages)
     assert open_kb(tiny_settings, progress=messages.append) is kb and len(messages) == seen
+
+
+def test_another_index_in_the_cache_lends_its_vectors(tmp_path, embedder):
+    """A team's docs added with `assistant ingest docs` and then asked with `--kb docs` were
+    embedded twice (104 s for 619 chunks): vectors were only reused from the same index."""
+    kb, _ = _build(tmp_path, embedder)
+    build_index(tmp_path / "idx-other", [kb], embedder)
+    assert read_manifest(tmp_path / "idx-other")["embedded"] == 0
+    # Another embedder's vectors are never borrowed.
+
+    class Other:
+        name = "other-embedder"
+        dim = embedder.dim
+
+        def embed_passages(self, texts):
+            return np.ones((len(texts), self.dim), dtype=np.float32)
+
+    build_index(tmp_path / "idx-third", [kb], Other())
+    assert read_manifest(tmp_path / "idx-third")["embedded"] > 0
