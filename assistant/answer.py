@@ -690,13 +690,14 @@ def _heading_lines(heading: str, ref: str, first: bool, on_page: bool, labels: d
 
 def _add_docs_hint(kb, labels: dict) -> str:
     """How to add documents to the KB in use: under `--kb DIR`, plain `assistant ingest PATH`
-    added them to the default KB's index, which `--kb DIR` never reads."""
+    added them to the default KB's index, which `--kb DIR` never reads. The folder is not
+    named: over HTTP or Slack it would show the server's paths."""
     from .config import bundled_kb_dir
 
     settings = getattr(kb, "settings", None)
     if settings is None or settings.kb_dir.resolve() == bundled_kb_dir().resolve():
         return labels["add_docs"]
-    return labels["add_docs_kb"].format(kb=settings.kb_dir)
+    return labels["add_docs_kb"]
 
 
 def _close_others(result: Retrieval, siblings: list, top_k: int) -> tuple[list[ArticleMatch], list[ArticleMatch]]:
@@ -1108,6 +1109,9 @@ _LITERAL_WORD = re.compile(r"[a-z0-9_][a-z0-9_./:=-]*")
 LITERAL_RUN = 3  # words in a row the question and a passage share verbatim: a quoted message or command
 
 
+_CODE_SPAN = re.compile(r"```[^\n]*\n(.*?)```|`([^`\n]+)`", re.S)
+
+
 def _literal_words(text: str) -> list[str]:
     """Latin-script words, lower-cased, without the punctuation a sentence ends them with
     ("peer." is "peer"), so a twin's prose matches the question's quote."""
@@ -1115,8 +1119,8 @@ def _literal_words(text: str) -> list[str]:
 
 
 def _twin_lacks_what_is_quoted(question: str, chunk, twin: list) -> bool:
-    """Whether the question shares a run of Latin-script words with the passage
-    ("connection reset by peer", `vault kv put secret`) that its twin never writes: the
+    """Whether the question shares a run of Latin-script words with the passage's code
+    (`connection reset by peer`, `vault kv put secret`) that its twin never writes: the
     Chinese page of a runbook got a third step with the error it prevents, the English one
     did not, and the English answer quoted the two steps without it."""
     if not question:
@@ -1125,7 +1129,11 @@ def _twin_lacks_what_is_quoted(question: str, chunk, twin: list) -> bool:
     runs = {" ".join(words[i:i + LITERAL_RUN]) for i in range(len(words) - LITERAL_RUN + 1)}
     if not runs:
         return False
-    flat = " " + " ".join(_literal_words(chunk.text)) + " "
+    # Only what the passage writes as code (`…` or a fenced block): a translation keeps those
+    # verbatim, while English prose the question happens to share ("out of memory") is
+    # naturally absent from a Chinese twin and says nothing about what it lacks.
+    code = " ".join(m.group(1) or m.group(2) for m in _CODE_SPAN.finditer(chunk.text))
+    flat = " " + " ".join(_literal_words(code)) + " "
     shared = [run for run in runs if f" {run} " in flat]
     if not shared:
         return False

@@ -130,7 +130,7 @@ def _coerce(name: str, raw: object, current: object) -> object:
         if isinstance(current, float):
             return float(raw)  # type: ignore[arg-type]
         return str(raw)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:  # int(inf) overflows
         raise ConfigError(f"setting {name!r} has an invalid value {raw!r}", "fix the config file or environment") from exc
 
 

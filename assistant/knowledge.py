@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -187,8 +188,9 @@ def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr) -> KB
         reason = staleness(directory, srcs, embedder.name)
     index = None
     fallback = False
-    if reason is not None and key in _FALLBACK:
-        return _FALLBACK[key]  # the cache is unwritable: what this process answers from already, not another rebuild
+    held = _fallback(key) if reason is not None else None
+    if held is not None:
+        return held  # the cache was unwritable a moment ago: what this process answers from, not another rebuild
     if reason is None:
         cached = _OPEN.get(key)
         if cached is not None and cached.index.path == current_generation(directory):
@@ -199,18 +201,7 @@ def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr) -> KB
             reason = f"{exc.message}"
     if index is None:
         progress(f"indexing the knowledge base ({reason})…")
-        from ingest.build import build_index
-
-        try:
-            for _ in range(3):
-                index = build_index(directory, srcs, embedder, max_chunk_chars=settings.max_chunk_chars, progress=progress)
-                latest = sources(settings)
-                if latest == srcs:
-                    break
-                srcs = latest  # another `assistant ingest` changed the sources meanwhile: fold them in (vectors are reused)
-        except OSError as exc:
-            index = _unwritable_cache(settings, directory, srcs, embedder, exc, progress)
-            fallback = True
+        index, fallback = _build(settings, directory, srcs, embedder, progress)
     if not index.chunks:
         progress(f"warning: nothing to search: no markdown, text or HTML documents under {settings.kb_dir} "
                  "(every question will be refused; check --kb or ASSISTANT_KB_DIR)")
@@ -220,13 +211,45 @@ def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr) -> KB
     kb = KB(index, embedder, by_doc, settings)
     _OPEN[key] = kb
     if fallback:
-        _FALLBACK[key] = kb
+        _FALLBACK[key] = (kb, time.monotonic())
+    else:
+        _FALLBACK.pop(key, None)
     return kb
 
 
-# Per process: the KB answered from because its cache could not be written. A server checks
-# freshness every kb_check_interval; each check rebuilt into a new temporary folder.
-_FALLBACK: dict[tuple, KB] = {}
+def _build(settings: Settings, directory: Path, srcs: list[Path], embedder, progress: Callable[[str], None]) -> tuple[KBIndex, bool]:
+    """(the index built, whether it is a fallback because the cache could not be written)."""
+    from ingest.build import build_index
+
+    try:
+        for _ in range(3):
+            index = build_index(directory, srcs, embedder, max_chunk_chars=settings.max_chunk_chars, progress=progress,
+                                share_root=directory.parent)
+            latest = sources(settings)
+            if latest == srcs:
+                break
+            srcs = latest  # another `assistant ingest` changed the sources meanwhile: fold them in (vectors are reused)
+        return index, False
+    except OSError as exc:
+        return _unwritable_cache(settings, directory, srcs, embedder, exc, progress), True
+
+
+def _fallback(key: tuple) -> "KB | None":
+    """The KB this process fell back to for `key`, until it is time to try the build again."""
+    held = _FALLBACK.get(key)
+    if held is None:
+        return None
+    if time.monotonic() - held[1] < FALLBACK_RETRY_S:
+        return held[0]
+    del _FALLBACK[key]  # the cache may be writable by now
+    return None
+
+
+# Per process: the KB answered from because its cache could not be written, and since when.
+# A server checks freshness every kb_check_interval; each check rebuilt into a new temporary
+# folder. The build is tried again after this long, in case the cache is writable again.
+_FALLBACK: dict[tuple, tuple[KB, float]] = {}
+FALLBACK_RETRY_S = 300.0
 
 
 def _unwritable_cache(settings: Settings, directory: Path, srcs: list[Path], embedder, exc: OSError,

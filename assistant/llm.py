@@ -252,9 +252,14 @@ def _drop_sentences(text: str, drop: Callable[[str], bool]) -> tuple[str, int]:
                 continue
             kept += [sentence, space]
         rebuilt = "".join(kept).rstrip()
+        if _LIST_MARKER.fullmatch(rebuilt) and dropped:
+            continue  # "1. Run --foo now." without its sentence: not a bare "1."
         if rebuilt or not line.strip():
             lines.append(rebuilt if rebuilt else line)
     return "\n".join(lines), dropped
+
+
+_LIST_MARKER = re.compile(r"\s*(?:\d{1,3}[.)、]|[-*+•])\s*")
 
 
 def drop_unsupported(text: str, n_passages: int) -> tuple[str, int]:
@@ -288,7 +293,8 @@ def invented_settings(text: str, known: str) -> list[str]:
     (--max-model-len, max_model_len). A real citation on a made-up flag ("start FastDeploy
     with --enable-logprobs-ipc-bypass=true [2]") passed every other check and read as the
     KB's fix. Whole names are compared: "--tp" is not known from "http"."""
-    seen = {_setting_key(w) for w in _WORD_NAME.findall(known)}
+    words = _WORD_NAME.findall(known)
+    seen = {_setting_key(w) for w in words} | {_setting_key(part) for w in words if "." in w for part in w.split(".")}
     out: list[str] = []
     for m in _SETTING_NAME.finditer(text):
         name = m.group(0)

@@ -135,14 +135,14 @@ def _generation_vectors(gen: Path, embedder_name: str) -> dict[str, np.ndarray]:
     return {h: np.array(vectors[i]) for i, h in enumerate(hashes) if np.isfinite(vectors[i]).all()}
 
 
-def _sibling_vectors(index_dir: Path, embedder_name: str, wanted: set[str]) -> dict[str, np.ndarray]:
+def _sibling_vectors(share_root: Path, index_dir: Path, embedder_name: str, wanted: set[str]) -> dict[str, np.ndarray]:
     """Vectors for `wanted` chunk hashes from the other indexes in the same cache: a team's
     docs added to the default KB with `assistant ingest docs` and then asked with `--kb docs`
     were embedded twice (104 s for 619 chunks), as was a tree forgotten and added again. Only
     indexes that share a hash are read, and only those written by this embedder."""
     out: dict[str, np.ndarray] = {}
     try:
-        siblings = sorted(p for p in index_dir.parent.iterdir() if p.is_dir() and p != index_dir)
+        siblings = sorted(p for p in share_root.iterdir() if p.is_dir() and p.resolve() != index_dir.resolve())
     except OSError:
         return out
     for sibling in siblings:
@@ -153,8 +153,10 @@ def _sibling_vectors(index_dir: Path, embedder_name: str, wanted: set[str]) -> d
             manifest = json.loads((gen / "manifest.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        hashes = manifest.get("chunk_hashes") if isinstance(manifest, dict) else None
-        if not isinstance(hashes, list) or wanted.isdisjoint(hashes) or manifest.get("embedder") != embedder_name:
+        if not isinstance(manifest, dict) or manifest.get("embedder") != embedder_name:
+            continue
+        hashes = manifest.get("chunk_hashes")
+        if not isinstance(hashes, list) or wanted.isdisjoint(hashes):
             continue
         found = _generation_vectors(gen, embedder_name)
         out.update({h: found[h] for h in wanted & found.keys()})
@@ -210,10 +212,13 @@ def build_index(
     max_chunk_chars: int = 1200,
     progress: Progress = _quiet,
     threads: int = 0,
+    share_root: Path | None = None,
 ) -> KBIndex:
     """(Re)build the index for `sources`, reusing unchanged chunk vectors.
 
     threads: cores for the embedder during this build (0: all of them, at most 4).
+    share_root: the folder of the cache's indexes, whose other members lend vectors of chunks
+    they embedded already (None: none; a scratch build in /tmp must not read its neighbours).
     """
     import faiss
 
@@ -239,8 +244,8 @@ def build_index(
         t0 = time.perf_counter()
         reuse = {**_shipped_vectors(embedder.name), **_old_vectors(index_dir, embedder)}
         missing = {c.hash for c in chunks if c.hash not in reuse}
-        if missing:
-            reuse.update(_sibling_vectors(index_dir, embedder.name, missing))
+        if missing and share_root is not None:
+            reuse.update(_sibling_vectors(share_root, index_dir, embedder.name, missing))
         todo = [i for i, c in enumerate(chunks) if c.hash not in reuse]
         dim = embedder.dim
         vectors = np.zeros((len(chunks), dim), dtype=np.float32)

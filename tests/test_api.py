@@ -77,7 +77,8 @@ def test_oversized_body_is_refused_before_parsing(server):
 def test_a_body_that_is_not_json_is_told_so_in_plain_words(server):
     """A text/plain or form body got pydantic's "body: Input should be a valid dictionary or
     object to extract fields from" (422); a bad `lang` got "lang.literal['zh','en']: …"."""
-    for content, ctype in ((b"vLLM CUDA out of memory", "text/plain"), (b"question=vLLM+OOM", "application/x-www-form-urlencoded")):
+    for content, ctype in ((b"vLLM CUDA out of memory", "text/plain"), (b"question=vLLM+OOM", "application/x-www-form-urlencoded"),
+                           (b'{"question": "vLLM OOM"}', "text/json")):  # FastAPI reads application/json and */*+json only
         r = httpx.post(server.url + "/v1/ask", content=content, headers={"content-type": ctype}, timeout=30)
         assert r.status_code == 415 and r.json()["error"] == f"the body must be JSON, not {ctype}", r.text
         assert "application/json" in r.json()["hint"] and "dictionary" not in r.text

@@ -52,6 +52,9 @@ def test_config_mistakes_are_named_not_silently_ignored(tmp_path, capsys):
             load_settings(cfg, environ={})
     with pytest.raises(ConfigError, match="must be positive"):
         load_settings(tmp_path / "none.toml", environ={"ASSISTANT_LLM_TIMEOUT": "-5"})
+    cfg.write_text("top_k = inf\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="top_k"):
+        load_settings(cfg, environ={})
     with pytest.raises(ConfigError, match="finite"):
         load_settings(tmp_path / "none.toml", environ={"ASSISTANT_MIN_RELEVANCE": "nan"})
     # Zero means something for these: check on every request, faiss at any size, never wait.

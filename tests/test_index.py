@@ -258,17 +258,26 @@ def test_an_unwritable_cache_still_answers(tiny_settings, tiny_kb, bundled_env, 
     monkeypatch.setattr(ingest.build, "build_index", read_only)
     kb = open_kb(tiny_settings, progress=messages.append)
     assert kb.index.chunks and "answering from the last one built" in messages[-1]
-    # A server checks freshness again and again: the same KB, no rebuild and no new warning.
+    # A server checks freshness again and again: the same KB, no rebuild and no new warning,
+    # until the retry time is up and the cache is writable again.
     seen = len(messages)
     assert open_kb(tiny_settings, progress=messages.append) is kb and len(messages) == seen
+    import assistant.knowledge
+
+    monkeypatch.undo()
+    monkeypatch.setattr(assistant.knowledge, "FALLBACK_RETRY_S", 0.0)
+    fresh = open_kb(tiny_settings, progress=messages.append)
+    assert fresh is not kb and any("One more line." in c.text for c in fresh.index.chunks)
 
 
 def test_another_index_in_the_cache_lends_its_vectors(tmp_path, embedder):
     """A team's docs added with `assistant ingest docs` and then asked with `--kb docs` were
     embedded twice (104 s for 619 chunks): vectors were only reused from the same index."""
     kb, _ = _build(tmp_path, embedder)
-    build_index(tmp_path / "idx-other", [kb], embedder)
+    build_index(tmp_path / "idx-other", [kb], embedder, share_root=tmp_path)
     assert read_manifest(tmp_path / "idx-other")["embedded"] == 0
+    build_index(tmp_path / "idx-scratch", [kb], embedder)  # no share_root (a scratch build): nothing borrowed
+    assert read_manifest(tmp_path / "idx-scratch")["embedded"] > 0
     # Another embedder's vectors are never borrowed.
 
     class Other:
@@ -278,5 +287,5 @@ def test_another_index_in_the_cache_lends_its_vectors(tmp_path, embedder):
         def embed_passages(self, texts):
             return np.ones((len(texts), self.dim), dtype=np.float32)
 
-    build_index(tmp_path / "idx-third", [kb], Other())
+    build_index(tmp_path / "idx-third", [kb], Other(), share_root=tmp_path)
     assert read_manifest(tmp_path / "idx-third")["embedded"] > 0

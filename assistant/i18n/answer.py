@@ -98,8 +98,8 @@ MESSAGES = {
         "en": 'You can add your own runbooks with `assistant ingest PATH`.',
     },
     'add_docs_kb': {
-        "zh": '可以用 `assistant ingest --kb {kb} PATH` 往这个知识库里加入更多文档。',
-        "en": 'You can add more documents to this KB with `assistant ingest --kb {kb} PATH`.',
+        "zh": '可以用 `assistant ingest --kb DIR PATH` 往这个知识库里加入更多文档（DIR 是打开这个知识库时用的 --kb 目录）。',
+        "en": 'You can add more documents to this KB with `assistant ingest --kb DIR PATH` (DIR: the folder this KB was opened with).',
     },
     'yours': {
         "zh": '你命令行里的相关参数',

@@ -62,7 +62,9 @@ async def _invalid(request: Request, exc: RequestValidationError) -> JSONRespons
     ctype = request.headers.get("content-type", "")
     if any(tuple(err.get("loc", ())) == ("body",) and err.get("type") == "missing" for err in errors):
         return problem("the request has no body", 'send Content-Type: application/json and a JSON object such as {"question": "…"}', 422)
-    if "json" not in ctype.lower() and any(tuple(err.get("loc", ())) == ("body",) for err in errors):
+    media = ctype.split(";")[0].strip().lower()
+    json_body = media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+    if not json_body and any(tuple(err.get("loc", ())) == ("body",) for err in errors):
         # A form or plain-text body read as JSON failed as "Input should be a valid dictionary
         # or object to extract fields from": what was wrong is the content type.
         return problem(f"the body must be JSON, not {ctype.split(';')[0].strip() or 'untyped'}",
