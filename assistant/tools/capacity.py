@@ -378,21 +378,29 @@ def kv_cache_capacity(
     tp = tensor_parallel_size
     budget = gpu_memory_gib * gpu_memory_utilization - weights_gib / tp - overhead_gib
     tokens = max(0, int(budget * GIB // kv_bytes_per_token))
-    conc = tokens / max_model_len if max_model_len else None
-    fits = (max_model_len <= tokens) if max_model_len else None
     numbers = (f"{_fmt(gpu_memory_gib)} × {gpu_memory_utilization} − {_fmt(weights_gib)}/{tp} − {_fmt(overhead_gib)} = {budget:.2f} GiB; "
                f"{budget:.2f} GiB ÷ {_fmt(kv_bytes_per_token)} B = {_fmt(tokens)}")
-    formula = _say("kv_cache_capacity.formula", numbers=numbers)
+    result = _kv_result(budget, tokens, kv_bytes_per_token, max_model_len, _say("kv_cache_capacity.formula", numbers=numbers),
+                        "kv_cache_capacity.too_long_more")
+    if not overhead_gib:
+        result.explanation = _then(result.explanation, "kv_cache_capacity.no_overhead_more")
+    return result
+
+
+def _kv_result(budget: float, tokens: int, kv_bytes_per_token: int, max_model_len: int | None, formula: dict[str, str],
+               too_long: str) -> KVCapacity:
+    """KV tokens and, at max_model_len, the concurrency and whether one request fits, worded
+    in both languages (`too_long`: the catalog entry for a request that does not fit)."""
+    conc = tokens / max_model_len if max_model_len else None
+    fits = (max_model_len <= tokens) if max_model_len else None
     text = _say("kv_cache_capacity.explanation", tokens=_fmt(tokens), budget=budget)
     if max_model_len:
         formula = _then(formula, "kv_cache_capacity.concurrency_more", tokens=_fmt(tokens), max_model_len=max_model_len, concurrency=conc)
         if fits:
             text = _then(text, "kv_cache_capacity.fits_more", max_model_len=max_model_len, concurrency=conc)
         else:
-            text = _then(text, "kv_cache_capacity.too_long_more", max_model_len=max_model_len, tokens=_fmt(tokens),
+            text = _then(text, too_long, max_model_len=max_model_len, tokens=_fmt(tokens),
                          need=max_model_len * kv_bytes_per_token / GIB, available=max(budget, 0))
-    if not overhead_gib:
-        text = _then(text, "kv_cache_capacity.no_overhead_more")
     return KVCapacity(round(budget, 3), tokens, round(conc, 2) if conc is not None else None, tokens, fits, formula["en"],
                       text, formula["zh"])
 
@@ -409,19 +417,8 @@ def kv_tokens_from_memory(kv_cache_gib: PositiveFloat, kv_bytes_per_token: Posit
     """
     _check({"kv_cache_gib": kv_cache_gib, "kv_bytes_per_token": kv_bytes_per_token, "max_model_len": max_model_len})
     tokens = max(0, int(kv_cache_gib * GIB // kv_bytes_per_token))
-    conc = tokens / max_model_len if max_model_len else None
-    fits = (max_model_len <= tokens) if max_model_len else None
     formula = _say("kv_tokens_from_memory.formula", numbers=f"{_fmt(kv_cache_gib)} GiB ÷ {_fmt(kv_bytes_per_token)} B = {_fmt(tokens)}")
-    text = _say("kv_cache_capacity.explanation", tokens=_fmt(tokens), budget=kv_cache_gib)
-    if max_model_len:
-        formula = _then(formula, "kv_cache_capacity.concurrency_more", tokens=_fmt(tokens), max_model_len=max_model_len, concurrency=conc)
-        if fits:
-            text = _then(text, "kv_cache_capacity.fits_more", max_model_len=max_model_len, concurrency=conc)
-        else:
-            text = _then(text, "kv_tokens_from_memory.too_long_more", max_model_len=max_model_len, tokens=_fmt(tokens),
-                         need=max_model_len * kv_bytes_per_token / GIB, available=kv_cache_gib)
-    return KVCapacity(round(kv_cache_gib, 3), tokens, round(conc, 2) if conc is not None else None, tokens, fits, formula["en"],
-                      text, formula["zh"])
+    return _kv_result(kv_cache_gib, tokens, kv_bytes_per_token, max_model_len, formula, "kv_tokens_from_memory.too_long_more")
 
 
 @dataclass
