@@ -1107,8 +1107,6 @@ def _in_lang(kb, art: ArticleMatch, lang: str, hits: dict[str, float] | None = N
 _NAME = re.compile(r"[A-Za-z_][\w.-]{2,}|\d+(?:\.\d+)+")
 _LITERAL_WORD = re.compile(r"[a-z0-9_][a-z0-9_./:=-]*")
 LITERAL_RUN = 3  # words in a row the question and a passage share verbatim: a quoted message or command
-
-
 _CODE_SPAN = re.compile(r"```[^\n]*\n(.*?)```|`([^`\n]+)`", re.S)
 
 

@@ -154,7 +154,7 @@ def load_settings(config_path: Path | None = None, environ: dict[str, str] | Non
         values.update({k: v for k, v in data.items() if k in _FIELD_NAMES})
         _warn_unknown(path, [k for k in data if k not in _FIELD_NAMES], data)
     elif env.get("ASSISTANT_CONFIG"):
-        _warn_once(f"warning: ASSISTANT_CONFIG names {path}, which is not a file; only defaults and the environment are used")
+        warn_once(f"warning: ASSISTANT_CONFIG names {path}, which is not a file; only defaults and the environment are used")
     # The standard OpenAI and Slack variables are fallbacks for ours.
     for name, standard in (("llm_base_url", "OPENAI_BASE_URL"), ("llm_api_key", "OPENAI_API_KEY"),
                            ("slack_bot_token", "SLACK_BOT_TOKEN"), ("slack_signing_secret", "SLACK_SIGNING_SECRET"),
@@ -190,9 +190,10 @@ _NON_NEGATIVE = frozenset({"llm_max_tool_steps", "queue_size", "feedback_retenti
 _WARNED: set[str] = set()
 
 
-def _warn_once(message: str) -> None:
-    """A config mistake said once per process on stderr: a mistyped key is ignored, never fatal
-    (the answer still comes), but never silent either."""
+def warn_once(message: str) -> None:
+    """A warning said once per process on stderr: a mistyped config key is ignored, never
+    fatal (the answer still comes), but never silent either; and a server that reads its
+    sources every kb_check_interval says a damaged runbook list once, not every interval."""
     if message not in _WARNED:
         _WARNED.add(message)
         print(message, file=sys.stderr, flush=True)
@@ -203,11 +204,11 @@ def _warn_unknown(path: Path, unknown: list[str], data: dict) -> None:
 
     for key in unknown:
         if isinstance(data[key], dict):
-            _warn_once(f"warning: {path}: [{key}] is a table; settings are top-level keys (llm_base_url = \"…\"), so it is ignored")
+            warn_once(f"warning: {path}: [{key}] is a table; settings are top-level keys (llm_base_url = \"…\"), so it is ignored")
             continue
         near = difflib.get_close_matches(key, sorted(_FIELD_NAMES), n=1)
         hint = f" (did you mean {near[0]!r}?)" if near else ""
-        _warn_once(f"warning: {path}: unknown setting {key!r}{hint} is ignored")
+        warn_once(f"warning: {path}: unknown setting {key!r}{hint} is ignored")
 
 
 _FIELD_NAMES = {f.name for f in fields(Settings)}

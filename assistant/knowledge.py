@@ -18,7 +18,7 @@ from typing import Callable
 from ingest.records import Chunk
 from ingest.index import DocMeta, KBIndex, current_generation, load_docs, load_index, read_manifest, staleness
 
-from .config import Settings
+from .config import Settings, warn_once
 from oncall_common.errors import AssistantError, IndexError_
 
 
@@ -78,26 +78,16 @@ def _recover_extra(settings: Settings, f: Path) -> list[Path]:
     except OSError:
         damaged = None
     if paths:
-        _warn_once(f"warning: {f} could not be read; the {len(paths)} added runbook path(s) were recovered from the index")
+        warn_once(f"warning: {f} could not be read; the {len(paths)} added runbook path(s) were recovered from the index")
         try:
             if f.read_bytes() == damaged:  # not rewritten by an `assistant ingest` meanwhile
                 _write_extra(settings, paths)
         except OSError:
             pass  # a read-only cache: recovered again next time, without a second warning
     else:
-        _warn_once(f"warning: {f} could not be read and the index records no added runbooks; "
+        warn_once(f"warning: {f} could not be read and the index records no added runbooks; "
                    "re-run `assistant ingest PATH` for any you had added")
     return paths
-
-
-_WARNED: set[str] = set()
-
-
-def _warn_once(message: str) -> None:
-    """A warning said once per process: a server reads the sources every kb_check_interval."""
-    if message not in _WARNED:
-        _WARNED.add(message)
-        _stderr(message)
 
 
 def sources(settings: Settings) -> list[Path]:
@@ -263,7 +253,6 @@ def _unwritable_cache(settings: Settings, directory: Path, srcs: list[Path], emb
     import tempfile
 
     from ingest.build import build_index
-
     from ingest.index import SCHEMA
 
     hint = "set ASSISTANT_CACHE_DIR to a writable directory"

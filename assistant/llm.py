@@ -311,7 +311,6 @@ def drop_sentences_naming(text: str, names: list[str]) -> tuple[str, int]:
 def llm_reachable(settings: Settings) -> bool:
     """Whether the LLM endpoint answers `/models` as an OpenAI-compatible server does (a JSON
     object with a `data` list): any 200 counted before, binary garbage included."""
-    import json
     import urllib.request
 
     req = urllib.request.Request(settings.llm_base_url.rstrip("/") + "/models")

@@ -117,13 +117,15 @@ def _shipped_vectors(embedder_name: str) -> dict[str, np.ndarray]:
     return _generation_vectors(bundled_index_dir(), embedder_name)
 
 
-def _generation_vectors(gen: Path, embedder_name: str) -> dict[str, np.ndarray]:
+def _generation_vectors(gen: Path, embedder_name: str, manifest: dict | None = None) -> dict[str, np.ndarray]:
     """A generation's (or the bundle's) vectors keyed by chunk hash, when its vectors.npy
-    matches its manifest's checksum and it was written by this embedder."""
+    matches its manifest's checksum and it was written by this embedder (`manifest`: the
+    generation's, when the caller has read it already)."""
     import io
 
     try:
-        manifest = json.loads((gen / "manifest.json").read_text(encoding="utf-8"))
+        if manifest is None:
+            manifest = json.loads((gen / "manifest.json").read_text(encoding="utf-8"))
         if manifest.get("schema") != SCHEMA or manifest.get("embedder") != embedder_name:
             return {}
         hashes = manifest["chunk_hashes"]
@@ -158,7 +160,7 @@ def _sibling_vectors(share_root: Path, index_dir: Path, embedder_name: str, want
         hashes = manifest.get("chunk_hashes")
         if not isinstance(hashes, list) or wanted.isdisjoint(hashes):
             continue
-        found = _generation_vectors(gen, embedder_name)
+        found = _generation_vectors(gen, embedder_name, manifest)
         out.update({h: found[h] for h in wanted & found.keys()})
         wanted = wanted - out.keys()
         if not wanted:

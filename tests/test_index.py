@@ -193,9 +193,9 @@ def test_a_damaged_runbook_list_is_recovered_from_the_index_not_read_as_empty(ti
     (runbooks / "redis.txt").write_text("Redis failover\n\nRun sentinel failover mymaster to promote a replica.\n", encoding="utf-8")
     set_extra_sources(tiny_settings, [runbooks])
     open_kb(tiny_settings, progress=lambda _m: None)
-    import assistant.knowledge
+    import assistant.config
 
-    monkeypatch.setattr(assistant.knowledge, "_WARNED", set())
+    monkeypatch.setattr(assistant.config, "_WARNED", set())
     for damage in ("{bad", "", '{"paths": 3}', "[1, 2]"):
         _extra_sources_file(tiny_settings).write_text(damage, encoding="utf-8")
         assert sources(tiny_settings) == [tiny_settings.kb_dir.resolve(), runbooks.resolve()], damage

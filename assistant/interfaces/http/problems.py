@@ -67,7 +67,7 @@ async def _invalid(request: Request, exc: RequestValidationError) -> JSONRespons
     if not json_body and any(tuple(err.get("loc", ())) == ("body",) for err in errors):
         # A form or plain-text body read as JSON failed as "Input should be a valid dictionary
         # or object to extract fields from": what was wrong is the content type.
-        return problem(f"the body must be JSON, not {ctype.split(';')[0].strip() or 'untyped'}",
+        return problem(f"the body must be JSON, not {media or 'untyped'}",
                        'send Content-Type: application/json and a JSON object such as {"question": "…"}', 415)
     problems = []
     for err in errors[:5]:
