@@ -520,10 +520,17 @@ _CONC_FIGURE = re.compile(r"how many|多少|(?<!好)几个(?=[^，。；,;.!！\
                           r"|(?<![\"'=])capacity|容量|能跑几|能撑")
 
 
+# "Is there a flag to cap how much memory the KV cache may use?", "怎么限制 KV cache 用多少显存":
+# how much is the setting's subject, and the asker wants the setting, not a figure.
+_SETTING_AMOUNT = re.compile(r"\b(?:cap|capping|limit|limiting|control|controlling|restrict|restricting|set|setting|specify|configure|"
+                             r"choose|decide)\s+how (?:much|many|big|large)|(?:限制|控制|限定|指定|设置|设定|配置)[^，,。；;？?！!\n]{0,16}?(?:多少|多大)")
+
+
 def _asks_for_a_number(text: str) -> bool:
     """Whether the sentences ask for a figure, not only about a case that has sizes in it.
     "What if" words alone do not: "改成 float16 后又报 OOM", "换成 vLLM 之后占到 160G" say what
     was done; a what-if that wants a figure asks for it ("改成 65536，还能并发几个？")."""
+    text = _SETTING_AMOUNT.sub(" ", text)
     return bool(_FIGURE.search(text) or _CONC_FIGURE.search(text) or _ASK_KV.search(text) or _ASK_BYTES.search(text)
                 or _DECODE.search(text) or _ASK_BLOCKS.search(text))
 

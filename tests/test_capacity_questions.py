@@ -341,6 +341,9 @@ def test_a_cause_question_and_a_version_are_no_capacity_figures():
     "One A100 80G, two TensorRT-LLM models behind Triton, ~40G each: how much KV cache can the first one take?",
     # a share of the GPU is not a count of GPUs, and "80-90%" is a range of shares, not 80 tokens
     "一张卡上部署了好几个模型，每个单独跑都要吃掉 80-90% 的 GPU 算力，并发请求多个模型时延迟很差，能排队吗？",
+    # "how much" as what a setting caps is no figure asked for: the asker wants the flag
+    "int4 model only takes ~4G VRAM but with a ~2000 char prompt GPU memory grows past 16G. Is there a flag to cap how much memory the KV cache may use?",
+    "A100 80G 上 KV cache 越用越多，怎么限制 KV cache 最多用多少显存？",
 ])
 def test_no_missing_numbers_list_where_no_figure_is_asked_or_the_logs_are_not_ours(question):
     """Read as a user, 16 real answers opened with "more numbers needed, nothing computed"
