@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from .config import Settings
@@ -801,7 +802,9 @@ def _followers(kb, best, quoted: list) -> list[ArticleMatch]:
     from .retrieval import ScoredChunk, section_key
 
     chunks = kb.article_chunks(best.doc_id, best.lang)
-    if not chunks or section_key(chunks[0].title) != section_key(best.title) or " > " in chunks[0].title:
+    if not chunks or section_key(chunks[0].title) != section_key(best.title):
+        return []
+    if " > " in chunks[0].title and not _untitled_introduction(kb, chunks):
         return []
     taken = {section_key(best.title)} | {art.passage for art in quoted if art.doc_id == best.doc_id}
     out: list[ArticleMatch] = []
@@ -814,6 +817,32 @@ def _followers(kb, best, quoted: list) -> list[ArticleMatch]:
         if len(out) == MAX_FOLLOWERS:
             break
     return out
+
+
+def _untitled_introduction(kb, chunks: list) -> bool:
+    """Whether a page no heading titles (its passages are titled "file > Section") opens
+    with an introduction: a short first section of sentences with nothing to run or set
+    ("For models the framework does not support, describe the structure yourself."), whose
+    how-to is the next `###` section. It names the page's subject, which the file name or
+    the next heading repeat ("Custom Models", then "Using Python Custom Models"): a FAQ's
+    first question, or a first section with commands, is a topic of its own."""
+    meta = kb.index.docs.get(f"{chunks[0].doc_id}:{chunks[0].lang}")
+    if meta is None or meta.title != Path(meta.source).stem or chunks[0].title.count(" > ") != 1:
+        return False
+    heading = chunks[0].title.split(" > ")[1]
+    following = next((c.title.split(" > ")[-1] for c in chunks if c.title != chunks[0].title), "")
+    if not _heading_words(heading) & (_heading_words(following) | _heading_words(meta.title)):
+        return False
+    text = _without_bylines("\n\n".join(c.text for c in chunks if c.title == chunks[0].title)).strip()
+    return len(text) <= MAX_LEAD_CHARS and _has_prose(text) and not _actionable(text)
+
+
+def _heading_words(text: str) -> set[str]:
+    """A heading's or file name's words, singular: "Custom Models" and "english_custom"
+    share "custom"; a Chinese heading's characters count two by two."""
+    words = {w.rstrip("s") for w in re.findall(r"[a-z]{3,}", text.lower())}
+    han = [ch for ch in text if is_cjk(ch)]
+    return words | {a + b for a, b in zip(han, han[1:])}
 
 
 def _fix_sibling(kb, best, quoted: list) -> list[ArticleMatch]:

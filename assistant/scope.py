@@ -250,8 +250,10 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
     # A "Configure speech-to-text" page covers the Whisper model asked about.
     "speech models": ("#speech", "speech-to-text", "speech to text", "transcription*", "/v1/audio", "whisper"),
     # Docs with a "… from source" heading ("Build wheel from source") cover building from
-    # source, asked as 源码编译 or by its knob (MAX_JOBS) alike.
-    "building from source": ("#from source", "build from source", "building from source", "max_jobs"),
+    # source, asked as 源码编译 or by its knob (MAX_JOBS) alike; so do a C++ project's docs
+    # with a CMake or 源码安装 section.
+    "building from source": ("#from source", "build from source", "building from source", "max_jobs", "#cmake",
+                             "#源码安装", "#源码编译", "#编译安装"),
     # Docs that document a server's key option (`--api-key`, `api_key` under its own heading)
     # cover "how do I require an API key"; a client example's `openai_api_key = "EMPTY"` does not.
     "API authentication": ("api key*", "--api-key*", "#api-key*", "bearer token*", "鉴权"),

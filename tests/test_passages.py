@@ -629,6 +629,28 @@ def test_a_page_without_an_introduction_does_not_append_its_other_problems(tmp_p
     assert "request-timeout" not in answer.answer and "shm-size" not in answer.answer
 
 
+def test_an_untitled_pages_short_introduction_is_followed_by_its_how_to(tmp_path: Path):
+    """A page no heading titles ("### Custom Models", "### Using Python Custom Models", …)
+    is still introduced by its first section: when that matches best, the how-to under the
+    next heading comes with it. A FAQ's first question is not an introduction."""
+    page = ("### Custom Models\n\nFor models the framework does not support, you can describe the model "
+            "structure yourself in a Python file.\n\n"
+            "### Using Python Custom Models\n\nPass the file with `--custom ~/mymodel.py` to the chat, webui or "
+            "server command.\n\n"
+            "### Writing Python Custom Models\n\nEnd the file with `__model__ = MyModel`.\n")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    answer = _answer_on(tmp_path / "a", {"custom_models.md": page},
+                        "my architecture is not supported: can I describe the model structure myself in Python?")
+    assert answer.grounded and answer.citations[0].source == "custom_models.md"
+    assert "--custom ~/mymodel.py" in answer.answer
+    faq = ("### Why is the first token slow\n\nThe first request compiles the kernels, so it is slower than "
+           "the rest. Later requests are fast.\n\n"
+           "### Requests time out with HTTP 504\n\nRaise `--request-timeout 1800` for batch jobs.\n")
+    answer = _answer_on(tmp_path / "b", {"faq.md": faq}, "why is the first token so slow after start-up?")
+    assert answer.grounded and "request-timeout" not in answer.answer
+
+
 QUANTIZATION = dedent("""
     # Quantization
 
@@ -980,6 +1002,13 @@ def test_docs_with_a_from_source_heading_cover_a_chinese_build_question(tmp_path
     (tmp_path / "other").mkdir()
     _settings, serving_only = docs_kb(tmp_path / "other", {"serve.md": pages["serve.md"]})
     assert unseen_entities(detect(question), serving_only.index) == ["building from source"]
+    # Every word of the subject the asker used counts: a CMake section covers "build from source … cmake".
+    (tmp_path / "cmake").mkdir()
+    faq = {"faq.md": "# FAQ\n\n## CMAKE\n\nOn old gcc add `-lstdc++fs` to the link flags.\n", "serve.md": pages["serve.md"]}
+    _settings, with_cmake = docs_kb(tmp_path / "cmake", faq)
+    english = "Build from source with gcc 8 fails at link time: undefined reference to std::filesystem. Any cmake option?"
+    assert unseen_entities(detect(english), with_cmake.index) == []
+    assert unseen_entities(detect(english), serving_only.index) == ["building from source"]
 
 
 def test_serving_across_machines_is_a_subject_docs_about_one_machine_do_not_cover(tmp_path):
