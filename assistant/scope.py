@@ -326,8 +326,11 @@ def _drop_model_ids(text: str) -> str:
         # "Yi-34B AWQ", "Qwen3 4B AWQ": the quantization format of the model being served
         # describes the model; the question is not about quantization. "7B fp8 kv cache" and
         # "int4 awq kernel" are: a format followed by what it quantizes stays.
-        descriptor = (after_name and "\n" not in gap and len(gap) <= 2 and tok.lower() in _QUANT_FORMATS
-                      and not _QUANT_SUBJECT.match(text, m.end()))
+        # "an int4 model only takes 4G, yet memory grows" describes the model too; "how do I
+        # serve an AWQ model", "能跑 Int4 模型吗" ask about serving the format.
+        described = _MODEL_NOUN.match(text, m.end()) and not _SERVED.search(text[max(0, m.start() - 24):m.start()])
+        descriptor = ((after_name and "\n" not in gap and len(gap) <= 2) or described) and (
+            tok.lower() in _QUANT_FORMATS and not _QUANT_SUBJECT.match(text, m.end()))
         out.append(" " if name or descriptor else tok)  # Qwen/Qwen2-VL-7B, DeepSeek-OCR, llama-3-8b: names, not subjects
         # "72B Chat AWQ": a variant word between the model and its format.
         variant = after_name and tok.lower() in _MODEL_VARIANTS
@@ -341,6 +344,9 @@ _QUANT_FORMATS = frozenset({"awq", "gptq", "gguf", "int4", "int8", "fp8", "w8a8"
 # "AWQ 量化怎么做"); "AWQ 量化模型" (an AWQ-quantized model) still describes the model.
 _QUANT_SUBJECT = re.compile(r"[\s_-]*(?:kv|kernel|quant|量化(?!模型|版|后的)|awq|gptq|marlin|int4|int8|fp8)", re.IGNORECASE)
 _MODEL_VARIANTS = frozenset({"chat", "instruct", "base"})
+_MODEL_NOUN = re.compile(r"[\s-]?(?:models?\b|checkpoints?\b|模型)", re.IGNORECASE)
+_SERVED = re.compile(r"(?i)\b(?:serv\w*|run\w*|load\w*|deploy\w*|support\w*|use|using|host\w*|convert\w*|export\w*|quantiz\w*)\b"
+                     r"|跑|部署|加载|支持|使用|用|转换|导出|量化")
 _MODEL_SIZE = re.compile(r"\d+(?:\.\d+)?[bB]")
 
 

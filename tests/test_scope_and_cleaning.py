@@ -478,6 +478,11 @@ def test_a_quantization_format_that_describes_the_served_model_is_not_the_subjec
     assert "quantization kernels" not in detect("4 张 A10 跑 Yi-34B AWQ，显存只用了一半就起不来").entities
     assert "quantization kernels" not in detect("Qwen3 4B AWQ OOMs at start-up on a 24G card").entities
     assert "quantization kernels" in detect("AWQ is not supported on my V100, what now?").entities
+    # a format before "model" describes it too, unless serving that format is what is asked
+    assert "quantization kernels" not in detect("int4 model only takes ~4G VRAM but memory grows past 16G. "
+                                                "Is there a flag to cap the KV cache?").entities
+    assert "quantization kernels" in detect("how do I serve an AWQ model on vllm?").entities
+    assert "quantization kernels" in detect("vllm 能不能直接跑 Int4 模型？").entities
 
 
 def test_a_page_headed_by_a_subject_or_a_setting_named_after_it_covers_it(tmp_path):
