@@ -127,7 +127,7 @@ def answer_question(
     started = time.perf_counter()
     text = validate_question(question, settings.max_question_bytes)
     diagnosis, log_call = _diagnose(log_text, settings) if log_text is not None else (None, None)  # an empty log is a log
-    query = _retrieval_query(text, diagnosis)
+    query = _retrieval_query(text, diagnosis) if diagnosis is not None else _without_lesser_log_lines(text, settings)
     query_vector = None
     pending = early.for_text(query_text(query)) if early is not None else None
     if kb is None:
@@ -237,6 +237,36 @@ def _retrieval_query(text: str, diagnosis) -> str:
     problems = [f for f in problems if (f.severity == top.severity and f.fatal == top.fatal) or asked & _stems(f.example)]
     lines = [f.example for f in problems[:LOG_LINES_IN_QUERY]]
     return (text + "\n" + "\n".join(lines))[:MAX_QUERY_CHARS]
+
+
+def _without_lesser_log_lines(text: str, settings: Settings) -> str:
+    """A question with a log pasted in, without the log's warning lines when it also shows
+    what the server died of: pasted whole (`tail -n 50 server.log | ask -`), a preemption
+    warning before a CUDA OOM won the answer, whose first fix (raise gpu_memory_utilization)
+    made the OOM worse, while `ask --log` on the same lines led with the OOM. The same rule
+    as `_retrieval_query`; the warning stays when the question's sentences are about it."""
+    from .questions import might_paste
+
+    if not might_paste(text):
+        return text
+    from .cleaning import split_question
+
+    parts = split_question(text)
+    if len(parts.errors) < 2:
+        return text
+    from .tools.logs import diagnose_text
+
+    problems = [f for f in diagnose_text("\n".join(parts.errors), settings).findings if f.severity != "info"]
+    # Only a death the KB has an article for outranks the warnings: "EngineCore failed to
+    # start" says nothing of why, and the NCCL or KV-cache line before it does.
+    if not problems or not problems[0].fatal or not any(f.fatal and f.article for f in problems):
+        return text
+    asked = _stems("\n".join(parts.prose))
+    lesser = {f.example for f in problems if not f.fatal and not asked & _stems(f.example)}
+    if not lesser:
+        return text
+    kept = [line for line in text.splitlines() if line.strip()[:300] not in lesser]
+    return "\n".join(kept)
 
 
 def _reason_in(reason: str, lang: str) -> str:

@@ -231,3 +231,20 @@ def test_a_pasted_kv_cache_error_gets_its_own_max_model_len(bundled_settings, bu
     assert answer.answer.startswith("**by your error") and "`--max-model-len 45232`" in answer.answer
     plain = answer_question("vllm keeps failing with CUDA out of memory at start-up", bundled_settings, kb=bundled_kb)
     assert "by your error" not in plain.answer
+
+
+CRASH_LOG = """INFO 05-12 10:01:02 api_server.py:123] vLLM API server version 0.6.3
+WARNING 05-12 10:01:31 scheduler.py:1089] Sequence group 123 is preempted by PreemptionMode.RECOMPUTE mode because there is not enough KV cache space. This can affect the end-to-end performance. Increase gpu_memory_utilization or tensor_parallel_size to provide more KV cache memory. total_num_cumulative_preemption=51
+ERROR 05-12 10:02:01 engine.py:135] RuntimeError: CUDA error: out of memory
+ERROR 05-12 10:02:01 engine.py:135] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.02 GiB is free.
+CRITICAL 05-12 10:02:02 launcher.py:99] MQLLMEngine is already dead, terminating server process"""
+
+
+def test_a_pasted_crash_log_is_answered_by_what_the_server_died_of(bundled_settings, bundled_kb):
+    """Pasted whole (`tail -n 50 server.log | ask -`), the preemption warning before the OOM
+    won, and its first fix (raise gpu_memory_utilization) made the OOM worse; `ask --log`
+    on the same lines led with the OOM. Asked about the warning, the warning still answers."""
+    for question in (CRASH_LOG, "服务突然挂了，日志最后几行如下：\n" + CRASH_LOG):
+        assert answer_question(question, bundled_settings, kb=bundled_kb).citations[0].id == "vllm-cuda-oom"
+    about = "why are my requests preempted before the crash?\n" + CRASH_LOG
+    assert answer_question(about, bundled_settings, kb=bundled_kb).citations[0].id == "vllm-preemption"
