@@ -215,7 +215,15 @@ ENTITIES: dict[str, tuple[str, ...]] = {
                           "support this model", "supports this model", "support for this model",
                           "不支持这个模型", "不支持该模型", "支持这个模型", "支持该模型", "支不支持这个模型", "哪个版本支持",
                           "哪个 vllm 能跑", "哪个vllm能跑", "什么版本的 vllm", "什么版本的vllm", "哪个版本的 vllm", "哪个版本的vllm",
-                          "which vllm version supports", "which version of vllm supports", "which version supports"),
+                          "which vllm version supports", "which version of vllm supports", "which version supports",
+                          # the list itself ("vllm 支持哪些模型", "which models does it support")
+                          "支持哪些模型", "支持什么模型", "支持的模型有哪些", "which models does", "which models are supported",
+                          "what models does", "what models are supported", "list of supported models"),
+    # The installed release, asked for as such ("怎么查看 vllm 的版本号"): a pip or `--version`
+    # question, which a symptom article that names versions in passing does not answer.
+    "checking the installed version": ("查看版本", "查看 vllm 版本", "查看vllm版本", "版本号怎么看", "怎么看版本",
+                                       "的版本号", "check the version", "check which version", "which version is installed",
+                                       "what version is installed", "version is installed", "installed version"),
     # A dtype the GPU lacks ("Bfloat16 is only supported on GPUs with compute capability of at least 8.0").
     "bf16 on older GPUs": ("bfloat16 is only supported", "bf16 is only supported", "bfloat16 is not supported",
                            "bf16 is not supported", "does not support bfloat16", "doesn't support bfloat16", "does not support bf16",
@@ -269,7 +277,8 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
 PHRASE_SUBJECTS_ZH = {"new model support": "新模型架构的支持", "bf16 on older GPUs": "旧 GPU 上的 bf16",
                       "stop tokens and EOS": "停止符与 EOS", "context extension (RoPE/YaRN)": "上下文扩展（RoPE/YaRN）",
                       "proxies and gateways": "代理与网关", "tool calling": "工具调用（tool calling）",
-                      "embedding and rerank models": "embedding 与 rerank 模型"}
+                      "embedding and rerank models": "embedding 与 rerank 模型",
+                      "checking the installed version": "查看已安装的版本"}
 
 # ENTITIES families whose names are phrasings of one subject, not distinct techniques: any
 # of them is a core word.

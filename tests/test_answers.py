@@ -248,3 +248,18 @@ def test_a_pasted_crash_log_is_answered_by_what_the_server_died_of(bundled_setti
         assert answer_question(question, bundled_settings, kb=bundled_kb).citations[0].id == "vllm-cuda-oom"
     about = "why are my requests preempted before the crash?\n" + CRASH_LOG
     assert answer_question(about, bundled_settings, kb=bundled_kb).citations[0].id == "vllm-preemption"
+
+
+@pytest.mark.parametrize("question", ["怎么查看 vllm 的版本号", "vllm 支持哪些模型", "how do I check which vllm version is installed"])
+def test_basic_usage_questions_the_kb_does_not_answer_are_refused(bundled_settings, bundled_kb, question):
+    """A newcomer's "how do I check the version" drew the NCCL article at confidence 0.97:
+    the words (vllm, 版本) are everywhere in the KB, the subject is nowhere."""
+    assert not answer_question(question, bundled_settings, kb=bundled_kb).grounded
+
+
+def test_a_version_named_beside_a_symptom_is_not_a_version_question(bundled_settings, bundled_kb):
+    from assistant.scope import detect
+
+    question = "vllm 0.8.5 版本，启动时报 torch.OutOfMemoryError: CUDA out of memory"
+    assert "checking the installed version" not in detect(question).entities
+    assert answer_question(question, bundled_settings, kb=bundled_kb).grounded
