@@ -445,7 +445,8 @@ def _headings_of(parts: list[list[str]]) -> list[bool]:
 def _goes_on_numbering(line: str, following: str) -> bool:
     """Whether `following` is the next item of the numbered list `line` belongs to."""
     (kind, depth), (next_kind, next_depth) = _heading_level(line.strip()), _heading_level(following.strip())
-    return kind == next_kind == "numbered" and depth == next_depth
+    return (kind == next_kind == "numbered" and depth == next_depth
+            and _numbering_style(line.strip()) == _numbering_style(following.strip()))
 
 
 _GENERIC_HEADINGS = {"overview", "background", "summary", "introduction", "intro", "preface", "context", "notes",
@@ -522,20 +523,37 @@ def _split_at_headings(block: list[str]) -> list[list[str]]:
         return [block]
     out: list[list[str]] = []
     current: list[str] = []
+    head = ""  # the heading this block opened with, when it was split off
     for i, line in enumerate(block):
         depth = _numbered_depth(line.strip())
         inner = depth >= 2 or bool(_CHAPTER.match(line.strip()))
-        first = (i == 0 and depth == 1 and not block[1][:1].isspace() and not _numbered_depth(block[1].strip()))
-        if (inner or first) and looks_like_heading(line):
+        first = (i == 0 and depth == 1 and not block[1][:1].isspace()
+                 and _numbering_style(block[1].strip()) in (None, *({"arabic", "chinese", "chapter"} - {_numbering_style(line.strip())})))
+        # "二、显存不足" / its text / "三、网关超时" with no blank line between: the next heading
+        # in the opening heading's numbering, not a line of the text.
+        sibling = bool(head) and depth == 1 and i > 0 and _goes_on_numbering(head, line)
+        if (inner or first or sibling) and looks_like_heading(line):
             if current:
                 out.append(current)
             out.append([line])
             current = []
+            head = line if first or sibling else head
         else:
             current.append(line)
     if current:
         out.append(current)
     return out
+
+
+def _numbering_style(line: str) -> str | None:
+    """How a line is numbered: "arabic" (1. / 2.1), "chinese" (一、 / （一）), "chapter" (第三章).
+    "一、重启流程" over "1. 先摘流" is a heading over its steps; "1. Drain" over "2. Restart" is
+    one list."""
+    if _NUMBERED.match(line):
+        return "arabic"
+    if _CHAPTER.match(line):
+        return "chapter"
+    return "chinese" if _CN_NUMBERED.match(line) else None
 
 
 def looks_like_heading(line: str) -> bool:
