@@ -80,7 +80,9 @@ SCHEMA = 16
 # 24: a markdown page's own table of contents (runs of list items linking to its anchors) is
 #     dropped too.
 # 25: multi-line HTML comments and <style>/<script> blocks are dropped.
-RULES = 25
+# 26: plain text: a numbered heading right above steps numbered another way ("一、" over "1.")
+#     is a heading, and the next heading in its numbering opens a section without a blank line.
+RULES = 26
 FAISS_TOP = 2_000
 
 
