@@ -248,6 +248,8 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
     "stop tokens and EOS": ("eos", "stop token*", "stop_token*", "stop sequence*"),
     "context extension (RoPE/YaRN)": ("rope", "yarn", "rope_scaling", "max_position_embeddings"),
     "new model support": ("supported models", "supported architectures", "model support", "支持的模型", "支持模型列表"),
+    # Docs that show `vllm --version`, or head a section on the installed version, cover it.
+    "checking the installed version": ("--version", "#installed version", "#check the version", "#查看版本", "pip show"),
     "proxies and gateways": ("gateway", "proxy", "nginx", "load balancer", "网关", "代理"),
     # Docs with an "Embeddings" section cover the "embeddings endpoint" asked about; the word
     # in running text does not ("cached image embeddings", "the embedding layer"). A leading
