@@ -168,12 +168,15 @@ def decide(result, min_relevance: float) -> tuple[bool, float | None, bool]:
     p = model.probability(x)
     cut = model.cut(bool(top.passage))
     covered = model.probability({**x, "unseen_entity": 0.0, "unseen_pasted": 0.0}) >= cut
+    # A rule that refuses caps the probability at the threshold: a refusal reported with
+    # "confidence": 0.9 read as a near-certain answer withheld.
+    ruled = min(p, cut)
     if top.hardware_conflict or result.foreign_products:
-        return False, p, covered
+        return False, ruled, covered
     if getattr(result, "unknown_error", False):
-        return False, p, False  # a bare error the KB never words: no article explains it, however close one reads
+        return False, ruled, False  # a bare error the KB never words: no article explains it, however close one reads
     if _only_asks_about(result.question, getattr(result, "unknown_params", ()) or ()):
-        return False, p, False  # "--json", "what does --foobar do": a setting the KB never writes
+        return False, ruled, False  # "--json", "what does --foobar do": a setting the KB never writes
     return p >= cut, p, covered
 
 
