@@ -57,6 +57,7 @@ MAX_LEAD_CHARS = 700  # a document's opening paragraph, quoted after a passage f
 # (same header, rows of the same shape), and a question about one variable got ten
 # unrelated rows quoted after the two that name it.
 CONTINUATION_SHARE = 0.5
+CONTINUATION_DISCOUNT = 0.9
 
 # Why an answer is the KB's own text although an LLM was wanted: none is configured, the KB
 # has nothing to ground it (so the LLM is not asked to guess), or the LLM call failed.
@@ -908,7 +909,11 @@ def _extras(kb, siblings: list, rest: list, quoted: dict, room: int, lang: str, 
     "consider the following"). Returns the continuation, if it fitted, and the room left."""
     extras = [(art.chunks[0].score if art.score else -1.0, art) for art in siblings]
     if rest:
-        extras.append((max(hits[c.chunk_id] for c in rest), None))
+        # More of the section already quoted weighs a little less than another section that
+        # matched nearly as well: "How do I serve a LoRA adapter?" quoted two chunks of
+        # "Dynamically serving LoRA Adapters" and left out "Serving LoRA Adapters" (0.93 of
+        # its score), which holds --enable-lora.
+        extras.append((CONTINUATION_DISCOUNT * max(hits[c.chunk_id] for c in rest), None))
     continued = None
     for _score, art in sorted(extras, key=lambda e: -e[0]):
         if art is None:

@@ -1229,3 +1229,16 @@ def test_a_refusal_on_a_teams_kb_says_how_to_add_to_that_kb(tmp_path, bundled_se
     assert not refused.grounded and "assistant ingest --kb DIR PATH" in refused.answer and str(tmp_path) not in refused.answer
     bundled = answer_question("How do I configure SAML single sign-on for Kibana?", bundled_settings, kb=bundled_kb)
     assert not bundled.grounded and "`assistant ingest PATH`" in bundled.answer
+
+
+VLLM_LORA_PAGE = Path(__file__).resolve().parents[1].parent / "shared" / "corpora" / "vllm-docs" / "docs" / "features" / "lora.md"
+
+
+@pytest.mark.skipif(not VLLM_LORA_PAGE.is_file(), reason="../shared/corpora is not beside the clone")
+def test_a_section_that_matched_nearly_as_well_comes_before_more_of_the_best_one(tmp_path: Path):
+    """vLLM's LoRA page: "How do I serve a LoRA adapter?" quoted two chunks of "Dynamically
+    serving LoRA Adapters" and no room was left for "Serving LoRA Adapters", which matched
+    nearly as well and holds --enable-lora."""
+    answer = _answer_on(tmp_path, {"lora.md": VLLM_LORA_PAGE.read_text(encoding="utf-8")},
+                        "How do I serve a LoRA adapter with vllm serve?")
+    assert answer.grounded and "--enable-lora" in answer.answer and len(answer.answer) <= MAX_ANSWER_CHARS
