@@ -87,6 +87,28 @@ def test_a_case_with_nothing_to_check_it_by_is_refused_by_name(tmp_path):
     assert "expect_topic" in err.value.hint
 
 
+def test_a_flat_expect_list_requires_each_string_not_each_character(tmp_path):
+    """"expect": ["qqqq_absent"] was read as one group of the letters q, a, b…, so any answer
+    with an "a" in it passed; each string of a flat list is its own required group."""
+    f = tmp_path / "cases.jsonl"
+    f.write_text('{"id": "b", "lang": "en", "question": "gateway 502", "grounded": true, "expect": ["qqqq_absent"]}\n'
+                 '{"id": "c", "lang": "en", "question": "gateway 502", "expect": ["gatewayctl", ["pool", "drain"]]}\n',
+                 encoding="utf-8")
+    flat, mixed = load_cases(f)
+    assert flat.expect == [["qqqq_absent"]] and not passes("a gateway answer", flat.expect)
+    assert mixed.expect == [["gatewayctl"], ["pool", "drain"]]
+    assert passes("run gatewayctl drain", mixed.expect) and not passes("run gatewayctl", mixed.expect)
+
+
+@pytest.mark.parametrize("expect", ['"qqqq"', '[["a"], []]', '[["a", 3]]', '[""]', '{"a": 1}', '[null]'])
+def test_a_malformed_expect_is_a_one_line_error_naming_the_case(tmp_path, expect):
+    f = tmp_path / "cases.jsonl"
+    f.write_text(f'{{"id": "rb-7", "lang": "en", "question": "gateway 502", "expect": {expect}}}\n', encoding="utf-8")
+    with pytest.raises(AssistantError, match=r"cases.jsonl:1: case 'rb-7' has a malformed expect") as err:
+        load_cases(f)
+    assert "\n" not in str(err.value)
+
+
 def test_a_case_file_without_cases_is_an_error_not_a_pass(tmp_path):
     """An empty file passed every bar: a CI gate pointed at it was off without anyone knowing."""
     empty = tmp_path / "cases.jsonl"

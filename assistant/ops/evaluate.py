@@ -1,9 +1,9 @@
 """Offline evaluation: symptom→fix cases scored for retrieval, answers and refusals.
 
 A case passes a text when every `expect` group has at least one alternative in it
-(case-insensitive). Retrieval is judged on the whole text of each retrieved article (both
-languages), so the cases need no article ids and held-out questions can be added freely;
-the answer is judged on what the user would read.
+(case-insensitive; a string in place of a group is a group of one). Retrieval is judged on
+the whole text of each retrieved article (both languages), so the cases need no article ids
+and held-out questions can be added freely; the answer is judged on what the user would read.
 """
 
 from __future__ import annotations
@@ -100,6 +100,8 @@ def load_cases(path: Path) -> list[Case]:
             continue
         try:
             raw = json.loads(line)
+            if not isinstance(raw, dict):
+                raise AssistantError(f"{path}:{n}: not a case (a JSON object with id and question)")
             lang = str(raw.get("lang") or detect_lang(str(raw["question"])))
             if lang not in LANGS:
                 raise AssistantError(f"{path}:{n}: lang {lang!r} is not one of {', '.join(LANGS)}",
@@ -116,7 +118,7 @@ def load_cases(path: Path) -> list[Case]:
                                      "an out-of-scope one expect_topic \"oos\" or grounded: false")
             cases.append(
                 Case(str(raw["id"]), lang, str(raw.get("kind", "")), str(raw["question"]),
-                     [[str(a) for a in group] for group in raw.get("expect", [])], grounded,
+                     _expect_groups(path, n, raw), grounded,
                      () if topics == ("oos",) else topics, _files(raw.get("expect_file", "")),
                      str(raw.get("source", "")), str(raw.get("split", "")))
             )
@@ -126,6 +128,21 @@ def load_cases(path: Path) -> list[Case]:
     if not cases:
         raise AssistantError(f"no cases in {path}", "one JSON object per line: id, question, expect (and expect_topic or expect_file)")
     return cases
+
+
+def _expect_groups(path: Path, n: int, raw: dict) -> list[list[str]]:
+    """`expect` as groups of alternatives. A string element is a group of its own, so a flat
+    `["a", "b"]` requires both: iterated as a group, a string became single characters and
+    any answer with an "a" in it passed."""
+    value = raw.get("expect", [])
+    groups = [[g] if isinstance(g, str) else g for g in value] if isinstance(value, list) else None
+    # An empty group, or an empty alternative (contained in every text), would pass anything.
+    if groups is not None and all(isinstance(g, list) and g and all(isinstance(a, str) and a.strip() for a in g)
+                                  for g in groups):
+        return [list(g) for g in groups]
+    raise AssistantError(f"{path}:{n}: case {raw.get('id')!r} has a malformed expect: {json.dumps(value, ensure_ascii=False)[:80]}",
+                         'write a list of groups, each a string or a non-empty list of alternative strings, '
+                         'e.g. [["kernel.msgmax"], ["1048576", "1MB"]]')
 
 
 def missing_files(kb, cases: list[Case]) -> list[str]:
