@@ -109,6 +109,19 @@ def test_a_malformed_expect_is_a_one_line_error_naming_the_case(tmp_path, expect
     assert "\n" not in str(err.value)
 
 
+def test_a_case_file_that_is_not_utf8_is_bad_input_not_an_internal_error(tmp_path):
+    """It printed "internal error: UnicodeDecodeError … (please report this)" and exited 70."""
+    f = tmp_path / "cases.jsonl"
+    f.write_bytes(b'\xff\xfe{\x00"\x00i\x00d\x00"\x00}\x00\n')
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("ASSISTANT_")}
+    env.update(ASSISTANT_CACHE_DIR=str(tmp_path / "cache"), XDG_CONFIG_HOME=str(tmp_path / "config"))
+    proc = run_cli(["assistant", "eval", "--cases", str(f), "--out", str(tmp_path / "out")], env)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert err.count("\n") == 1 and "is not UTF-8 text" in err and str(f) in err
+    assert "internal error" not in err and "Traceback" not in err
+
+
 def test_a_case_file_without_cases_is_an_error_not_a_pass(tmp_path):
     """An empty file passed every bar: a CI gate pointed at it was off without anyone knowing."""
     empty = tmp_path / "cases.jsonl"
