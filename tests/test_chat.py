@@ -33,7 +33,7 @@ def test_the_markdown_walk_uses_the_dialect_for_every_construct():
           "plain **bold** line\n```\nwidgetd --queue-len <n>  **not bold**\n```")
     assert chat.render_markdown(md, ANGLE).split("\n") == [
         "<h>Why <b>now</b></h>",
-        "+ Cause / Fix",
+        "<b>Cause / Fix</b>",  # the header row names the columns: no bullet that reads like one more cause
         "+ queue ‹full› / raise it",
         "  + see <a href=https://e.x/q>docs</a>",
         "plain <b>bold</b> line",

@@ -193,7 +193,7 @@ def test_feedback_buttons_land_in_the_store(slack):
 def test_markdown_to_mrkdwn_and_message_splitting():
     md = "### Title\n\n**Likely cause** [1]\n\n| Cause | Why |\n|---|---|\n| a <b> | c |\n\n- item\n\n```\nsysctl -w kernel.msgmax=1048576\n```"
     out = to_mrkdwn(md)
-    assert out.startswith("*Title*") and "*Likely cause* [1]" in out and "• a &lt;b&gt; — c" in out
+    assert out.startswith("*Title*") and "*Likely cause* [1]" in out and "• a &lt;b&gt; — c" in out and "*Cause — Why*" in out and "• Cause" not in out
     assert "• item" in out and "```\nsysctl -w kernel.msgmax=1048576\n```" in out
     long = "\n".join(f"paragraph {i} " + "x" * 200 for i in range(60))
     pieces = split_message(long, 2900)

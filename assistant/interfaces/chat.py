@@ -287,15 +287,26 @@ def render_markdown(markdown: str, dialect: Dialect) -> str:
     alone: a command must be copied exactly."""
     out: list[str] = []
     in_code = False
-    for line in markdown.splitlines():
+    lines = markdown.splitlines()
+    for i, line in enumerate(lines):
         if line.strip().startswith(FENCE):
             in_code = not in_code
             out.append(FENCE)
         elif in_code:
             out.append(dialect.escape(line))
+        elif _TABLE_ROW.match(line) and i + 1 < len(lines) and _TABLE_RULE.match(lines[i + 1]):
+            # The header row names the columns: a bold line above the rows, not a bullet that
+            # reads like one more cause ("• 可能原因 — 本质").
+            cells = [_plain(cell.strip()) for cell in line.strip().strip("|").split("|")]
+            out.append(dialect.bold.format(dialect.escape(dialect.cell_separator.join(cells))))
         elif not _TABLE_RULE.match(line):  # a table's separator row says nothing once flattened
             out.append(_render_line(line, dialect))
     return "\n".join(out).strip()
+
+
+def _plain(cell: str) -> str:
+    """A header cell without its own bold markers, which the header's bold already carries."""
+    return _BOLD.sub(lambda m: m.group(1), cell)
 
 
 def _render_line(line: str, dialect: Dialect) -> str:
