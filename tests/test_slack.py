@@ -264,3 +264,21 @@ def test_slack_answers_wait_in_the_servers_answer_queue(slack):
         time.sleep(0.05)
     assert [p for m, p in standin.calls if m == "chat.postMessage" and p.get("channel") == "D7"]
     assert registry.get_sample_value("assistant_queue_wait_seconds_count") == before + 1
+
+
+def test_building_the_bot_does_not_warn_about_its_own_token(monkeypatch, caplog):
+    """Bolt reads SLACK_BOT_TOKEN too and warned on every start that the client's token (the
+    same one) wins over it."""
+    import logging
+    from dataclasses import replace as _replace
+
+    from assistant.config import Settings
+    from assistant.interfaces import chat
+    from assistant.interfaces.slack import build_app
+
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
+    never = lambda *_a: None  # noqa: E731
+    settings = _replace(Settings(), slack_bot_token="xoxb-test", slack_signing_secret="s", slack_api_url="http://127.0.0.1:9/api/")
+    with caplog.at_level(logging.WARNING):
+        build_app(settings, chat.Hooks("slack", never, never, never, None))
+    assert "will be unused" not in caplog.text

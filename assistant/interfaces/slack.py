@@ -173,6 +173,9 @@ def build_app(settings: Settings, hooks: chat.Hooks) -> App:
     from slack_sdk import WebClient
 
     client = WebClient(token=settings.slack_bot_token, base_url=settings.slack_api_url or WebClient.BASE_URL)
+    # Bolt also reads SLACK_BOT_TOKEN itself and warns on every start that the client's token
+    # wins over it: the same token, read from the same setting.
+    logging.getLogger("slack_bolt.App").addFilter(_SAME_TOKEN)  # one filter, however many apps
     app = App(client=client, signing_secret=settings.slack_signing_secret or "socket-mode", token_verification_enabled=False,
               process_before_response=False)
     bot = _Bot(hooks)
@@ -181,6 +184,14 @@ def build_app(settings: Settings, hooks: chat.Hooks) -> App:
     app.event("message")(lambda event, body, client: bot.on_direct_message(event, body, client))
     app.action(re.compile(r"^feedback_(up|down)$"))(lambda ack, body, action, client: bot.on_feedback(ack, body, action, client))
     return app
+
+
+class _SameTokenWarning(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "`token` will be unused" not in record.getMessage()
+
+
+_SAME_TOKEN = _SameTokenWarning()
 
 
 def _field(body: dict, outer: str, inner: str) -> str:
