@@ -16,11 +16,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import httpx
+import pytest
 
 from assistant.interfaces.http import create_app
 from assistant.interfaces.http.auth import client_address, trusted_networks
 
-from .conftest import ROOT, write_tiny_kb
+from .conftest import ROOT, run_cli, write_tiny_kb
 from .fake_llm import ScriptedLLM
 from .live_server import LiveServer, free_port, wait_ready
 
@@ -134,6 +135,25 @@ def test_assistant_serve_on_an_empty_cache_answers_healthz_at_once_and_readyz_wh
     assert seen_loading and all(s["loading"] is True and s["progress"] for s in seen_loading)
     assert answer.status_code == 200 and answer.json()["grounded"]
     assert "Traceback" not in err
+
+
+def test_assistant_serve_with_a_missing_kb_directory_fails_at_once_as_ask_does(tmp_path):
+    """It bound the port and stayed up: /healthz 200, everything else 503, the reason only in
+    the log, while `ask --kb` with the same directory failed at once with one line."""
+    missing = tmp_path / "no-such-kb"
+    port = free_port()
+    proc = _serve(["--kb", str(missing)], _clean_env(tmp_path), port)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        _stop(proc)
+        raise AssertionError("serve kept running with a KB directory that does not exist")
+    err = proc.stderr.read()
+    ask = run_cli(["ask", "--kb", str(missing), "widget requests hang"], _clean_env(tmp_path))
+    assert proc.returncode == 1 and err == ask.stderr.decode(), err
+    assert err.count("\n") == 1 and f"KB directory {missing} does not exist" in err
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
 
 
 # ---------------------------------------------------------------- 3. queue, then shed
