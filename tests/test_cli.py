@@ -284,3 +284,22 @@ def test_a_note_after_a_streamed_answer_starts_on_its_own_line(bundled_env):
     text = out.decode("utf-8", "replace").replace("\r\n", "\n")
     assert "Check ipcs -l [3]." in text and "note: " in text, text[:400]
     assert "\nnote: " in text and "[3].note" not in text
+
+
+def test_bench_children_import_the_package_the_bench_runs_not_one_in_its_working_directory(tmp_path, monkeypatch):
+    """Run from a checkout after `pip install .`, the bench's `python -c` children imported the
+    checkout's `assistant` (the working directory is first on sys.path) while the bench and
+    ASSISTANT_KB_DIR were the installed one's: the shipped index went unused and the first
+    `ask` on an empty cache read 5× the second. A decoy package in the working directory
+    stands in for the other copy."""
+    import os
+
+    import assistant
+    from assistant.ops import bench
+
+    decoy = tmp_path / "assistant"
+    decoy.mkdir()
+    (decoy / "__init__.py").write_text("raise SystemExit('imported the decoy in the working directory')\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    same = f"import assistant, sys; sys.exit(assistant.__file__ != {assistant.__file__!r})"
+    assert bench._timed([sys.executable, "-c", same], dict(os.environ)) > 0

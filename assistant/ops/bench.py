@@ -64,9 +64,14 @@ def _compile_bytecode() -> None:
 
 
 def _timed(cmd: list[str], env: dict[str, str]) -> float:
-    started = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    elapsed = time.perf_counter() - started
+    """Seconds `cmd` took, run from an empty folder. `python -c` puts its working directory
+    first on sys.path: run from a checkout after `pip install .`, the children imported the
+    checkout's `assistant` instead of the installed one this bench measures (and, with the
+    installed KB in ASSISTANT_KB_DIR, re-indexed it: a first `ask` 5× the second)."""
+    with tempfile.TemporaryDirectory(prefix="assistant-bench-cwd-") as cwd:
+        started = time.perf_counter()
+        proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
+        elapsed = time.perf_counter() - started
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd[:3])}… failed: {proc.stderr.strip()[-300:]}")
     return elapsed
