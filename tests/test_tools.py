@@ -668,6 +668,29 @@ def test_a_healthy_log_is_not_answered_with_an_article_and_a_long_one_says_what_
     assert any("earlier lines were not scanned" in f["message"] for f in doctor["findings"])
 
 
+def test_a_log_longer_than_the_read_window_reports_line_numbers_in_the_file(tmp_path):
+    """A warning at line 30,002 of a 4 MB log was reported at line 14,707: counted from where
+    the last 2 MB began, not from the top of the file."""
+    from assistant.tools.logs import LOG_TAIL_BYTES
+
+    rows = [f"INFO 11-30 02:17:46 [engine.py:160] step {i}: running, nothing to see here, padding padding" for i in range(1, 40_001)]
+    rows[30_001] = "WARNING 11-30 02:17:46 [scheduler.py:1] Waiting for free blocks in KV cache"
+    rows[39_000:39_004] = ["Traceback (most recent call last):", '  File "x.py", line 3, in forward', "    self.graph.replay()",
+                           "RuntimeError: CUDA error: an illegal memory access was encountered"]
+    log = tmp_path / "big.log"
+    log.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    assert log.stat().st_size > LOG_TAIL_BYTES + 1_000_000
+    r = diagnose_log(path=str(log))
+    where = {f.article or f.signature[:12]: (f.first_line, f.fatal) for f in r.findings}
+    assert where["vllm-requests-hang"] == (30_002, False)
+    assert where["vllm-cuda-graph-errors"] == (39_003, True)  # a frame of the crash below it, found by its real number
+    assert where["RuntimeError"] == (39_004, True)
+    assert r.unread_bytes > 0
+    small = tmp_path / "small.log"
+    small.write_text("\n".join(rows[30_000:30_003]) + "\n", encoding="utf-8")
+    assert diagnose_log(path=str(small)).findings[0].first_line == 2
+
+
 def test_crashes_are_found_in_any_log_format_and_refused_requests_do_not_crowd_them_out():
     """A bare traceback (no level), a worker's "(VllmWorker rank=0 pid=42) ERROR", FastDeploy's
     "[   ERROR]" all read as a healthy log; three client ValueErrors that differed only in

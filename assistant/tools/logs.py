@@ -134,14 +134,15 @@ def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).lower()
 
 
-def diagnose_text(text: str, kb: object = None) -> LogDiagnosis:
+def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagnosis:
     """Findings in a log. kb names the index whose signatures count: Settings, a KB from
-    open_kb, a KB directory path, or None for the configured KB."""
+    open_kb, a KB directory path, or None for the configured KB. first_line is the number
+    in the file of text's first line (the tail of a long log starts deep inside it)."""
     lines = text.splitlines()
     report = LogDiagnosis(len(lines))
     sigs = [(s, a, _norm(s)) for s, a in kb_signatures(kb)]
     found: dict[str, LogFinding] = {}
-    for n, full in enumerate(lines, 1):
+    for n, full in enumerate(lines, first_line):
         line = full[:MAX_LINE]
         low = _norm(line)
         level = _level(line)
@@ -169,7 +170,7 @@ def diagnose_text(text: str, kb: object = None) -> LogDiagnosis:
         if not matched_articles and (fatal or level in ("ERROR", "CRITICAL", "FATAL")):
             _unmatched(line, n, found, fatal)
         _numbers(line, report.numbers)
-    _frames_of_crashes(lines, found)
+    _frames_of_crashes(lines, found, first_line)
     # Worst first; among critical lines, what the server logged as an error or died of
     # before a warning-level symptom ("Waiting for free blocks" an hour before the crash).
     report.computed = computed_from(report.numbers)
@@ -215,14 +216,14 @@ def computed_from(numbers: dict[str, float]) -> list[dict[str, str]]:
 TRACEBACK_LINES = 40
 
 
-def _frames_of_crashes(lines: list[str], found: dict[str, LogFinding]) -> None:
+def _frames_of_crashes(lines: list[str], found: dict[str, LogFinding], first_line: int = 1) -> None:
     """A signature in the traceback of a crash ("    self.graph.replay()" above "RuntimeError:
     CUDA error: …") is part of the crash: a bare traceback prints its frames with no level."""
     crashes = [f.first_line for f in found.values() if f.fatal]
     for f in found.values():
         if f.fatal or f.severity == "info":
             continue
-        line = lines[f.first_line - 1]
+        line = lines[f.first_line - first_line]
         if line[:1].isspace() and any(0 < c - f.first_line <= TRACEBACK_LINES for c in crashes):
             f.severity, f.fatal = "critical", True
 
@@ -263,13 +264,13 @@ def diagnose_log(text: str | None = None, path: Annotated[str | None, LOCAL_PATH
     """
     if not text and not path:
         raise ValueError("give the log text or a path")
-    unread = 0
+    unread, first_line = 0, 1
     if path:
         try:
-            text, unread = read_tail_counted(path)
+            text, unread, first_line = read_tail_located(path)
         except OSError as exc:
             raise ValueError(f"cannot read log file {path}: {exc.strerror or exc}") from exc
-    report = diagnose_text(text or "", _kb_dir)  # None: the configured KB's index
+    report = diagnose_text(text or "", _kb_dir, first_line)  # None: the configured KB's index
     report.unread_bytes = unread
     return report
 
@@ -292,7 +293,14 @@ def read_tail(path: str, limit: int = LOG_TAIL_BYTES) -> str:
 
 def read_tail_counted(path: str, limit: int = LOG_TAIL_BYTES) -> tuple[str, int]:
     """`read_tail`, and how many bytes before the tail were not read (0 for a whole file):
-    an OOM at line 101 of a 13 MB log was never scanned, and nothing said so.
+    an OOM at line 101 of a 13 MB log was never scanned, and nothing said so."""
+    text, unread, _ = read_tail_located(path, limit, count_lines=False)
+    return text, unread
+
+
+def read_tail_located(path: str, limit: int = LOG_TAIL_BYTES, count_lines: bool = True) -> tuple[str, int, int]:
+    """`read_tail_counted`, and the line number in the file of the tail's first line: counted
+    from the tail's start, a warning at line 30,002 of a 4 MB log was reported at line 14,707.
 
     Opened non-blocking and checked with fstat before reading, so a FIFO, a device such
     as /dev/zero or a directory is refused at once instead of hanging or filling memory."""
@@ -304,7 +312,9 @@ def read_tail_counted(path: str, limit: int = LOG_TAIL_BYTES) -> tuple[str, int]
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise ValueError(f"{path} is not a regular file")
-        os.lseek(fd, max(0, info.st_size - limit), os.SEEK_SET)
+        start = max(0, info.st_size - limit)
+        first_line = 1 + (_newlines_before(fd, start) if count_lines else 0)
+        os.lseek(fd, start, os.SEEK_SET)
         chunks, remaining = [], limit
         while remaining > 0:
             block = os.read(fd, min(remaining, 1 << 20))
@@ -317,7 +327,23 @@ def read_tail_counted(path: str, limit: int = LOG_TAIL_BYTES) -> tuple[str, int]
         os.close(fd)
     if _binary(data):
         raise ValueError(f"{path} looks like binary data, not a text log")
-    return data.decode("utf-8", errors="replace"), max(0, info.st_size - limit)
+    return data.decode("utf-8", errors="replace"), start, first_line
+
+
+def _newlines_before(fd: int, end: int) -> int:
+    """Newlines in the first `end` bytes of an open file: the lines the tail skipped (about a
+    second per GB, read in blocks, never held whole)."""
+    import os
+
+    os.lseek(fd, 0, os.SEEK_SET)
+    count, remaining = 0, end
+    while remaining > 0:
+        block = os.read(fd, min(remaining, 4 << 20))
+        if not block:
+            break
+        count += block.count(b"\n")
+        remaining -= len(block)
+    return count
 
 
 def _binary(data: bytes) -> bool:
