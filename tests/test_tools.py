@@ -457,6 +457,37 @@ def test_serving_probe_on_a_dead_or_sick_server():
     assert parse_metrics("vllm:gpu_cache_usage_perc 0.5\ngarbage line\n") == {"kv_cache_usage": 0.5}
 
 
+def test_a_server_that_answers_404_on_health_is_the_wrong_address_not_a_hung_vllm(bundled_settings, tmp_path):
+    """/health answering 404 (another server, or the wrong port or path) was reported as
+    "health check failed: HTTP 404" with the KV-cache article for hung requests."""
+    from http.server import SimpleHTTPRequestHandler
+
+    from assistant.ops.doctor import run_doctor
+
+    (tmp_path / "index.html").write_text("<p>not vLLM</p>", encoding="utf-8")
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, directory=str(tmp_path), **kw)
+
+        def log_message(self, *a):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        report = serving_status(url, timeout_s=2)
+        doctor = [f for f in run_doctor(bundled_settings, serving_url=url) if f.source == "serving"]
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert report.healthy is False and report.health_error == "HTTP 404"
+    assert [f.article for f in report.findings] == [None]
+    assert "not a vLLM or FastDeploy server, or the URL or port is wrong" in report.findings[0].message
+    assert [(f.severity, f.article) for f in doctor] == [("warning", None)] and "HTTP 404" in doctor[0].message
+
+
 VLLM_LOG = """INFO 11-30 10:01:02 [gpu_model_runner.py:1811] Model loading took 14.99 GiB and 6.2 seconds
 INFO 11-30 10:01:09 [kv_cache_utils.py:868] GPU KV cache size: 158,816 tokens
 INFO 11-30 10:01:09 [kv_cache_utils.py:872] Maximum concurrency for 32,768 tokens per request: 4.85x

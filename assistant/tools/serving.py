@@ -103,6 +103,12 @@ def interpret(report: ServingReport) -> None:
         add(ServingFinding("critical", f"no server answers at {report.base_url} ({report.health_error}): it is not running, "
                            "exited during start-up, or listens on another port; its start-up log says which "
                            "(assistant doctor --log FILE reads it)"))
+    elif report.healthy is False and _client_error(report.health_error):
+        # vLLM and FastDeploy answer /health to anyone: a 4xx is another server, path or port,
+        # not a server waiting for KV-cache blocks.
+        add(ServingFinding("warning", f"{report.base_url}/health answered {report.health_error}: this is not a vLLM or "
+                           "FastDeploy server, or the URL or port is wrong (both answer 200 on /health; give the "
+                           "server's own address, e.g. http://127.0.0.1:8000)"))
     elif report.healthy is False:
         add(ServingFinding("critical", f"health check failed: {report.health_error}", "vllm-requests-hang"))
     usage, waiting = report.kv_cache_usage, report.waiting
@@ -117,6 +123,12 @@ def interpret(report: ServingReport) -> None:
     if waiting and waiting > 0 and (usage is None or usage < 0.99):
         add(ServingFinding("info", f"{waiting:.0f} requests waiting while the KV cache has room: the batch ceiling (max-num-seqs) may be the limit",
                            "vllm-requests-hang"))
+
+
+def _client_error(health_error: str | None) -> bool:
+    """Whether /health answered with a 4xx status (health_error "HTTP 404")."""
+    m = re.fullmatch(r"HTTP (\d{3})", health_error or "")
+    return bool(m) and 400 <= int(m.group(1)) < 500
 
 
 @tool
