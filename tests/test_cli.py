@@ -303,3 +303,32 @@ def test_bench_children_import_the_package_the_bench_runs_not_one_in_its_working
     monkeypatch.chdir(tmp_path)
     same = f"import assistant, sys; sys.exit(assistant.__file__ != {assistant.__file__!r})"
     assert bench._timed([sys.executable, "-c", same], dict(os.environ)) > 0
+
+
+def test_ingest_refuses_a_file_of_a_type_it_cannot_read_and_does_not_save_it(tmp_path):
+    """`assistant ingest junk.bin` exited 0 and saved the path, and every later rebuild listed it
+    as "skipped: unknown type (.bin)". In a folder such a file is still skipped and reported."""
+    import os
+
+    from .conftest import write_tiny_kb
+
+    kb = write_tiny_kb(tmp_path / "kb")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSISTANT_")}
+    env.update(ASSISTANT_CACHE_DIR=str(tmp_path / "cache"), XDG_CONFIG_HOME=str(tmp_path / "config"), ASSISTANT_KB_DIR=str(kb))
+    runbooks = tmp_path / "runbooks"
+    runbooks.mkdir()
+    junk = runbooks / "junk.bin"
+    junk.write_bytes(bytes(range(256)))
+    (runbooks / "gizmo.md").write_text("# Gizmo restarts\n\n## Fixes\nRun `gizmoctl reset`.\n", encoding="utf-8")
+
+    proc = run_cli(["assistant", "ingest", str(runbooks / "gizmo.md"), str(junk)], env, timeout=300)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and err.count("\n") == 1, err
+    assert f"cannot ingest {junk}: .bin files are not a type ingest reads (it reads " in err and ".md" in err and ".rst" in err
+    status = json.loads(run_cli(["assistant", "ingest", "--status"], env).stdout)
+    assert not any("runbooks" in s for s in status["sources"])  # neither path was saved
+
+    folder = run_cli(["assistant", "ingest", str(runbooks)], env, timeout=300)
+    assert folder.returncode == 0, folder.stderr.decode()
+    status = json.loads(run_cli(["assistant", "ingest", "--status"], env).stdout)
+    assert str(runbooks.resolve()) in status["sources"] and "unknown type (.bin)" in status["skipped"][str(junk.resolve())]

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from assistant.interfaces.cli import _run, settings_for
+from oncall_common.errors import AssistantError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -43,6 +44,8 @@ def ingest(paths: tuple[str, ...], kb: str | None, forget: tuple[str, ...], rebu
         if status:
             click.echo(json.dumps(describe(settings), ensure_ascii=False, indent=2))
             return
+        for path in paths:
+            _require_readable_file(Path(path))  # before anything is saved: one bad path adds none
         if rebuild:
             shutil.rmtree(index_dir(settings), ignore_errors=True)
         update_extra_sources(settings, add=[Path(p) for p in paths], forget=[Path(p) for p in forget])
@@ -52,6 +55,30 @@ def ingest(paths: tuple[str, ...], kb: str | None, forget: tuple[str, ...], rebu
         click.echo(f"{len(kb_.index.chunks)} chunks from {info['documents']} documents in {len(info['sources'])} source(s){skipped}; index {info['index_dir']}")
 
     _run(body)
+
+
+class _BadPath(AssistantError):
+    """A path ingest was given that it cannot read: bad input (exit 2, as click's own)."""
+
+    exit_code = 2
+
+
+def _require_readable_file(path: Path) -> None:
+    """A file named on its own must be one ingest reads. Saved anyway, it exited 0 and every
+    later rebuild listed it as skipped; in a folder such files are skipped and reported."""
+    from ingest.files import SUFFIXES, survey
+
+    if not path.is_file():
+        return
+    readable, skipped = survey(path)
+    if readable or not skipped:
+        return
+    reason = skipped[0].reason
+    if reason.startswith("unknown type"):
+        kind = f"{path.suffix} files" if path.suffix else "files with no extension"
+        raise _BadPath(f"cannot ingest {path}: {kind} are not a type ingest reads "
+                       f"(it reads {', '.join(sorted(SUFFIXES))})")
+    raise _BadPath(f"cannot ingest {path}: {reason}")
 
 
 def _build_bundled(rebuild: bool) -> None:
