@@ -65,7 +65,7 @@ _INLINE_COMMAND = re.compile(
     r"(?:(?<=^)|(?<=[\s`(（：:，。；]))(?:sudo\s+)?(?:python3?\s+-m\s|vllm\s+serve\s|docker\s+run\s|docker[\s-]compose\s|torchrun\s"
     r"|llamafactory-cli\s|lmdeploy\s+serve\s|CUDA_VISIBLE_DEVICES=\S+\s+(?:vllm\s+serve|python3?\s+-m)\s"
     r"|(?:cargo|cmake|git|nvcc|npm)\s+[a-z][\w-]*\s+(?=-)|pip3?\s+install\s|\.{1,2}/[\w.-]+(?:/[\w.-]+)*\s+(?=-)"
-    r"|(?<=`)[a-z][\w.]*-[\w.-]+\s+(?=-)|(?<=`)[a-z][\w.]*\s+(?=--?[A-Za-z][^`\n]*\s--?[A-Za-z]))"
+    r"|(?<=`)[a-z][\w.]*-[\w.-]+\s+(?=-))"
 )
 # A program's own message: its name, a colon, then what it says ("vllm serve: error: …").
 _PROGRAM_SAYS = re.compile(r"^\s*[\w./-]{1,60}(?:\s[\w./-]{1,60})?:\s")

@@ -7,7 +7,6 @@ retrieval and loads the index, so a cold start pays for the two side by side.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 
@@ -34,19 +33,13 @@ _INLINE_COMMAND_HINTS = (" -m ", "vllm serve ", "docker run ", "docker compose "
                          "llamafactory-cli ", "lmdeploy serve ", "CUDA_VISIBLE_DEVICES=")
 
 
-# A command quoted inline: "`mnnconvert --fp16 -f ONNX …` 转的" (any program, then two flags
-# or more; "`vllm --version`" is what is asked about, not a paste).
-_QUOTED_COMMAND = re.compile(r"`[a-z][\w.]*\s+--?[A-Za-z][^`\n]*\s--?[A-Za-z]")
-
-
 def might_paste(question: str) -> bool:
     """Whether a question can hold pasted lines at all. A one-line question is read whole
     (a lone pasted line *is* the question), so the cleaner is not even imported for it,
     unless a command line is pasted after its sentence ("temperature is ignored. Server:
     python3 -m vllm… --max-model-len 32768")."""
     text = question.strip()
-    return ("\n" in text or any(hint in text[1:] for hint in _INLINE_COMMAND_HINTS)
-            or ("`" in text and _QUOTED_COMMAND.search(text) is not None))
+    return "\n" in text or any(hint in text[1:] for hint in _INLINE_COMMAND_HINTS)
 
 
 def validate_question(question: str, max_bytes: int) -> str:

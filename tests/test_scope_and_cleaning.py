@@ -743,16 +743,3 @@ def test_parameters_the_sentences_name_that_the_kb_never_writes_are_unknown(bund
     assert unknown_parameters(pasted, bundled_kb.index) == []
     # File names and module paths are not parameters.
     assert unknown_parameters("the error comes from async_engine.py in lmdeploy", bundled_kb.index) == []
-
-
-def test_a_command_quoted_inline_in_a_sentence_is_a_paste():
-    """"模型用 `mnnconvert --fp16 -f ONNX --modelFile yolov8n.onnx …` 转的，fp16 和 fp32 一样快":
-    the command's file names and flags drew the converter pages, while the sentence asks why
-    fp16 gives no speed-up. Its flags stay as facts; a lone `vllm --version` is what is asked."""
-    from assistant.questions import query_text
-
-    q = ("模型用 `mnnconvert --fp16 -f ONNX --modelFile yolov8n.onnx --MNNModel yolov8n_fp16.mnn` 转的，"
-         "但 fp16 模型和 fp32 速度一样，怎么真正启用 fp16？")
-    assert "yolov8n" not in query_text(q) and "速度一样" in query_text(q)
-    assert split_question(q).flags["--modelFile"] == "yolov8n.onnx"
-    assert query_text("what does `vllm --version` print?") == "what does `vllm --version` print?"
