@@ -164,6 +164,25 @@ def test_kv_cache_capacity_and_vllm_start_up_check():
     assert "upper bound" not in kv_cache_capacity(80, 16, 131072, 0.9, overhead_gib=4).explanation["en"]
 
 
+def test_weights_that_do_not_fit_are_said_so_not_reported_as_zero_tokens_of_kv_cache():
+    """80 GiB at 0.9 with 100 GiB of weights said "About 0 tokens of KV cache fit per GPU
+    (-28.00 GiB)", as if that were a result."""
+    r = call_tool("kv_cache_capacity", {"gpu_memory_gib": 80, "weights_gib": 100, "kv_bytes_per_token": 131072}).result
+    assert r["weights_fit"] is False and r["kv_tokens"] == 0 and r["kv_budget_gib"] == pytest.approx(-28.0)
+    en, zh = r["explanation"]["en"], r["explanation"]["zh"]
+    assert en.startswith("The weights do not fit: 100.00 GiB of weights per GPU against 72.00 GiB") and "28.00 GiB too much" in en
+    assert "About 0 tokens" not in en and "upper bound" not in en and "权重放不下" in zh and "超出 28.00 GiB" in zh
+    # 100 GiB over 2 GPUs fits; no gpu_memory_utilization (100/80 > 1) could
+    assert "tensor_parallel_size 2 or more" in en and "gpu_memory_utilization above" not in en
+    near = kv_cache_capacity(80, 75, 131072, 0.9, max_model_len=8192)  # 75/80 = 0.9375 of the GPU would do
+    assert near.weights_fit is False and near.fits_one_request is False
+    assert "gpu_memory_utilization above 0.94" in near.explanation["en"] and "tensor_parallel_size 2" in near.explanation["en"]
+    hopeless = kv_cache_capacity(24, 10, 131072, 0.9, overhead_gib=30).explanation["en"]  # the overhead alone is over the GPU
+    assert "plus 30.00 GiB of overhead" in hopeless and "tensor_parallel_size" not in hopeless.split("enough")[0]
+    assert "Neither more GPUs nor a higher gpu_memory_utilization is enough" in hopeless
+    assert kv_cache_capacity(80, 16, 131072).weights_fit is True
+
+
 def test_fastdeploy_decode_budget():
     r = fastdeploy_decode_budget(17131, 0.75, 64, avg_output_tokens=2000)
     assert r.decode_tokens == int(17131 * 0.25 * 64) and r.max_num_seqs_supported == r.decode_tokens // 2000

@@ -104,6 +104,30 @@ MESSAGES: dict[str, dict[str, str]] = {
               "available: vLLM refuses to start. Lower --max-model-len to {tokens} or less, or raise "
               "--gpu-memory-utilization, or add GPUs.",
     },
+    "kv_cache_capacity.weights_do_not_fit": {
+        "zh": "权重放不下：每张卡 {weights:.2f} GiB 权重{overhead}，而可用显存只有 {usable:.2f} GiB"
+              "（{gpu} GiB × gpu_memory_utilization {util}），超出 {short:.2f} GiB；KV Cache 没有空间，vLLM 无法启动。",
+        "en": "The weights do not fit: {weights:.2f} GiB of weights per GPU{overhead} against {usable:.2f} GiB of usable "
+              "memory ({gpu} GiB × gpu_memory_utilization {util}), {short:.2f} GiB too much; nothing is left for the "
+              "KV cache, and vLLM will not start.",
+    },
+    "kv_cache_capacity.weights_overhead": {
+        "zh": "加上 {overhead:.2f} GiB 其他开销",
+        "en": " plus {overhead:.2f} GiB of overhead",
+    },
+    "kv_cache_capacity.tp_helps_more": {
+        "zh": "把 tensor_parallel_size 设到 {tp} 或以上，每张卡的权重降到 {per_gpu:.2f} GiB 以下，才有 KV Cache 的空间。",
+        "en": " With tensor_parallel_size {tp} or more, the weights split to {per_gpu:.2f} GiB per GPU or less and leave room for the KV cache.",
+    },
+    "kv_cache_capacity.utilization_helps_more": {
+        "zh": "把 gpu_memory_utilization 调到 {util:.2f} 以上也能腾出空间。",
+        "en": " A gpu_memory_utilization above {util:.2f} would also leave room.",
+    },
+    "kv_cache_capacity.nothing_helps_more": {
+        "zh": "加卡或调高 gpu_memory_utilization 都不够：需要更小（量化）的模型、更少的其他开销，或显存更大的 GPU。",
+        "en": " Neither more GPUs nor a higher gpu_memory_utilization is enough: it needs a smaller (quantized) model, "
+              "less overhead, or GPUs with more memory.",
+    },
     # kv_tokens_from_memory
     "kv_tokens_from_memory.formula": {
         "zh": "KV Cache 显存 ÷ 每 token 的 KV 字节数：{numbers} 个 token",

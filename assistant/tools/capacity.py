@@ -347,6 +347,9 @@ class KVCapacity:
     formula: str
     explanation: dict[str, str] = field(default_factory=dict)
     formula_zh: str = ""
+    # False when the weights (and overhead) alone exceed the usable memory: kv_tokens is 0
+    # because nothing fits, not because of a KV cache that holds nothing.
+    weights_fit: bool = True
 
 
 @tool
@@ -382,9 +385,32 @@ def kv_cache_capacity(
                f"{budget:.2f} GiB ÷ {_fmt(kv_bytes_per_token)} B = {_fmt(tokens)}")
     result = _kv_result(budget, tokens, kv_bytes_per_token, max_model_len, _say("kv_cache_capacity.formula", numbers=numbers),
                         "kv_cache_capacity.too_long_more")
-    if not overhead_gib:
+    if budget <= 0:
+        result.weights_fit, result.fits_one_request = False, False if max_model_len else None
+        result.explanation = _weights_do_not_fit(gpu_memory_gib, gpu_memory_utilization, weights_gib, tp, overhead_gib)
+    elif not overhead_gib:
         result.explanation = _then(result.explanation, "kv_cache_capacity.no_overhead_more")
     return result
+
+
+def _weights_do_not_fit(gpu_gib: float, util: float, weights_gib: float, tp: int, overhead_gib: float) -> dict[str, str]:
+    """What to say when the weights leave nothing for the KV cache ("About 0 tokens fit
+    (-28.00 GiB)" read as a result): by how much, and only the changes that would help."""
+    usable = gpu_gib * util
+    from assistant.i18n import LANGS, t
+
+    overhead = _say("kv_cache_capacity.weights_overhead", overhead=overhead_gib) if overhead_gib else dict.fromkeys(LANGS, "")
+    text = {lang: t("tools.kv_cache_capacity.weights_do_not_fit", lang, weights=weights_gib / tp, overhead=overhead[lang],
+                    usable=usable, gpu=_fmt(gpu_gib), util=util, short=weights_gib / tp + overhead_gib - usable)
+            for lang in LANGS}
+    helped = False
+    if usable > overhead_gib:  # more GPUs shrink the weights per GPU until they fit beside the overhead
+        needed = math.floor(weights_gib / (usable - overhead_gib)) + 1
+        text, helped = _then(text, "kv_cache_capacity.tp_helps_more", tp=needed, per_gpu=weights_gib / needed), True
+    util_needed = (weights_gib / tp + overhead_gib) / gpu_gib
+    if util_needed < 1:  # the rest of the GPU's memory would hold them
+        text, helped = _then(text, "kv_cache_capacity.utilization_helps_more", util=util_needed), True
+    return text if helped else _then(text, "kv_cache_capacity.nothing_helps_more")
 
 
 def _kv_result(budget: float, tokens: int, kv_bytes_per_token: int, max_model_len: int | None, formula: dict[str, str],
