@@ -170,6 +170,9 @@ def load_settings(config_path: Path | None = None, environ: dict[str, str] | Non
     for name, value in coerced.items():
         if isinstance(value, float) and not math.isfinite(value):
             raise ConfigError(f"setting {name!r} must be a finite number, not {values[name]!r}", "fix the config file or environment")
+        if name in _RANGES and not _RANGES[name][0] <= value <= _RANGES[name][1]:
+            low, high = _RANGES[name]
+            raise ConfigError(f"setting {name!r} must be from {low} to {high}, not {values[name]!r}", "fix the config file or environment")
         if name in _POSITIVE and not value > 0:
             raise ConfigError(f"setting {name!r} must be positive, not {values[name]!r}", "fix the config file or environment")
         if name in _NON_NEGATIVE and value < 0:
@@ -181,12 +184,15 @@ def load_settings(config_path: Path | None = None, environ: dict[str, str] | Non
 # LLM and said it "did not finish within -5 s".
 # Zero means something for the second set: faiss for any size, no queueing, never waiting on a
 # locked feedback DB, checking the KB on every request, keeping every answer.
-_POSITIVE = frozenset({"embed_threads", "top_k", "retrieval_limit", "max_question_bytes", "max_chunk_chars",
+_POSITIVE = frozenset({"embed_threads", "retrieval_limit", "max_question_bytes", "max_chunk_chars",
                        "llm_connect_timeout", "llm_timeout", "llm_first_token_timeout", "tool_timeout", "llm_passages",
                        "max_body_bytes", "answer_threads"})
 _NON_NEGATIVE = frozenset({"llm_max_tool_steps", "queue_size", "feedback_retention_days", "dense_weight", "bm25_weight",
                            "signature_boost", "coverage_weight", "min_relevance", "mismatch_penalty", "faiss_min_vectors",
                            "queue_timeout", "feedback_timeout", "kb_check_interval"})
+# Bounded counts: top_k as `ask -k` and the HTTP API's top_k take it (ASSISTANT_TOP_K=20 was
+# accepted where `-k 20` was refused).
+_RANGES = {"top_k": (1, 10)}
 _WARNED: set[str] = set()
 
 

@@ -62,6 +62,20 @@ def test_config_mistakes_are_named_not_silently_ignored(tmp_path, capsys):
     assert load_settings(tmp_path / "none.toml", environ=zero).kb_check_interval == 0
 
 
+def test_top_k_from_the_config_or_environment_has_the_limits_of_ask_k(tmp_path):
+    """ASSISTANT_TOP_K=20 was accepted while `ask -k 20` and the HTTP API's top_k take 1 to 10."""
+    for raw in ("20", "11", "0", "-1"):
+        with pytest.raises(ConfigError, match=f"setting 'top_k' must be from 1 to 10, not '{raw}'"):
+            load_settings(tmp_path / "none.toml", environ={"ASSISTANT_TOP_K": raw})
+    cfg = tmp_path / "config.toml"
+    cfg.write_text("top_k = 20\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="must be from 1 to 10, not 20") as err:
+        load_settings(cfg, environ={})
+    assert "\n" not in str(err.value)
+    assert load_settings(tmp_path / "none.toml", environ={"ASSISTANT_TOP_K": "10"}).top_k == 10
+    assert load_settings(tmp_path / "none.toml", environ={"ASSISTANT_TOP_K": "1"}).top_k == 1
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
