@@ -257,3 +257,20 @@ def test_eval_outside_a_checkout_says_where_the_cases_are(bundled_env, tmp_path)
     err = proc.stderr.decode()
     assert proc.returncode != 0 and "no case file at eval/cases.jsonl" in err and "--cases FILE" in err
     assert "Errno" not in err and "Traceback" not in err
+
+
+def test_readme_figures_for_the_capacity_set_and_the_bundled_kb_match_the_files():
+    """The README said "99 capacity phrasings" in prose and 95 in the eval table, and 468
+    chunks for the bundled KB where `assistant ingest --status` shows 488."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    capacity = sum(1 for line in (root / "eval" / "capacity.jsonl").read_text(encoding="utf-8").splitlines() if line.strip())
+    assert re.findall(r"`eval/capacity.jsonl` holds (\d+) capacity phrasings", readme) == [str(capacity)]
+    assert re.findall(r"\| `eval/capacity.jsonl` \|[^|]*\| (\d+) \|", readme) == [str(capacity)]
+    manifest = json.loads((root / "assistant" / "bundled_index" / "manifest.json").read_text(encoding="utf-8"))
+    articles = list((root / "kb").rglob("*.md"))
+    row = re.search(r"\| bundled KB \((\d+) articles\) \| (\d+)", readme)
+    assert row and (int(row.group(1)), int(row.group(2))) == (len(articles), manifest["chunk_count"])
