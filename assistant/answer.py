@@ -233,19 +233,27 @@ def _retrieval_query(text: str, diagnosis) -> str:
         return text
     # Findings come most severe first (what the server logged as an error or died of
     # before any warning-level symptom); a lesser one stays when the question is about it.
-    asked = _stems(text)
-    top = problems[0]
-    problems = [f for f in problems if (f.severity == top.severity and f.fatal == top.fatal) or asked & _stems(f.example)]
-    lines = [f.example for f in problems[:LOG_LINES_IN_QUERY]]
+    lesser = _lesser_findings(problems, _stems(text))
+    lines = [f.example for f in problems if f not in lesser][:LOG_LINES_IN_QUERY]
     return (text + "\n" + "\n".join(lines))[:MAX_QUERY_CHARS]
+
+
+def _lesser_findings(problems: list, asked: set[str]) -> list:
+    """The findings below the log's most severe one (findings come most severe first: what
+    the server logged as an error or died of, before any warning-level symptom), unless the
+    question's words are about them."""
+    top = problems[0]
+    return [f for f in problems
+            if not (f.severity == top.severity and f.fatal == top.fatal) and not asked & _stems(f.example)]
 
 
 def _without_lesser_log_lines(text: str, settings: Settings) -> str:
     """A question with a log pasted in, without the log's warning lines when it also shows
     what the server died of: pasted whole (`tail -n 50 server.log | ask -`), a preemption
     warning before a CUDA OOM won the answer, whose first fix (raise gpu_memory_utilization)
-    made the OOM worse, while `ask --log` on the same lines led with the OOM. The same rule
-    as `_retrieval_query`; the warning stays when the question's sentences are about it."""
+    made the OOM worse, while `ask --log` on the same lines led with the OOM. The findings
+    ranked below are `_retrieval_query`'s, but here only a death the KB has an article for
+    outranks them; the warnings stay when the question's sentences are about them."""
     from .questions import might_paste
 
     if not might_paste(text):
@@ -262,11 +270,14 @@ def _without_lesser_log_lines(text: str, settings: Settings) -> str:
     # start" says nothing of why, and the NCCL or KV-cache line before it does.
     if not problems or not problems[0].fatal or not any(f.fatal and f.article for f in problems):
         return text
-    asked = _stems("\n".join(parts.prose))
-    lesser = {f.example for f in problems if not f.fatal and not asked & _stems(f.example)}
+    lesser = {f.signature.lower() for f in _lesser_findings(problems, _stems("\n".join(parts.prose)))}
     if not lesser:
         return text
-    kept = [line for line in text.splitlines() if line.strip()[:300] not in lesser]
+    # Every line a lesser signature matches (a warning repeats with other timestamps and
+    # sequence ids), unless it also carries what the server died of.
+    worse = {f.signature.lower() for f in problems if f.signature.lower() not in lesser}
+    kept = [line for line in text.splitlines()
+            if not any(sig in line.lower() for sig in lesser) or any(sig in line.lower() for sig in worse)]
     return "\n".join(kept)
 
 
@@ -869,11 +880,19 @@ def _untitled_introduction(kb, chunks: list) -> bool:
 
 
 def _heading_words(text: str) -> set[str]:
-    """A heading's or file name's words, singular: "Custom Models" and "english_custom"
-    share "custom"; a Chinese heading's characters count two by two."""
-    words = {w.rstrip("s") for w in re.findall(r"[a-z]{3,}", text.lower())}
+    """A heading's or file name's subject words, singular: "Custom Models" and
+    "english_custom" share "custom"; a Chinese heading's characters count two by two.
+    Question words are no subject: two FAQ entries both asked "How do I …" or "如何…" share
+    nothing."""
+    words = {w[:-1] if w.endswith("s") and not w.endswith("ss") else w for w in re.findall(r"[a-z]{3,}", text.lower())}
     han = [ch for ch in text if is_cjk(ch)]
-    return words | {a + b for a, b in zip(han, han[1:])}
+    pairs = {a + b for a, b in zip(han, han[1:])}
+    return {w for w in words if w not in _QUESTION_WORDS} | {p for p in pairs if not any(q in p for q in _QUESTION_CHARS)}
+
+
+_QUESTION_WORDS = frozenset({"how", "what", "why", "when", "where", "which", "who", "can", "doe", "the", "and", "for", "with",
+                             "use", "using", "get", "set", "not", "you", "your", "our", "this", "that", "from", "into"})
+_QUESTION_CHARS = ("如何", "怎么", "什么", "为什", "么", "哪", "吗", "是否", "能否", "可以")
 
 
 def _fix_sibling(kb, best, quoted: list) -> list[ArticleMatch]:

@@ -522,8 +522,10 @@ _CONC_FIGURE = re.compile(r"how many|多少|(?<!好)几个(?=[^，。；,;.!！\
 
 # "Is there a flag to cap how much memory the KV cache may use?", "怎么限制 KV cache 用多少显存":
 # how much is the setting's subject, and the asker wants the setting, not a figure.
-_SETTING_AMOUNT = re.compile(r"\b(?:cap|capping|limit|limiting|control|controlling|restrict|restricting|set|setting|specify|configure|"
-                             r"choose|decide)\s+how (?:much|many|big|large)|(?:限制|控制|限定|指定|设置|设定|配置)[^，,。；;？?！!\n]{0,16}?(?:多少|多大)")
+# Only the verbs that bound an amount: "max_num_seqs 设置多少合适" and "decide how many sequences"
+# do ask for a figure.
+_SETTING_AMOUNT = re.compile(r"\b(?:cap|capping|limit|limiting|restrict|restricting)\s+how (?:much|many|big|large)"
+                             r"|限制[^，,。；;？?！!\n]{0,16}?(?:多少|多大)")
 
 
 def _asks_for_a_number(text: str) -> bool:

@@ -170,7 +170,7 @@ def decide(result, min_relevance: float) -> tuple[bool, float | None, bool]:
     covered = model.probability({**x, "unseen_entity": 0.0, "unseen_pasted": 0.0}) >= cut
     # A rule that refuses caps the probability at the threshold: a refusal reported with
     # "confidence": 0.9 read as a near-certain answer withheld.
-    ruled = min(p, cut)
+    ruled = min(p, math.nextafter(cut, 0.0))  # below the threshold, where answers begin
     if top.hardware_conflict or result.foreign_products:
         return False, ruled, covered
     if getattr(result, "unknown_error", False):

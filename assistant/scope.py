@@ -221,9 +221,12 @@ ENTITIES: dict[str, tuple[str, ...]] = {
                           "what models does", "what models are supported", "list of supported models"),
     # The installed release, asked for as such ("怎么查看 vllm 的版本号"): a pip or `--version`
     # question, which a symptom article that names versions in passing does not answer.
-    "checking the installed version": ("查看版本", "查看 vllm 版本", "查看vllm版本", "版本号怎么看", "怎么看版本",
-                                       "的版本号", "check the version", "check which version", "which version is installed",
-                                       "what version is installed", "version is installed", "installed version"),
+    # Only with the checking verb: "驱动的版本号太低" is a driver problem, not this question.
+    "checking the installed version": ("查看版本", "查看 vllm 版本", "查看vllm版本", "查看 vllm 的版本", "查看vllm的版本",
+                                       "版本号怎么看", "怎么看版本", "check the version", "check which version",
+                                       "check the installed version", "which version is installed", "what version is installed",
+                                       "find the installed version", "check which vllm version", "which vllm version is installed",
+                                       "what vllm version is installed"),
     # A dtype the GPU lacks ("Bfloat16 is only supported on GPUs with compute capability of at least 8.0").
     "bf16 on older GPUs": ("bfloat16 is only supported", "bf16 is only supported", "bfloat16 is not supported",
                            "bf16 is not supported", "does not support bfloat16", "doesn't support bfloat16", "does not support bf16",

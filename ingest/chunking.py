@@ -523,21 +523,16 @@ def _split_at_headings(block: list[str]) -> list[list[str]]:
         return [block]
     out: list[list[str]] = []
     current: list[str] = []
-    head = ""  # the heading this block opened with, when it was split off
     for i, line in enumerate(block):
         depth = _numbered_depth(line.strip())
         inner = depth >= 2 or bool(_CHAPTER.match(line.strip()))
         first = (i == 0 and depth == 1 and not block[1][:1].isspace()
                  and _numbering_style(block[1].strip()) in (None, *({"arabic", "chinese", "chapter"} - {_numbering_style(line.strip())})))
-        # "二、显存不足" / its text / "三、网关超时" with no blank line between: the next heading
-        # in the opening heading's numbering, not a line of the text.
-        sibling = bool(head) and depth == 1 and i > 0 and _goes_on_numbering(head, line)
-        if (inner or first or sibling) and looks_like_heading(line):
+        if (inner or first) and looks_like_heading(line):
             if current:
                 out.append(current)
             out.append([line])
             current = []
-            head = line if first or sibling else head
         else:
             current.append(line)
     if current:

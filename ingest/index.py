@@ -81,7 +81,7 @@ SCHEMA = 16
 #     dropped too.
 # 25: multi-line HTML comments and <style>/<script> blocks are dropped.
 # 26: plain text: a numbered heading right above steps numbered another way ("一、" over "1.")
-#     is a heading, and the next heading in its numbering opens a section without a blank line.
+#     is a heading.
 RULES = 26
 FAISS_TOP = 2_000
 

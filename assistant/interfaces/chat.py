@@ -298,7 +298,7 @@ def render_markdown(markdown: str, dialect: Dialect) -> str:
             # The header row names the columns: a bold line above the rows, not a bullet that
             # reads like one more cause ("• 可能原因 — 本质").
             cells = [_plain(cell.strip()) for cell in line.strip().strip("|").split("|")]
-            out.append(dialect.bold.format(dialect.escape(dialect.cell_separator.join(cells))))
+            out.append(dialect.bold.format(render_inline(dialect.cell_separator.join(cells), dialect)))
         elif not _TABLE_RULE.match(line):  # a table's separator row says nothing once flattened
             out.append(_render_line(line, dialect))
     return "\n".join(out).strip()
