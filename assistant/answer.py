@@ -112,6 +112,7 @@ def answer_question(
     use_llm: bool | None = None,
     use_tools: bool = True,
     log_text: str | None = None,
+    log_first_line: int = 1,
     on_token=None,
     on_tool=None,
     early: EarlyEmbedding | None = None,
@@ -120,14 +121,15 @@ def answer_question(
     """The one function every adapter calls.
 
     use_llm: None = use the LLM when one is configured; False = extractive only.
-    log_text: a log to diagnose alongside the question (`ask --log FILE`).
+    log_text: a log to diagnose alongside the question (`ask --log FILE`); log_first_line is
+    the number in the file of its first line (the tail of a long log starts deep inside it).
     on_token / on_tool: streaming callbacks for the LLM path.
     early: the question's embedding, already started by the caller (see questions.py).
     trace: receives the retrieval under "retrieval" (the eval ranks articles from it).
     """
     started = time.perf_counter()
     text = validate_question(question, settings.max_question_bytes)
-    diagnosis, log_call = _diagnose(log_text, settings) if log_text is not None else (None, None)  # an empty log is a log
+    diagnosis, log_call = _diagnose(log_text, settings, log_first_line) if log_text is not None else (None, None)  # an empty log is a log
     query = _retrieval_query(text, diagnosis) if diagnosis is not None else _without_lesser_log_lines(text, settings)
     query_vector = None
     pending = early.for_text(query_text(query)) if early is not None else None
@@ -212,12 +214,12 @@ def answer_question(
     return answer
 
 
-def _diagnose(log_text: str, settings: Settings):
+def _diagnose(log_text: str, settings: Settings, first_line: int = 1):
     from .tools import ToolCall
     from .tools.logs import diagnose_text
 
     t0 = time.perf_counter()
-    diagnosis = diagnose_text(log_text, settings)  # the index in use, cache dir included
+    diagnosis = diagnose_text(log_text, settings, first_line)  # the index in use, cache dir included
     call = ToolCall.of("diagnose_log", {"text": f"<{len(log_text.splitlines())} lines>"}, diagnosis,
                        (time.perf_counter() - t0) * 1000)
     return diagnosis, call

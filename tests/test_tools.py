@@ -541,6 +541,17 @@ def test_ask_with_a_log_file_names_the_article(bundled_env, tmp_path):
     assert data["tool_calls"][0]["name"] == "diagnose_log" and "Log findings" in data["answer"]
 
 
+def test_ask_with_a_log_longer_than_the_read_window_cites_the_line_in_the_file(bundled_env, tmp_path):
+    """`ask --log` counted from where the last 2 MB began (line 9,611 for line 30,002), as the
+    tool and `doctor --log` did before."""
+    rows = [f"INFO 11-30 02:17:46 [engine.py:160] step {i}: running, nothing to see here, padding padding" for i in range(1, 40_001)]
+    rows[30_001] = "WARNING 11-30 02:17:46 [scheduler.py:1] Waiting for free blocks in KV cache"
+    log = tmp_path / "big.log"
+    log.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    proc = run_cli(["ask", "--json", "--log", str(log), "what happened?"], bundled_env)
+    assert "line 30002" in json.loads(proc.stdout)["answer"]
+
+
 
 PRELUDE_THEN_OOM = (
     "WARNING 12-01 10:00:05 [scheduler.py:1000] Sequence group 0 is preempted by PreemptionMode.RECOMPUTE mode "

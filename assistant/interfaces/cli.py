@@ -51,17 +51,18 @@ def _run(fn, *args, **kwargs):
         _fail(f"internal error: {type(exc).__name__}: {exc} (please report this)", EXIT_INTERNAL)
 
 
-def read_log(path: str, notes: list[str] | None = None, lang: str = "en") -> str:
-    """The last 2 MB of a log file, decoded leniently (logs mix encodings); `notes` gets a
-    line saying so when the file is longer."""
+def read_log(path: str, notes: list[str] | None = None, lang: str = "en") -> tuple[str, int]:
+    """The last 2 MB of a log file, decoded leniently (logs mix encodings), and the number in
+    the file of its first line (findings are reported by their line in the file); `notes`
+    gets a line saying so when the file is longer."""
     from oncall_common.errors import AssistantError
-    from assistant.tools.logs import read_tail_counted, unread_note
+    from assistant.tools.logs import read_tail_located, unread_note
 
     try:
-        text, unread = read_tail_counted(path)
+        text, unread, first_line = read_tail_located(path)
         if unread and notes is not None:
             notes.append(unread_note(unread, lang))
-        return text
+        return text, first_line
     except OSError as exc:
         raise AssistantError(f"cannot read log file {path}: {exc.strerror}") from exc
     except ValueError as exc:
@@ -231,8 +232,8 @@ def ask(argv: list[str] | None = None) -> None:
         from assistant.answer import answer_question
 
         lang = None if args.lang == "auto" else args.lang
-        log_text = read_log(args.log, input_notes, "zh" if args.lang == "zh" or (args.lang == "auto" and _zh(text)) else "en") \
-            if args.log else None
+        log_text, log_first_line = read_log(args.log, input_notes, "zh" if args.lang == "zh" or (args.lang == "auto" and _zh(text))
+                                            else "en") if args.log else (None, 1)
         streamed: list[str] = []
         # Tokens are shown as they come only on a terminal: in a pipe or a file, text that a
         # later check removes (a sentence citing no passage) could not be taken back.
@@ -247,7 +248,7 @@ def ask(argv: list[str] | None = None) -> None:
             print(line, file=sys.stderr, flush=True)
 
         answer = answer_question(text, settings, lang=lang, top_k=args.top_k, mode=args.mode, use_llm=args.llm,
-                                 use_tools=not args.no_tools, log_text=log_text,
+                                 use_tools=not args.no_tools, log_text=log_text, log_first_line=log_first_line,
                                  on_token=on_token if stream else None, on_tool=None if args.as_json else on_tool,
                                  early=early)
         answer.notes[:0] = input_notes
