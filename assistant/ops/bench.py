@@ -92,7 +92,9 @@ def run_bench(settings: Settings, *, queries: int = 30, runs: int = 5, echo: Cal
     from assistant.knowledge import open_kb
 
     results: dict[str, float] = {}
-    env = dict(os.environ, ASSISTANT_CACHE_DIR=str(settings.cache_dir), ASSISTANT_KB_DIR=str(settings.kb_dir))
+    # Absolute: the timed children run in an empty folder, where "--kb kb" names nothing.
+    env = dict(os.environ, ASSISTANT_CACHE_DIR=str(Path(settings.cache_dir).resolve()),
+               ASSISTANT_KB_DIR=str(Path(settings.kb_dir).resolve()))
     open_kb(settings)  # make sure the KB is indexed: the cold figure is for a warm cache
     _compile_bytecode()
 
