@@ -160,13 +160,20 @@ def get_embedder_for(settings: Settings):
 _OPEN: dict[tuple, KB] = {}
 
 
+def require_kb_dir(kb_dir: Path) -> None:
+    """A missing or mistyped KB directory, said in one line with what to pass instead: by
+    `open_kb`, and by `serve` before it binds (it loads the index only afterwards)."""
+    if kb_dir.is_dir():
+        return
+    if kb_dir.exists():
+        raise AssistantError(f"{kb_dir} is a file, not a KB directory",
+                             f"pass the folder that holds it (--kb {kb_dir.parent}), or add it with `assistant ingest {kb_dir}`")
+    raise AssistantError(f"KB directory {kb_dir} does not exist", "pass --kb DIR or set ASSISTANT_KB_DIR")
+
+
 def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr) -> KB:
     """Load (building or refreshing if needed) the index for settings.kb_dir."""
-    if not settings.kb_dir.is_dir():
-        if settings.kb_dir.exists():
-            raise AssistantError(f"{settings.kb_dir} is a file, not a KB directory",
-                                 f"pass the folder that holds it (--kb {settings.kb_dir.parent}), or add it with `assistant ingest {settings.kb_dir}`")
-        raise AssistantError(f"KB directory {settings.kb_dir} does not exist", "pass --kb DIR or set ASSISTANT_KB_DIR")
+    require_kb_dir(settings.kb_dir)
     key = (str(settings.kb_dir), str(settings.cache_dir), settings.embedder)
     embedder = get_embedder_for(settings)
     directory = index_dir(settings)

@@ -325,7 +325,9 @@ def serve(host: str, port: int, workers: int, kb: str | None) -> None:
         if kb:
             hand_to_workers(kb_dir=Path(kb).resolve())
         settings = settings_for(kb)
-        _require_kb_dir(settings.kb_dir)
+        from assistant.knowledge import require_kb_dir
+
+        require_kb_dir(settings.kb_dir)  # now, not as a log line behind a /healthz 200
         check_port(host, port)
         tokens = api_tokens(settings)  # refuse ", ," here, in one line, before any worker starts
         trusted_networks(settings.trusted_proxies)  # and a malformed proxy list
@@ -376,19 +378,6 @@ def feedback_export(out: str) -> None:
         click.echo(f"{len(cases)} draft case(s); fill in `expect` before adding them to eval/cases.jsonl", err=True)
 
     _run(body)
-
-
-def _require_kb_dir(kb_dir: Path) -> None:
-    """Fail now, in the words `ask` uses (open_kb), when the KB directory is not there: serve
-    loads the index only after binding, so the failure was a log line behind a /healthz 200."""
-    from oncall_common.errors import AssistantError
-
-    if kb_dir.is_dir():
-        return
-    if kb_dir.exists():
-        raise AssistantError(f"{kb_dir} is a file, not a KB directory",
-                             f"pass the folder that holds it (--kb {kb_dir.parent}), or add it with `assistant ingest {kb_dir}`")
-    raise AssistantError(f"KB directory {kb_dir} does not exist", "pass --kb DIR or set ASSISTANT_KB_DIR")
 
 
 def _writable_dir(path: Path) -> Path:
