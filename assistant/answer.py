@@ -340,7 +340,12 @@ def _asks_only_about_the_log(text: str) -> bool:
 
 def _stems(text: str) -> set[str]:
     """The first six letters of each longer word: "preempted" in a question meets
-    "preemption" in a log line."""
+    "preemption" in a log line. A Chinese question's words count by their glossary
+    translation: "为什么一直被抢占" is about the preemption warning."""
+    if any(is_cjk(ch) for ch in text):
+        from .glossary import translate
+
+        text = text + " " + " ".join(translate(text, "zh"))
     return {w[:6] for w in re.findall(r"[a-z]{5,}", text.lower()) if w not in _COMMON}
 
 

@@ -252,8 +252,8 @@ def test_a_pasted_crash_log_is_answered_by_what_the_server_died_of(bundled_setti
     from assistant.answer import _without_lesser_log_lines
 
     assert "preempted" not in _without_lesser_log_lines("the server died, why?\n" + repeated, bundled_settings)
-    about = "why are my requests preempted before the crash?\n" + CRASH_LOG
-    assert answer_question(about, bundled_settings, kb=bundled_kb).citations[0].id == "vllm-preemption"
+    for about in ("why are my requests preempted before the crash?\n" + CRASH_LOG, "崩之前为什么一直被抢占？\n" + CRASH_LOG):
+        assert answer_question(about, bundled_settings, kb=bundled_kb).citations[0].id == "vllm-preemption"
 
 
 @pytest.mark.parametrize("question", ["怎么查看 vllm 的版本号", "vllm 支持哪些模型", "how do I check which vllm version is installed"])
