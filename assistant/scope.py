@@ -226,7 +226,9 @@ ENTITIES: dict[str, tuple[str, ...]] = {
                                        "版本号怎么看", "怎么看版本", "check the version", "check which version",
                                        "check the installed version", "which version is installed", "what version is installed",
                                        "find the installed version", "check which vllm version", "which vllm version is installed",
-                                       "what vllm version is installed"),
+                                       "what vllm version is installed", "check the installed vllm version",
+                                       "what version of vllm do i have", "which version of vllm do i have",
+                                       "当前安装的 vllm 版本", "当前安装的vllm版本", "安装的是哪个版本", "装的是哪个版本"),
     # A dtype the GPU lacks ("Bfloat16 is only supported on GPUs with compute capability of at least 8.0").
     "bf16 on older GPUs": ("bfloat16 is only supported", "bf16 is only supported", "bfloat16 is not supported",
                            "bf16 is not supported", "does not support bfloat16", "doesn't support bfloat16", "does not support bf16",

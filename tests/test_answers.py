@@ -256,7 +256,9 @@ def test_a_pasted_crash_log_is_answered_by_what_the_server_died_of(bundled_setti
         assert answer_question(about, bundled_settings, kb=bundled_kb).citations[0].id == "vllm-preemption"
 
 
-@pytest.mark.parametrize("question", ["怎么查看 vllm 的版本号", "vllm 支持哪些模型", "how do I check which vllm version is installed"])
+@pytest.mark.parametrize("question", ["怎么查看 vllm 的版本号", "vllm 支持哪些模型", "how do I check which vllm version is installed",
+                                      "how do I check the installed vllm version", "what version of vLLM do I have?",
+                                      "怎么查看当前安装的 vllm 版本"])
 def test_basic_usage_questions_the_kb_does_not_answer_are_refused(bundled_settings, bundled_kb, question):
     """A newcomer's "how do I check the version" drew the NCCL article at confidence 0.97:
     the words (vllm, 版本) are everywhere in the KB, the subject is nowhere."""
