@@ -630,7 +630,7 @@ def test_doctor_reads_the_probes_typed_results(tmp_path, monkeypatch):
     assert [(f.severity, f.message) for f in _gpu_findings(gpu)] == [
         ("ok", "driver 550.1, CUDA 12.4, 1 GPU(s)"),
         ("critical", "GPU 0 has 2 uncorrected ECC errors: take it out of service"),
-        ("warning", "GPU 0 (H100) memory 94% used (1 processes): little headroom left"),
+        ("warning", "GPU 0 (H100) memory 94% used (1 process): little headroom left"),
         ("warning", "GPU 0↔1 (SYS): peer-to-peer not supported (status 2)")]
     assert _gpu_findings(GPUReport(False, "no NVIDIA driver found (x)"))[0].message == "no NVIDIA driver found (x)"
     serving = ServingReport("http://h:8000", True, models=["m"], running=2.0, waiting=0.0, kv_cache_usage=0.5,

@@ -36,7 +36,7 @@ def _gpu_findings(report: GPUReport) -> list[Finding]:
             out.append(Finding("critical", "gpu", f"GPU {g.index} has {g.ecc_uncorrected} uncorrected ECC errors: take it out of service"))
         if g.memory_used_pct >= 90:
             out.append(Finding("warning", "gpu", f"GPU {g.index} ({g.name}) memory {g.memory_used_pct:.0f}% used "
-                               f"({len(g.processes)} processes): little headroom left", "vllm-cuda-oom"))
+                               f"({len(g.processes)} process{'' if len(g.processes) == 1 else 'es'}): little headroom left", "vllm-cuda-oom"))
     for link in report.links:
         if link.p2p_read not in ("OK", "unknown"):
             out.append(Finding("warning", "gpu", f"GPU {link.gpu_a}↔{link.gpu_b} ({link.topology}): peer-to-peer {link.p2p_read}",
