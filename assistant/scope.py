@@ -229,6 +229,13 @@ ENTITIES: dict[str, tuple[str, ...]] = {
                                        "what vllm version is installed", "check the installed vllm version",
                                        "what version of vllm do i have", "which version of vllm do i have",
                                        "当前安装的 vllm 版本", "当前安装的vllm版本", "安装的是哪个版本", "装的是哪个版本"),
+    # Moving to another release, asked for as such ("how do I upgrade vllm to the latest
+    # version", "vllm 怎么升级"): an install question. Not "after I upgraded vLLM, answers got
+    # worse", where the upgrade is the setting of a symptom the KB may well answer.
+    "upgrading to a new release": ("how do i upgrade", "how to upgrade", "how can i upgrade", "how should i upgrade",
+                                   "how do i update vllm", "how to update vllm", "upgrade vllm to the latest",
+                                   "upgrade to the latest version", "upgrade to the newest version",
+                                   "怎么升级", "如何升级", "怎样升级", "升级到最新版", "升级到最新的版本", "升级方法"),
     # A dtype the GPU lacks ("Bfloat16 is only supported on GPUs with compute capability of at least 8.0").
     "bf16 on older GPUs": ("bfloat16 is only supported", "bf16 is only supported", "bfloat16 is not supported",
                            "bf16 is not supported", "does not support bfloat16", "doesn't support bfloat16", "does not support bf16",
@@ -255,6 +262,10 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
     "new model support": ("supported models", "supported architectures", "model support", "支持的模型", "支持模型列表"),
     # Docs that show `vllm --version`, or head a section on the installed version, cover it.
     "checking the installed version": ("--version", "#installed version", "#check the version", "#查看版本", "pip show"),
+    # Docs with an "Upgrading" heading or a `pip install -U` line answer it; an article titled
+    # "output changed after an upgrade" does not.
+    "upgrading to a new release": ("#upgrading*", "#how to upgrade", "#升级方法", "#版本升级", "#升级 vllm", "pip install -u",
+                                   "pip install --upgrade", "uv pip install -u"),
     "proxies and gateways": ("gateway", "proxy", "nginx", "load balancer", "网关", "代理"),
     # Docs with an "Embeddings" section cover the "embeddings endpoint" asked about; the word
     # in running text does not ("cached image embeddings", "the embedding layer"). A leading
@@ -285,7 +296,7 @@ PHRASE_SUBJECTS_ZH = {"new model support": "新模型架构的支持", "bf16 on 
                       "stop tokens and EOS": "停止符与 EOS", "context extension (RoPE/YaRN)": "上下文扩展（RoPE/YaRN）",
                       "proxies and gateways": "代理与网关", "tool calling": "工具调用（tool calling）",
                       "embedding and rerank models": "embedding 与 rerank 模型",
-                      "checking the installed version": "查看已安装的版本"}
+                      "checking the installed version": "查看已安装的版本", "upgrading to a new release": "升级到新版本"}
 
 # ENTITIES families whose names are phrasings of one subject, not distinct techniques: any
 # of them is a core word.

@@ -258,11 +258,20 @@ def test_a_pasted_crash_log_is_answered_by_what_the_server_died_of(bundled_setti
 
 @pytest.mark.parametrize("question", ["怎么查看 vllm 的版本号", "vllm 支持哪些模型", "how do I check which vllm version is installed",
                                       "how do I check the installed vllm version", "what version of vLLM do I have?",
-                                      "怎么查看当前安装的 vllm 版本"])
+                                      "怎么查看当前安装的 vllm 版本", "how do I upgrade vllm to the latest version",
+                                      "怎么把 vllm 升级到最新版本"])
 def test_basic_usage_questions_the_kb_does_not_answer_are_refused(bundled_settings, bundled_kb, question):
-    """A newcomer's "how do I check the version" drew the NCCL article at confidence 0.97:
-    the words (vllm, 版本) are everywhere in the KB, the subject is nowhere."""
+    """A newcomer's "how do I check the version" drew the NCCL article at confidence 0.97,
+    and "how do I upgrade vllm" the generation-config article ("output changed after an
+    upgrade") at 0.96: the words (vllm, 版本, upgrade) are in the KB, the subject is not."""
     assert not answer_question(question, bundled_settings, kb=bundled_kb).grounded
+
+
+@pytest.mark.parametrize("question", ["answers got worse after I upgraded vLLM, same model and prompts",
+                                      "升级 vLLM 后模型输出风格变了，怎么恢复以前的采样默认值"])
+def test_an_upgrade_that_sets_the_scene_is_not_an_upgrade_question(bundled_settings, bundled_kb, question):
+    assert answer_question(question, bundled_settings, kb=bundled_kb).citations[0].id == "vllm-generation-config-defaults"
+    assert answer_question(question, bundled_settings, kb=bundled_kb).grounded
 
 
 def test_a_version_named_beside_a_symptom_is_not_a_version_question(bundled_settings, bundled_kb):
