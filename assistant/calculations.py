@@ -566,12 +566,32 @@ def _other_engine(text: str, ours: frozenset[str] = frozenset({"fastdeploy"})) -
     return bool(products) and not ours & set(products)
 
 
-def route(x: Extraction, facts: _Facts) -> str | None:
-    """The capacity tool a question asks for, or None when it is not a capacity question."""
+def _asked(question: str) -> str:
+    """`_asking` of the question normalized line by line: `Extraction.text` is one line, on
+    which a pasted log cannot be told from the sentences around it (a vLLM start-up log
+    pasted alone drew a "more numbers needed" block for a calculation nobody asked for)."""
+    from .questions import might_paste
+    from .quantities import MAX_CHARS, normalize
+
+    text = question[:MAX_CHARS]
+    if might_paste(text):
+        from .cleaning import split_question
+
+        parts = split_question(text)  # on the text as written: log levels are upper-case
+        if parts.pasted or parts.errors:
+            text = "\n".join(parts.prose)
+    return _OOM_MESSAGE_WORDS.sub(" ", normalize(text))
+
+
+def route(x: Extraction, facts: _Facts, asked: str | None = None) -> str | None:
+    """The capacity tool a question asks for, or None when it is not a capacity question.
+    `asked` is the part that can ask (see `_asked`); by default, all of `x.text`."""
     if (_LOGPROBS.search(x.text) and (_MSG_WORDS.search(x.text) or facts.asked("msgmax") or facts.asked("msgmnb"))
             and not _other_engine(x.text)):
         return "logprobs_message_size"
-    t = _asking(x.text)
+    t = _asking(x.text) if asked is None else asked
+    if not t.strip():
+        return None  # a log pasted with no sentence around it asks for no figure: vLLM logged its own
     if facts.asked("kv_cache_ratio") or facts.has("prefill_blocks") or _DECODE.search(t):
         return "fastdeploy_decode_budget"
     if _ASK_BLOCKS.search(t) and not _ASK_BYTES.search(t):
@@ -581,7 +601,9 @@ def route(x: Extraction, facts: _Facts) -> str | None:
     if _asks_anything(t) and not logged_tokens and (facts.asked("kv_cache_memory") or (
             facts.has("kv_cache_memory") and (_ASK_CONC.search(t) or _ASK_KV.search(t)))):
         return "kv_tokens_from_memory"  # the KV cache's own memory: no GPU size or weights needed
-    memory = facts.asked("gpu_memory") or facts.asked("weights")
+    # A start-up log's "Model loading took 14.2 GiB" is the weights, but its "GPU KV cache
+    # size" already holds what they would be used to estimate.
+    memory = facts.asked("gpu_memory") or (facts.asked("weights") and not logged_tokens)
     if memory and _asks_anything(t):
         return "kv_cache_capacity"
     if _ASK_BYTES.search(t) or (shape and _asks_anything(t)):
@@ -600,12 +622,34 @@ _PLANNERS = {"kv_concurrency": _plan_kv_concurrency, "blocks_needed": _plan_bloc
              "kv_bytes_per_token": _plan_kv_bytes, "fastdeploy_decode_budget": _plan_decode, "logprobs_message_size": _plan_logprobs}
 
 
+def _pasted_log_apart(question: str, log_numbers: dict[str, float] | None) -> tuple[str, dict[str, float] | None]:
+    """The question without its pasted informational log lines, and what those lines log as
+    log numbers (as `ask --log` reads them). Read as the asker's own values, a start-up log's
+    every figure was a candidate ("[api_server.py:1043]", "took 8.231 seconds"), and its
+    `'max_model_len': 32768` clashed with the 65536 the asker wanted to try. Commands and
+    error lines stay: `--max-model-len 65536` on a command line is the asker's value."""
+    from .questions import might_paste
+
+    if not might_paste(question):
+        return question, log_numbers
+    from .cleaning import split_question
+    from .tools.logs import numbers_in
+
+    logs = set(split_question(question).logs)
+    if not logs:
+        return question, log_numbers
+    kept = "\n".join(line for line in question.splitlines() if line.strip()[:2000] not in logs)
+    return kept, {**numbers_in("\n".join(logs)), **(log_numbers or {})}
+
+
 def capacity_answer(question: str, log_numbers: dict[str, float] | None = None) -> CapacityAnswer | None:
     """Read a capacity question (plus numbers from its log) and run the tool it asks for, or say what
     is missing. None when the question is not a capacity question."""
+    asked = _asked(question)
+    question, log_numbers = _pasted_log_apart(question, log_numbers)
     x = extract(question)
     facts = _Facts(x, log_numbers)
-    tool = route(x, facts)
+    tool = route(x, facts, asked)
     if tool is None:
         return None
     chained = {"kv_cache_capacity": _plan_kv_capacity, "kv_tokens_from_memory": _plan_kv_memory}
@@ -621,7 +665,7 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None) 
     answer.problems = facts.problems
     answer.notes += facts.notes
     _note_bystanders(x, answer)
-    if answer.missing and (not _asks_for_a_number(_asking(x.text)) or _other_engine(x.text, _LOGGED_ENGINES)):
+    if answer.missing and (not _asks_for_a_number(asked) or _other_engine(x.text, _LOGGED_ENGINES)):
         # "4090 24G, MAX_INPUT_LENGTH=8191: is it memory or a wrong setting?" states sizes
         # and asks something, but no figure: a list of what a calculation would need, above
         # the answer, only gets in its way. Where to read the missing numbers is said for
@@ -645,7 +689,9 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None) 
 
 
 # A log line's date and time ("05-12 09:59:01", "2024-05-12T09:59:01.123") are not values to ask about.
-_TIMESTAMP = re.compile(r"\b\d{2,4}-\d{1,2}(?:-\d{1,2})?(?:[ t]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?)?|\b\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?")
+_TIMESTAMP = re.compile(r"\b\d{2,4}-\d{1,2}(?:-\d{1,2})?(?:[ t]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?)?|\b\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?"
+                        # and a log line's source position ("[api_server.py:1043]", "scheduler.cc:212")
+                        r"|[\w./-]+\.(?:py|pyx|cc|cpp|cu|cuh|h|hpp|c|go|rs|java|js|ts):\d+")
 
 
 def _note_bystanders(x: Extraction, answer: CapacityAnswer) -> None:

@@ -285,9 +285,38 @@ def test_pasted_logs_do_not_make_a_question_a_calculation():
     assert capacity_answer(oom) is None
     asked = ("INFO 05-12 09:59:01 metrics.py:341] Running: 2 reqs, Pending: 20 reqs, GPU KV cache usage: 99.8%\n"
              "why are requests stuck? how many can run at once?")
-    answer = capacity_answer(asked)
+    # The log's "Running: 2 reqs, Pending: 20 reqs" are the server's counts, not sessions the
+    # asker plans for: with nothing of the asker's to compute with, no calculation is shown.
+    assert capacity_answer(asked) is None
+    answer = capacity_answer("INFO 05-12 09:59:01 metrics.py:341] Running: 2 reqs, Pending: 20 reqs\n"
+                             "how many requests of 20000 tokens can run at once?")
     assert answer is not None and answer.missing
-    assert not any("05-12" in note["en"] or "59" in note["en"] for note in answer.notes), answer.notes
+    assert not any("05-12" in note["en"] or "59" in note["en"] or "341" in note["en"] for note in answer.notes), answer.notes
+
+
+VLLM_START = """INFO 12-04 10:01:02 [api_server.py:1043] vLLM API server version 0.9.1
+INFO 12-04 10:01:02 [cli_args.py:325] non-default args: {'model': 'Qwen/Qwen2.5-7B-Instruct', 'max_model_len': 32768, 'gpu_memory_utilization': 0.9}
+INFO 12-04 10:01:45 [gpu_model_runner.py:1595] Model loading took 14.2487 GiB and 8.231 seconds
+INFO 12-04 10:01:58 [gpu_worker.py:227] Available KV cache memory: 53.31 GiB
+INFO 12-04 10:01:58 [kv_cache_utils.py:715] GPU KV cache size: 998,336 tokens
+INFO 12-04 10:01:58 [kv_cache_utils.py:719] Maximum concurrency for 32,768 tokens per request: 30.47x
+INFO 12-04 10:02:30 [gpu_model_runner.py:1995] Graph capturing finished in 25 secs, took 0.53 GiB
+"""
+
+
+def test_a_pasted_start_up_log_is_read_as_a_log():
+    """`tail -n 50 server.log | ask -` with vLLM's start-up lines drew a "more numbers needed"
+    block that asked what 1043, 325 and 823 (the lines' source positions) were. Alone, the log
+    asks for no figure; with a question, its `GPU KV cache size` answers it and the asker's
+    own max-model-len wins over the one the log's arguments show."""
+    from assistant.calculations import capacity_answer
+
+    assert capacity_answer(VLLM_START) is None
+    what_if = capacity_answer(VLLM_START + "if I set max-model-len to 65536 how many requests fit?")
+    assert what_if.tool == "kv_tokens_concurrency" and not what_if.missing and not what_if.problems
+    assert what_if.calls[0].value.exact == 15.23
+    asked = capacity_answer(VLLM_START + "how many concurrent requests of 20000 tokens can it serve?")
+    assert asked.calls[0].value.concurrent_requests == 49 and not asked.notes
 
 
 @pytest.mark.parametrize("question", [
