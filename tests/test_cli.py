@@ -60,10 +60,13 @@ def test_a_flag_ask_does_not_have_is_part_of_the_question(bundled_env):
     _assert_one_line_error(run_cli(["ask", "--jsno", "NCCL error"], bundled_env), 2, "did you mean --json?")
 
 
-def test_bad_inputs_get_one_line_errors_and_no_traceback(bundled_env):
+def test_bad_inputs_get_one_line_errors_and_no_traceback(bundled_env, tmp_path):
     _assert_one_line_error(run_cli(["ask", ""], bundled_env), 2, "empty")
     _assert_one_line_error(run_cli(["ask", "x" * 9000], bundled_env), 2, "8192")
     _assert_one_line_error(run_cli(["ask", "-"], bundled_env, stdin=b"\x7fELF\x02\x01\x01\x00\x00\x00" * 50), 2, "binary")
+    elf = tmp_path / "server.log"
+    elf.write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00" * 50)
+    _assert_one_line_error(run_cli(["ask", "--log", str(elf), "why did it crash"], bundled_env), 2, "binary")
     _assert_one_line_error(run_cli(["ask", "-"], bundled_env, stdin=b"\xff\xfe\xfa bad utf8"), 2, "UTF-8")
     _assert_one_line_error(run_cli(["ask", "--kb", "/nonexistent/kb", "hello"], bundled_env), 1, "does not exist")
     _assert_one_line_error(run_cli(["ask", "--kb", __file__, "hello"], bundled_env), 1, "is a file, not a KB directory")
