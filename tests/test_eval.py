@@ -194,7 +194,10 @@ def test_real_question_cases_carry_topic_source_and_split(tmp_path):
 def test_topic_and_file_metrics_use_the_first_distinct_cited_articles():
     def result(topics, cited, files=(), expect_file="", split="dev", grounded=True):
         case = Case("c", "en", "k", "q", [["x"]], True, tuple(topics), expect_file, "src", split)
-        return CaseResult(case, 1, True, grounded, ["a"], 1.0, cited=list(cited), cited_files=list(files))
+        from assistant.ops.evaluate import _expected_file
+
+        return CaseResult(case, 1, True, grounded, ["a"], 1.0, cited=list(cited), cited_files=list(files),
+                          file_ok=bool(files) and bool(expect_file) and _expected_file(files[0], expect_file))
 
     m = summarise([result(["a"], ["a", "b"]), result(["b"], ["a", "b"]), result(["c"], ["a"]),
                    result([], [], ["docs/x.md"], expect_file="x.md")])
@@ -209,6 +212,26 @@ def test_topic_and_file_metrics_use_the_first_distinct_cited_articles():
     groups = group_results([result(["a"], ["a"]), result(["a"], ["b"], split="test")])
     assert {"dev/en", "test/en", "dev/all", "test/all"} <= set(groups)
     assert len(groups["test/en"]) == 1
+
+
+def test_a_twin_in_the_askers_language_is_the_expected_file():
+    """A Chinese question answered from `docs/zh/serve.md` when the case names `docs/serve.md`
+    was answered from the twin, as the README promises; another file with the same name is not it."""
+    from types import SimpleNamespace
+
+    from assistant.ops.evaluate import _first_file_ok
+    from ingest.index import DocMeta
+
+    docs = {f"{i}:{lang}": DocMeta(i, lang, "t", "general", src, [], []) for i, lang, src in
+            [("docs-serve", "en", "docs/serve.md"), ("docs-serve", "zh", "docs/zh/serve.md"),
+             ("docs-faq", "en", "docs/faq.md"), ("other-serve", "zh", "other/zh_only/serve.md")]}
+    kb = SimpleNamespace(index=SimpleNamespace(docs=docs))
+    cite = lambda doc_id, source: [SimpleNamespace(id=doc_id, source=source)]  # noqa: E731
+    assert _first_file_ok(kb, cite("docs-serve", "docs/zh/serve.md"), "docs/serve.md")
+    assert _first_file_ok(kb, cite("docs-serve", "docs/serve.md"), "docs/serve.md")
+    assert not _first_file_ok(kb, cite("docs-faq", "docs/faq.md"), "docs/serve.md")
+    assert not _first_file_ok(kb, cite("other-serve", "other/zh_only/serve.md"), "docs/serve.md")
+    assert not _first_file_ok(kb, [], "docs/serve.md") and not _first_file_ok(kb, cite("docs-serve", "docs/serve.md"), "")
 
 
 def test_shipped_real_question_set_is_split_by_source_and_large_enough():
