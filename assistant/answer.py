@@ -1630,6 +1630,36 @@ def _specific_signs(text: str, matched: list[str]) -> list[str]:
     return out
 
 
+def _paragraphs(text: str) -> list[str]:
+    """Blank-line separated paragraphs, a fenced code block (blank lines and all) kept with
+    the paragraph it belongs to."""
+    out: list[list[str]] = [[]]
+    fenced = False
+    for line in text.splitlines():
+        if line.strip().startswith("```"):
+            fenced = not fenced
+        if not line.strip() and not fenced:
+            if out[-1]:
+                out.append([])
+            continue
+        out[-1].append(line)
+    return ["\n".join(p) for p in out if p]
+
+
+def _signature_first(text: str, matched: list[str]) -> str:
+    """A fixes section with the paragraphs that name the asker's own log line first: the
+    remedy for a client's `maximum context length is … tokens` 400 came after a table of
+    batch budgets, past the quoting limit, so the answer never said to lower max_tokens."""
+    from .retrieval import squash
+
+    wanted = [squash(m) for m in matched if m.strip()]
+    paragraphs = _paragraphs(text)
+    named = [p for p in paragraphs if any(w in squash(p) for w in wanted)]
+    if not named or named[0] is paragraphs[0]:
+        return text
+    return "\n\n".join(named + [p for p in paragraphs if not any(p is n for n in named)])
+
+
 def _article_body(kb, art: ArticleMatch, lang: str, labels: dict, cites: _Cites) -> list[str]:
     doc_lang, other = _pick_lang(kb, art.doc_id, lang)
     chunks = kb.article_chunks(art.doc_id, doc_lang)
@@ -1652,7 +1682,8 @@ def _article_body(kb, art: ArticleMatch, lang: str, labels: dict, cites: _Cites)
             continue
         structured = True
         parts += ["", f"**{labels[label]}** {cites.ref(found[0], art.score)}", ""]
-        parts += ["\n\n".join(c.text for c in found)]
+        text = "\n\n".join(c.text for c in found)
+        parts += [_signature_first(text, art.signatures) if specific and kind == "fixes" else text]
     if sig and not specific:
         parts += ["", f"**{labels['signs']}** {cites.ref(sig, art.score)}", "", sig.text]
     if not structured:

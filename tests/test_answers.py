@@ -280,3 +280,29 @@ def test_a_version_named_beside_a_symptom_is_not_a_version_question(bundled_sett
     question = "vllm 0.8.5 版本，启动时报 torch.OutOfMemoryError: CUDA out of memory"
     assert "checking the installed version" not in detect(question).entities
     assert answer_question(question, bundled_settings, kb=bundled_kb).grounded
+
+
+@pytest.mark.parametrize("question", [
+    "openai.BadRequestError: Error code: 400 - This model's maximum context length is 8192 tokens. However, you requested 9120 tokens "
+    "(1120 in the messages, 8000 in the completion).",
+    "客户端报 400：This model's maximum context length is 4096 tokens. However, you requested 4500 tokens (500 in the messages, "
+    "4000 in the completion). 怎么办"])
+def test_a_clients_context_length_400_is_told_to_lower_max_tokens(bundled_settings, bundled_kb, question):
+    """A client's 400 for a request longer than max_model_len got the start-up KV-cache article
+    at confidence 0.92, whose first fix, lower --max-model-len, makes the error more frequent.
+    The remedy for the quoted line comes first in the fixes, inside the quoting limit."""
+    answer = answer_question(question, bundled_settings, kb=bundled_kb)
+    assert answer.grounded and answer.citations[0].id == "vllm-chunked-prefill-tuning"
+    text = answer.answer
+    budget = "max-num-batched-tokens 16384"
+    assert "N − X" in text and (budget not in text or text.index("N − X") < text.index(budget))
+
+
+def test_fix_paragraphs_naming_the_quoted_line_come_first():
+    from assistant.answer import _signature_first
+
+    text = "Tune the budget:\n\n```\nvllm serve m\n\n--flag\n```\n\nFor `exceeds limit of`: shorten the prompt.\n\nOther advice."
+    assert _signature_first(text, ["is too long and exceeds limit of"]) == text  # the whole signature is not in the fix
+    first = _signature_first(text, ["exceeds limit of"])
+    assert first.startswith("For `exceeds limit of`") and "```\nvllm serve m\n\n--flag\n```" in first and first.endswith("Other advice.")
+    assert _signature_first(text, ["never said"]) == text
