@@ -244,6 +244,24 @@ TERMS: tuple[tuple[str, str], ...] = (
     ("调优", "tuning tune"),
     ("瓶颈", "bottleneck"),
     ("空闲", "idle"),
+    # A team's runbook words: release, rollback, scaling, alerts and incidents, asked of a
+    # runbook written in the other language ("网关报 502" of a page titled "Gateway returns 502").
+    ("网关", "gateway"),
+    ("回滚 回退", "rollback roll back revert"),
+    ("金丝雀 灰度", "canary"),
+    ("发布", "release rollout"),
+    ("下线", "drain decommission"),
+    ("扩容", "scale up scale out"),
+    ("缩容", "scale down scale in"),
+    ("阈值", "threshold"),
+    ("值班", "on-call oncall"),
+    ("故障 事故", "incident outage"),
+    ("复盘", "postmortem"),
+    ("升级处理 上报处理", "escalation escalate"),
+    ("电话", "phone"),
+    ("负责人", "owner"),
+    ("流量", "traffic"),
+    ("切流 切换", "switch failover"),
 )
 
 _EN_WORD = re.compile(r"[a-z][a-z0-9]+")

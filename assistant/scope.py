@@ -710,16 +710,29 @@ def _covers_core(index, word: str) -> bool:
 
 
 def _covers_term(index, used: str, aliases) -> bool:
-    """Whether the KB covers a subject or platform by the word the question used; a Chinese
-    word asked of documents that exist only in English (an English doc tree) is looked for
-    by the subject's English `aliases` instead, since those documents can never contain it."""
+    """Whether the KB covers a subject or platform by the word the question used. A word
+    asked of documents that exist only in the other language is looked for by the subject's
+    `aliases` in that language instead, since those documents can never contain it: a
+    Chinese word on an English doc tree, and an English one ("GPUMemoryHigh alert fired")
+    on a team's Chinese-only runbook that says 告警."""
     if covers(index, used):
         return True
     from .retrieval import twinless_mask
 
-    if not any(is_cjk(ch) for ch in used) or not twinless_mask(index, "zh").any():
+    chinese = any(is_cjk(ch) for ch in used)
+    # Documents in the other language with no twin in the question's: twinless_mask(index, lang)
+    # marks what a question in `lang` can only read in the other language.
+    if not twinless_mask(index, "zh" if chinese else "en").any():
         return False
-    return any(covers(index, alias) for alias in aliases if not any(is_cjk(ch) for ch in alias))
+    if chinese:
+        return any(covers(index, alias) for alias in aliases if not any(is_cjk(ch) for ch in alias))
+    # An English word is looked for by its glossary translation, not by the subject's other
+    # Chinese names: "AWQ" asked of Chinese docs that say 量化 is still not covered.
+    from .glossary import translate
+
+    if not re.fullmatch(r"[a-z]+", used.strip().lower()):
+        return False  # "api key", "response-format": not translated by one of their words ("key" → 密钥)
+    return any(covers(index, word) for words in translate(used, "en") for word in words.split())
 
 
 def kb_hardware(index) -> frozenset[str]:
