@@ -168,9 +168,11 @@ def decide(result, min_relevance: float) -> tuple[bool, float | None, bool]:
     p = model.probability(x)
     cut = model.cut(bool(top.passage))
     covered = model.probability({**x, "unseen_entity": 0.0, "unseen_pasted": 0.0}) >= cut
-    # A rule that refuses caps the probability at the threshold: a refusal reported with
-    # "confidence": 0.9 read as a near-certain answer withheld.
-    ruled = min(p, math.nextafter(cut, 0.0))  # below the threshold, where answers begin
+    # A rule that refuses overrides the model: its probability is not what decided. Reported
+    # as it stood, a refusal read as a near-certain answer withheld ("confidence": 0.9), and
+    # capped at the threshold it read as a coin toss leaning yes (0.566 on every ROCm, TPU or
+    # SGLang question); 0 says that the KB, as a rule, does not answer it.
+    ruled = 0.0
     if top.hardware_conflict or result.foreign_products:
         return False, ruled, covered
     if getattr(result, "unknown_error", False):
