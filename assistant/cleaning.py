@@ -159,6 +159,15 @@ def pasted_messages(text: str) -> list[str]:
     return [piece for piece in dict.fromkeys(out) if len(re.sub(r"\s+", "", piece)) >= MIN_MESSAGE_CHARS]
 
 
+def _head_and_tail(lines: list[str], head: int = 50) -> list[str]:
+    """At most MAX_LINES lines: the first few (where a question is asked) and the last ones
+    (where a log says what the server died of). The first 400 alone lost the one
+    `torch.OutOfMemoryError` line at the end of 400 lines of INFO."""
+    if len(lines) <= MAX_LINES:
+        return lines
+    return lines[:head] + lines[len(lines) - (MAX_LINES - head):]
+
+
 @lru_cache(maxsize=32)
 def split_question(text: str) -> QuestionParts:
     """Sort each line of a question into prose, error, log or paste.
@@ -167,7 +176,7 @@ def split_question(text: str) -> QuestionParts:
     same question; callers read the result and never change it."""
     parts = QuestionParts()
     in_fence = False
-    for raw in text.splitlines()[:MAX_LINES]:
+    for raw in _head_and_tail(text.splitlines()):
         line = raw.strip()
         if not line:
             continue

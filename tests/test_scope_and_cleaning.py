@@ -743,3 +743,14 @@ def test_parameters_the_sentences_name_that_the_kb_never_writes_are_unknown(bund
     assert unknown_parameters(pasted, bundled_kb.index) == []
     # File names and module paths are not parameters.
     assert unknown_parameters("the error comes from async_engine.py in lmdeploy", bundled_kb.index) == []
+
+
+def test_a_long_paste_keeps_its_last_lines():
+    """400 INFO lines and the one `torch.OutOfMemoryError` at the end: reading the first 400
+    lines only lost the line the server died of (the answer was the NCCL article)."""
+    from assistant.cleaning import MAX_LINES, split_question
+
+    text = "why did it die?\n" + "INFO 12-04 10:00:00 [engine.py:1] step\n" * 600 + "torch.OutOfMemoryError: CUDA out of memory"
+    parts = split_question(text)
+    assert parts.prose == ["why did it die?"] and parts.errors == ["torch.OutOfMemoryError: CUDA out of memory"]
+    assert len(parts.logs) + len(parts.prose) + len(parts.errors) <= MAX_LINES
