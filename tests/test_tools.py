@@ -768,8 +768,10 @@ def test_crashes_are_found_in_any_log_format_and_refused_requests_do_not_crowd_t
                       f"However, you requested {40000 + i} tokens\n" for i in range(5))
     log = refused + "WARNING 12-01 [x] Waiting for free blocks in KV cache\n" + CRASH_LOG.splitlines()[2] + "\n" + CRASH_LOG.splitlines()[-1]
     found = [(f.severity, f.fatal, f.article, f.count) for f in diagnose_log(text=log).findings]
+    # The refused requests are a warning under the article that explains them (lower max_tokens),
+    # after the crash and the hang, however many there are.
     assert found == [("critical", True, "", 1), ("critical", True, "", 1), ("critical", False, "vllm-requests-hang", 1),
-                     ("warning", False, "", 5)]
+                     ("warning", False, "vllm-chunked-prefill-tuning", 5)]
     assert diagnose_log(text="max seq len (,) is larger than … stored in KV cache (,)").numbers == {}
 
 
@@ -801,3 +803,21 @@ def test_doctor_says_which_config_it_read_and_whether_the_llm_answers(bundled_se
     assert up[1].severity == "ok" and "answers /models" in up[1].message
     down = _setup_findings(replace(bundled_settings, llm_base_url="http://127.0.0.1:9/v1", llm_connect_timeout=0.5))
     assert down[1].severity == "warning" and "falls back to the KB" in down[1].message
+
+
+def test_start_up_statements_are_information_and_a_full_kv_cache_with_a_queue_is_said():
+    """`doctor --log` showed vLLM's "Chunked prefill is enabled" and FastDeploy's "Reset block
+    num" INFO lines as warnings, and said nothing of stats lines with the KV cache at 100% and
+    64 requests waiting (a newcomer trial)."""
+    from assistant.tools.logs import diagnose_text
+
+    log = ("INFO 12-04 10:00:00 [config.py:1] Chunked prefill is enabled with max_num_batched_tokens=2048.\n"
+           "INFO 2025-07-01 10:00:00 Reset block num, the total_block_num:17220, prefill_kvcache_block_num:12915\n"
+           "INFO 12-04 10:01:00 [metrics.py:1] Running: 30 reqs, Waiting: 64 reqs, GPU KV cache usage: 100.0%, CPU KV cache usage: 0.0%\n"
+           "INFO 12-04 10:02:00 [metrics.py:1] Running: 30 reqs, Waiting: 12 reqs, GPU KV cache usage: 97.1%, CPU KV cache usage: 0.0%\n")
+    report = diagnose_text(log)
+    assert report.findings and all(f.severity == "info" for f in report.findings)
+    assert report.numbers["kv_cache_usage_max_pct"] == 100.0 and report.numbers["waiting_max"] == 64
+    assert any("100% with 64 requests waiting" in c["en"] for c in report.computed)
+    calm = diagnose_text("INFO 12-04 10:01:00 [metrics.py:1] Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.0%\n")
+    assert not calm.computed

@@ -22,7 +22,10 @@ SEVERITY = {"critical": 0, "warning": 1, "info": 2}
 CRITICAL = {"CUDA out of memory", "NCCL error", "Torch not compiled with CUDA enabled", "free_list_len: 0",
             "Waiting for free blocks in KV cache", "OutOfMemoryError"}
 # Signatures that carry a number to read, not a problem.
-INFORMATIONAL = {"num_blocks_global"}
+# Signatures that state a setting or a periodic status, not a problem: at start-up FastDeploy
+# logs its block counts and vLLM its chunked-prefill budget whether or not anything is wrong.
+INFORMATIONAL = {"num_blocks_global", "Chunked prefill is enabled with max_num_batched_tokens", "Reset block num, the total_block_num:",
+                 "prefill_kvcache_block_num", "encoder block len", "encoder_block_len"}
 
 NUMBERS = {
     "num_blocks_global": re.compile(r"num_blocks_global\s*[:=]\s*(\d+)"),
@@ -37,7 +40,11 @@ NUMBERS = {
     # or, in newer versions, "the estimated maximum model length is 157216".
     "max_seq_len": re.compile(r"max seq len \((\d[\d,]*)\)"),
     "kv_cache_max_len": re.compile(r"stored in KV cache \((\d[\d,]*)\)|estimated maximum model length is (\d[\d,]*)"),
+    # vLLM's periodic stats line; the highest value the log shows counts, not the last.
+    "kv_cache_usage_max_pct": re.compile(r"GPU KV cache usage:\s*(\d+(?:\.\d+)?)%"),
+    "waiting_max": re.compile(r"(?:Waiting|Pending):\s*(\d+)\s*reqs"),
 }
+HIGHEST = {"kv_cache_usage_max_pct", "waiting_max"}
 
 
 @dataclass
@@ -80,6 +87,7 @@ _BARE_EXCEPTION = re.compile(rf"^\s*{EXCEPTION_NAME}: ")
 _CRASH = re.compile(r"CUDA error|NCCL|illegal memory|out of memory|OutOfMemoryError|RuntimeError|AssertionError"
                     r"|SystemError|MemoryError|core dumped|Segmentation fault", re.I)
 MAX_UNMATCHED = 3
+_REFUSED_REQUEST = re.compile(r"\bValueError\b|BadRequestError|\bError code: 4\d\d\b|\bHTTP/1\.[01]\" 4\d\d\b")
 MAX_LINE = 2000  # characters of a line the patterns read (a 2 MB line of junk is not a log line)
 
 
@@ -147,7 +155,9 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
         low = _norm(line)
         level = _level(line)
         fatal = _fatal(line, level)
-        error = fatal or level in ("ERROR", "CRITICAL", "FATAL")
+        # A request the server refused (a client's ValueError logged at ERROR: "maximum context
+        # length is 32768 tokens. However, you requested 40000") is not the server failing.
+        error = fatal or (level in ("ERROR", "CRITICAL", "FATAL") and not _REFUSED_REQUEST.search(line))
         matched_articles: set[str] = set()
         for sig, article, nsig in sigs:
             if nsig in low and article not in matched_articles:
@@ -167,7 +177,7 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
                 if SEVERITY[severity] < SEVERITY[seen.severity]:  # first seen as a warning, later as an error
                     seen.severity = severity
                 seen.fatal = seen.fatal or (error and severity == "critical")
-        if not matched_articles and (fatal or level in ("ERROR", "CRITICAL", "FATAL")):
+        if not matched_articles and (fatal or level in ("ERROR", "CRITICAL", "FATAL")):  # refused requests too, as warnings
             _unmatched(line, n, found, fatal)
         _numbers(line, report.numbers)
     _frames_of_crashes(lines, found, first_line)
@@ -182,7 +192,8 @@ def _numbers(line: str, numbers: dict[str, float]) -> None:
     for name, pattern in NUMBERS.items():
         m = pattern.search(line)
         if m:
-            numbers[name] = float(next(g for g in m.groups() if g).replace(",", ""))
+            value = float(next(g for g in m.groups() if g).replace(",", ""))
+            numbers[name] = max(value, numbers.get(name, value)) if name in HIGHEST else value
             if name == "max_concurrency_tokens":
                 numbers["max_concurrency_x"] = float(m.group(2))
 
@@ -210,6 +221,9 @@ def computed_from(numbers: dict[str, float]) -> list[dict[str, str]]:
         fits, asked = int(numbers["kv_cache_max_len"]), int(numbers.get("max_seq_len", 0))
         if 0 < fits < asked:
             out.append(both("tools.diagnose_log.kv_max_model_len", fits=fits, asked=asked))
+    if numbers.get("kv_cache_usage_max_pct", 0) >= 95 and numbers.get("waiting_max", 0) >= 1:
+        out.append(both("tools.diagnose_log.kv_cache_full_waiting", pct=numbers["kv_cache_usage_max_pct"],
+                        waiting=int(numbers["waiting_max"])))
     return out
 
 
