@@ -502,12 +502,18 @@ _NAME_BEFORE = re.compile(r"(?:^|[^a-z0-9])([a-z][a-z0-9]*[a-z])-$")
 _UNIT_WORDS = frozenset({"gib", "gb", "mib", "mb", "kib", "kb", "tib", "tb"})
 
 
+# A model family written with a space before its version ("llama 3 70b", "qwen 2.5 7b").
+_FAMILY_BEFORE = re.compile(r"(?:^|[^a-z0-9])(?:llama|qwen|glm|chatglm|gemma|phi|mistral|mixtral|deepseek|baichuan|internlm|yi|gpt)"
+                            r" ?v?$")
+
+
 def _in_a_name(text: str, start: int) -> bool:
-    """A number that is part of a model's name ("llama-3.1-8b", "gpt-4"): it read as a value
-    no label claimed, and the answer asked what "3.1" was. A unit before the dash is a range
-    ("16gb-32gb"), not a name."""
-    m = _NAME_BEFORE.search(text[max(0, start - 24):start])
-    return bool(m) and m.group(1) not in _UNIT_WORDS
+    """A number that is part of a model's name ("llama-3.1-8b", "gpt-4", "llama 3 70b"): it
+    read as a value no label claimed, and the answer asked what "3.1" was. A unit before the
+    dash is a range ("16gb-32gb"), not a name."""
+    before = text[max(0, start - 24):start]
+    m = _NAME_BEFORE.search(before)
+    return bool(m) and m.group(1) not in _UNIT_WORDS or bool(_FAMILY_BEFORE.search(before))
 
 
 _GPU_MODEL = re.compile(r"[1-5]0[5-9]0")

@@ -207,3 +207,11 @@ def test_kv_bytes_per_token_by_its_name_and_vllms_own_figure_first():
     both = capacity_answer("INFO Available KV cache memory: 24.5 GiB\nINFO GPU KV cache size: 200,000 tokens\n"
                            "max_model_len 32768，能并发多少？")
     assert both.tool == "kv_tokens_concurrency" and both.missing == []
+
+
+@pytest.mark.parametrize("text, version", [("how many concurrent requests can llama 3 70b serve", "3"),
+                                           ("qwen 2.5 7b on a 4090 24g", "2.5"), ("用 glm 4 9b 跑，显存 24g", "4")])
+def test_a_version_after_a_model_family_is_part_of_the_name(text, version):
+    """"llama 3 70b" (a space, not a dash) left 3 unbound, and the capacity answer asked what
+    "3" referred to (a newcomer trial)."""
+    assert version not in [q.text for q in extract(text).quantities]
