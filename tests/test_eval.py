@@ -32,6 +32,9 @@ def test_metrics_arithmetic():
     assert m.false_refusal == pytest.approx(1 / 4)
     assert m.oos_refusal == pytest.approx(1 / 2)
     assert len(m.failures) == 4  # rank 2, rank 4, a false refusal, an answered out-of-scope case
+    # The false refusal is a retrieval miss too; its line says it was refused (a newcomer
+    # counted 2 refusals in the list under a false-refusal rate of 4 of 8).
+    assert [f for f in m.failures if "(refused)" in f] == [f for f in m.failures if f.startswith("en-None: not in top 3")]
 
 
 def test_answers_said_to_be_close_calls_are_counted_apart():

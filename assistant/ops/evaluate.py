@@ -265,11 +265,12 @@ def summarise(results: list[CaseResult]) -> Metrics:
             why = "refused, though the first cited article is right" if not r.grounded else "right topic but the fix is not in the answer"
             m.failures.append(f"{r.case.id}: {why} — {r.case.question[:160]}")
             continue
+        refused = "" if r.grounded else " (refused)"  # each miss says so: the false refusals are counted from all of them
         if r.case.grounded and (r.rank is None or r.rank > 3):
             # Passages of one file share its id: named once each, not "gateway-502, gateway-502".
-            m.failures.append(f"{r.case.id}: not in top 3 (got {', '.join(dict.fromkeys(r.top_ids))}) — {r.case.question}")
+            m.failures.append(f"{r.case.id}: not in top 3 (got {', '.join(dict.fromkeys(r.top_ids))}){refused} — {r.case.question}")
         elif r.case.grounded and r.rank != 1:
-            m.failures.append(f"{r.case.id}: expected fix at rank {r.rank}, first was {r.top_ids[0]} — {r.case.question}")
+            m.failures.append(f"{r.case.id}: expected fix at rank {r.rank}, first was {r.top_ids[0]}{refused} — {r.case.question}")
         elif r.case.grounded and not r.grounded:
             m.failures.append(f"{r.case.id}: refused an in-scope question — {r.case.question}")
         elif not r.case.grounded and r.grounded:
