@@ -53,7 +53,8 @@ def validate_question(question: str, max_bytes: int) -> str:
     if size > max_bytes:
         raise QuestionTooLarge(
             f"the question is {size} bytes; the limit is {max_bytes}",
-            "paste only the relevant log lines, and send the whole log separately (`ask --log FILE`, or the `log` field over HTTP)",
+            "paste only the relevant log lines, and send the log separately: `ask --log FILE` reads a whole log; over HTTP the `log` "
+            "field takes its tail, within the request body limit (max_body_bytes, 64 kB by default)",
         )
     control = sum(1 for ch in text if (ord(ch) < 32 and ch not in "\n\r\t") or ch == "\ufffd")
     if "\x00" in text or control > max(2, 0.05 * len(text)):

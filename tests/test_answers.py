@@ -175,6 +175,14 @@ def test_bad_questions_get_a_clear_error(question, message):
     assert message in str(err.value)
 
 
+def test_a_question_too_large_points_at_a_way_that_fits():
+    """The hint said to send "the whole log" in the `log` field, which the 64 kB body limit
+    then refused with a second 413 (a newcomer trial)."""
+    with pytest.raises(BadQuestion) as err:
+        validate_question("x" * 9000, 8192)
+    assert "ask --log FILE" in err.value.hint and "body limit" in err.value.hint and "whole log" not in err.value.hint.split(";")[-1]
+
+
 def test_timings_and_backend_in_the_json_shape(tiny_settings, tiny):
     data = _ask(tiny_settings, tiny, "widget requests hang").to_dict()
     assert set(data) == {"question", "answer", "lang", "grounded", "citations", "tool_calls", "backend", "timings_ms", "notes",
