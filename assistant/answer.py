@@ -423,7 +423,9 @@ def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
         parts = _passages_body(kb, result, lang, labels, cites, top_k)
     else:
         parts = _article_body(kb, top, lang, labels, cites)
-        parts += _your_settings(kb, top, lang, labels, result.flags)
+        # The asker's own settings come under the title, before the article's advice: after
+        # it, a long article pushed them past the quoting limit.
+        parts[1:1] = _your_settings(kb, top, lang, labels, result.flags, result.question)
         alternatives = _alternatives(kb, result, top_k)
         parts += _team_passage(kb, result, lang, labels, cites, offered=alternatives)
         if alternatives:
@@ -617,21 +619,33 @@ def _article_hardware(kb, doc_id: str) -> list[str]:
     return []
 
 
-def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[str, str]) -> list[str]:
+def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[str, str], question: str = "") -> list[str]:
     """Flags pasted with the question that the article talks about, quoted back as facts:
-    "you run with `--gpu-memory-utilization 0.97`" makes "lower it" concrete."""
-    if not flags:
+    "you run with `--gpu-memory-utilization 0.97`" makes "lower it" concrete. Settings the
+    asker says were tried or are set already are said so: "HF_ENDPOINT 设了 hf-mirror" got
+    `export HF_ENDPOINT=https://hf-mirror.com` as its first fix, as if it were news."""
+    from .cleaning import tried_settings
+
+    tried = tried_settings(question) if question else []
+    if not flags and not tried:
         return []
     doc_lang, _ = _pick_lang(kb, art.doc_id, lang)
     text = "\n".join(c.text for c in kb.article_chunks(art.doc_id, doc_lang)).lower().replace("_", "-")
-    named = []
-    for flag, value in flags.items():
-        bare = flag.lstrip("-").lower().replace("_", "-")
-        if len(bare) >= 4 and bare in text:
-            named.append(f"`{flag}{' ' + value if value and flag.startswith('--') else ('=' + value if value else '')}`")
-    if not named:
-        return []
-    return ["", f"**{labels['yours']}:** " + ", ".join(named[:6])]
+
+    def in_article(name: str) -> bool:
+        bare = name.lstrip("-").lower().replace("_", "-")
+        return len(bare) >= 4 and bare in text
+
+    said = [f"`{name}`" for name in tried if in_article(name)]
+    tried_bare = {name.lstrip("-").lower().replace("_", "-") for name in tried}
+    named = [f"`{flag}{' ' + value if value and flag.startswith('--') else ('=' + value if value else '')}`"
+             for flag, value in flags.items() if in_article(flag) and flag.lstrip("-").lower().replace("_", "-") not in tried_bare]
+    out = []
+    if named:
+        out += ["", f"**{labels['yours']}:** " + ", ".join(named[:6])]
+    if said:
+        out += ["", f"**{labels['tried']}:** " + ", ".join(said[:6])]
+    return out
 
 
 def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites", top_k: int) -> list[str]:

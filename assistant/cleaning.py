@@ -371,6 +371,27 @@ _SENTENCE_END = re.compile(r"(?<=[.;!?])\s+|(?<=[。；！？])|\n")
 _SETTING = re.compile(r"(?<![\w-])(?:--[A-Za-z][\w-]{1,60}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?:\s*[= ]\s*[\d.~,-]+(?![\w.]))?")
 
 
+# A sentence saying a setting is already in place: "HF_ENDPOINT 设了 hf-mirror", "I already set
+# --enforce-eager". With _TRIED, the settings an answer should not offer as news.
+_ALREADY = re.compile(r"already|i(?:'ve| have)? (?:set|tried|added|used)|we (?:set|tried|added)|已经|设了|设置了|加了|试了|试过|用了", re.I)
+_ENV_VAR = re.compile(r"(?<![\w-])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?![\w-])")
+
+
+def tried_settings(text: str) -> list[str]:
+    """The flags, parameters and environment variables the asker's sentences say were tried,
+    set already, or of no effect, as written (`--enforce-eager`, `max_num_seqs`, `HF_ENDPOINT`)."""
+    if not (_TRIED.search(text) or _ALREADY.search(text)):
+        return []
+    out: list[str] = []
+    for sentence in _SENTENCE_END.split(text):
+        if _TRIED.search(sentence) or _ALREADY.search(sentence):
+            for m in (*_SETTING.finditer(sentence), *_ENV_VAR.finditer(sentence)):
+                name = m.group(0).split("=")[0].split()[0]
+                if name not in out:
+                    out.append(name)
+    return out
+
+
 def without_tried_settings(text: str) -> str:
     """The text without the settings its sentences say were tried to no effect. They name the
     article the asker already followed, not the one that answers: "TP=4 hangs at start-up …

@@ -314,3 +314,20 @@ def test_fix_paragraphs_naming_the_quoted_line_come_first():
     first = _signature_first(text, ["exceeds limit of"])
     assert first.startswith("For `exceeds limit of`") and "```\nvllm serve m\n\n--flag\n```" in first and first.endswith("Other advice.")
     assert _signature_first(text, ["never said"]) == text
+
+
+def test_settings_the_asker_already_tried_are_said_so_and_pasted_flags_come_first(bundled_settings, bundled_kb):
+    """"HF_ENDPOINT 设了 hf-mirror" got `export HF_ENDPOINT=…` as its first fix, as news; and
+    `--gpu-memory-utilization 0.98`, pasted with a graph-capture OOM, was quoted only after the
+    article, where a long answer cut it off (a newcomer trial)."""
+    from assistant.cleaning import tried_settings
+
+    assert tried_settings("vllm 下载模型卡在 0% 不动 HF_ENDPOINT 设了 hf-mirror") == ["HF_ENDPOINT"]
+    assert tried_settings("I already added --enforce-eager. Still OOM with max_num_seqs 256") == ["--enforce-eager"]
+    assert tried_settings("OOM with --max-num-seqs 512") == []
+    answer = answer_question("vllm 下载模型卡在 0% 不动 HF_ENDPOINT 设了 hf-mirror", bundled_settings, kb=bundled_kb)
+    head = answer.answer.split("\n\n", 3)
+    assert "HF_ENDPOINT" in head[1] and "先看其他办法" in head[1]
+    oom = answer_question("vllm serve Qwen/Qwen2.5-72B --tensor-parallel-size 4 --gpu-memory-utilization 0.98 --max-num-seqs 512\n"
+                          "torch.OutOfMemoryError: CUDA out of memory during CUDA graph capture", bundled_settings, kb=bundled_kb)
+    assert "`--gpu-memory-utilization 0.98`" in oom.answer.split("\n\n", 3)[1]

@@ -105,6 +105,10 @@ MESSAGES = {
         "zh": '你命令行里的相关参数',
         "en": 'From your command line',
     },
+    'tried': {
+        "zh": '你说已经试过或设过（先看其他办法）',
+        "en": 'You said you already tried or set (look at the other fixes first)',
+    },
     'continued': {
         "zh": '（续）',
         "en": '(continued)',
