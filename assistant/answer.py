@@ -425,7 +425,8 @@ def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
         parts = _article_body(kb, top, lang, labels, cites)
         # The asker's own settings come under the title, before the article's advice: after
         # it, a long article pushed them past the quoting limit.
-        parts[1:1] = _your_settings(kb, top, lang, labels, result.flags, result.question)
+        at = 2 if len(parts) > 1 and parts[1] == labels["other_lang"] else 1  # after "only in the other language"
+        parts[at:at] = _your_settings(kb, top, lang, labels, result.flags, result.question)
         alternatives = _alternatives(kb, result, top_k)
         parts += _team_passage(kb, result, lang, labels, cites, offered=alternatives)
         if alternatives:
@@ -636,10 +637,12 @@ def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[s
         bare = name.lstrip("-").lower().replace("_", "-")
         return len(bare) >= 4 and bare in text
 
-    said = [f"`{name}`" for name in tried if in_article(name)]
-    tried_bare = {name.lstrip("-").lower().replace("_", "-") for name in tried}
+    # A setting pasted with its value stays under "your command line", value and all, even
+    # when a sentence says it was tried: lowering that value may still be the fix.
+    pasted = {flag.lstrip("-").lower().replace("_", "-") for flag in flags}
+    said = [f"`{name}`" for name in tried if in_article(name) and name.lstrip("-").lower().replace("_", "-") not in pasted]
     named = [f"`{flag}{' ' + value if value and flag.startswith('--') else ('=' + value if value else '')}`"
-             for flag, value in flags.items() if in_article(flag) and flag.lstrip("-").lower().replace("_", "-") not in tried_bare]
+             for flag, value in flags.items() if in_article(flag)]
     out = []
     if named:
         out += ["", f"**{labels['yours']}:** " + ", ".join(named[:6])]

@@ -247,14 +247,13 @@ TERMS: tuple[tuple[str, str], ...] = (
     # A team's runbook words: release, rollback, scaling, alerts and incidents, asked of a
     # runbook written in the other language ("网关报 502" of a page titled "Gateway returns 502").
     ("网关", "gateway"),
-    ("回滚 回退", "rollback roll back revert"),
+    ("回滚 回退", "rollback revert"),
     ("金丝雀 灰度", "canary"),
-    ("发布", "release rollout"),
+    ("发布", "rollout"),
     ("下线", "drain decommission"),
-    ("扩容", "scale up scale out"),
-    ("缩容", "scale down scale in"),
+    ("扩容 缩容 扩缩容", "scaling scale"),
     ("阈值", "threshold"),
-    ("值班", "on-call oncall"),
+    ("值班", "oncall"),
     ("故障 事故", "incident outage"),
     ("复盘", "postmortem"),
     ("升级处理 上报处理", "escalation escalate"),

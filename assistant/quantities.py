@@ -507,13 +507,20 @@ _FAMILY_BEFORE = re.compile(r"(?:^|[^a-z0-9])(?:llama|qwen|glm|chatglm|gemma|phi
                             r" ?v?$")
 
 
-def _in_a_name(text: str, start: int) -> bool:
+# What follows a model's version: its size ("llama 3 70b") or a variant ("qwen 2.5-instruct").
+_SIZE_AFTER = re.compile(r"^(?: ?[0-9]+(?:\.[0-9]+)? ?b\b|-| ?(?:instruct|chat|base|vl|coder)\b)")
+
+
+def _in_a_name(text: str, m: re.Match) -> bool:
     """A number that is part of a model's name ("llama-3.1-8b", "gpt-4", "llama 3 70b"): it
     read as a value no label claimed, and the answer asked what "3.1" was. A unit before the
-    dash is a range ("16gb-32gb"), not a name."""
-    before = text[max(0, start - 24):start]
-    m = _NAME_BEFORE.search(before)
-    return bool(m) and m.group(1) not in _UNIT_WORDS or bool(_FAMILY_BEFORE.search(before))
+    dash is a range ("16gb-32gb"), not a name. After a family name with a space, only a
+    version followed by a size or variant is: "qwen 72b" is the size, "glm 2 gpus" a count."""
+    before = text[max(0, m.start() - 24):m.start()]
+    named = _NAME_BEFORE.search(before)
+    if named and named.group(1) not in _UNIT_WORDS:
+        return True
+    return not m.group(4) and bool(_FAMILY_BEFORE.search(before)) and bool(_SIZE_AFTER.match(text[m.end():m.end() + 16]))
 
 
 _GPU_MODEL = re.compile(r"[1-5]0[5-9]0")
@@ -538,7 +545,7 @@ def extract(text: str) -> Extraction:
     norm = normalize(text)
     scanned, special = _vllm_lines(norm)
     numbers = _merge([_read_number(m) for m in _NUMBER.finditer(scanned)
-                      if not _in_a_name(scanned, m.start()) and not _gpu_model(scanned, m)], scanned)
+                      if not _in_a_name(scanned, m) and not _gpu_model(scanned, m)], scanned)
     bound = _bind(numbers, _labels(scanned), scanned)
     dtypes, kv_dtype = _dtypes(norm)
     quantities = sorted(special + bound, key=lambda q: q.start)

@@ -149,7 +149,9 @@ def loaded_checks(idle: GPUReport) -> None:
               f"{cli.get('gpus', [{}])[0].get('memory_used_pct')}%")
         status, body = http_tool_output()
         print(f"    POST /v1/tools/gpu_status -> {status}: {json.dumps(body)[:300]}")
-        check(status in (200, 404, 422), "HTTP tool endpoint answers without a server error", str(status))
+        http_gpus = body.get("result", {}).get("gpus", []) if status == 200 else []
+        same = [(g["name"], g["memory_total_mib"]) for g in http_gpus] == [(g["name"], g["memory_total_mib"]) for g in cli.get("gpus", [])]
+        check(status == 200 and bool(http_gpus) and same, "HTTP tool endpoint returns the card the CLI reported", str(status))
     finally:
         child.kill()
         child.wait()

@@ -276,7 +276,9 @@ def test_basic_usage_questions_the_kb_does_not_answer_are_refused(bundled_settin
 
 
 @pytest.mark.parametrize("question", ["answers got worse after I upgraded vLLM, same model and prompts",
-                                      "升级 vLLM 后模型输出风格变了，怎么恢复以前的采样默认值"])
+                                      "升级 vLLM 后模型输出风格变了，怎么恢复以前的采样默认值",
+                                      "升级 vllm 之后输出变差了，是不是要升级到最新版",
+                                      "how to update vllm sampling defaults that come from generation_config.json"])
 def test_an_upgrade_that_sets_the_scene_is_not_an_upgrade_question(bundled_settings, bundled_kb, question):
     assert answer_question(question, bundled_settings, kb=bundled_kb).citations[0].id == "vllm-generation-config-defaults"
     assert answer_question(question, bundled_settings, kb=bundled_kb).grounded
@@ -325,9 +327,33 @@ def test_settings_the_asker_already_tried_are_said_so_and_pasted_flags_come_firs
     assert tried_settings("vllm 下载模型卡在 0% 不动 HF_ENDPOINT 设了 hf-mirror") == ["HF_ENDPOINT"]
     assert tried_settings("I already added --enforce-eager. Still OOM with max_num_seqs 256") == ["--enforce-eager"]
     assert tried_settings("OOM with --max-num-seqs 512") == []
+    # Not 占用了 / 增加了, "Address already in use", nor a value in use ("I set … 0.98"): review.
+    assert tried_settings("nvidia-smi 显存占用了 78G，启动参数 --gpu-memory-utilization 0.95，显存增加了") == []
+    assert tried_settings("OSError: [Errno 98] Address already in use, VLLM_PORT=8000") == []
+    assert tried_settings("I set --gpu-memory-utilization 0.98 and get torch.OutOfMemoryError") == []
     answer = answer_question("vllm 下载模型卡在 0% 不动 HF_ENDPOINT 设了 hf-mirror", bundled_settings, kb=bundled_kb)
     head = answer.answer.split("\n\n", 3)
     assert "HF_ENDPOINT" in head[1] and "先看其他办法" in head[1]
     oom = answer_question("vllm serve Qwen/Qwen2.5-72B --tensor-parallel-size 4 --gpu-memory-utilization 0.98 --max-num-seqs 512\n"
                           "torch.OutOfMemoryError: CUDA out of memory during CUDA graph capture", bundled_settings, kb=bundled_kb)
     assert "`--gpu-memory-utilization 0.98`" in oom.answer.split("\n\n", 3)[1]
+
+
+@pytest.mark.parametrize("question", ["how do I upgrade vllm to the latest version", "vllm 怎么升级"])
+def test_a_teams_upgrade_runbook_answers_how_to_upgrade(tmp_path, question):
+    """The subject the bundled KB lacks is covered by a runbook with an upgrade procedure;
+    its heading ("vLLM upgrade procedure", "vLLM 升级步骤") was no covering word (review)."""
+    from dataclasses import replace
+
+    from assistant.config import Settings
+    from assistant.knowledge import open_kb
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "upgrade.md").write_text("# vLLM upgrade procedure\n\n## Steps\nDrain the node, then run `uv pip install vllm==0.9.0` "
+                                     "and restart the service.\n", encoding="utf-8")
+    (docs / "upgrade_zh.md").write_text("# vLLM 升级步骤\n\n## 步骤\n先摘流，再执行 `uv pip install vllm==0.9.0`，然后重启服务。\n", encoding="utf-8")
+    (docs / "gpu.md").write_text("# GPU alerts\n\n## Memory high\nLower `--gpu-memory-utilization` to 0.85.\n", encoding="utf-8")
+    settings = replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "cache")
+    answer = answer_question(question, settings, kb=open_kb(settings, progress=lambda _m: None))
+    assert answer.grounded and "pip install vllm==0.9.0" in answer.answer

@@ -94,6 +94,14 @@ def test_keyword_coverage_of_an_english_passage_is_measured_on_the_translation(e
     assert "Throughput" in top.chunks[0].chunk.title and top.translated and top.coverage > 0.3
 
 
+def test_particles_are_never_terms():
+    """"scale up / scale in", "roll back" and "on-call" put up, in, back and on in the table:
+    "CUDA out of memory in the server" was translated with 缩容 (review)."""
+    assert translate("CUDA out of memory in the server", "en") == ["显存不足", "服务端"]
+    assert translate("the pods are up but requests wait in the queue", "en") == ["请求", "排队"]
+    assert translate("rollback", "en") == ["回滚"]
+
+
 def test_terms_are_read_left_to_right_longest_first():
     """单卡在跑 is 单卡 (one GPU) + 在跑, not 卡在 (stuck at): the reviewer's case."""
     assert translate("单卡在跑72B模型时OOM", "zh") == ["single gpu"]

@@ -215,3 +215,9 @@ def test_a_version_after_a_model_family_is_part_of_the_name(text, version):
     """"llama 3 70b" (a space, not a dash) left 3 unbound, and the capacity answer asked what
     "3" referred to (a newcomer trial)."""
     assert version not in [q.text for q in extract(text).quantities]
+
+
+@pytest.mark.parametrize("text, kept", [("qwen 72B 需要几张 A100 80G", "72b"), ("部署 qwen 4 张 A100", "4"), ("glm 2 gpus with 24GB each", "2")])
+def test_a_size_or_a_count_after_a_model_family_is_kept(text, kept):
+    """Only a version followed by a size or a variant is part of the name (review)."""
+    assert kept in [q.text for q in extract(text).quantities]

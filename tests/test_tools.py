@@ -817,7 +817,23 @@ def test_start_up_statements_are_information_and_a_full_kv_cache_with_a_queue_is
            "INFO 12-04 10:02:00 [metrics.py:1] Running: 30 reqs, Waiting: 12 reqs, GPU KV cache usage: 97.1%, CPU KV cache usage: 0.0%\n")
     report = diagnose_text(log)
     assert report.findings and all(f.severity == "info" for f in report.findings)
-    assert report.numbers["kv_cache_usage_max_pct"] == 100.0 and report.numbers["waiting_max"] == 64
+    assert report.numbers["kv_cache_usage_pct"] == 100.0 and report.numbers["waiting_at_full_kv"] == 64
     assert any("100% with 64 requests waiting" in c["en"] for c in report.computed)
     calm = diagnose_text("INFO 12-04 10:01:00 [metrics.py:1] Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.0%\n")
     assert not calm.computed
+    # Full once with nobody waiting, then a queue on an empty cache: a hang, not a full cache (review).
+    hang = diagnose_text("INFO 12-04 10:01:00 [metrics.py:1] Running: 9 reqs, Pending: 0 reqs, GPU KV cache usage: 99.5%\n"
+                         "INFO 12-04 10:09:00 [metrics.py:1] Running: 0 reqs, Pending: 57 reqs, GPU KV cache usage: 0.0%\n")
+    assert not hang.computed
+
+
+def test_a_start_up_failure_logged_as_a_valueerror_is_critical():
+    """vLLM V1 logs its own start-up failure as "ERROR … ValueError: To serve at least one
+    request …": read as a client's refused request it became a warning (review)."""
+    from assistant.tools.logs import diagnose_text
+
+    log = ("ERROR 12-04 10:00:00 [core.py:390] EngineCore failed to start.\n"
+           "ERROR 12-04 10:00:00 [core.py:396] ValueError: To serve at least one request with the models's max seq len (131072), "
+           "(16.00 GiB KV cache is needed, which is larger than the available KV cache memory (9.50 GiB).\n")
+    found = {f.article: f for f in diagnose_text(log).findings}
+    assert found["vllm-kv-cache-insufficient-for-max-model-len"].severity == "critical"

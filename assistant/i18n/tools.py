@@ -205,7 +205,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "GPU KV cache size {tokens:,.0f} tokens holds {times}x requests of {per_request:,.0f} tokens at once",
     },
     "diagnose_log.kv_cache_full_waiting": {
-        "zh": "GPU KV cache 使用率最高到 {pct:g}%，同时有 {waiting} 个请求在排队：是 KV Cache 满了让请求排队，不是服务卡死",
-        "en": "GPU KV cache usage reached {pct:g}% with {waiting} requests waiting: requests queue because the KV cache is full, not because the server hangs",
+        "zh": "GPU KV cache 使用率 {pct:g}% 时有 {waiting} 个请求在排队：是 KV Cache 满了让请求排队，不是服务卡死",
+        "en": "GPU KV cache usage at {pct:g}% with {waiting} requests waiting: requests queue because the KV cache is full, not because the server hangs",
     },
 }

@@ -40,11 +40,12 @@ NUMBERS = {
     # or, in newer versions, "the estimated maximum model length is 157216".
     "max_seq_len": re.compile(r"max seq len \((\d[\d,]*)\)"),
     "kv_cache_max_len": re.compile(r"stored in KV cache \((\d[\d,]*)\)|estimated maximum model length is (\d[\d,]*)"),
-    # vLLM's periodic stats line; the highest value the log shows counts, not the last.
-    "kv_cache_usage_max_pct": re.compile(r"GPU KV cache usage:\s*(\d+(?:\.\d+)?)%"),
-    "waiting_max": re.compile(r"(?:Waiting|Pending):\s*(\d+)\s*reqs"),
 }
-HIGHEST = {"kv_cache_usage_max_pct", "waiting_max"}
+# vLLM's periodic stats line, read as a pair: the most requests waiting on a line whose KV
+# cache is (nearly) full. Maxima taken apart said "full, not a hang" of a log whose queue
+# grew while the cache sat at 0%.
+_STATS = re.compile(r"(?:Waiting|Pending):\s*(\d+)\s*reqs.*?GPU KV cache usage:\s*(\d+(?:\.\d+)?)%")
+FULL_KV_PCT = 95.0
 
 
 @dataclass
@@ -87,7 +88,10 @@ _BARE_EXCEPTION = re.compile(rf"^\s*{EXCEPTION_NAME}: ")
 _CRASH = re.compile(r"CUDA error|NCCL|illegal memory|out of memory|OutOfMemoryError|RuntimeError|AssertionError"
                     r"|SystemError|MemoryError|core dumped|Segmentation fault", re.I)
 MAX_UNMATCHED = 3
-_REFUSED_REQUEST = re.compile(r"\bValueError\b|BadRequestError|\bError code: 4\d\d\b|\bHTTP/1\.[01]\" 4\d\d\b")
+# Request wording, never a bare ValueError: vLLM V1 logs its own start-up failures as
+# "ERROR … [core.py:396] ValueError: To serve at least one request …".
+_REFUSED_REQUEST = re.compile(r"However, you requested|However, your (?:request|prompt)|BadRequestError|\bError code: 4\d\d\b"
+                              r"|\bHTTP/1\.[01]\" 4\d\d\b|is too long and exceeds limit of")
 MAX_LINE = 2000  # characters of a line the patterns read (a 2 MB line of junk is not a log line)
 
 
@@ -192,10 +196,12 @@ def _numbers(line: str, numbers: dict[str, float]) -> None:
     for name, pattern in NUMBERS.items():
         m = pattern.search(line)
         if m:
-            value = float(next(g for g in m.groups() if g).replace(",", ""))
-            numbers[name] = max(value, numbers.get(name, value)) if name in HIGHEST else value
+            numbers[name] = float(next(g for g in m.groups() if g).replace(",", ""))
             if name == "max_concurrency_tokens":
                 numbers["max_concurrency_x"] = float(m.group(2))
+    stats = _STATS.search(line)
+    if stats and float(stats.group(2)) >= FULL_KV_PCT and int(stats.group(1)) > numbers.get("waiting_at_full_kv", 0):
+        numbers["waiting_at_full_kv"], numbers["kv_cache_usage_pct"] = int(stats.group(1)), float(stats.group(2))
 
 
 def numbers_in(text: str) -> dict[str, float]:
@@ -221,9 +227,9 @@ def computed_from(numbers: dict[str, float]) -> list[dict[str, str]]:
         fits, asked = int(numbers["kv_cache_max_len"]), int(numbers.get("max_seq_len", 0))
         if 0 < fits < asked:
             out.append(both("tools.diagnose_log.kv_max_model_len", fits=fits, asked=asked))
-    if numbers.get("kv_cache_usage_max_pct", 0) >= 95 and numbers.get("waiting_max", 0) >= 1:
-        out.append(both("tools.diagnose_log.kv_cache_full_waiting", pct=numbers["kv_cache_usage_max_pct"],
-                        waiting=int(numbers["waiting_max"])))
+    if numbers.get("waiting_at_full_kv", 0) >= 1:
+        out.append(both("tools.diagnose_log.kv_cache_full_waiting", pct=numbers["kv_cache_usage_pct"],
+                        waiting=int(numbers["waiting_at_full_kv"])))
     return out
 
 
