@@ -1285,6 +1285,9 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
         if entry is not _faq_entry and asked:
             section = [_asked_rows(c, asked) if entry(c) else c for c in section]
             best = next((c for c in section if c.chunk_id == best.chunk_id), best)
+    elif asked:
+        section = [_asked_table_lines(c, asked) for c in section]
+        best = next((c for c in section if best is not None and c.chunk_id == best.chunk_id), best)
 
     def sub_of(c) -> str:
         return " > ".join(c.title.split(" > ")[2:])
@@ -1499,6 +1502,44 @@ def _row_names(text: str) -> frozenset[str]:
         cells = [c for c in line.strip().strip("|").split("|")]
         names.update(asked_identifiers(" ".join(re.findall(r"`([^`]+)`", line)) + " " + (cells[0] if cells else "")))
     return frozenset(names)
+
+
+TABLE_ROWS_TO_CUT = 8  # a table inside a passage with more rows than this is cut to the asked rows
+
+
+def _asked_table_lines(chunk, asked: frozenset[str]):
+    """A passage whose table (under its heading's prose, so not a row group of its own) is cut
+    to its header and the rows naming what the question asks about, with the row before and
+    after each: "what is the default of SERVE_GMU" quoted all 14 rows of a team's variables
+    table. The prose stays; unchanged when no row, or every row, names it."""
+    from dataclasses import replace
+
+    from ingest.chunking import header_lines
+
+    lines = chunk.text.split("\n")
+    out: list[str] = []
+    i = 0
+    changed = False
+    while i < len(lines):
+        if not lines[i].lstrip().startswith("|"):
+            out.append(lines[i])
+            i += 1
+            continue
+        j = i
+        while j < len(lines) and lines[j].lstrip().startswith("|"):
+            j += 1
+        block = lines[i:j]
+        head = header_lines(block)
+        body = block[head:]
+        named = {k for k, line in enumerate(body) if _row_names(line) & asked}
+        keep = [line for k, line in enumerate(body) if named & {k - 1, k, k + 1}]
+        if len(body) > TABLE_ROWS_TO_CUT and keep and len(keep) < len(body):
+            out += block[:head] + keep
+            changed = True
+        else:
+            out += block
+        i = j
+    return replace(chunk, text="\n".join(out)) if changed else chunk
 
 
 def _table_rows(chunk) -> bool:

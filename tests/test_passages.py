@@ -134,6 +134,22 @@ def test_a_question_about_one_row_does_not_get_the_tables_first_rows(tmp_path):
     assert "FD_OPTION_35" not in answer.answer and "FD_OPTION_39" not in answer.answer
 
 
+def test_a_mid_sized_table_under_prose_is_cut_to_the_asked_row(tmp_path):
+    """A 14-row variables table under its heading's prose is one passage, not row groups:
+    "what is the default of SERVE_GMU" quoted all 14 rows (a newcomer trial)."""
+    rows = [(f"SERVE_OPT_{i:02d}", str(i), f"tunes internal feature {i}") for i in range(14)]
+    rows[6] = ("SERVE_GMU", "0.90", "passed to --gpu-memory-utilization")
+    table = "\n".join(f"| `{name}` | {default} | {what} |" for name, default, what in rows)
+    settings, kb = docs_kb(tmp_path, {"env-vars.md": "# Environment variables used by our serving images\n\n"
+                                                     "All images read these at start-up.\n\n| Variable | Default | Meaning |\n|---|---|---|\n"
+                                                     + table + "\n", "deploy.md": "# Deploying\n\n## Rollout\nRun `make deploy`.\n"})
+    answer = answer_question("what is the default of SERVE_GMU", settings, kb=kb)
+    assert answer.grounded and "SERVE_GMU" in answer.answer and "| Variable | Default | Meaning |" in answer.answer
+    assert "All images read these" in answer.answer
+    assert "SERVE_OPT_05" in answer.answer and "SERVE_OPT_07" in answer.answer
+    assert "SERVE_OPT_00" not in answer.answer and "SERVE_OPT_13" not in answer.answer
+
+
 def test_a_question_about_one_setting_of_a_long_code_listing_gets_its_paragraph(tmp_path):
     """FastDeploy documents its environment variables as envs.py, one fenced block of forty
     commented entries split at blank lines: a question about one variable got two pieces of
