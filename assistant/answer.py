@@ -1266,6 +1266,27 @@ def _section_chunks(kb, chunk) -> list:
     return [c for c in kb.article_chunks(chunk.doc_id, chunk.lang) if section_key(c.title) == key] or [chunk]
 
 
+def _asked_entries(section: list, best, asked: frozenset[str], scores: dict[str, float]) -> tuple[list, object, list]:
+    """The section's chunks narrowed to what the question asks about, the best chunk as
+    narrowed, and the chunks left out. A FAQ's other questions, and a big table's other row
+    groups, are other topics: kept only when they matched too. (Cut down to fit, a question
+    about one variable of a 60-row table got the table's first rows too, for carrying
+    `inline code`.) A table inside a passage is cut to the asked rows."""
+    entry = _faq_entry if best is not None and any(_faq_entry(c) for c in section) else _row_kind(best, section, asked)
+    skipped: list = []
+    if entry is not None:
+        kept = _entries_kept(section, best, entry, asked, scores)
+        skipped = [c for c in section if c not in kept]
+        section = kept
+        if entry is not _faq_entry and asked:
+            section = [_asked_rows(c, asked) if entry(c) else c for c in section]
+    elif asked:
+        section = [_asked_table_lines(c, asked) for c in section]
+    if best is not None:
+        best = next((c for c in section if c.chunk_id == best.chunk_id), best)
+    return section, best, skipped
+
+
 def _section_text(section: list, best, labels: dict, scores: dict[str, float] | None = None,
                   limit: int = MAX_PASSAGE_CHARS, asked: frozenset[str] = frozenset()) -> tuple[str, list]:
     """The section from its start, subsections under their own headings, bounded, and the
@@ -1273,21 +1294,7 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
     matched the question best (`scores`, by chunk id), then those that carry something to
     do (code, flags, settings), and quotes them in document order."""
     scores = scores or {}
-    skipped: list = []
-    # A FAQ's other questions, and a big table's other row groups, are other topics: quoted
-    # only when they matched too. (Cut down to fit, a question about one variable of a
-    # 60-row table got the table's first rows too, for carrying `inline code`.)
-    entry = _faq_entry if best is not None and any(_faq_entry(c) for c in section) else _row_kind(best, section, asked)
-    if entry is not None:
-        kept = _entries_kept(section, best, entry, asked, scores)
-        skipped = [c for c in section if c not in kept]
-        section = kept
-        if entry is not _faq_entry and asked:
-            section = [_asked_rows(c, asked) if entry(c) else c for c in section]
-            best = next((c for c in section if c.chunk_id == best.chunk_id), best)
-    elif asked:
-        section = [_asked_table_lines(c, asked) for c in section]
-        best = next((c for c in section if best is not None and c.chunk_id == best.chunk_id), best)
+    section, best, skipped = _asked_entries(section, best, asked, scores)
 
     def sub_of(c) -> str:
         return " > ".join(c.title.split(" > ")[2:])
