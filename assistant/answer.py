@@ -633,14 +633,16 @@ def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[s
     doc_lang, _ = _pick_lang(kb, art.doc_id, lang)
     text = "\n".join(c.text for c in kb.article_chunks(art.doc_id, doc_lang)).lower().replace("_", "-")
 
+    def bare(name: str) -> str:  # --max_num_seqs, max-num-seqs and MAX_NUM_SEQS alike
+        return name.lstrip("-").lower().replace("_", "-")
+
     def in_article(name: str) -> bool:
-        bare = name.lstrip("-").lower().replace("_", "-")
-        return len(bare) >= 4 and bare in text
+        return len(bare(name)) >= 4 and bare(name) in text
 
     # A setting pasted with its value stays under "your command line", value and all, even
     # when a sentence says it was tried: lowering that value may still be the fix.
-    pasted = {flag.lstrip("-").lower().replace("_", "-") for flag in flags}
-    said = [f"`{name}`" for name in tried if in_article(name) and name.lstrip("-").lower().replace("_", "-") not in pasted]
+    pasted = {bare(flag) for flag in flags}
+    said = [f"`{name}`" for name in tried if in_article(name) and bare(name) not in pasted]
     named = [f"`{flag}{' ' + value if value and flag.startswith('--') else ('=' + value if value else '')}`"
              for flag, value in flags.items() if in_article(flag)]
     out = []
@@ -1470,17 +1472,8 @@ def _asked_rows(chunk, asked: frozenset[str]):
 
     lines = chunk.text.strip().split("\n")
     if _table_rows(chunk):
-        from ingest.chunking import header_lines
-
-        head = header_lines(lines)
-        body = lines[head:]
-        # The asked rows and the rows beside them: a table's neighbours are often its
-        # related settings (FD_DISABLED_RECOVER beside FD_RECOVER_TIMEOUT).
-        named = {i for i, line in enumerate(body) if _row_names(line) & asked}
-        keep = [line for i, line in enumerate(body) if named & {i - 1, i, i + 1}]
-        if not keep or len(keep) == len(body):
-            return chunk
-        return replace(chunk, text="\n".join(lines[:head] + keep))
+        cut = _table_cut(lines, asked)
+        return chunk if cut is None else replace(chunk, text="\n".join(cut))
     groups: list[list[str]] = [[]]
     for line in lines[1:-1]:
         if line.strip():
@@ -1514,14 +1507,27 @@ def _row_names(text: str) -> frozenset[str]:
 TABLE_ROWS_TO_CUT = 8  # a table inside a passage with more rows than this is cut to the asked rows
 
 
+def _table_cut(table: list[str], asked: frozenset[str], more_than: int = 0) -> list[str] | None:
+    """A table's lines cut to its header and the rows naming what the question asks about,
+    with the row before and after each (a table's neighbours are often its related
+    settings: FD_DISABLED_RECOVER beside FD_RECOVER_TIMEOUT). None when it has no more than
+    `more_than` rows, or when no row, or every row kept, names it."""
+    from ingest.chunking import header_lines
+
+    head = header_lines(table)
+    body = table[head:]
+    named = {i for i, line in enumerate(body) if _row_names(line) & asked}
+    keep = [line for i, line in enumerate(body) if named & {i - 1, i, i + 1}]
+    if len(body) <= more_than or not keep or len(keep) == len(body):
+        return None
+    return table[:head] + keep
+
+
 def _asked_table_lines(chunk, asked: frozenset[str]):
     """A passage whose table (under its heading's prose, so not a row group of its own) is cut
-    to its header and the rows naming what the question asks about, with the row before and
-    after each: "what is the default of SERVE_GMU" quoted all 14 rows of a team's variables
-    table. The prose stays; unchanged when no row, or every row, names it."""
+    to the asked rows (see `_table_cut`) when it has more than TABLE_ROWS_TO_CUT: "what is the
+    default of SERVE_GMU" quoted all 14 rows of a team's variables table. The prose stays."""
     from dataclasses import replace
-
-    from ingest.chunking import header_lines
 
     lines = chunk.text.split("\n")
     out: list[str] = []
@@ -1535,16 +1541,9 @@ def _asked_table_lines(chunk, asked: frozenset[str]):
         j = i
         while j < len(lines) and lines[j].lstrip().startswith("|"):
             j += 1
-        block = lines[i:j]
-        head = header_lines(block)
-        body = block[head:]
-        named = {k for k, line in enumerate(body) if _row_names(line) & asked}
-        keep = [line for k, line in enumerate(body) if named & {k - 1, k, k + 1}]
-        if len(body) > TABLE_ROWS_TO_CUT and keep and len(keep) < len(body):
-            out += block[:head] + keep
-            changed = True
-        else:
-            out += block
+        cut = _table_cut(lines[i:j], asked, TABLE_ROWS_TO_CUT)
+        out += lines[i:j] if cut is None else cut
+        changed = changed or cut is not None
         i = j
     return replace(chunk, text="\n".join(out)) if changed else chunk
 

@@ -537,19 +537,24 @@ def _asks_for_a_number(text: str) -> bool:
                 or _DECODE.search(text) or _ASK_BLOCKS.search(text))
 
 
-def _asking(text: str) -> str:
+def _asking(question: str) -> str:
     """The part of a question that can ask for a calculation: its sentences, not what it
-    pasted. torch's "has a total capacity of 23.65 GiB" and a log's "KV cache usage" are
-    not the asker wanting capacity figures."""
+    pasted, normalized as `extract` reads text. torch's "has a total capacity of 23.65 GiB"
+    and a log's "KV cache usage" are not the asker wanting capacity figures. Split as
+    written, before normalizing: `Extraction.text` is one lower-cased line, on which a
+    pasted log cannot be told from the sentences around it (a vLLM start-up log pasted alone
+    drew a "more numbers needed" block for a calculation nobody asked for)."""
     from .questions import might_paste
+    from .quantities import MAX_CHARS, normalize
 
+    text = question[:MAX_CHARS]
     if might_paste(text):
         from .cleaning import split_question
 
         parts = split_question(text)
         if parts.pasted or parts.errors:
             text = "\n".join(parts.prose)
-    return _OOM_MESSAGE_WORDS.sub(" ", text)
+    return normalize(_OOM_MESSAGE_WORDS.sub(" ", text))
 
 
 # The engines whose logs the missing-numbers list points to.
@@ -566,30 +571,13 @@ def _other_engine(text: str, ours: frozenset[str] = frozenset({"fastdeploy"})) -
     return bool(products) and not ours & set(products)
 
 
-def _asked(question: str) -> str:
-    """`_asking` of the question normalized line by line: `Extraction.text` is one line, on
-    which a pasted log cannot be told from the sentences around it (a vLLM start-up log
-    pasted alone drew a "more numbers needed" block for a calculation nobody asked for)."""
-    from .questions import might_paste
-    from .quantities import MAX_CHARS, normalize
-
-    text = question[:MAX_CHARS]
-    if might_paste(text):
-        from .cleaning import split_question
-
-        parts = split_question(text)  # on the text as written: log levels are upper-case
-        if parts.pasted or parts.errors:
-            text = "\n".join(parts.prose)
-    return _OOM_MESSAGE_WORDS.sub(" ", normalize(text))
-
-
-def route(x: Extraction, facts: _Facts, asked: str | None = None) -> str | None:
+def route(x: Extraction, facts: _Facts, asked: str) -> str | None:
     """The capacity tool a question asks for, or None when it is not a capacity question.
-    `asked` is the part that can ask (see `_asked`); by default, all of `x.text`."""
+    `asked` is the part of the question that can ask (see `_asking`)."""
     if (_LOGPROBS.search(x.text) and (_MSG_WORDS.search(x.text) or facts.asked("msgmax") or facts.asked("msgmnb"))
             and not _other_engine(x.text)):
         return "logprobs_message_size"
-    t = _asking(x.text) if asked is None else asked
+    t = asked
     if not t.strip():
         return None  # a log pasted with no sentence around it asks for no figure: vLLM logged its own
     if facts.asked("kv_cache_ratio") or facts.has("prefill_blocks") or _DECODE.search(t):
@@ -645,7 +633,7 @@ def _pasted_log_apart(question: str, log_numbers: dict[str, float] | None) -> tu
 def capacity_answer(question: str, log_numbers: dict[str, float] | None = None) -> CapacityAnswer | None:
     """Read a capacity question (plus numbers from its log) and run the tool it asks for, or say what
     is missing. None when the question is not a capacity question."""
-    asked = _asked(question)
+    asked = _asking(question)
     question, log_numbers = _pasted_log_apart(question, log_numbers)
     x = extract(question)
     facts = _Facts(x, log_numbers)

@@ -10,6 +10,13 @@ from __future__ import annotations
 
 import re
 
+# Model families are named in most real questions and are rarely what the question is
+# about: retrieval keeps them from counting as subjects the KB lacks or as its keywords, and
+# the capacity parser reads the number after one as a version ("llama 3 70b").
+MODEL_FAMILIES = frozenset(
+    "qwen qwq llama mistral mixtral deepseek gemma phi baichuan chatglm glm internlm ernie falcon vicuna minicpm "
+    "command nemotron starcoder codellama bloom opt gpt yi kimi hunyuan doubao olmo granite exaone aya jamba".split())
+
 # An exception's name as Python prints it ("RuntimeError", "torch.OutOfMemoryError"), bounded so
 # that a search over a long dotted run stays linear: log diagnosis and scope build on it.
 EXCEPTION_NAME = r"(?:[A-Za-z_][\w.]{0,80})?(?:Error|Exception)"

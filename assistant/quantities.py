@@ -21,6 +21,8 @@ import unicodedata
 from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 
+from .names import MODEL_FAMILIES
+
 MAX_CHARS = 16_000  # questions are capped at 8 kB before they get here; this bounds other callers
 MAX_VALUE = Decimal(10) ** 15
 PRE_GAP = 16  # characters allowed between a label and the number after it ("block_size 我们改成了 128")
@@ -503,8 +505,7 @@ _UNIT_WORDS = frozenset({"gib", "gb", "mib", "mb", "kib", "kb", "tib", "tb"})
 
 
 # A model family written with a space before its version ("llama 3 70b", "qwen 2.5 7b").
-_FAMILY_BEFORE = re.compile(r"(?:^|[^a-z0-9])(?:llama|qwen|glm|chatglm|gemma|phi|mistral|mixtral|deepseek|baichuan|internlm|yi|gpt)"
-                            r" ?v?$")
+_FAMILY_BEFORE = re.compile(r"(?:^|[^a-z0-9])(?:" + "|".join(sorted(MODEL_FAMILIES)) + r") ?v?$")
 
 
 # What follows a model's version: its size ("llama 3 70b") or a variant ("qwen 2.5-instruct").

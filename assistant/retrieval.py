@@ -32,6 +32,7 @@ from ingest.index import KBIndex, derived
 from ingest.tokenize import correct_typos, normalize, stem
 
 from oncall_common.lang import detect_lang, is_cjk
+from .names import MODEL_FAMILIES
 from .questions import query_text
 
 if TYPE_CHECKING:
@@ -185,11 +186,6 @@ def twinless_mask(index: KBIndex, lang: str) -> np.ndarray:
     return cache[lang]
 
 
-# Model families are named in most real questions and are rarely what the question is
-# about; they must not count as subjects the KB lacks, nor as its keywords.
-MODEL_FAMILIES = frozenset(
-    "qwen qwq llama mistral mixtral deepseek gemma phi baichuan chatglm glm internlm ernie falcon vicuna minicpm "
-    "command nemotron starcoder codellama bloom opt gpt yi kimi hunyuan doubao olmo granite exaone aya jamba".split())
 
 
 def query_tokens(index: KBIndex, text: str) -> list[str]:

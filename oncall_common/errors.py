@@ -25,11 +25,16 @@ class AssistantError(Exception):
         return f"{self.message} ({self.hint})" if self.hint else self.message
 
 
-class BadQuestion(AssistantError):
-    """The question itself is unusable (empty, binary, not text)."""
+class BadInput(AssistantError):
+    """What the user handed over cannot be used (a binary log, a case file that is not text,
+    a file type ingest does not read): exit code 2, as for a bad command-line argument."""
 
     exit_code = 2
     http_status = 422
+
+
+class BadQuestion(BadInput):
+    """The question itself is unusable (empty, binary, not text)."""
 
 
 class QuestionTooLarge(BadQuestion):

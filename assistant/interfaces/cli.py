@@ -55,7 +55,7 @@ def read_log(path: str, notes: list[str] | None = None, lang: str = "en") -> tup
     """The last 2 MB of a log file, decoded leniently (logs mix encodings), and the number in
     the file of its first line (findings are reported by their line in the file); `notes`
     gets a line saying so when the file is longer."""
-    from oncall_common.errors import AssistantError, BadQuestion
+    from oncall_common.errors import AssistantError, BadInput
     from assistant.tools.logs import read_tail_located, unread_note
 
     try:
@@ -66,7 +66,7 @@ def read_log(path: str, notes: list[str] | None = None, lang: str = "en") -> tup
     except OSError as exc:
         raise AssistantError(f"cannot read log file {path}: {exc.strerror}") from exc
     except ValueError as exc:  # binary or not a regular file: bad input, as a binary question is (exit 2)
-        raise BadQuestion(f"cannot read log file: {exc}", "pass a text log file, not a pipe, device or binary file") from exc
+        raise BadInput(f"cannot read log file: {exc}", "pass a text log file, not a pipe, device or binary file") from exc
 
 
 def _zh(text: str) -> bool:

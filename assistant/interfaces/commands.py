@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from assistant.interfaces.cli import _run, settings_for
-from oncall_common.errors import AssistantError
+from oncall_common.errors import AssistantError, BadInput
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -57,12 +57,6 @@ def ingest(paths: tuple[str, ...], kb: str | None, forget: tuple[str, ...], rebu
     _run(body)
 
 
-class _BadPath(AssistantError):
-    """A path ingest was given that it cannot read: bad input (exit 2, as click's own)."""
-
-    exit_code = 2
-
-
 def _require_readable_file(path: Path) -> None:
     """A file named on its own must be one ingest reads. Saved anyway, it exited 0 and every
     later rebuild listed it as skipped; in a folder such files are skipped and reported."""
@@ -76,9 +70,9 @@ def _require_readable_file(path: Path) -> None:
     reason = skipped[0].reason
     if reason.startswith("unknown type"):
         kind = f"{path.suffix} files" if path.suffix else "files with no extension"
-        raise _BadPath(f"cannot ingest {path}: {kind} are not a type ingest reads "
+        raise BadInput(f"cannot ingest {path}: {kind} are not a type ingest reads "
                        f"(it reads {', '.join(sorted(SUFFIXES))})")
-    raise _BadPath(f"cannot ingest {path}: {reason}")
+    raise BadInput(f"cannot ingest {path}: {reason}")
 
 
 def _build_bundled(rebuild: bool) -> None:
@@ -228,7 +222,6 @@ def tool_cmd(name: str, arguments: tuple[str, ...]) -> None:
     """
 
     def body() -> None:
-        from oncall_common.errors import AssistantError
         from assistant.tools import call_tool
 
         if len(arguments) == 1 and arguments[0].lstrip().startswith("{"):
@@ -384,7 +377,6 @@ def _writable_dir(path: Path) -> Path:
     """`path`, created if need be, once a file can be written in it."""
     import tempfile
 
-    from oncall_common.errors import AssistantError
 
     try:
         path.mkdir(parents=True, exist_ok=True)

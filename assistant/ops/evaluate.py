@@ -15,14 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assistant.config import Settings
-from oncall_common.errors import AssistantError
+from oncall_common.errors import AssistantError, BadInput
 from oncall_common.lang import LANGS, detect_lang
-
-
-class UnreadableCases(AssistantError):
-    """A case file that is not text: bad input, exit code 2 like `ask`'s."""
-
-    exit_code = 2
 
 
 
@@ -103,7 +97,7 @@ def load_cases(path: Path) -> list[Case]:
     except OSError as exc:
         raise AssistantError(f"cannot read eval cases {path}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
-        raise UnreadableCases(f"{path} is not UTF-8 text (byte {exc.start} cannot be decoded)",
+        raise BadInput(f"{path} is not UTF-8 text (byte {exc.start} cannot be decoded)",
                               "save the case file as UTF-8, one JSON case per line") from exc
     for n, line in enumerate(lines, 1):
         if not line.strip():
