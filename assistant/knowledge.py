@@ -387,8 +387,7 @@ def _parse_sources(paths: list[Path]) -> dict[str, DocMeta]:
 
     files, _ = scan_sources(paths)
     docs, _ = settle_ids(pair_twins([parse_document(p, root, raw) for p, root, raw in files]))
-    return {f"{d.id}:{d.lang}": DocMeta(d.id, d.lang, d.title, d.product, d.source, list(d.signatures), list(d.tags),
-                                         d.structured, dict(d.applies_to), d.format) for d in docs}
+    return {f"{d.id}:{d.lang}": DocMeta.of(d) for d in docs}
 
 
 def kb_titles(settings: Settings) -> dict[str, str]:
@@ -398,16 +397,6 @@ def kb_titles(settings: Settings) -> dict[str, str]:
         if meta.lang == "en" or meta.id not in out:
             out[meta.id] = meta.title
     return out
-
-
-def kb_signatures(settings: Settings) -> list[tuple[str, str]]:
-    """(log signature, document id) from the front matter of every indexed document,
-    longest first, so "RuntimeError: NCCL error in:" is preferred over "NCCL error"."""
-    pairs: dict[str, str] = {}
-    for meta in kb_docs(settings).values():
-        for sig in meta.signatures:
-            pairs.setdefault(sig, meta.id)
-    return sorted(pairs.items(), key=lambda kv: -len(kv[0]))
 
 
 def settings_for_kb_dir(kb_dir: str | Path) -> Settings:

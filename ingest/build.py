@@ -281,11 +281,7 @@ def build_index(
             faiss.write_index(dense, str(tmp / "dense.faiss"))
             np.save(tmp / "vectors.npy", vectors)
             (tmp / "chunks.json").write_text(json.dumps([asdict(c) for c in chunks], ensure_ascii=False), encoding="utf-8")
-            metas = {
-                f"{d.id}:{d.lang}": asdict(DocMeta(d.id, d.lang, d.title, d.product, d.source, list(d.signatures), list(d.tags),
-                                                   d.structured, dict(d.applies_to), d.format))
-                for d in docs
-            }
+            metas = {f"{d.id}:{d.lang}": asdict(DocMeta.of(d)) for d in docs}
             (tmp / "docs.json").write_text(json.dumps(metas, ensure_ascii=False), encoding="utf-8")
             timings["index_s"] = time.perf_counter() - t0
             manifest = {

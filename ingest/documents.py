@@ -40,6 +40,9 @@ class Document:
     hash: str
     is_markdown: bool
     signatures: tuple[str, ...] = ()
+    # Signatures that are normal output, quoted for their figures (`num_blocks_global`):
+    # a log that has them is read, not diagnosed as failing.
+    informational: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     sources: tuple[str, ...] = field(default=())
     format: str = "markdown"  # markdown | text | html | rst (what the file was; html and rst are chunked as markdown)
@@ -122,6 +125,7 @@ def parse_document(path: Path, root: Path, raw: bytes) -> Document:
         hash=content_hash(raw),
         is_markdown=is_markdown,
         signatures=_as_tuple(meta.get("signatures")),
+        informational=_as_tuple(meta.get("informational")),
         tags=_as_tuple(meta.get("tags")),
         sources=_as_tuple(meta.get("sources")),
         format=fmt,

@@ -103,6 +103,15 @@ class DocMeta:
     # Front matter `applies_to`, e.g. {"hardware": ["nvidia"], "versions": ">=0.8.0"}; {} when absent.
     applies_to: dict = field(default_factory=dict)
     format: str = "markdown"  # markdown | text | html: what the file was
+    # Front matter `informational`: signatures that are routine output, listed by
+    # diagnose_log as information (from the index in use, like the signatures).
+    informational: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, doc) -> "DocMeta":
+        """The metadata of a parsed `ingest.documents.Document`."""
+        return cls(doc.id, doc.lang, doc.title, doc.product, doc.source, list(doc.signatures), list(doc.tags),
+                   doc.structured, dict(doc.applies_to), doc.format, list(doc.informational))
 
 
 @dataclass

@@ -995,6 +995,26 @@ def test_a_signature_added_to_a_runbook_counts_before_the_index_is_rebuilt(tmp_p
     assert {f.article for f in diagnose_text("ERROR Offset commit failed\n", settings).findings} == {"kafka-lag"}
 
 
+def test_a_runbook_declares_which_of_its_signatures_are_routine_output(tmp_path):
+    """A team's runbook quotes the start-up line it reads figures from (`slots free: N`) as
+    a signature, to be linked from a log; declared `informational`, a log that has it is
+    not diagnosed as failing. Undeclared, the same line stays a warning; and a line one
+    document calls a symptom is not hidden by another that only reads its figures."""
+    from assistant.tools.logs import diagnose_text
+
+    kb_dir = write_tiny_kb(tmp_path / "kb")
+    runbooks = tmp_path / "runbooks"
+    head = "---\nid: {id}\ntitle: {id}\nsignatures: [\"Engine slots free:\", \"Slot table exhausted\"]\n{info}---\n# {id}\n\n## Fixes\nAdd slots.\n"
+    _doc(runbooks, "slots.md", head.format(id="slots", info="informational: [\"Engine slots free:\"]\n"))
+    settings, _kb = _build(tmp_path, kb_dir, runbooks)
+    log = "INFO Engine slots free: 512\nWARN Slot table exhausted\n"
+    assert {(f.signature, f.severity) for f in diagnose_text(log, settings).findings} == {
+        ("Engine slots free:", "info"), ("Slot table exhausted", "warning")}
+    _doc(runbooks, "other.md", head.format(id="other", info=""))  # calls the same line a symptom
+    settings, _kb = _build(tmp_path, kb_dir, runbooks)
+    assert ("Engine slots free:", "warning") in {(f.signature, f.severity) for f in diagnose_text(log, settings).findings}
+
+
 # ---------------------------------------------------------------- concurrency and corruption
 
 

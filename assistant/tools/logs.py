@@ -21,11 +21,9 @@ SEVERITY = {"critical": 0, "warning": 1, "info": 2}
 # Signatures that decide an incident on their own; others are supporting evidence.
 CRITICAL = {"CUDA out of memory", "NCCL error", "Torch not compiled with CUDA enabled", "free_list_len: 0",
             "Waiting for free blocks in KV cache", "OutOfMemoryError"}
-# Signatures that carry a number to read, not a problem.
-# Signatures that state a setting or a periodic status, not a problem: at start-up FastDeploy
-# logs its block counts and vLLM its chunked-prefill budget whether or not anything is wrong.
-INFORMATIONAL = {"num_blocks_global", "Chunked prefill is enabled with max_num_batched_tokens", "Reset block num, the total_block_num:",
-                 "prefill_kvcache_block_num", "encoder block len", "encoder_block_len"}
+# Signatures that state a setting or a periodic status rather than a problem (at start-up
+# FastDeploy logs its block counts and vLLM its chunked-prefill budget whether or not anything
+# is wrong) are declared by the documents themselves, in front matter `informational`.
 
 NUMBERS = {
     "num_blocks_global": re.compile(r"num_blocks_global\s*[:=]\s*(\d+)"),
@@ -123,21 +121,23 @@ def _kb_settings(kb: object):
     return settings_for_kb_dir(str(kb))
 
 
-def kb_signatures(kb: object = None) -> tuple[tuple[str, str], ...]:
-    """(signature, document id) pairs from the front matter of every document in the index
-    in use — the KB's articles and any runbook added with `assistant ingest` — longest
-    first, so "RuntimeError: NCCL error in:" is preferred over "NCCL error"."""
-    from assistant.knowledge import KB
+def kb_signatures(kb: object = None) -> tuple[tuple[str, str, bool], ...]:
+    """(signature, document id, informational) from the front matter of every document in
+    the index in use — the KB's articles and any runbook added with `assistant ingest` —
+    longest first, so "RuntimeError: NCCL error in:" is preferred over "NCCL error". A
+    signature is informational when every document that names it says so: a runbook that
+    calls a line a symptom outweighs one that only reads its figures."""
+    from assistant.knowledge import KB, kb_docs
 
-    if isinstance(kb, KB):  # an open KB: its own documents
-        pairs: dict[str, str] = {}
-        for meta in kb.index.docs.values():
-            for sig in meta.signatures:
-                pairs.setdefault(sig, meta.id)
-        return tuple(sorted(pairs.items(), key=lambda kv: -len(kv[0])))
-    from assistant.knowledge import kb_signatures as indexed_signatures
-
-    return tuple(indexed_signatures(_kb_settings(kb)))
+    metas = kb.index.docs.values() if isinstance(kb, KB) else kb_docs(_kb_settings(kb)).values()
+    articles: dict[str, str] = {}
+    routine: dict[str, bool] = {}
+    for meta in metas:
+        info = set(meta.informational)
+        for sig in dict.fromkeys([*meta.signatures, *meta.informational]):
+            articles.setdefault(sig, meta.id)
+            routine[sig] = routine.get(sig, True) and sig in info
+    return tuple(sorted(((s, a, routine[s]) for s, a in articles.items()), key=lambda t: -len(t[0])))
 
 
 def _norm(text: str) -> str:
@@ -152,7 +152,7 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
     in the file of text's first line (the tail of a long log starts deep inside it)."""
     lines = text.splitlines()
     report = LogDiagnosis(len(lines))
-    sigs = [(s, a, _norm(s)) for s, a in kb_signatures(kb)]
+    sigs = [(s, a, _norm(s), info) for s, a, info in kb_signatures(kb)]
     found: dict[str, LogFinding] = {}
     for n, full in enumerate(lines, first_line):
         line = full[:MAX_LINE]
@@ -163,11 +163,11 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
         # length is 32768 tokens. However, you requested 40000") is not the server failing.
         error = fatal or (level in ("ERROR", "CRITICAL", "FATAL") and not _REFUSED_REQUEST.search(line))
         matched_articles: set[str] = set()
-        for sig, article, nsig in sigs:
+        for sig, article, nsig, informational in sigs:
             if nsig in low and article not in matched_articles:
                 matched_articles.add(article)
                 key = f"{article}|{sig}"
-                if sig in INFORMATIONAL:
+                if informational:
                     severity = "info"
                 elif error or any(c.lower() in nsig for c in CRITICAL):
                     severity = "critical"
