@@ -227,7 +227,8 @@ def test_a_twin_in_the_askers_language_is_the_expected_file():
 
     docs = {f"{i}:{lang}": DocMeta(i, lang, "t", "general", src, [], []) for i, lang, src in
             [("docs-serve", "en", "docs/serve.md"), ("docs-serve", "zh", "docs/zh/serve.md"),
-             ("docs-faq", "en", "docs/faq.md"), ("other-serve", "zh", "other/zh_only/serve.md")]}
+             ("docs-faq", "en", "docs/faq.md"), ("other-serve", "zh", "other/zh_only/serve.md"),
+             ("readme", "en", "README.md"), ("demo-readme", "en", "demo/README.md")]}
     kb = SimpleNamespace(index=SimpleNamespace(docs=docs))
     cite = lambda doc_id, source: [SimpleNamespace(id=doc_id, source=source)]  # noqa: E731
     assert _first_file_ok(kb, cite("docs-serve", "docs/zh/serve.md"), "docs/serve.md")
@@ -235,6 +236,11 @@ def test_a_twin_in_the_askers_language_is_the_expected_file():
     assert not _first_file_ok(kb, cite("docs-faq", "docs/faq.md"), "docs/serve.md")
     assert not _first_file_ok(kb, cite("other-serve", "other/zh_only/serve.md"), "docs/serve.md")
     assert not _first_file_ok(kb, [], "docs/serve.md") and not _first_file_ok(kb, cite("docs-serve", "docs/serve.md"), "")
+    # The root README is not every README: a path the KB has names that file only; a path
+    # it lacks is still found by its end (cases written against a tree indexed from above).
+    assert _first_file_ok(kb, cite("readme", "README.md"), "README.md")
+    assert not _first_file_ok(kb, cite("demo-readme", "demo/README.md"), "README.md")
+    assert _first_file_ok(kb, cite("docs-faq", "docs/faq.md"), "faq.md")
 
 
 def test_shipped_real_question_set_is_split_by_source_and_large_enough():

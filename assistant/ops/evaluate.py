@@ -152,9 +152,8 @@ def _expect_groups(path: Path, n: int, raw: dict) -> list[list[str]]:
 def missing_files(kb, cases: list[Case]) -> list[str]:
     """Cases whose `expect_file` names no file of this KB: a renamed page or a typo, which
     would otherwise count quietly as a miss in every run."""
-    sources = {meta.source for meta in kb.index.docs.values()}
     return [f"{c.id} ({', '.join((c.expect_file,) if isinstance(c.expect_file, str) else c.expect_file)})"
-            for c in cases if c.expect_file and not any(_expected_file(s, c.expect_file) for s in sources)]
+            for c in cases if c.expect_file and not _named_sources(kb, c.expect_file)]
 
 
 def passes(text: str, expect: list[list[str]]) -> bool:
@@ -210,10 +209,28 @@ def _first_file_ok(kb, citations, expect_file) -> bool:
     if not citations or not expect_file:
         return False
     first = citations[0]
-    if _expected_file(first.source, expect_file):
+    named = _named_sources(kb, expect_file)
+    if _path(first.source) in named:
         return True
-    twins = {meta.id for meta in kb.index.docs.values() if _expected_file(meta.source, expect_file)}
+    twins = {meta.id for meta in kb.index.docs.values() if _path(meta.source) in named}
     return first.id in twins and sum(meta.id == first.id for meta in kb.index.docs.values()) == 2
+
+
+def _named_sources(kb, expect_file) -> set[str]:
+    """The KB's files that `expect_file` names: the file at exactly that path where the KB
+    has one, else those whose path ends with it (cases written against a tree that was
+    indexed from a folder above it). By the suffix alone, a case's root `README.md` was
+    also `finetune_demo/README.md`, and citing any README counted as the right file."""
+    sources = {_path(meta.source) for meta in kb.index.docs.values()}
+    named: set[str] = set()
+    for expected in (expect_file,) if isinstance(expect_file, str) else expect_file:
+        e = _path(expected)
+        named |= {e} if e in sources else {s for s in sources if _same_file(s, e)}
+    return named
+
+
+def _path(source: str) -> str:
+    return source.replace("\\", "/").strip("/")
 
 
 def summarise(results: list[CaseResult]) -> Metrics:
@@ -286,7 +303,7 @@ def _expected_file(cited: str, expected: str | tuple[str, ...]) -> bool:
 
 def _same_file(cited: str, expected: str) -> bool:
     """Sources are relative to the root they were found under; compare by path suffix."""
-    a, b = cited.replace("\\", "/").strip("/"), expected.replace("\\", "/").strip("/")
+    a, b = _path(cited), _path(expected)
     return a == b or a.endswith("/" + b) or b.endswith("/" + a)
 
 
