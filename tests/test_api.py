@@ -104,6 +104,23 @@ def test_openai_compatible_chat_completions(server):
     assert (chunks[-1].model_extra or {}).get("citations")
 
 
+def test_openai_compatible_chat_answers_a_follow_up_in_its_conversation(server):
+    """A chat front end sends the whole conversation: "tried that, still failing, what next?"
+    alone was answered as a question of its own (a model-download article, or a refusal)."""
+    import openai
+
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+    messages = [{"role": "user", "content": "vllm 启动报 CUDA out of memory，Qwen2.5-32B 单卡 A100 80G"},
+                {"role": "assistant", "content": "先把 --max-model-len 调小"},
+                {"role": "user", "content": "调了也没用，还是不行，接下来呢？"}]
+    resp = client.chat.completions.create(model="kb-assistant", messages=messages)
+    assert (resp.model_extra or {})["citations"][0]["id"] == "vllm-cuda-oom"
+    # A long first message leaves the follow-up whole.
+    messages[0]["content"] += " " + "x" * 9000
+    resp = client.chat.completions.create(model="kb-assistant", messages=messages)
+    assert resp.choices[0].message.content
+
+
 def test_openai_compatible_chat_carries_the_answers_notes(bundled_settings, bundled_kb, tmp_path):
     """/v1/chat/completions sent `answer` and sources only: the note that an LLM statement cites
     a passage that does not say it, or that the LLM failed and the KB answered, never reached a

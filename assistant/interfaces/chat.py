@@ -244,9 +244,10 @@ def thread_question(current: str, earlier: Iterable[str]) -> str:
     the thread's first question with it. `earlier` holds what people (not the bot) wrote
     before in the thread, oldest first, platform markup already removed."""
     asked = [text for text in earlier if text and text != current]
-    if not asked:
-        return current
-    return f"{asked[0]}\n{current}"[:MAX_QUESTION]
+    room = MAX_QUESTION - len(current) - 1
+    if not asked or room <= 0:
+        return current[:MAX_QUESTION]
+    return f"{asked[0][:room]}\n{current}"  # cut from the first question: the follow-up is what is asked now
 
 
 # ---------------------------------------------------------------- rendering

@@ -1,5 +1,6 @@
 """The OpenAI-compatible endpoints, for chat front ends that speak that protocol:
-POST /v1/chat/completions (the last user message is the question) and GET /v1/models."""
+POST /v1/chat/completions (the last user message is the question, a follow-up carrying the
+conversation's first one, as in a Slack thread) and GET /v1/models."""
 
 from __future__ import annotations
 
@@ -22,9 +23,10 @@ CHUNK_CHARS = 64  # the answer's tail, after any streamed tokens, goes out in pi
 
 @router.post("/v1/chat/completions", responses=ERRORS)
 async def chat_completions(req: ChatRequest, request: Request, state: State, client: Client):
-    """OpenAI-compatible chat: the last user message is the question; the answer text ends with its sources and the
-    response carries an extra `citations` list. With `stream: true`, chat.completion.chunk events."""
-    ask_req = AskRequest(question=last_user_text(req.messages))
+    """OpenAI-compatible chat: the last user message is the question, with the conversation's first user message
+    before it when there is one ("still failing, what next?" means nothing alone); the answer text ends with its
+    sources and the response carries an extra `citations` list. With `stream: true`, chat.completion.chunk events."""
+    ask_req = AskRequest(question=conversation_question(req.messages))
     kb = await state.get_kb()
     reply = _Reply(f"chatcmpl-{uuid.uuid4().hex[:20]}", int(time.time()))
     if not req.stream:
@@ -109,13 +111,22 @@ def _same_text(streamed: str, final: str) -> bool:
     return bool(bare(streamed)) and bare(final).startswith(bare(streamed))
 
 
-def last_user_text(messages: list[ChatMessage]) -> str:
-    for msg in reversed(messages):
-        if msg.role == "user":
-            if isinstance(msg.content, list):
-                return " ".join(str(p.get("text", "")) for p in msg.content if isinstance(p, dict))
-            return msg.content or ""
-    raise BadQuestion("no user message in `messages`", 'add {"role": "user", "content": "…"} to messages')
+def conversation_question(messages: list[ChatMessage]) -> str:
+    """The question a chat front end asks: its last user message, folded with the earlier ones
+    the way a Slack thread is (`chat.thread_question`). Only users' messages count: the
+    assistant's own earlier answers are not the asker's words."""
+    from assistant.interfaces.chat import thread_question
+
+    said = [_text(msg) for msg in messages if msg.role == "user"]
+    if not said:
+        raise BadQuestion("no user message in `messages`", 'add {"role": "user", "content": "…"} to messages')
+    return thread_question(said[-1], said[:-1])
+
+
+def _text(msg: ChatMessage) -> str:
+    if isinstance(msg.content, list):
+        return " ".join(str(p.get("text", "")) for p in msg.content if isinstance(p, dict))
+    return msg.content or ""
 
 
 def with_sources(data: dict) -> str:
