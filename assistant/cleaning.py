@@ -56,7 +56,7 @@ _CODE = re.compile(
     r"^\s*(from\s+[\w.]+\s+import\b|import\s+[\w.]+|def\s+\w+\(|class\s+\w+|return\b|if\s+__name__|for\s+\w+\s+in\b|with\s+\w"
     r"|print\(|[\w.\[\]'\"]{1,80}\s*=\s*\S|[\w.]{1,80}\(.*[,(=]\s*$|\w+=[\w\"'.\[\]{}-]+,?\s*\)?\s*$|\)\s*$|#\s)"
 )
-_FLAG = re.compile(r"(?<![\w-])(--[a-zA-Z][\w-]{1,60})(?:[ =]+(?!--)([^\s\\'\"]{1,80}|\"[^\"]{0,80}\"|'[^']{0,80}'))?")
+_FLAG = re.compile(r"(?<![\w-])(--[a-zA-Z][\w-]{1,60})(?:[ =]+(?!--)([^\s\\'\"。，；：、]{1,80}|\"[^\"]{0,80}\"|'[^']{0,80}'))?")
 _KWARG = re.compile(r"(?<![\w.])([a-z][a-z0-9_]{2,60})\s*=\s*([\w.\-]{1,40}|\"[^\"]{0,60}\"|'[^']{0,60}')")
 _PROSE_WORDS = re.compile(r"[A-Za-z]{2,}")
 # A command line pasted inside a sentence: "server has no internet. python -m vllm… --model x",
@@ -130,9 +130,15 @@ def _is_prose(line: str) -> bool:
     return len(words) >= 3 and symbols <= max(2, len(words) // 2)
 
 
+_TRAILING_PUNCTUATION = ",.;:，。；：、"
+
+
 def _collect_flags(line: str, flags: dict[str, str]) -> None:
     for name, value in _FLAG.findall(line):
         value = value.strip("\"'")
+        # Written in a sentence ("--max-num-batched-tokens 2048, --enable-chunked-prefill"),
+        # the comma is the sentence's: the setting came back as `2048,`. A lone "." stays a path.
+        value = value.rstrip(_TRAILING_PUNCTUATION) or value
         flags.setdefault(name, "" if value.lower() in _SENTENCE_WORDS else value)
     for name, value in _KWARG.findall(line):
         flags.setdefault(name, value.strip("\"'"))

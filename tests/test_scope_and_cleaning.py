@@ -574,6 +574,13 @@ def test_a_command_pasted_inside_a_sentence_leaves_the_query_with_its_flags_kept
     assert "没问题；换到框架里就报错" in parts.prose[0] and parts.flags["--tensor-parallel-size"] == "2"
 
 
+def test_flags_written_in_a_sentence_keep_their_values_without_its_punctuation():
+    flags = split_question("TTFT is 8 s. vllm 0.8.5, --max-num-batched-tokens 2048, --enable-chunked-prefill. "
+                           "set --max-model-len 16384. 也试了 --gpu-memory-utilization 0.8。--model .").flags
+    assert flags["--max-num-batched-tokens"] == "2048" and flags["--max-model-len"] == "16384"
+    assert flags["--gpu-memory-utilization"] == "0.8" and flags["--model"] == "."
+
+
 def test_a_printed_python_dict_is_config_not_prose():
     q = "KV cache 的大小是哪里控制的？加载参数是：\n{'tokenizer_mode': 'auto', 'max_model_len': 4096}"
     assert split_question(q).code == ["{'tokenizer_mode': 'auto', 'max_model_len': 4096}"]
