@@ -361,11 +361,45 @@ def retrieval_text(question: str) -> str:
     says were tried to no effect are left out of it (see `without_tried_settings`)."""
     parts = split_question(question)
     if not parts.pasted:
-        return without_tried_settings(question)
+        return without_ruled_out(without_tried_settings(question))
     query = parts.query()
     if len(query.strip()) < 8:
-        return without_tried_settings(question)
-    return without_tried_settings(query)
+        return without_ruled_out(without_tried_settings(question))
+    return without_ruled_out(without_tried_settings(query))
+
+
+# A feature the asker says is not in play: "logprobs is NOT enabled", "not using LoRA", "没开
+# logprobs", "没有用 LoRA", "未开启 prefix caching". The name points at the article the asker
+# has ruled out ("FastDeploy requests hang, logprobs is NOT enabled" got the logprobs article
+# at 0.995), and at a subject the KB lacks ("not using LoRA" was refused as a LoRA question).
+# Only a name written in Latin letters right after (or, in English, right before) the
+# negated verb: "调了也没用" (it did not help) names nothing. Not 不开 / 不用: "不开 vllm、直接
+# transformers 跑是正常的" says vLLM is where it fails.
+_NAME_WORD = r"(?:--)?[A-Za-z][\w-]*(?:\.[\w-]+)*"
+# Features are enabled or used; a setting that was not set ("没设 HF_ENDPOINT", "didn't set
+# --enforce-eager") is more often the fix than ruled out, so "set" and "add" do not count.
+_RULED_OUT = re.compile(
+    rf"(?:没有?|未|并未|从未)(?:开启|开|启用|打开|使用|用)(?:过|了)?\s*(?P<zh>{_NAME_WORD}(?:[ _-]{_NAME_WORD})?)"
+    rf"|(?<![\w-])(?:not|never|n't)\s+(?:using|used|use|enabled?|enabling|turned on|turning on)\s+"
+    rf"(?:any\s+|the\s+)?(?P<en>{_NAME_WORD}(?:[ -]{_NAME_WORD})?)"
+    rf"|(?P<before>{_NAME_WORD})\s+(?:is|are|was|were)(?:\s+|n't\s+)(?:not\s+)?(?<=not |n't )(?:enabled|used|turned on|on|in use)\b",
+    re.I)
+
+
+def ruled_out(text: str) -> list[str]:
+    """The feature names the text says are not in play (see `_RULED_OUT`), as written."""
+    names = (m.group("zh") or m.group("en") or m.group("before") for m in _RULED_OUT.finditer(text))
+    return list(dict.fromkeys(name.strip() for name in names if name))
+
+
+def without_ruled_out(text: str) -> str:
+    """The text without the feature names it says are not in play (see `_RULED_OUT`)."""
+    if not _RULED_OUT.search(text):
+        return text
+    def drop(m: re.Match) -> str:
+        name = m.group("zh") or m.group("en") or m.group("before")
+        return m.group(0).replace(name, " ")
+    return _RULED_OUT.sub(drop, text)
 
 
 # A sentence that reports a fix already tried: "Someone suggested --gpu-memory-utilization 0.7~0.9

@@ -90,6 +90,10 @@ DENSE_BAND = {"en": (0.80, 0.90), "zh": (0.85, 0.93), "cross": (0.80, 0.90)}
 # Overview articles (tag "summary") list many symptoms, so they match many questions a
 # little; they should lead only when no specific article fits about as well.
 OVERVIEW_FACTOR = 0.9
+# A document titled by a feature the asker says is not in play ("logprobs is NOT enabled",
+# "没开 logprobs"): the asker has ruled out its subject, which a mismatch's small penalty
+# (the product or platform detected in passing) left first at 0.995.
+RULED_OUT_FACTOR = 0.5
 # Ranking scale per question language: Chinese questions score higher against every
 # passage (the band above), and a shared ceiling clipped their best matches flat.
 # A question against a passage in the other language (a Chinese question on English-only
@@ -266,6 +270,21 @@ def page_hubness(index: KBIndex) -> np.ndarray:
         return np.maximum(0.0, central - np.median(central)).astype(np.float32)
 
     return derived(index, "_page_hubness", build)
+
+
+def demote_ruled_out(question: str, matches: list[ArticleMatch], metas: dict) -> None:
+    """A document titled by what the asker says is not in play ("logprobs is NOT enabled",
+    "没开 logprobs"): its subject was ruled out, whatever else it shares with the question."""
+    from .cleaning import ruled_out
+
+    excluded = [re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])", re.I) for name in ruled_out(question)]
+    if not excluded:
+        return
+    for match in matches:
+        meta = metas.get(match.doc_id)
+        title = match.chunks[0].chunk.title if match.passage else getattr(meta, "title", "")
+        if any(x.search(title) for x in excluded):
+            match.score *= RULED_OUT_FACTOR
 
 
 def apply_page_prior(index: KBIndex, query_vector: np.ndarray, matches: list[ArticleMatch], mode: str,
@@ -585,6 +604,7 @@ def search(
             # the multilingual dense score is the only evidence.
             match.relevance = match.dense + boost
 
+    demote_ruled_out(question, list(by_article.values()), metas)
     apply_page_prior(index, qvec[0], list(by_article.values()), mode, question)
     articles = team_passage_first(sorted(by_article.values(), key=lambda a: -a.score)[:limit])
     timings["search"] = (time.perf_counter() - t1) * 1000

@@ -357,3 +357,17 @@ def test_a_teams_upgrade_runbook_answers_how_to_upgrade(tmp_path, question):
     settings = replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "cache")
     answer = answer_question(question, settings, kb=open_kb(settings, progress=lambda _m: None))
     assert answer.grounded and "pip install vllm==0.9.0" in answer.answer
+
+
+@pytest.mark.parametrize("question,first", [
+    ("FastDeploy requests hang and never return. logprobs is NOT enabled.", "fastdeploy-oom-while-serving"),
+    ("fastdeploy 服务请求一直卡着不返回，没开 logprobs", "fastdeploy-oom-while-serving"),
+    ("requests hang after I enabled logprobs", "fastdeploy-logprobs-hang"),
+    ("vllm OOM at startup, not using LoRA, Qwen2.5-7B on a 4090", "vllm-cuda-oom"),
+    ("vllm 启动就 OOM，没用 LoRA，单卡 4090 跑 Qwen2.5-7B", "vllm-cuda-oom"),
+])
+def test_a_feature_the_asker_rules_out_is_not_the_answer_nor_the_subject(bundled_settings, bundled_kb, question, first):
+    """"logprobs is NOT enabled" got the logprobs article at 0.995, and "not using LoRA" was
+    refused as a LoRA question: a negated feature names what the asker has ruled out."""
+    a = answer_question(question, bundled_settings, kb=bundled_kb)
+    assert a.grounded and a.citations[0].id == first

@@ -581,6 +581,27 @@ def test_flags_written_in_a_sentence_keep_their_values_without_its_punctuation()
     assert flags["--gpu-memory-utilization"] == "0.8" and flags["--model"] == "."
 
 
+@pytest.mark.parametrize("text,names", [
+    ("FastDeploy requests hang. logprobs is NOT enabled.", ["logprobs"]),
+    ("没开 logprobs，请求一直卡着", ["logprobs"]),
+    ("vllm OOM, not using LoRA, Qwen2.5-7B", ["LoRA"]),
+    ("we are not using --enable-prefix-caching", ["--enable-prefix-caching"]),
+    ("未开启 chunked prefill 也卡", ["chunked prefill"]),
+    ("调了也没用，还是不行", []),  # it did not help: names nothing
+    ("max_num_seqs 调小了也没用", []),
+    ("NCCL is not found; CUDA is not available", []),  # a symptom, not a feature left off
+    ("NCCL is not set up correctly", []),
+    ("不开 vllm、直接 transformers 跑是正常的", []),  # without it, it works: it is the culprit
+    ("没设 HF_ENDPOINT，下载一直卡住", []),  # a setting not set is more often the fix
+    ("I didn't set --enforce-eager", []),
+])
+def test_features_the_asker_rules_out(text, names):
+    from assistant.cleaning import ruled_out, without_ruled_out
+
+    assert ruled_out(text) == names
+    assert all(n not in without_ruled_out(text) for n in names)
+
+
 def test_a_printed_python_dict_is_config_not_prose():
     q = "KV cache 的大小是哪里控制的？加载参数是：\n{'tokenizer_mode': 'auto', 'max_model_len': 4096}"
     assert split_question(q).code == ["{'tokenizer_mode': 'auto', 'max_model_len': 4096}"]
