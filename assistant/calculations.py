@@ -77,7 +77,7 @@ _FASTDEPLOY = re.compile(r"fastdeploy|num_blocks_global|total_block_num|kv_cache
 LOG_KEYS = {"num_blocks_global": "num_blocks", "total_block_num": "num_blocks", "block_size": "block_size",
             "kv_cache_tokens": "kv_cache_tokens", "max_concurrency_tokens": "max_concurrency_tokens",
             "max_concurrency_x": "max_concurrency_x", "prefill_kvcache_block_num": "prefill_blocks",
-            "kv_cache_memory_gib": "kv_cache_memory"}
+            "kv_cache_memory_gib": "kv_cache_memory", "kv_cache_ratio": "kv_cache_ratio"}
 LOG_SCALE = {"kv_cache_memory_gib": GIB}  # a log figure in GiB, kept in bytes like the question's
 
 # ---------------------------------------------------------------- words shown to the asker
@@ -348,8 +348,13 @@ def _plan_kv_tokens(f: _Facts) -> _Plan:
             plan.notes.append(_msg("derived_kv_size", per=_plain(per.value), times=times.value))
     plan.need("kv_cache_tokens", "kv_cache_tokens", kv)
     longest = f.get("max_model_len")
+    logged = f.get("max_concurrency_tokens")
     if longest is not None:
         plan.need("max_model_len", "tokens_per_request", longest)
+    elif logged is not None and not f.has("tokens_per_request") and not f.has("tokens"):
+        # "Maximum concurrency for 32,768 tokens per request: 0.82x": the length vLLM computed
+        # the figure for is its max_model_len; asking for it back asked for what was pasted.
+        plan.need("max_model_len", "tokens_per_request", Value("max_model_len", logged.value, logged.source, logged.written))
     else:
         _request_tokens(plan, "tokens_per_request")
         if "tokens_per_request" in plan.missing:

@@ -155,9 +155,9 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     (r"blocks?|个 ?block|块(?!大小)", _roles(("num_blocks", NOUN, "post"))),
     (r"bytes?|字节", _roles(("bytes", NOUN, "post"))),
     (r"tokens?|个 ?token|toks?", _roles(("tokens", NOUN, "post"))),
-    (r"concurrent (?:requests?|sessions?|users?|connections?|streams?)|simultaneous (?:requests?|sessions?|users?)|parallel (?:requests?|sessions?)"
-     r"|requests? at once|requests? in parallel|并发(?:请求|会话|用户|数|量)?|路并发|(?:个 ?)?会话|(?:个 ?)?用户|(?:个 ?)?请求|sessions?|users?|requests?|reqs?"
-     r"|concurrency|streams?|路", _roles(("sessions", NOUN, "post"))),
+    (r"concurrent (?:requests?|sessions?|users?|connections?|streams?|conversations?|chats?)|simultaneous (?:requests?|sessions?|users?|conversations?)"
+     r"|parallel (?:requests?|sessions?)|requests? at once|requests? in parallel|并发(?:请求|会话|用户|对话|数|量)?|路并发|(?:个 ?)?会话|(?:个 ?)?对话"
+     r"|(?:个 ?)?用户|(?:个 ?)?请求|sessions?|conversations?|users?|requests?|reqs?|concurrency|streams?|路", _roles(("sessions", NOUN, "post"))),
     (r"(?:hidden |transformer |decoder )?layers?|层(?!数)", _roles(("num_layers", NOUN, "post"))),
     (r"kv[ _-]?heads?|key[ _-]?value[ _-]?heads?|kv ?头|个 ?kv ?heads?", _roles(("num_kv_heads", NOUN, "post"))),
     (r"attention heads?|q heads?|query heads?|heads?|注意力头|个头|头(?!维度|数)", _roles(("num_attention_heads", NOUN, "post"))),

@@ -386,3 +386,35 @@ def test_figures_asked_for_still_get_the_calculation():
     assert capacity_answer("8 x H100, 2k tokens per request, how many requests at once?").missing
     assert capacity_answer("GPU KV cache size: 458,752 tokens，max-model-len 65536，还能并发几个").computed
     assert capacity_answer("80 GiB GPU, weights 15 GiB: estimate how many tokens the KV cache holds").missing
+
+
+def test_conversations_are_sessions_too():
+    """"200 concurrent conversations of 4k tokens" asked for the number of sessions it named."""
+    direct = call_tool("blocks_needed", {"sessions": 200, "tokens_per_session": 4000, "block_size": 16})
+    for question in ("vllm with block_size 16, we need 200 concurrent conversations of 4k tokens each, how many KV blocks is that?",
+                     "vllm block_size 16，要同时跑 200 个对话，每个 4k token，需要多少 block？"):
+        call = capacity_call(question)
+        assert call is not None and call.result == direct.result, question
+
+
+def test_vllms_own_concurrency_line_is_read_for_its_request_length():
+    """"Maximum concurrency for 32,768 tokens per request: 0.82x": the length is in the line;
+    asking for max_model_len back was asking for what the asker had pasted."""
+    call = capacity_call("Maximum concurrency for 32,768 tokens per request: 0.82x — is that bad? server did start")
+    assert call is not None and call.name == "kv_tokens_concurrency"
+    assert call.arguments == {"kv_cache_tokens": 26870, "tokens_per_request": 32768}
+    assert call.value.concurrent_requests == 0 and call.value.limited_by == "too_long"
+
+
+def test_a_logged_kv_cache_ratio_is_used_instead_of_the_default():
+    """FastDeploy logs its kv_cache_ratio; the decode budget derived one from the prefill
+    blocks (or took the documented 0.75) instead of the value the server printed."""
+    from assistant.tools.logs import diagnose_text
+
+    log = ("[INFO] - Reset block num, the total_block_num:17131, prefill_kvcache_block_num:12848\n"
+           "[INFO] - max_num_seqs: 128, kv_cache_ratio: 0.9, block_size: 64, enc_dec_block_num: 2\n")
+    numbers = diagnose_text(log).numbers
+    assert numbers["kv_cache_ratio"] == 0.9
+    answer = capacity_answer("服务跑了半小时后大量请求超时，每个请求大概输入3k输出5k，能撑多少并发？", numbers)
+    assert answer is not None and answer.calls and answer.calls[0].name == "fastdeploy_decode_budget"
+    assert answer.calls[0].arguments["kv_cache_ratio"] == 0.9 and not answer.defaults

@@ -837,3 +837,17 @@ def test_a_start_up_failure_logged_as_a_valueerror_is_critical():
            "(16.00 GiB KV cache is needed, which is larger than the available KV cache memory (9.50 GiB).\n")
     found = {f.article: f for f in diagnose_text(log).findings}
     assert found["vllm-kv-cache-insufficient-for-max-model-len"].severity == "critical"
+
+
+def test_a_kv_cache_error_in_gib_gets_an_estimated_max_model_len():
+    """Earlier V1 releases say only how many GiB one full-length request needs and how many
+    are free: the largest --max-model-len that starts is in proportion, said as an estimate."""
+    text = ("ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is needed, "
+            "which is larger than the available KV cache memory (5.12 GiB). Try increasing `gpu_memory_utilization` or "
+            "decreasing `max_model_len` when initializing the engine.")
+    computed = diagnose_log(text=text).computed
+    assert len(computed) == 1 and "41,943" in computed[0]["en"] and "41,943" in computed[0]["zh"]
+    assert "about" in computed[0]["en"]
+    exact = text.replace("when initializing", "Based on the available memory, the estimated maximum model length is 41936. when initializing")
+    computed = diagnose_log(text=exact).computed
+    assert len(computed) == 1 and "41,936" in computed[0]["en"] and "about" not in computed[0]["en"]

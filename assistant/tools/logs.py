@@ -34,10 +34,16 @@ NUMBERS = {
     "max_concurrency_tokens": re.compile(r"Maximum concurrency for (\d[\d,]*) tokens per request:\s*([\d.]+)x"),
     "total_block_num": re.compile(r"total_block_num\s*[:=]\s*(\d+)"),
     "prefill_kvcache_block_num": re.compile(r"prefill_kvcache_block_num\s*[:=]\s*(\d+)"),
+    # FastDeploy prints its settings at start-up ("max_num_seqs: 128, kv_cache_ratio: 0.9"):
+    # the decode budget is the server's own ratio, not the documented default.
+    "kv_cache_ratio": re.compile(r"(?<![\w.])kv_cache_ratio\s*[:=]\s*(0?\.\d+|1(?:\.0+)?)(?![\d.])"),
     # vLLM refusing to start: "max seq len (131072) is larger than … stored in KV cache (45232)",
     # or, in newer versions, "the estimated maximum model length is 157216".
     "max_seq_len": re.compile(r"max seq len \((\d[\d,]*)\)"),
     "kv_cache_max_len": re.compile(r"stored in KV cache \((\d[\d,]*)\)|estimated maximum model length is (\d[\d,]*)"),
+    # Earlier V1 releases say only what one full-length request needs and what is free.
+    "kv_needed_gib": re.compile(r"(\d+(?:\.\d+)?) Gi?B KV cache is needed"),
+    "kv_available_gib": re.compile(r"available KV cache memory \((\d+(?:\.\d+)?) Gi?B\)"),
 }
 # vLLM's periodic stats line, read as a pair: the most requests waiting on a line whose KV
 # cache is (nearly) full. Maxima taken apart said "full, not a hang" of a log whose queue
@@ -227,6 +233,12 @@ def computed_from(numbers: dict[str, float]) -> list[dict[str, str]]:
         fits, asked = int(numbers["kv_cache_max_len"]), int(numbers.get("max_seq_len", 0))
         if 0 < fits < asked:
             out.append(both("tools.diagnose_log.kv_max_model_len", fits=fits, asked=asked))
+    elif numbers.get("kv_needed_gib") and "kv_available_gib" in numbers and "max_seq_len" in numbers:
+        # KV memory grows in proportion to the tokens: what is free holds that share of them.
+        asked, needed, free = int(numbers["max_seq_len"]), numbers["kv_needed_gib"], numbers["kv_available_gib"]
+        fits = int(asked * free / needed)
+        if 0 < fits < asked:
+            out.append(both("tools.diagnose_log.kv_max_model_len_estimated", fits=fits, asked=asked, needed=needed, free=free))
     if numbers.get("waiting_at_full_kv", 0) >= 1:
         out.append(both("tools.diagnose_log.kv_cache_full_waiting", pct=numbers["kv_cache_usage_pct"],
                         waiting=int(numbers["waiting_at_full_kv"])))
