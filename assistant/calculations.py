@@ -767,3 +767,51 @@ def _after_list(lines: list[str], line: str) -> list[str]:
     """`line` as its own paragraph: right under a bullet, markdown would read it as the
     bullet's continuation ("… instead Given: tokens per request = 32k")."""
     return ["", line] if lines and lines[-1].startswith("- ") else [line]
+
+
+# ---------------------------------------------------------------- weights beyond the GPUs
+
+# Bytes per parameter as a question names the weights' format; bf16/fp16 when it names none.
+_FOUR_BIT = re.compile(r"awq|gptq|int4|4[ -]?bit|w4a16|q4|gguf|nf4|bnb|bitsandbytes|exl2|marlin")
+_EIGHT_BIT = re.compile(r"fp8|int8|8[ -]?bit|w8a8|w8a16|q8")
+_ONE_GPU = re.compile(r"(?<![a-z0-9])(?:one|a single|single|1 ?x)\b|单卡|单张|单块|单 ?gpu")
+_TP_FLAG = re.compile(r"(?:--tensor[-_]parallel[-_]size|--tp|tensor_parallel_size)[ =]+(\d{1,2})\b")
+_SPREAD = re.compile(r"offload|pipeline[-_ ]parallel|(?<![\w-])-pp\b|swap[-_ ]space")
+_ZH_COUNT = re.compile(r"([一两二三四五六七八九十])\s*(?:张|块)")
+_ZH_DIGITS = {c: i for i, c in enumerate("一二三四五六七八九十", 1)} | {"两": 2}
+
+
+def weights_note(question: str) -> dict[str, str] | None:
+    """Said above the answer when a question names a model size and a GPU that cannot hold
+    its weights at all ("Qwen2.5-14B on one A10 24GB, OOM, lowered --gpu-memory-utilization,
+    no effect"): no flag the articles offer fixes that, and the fix list read as if one did.
+    Only when it is certain: one size, one GPU memory, the weights (parameters × bytes of the
+    format the question names, bf16 when none) above the GPUs' whole memory. With no GPU
+    count, it says how many such GPUs the weights need at least, which holds whatever the
+    asker has."""
+    x = extract(question)
+    if _SPREAD.search(x.text):
+        return None  # weights offloaded to the CPU or split over pipeline stages: GPUs × memory is not the bound
+    sizes = {q.value for q in x.quantities if q.unit == "params" and q.usable}
+    memories = {q.value for q in x.by_label("gpu_memory") if q.usable}
+    if len(sizes) != 1 or len(memories) != 1:
+        return None
+    text = x.text
+    per_param = Decimal("0.5") if _FOUR_BIT.search(text) else Decimal(1) if _EIGHT_BIT.search(text) else Decimal(2)
+    fmt = "4bit" if per_param == Decimal("0.5") else "8bit" if per_param == 1 else "16bit"
+    quantize = _msg("weights.quantize") if fmt == "16bit" else {lang: "" for lang in LANGS}
+    params, gpu = sizes.pop(), memories.pop() / GIB
+    weights = params * Decimal(10**9) * per_param / GIB
+    counts = {q.value for q in x.by_label("gpu_count") if q.usable}
+    flag = _TP_FLAG.search(text)
+    zh = {_ZH_DIGITS[m.group(1)] for m in _ZH_COUNT.finditer(text)}
+    count = (int(flag.group(1)) if flag else int(counts.pop()) if len(counts) == 1 else zh.pop() if len(zh) == 1
+             else 1 if _ONE_GPU.search(text) else None)
+    if weights <= gpu * (count or 1):
+        return None
+    needed = int(weights // gpu) + 1
+    values = dict(params=_plain(params), weights=f"{weights:.0f}", gpu=f"{gpu:.0f}", needed=needed, bytes=_plain(per_param),
+                  fmt=_msg(f"weights.format_{fmt}"), quantize=quantize)
+    if count is None or count == 1:
+        return _msg("weights.need_gpus", **values)
+    return _msg("weights.do_not_fit", count=count, total=f"{gpu * count:.0f}", **values)

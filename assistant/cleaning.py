@@ -139,9 +139,17 @@ def _collect_flags(line: str, flags: dict[str, str]) -> None:
         # Written in a sentence ("--max-num-batched-tokens 2048, --enable-chunked-prefill"),
         # the comma is the sentence's: the setting came back as `2048,`. A lone "." stays a path.
         value = value.rstrip(_TRAILING_PUNCTUATION) or value
+        if not re.search(r"[A-Za-z0-9./~]", value):
+            value = ""  # a word of the sentence ("--max-model-len 改成 4096"), not the value
         flags.setdefault(name, "" if value.lower() in _SENTENCE_WORDS else value)
     for name, value in _KWARG.findall(line):
         flags.setdefault(name, value.strip("\"'"))
+    for name, value in _FLAG_TO.findall(line):
+        if not flags.get(name):  # "lowered --gpu-memory-utilization to 0.8": the value after the word
+            flags[name] = value
+
+
+_FLAG_TO = re.compile(r"(?<![\w-])(--[a-zA-Z][\w-]{1,60}) (?:to|at|from \S+ to|down to|up to|改成|改为|调到|调成|设成|设为|降到|提到) ?(\d+(?:\.\d+)?)(?![\w.])")
 
 
 _MESSAGE_BREAK = re.compile(r"""[:"'{}\[\]()|`]""")

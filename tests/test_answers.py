@@ -371,3 +371,12 @@ def test_a_feature_the_asker_rules_out_is_not_the_answer_nor_the_subject(bundled
     refused as a LoRA question: a negated feature names what the asker has ruled out."""
     a = answer_question(question, bundled_settings, kb=bundled_kb)
     assert a.grounded and a.citations[0].id == first
+
+
+def test_weights_that_cannot_fit_are_said_before_the_fix_list(bundled_settings, bundled_kb):
+    question = ("still CUDA OOM during serving. already lowered --gpu-memory-utilization to 0.8 and --max-model-len to 8192, "
+                "no effect. Qwen2.5-14B on one A10 24GB")
+    a = answer_question(question, bundled_settings, kb=bundled_kb)
+    assert a.grounded and a.citations[0].id == "vllm-cuda-oom"
+    assert a.answer.startswith("**the weights alone are about 26 GiB") and len(a.answer) <= 3000
+    assert "`--gpu-memory-utilization 0.8`" in a.answer  # the asker's own value, quoted back

@@ -418,3 +418,29 @@ def test_a_logged_kv_cache_ratio_is_used_instead_of_the_default():
     answer = capacity_answer("服务跑了半小时后大量请求超时，每个请求大概输入3k输出5k，能撑多少并发？", numbers)
     assert answer is not None and answer.calls and answer.calls[0].name == "fastdeploy_decode_budget"
     assert answer.calls[0].arguments["kv_cache_ratio"] == 0.9 and not answer.defaults
+
+
+@pytest.mark.parametrize("question,expect", [
+    ("still CUDA OOM during serving. already lowered --gpu-memory-utilization to 0.8, no effect. Qwen2.5-14B on one A10 24GB",
+     ("about 26 GiB", "one 24 GiB GPU", "at least 2")),
+    ("Llama-3-70B on 4x 4090 24GB, OOM at start-up", ("about 130 GiB", "4 × 24 GiB = 96 GiB", "at least 6")),
+    ("vllm serve Qwen2.5-72B --tensor-parallel-size 4 on A10 24GB, OOM", ("about 134 GiB", "4 × 24 GiB", "at least 6")),
+    ("vllm 启动 OOM，Qwen2.5-72B，一张 A100 80G", ("about 134 GiB", "one 80 GiB GPU", "at least 2")),
+    ("vllm 启动 OOM，Qwen2.5-72B，两张 A100 80G", None),  # 134 GiB over 160: fits, whatever else fails
+    ("Qwen2.5-7B on a 4090 24GB OOM", None),
+    ("Qwen2.5-32B-Instruct-AWQ on a 4090 24G OOM", None),  # 4-bit: about 15 GiB
+    ("Qwen2.5-14B on a machine with 16GB RAM, loading is slow", None),  # memory that is not the GPU's
+    ("32B model, --cpu-offload-gb 16 on a 4090 24GB", None),  # offloaded: a flag does change it
+    ("Qwen2.5-72B with --pipeline-parallel-size 2 --tensor-parallel-size 1 on A100 80GB", None),
+])
+def test_weights_that_no_setting_fits_are_said_above_the_answer(question, expect):
+    """"Qwen2.5-14B on one A10 24GB, lowered --gpu-memory-utilization, no effect" got the OOM
+    article's flags to lower: bf16 weights of 26 GiB never fit 24 GiB, whatever the flags."""
+    from assistant.calculations import weights_note
+
+    note = weights_note(question)
+    if expect is None:
+        assert note is None
+    else:
+        assert note is not None and all(e in note["en"] for e in expect), note
+        assert "GiB" in note["zh"] and str(expect[2].split()[-1]) in note["zh"]

@@ -579,6 +579,10 @@ def test_flags_written_in_a_sentence_keep_their_values_without_its_punctuation()
                            "set --max-model-len 16384. 也试了 --gpu-memory-utilization 0.8。--model .").flags
     assert flags["--max-num-batched-tokens"] == "2048" and flags["--max-model-len"] == "16384"
     assert flags["--gpu-memory-utilization"] == "0.8" and flags["--model"] == "."
+    # The value after a word of the sentence: "lowered --gpu-memory-utilization to 0.8", "改成 4096".
+    flags = split_question("already lowered --gpu-memory-utilization to 0.8 and --max-model-len to 8192, no effect").flags
+    assert flags == {"--gpu-memory-utilization": "0.8", "--max-model-len": "8192"}
+    assert split_question("把 --max-model-len 改成 4096 也没用").flags == {"--max-model-len": "4096"}
 
 
 @pytest.mark.parametrize("text,names", [

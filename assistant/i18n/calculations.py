@@ -399,6 +399,36 @@ MESSAGES = {
         "zh": '{given} 是整个模型每 token 的 KV，还是 TP {tp} 时每张卡的？请给出每张卡的数值',
         "en": 'is {given} per token for the whole model or per GPU at tensor_parallel_size {tp}? Give the per-GPU figure',
     },
+    'weights.need_gpus': {
+        "zh": '光权重就约 {weights} GiB（{params}B 参数 × {bytes} 字节，{fmt}），一张 {gpu} GiB 的卡放不下，调任何参数都没用：'
+              '至少要 {needed} 张这样的卡，用 `--tensor-parallel-size` 切分{quantize}',
+        "en": 'the weights alone are about {weights} GiB ({params}B parameters × {bytes} bytes, {fmt}), more than one {gpu} GiB GPU '
+              'holds, and no flag or memory setting changes that: split them over at least {needed} such GPUs with '
+              '`--tensor-parallel-size`{quantize}',
+    },
+    'weights.do_not_fit': {
+        "zh": '光权重就约 {weights} GiB（{params}B 参数 × {bytes} 字节，{fmt}），超过你这 {count} 张 × {gpu} GiB = {total} GiB 的显存，'
+              '调任何参数都没用：至少要 {needed} 张这样的卡（`--tensor-parallel-size`）{quantize}',
+        "en": 'the weights alone are about {weights} GiB ({params}B parameters × {bytes} bytes, {fmt}), more than your {count} × {gpu} GiB '
+              '= {total} GiB of GPU memory, and no flag or memory setting changes that: they need at least {needed} such GPUs '
+              '(`--tensor-parallel-size`){quantize}',
+    },
+    'weights.quantize': {
+        "zh": '，或者换量化版本（AWQ/GPTQ/FP8）',
+        "en": ', or a quantized checkpoint (AWQ/GPTQ/FP8)',
+    },
+    'weights.format_16bit': {
+        "zh": '问题里没提量化，按 bf16/fp16 算',
+        "en": 'bf16/fp16, as the question names no quantization',
+    },
+    'weights.format_8bit': {
+        "zh": '8 bit 量化',
+        "en": '8-bit',
+    },
+    'weights.format_4bit': {
+        "zh": '4 bit 量化，未计缩放参数',
+        "en": '4-bit, scales not counted',
+    },
     'default.kv_cache_ratio': {
         "zh": '问题里没有给 kv_cache_ratio，按 FastDeploy 默认值 0.75 计算',
         "en": "kv_cache_ratio 0.75 is FastDeploy's default, used because the question does not give it",
