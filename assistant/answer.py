@@ -147,6 +147,8 @@ def answer_question(
         started = min(started, pending.started)
     loaded = time.perf_counter()
     result = search(kb.index, kb.embedder, query, RetrievalParams.from_settings(settings), query_vector=query_vector, mode=mode)
+    if diagnosis is not None and diagnosis.settings:
+        result.flags = {**diagnosis.settings, **result.flags}  # what the log's server ran with; the question's own win
     only_the_log = diagnosis is not None and _asks_only_about_the_log(text)
     if only_the_log and _uncovered_crash(diagnosis, kb.index):
         result.grounded = result.symptom_covered = False

@@ -380,3 +380,12 @@ def test_weights_that_cannot_fit_are_said_before_the_fix_list(bundled_settings, 
     assert a.grounded and a.citations[0].id == "vllm-cuda-oom"
     assert a.answer.startswith("**the weights alone are about 26 GiB") and len(a.answer) <= 3000
     assert "`--gpu-memory-utilization 0.8`" in a.answer  # the asker's own value, quoted back
+
+
+def test_ask_with_a_log_quotes_the_servers_own_settings(bundled_settings, bundled_kb):
+    log = ("INFO 05-12 10:01:02 api_server.py:124] args: Namespace(host=None, port=8000, max_model_len=65536, "
+           "gpu_memory_utilization=0.95, max_num_seqs=256, tensor_parallel_size=2)\n"
+           "WARNING 05-12 10:31:31 scheduler.py:1089] Sequence group 123 is preempted by PreemptionMode.RECOMPUTE mode because "
+           "there is not enough KV cache space.\n")
+    a = answer_question("why the preempted warnings?", bundled_settings, kb=bundled_kb, log_text=log)
+    assert a.citations[0].id == "vllm-preemption" and "`--gpu-memory-utilization 0.95`" in a.answer

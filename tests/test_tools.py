@@ -851,3 +851,16 @@ def test_a_kv_cache_error_in_gib_gets_an_estimated_max_model_len():
     exact = text.replace("when initializing", "Based on the available memory, the estimated maximum model length is 41936. when initializing")
     computed = diagnose_log(text=exact).computed
     assert len(computed) == 1 and "41,936" in computed[0]["en"] and "about" not in computed[0]["en"]
+
+
+def test_a_logs_start_up_settings_are_read_as_flags():
+    """`ask --log` on a log that printed `gpu_memory_utilization=0.95` was told to raise it:
+    the server's own settings are what an answer quotes back."""
+    namespace = ("INFO 05-12 10:01:02 api_server.py:124] args: Namespace(host=None, port=8000, model='Qwen/Qwen2.5-32B-Instruct', "
+                 "max_model_len=65536, gpu_memory_utilization=0.95, enforce_eager=False, trust_remote_code=True)")
+    assert diagnose_text(namespace).settings == {"--port": "8000", "--model": "Qwen/Qwen2.5-32B-Instruct", "--max-model-len": "65536",
+                                                 "--gpu-memory-utilization": "0.95", "--trust-remote-code": ""}
+    v1 = ("INFO 08-01 [utils.py:326] non-default args: {'model': 'Qwen/Qwen3-8B', 'override_generation_config': "
+          "{'temperature': 0.7}, 'max_model_len': 32768, 'enable_prefix_caching': True}")
+    assert diagnose_text(v1).settings == {"--model": "Qwen/Qwen3-8B", "--max-model-len": "32768", "--enable-prefix-caching": ""}
+    assert diagnose_text("INFO temperature=0.7 max_model_len=4096").settings == {}

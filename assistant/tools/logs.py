@@ -70,6 +70,9 @@ class LogDiagnosis:
     numbers: dict[str, float] = field(default_factory=dict)
     computed: list[dict[str, str]] = field(default_factory=list)  # {"en": …, "zh": …}
     unread_bytes: int = 0  # a log file longer than LOG_TAIL_BYTES: its start was not scanned
+    # The server's settings as its start-up line prints them (vLLM's "non-default args: {…}"
+    # or "args: Namespace(…)"), as flags: {"--max-model-len": "65536"}.
+    settings: dict[str, str] = field(default_factory=dict)
 
 
 # The level a line was logged at, anywhere in its prefix: vLLM's "ERROR 11-30 …", a worker's
@@ -190,6 +193,7 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
         if not matched_articles and (fatal or level in ("ERROR", "CRITICAL", "FATAL")):  # refused requests too, as warnings
             _unmatched(line, n, found, fatal)
         _numbers(line, report.numbers)
+        _settings(line, report.settings)
     _frames_of_crashes(lines, found, first_line)
     # Worst first; among critical lines, what the server logged as an error or died of
     # before a warning-level symptom ("Waiting for free blocks" an hour before the crash).
@@ -208,6 +212,28 @@ def _numbers(line: str, numbers: dict[str, float]) -> None:
     stats = _STATS.search(line)
     if stats and float(stats.group(2)) >= FULL_KV_PCT and int(stats.group(1)) > numbers.get("waiting_at_full_kv", 0):
         numbers["waiting_at_full_kv"], numbers["kv_cache_usage_pct"] = int(stats.group(1)), float(stats.group(2))
+
+
+_ARGS_LINE = re.compile(r"non-default args: \{|\bargs: Namespace\(")
+_NESTED = re.compile(r"\{[^{}]*\}|\[[^\[\]]*\]")
+_ARG = re.compile(r"(?:'(\w+)': |\b(\w+)=)('[^']{0,200}'|\"[^\"]{0,200}\"|[^,(){}\[\]\s]{1,80})")
+
+
+def _settings(line: str, settings: dict[str, str]) -> None:
+    """The settings a vLLM start-up line prints, as the flags that set them. An answer then
+    says "you run with `--gpu-memory-utilization 0.95`" instead of "raise it to 0.95"."""
+    m = _ARGS_LINE.search(line)
+    if m is None:
+        return
+    namespace = m.group(0).endswith("(")
+    rest = _NESTED.sub(" ", line[m.end():])  # {'temperature': 0.7} inside a setting is not a setting of its own
+    for key_a, key_b, value in _ARG.findall(rest):
+        if bool(key_b) != namespace:
+            continue
+        value = value.strip("'\"")
+        if value in ("None", "False", "") or len(value) > 80:
+            continue
+        settings.setdefault("--" + (key_a or key_b).replace("_", "-"), "" if value == "True" else value)
 
 
 def numbers_in(text: str) -> dict[str, float]:
