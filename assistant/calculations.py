@@ -63,6 +63,8 @@ _ASK_CONC = _ConcurrencyAsk()
 _WHAT_IF = re.compile(r"what if|(?<![a-z])if (?:i|we|you) |如果|假如|要是|改成|改为|设成|设为|调成|调到|换成|set to|lowered? to|raised? to")
 _ASK_KV = re.compile(r"how many tokens|多少(?: ?个)? ?token|kv (?:cache )?capacity|能放多少|能缓存多少|largest max[ _-]?model[ _-]?len"
                      r"|max[ _-]?model[ _-]?len.{0,12}(?:最大|能开|能设|多大|多少)|(?:最大|最多)能?(?:开|设)")
+_ASK_LONGEST = re.compile(r"largest max[ _-]?model[ _-]?len|(?:highest|biggest|longest|maximum|max) (?:--)?max[ _-]?model[ _-]?len"
+                          r"|max[ _-]?model[ _-]?len.{0,12}(?:最大|最多|能开|能设|多大|多少|can i|could i|should i)|(?:最大|最多)能?(?:开|设)")
 _ASKING = re.compile(r"how (?:many|much|big|large)|多少|多大|几|\?|吗|计算|算一下|估算|compute|calculate|estimate|what(?:'s| is)")
 _LOGPROBS = re.compile(r"logprob")
 # What makes a logprobs question one about the IPC message (or the hang it causes): "batch_size"
@@ -351,6 +353,15 @@ def _plan_kv_tokens(f: _Facts) -> _Plan:
     logged = f.get("max_concurrency_tokens")
     if longest is not None:
         plan.need("max_model_len", "tokens_per_request", longest)
+    elif "kv_cache_tokens" in plan.args and _ASK_LONGEST.search(f.x.text) and f.has("sessions"):
+        # "500,000 tokens of KV cache, 64 at once: the largest max-model-len?" is the same
+        # division the other way round; the call then checks that 64 of that length fit.
+        sessions = f.get("sessions")
+        if sessions is not None:
+            plan.values.append(sessions)
+            per = plan.args["kv_cache_tokens"] // int(sessions.value)
+            plan.need("max_model_len", "tokens_per_request",
+                      Value("max_model_len", per, "derived", f"{_plain(plan.args['kv_cache_tokens'])} ÷ {_plain(sessions.value)}"))
     elif logged is not None and not f.has("tokens_per_request") and not f.has("tokens"):
         # "Maximum concurrency for 32,768 tokens per request: 0.82x": the length vLLM computed
         # the figure for is its max_model_len; asking for it back asked for what was pasted.

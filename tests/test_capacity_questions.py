@@ -444,3 +444,14 @@ def test_weights_that_no_setting_fits_are_said_above_the_answer(question, expect
     else:
         assert note is not None and all(e in note["en"] for e in expect), note
         assert "GiB" in note["zh"] and str(expect[2].split()[-1]) in note["zh"]
+
+
+@pytest.mark.parametrize("question", [
+    "GPU KV cache size: 500,000 tokens. We want 64 concurrent requests. What's the largest max-model-len we can set?",
+    "GPU KV cache size: 500,000 tokens，想同时跑 64 个请求，max-model-len 最大能设多少？",
+])
+def test_the_largest_max_model_len_for_a_concurrency_is_the_division_the_other_way(question):
+    """It asked for max_model_len: the very value the question wanted."""
+    call = capacity_call(question)
+    assert call is not None and call.arguments == {"kv_cache_tokens": 500000, "tokens_per_request": 7812}
+    assert call.value.concurrent_requests == 64
