@@ -667,15 +667,20 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     own, in the asker's language when the document has a twin in it. Passages that score
     well below the best are left out."""
     top = result.articles[0]
+    from .names import asked_codes, names_code
+
+    codes = asked_codes(result.question)
     # Other sections of the best document that also matched come after it, under their own
     # headings: a page's introduction often matches best, the commands sit a heading below.
     # They get the room the best passage and the alternatives leave, never theirs.
     # The KB's best keyword match is one too, however far its wording is from the question's:
     # "which AMD GPUs are supported" reads like the Docker build section, while the
     # Requirements list below it holds every word asked ("RX 7900 Series (gfx1100)").
+    # So is a section with a line that lists the code the question names ("Xid 79" in a table
+    # of Xid codes), however little else of the question it shares.
     siblings = [art for art in result.articles[1:SIBLING_RANKS] if art.doc_id == top.doc_id and art.passage
                 and (art.relevance >= SIBLING_RELEVANCE * top.relevance
-                     or any(sc.keyword >= BEST_KEYWORD for sc in art.chunks))][:MAX_SIBLINGS]
+                     or any(sc.keyword >= BEST_KEYWORD or names_code(sc.chunk.text, codes) for sc in art.chunks))][:MAX_SIBLINGS]
     others, beside = _close_others(result, siblings, top_k)
     hits = {sc.chunk.chunk_id: sc.score for art in result.articles for sc in art.chunks}
     from .scope import sentences
@@ -684,6 +689,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     # the asker already uses is no sign that its row alone answers.
     said = sentences(result.question)
     asked = frozenset() if _asks_for_another_setting(said) else asked_identifiers(said)
+    asked |= frozenset(codes)  # "Xid 79": the row of a long code table whose first cell is 79
     passages = {id(art): _passage(kb, art, lang, labels, hits, asked, result.question) for art in (top, *others)}
     siblings = _fix_sibling(kb, passages[id(top)][0], [*siblings, *others]) + siblings
     siblings += _followers(kb, passages[id(top)][0], [*siblings, *others])
@@ -1509,6 +1515,8 @@ def _row_names(text: str) -> frozenset[str]:
     for line in text.splitlines():
         cells = [c for c in line.strip().strip("|").split("|")]
         names.update(asked_identifiers(" ".join(re.findall(r"`([^`]+)`", line)) + " " + (cells[0] if cells else "")))
+        if cells and re.fullmatch(r"\s*\d{2,5}\s*", cells[0]):
+            names.add(cells[0].strip())  # a code table's row: "| 79 | GPU fell off the bus |"
     return frozenset(names)
 
 

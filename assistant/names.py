@@ -63,3 +63,28 @@ def _compound_word(word: str) -> bool:
     low = word.lower()  # "Multi-GPU" at a sentence's start is a compound too
     return (not word.startswith("-") and "-" in word and not re.search(r"[_.\d]", word)
             and (word.count("-") < 2 or low in _COMPOUNDS))
+
+
+# An error or event code as runbooks list them: "Xid 79", "HTTP 502", "exit code 137",
+# "错误码 1001". The number alone is what a table row holds ("| 79 | GPU fell off the bus |").
+_CODE = re.compile(r"(?i)(?<![\w-])(xid|http|status|exit code|return code|error code|error|errno|code|signal|sig|错误码|状态码|返回码|退出码)"
+                   r"[\s:：=#-]{0,3}(\d{2,5})(?![\w.])")
+
+
+def asked_codes(question: str) -> dict[str, str]:
+    """Number → the word that names it ("79" → "xid"), for each code the question names."""
+    return {number: word.lower() for word, number in _CODE.findall(question or "")}
+
+
+def names_code(text: str, codes: dict[str, str]) -> bool:
+    """Whether `text` has a line holding one of the codes (a table row, a list item), under
+    the word that names it anywhere in the text (a table's header says "Xid" once)."""
+    if not codes:
+        return False
+    low = text.lower()
+    for number, word in codes.items():
+        if word.split()[-1] not in low:
+            continue
+        if any(re.search(rf"(?<![\w.]){number}(?![\w.])", line) for line in text.splitlines()):
+            return True
+    return False

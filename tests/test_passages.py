@@ -1258,3 +1258,27 @@ def test_a_section_that_matched_nearly_as_well_comes_before_more_of_the_best_one
     answer = _answer_on(tmp_path, {"lora.md": VLLM_LORA_PAGE.read_text(encoding="utf-8")},
                         "How do I serve a LoRA adapter with vllm serve?")
     assert answer.grounded and "--enable-lora" in answer.answer and len(answer.answer) <= MAX_ANSWER_CHARS
+
+
+@pytest.mark.parametrize("codes", [[13, 31, 48, 79, 94], [8, 13, 31, 32, 38, 43, 45, 48, 61, 62, 63, 64, 68, 69, 74, 79, 92, 94, 95, 119]])
+def test_a_code_the_question_names_brings_its_table_row(tmp_path: Path, codes):
+    """"dmesg shows Xid 79, what do I do?" quoted the page's intro and procedure, never the
+    Xid table whose row 79 says to power-cycle; a long table is cut to that row."""
+    rows = "\n".join(f"| {x} | event {x} | {'power-cycle via `ipmitool chassis power cycle`' if x == 79 else 'restart the pod'} |"
+                     for x in codes)
+    page = (f"# GPU node runbook\n\n## When to use\nUse this when a node shows Xid 79 or Xid 48 in `dmesg`.\n\n"
+            f"## Xid reference\n\n| Xid | Meaning | Action |\n|---|---|---|\n{rows}\n\n"
+            "## Procedure\n1. `kubectl cordon gpu-node-XX`\n2. `kubectl drain gpu-node-XX --ignore-daemonsets`\n")
+    answer = _answer_on(tmp_path, {"gpu-node.md": page}, "dmesg shows Xid 79 on gpu-node-12, what do I do?")
+    assert answer.grounded and "ipmitool chassis power cycle" in answer.answer
+    if len(codes) > 8:
+        assert "| 13 |" not in answer.answer.replace(" ", "").replace("|13|", "| 13 |") and "event 13" not in answer.answer
+
+
+def test_codes_the_question_names():
+    from assistant.names import asked_codes, names_code
+
+    assert asked_codes("dmesg shows Xid 79 on gpu-node-12") == {"79": "xid"}
+    assert asked_codes("gateway returns HTTP 502, pod exit code 137") == {"502": "http", "137": "exit code"}
+    assert asked_codes("Qwen2.5-72B on 8 GPUs, 4096 tokens") == {}
+    assert names_code("| Xid | Action |\n| 79 | drain |", {"79": "xid"}) and not names_code("| 79 | drain |", {"79": "xid"})
