@@ -471,6 +471,12 @@ def _team_passage(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites
 
 
 def _alternative(kb, art: ArticleMatch, lang: str, labels: dict, cites: "_Cites") -> list[str]:
+    if art.passage:
+        # A section of a team's page: offered by what matched, not by the page's first
+        # section ("请求卡住" offered a runbook's "一、显存不足" under its citation).
+        best = _in_lang(kb, art, lang)
+        return [f"- **{_display_title(best.title, best.source)}** {cites.ref(best, art.score)} — {labels['tell']}: "
+                f"{_first_sentence(best.text)}"]
     doc_lang, _ = _pick_lang(kb, art.doc_id, lang)
     chunks = kb.article_chunks(art.doc_id, doc_lang)
     title = chunks[0].title.split(" > ")[0] if chunks else art.doc_id

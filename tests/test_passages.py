@@ -1282,3 +1282,22 @@ def test_codes_the_question_names():
     assert asked_codes("gateway returns HTTP 502, pod exit code 137") == {"502": "http", "137": "exit code"}
     assert asked_codes("Qwen2.5-72B on 8 GPUs, 4096 tokens") == {}
     assert names_code("| Xid | Action |\n| 79 | drain |", {"79": "xid"}) and not names_code("| 79 | drain |", {"79": "xid"})
+
+
+def test_a_team_section_offered_as_an_alternative_is_the_section_that_matched(tmp_path: Path):
+    """Offered beside a curated article, a runbook's "二、请求卡住" was cited as its page's first
+    section, "一、显存不足", with that section's first sentence as the way to tell it apart."""
+    from assistant.answer import _alternative, _Cites
+    from assistant.i18n import texts
+    from assistant.retrieval import ArticleMatch, ScoredChunk, section_key
+
+    kb_dir = tmp_path / "docs"
+    kb_dir.mkdir()
+    (kb_dir / "oncall.md").write_text("# 值班手册\n\n## 一、显存不足\n现象：启动时报 CUDA out of memory。\n\n"
+                                      "## 二、请求卡住\n现象：waiting 持续上涨，running 不动。\n处理：重启 deploy。\n", encoding="utf-8")
+    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
+    kb = open_kb(settings, progress=lambda _m: None)
+    stuck = next(c for c in kb.index.chunks if "请求卡住" in c.title)
+    art = ArticleMatch(stuck.doc_id, 1.0, 1.0, chunks=[ScoredChunk(stuck, 1.0, 0.9, 1.0)], passage=section_key(stuck.title))
+    lines = _alternative(kb, art, "zh", texts("answer", "zh"), _Cites())
+    assert "二、请求卡住" in lines[0] and "waiting 持续上涨" in lines[0] and "显存" not in "\n".join(lines)
