@@ -427,6 +427,9 @@ def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
 
     top = result.articles[0]
     unsure = tentative(result)
+    vague = not top.passage and _vague(result)
+    if vague:
+        unsure, top_k = True, max(top_k, VAGUE_ALTERNATIVES + 1)
     if top.passage:
         parts = _passages_body(kb, result, lang, labels, cites, top_k)
     else:
@@ -435,14 +438,14 @@ def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
         # it, a long article pushed them past the quoting limit.
         at = 2 if len(parts) > 1 and parts[1] == labels["other_lang"] else 1  # after "only in the other language"
         parts[at:at] = _your_settings(kb, top, lang, labels, result.flags, result.question)
-        alternatives = _alternatives(kb, result, top_k)
+        alternatives = _alternatives(kb, result, top_k, vague)
         parts += _team_passage(kb, result, lang, labels, cites, offered=alternatives)
         if alternatives:
             parts += ["", f"**{labels['also']}:**"]
             for art in alternatives:
                 parts += _alternative(kb, art, lang, labels, cites)
     if unsure:
-        parts = [labels["unsure_passages" if top.passage else "unsure"], "", *parts]
+        parts = [labels["vague" if vague else "unsure_passages" if top.passage else "unsure"], "", *parts]
     text = _bounded("\n".join(parts).strip(), MAX_ANSWER_CHARS, labels)
     # Citations are numbered in the order they appear; those whose marker the bound cut off
     # are not listed under an answer that no longer quotes them.
@@ -1626,8 +1629,25 @@ def _wrong_hardware_beside(top: ArticleMatch, art: ArticleMatch) -> bool:
     return bool(art.hardware_conflict) and not top.hardware_conflict
 
 
-def _alternatives(kb, result: Retrieval, top_k: int) -> list[ArticleMatch]:
-    """Other articles that fit about as well; overview articles are not alternatives."""
+VAGUE_TERMS = 2  # keywords in a question too short to tell articles apart ("vllm hangs", "显存爆了")
+VAGUE_SPAN = 0.35  # how far behind the best a fully covered article may score and still fit it
+VAGUE_ALTERNATIVES = 3
+
+
+def _vague(result: Retrieval) -> bool:
+    """Whether a question is too short to choose: two keywords, each in at least three
+    articles close to the best. "vllm hangs" got the download-or-load hang at 0.99, and the
+    hang of requests waiting for KV-cache blocks was not even offered."""
+    if result.n_terms > VAGUE_TERMS or result.articles[0].signatures:
+        return False
+    top = result.articles[0]
+    fits = [a for a in result.articles[:5] if a.coverage >= 0.99 and a.score >= top.score - VAGUE_SPAN and not a.passage]
+    return len(fits) >= 3
+
+
+def _alternatives(kb, result: Retrieval, top_k: int, vague: bool = False) -> list[ArticleMatch]:
+    """Other articles that fit about as well; overview articles are not alternatives. For a
+    question too short to choose (`_vague`), every fully covered article close to the best."""
     top = result.articles[0]
     out = []
     for art in result.articles[1 : max(1, top_k) + 1]:
@@ -1639,7 +1659,9 @@ def _alternatives(kb, result: Retrieval, top_k: int) -> list[ArticleMatch]:
             continue
         if _wrong_hardware_beside(top, art):
             continue
-        if art.score >= top.score - AMBIGUITY_MARGIN and art.relevance >= ALTERNATIVE_RELEVANCE * top.relevance:
+        if vague and art.coverage >= 0.99 and art.score >= top.score - VAGUE_SPAN:
+            out.append(art)
+        elif art.score >= top.score - AMBIGUITY_MARGIN and art.relevance >= ALTERNATIVE_RELEVANCE * top.relevance:
             out.append(art)
     return out
 

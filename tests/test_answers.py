@@ -389,3 +389,14 @@ def test_ask_with_a_log_quotes_the_servers_own_settings(bundled_settings, bundle
            "there is not enough KV cache space.\n")
     a = answer_question("why the preempted warnings?", bundled_settings, kb=bundled_kb, log_text=log)
     assert a.citations[0].id == "vllm-preemption" and "`--gpu-memory-utilization 0.95`" in a.answer
+
+
+def test_a_question_too_short_to_choose_offers_the_articles_it_fits(bundled_settings, bundled_kb):
+    """"vllm hangs" got the download-or-load hang at 0.99, and the hang of requests waiting
+    for KV-cache blocks was not offered at all."""
+    a = answer_question("vllm hangs", bundled_settings, kb=bundled_kb)
+    cited = {c.id for c in a.citations}
+    assert a.coverage == "tentative" and a.answer.startswith("**Several articles fit")
+    assert {"vllm-hang-download-or-load", "vllm-requests-hang"} <= cited
+    sure = answer_question("vllm requests hang: Waiting for free blocks in KV cache", bundled_settings, kb=bundled_kb)
+    assert sure.coverage == "full" and sure.citations[0].id == "vllm-requests-hang"
