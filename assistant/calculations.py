@@ -702,7 +702,8 @@ def _note_bystanders(x: Extraction, answer: CapacityAnswer) -> None:
     """Say which numbers were not used: GPU counts (never blocks), and numbers without a label when
     something is missing (the asker may have meant one of them)."""
     gpus = x.by_label("gpu_count")
-    if gpus:
+    used = {v.value for v in answer.values if v.key == "tensor_parallel_size"}
+    if gpus and gpus[0].value not in used:  # "4x A100 … --tensor-parallel-size 4": the 4 is used, as TP
         answer.notes.append(_msg("gpu_count_not_blocks", text=gpus[0].text))
     if answer.missing:
         stamps = [m.span() for m in _TIMESTAMP.finditer(x.text)]

@@ -455,3 +455,14 @@ def test_the_largest_max_model_len_for_a_concurrency_is_the_division_the_other_w
     call = capacity_call(question)
     assert call is not None and call.arguments == {"kv_cache_tokens": 500000, "tokens_per_request": 7812}
     assert call.value.concurrent_requests == 64
+
+
+def test_a_gpu_count_used_as_the_tensor_parallel_size_is_not_called_unused():
+    """"4x A100 … --tensor-parallel-size 4" said "4x is not part of this calculation" while
+    the 4 was used, as the tensor-parallel size."""
+    question = ("Llama-3.1-70B bf16 on 4x A100 80GB with --tensor-parallel-size 4, weights 131 GiB, kv bytes per token 327680. "
+                "how many tokens of KV cache per GPU?")
+    notes = " ".join(n["en"] for n in capacity_answer(question).notes)
+    assert "4x is read as a count of GPUs" not in notes
+    notes = " ".join(n["en"] for n in capacity_answer("8x A100, num_blocks_global 9000, 4k tokens per request, how many concurrent?").notes)
+    assert "8x is read as a count of GPUs" in notes
