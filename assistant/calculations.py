@@ -13,6 +13,7 @@ Never a silent wrong number:
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -64,7 +65,8 @@ _WHAT_IF = re.compile(r"what if|(?<![a-z])if (?:i|we|you) |如果|假如|要是|
 _ASK_KV = re.compile(r"how many tokens|多少(?: ?个)? ?token|kv (?:cache )?capacity|能放多少|能缓存多少|largest max[ _-]?model[ _-]?len"
                      r"|max[ _-]?model[ _-]?len.{0,12}(?:最大|能开|能设|多大|多少)|(?:最大|最多)能?(?:开|设)")
 _ASK_LONGEST = re.compile(r"largest max[ _-]?model[ _-]?len|(?:highest|biggest|longest|maximum|max) (?:--)?max[ _-]?model[ _-]?len"
-                          r"|max[ _-]?model[ _-]?len.{0,12}(?:最大|最多|能开|能设|多大|多少|can i|could i|should i)|(?:最大|最多)能?(?:开|设)")
+                          r"|max[ _-]?model[ _-]?len.{0,12}(?:最大|最多|能开|能设|多大|多少|can i|could i|should i)"
+                          r"|(?:上下文|context)(?:长度|length)?.{0,6}(?:最大|最多|最长)")
 _ASKING = re.compile(r"how (?:many|much|big|large)|多少|多大|几|\?|吗|计算|算一下|估算|compute|calculate|estimate|what(?:'s| is)")
 _LOGPROBS = re.compile(r"logprob")
 # What makes a logprobs question one about the IPC message (or the hang it causes): "batch_size"
@@ -351,17 +353,17 @@ def _plan_kv_tokens(f: _Facts) -> _Plan:
     plan.need("kv_cache_tokens", "kv_cache_tokens", kv)
     longest = f.get("max_model_len")
     logged = f.get("max_concurrency_tokens")
+    # "500,000 tokens of KV cache, 64 concurrent requests: the largest max-model-len?" is the
+    # same division the other way round; the call then checks that 64 of that length fit.
+    wanted = "kv_cache_tokens" in plan.args and longest is None and _ASK_LONGEST.search(f.x.text) and f.has("sessions")
+    sessions = f.get("sessions") if wanted else None
+    per = plan.args["kv_cache_tokens"] // int(sessions.value) if sessions is not None and sessions.value >= 1 else 0
     if longest is not None:
         plan.need("max_model_len", "tokens_per_request", longest)
-    elif "kv_cache_tokens" in plan.args and _ASK_LONGEST.search(f.x.text) and f.has("sessions"):
-        # "500,000 tokens of KV cache, 64 at once: the largest max-model-len?" is the same
-        # division the other way round; the call then checks that 64 of that length fit.
-        sessions = f.get("sessions")
-        if sessions is not None:
-            plan.values.append(sessions)
-            per = plan.args["kv_cache_tokens"] // int(sessions.value)
-            plan.need("max_model_len", "tokens_per_request",
-                      Value("max_model_len", per, "derived", f"{_plain(plan.args['kv_cache_tokens'])} ÷ {_plain(sessions.value)}"))
+    elif per > 0:
+        plan.values.append(sessions)
+        plan.need("max_model_len", "tokens_per_request",
+                  Value("max_model_len", per, "derived", f"{_plain(plan.args['kv_cache_tokens'])} ÷ {_plain(sessions.value)}"))
     elif logged is not None and not f.has("tokens_per_request") and not f.has("tokens"):
         # "Maximum concurrency for 32,768 tokens per request: 0.82x": the length vLLM computed
         # the figure for is its max_model_len; asking for it back asked for what was pasted.
@@ -784,13 +786,26 @@ def _after_list(lines: list[str], line: str) -> list[str]:
 # ---------------------------------------------------------------- weights beyond the GPUs
 
 # Bytes per parameter as a question names the weights' format; bf16/fp16 when it names none.
+# The KV cache's own dtype says nothing about the weights' ("--kv-cache-dtype fp8").
 _FOUR_BIT = re.compile(r"awq|gptq|int4|4[ -]?bit|w4a16|q4|gguf|nf4|bnb|bitsandbytes|exl2|marlin")
 _EIGHT_BIT = re.compile(r"fp8|int8|8[ -]?bit|w8a8|w8a16|q8")
-_ONE_GPU = re.compile(r"(?<![a-z0-9])(?:one|a single|single|1 ?x)\b|单卡|单张|单块|单 ?gpu")
-_TP_FLAG = re.compile(r"(?:--tensor[-_]parallel[-_]size|--tp|tensor_parallel_size)[ =]+(\d{1,2})\b")
+_KV_DTYPE = re.compile(r"kv[-_ ]cache[-_ ]dtype[ =:]*\S*")
+# Checkpoints published in FP8 or another format of their own: a size alone says nothing of their bytes.
+_OWN_FORMAT = re.compile(r"deepseek[-_ ]?(?:v3|r1)|kimi[-_ ]?k2|gpt[-_ ]?oss")
+_TP_FLAG = re.compile(r"(?:--tensor[-_]parallel[-_]size|--tp|(?<![\w-])-tp|tensor_parallel_size)[ =]+(\d{1,2})\b")
 _SPREAD = re.compile(r"offload|pipeline[-_ ]parallel|(?<![\w-])-pp\b|swap[-_ ]space")
-_ZH_COUNT = re.compile(r"([一两二三四五六七八九十])\s*(?:张|块)")
-_ZH_DIGITS = {c: i for i, c in enumerate("一二三四五六七八九十", 1)} | {"两": 2}
+_ZH_COUNT = re.compile(r"(?<![一两二三四五六七八九十百])([一两二三四五六七八九十]{1,3})\s*(?:张|块)")
+_ZH_DIGITS = {c: i for i, c in enumerate("一二三四五六七八九", 1)} | {"两": 2}
+
+
+def _zh_number(text: str) -> int | None:
+    """一 … 九十九 as an int ("十二" is 12, not 2), or None."""
+    tens, _, ones = text.partition("十")
+    if "十" not in text:
+        return _ZH_DIGITS.get(text) if len(text) == 1 else None
+    high = _ZH_DIGITS.get(tens, 0 if tens else 1) if len(tens) <= 1 else None
+    low = _ZH_DIGITS.get(ones, 0 if not ones else None) if len(ones) <= 1 else None
+    return None if high in (None, 0) or low is None else high * 10 + low
 
 
 def weights_note(question: str) -> dict[str, str] | None:
@@ -799,16 +814,16 @@ def weights_note(question: str) -> dict[str, str] | None:
     no effect"): no flag the articles offer fixes that, and the fix list read as if one did.
     Only when it is certain: one size, one GPU memory, the weights (parameters × bytes of the
     format the question names, bf16 when none) above the GPUs' whole memory. With no GPU
-    count, it says how many such GPUs the weights need at least, which holds whatever the
-    asker has."""
+    count (or one), it says how many such GPUs the weights need at least, rounded up to a
+    power of two as tensor-parallel sizes are, which holds whatever the asker has."""
     x = extract(question)
-    if _SPREAD.search(x.text):
-        return None  # weights offloaded to the CPU or split over pipeline stages: GPUs × memory is not the bound
+    text = _KV_DTYPE.sub(" ", x.text)
+    if _SPREAD.search(text) or _OWN_FORMAT.search(text):
+        return None  # offloaded, split over pipeline stages, or a checkpoint of its own format: no sure bound
     sizes = {q.value for q in x.quantities if q.unit == "params" and q.usable}
     memories = {q.value for q in x.by_label("gpu_memory") if q.usable}
     if len(sizes) != 1 or len(memories) != 1:
         return None
-    text = x.text
     per_param = Decimal("0.5") if _FOUR_BIT.search(text) else Decimal(1) if _EIGHT_BIT.search(text) else Decimal(2)
     fmt = "4bit" if per_param == Decimal("0.5") else "8bit" if per_param == 1 else "16bit"
     quantize = _msg("weights.quantize") if fmt == "16bit" else {lang: "" for lang in LANGS}
@@ -816,12 +831,11 @@ def weights_note(question: str) -> dict[str, str] | None:
     weights = params * Decimal(10**9) * per_param / GIB
     counts = {q.value for q in x.by_label("gpu_count") if q.usable}
     flag = _TP_FLAG.search(text)
-    zh = {_ZH_DIGITS[m.group(1)] for m in _ZH_COUNT.finditer(text)}
-    count = (int(flag.group(1)) if flag else int(counts.pop()) if len(counts) == 1 else zh.pop() if len(zh) == 1
-             else 1 if _ONE_GPU.search(text) else None)
+    zh = {_zh_number(m.group(1)) for m in _ZH_COUNT.finditer(text)} - {None}
+    count = int(flag.group(1)) if flag else int(counts.pop()) if len(counts) == 1 else zh.pop() if len(zh) == 1 else None
     if weights <= gpu * (count or 1):
         return None
-    needed = int(weights // gpu) + 1
+    needed = 1 << math.ceil(math.log2(weights / gpu))
     values = dict(params=_plain(params), weights=f"{weights:.0f}", gpu=f"{gpu:.0f}", needed=needed, bytes=_plain(per_param),
                   fmt=_msg(f"weights.format_{fmt}"), quantize=quantize)
     if count is None or count == 1:

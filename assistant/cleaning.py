@@ -130,7 +130,6 @@ def _is_prose(line: str) -> bool:
     return len(words) >= 3 and symbols <= max(2, len(words) // 2)
 
 
-_TRAILING_PUNCTUATION = ",.;:，。；：、"
 
 
 def _collect_flags(line: str, flags: dict[str, str]) -> None:
@@ -138,7 +137,7 @@ def _collect_flags(line: str, flags: dict[str, str]) -> None:
         value = value.strip("\"'")
         # Written in a sentence ("--max-num-batched-tokens 2048, --enable-chunked-prefill"),
         # the comma is the sentence's: the setting came back as `2048,`. A lone "." stays a path.
-        value = value.rstrip(_TRAILING_PUNCTUATION) or value
+        value = value.rstrip(_TRAILING_PUNCT + _CJK_PUNCT) or value
         if not re.search(r"[A-Za-z0-9./~]", value):
             value = ""  # a word of the sentence ("--max-model-len 改成 4096"), not the value
         flags.setdefault(name, "" if value.lower() in _SENTENCE_WORDS else value)
@@ -293,7 +292,7 @@ _ARG = re.compile(r"\S+")
 # never a flag's value. Plain words that are values ("--quantization awq") stay.
 _SENTENCE_WORDS = frozenset("why what how when where which who is are was were does do did it its and or but then "
                             "with to the a an in on for not still also after before fails failed works worked hangs "
-                            "crashes gives returns".split())
+                            "crashes gives returns from at down up".split())
 _CJK_PUNCT = "，。；：！？、（）【】"
 _TRAILING_PUNCT = ".,;:!?"
 
@@ -383,31 +382,43 @@ def retrieval_text(question: str) -> str:
 # Only a name written in Latin letters right after (or, in English, right before) the
 # negated verb: "调了也没用" (it did not help) names nothing. Not 不开 / 不用: "不开 vllm、直接
 # transformers 跑是正常的" says vLLM is where it fails.
-_NAME_WORD = r"(?:--)?[A-Za-z][\w-]*(?:\.[\w-]+)*"
+_NAME_WORD = r"(?<![\w.-])(?:--)?[A-Za-z][\w-]{0,40}(?:\.[\w-]{1,20}){0,3}(?![\w-])"  # from a word's start: linear
 # Features are enabled or used; a setting that was not set ("没设 HF_ENDPOINT", "didn't set
 # --enforce-eager") is more often the fix than ruled out, so "set" and "add" do not count.
+# Bare 没用 / 没有用 are left out: they mostly say a change did not help ("加了 … 也没用 FastDeploy
+# 还是 OOM"), and the word after them is the product or the symptom.
 _RULED_OUT = re.compile(
-    rf"(?:没有?|未|并未|从未)(?:开启|开|启用|打开|使用|用)(?:过|了)?\s*(?P<zh>{_NAME_WORD}(?:[ _-]{_NAME_WORD})?)"
-    rf"|(?<![\w-])(?:not|never|n't)\s+(?:using|used|use|enabled?|enabling|turned on|turning on)\s+"
+    rf"(?:没有?|未|并未|从未)(?:开启|开|启用|打开|使用|用过)(?:过|了)?\s*(?P<zh>{_NAME_WORD}(?:[ _-]{_NAME_WORD})?)"
+    rf"|(?:(?<![\w-])(?:not|never)|n't)\s+(?:using|use|enabled?|enabling|turned on|turning on)\s+"
     rf"(?:any\s+|the\s+)?(?P<en>{_NAME_WORD}(?:[ -]{_NAME_WORD})?)"
-    rf"|(?P<before>{_NAME_WORD})\s+(?:is|are|was|were)(?:\s+|n't\s+)(?:not\s+)?(?<=not |n't )(?:enabled|used|turned on|on|in use)\b",
+    rf"|(?P<before>{_NAME_WORD})\s+(?:is|are|was|were)(?:\s+|n't\s+)(?:not\s+)?(?<=not |n't )(?:enabled|turned on|in use)\b",
     re.I)
+# What a negation names that is no feature: a product ("也没有用 vllm"), a symptom, the hardware,
+# or a sentence's own words ("not using my GPU").
+_NOT_A_FEATURE = re.compile(r"(?i)(?:my|our|your|the|by|any|it|this|that)\b|(?:vllm|fastdeploy|sglang|ollama|lmdeploy|tgi|trt|tensorrt"
+                            r"|oom|nccl|cuda|gpus?|cpus?|npus?|tpus?|memory|ram)\b")
+
+
+def _ruled_out_names(text: str):
+    for m in _RULED_OUT.finditer(text):
+        name = (m.group("zh") or m.group("en") or m.group("before") or "").strip()
+        if name and not _NOT_A_FEATURE.match(name):
+            yield m, name
 
 
 def ruled_out(text: str) -> list[str]:
     """The feature names the text says are not in play (see `_RULED_OUT`), as written."""
-    names = (m.group("zh") or m.group("en") or m.group("before") for m in _RULED_OUT.finditer(text))
-    return list(dict.fromkeys(name.strip() for name in names if name))
+    return list(dict.fromkeys(name for _m, name in _ruled_out_names(text)))
 
 
 def without_ruled_out(text: str) -> str:
     """The text without the feature names it says are not in play (see `_RULED_OUT`)."""
-    if not _RULED_OUT.search(text):
-        return text
-    def drop(m: re.Match) -> str:
-        name = m.group("zh") or m.group("en") or m.group("before")
-        return m.group(0).replace(name, " ")
-    return _RULED_OUT.sub(drop, text)
+    out, pos = [], 0
+    for m, name in _ruled_out_names(text):
+        start = m.start() + m.group(0).index(name)
+        out += [text[pos:start], " "]
+        pos = start + len(name)
+    return "".join(out) + text[pos:]
 
 
 # A sentence that reports a fix already tried: "Someone suggested --gpu-memory-utilization 0.7~0.9

@@ -67,7 +67,7 @@ def _compound_word(word: str) -> bool:
 
 # An error or event code as runbooks list them: "Xid 79", "HTTP 502", "exit code 137",
 # "错误码 1001". The number alone is what a table row holds ("| 79 | GPU fell off the bus |").
-_CODE = re.compile(r"(?i)(?<![\w-])(xid|http|status|exit code|return code|error code|error|errno|code|signal|sig|错误码|状态码|返回码|退出码)"
+_CODE = re.compile(r"(?i)(?<![\w-])(xid|http|status code|exit code|return code|error code|errno|signal|错误码|状态码|返回码|退出码)"
                    r"[\s:：=#-]{0,3}(\d{2,5})(?![\w.])")
 
 

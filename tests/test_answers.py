@@ -364,7 +364,9 @@ def test_a_teams_upgrade_runbook_answers_how_to_upgrade(tmp_path, question):
     ("fastdeploy 服务请求一直卡着不返回，没开 logprobs", "fastdeploy-oom-while-serving"),
     ("requests hang after I enabled logprobs", "fastdeploy-logprobs-hang"),
     ("vllm OOM at startup, not using LoRA, Qwen2.5-7B on a 4090", "vllm-cuda-oom"),
-    ("vllm 启动就 OOM，没用 LoRA，单卡 4090 跑 Qwen2.5-7B", "vllm-cuda-oom"),
+    ("vllm 启动就 OOM，没使用 LoRA，单卡 4090 跑 Qwen2.5-7B", "vllm-cuda-oom"),
+    ("I don't use LoRA, vllm OOM at startup", "vllm-cuda-oom"),
+    ("加了 --max-num-seqs 32 也没用 FastDeploy 还是 OOM", "fastdeploy-capacity-parameters"),  # it did not help: no rule-out
 ])
 def test_a_feature_the_asker_rules_out_is_not_the_answer_nor_the_subject(bundled_settings, bundled_kb, question, first):
     """"logprobs is NOT enabled" got the logprobs article at 0.995, and "not using LoRA" was

@@ -423,8 +423,12 @@ def test_a_logged_kv_cache_ratio_is_used_instead_of_the_default():
 @pytest.mark.parametrize("question,expect", [
     ("still CUDA OOM during serving. already lowered --gpu-memory-utilization to 0.8, no effect. Qwen2.5-14B on one A10 24GB",
      ("about 26 GiB", "one 24 GiB GPU", "at least 2")),
-    ("Llama-3-70B on 4x 4090 24GB, OOM at start-up", ("about 130 GiB", "4 × 24 GiB = 96 GiB", "at least 6")),
-    ("vllm serve Qwen2.5-72B --tensor-parallel-size 4 on A10 24GB, OOM", ("about 134 GiB", "4 × 24 GiB", "at least 6")),
+    ("Llama-3-70B on 4x 4090 24GB, OOM at start-up", ("about 130 GiB", "4 × 24 GiB = 96 GiB", "at least 8")),  # a power of two
+    ("vllm serve Qwen2.5-72B --tensor-parallel-size 4 on A10 24GB, OOM", ("about 134 GiB", "4 × 24 GiB", "at least 8")),
+    ("vllm serve Qwen2.5-72B -tp 4 on A10 24GB, OOM", ("about 134 GiB", "4 × 24 GiB", "at least 8")),
+    ("Qwen2.5-32B --kv-cache-dtype fp8 on a 4090 24GB OOM", ("about 60 GiB", "bf16", "at least 4")),  # the KV cache's dtype
+    ("Qwen2.5-72B 用十二张 V100 32GB 启动 CUDA out of memory", None),  # 十二 is 12: 384 GiB hold 134
+    ("DeepSeek-V3 671B on 8x H100 80GB", None),  # published in FP8: a size alone does not say its bytes
     ("vllm 启动 OOM，Qwen2.5-72B，一张 A100 80G", ("about 134 GiB", "one 80 GiB GPU", "at least 2")),
     ("vllm 启动 OOM，Qwen2.5-72B，两张 A100 80G", None),  # 134 GiB over 160: fits, whatever else fails
     ("Qwen2.5-7B on a 4090 24GB OOM", None),
@@ -466,3 +470,18 @@ def test_a_gpu_count_used_as_the_tensor_parallel_size_is_not_called_unused():
     assert "4x is read as a count of GPUs" not in notes
     notes = " ".join(n["en"] for n in capacity_answer("8x A100, num_blocks_global 9000, 4k tokens per request, how many concurrent?").notes)
     assert "8x is read as a count of GPUs" in notes
+
+
+def test_review_cases_of_the_inverse_and_of_flags_in_sentences():
+    # No division by zero sessions; "at most how many concurrent" is no question about max_model_len.
+    zero = capacity_answer("KV cache of 500,000 tokens, 0 concurrent requests: the largest max-model-len?")
+    assert zero is not None and not zero.calls and not zero.error
+    other = capacity_answer("GPU KV cache size: 500,000 tokens，现在 64 个并发，最多能开到多少并发？")
+    assert other is None or all(c.arguments.get("tokens_per_request") != 7812 for c in other.calls)
+    from assistant.cleaning import split_question
+
+    flags = split_question("vllm OOM, I raised --max-num-seqs from 256 to 512 and set --max-model-len at 4096").flags
+    assert flags == {"--max-num-seqs": "512", "--max-model-len": "4096"}
+    from assistant.names import asked_codes
+
+    assert asked_codes("error: 128 tokens max, code 2024 release") == {}

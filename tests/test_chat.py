@@ -113,7 +113,13 @@ def test_a_follow_up_carries_the_threads_first_question():
     assert chat.thread_question("and with MTP?", ["logprobs hang", "still hangs"]) == "logprobs hang\nand with MTP?"
     assert chat.thread_question("only", ["", "only"]) == "only"  # blanks and the question itself are not earlier questions
     assert chat.thread_question("q", []) == "q"
-    assert len(chat.thread_question("b" * 5000, ["a" * 5000])) == chat.MAX_QUESTION
+    # A long message is a question of its own (a chat UI keeps one conversation for hours),
+    # and so is one naming its product; a short follow-up fits under the byte limit whole.
+    assert chat.thread_question("b" * 5000, ["a" * 5000]) == "b" * 5000
+    assert chat.thread_question("how do I set up prefix caching in FastDeploy?", ["vllm OOM"]) == \
+        "how do I set up prefix caching in FastDeploy?"
+    folded = chat.thread_question("接下来呢？", ["显" * 2720])
+    assert folded.endswith("\n接下来呢？") and len(folded.encode("utf-8")) <= chat.MAX_QUESTION_BYTES
 
 
 # ---------------------------------------------------------------- answering and feedback

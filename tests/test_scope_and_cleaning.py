@@ -598,6 +598,12 @@ def test_flags_written_in_a_sentence_keep_their_values_without_its_punctuation()
     ("不开 vllm、直接 transformers 跑是正常的", []),  # without it, it works: it is the culprit
     ("没设 HF_ENDPOINT，下载一直卡住", []),  # a setting not set is more often the fix
     ("I didn't set --enforce-eager", []),
+    ("I don't use LoRA", ["LoRA"]),
+    ("加了 --max-num-seqs 32 也没用 FastDeploy 还是 OOM", []),  # 没用: it did not help
+    ("改了 --gpu-memory-utilization 0.8 没用 OOM 还在", []),
+    ("CUDA graph is not used, decode is slow", []),  # a symptom
+    ("vllm is not using my GPU", []),
+    ("FP8 is not on Ampere?", []),
 ])
 def test_features_the_asker_rules_out(text, names):
     from assistant.cleaning import ruled_out, without_ruled_out

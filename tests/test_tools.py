@@ -864,3 +864,14 @@ def test_a_logs_start_up_settings_are_read_as_flags():
           "{'temperature': 0.7}, 'max_model_len': 32768, 'enable_prefix_caching': True}")
     assert diagnose_text(v1).settings == {"--model": "Qwen/Qwen3-8B", "--max-model-len": "32768", "--enable-prefix-caching": ""}
     assert diagnose_text("INFO temperature=0.7 max_model_len=4096").settings == {}
+
+
+def test_settings_of_a_long_args_line_and_nested_ones():
+    """A real `args: Namespace(…)` line runs past the 2,000 characters the signatures read;
+    settings two levels down (hf_overrides → rope_scaling) are not the server's."""
+    line = "INFO args: Namespace(" + ", ".join(f"opt{i}=1" for i in range(400)) + ", gpu_memory_utilization=0.95, max_model_len=65536)"
+    settings = diagnose_text(line).settings
+    assert len(line) > 2000 and settings["--gpu-memory-utilization"] == "0.95" and settings["--max-model-len"] == "65536"
+    nested = ("INFO non-default args: {'model': 'm', 'hf_overrides': {'rope_scaling': {'type': 'yarn'}, 'max_model_len': 131072}, "
+              "'gpu_memory_utilization': 0.9}")
+    assert diagnose_text(nested).settings == {"--model": "m", "--gpu-memory-utilization": "0.9"}

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ContextManager, Protocol
 
 from assistant.i18n import DEFAULT_LANG, Lang, t
-from assistant.questions import MAX_QUERY_CHARS
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -48,7 +47,7 @@ ADAPTER_MODULES: tuple[str, ...] = (
 NOTICE_LANG: Lang = DEFAULT_LANG
 
 FENCE = "```"
-MAX_QUESTION = MAX_QUERY_CHARS  # a thread's question and follow-up together, in characters
+MAX_QUESTION_BYTES = 8000  # a thread's question and follow-up together, under the 8 KiB a question may have (CJK: 3 bytes a character)
 
 
 # ---------------------------------------------------------------- registration
@@ -244,10 +243,25 @@ def thread_question(current: str, earlier: Iterable[str]) -> str:
     the thread's first question with it. `earlier` holds what people (not the bot) wrote
     before in the thread, oldest first, platform markup already removed."""
     asked = [text for text in earlier if text and text != current]
-    room = MAX_QUESTION - len(current) - 1
-    if not asked or room <= 0:
-        return current[:MAX_QUESTION]
-    return f"{asked[0][:room]}\n{current}"  # cut from the first question: the follow-up is what is asked now
+    if not asked or not _follow_up(current):
+        return current  # whole: one too long is refused as such, not cut
+    room = MAX_QUESTION_BYTES - len(current.encode("utf-8")) - 1
+    if room <= 0:
+        return current
+    first = asked[0].encode("utf-8")[:room].decode("utf-8", "ignore")  # cut from the first question, not the follow-up
+    return f"{first}\n{current}"
+
+
+FOLLOW_UP_CHARS = 80
+
+
+def _follow_up(text: str) -> bool:
+    """Whether a message leans on what came before: short, and naming no product of its own.
+    A chat UI keeps one conversation for hours, and "how do I set up prefix caching in
+    FastDeploy?" after an OOM question was answered as the OOM question."""
+    from assistant.scope import detect
+
+    return len(text) <= FOLLOW_UP_CHARS and not detect(text).products
 
 
 # ---------------------------------------------------------------- rendering

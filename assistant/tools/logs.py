@@ -193,7 +193,7 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
         if not matched_articles and (fatal or level in ("ERROR", "CRITICAL", "FATAL")):  # refused requests too, as warnings
             _unmatched(line, n, found, fatal)
         _numbers(line, report.numbers)
-        _settings(line, report.settings)
+        _settings(full[:MAX_ARGS_LINE], report.settings)  # an args line runs to thousands of characters
     _frames_of_crashes(lines, found, first_line)
     # Worst first; among critical lines, what the server logged as an error or died of
     # before a warning-level symptom ("Waiting for free blocks" an hour before the crash).
@@ -215,6 +215,8 @@ def _numbers(line: str, numbers: dict[str, float]) -> None:
 
 
 _ARGS_LINE = re.compile(r"non-default args: \{|\bargs: Namespace\(")
+MAX_ARGS_LINE = 20_000
+MAX_NESTING = 6  # levels of nested settings peeled off (hf_overrides → rope_scaling → …); bounded on junk
 _NESTED = re.compile(r"\{[^{}]*\}|\[[^\[\]]*\]")
 _ARG = re.compile(r"(?:'(\w+)': |\b(\w+)=)('[^']{0,200}'|\"[^\"]{0,200}\"|[^,(){}\[\]\s]{1,80})")
 
@@ -226,7 +228,11 @@ def _settings(line: str, settings: dict[str, str]) -> None:
     if m is None:
         return
     namespace = m.group(0).endswith("(")
-    rest = _NESTED.sub(" ", line[m.end():])  # {'temperature': 0.7} inside a setting is not a setting of its own
+    rest = line[m.end():]
+    for _depth in range(MAX_NESTING):  # {'temperature': 0.7} inside a setting is no setting of its own, at any depth
+        rest, found = _NESTED.subn(" ", rest)
+        if not found:
+            break
     for key_a, key_b, value in _ARG.findall(rest):
         if bool(key_b) != namespace:
             continue
