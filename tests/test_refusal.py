@@ -246,9 +246,13 @@ def test_a_close_call_is_answered_but_says_it_is_not_sure(bundled_settings, bund
     assert unsure.grounded and unsure.coverage == "tentative" and unsure.citations
     assert load_model().threshold <= unsure.confidence < SURE
     assert unsure.answer.startswith("**Not a sure match.**") and "[1]" in unsure.answer
-    sure = answer_question("为什么推理卡住", bundled_settings, kb=bundled_kb)
+    sure = answer_question("vllm 请求一直卡住不返回，日志里 Waiting for free blocks in KV cache", bundled_settings, kb=bundled_kb)
     assert sure.grounded and sure.coverage == "full" and sure.confidence >= SURE
     assert "不一定" not in sure.answer and "Not a sure match" not in sure.answer
+    # Two keywords that several articles hold: answered, first from the closest, and said so.
+    short = answer_question("为什么推理卡住", bundled_settings, kb=bundled_kb)
+    assert short.grounded and short.coverage == "tentative" and short.citations[0].id == "vllm-requests-hang"
+    assert short.answer.startswith("**问题太短")
 
 
 def test_a_close_call_on_a_doc_tree_says_so_in_the_askers_language(tmp_path):
