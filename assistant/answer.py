@@ -310,7 +310,7 @@ def _above_the_answer(text: str, result: Retrieval, diagnosis, calc, lang: str) 
         extras.append(_log_summary(diagnosis, lang))
     elif result.grounded:
         extras += [f"**{c[lang]}**" for c in _pasted_figures(text)]  # "set --max-model-len 45232", from their error
-    if calc is None and result.grounded:
+    if calc is None and result.grounded and any(ch.isdigit() for ch in text):  # a size needs digits; no parser import otherwise
         from .calculations import weights_note
 
         note = weights_note(text)  # "Qwen2.5-14B on one A10 24GB": no flag in the fix list makes that fit

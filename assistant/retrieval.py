@@ -275,7 +275,7 @@ def page_hubness(index: KBIndex) -> np.ndarray:
 def demote_ruled_out(question: str, matches: list[ArticleMatch], metas: dict) -> None:
     """A document titled by what the asker says is not in play ("logprobs is NOT enabled",
     "没开 logprobs"): its subject was ruled out, whatever else it shares with the question."""
-    from .cleaning import ruled_out
+    from .negation import ruled_out
 
     excluded = [re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])", re.I) for name in ruled_out(question)]
     if not excluded:

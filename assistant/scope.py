@@ -426,7 +426,7 @@ def detect(question: str) -> Scope:
     versions = tuple((int(a), int(b), int(c or 0)) for a, b, c in _VERSION.findall(text[:4000]))
     # Model ids are left out: Qwen2.5-VL-32B-Instruct-AWQ in a command line says little
     # about what is asked, while a flag such as --enable-lora says a lot.
-    from .cleaning import without_ruled_out
+    from .negation import without_ruled_out
 
     asked = _NOT_SUBJECTS.sub(" ", without_ruled_out(question[:MAX_QUERY_CHARS]))  # "not using LoRA" is no LoRA question
     said = _dashed(_padded(_drop_model_ids(asked)).replace(" --", " "))

@@ -606,7 +606,7 @@ def test_flags_written_in_a_sentence_keep_their_values_without_its_punctuation()
     ("FP8 is not on Ampere?", []),
 ])
 def test_features_the_asker_rules_out(text, names):
-    from assistant.cleaning import ruled_out, without_ruled_out
+    from assistant.negation import ruled_out, without_ruled_out
 
     assert ruled_out(text) == names
     assert all(n not in without_ruled_out(text) for n in names)

@@ -1,0 +1,53 @@
+"""Features the asker says are not in play ("logprobs is NOT enabled", "没开 logprobs", "not
+using LoRA"): the name points at the article the asker has ruled out, and at a subject the
+KB may lack. Its own module, read by retrieval and subject detection on every question,
+so a plain question does not import the question cleaner."""
+
+from __future__ import annotations
+
+import re
+
+# A feature the asker says is not in play: "logprobs is NOT enabled", "not using LoRA", "没开
+# logprobs", "没有用 LoRA", "未开启 prefix caching". The name points at the article the asker
+# has ruled out ("FastDeploy requests hang, logprobs is NOT enabled" got the logprobs article
+# at 0.995), and at a subject the KB lacks ("not using LoRA" was refused as a LoRA question).
+# Only a name written in Latin letters right after (or, in English, right before) the
+# negated verb: "调了也没用" (it did not help) names nothing. Not 不开 / 不用: "不开 vllm、直接
+# transformers 跑是正常的" says vLLM is where it fails.
+_NAME_WORD = r"(?<![\w.-])(?:--)?[A-Za-z][\w-]{0,40}(?:\.[\w-]{1,20}){0,3}(?![\w-])"  # from a word's start: linear
+# Features are enabled or used; a setting that was not set ("没设 HF_ENDPOINT", "didn't set
+# --enforce-eager") is more often the fix than ruled out, so "set" and "add" do not count.
+# Bare 没用 / 没有用 are left out: they mostly say a change did not help ("加了 … 也没用 FastDeploy
+# 还是 OOM"), and the word after them is the product or the symptom.
+_RULED_OUT = re.compile(
+    rf"(?:没有?|未|并未|从未)(?:开启|开|启用|打开|使用|用过)(?:过|了)?\s*(?P<zh>{_NAME_WORD}(?:[ _-]{_NAME_WORD})?)"
+    rf"|(?:(?<![\w-])(?:not|never)|n't)\s+(?:using|use|enabled?|enabling|turned on|turning on)\s+"
+    rf"(?:any\s+|the\s+)?(?P<en>{_NAME_WORD}(?:[ -]{_NAME_WORD})?)"
+    rf"|(?P<before>{_NAME_WORD})\s+(?:is|are|was|were)(?:\s+|n't\s+)(?:not\s+)?(?<=not |n't )(?:enabled|turned on|in use)\b",
+    re.I)
+# What a negation names that is no feature: a product ("也没有用 vllm"), a symptom, the hardware,
+# or a sentence's own words ("not using my GPU").
+_NOT_A_FEATURE = re.compile(r"(?i)(?:my|our|your|the|by|any|it|this|that)\b|(?:vllm|fastdeploy|sglang|ollama|lmdeploy|tgi|trt|tensorrt"
+                            r"|oom|nccl|cuda|gpus?|cpus?|npus?|tpus?|memory|ram)\b")
+
+
+def _ruled_out_names(text: str):
+    for m in _RULED_OUT.finditer(text):
+        name = (m.group("zh") or m.group("en") or m.group("before") or "").strip()
+        if name and not _NOT_A_FEATURE.match(name):
+            yield m, name
+
+
+def ruled_out(text: str) -> list[str]:
+    """The feature names the text says are not in play (see `_RULED_OUT`), as written."""
+    return list(dict.fromkeys(name for _m, name in _ruled_out_names(text)))
+
+
+def without_ruled_out(text: str) -> str:
+    """The text without the feature names it says are not in play (see `_RULED_OUT`)."""
+    out, pos = [], 0
+    for m, name in _ruled_out_names(text):
+        start = m.start() + m.group(0).index(name)
+        out += [text[pos:start], " "]
+        pos = start + len(name)
+    return "".join(out) + text[pos:]
