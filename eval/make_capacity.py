@@ -195,6 +195,22 @@ COMPUTED = [
      "messages_per_queue"),
     ("zh-msg-02", "zh", "logprobs", "logprobs 开了 top_logprobs 5，max_batch 256，消息多大，kernel.msgmax 65536 够不够", None,
      "logprobs_message_size", {"mtp": False, "max_batch": 256, "top_logprobs": 5, "msgmax": 65536}, "bytes"),
+    # ---- phrasings a newcomer trial found unread (nineteenth stop)
+    ("en-blocks-conv", "en", "inverse", "vllm with block_size 16, we need 200 concurrent conversations of 4k tokens each, "
+     "how many KV blocks is that?", None, "blocks_needed", {"sessions": 200, "tokens_per_session": 4000, "block_size": 16},
+     "total_blocks"),
+    ("en-line-len", "en", "log", "Maximum concurrency for 32,768 tokens per request: 0.82x — is that bad? server did start", None,
+     "kv_tokens_concurrency", {"kv_cache_tokens": 26870, "tokens_per_request": 32768}, "concurrent_requests"),
+    ("en-longest-01", "en", "inverse", "GPU KV cache size: 500,000 tokens. We want 64 concurrent requests. "
+     "What's the largest max-model-len we can set?", None,
+     "kv_tokens_concurrency", {"kv_cache_tokens": 500000, "tokens_per_request": 7812}, "concurrent_requests"),
+    ("zh-longest-01", "zh", "inverse", "GPU KV cache size: 500,000 tokens，想同时跑 64 个请求，max-model-len 最大能设多少？", None,
+     "kv_tokens_concurrency", {"kv_cache_tokens": 500000, "tokens_per_request": 7812}, "concurrent_requests"),
+    ("zh-decode-ratio-log", "zh", "log", "服务跑了半小时后大量请求超时，每个请求大概输入3k输出5k，能撑多少并发？",
+     "INFO Reset block num, the total_block_num:17131, prefill_kvcache_block_num:12848\n"
+     "INFO max_num_seqs: 128, kv_cache_ratio: 0.9, block_size: 64\n",
+     "fastdeploy_decode_budget", {"total_blocks": 17131, "kv_cache_ratio": 0.9, "block_size": 64, "avg_output_tokens": 5000},
+     "max_num_seqs_supported"),
 ]
 
 MISSING = [
