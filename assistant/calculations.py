@@ -792,7 +792,6 @@ _EIGHT_BIT = re.compile(r"fp8|int8|8[ -]?bit|w8a8|w8a16|q8")
 _KV_DTYPE = re.compile(r"kv[-_ ]cache[-_ ]dtype[ =:]*\S*")
 # Checkpoints published in FP8 or another format of their own: a size alone says nothing of their bytes.
 _OWN_FORMAT = re.compile(r"deepseek[-_ ]?(?:v3|r1)|kimi[-_ ]?k2|gpt[-_ ]?oss")
-_TP_FLAG = re.compile(r"(?:--tensor[-_]parallel[-_]size|--tp|(?<![\w-])-tp|tensor_parallel_size)[ =]+(\d{1,2})\b")
 _SPREAD = re.compile(r"offload|pipeline[-_ ]parallel|(?<![\w-])-pp\b|swap[-_ ]space")
 _ZH_COUNT = re.compile(r"(?<![一两二三四五六七八九十百])([一两二三四五六七八九十]{1,3})\s*(?:张|块)")
 _ZH_DIGITS = {c: i for i, c in enumerate("一二三四五六七八九", 1)} | {"两": 2}
@@ -829,10 +828,12 @@ def weights_note(question: str) -> dict[str, str] | None:
     quantize = _msg("weights.quantize") if fmt == "16bit" else {lang: "" for lang in LANGS}
     params, gpu = sizes.pop(), memories.pop() / GIB
     weights = params * Decimal(10**9) * per_param / GIB
+    # The GPUs: the tensor-parallel size the extraction read (--tensor-parallel-size, -tp), else
+    # a count ("4x A100"), else one written in Chinese numerals (十二张).
+    tp = {q.value for q in x.by_label("tensor_parallel_size") if q.usable}
     counts = {q.value for q in x.by_label("gpu_count") if q.usable}
-    flag = _TP_FLAG.search(text)
     zh = {_zh_number(m.group(1)) for m in _ZH_COUNT.finditer(text)} - {None}
-    count = int(flag.group(1)) if flag else int(counts.pop()) if len(counts) == 1 else zh.pop() if len(zh) == 1 else None
+    count = next((int(s.pop()) for s in (tp, counts, zh) if len(s) == 1), None)
     if weights <= gpu * (count or 1):
         return None
     needed = 1 << math.ceil(math.log2(weights / gpu))

@@ -31,7 +31,14 @@ _NOT_A_FEATURE = re.compile(r"(?i)(?:my|our|your|the|by|any|it|this|that)\b|(?:v
                             r"|oom|nccl|cuda|gpus?|cpus?|npus?|tpus?|memory|ram)\b")
 
 
+# What every negation above contains: most questions have none, and are not scanned further
+# (retrieval, subject detection and the query cleaner each ask).
+_CUE = re.compile(r"没|未|not\b|n't|never", re.I)
+
+
 def _ruled_out_names(text: str):
+    if not _CUE.search(text):
+        return
     for m in _RULED_OUT.finditer(text):
         name = (m.group("zh") or m.group("en") or m.group("before") or "").strip()
         if name and not _NOT_A_FEATURE.match(name):

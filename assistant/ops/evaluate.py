@@ -297,10 +297,6 @@ def _files(value: object) -> str | tuple[str, ...]:
     return str(value or "")
 
 
-def _expected_file(cited: str, expected: str | tuple[str, ...]) -> bool:
-    return any(_same_file(cited, e) for e in ((expected,) if isinstance(expected, str) else expected))
-
-
 def _same_file(cited: str, expected: str) -> bool:
     """Sources are relative to the root they were found under; compare by path suffix."""
     a, b = _path(cited), _path(expected)
