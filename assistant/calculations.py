@@ -791,7 +791,7 @@ _FOUR_BIT = re.compile(r"awq|gptq|int4|4[ -]?bit|w4a16|q4|gguf|nf4|bnb|bitsandby
 _EIGHT_BIT = re.compile(r"fp8|int8|8[ -]?bit|w8a8|w8a16|q8")
 _KV_DTYPE = re.compile(r"kv[-_ ]cache[-_ ]dtype[ =:]*\S*")
 # Checkpoints published in FP8 or another format of their own: a size alone says nothing of their bytes.
-_OWN_FORMAT = re.compile(r"deepseek[-_ ]?(?:v3|r1)|kimi[-_ ]?k2|gpt[-_ ]?oss")
+_OWN_FORMAT = re.compile(r"deepseek[-_ ]?(?:v3|r1)|671\s*b\b|kimi[-_ ]?k2|gpt[-_ ]?oss")  # 671B: DeepSeek-V3/R1, FP8
 _SPREAD = re.compile(r"offload|pipeline[-_ ]parallel|(?<![\w-])-pp\b|swap[-_ ]space")
 _ZH_COUNT = re.compile(r"(?<![一两二三四五六七八九十百])([一两二三四五六七八九十]{1,3})\s*(?:张|块)")
 _ZH_DIGITS = {c: i for i, c in enumerate("一二三四五六七八九", 1)} | {"两": 2}
@@ -805,6 +805,30 @@ def _zh_number(text: str) -> int | None:
     high = _ZH_DIGITS.get(tens, 0 if tens else 1) if len(tens) <= 1 else None
     low = _ZH_DIGITS.get(ones, 0 if not ones else None) if len(ones) <= 1 else None
     return None if high in (None, 0) or low is None else high * 10 + low
+
+
+# "Qwen2.5-72B 32k 上下文需要几张卡", "how many GPUs for Llama-3.1-70B", "需要多少显存": a sizing
+# question that names no GPU. The weights' size is certain; the KV cache's needs the model's shape.
+_ASKS_SIZING = re.compile(r"(?:几|多少)\s*(?:张|块|个|台)\s*(?:卡|显卡|gpu|[a-z]\d{2,3}|h20|4090)?(?!\S*(?:请求|并发|token))"
+                          r"|多少\s*显存|显存\s*(?:要|需要)\s*多(?:少|大)"
+                          r"|how\s+many\s+(?:gpus?|cards|[ah]\d{2,3}s?|devices)\b|number\s+of\s+gpus"
+                          r"|how\s+much\s+(?:gpu\s+)?(?:memory|vram)|what\s+gpus?\s+(?:do|would|should)\s+i\s+need")
+# The common serving GPUs' classes as sold (GB) and the least memory a card of the class
+# reports (GiB): an H100 80GB has 79.6, an L40S 44.5, an A10 22.5.
+SIZING_GPUS = ((80, 79), (48, 44), (24, 22))
+
+
+def _weights_alone(text: str, params: Decimal, weights: Decimal, per_param: Decimal, fmt: str) -> dict[str, str] | None:
+    """How many GPUs of each common size the weights alone need, for a sizing question that
+    names none: certain as a floor; the KV cache on top needs the model's layers and KV
+    heads, which the question does not give, so the note says so instead of guessing."""
+    if not _ASKS_SIZING.search(text):
+        return None
+    least = {gb: 1 << max(0, math.ceil(math.log2(weights / gib))) for gb, gib in SIZING_GPUS}
+    counts = {"en": ", ".join(f"{n} × {gb} GB" for gb, n in least.items()),
+              "zh": "、".join(f"{gb} GB 的卡 {n} 张" for gb, n in least.items())}
+    return _msg("weights.size_only", params=_plain(params), weights=f"{weights:.0f}", bytes=_plain(per_param),
+                fmt=_msg(f"weights.format_{fmt}"), counts=counts)
 
 
 def weights_note(question: str) -> dict[str, str] | None:
@@ -821,13 +845,16 @@ def weights_note(question: str) -> dict[str, str] | None:
         return None  # offloaded, split over pipeline stages, or a checkpoint of its own format: no sure bound
     sizes = {q.value for q in x.quantities if q.unit == "params" and q.usable}
     memories = {q.value for q in x.by_label("gpu_memory") if q.usable}
-    if len(sizes) != 1 or len(memories) != 1:
+    if len(sizes) != 1 or len(memories) > 1:
         return None
     per_param = Decimal("0.5") if _FOUR_BIT.search(text) else Decimal(1) if _EIGHT_BIT.search(text) else Decimal(2)
     fmt = "4bit" if per_param == Decimal("0.5") else "8bit" if per_param == 1 else "16bit"
     quantize = _msg("weights.quantize") if fmt == "16bit" else {lang: "" for lang in LANGS}
-    params, gpu = sizes.pop(), memories.pop() / GIB
+    params = sizes.pop()
     weights = params * Decimal(10**9) * per_param / GIB
+    if not memories:
+        return _weights_alone(text, params, weights, per_param, fmt)
+    gpu = memories.pop() / GIB
     # The GPUs: the tensor-parallel size the extraction read (--tensor-parallel-size, -tp), else
     # a count ("4x A100"), else one written in Chinese numerals (十二张).
     tp = {q.value for q in x.by_label("tensor_parallel_size") if q.usable}

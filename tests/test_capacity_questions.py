@@ -450,6 +450,38 @@ def test_weights_that_no_setting_fits_are_said_above_the_answer(question, expect
         assert "GiB" in note["zh"] and str(expect[2].split()[-1]) in note["zh"]
 
 
+@pytest.mark.parametrize("question, expect", [
+    ("Qwen2.5-72B 32k 上下文需要几张卡", ["134 GiB", "2 × 80 GB", "4 × 48 GB", "8 × 24 GB"]),
+    ("how many GPUs do I need to serve Llama-3.1-70B with 128k context?", ["130 GiB", "2 × 80 GB", "8 × 24 GB"]),
+    ("部署 Qwen3-32B 需要多少显存", ["60 GiB", "1 × 80 GB", "2 × 48 GB", "4 × 24 GB"]),
+    # An A10 reports 22.5 GiB: 23 GiB of weights do not fit one "24 GB" card.
+    ("Qwen2.5-7B-AWQ how much VRAM", ["3 GiB", "0.5 bytes", "1 × 24 GB"]),
+    ("deepseek 671B 要几张 H100", None),  # FP8 as published: its bytes per parameter are not bf16's
+    ("Qwen2.5-72B 能支持多少个并发请求", None),  # a concurrency question, not a sizing one
+    ("vllm 起 Qwen2.5-72B 报 OOM，我有 8 张卡", None),  # asks for no count
+])
+def test_a_sizing_question_without_a_gpu_gets_the_weights_floor_per_gpu_class(question, expect):
+    """"Qwen2.5-72B 32k 上下文需要几张卡" got the OOM article and nothing about its numbers.
+    The weights' size is certain, so it is said, with the least count per common GPU class;
+    the KV cache needs the model's shape, so the note says what it takes instead of a figure."""
+    from assistant.calculations import weights_note
+
+    note = weights_note(question)
+    if expect is None:
+        assert note is None
+        return
+    assert note is not None and all(e in note["en"] for e in expect), note
+    assert "config.json" in note["en"] and "config.json" in note["zh"] and expect[0] in note["zh"]
+
+
+def test_the_least_count_per_class_uses_the_memory_the_smallest_card_of_the_class_reports():
+    """12B in bf16 is 22.4 GiB: under 24, but more than the 22 GiB an A10 "24GB" has to give."""
+    from assistant.calculations import weights_note
+
+    note = weights_note("a 12B model, how many GPUs?")
+    assert note is not None and "2 × 24 GB" in note["en"] and "1 × 48 GB" in note["en"], note
+
+
 @pytest.mark.parametrize("question", [
     "GPU KV cache size: 500,000 tokens. We want 64 concurrent requests. What's the largest max-model-len we can set?",
     "GPU KV cache size: 500,000 tokens，想同时跑 64 个请求，max-model-len 最大能设多少？",

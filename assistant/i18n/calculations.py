@@ -413,6 +413,15 @@ MESSAGES = {
               '= {total} GiB of GPU memory, and no flag or memory setting changes that: they need at least {needed} such GPUs '
               '(`--tensor-parallel-size`){quantize}',
     },
+    'weights.size_only': {
+        "zh": '光权重就约 {weights} GiB（{params}B 参数 × {bytes} 字节，{fmt}）。只算权重，至少要 {counts}'
+              '（`--tensor-parallel-size` 取 2 的幂）；上下文和并发请求的 KV Cache 还要另外的显存：'
+              '每 token 2 × 层数 × KV 头数 × head_dim × 字节数，这几项看模型的 config.json',
+        "en": 'the weights alone are about {weights} GiB ({params}B parameters × {bytes} bytes, {fmt}). For the weights alone '
+              'that is at least {counts} (`--tensor-parallel-size` takes powers of two); the KV cache for the context and the '
+              'concurrent requests needs memory on top: 2 × layers × KV heads × head_dim × bytes per token, from the model\'s '
+              'config.json',
+    },
     'weights.quantize': {
         "zh": '，或者换量化版本（AWQ/GPTQ/FP8）',
         "en": ', or a quantized checkpoint (AWQ/GPTQ/FP8)',
