@@ -183,3 +183,18 @@ def parse_json(proc: subprocess.CompletedProcess) -> dict:
 
 def dedent(text: str) -> str:
     return textwrap.dedent(text).lstrip()
+
+
+def finishes_within(budget_s: float, run, *args) -> bool:
+    """Whether run(*args) returns within budget_s, on the first try or a second one: a guard
+    against regexes that backtrack without bound on hostile input (seconds to forever on
+    8 KB), never a speed target. A loaded machine may be slow once; a super-linear pattern
+    is slow every time."""
+    import time
+
+    for _attempt in range(2):
+        started = time.perf_counter()
+        run(*args)
+        if time.perf_counter() - started <= budget_s:
+            return True
+    return False

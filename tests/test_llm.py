@@ -11,7 +11,7 @@ from assistant.answer import answer_question
 from assistant.config import load_settings
 from assistant.llm import fix_citations, looks_like_garbage
 
-from .conftest import parse_json, run_cli
+from .conftest import finishes_within, parse_json, run_cli
 from .fake_llm import ScriptedLLM
 
 LOGPROBS_Q = "requests hang after I enabled logprobs"
@@ -334,9 +334,9 @@ def test_notes_never_carry_the_llm_url_and_logs_redact_its_credentials(bundled_s
 
 
 def test_citation_cleanup_is_linear_on_long_runs_of_spaces():
-    started = time.perf_counter()
-    text, _ = fix_citations("a" + " " * 8000 + "b [1]" + "[" + "9" * 5000 + "]", ["p1"])
-    assert time.perf_counter() - started < 0.05
+    hostile = "a" + " " * 8000 + "b [1]" + "[" + "9" * 5000 + "]"
+    assert finishes_within(0.5, fix_citations, hostile, ["p1"])
+    text, _ = fix_citations(hostile, ["p1"])
     assert text.startswith("a") and text.endswith("]")
 
 

@@ -1,11 +1,11 @@
 """What a question names (product, platform, subjects) and what it pastes."""
 
-import time
-
 import pytest
 
 from assistant.cleaning import retrieval_text, split_question
 from assistant.scope import detect, version_mismatch
+
+from .conftest import finishes_within
 
 
 def test_products_and_hardware_are_detected_in_both_languages():
@@ -280,13 +280,9 @@ def test_a_sentence_that_starts_with_a_command_word_is_prose():
 
 
 def test_detection_and_cleaning_are_linear_on_hostile_input():
-    started = time.perf_counter()
     for text in ("a-1" * 2700, " " * 8000, "1" * 8000, "--x " * 2000, "x=" * 4000, "File \"" * 1300, "```\n" * 2000,
                  "x_" * 4000 + " no effect", "no effect --a_b 1.2.3.4.5 " * 300, "ab cd: 1 ab/cd, " * 120 + "!"):
-        detect(text)
-        split_question(text)
-        retrieval_text(text)
-    assert time.perf_counter() - started < 2.0
+        assert finishes_within(1.0, lambda: (detect(text), split_question(text), retrieval_text(text))), text[:40]
 
 
 def test_a_chinese_subject_word_is_looked_up_by_its_english_names_in_an_english_only_kb(tmp_path):
