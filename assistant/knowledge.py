@@ -79,15 +79,25 @@ def _recover_extra(settings: Settings, f: Path) -> list[Path]:
         damaged = None
     if paths:
         warn_once(f"warning: {f} could not be read; the {len(paths)} added runbook path(s) were recovered from the index")
-        try:
-            if f.read_bytes() == damaged:  # not rewritten by an `assistant ingest` meanwhile
-                _write_extra(settings, paths)
-        except OSError:
-            pass  # a read-only cache: recovered again next time, without a second warning
+        _rewrite_if_unchanged(settings, f, damaged, paths)
     else:
         warn_once(f"warning: {f} could not be read and the index records no added runbooks; "
                    "re-run `assistant ingest PATH` for any you had added")
     return paths
+
+
+def _rewrite_if_unchanged(settings: Settings, f: Path, damaged: bytes | None, paths: list[Path]) -> None:
+    """Write the recovered list back, unless an `assistant ingest` rewrote it meanwhile. The
+    check and the write hold the index lock, so no ingest lands between them; when the lock
+    is busy (an ingest, or this process inside one), the repair is left to the next read."""
+    from ingest.index import index_lock
+
+    try:
+        with index_lock(index_dir(settings), wait=False) as free:
+            if free and f.read_bytes() == damaged:
+                _write_extra(settings, paths)
+    except OSError:
+        pass  # a read-only cache: recovered again next time, without a second warning
 
 
 def sources(settings: Settings) -> list[Path]:

@@ -220,15 +220,21 @@ def scan(sources: list[Path]) -> list[tuple[Path, Path, bytes]]:
 
 
 @contextlib.contextmanager
-def index_lock(index_dir: Path):
-    """Serialise writers of one index directory (builds, and the sources.json update)."""
+def index_lock(index_dir: Path, wait: bool = True):
+    """Serialise writers of one index directory (builds, and the sources.json update).
+    With wait=False it yields whether the lock was free instead of waiting for it: for a
+    repair that may be skipped, and may run while this very process holds the lock."""
     import fcntl
 
     index_dir.mkdir(parents=True, exist_ok=True)
     with open(index_dir / ".lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
         try:
-            yield
+            fcntl.flock(fh, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
 

@@ -211,6 +211,32 @@ def test_a_damaged_runbook_list_is_recovered_from_the_index_not_read_as_empty(ti
     assert capsys.readouterr().err == ""
 
 
+def test_the_recovered_runbook_list_is_written_back_only_under_the_index_lock(tiny_settings, tmp_path):
+    """The repair compared and wrote outside the lock: an `assistant ingest` that saved its
+    list between the two lost it. While the lock is held the repair waits for a later read
+    (it never blocks: this process may be the holder, inside an ingest of its own)."""
+    from assistant.knowledge import _extra_sources_file, index_dir, set_extra_sources, sources, update_extra_sources
+    from ingest.index import index_lock
+
+    runbooks = tmp_path / "runbooks"
+    runbooks.mkdir()
+    (runbooks / "redis.txt").write_text("Redis failover\n\nRun sentinel failover mymaster.\n", encoding="utf-8")
+    set_extra_sources(tiny_settings, [runbooks])
+    open_kb(tiny_settings, progress=lambda _m: None)
+    listed = _extra_sources_file(tiny_settings)
+    listed.write_text("{bad", encoding="utf-8")
+    with index_lock(index_dir(tiny_settings)):  # an ingest at work
+        assert sources(tiny_settings)[1:] == [runbooks.resolve()]
+        assert listed.read_text(encoding="utf-8") == "{bad"
+    assert sources(tiny_settings)[1:] == [runbooks.resolve()]
+    assert json.loads(listed.read_text(encoding="utf-8")) == [str(runbooks.resolve())]
+    # Damaged again and read inside this process's own update: recovered, no deadlock.
+    listed.write_text("{bad", encoding="utf-8")
+    more = tmp_path / "more"
+    more.mkdir()
+    assert update_extra_sources(tiny_settings, add=[more]) == [runbooks.resolve(), more.resolve()]
+
+
 def test_keyword_index_bytes_do_not_depend_on_the_process(tmp_path):
     """An unchanged KB must rebuild to the same files: bm25s numbered tokens in set order,
     which changes with the hash seed, so every rebuild rewrote the shipped index."""
