@@ -43,6 +43,8 @@ class Document:
     # Signatures that are normal output, quoted for their figures (`num_blocks_global`):
     # a log that has them is read, not diagnosed as failing.
     informational: tuple[str, ...] = ()
+    # Signatures (or fragments of them) that decide an incident on their own, at any log level.
+    critical: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     sources: tuple[str, ...] = field(default=())
     format: str = "markdown"  # markdown | text | html | rst (what the file was; html and rst are chunked as markdown)
@@ -126,6 +128,7 @@ def parse_document(path: Path, root: Path, raw: bytes) -> Document:
         is_markdown=is_markdown,
         signatures=_as_tuple(meta.get("signatures")),
         informational=_as_tuple(meta.get("informational")),
+        critical=_as_tuple(meta.get("critical")),
         tags=_as_tuple(meta.get("tags")),
         sources=_as_tuple(meta.get("sources")),
         format=fmt,

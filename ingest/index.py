@@ -82,7 +82,8 @@ SCHEMA = 16
 # 25: multi-line HTML comments and <style>/<script> blocks are dropped.
 # 26: plain text: a numbered heading right above steps numbered another way ("一、" over "1.")
 #     is a heading.
-RULES = 26
+# 27: front matter `critical` (log signatures that decide an incident at any log level) is read.
+RULES = 27
 FAISS_TOP = 2_000
 
 
@@ -106,12 +107,15 @@ class DocMeta:
     # Front matter `informational`: signatures that are routine output, listed by
     # diagnose_log as information (from the index in use, like the signatures).
     informational: list[str] = field(default_factory=list)
+    # Front matter `critical`: fragments of signatures that decide an incident on their own,
+    # whatever level the line was logged at ("CUDA out of memory" in a warning is still OOM).
+    critical: list[str] = field(default_factory=list)
 
     @classmethod
     def of(cls, doc) -> "DocMeta":
         """The metadata of a parsed `ingest.documents.Document`."""
         return cls(doc.id, doc.lang, doc.title, doc.product, doc.source, list(doc.signatures), list(doc.tags),
-                   doc.structured, dict(doc.applies_to), doc.format, list(doc.informational))
+                   doc.structured, dict(doc.applies_to), doc.format, list(doc.informational), list(doc.critical))
 
 
 @dataclass

@@ -1015,6 +1015,27 @@ def test_a_runbook_declares_which_of_its_signatures_are_routine_output(tmp_path)
     assert ("Engine slots free:", "warning") in {(f.signature, f.severity) for f in diagnose_text(log, settings).findings}
 
 
+def test_a_runbook_declares_which_signatures_decide_an_incident_at_any_log_level(tmp_path):
+    """The signatures that count as critical even in a WARNING line were a list of the
+    bundled KB's strings in tools/logs.py: a team's runbook could not say that its own
+    "Slot table exhausted" is an outage however it is logged. Declared `critical`, it is;
+    a longer signature that contains it is too; undeclared, it stays a warning."""
+    from assistant.tools.logs import diagnose_text
+
+    kb_dir = write_tiny_kb(tmp_path / "kb")
+    runbooks = tmp_path / "runbooks"
+    book = ("---\nid: slots\ntitle: Slots\nsignatures: [\"Slot table exhausted\", \"fatal: Slot table exhausted on shard\"]\n"
+            "{crit}---\n# Slots\n\n## Fixes\nAdd slots.\n")
+    log = "WARN Slot table exhausted\nWARN fatal: Slot table exhausted on shard 3\n"
+    _doc(runbooks, "slots.md", book.format(crit=""))
+    settings, _kb = _build(tmp_path, kb_dir, runbooks)
+    assert {f.severity for f in diagnose_text(log, settings).findings} == {"warning"}
+    _doc(runbooks, "slots.md", book.format(crit="critical: [\"Slot table exhausted\"]\n"))
+    settings, _kb = _build(tmp_path, kb_dir, runbooks)
+    found = {(f.signature, f.severity) for f in diagnose_text(log, settings).findings}
+    assert found == {("Slot table exhausted", "critical"), ("fatal: Slot table exhausted on shard", "critical")}, found
+
+
 # ---------------------------------------------------------------- concurrency and corruption
 
 

@@ -18,12 +18,11 @@ from assistant.names import EXCEPTION_NAME
 from . import LOCAL_PATH, tool
 
 SEVERITY = {"critical": 0, "warning": 1, "info": 2}
-# Signatures that decide an incident on their own; others are supporting evidence.
-CRITICAL = {"CUDA out of memory", "NCCL error", "Torch not compiled with CUDA enabled", "free_list_len: 0",
-            "Waiting for free blocks in KV cache", "OutOfMemoryError"}
-# Signatures that state a setting or a periodic status rather than a problem (at start-up
-# FastDeploy logs its block counts and vLLM its chunked-prefill budget whether or not anything
-# is wrong) are declared by the documents themselves, in front matter `informational`.
+# The documents declare how their signatures weigh, in front matter: `critical` for those that
+# decide an incident on their own at any log level ("CUDA out of memory", "NCCL error"; others
+# are supporting evidence unless logged as an error), `informational` for those that state a
+# setting or a periodic status rather than a problem (at start-up FastDeploy logs its block
+# counts and vLLM its chunked-prefill budget whether or not anything is wrong).
 
 NUMBERS = {
     "num_blocks_global": re.compile(r"num_blocks_global\s*[:=]\s*(\d+)"),
@@ -130,15 +129,18 @@ def _kb_settings(kb: object):
     return settings_for_kb_dir(str(kb))
 
 
-def kb_signatures(kb: object = None) -> tuple[tuple[str, str, bool], ...]:
-    """(signature, document id, informational) from the front matter of every document in
-    the index in use — the KB's articles and any runbook added with `assistant ingest` —
-    longest first, so "RuntimeError: NCCL error in:" is preferred over "NCCL error". A
-    signature is informational when every document that names it says so: a runbook that
-    calls a line a symptom outweighs one that only reads its figures."""
+def kb_signatures(kb: object = None) -> tuple[tuple[str, str, bool, bool], ...]:
+    """(signature, document id, informational, critical) from the front matter of every
+    document in the index in use — the KB's articles and any runbook added with `assistant
+    ingest` — longest first, so "RuntimeError: NCCL error in:" is preferred over "NCCL error".
+    A signature is informational when every document that names it says so: a runbook that
+    calls a line a symptom outweighs one that only reads its figures. It is critical when it
+    contains what any document declares critical ("RuntimeError: NCCL error in:" holds "NCCL
+    error"), and then it is never informational."""
     from assistant.knowledge import KB, kb_docs
 
-    metas = kb.index.docs.values() if isinstance(kb, KB) else kb_docs(_kb_settings(kb)).values()
+    metas = list(kb.index.docs.values() if isinstance(kb, KB) else kb_docs(_kb_settings(kb)).values())
+    decisive = {_norm(c) for meta in metas for c in getattr(meta, "critical", ())}
     articles: dict[str, str] = {}
     routine: dict[str, bool] = {}
     for meta in metas:
@@ -146,7 +148,9 @@ def kb_signatures(kb: object = None) -> tuple[tuple[str, str, bool], ...]:
         for sig in dict.fromkeys([*meta.signatures, *meta.informational]):
             articles.setdefault(sig, meta.id)
             routine[sig] = routine.get(sig, True) and sig in info
-    return tuple(sorted(((s, a, routine[s]) for s, a in articles.items()), key=lambda t: -len(t[0])))
+    critical = {s: any(c in _norm(s) for c in decisive) for s in articles}
+    return tuple(sorted(((s, a, routine[s] and not critical[s], critical[s]) for s, a in articles.items()),
+                        key=lambda t: -len(t[0])))
 
 
 def _norm(text: str) -> str:
@@ -161,7 +165,7 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
     in the file of text's first line (the tail of a long log starts deep inside it)."""
     lines = text.splitlines()
     report = LogDiagnosis(len(lines))
-    sigs = [(s, a, _norm(s), info) for s, a, info in kb_signatures(kb)]
+    sigs = [(s, a, _norm(s), info, decisive) for s, a, info, decisive in kb_signatures(kb)]
     found: dict[str, LogFinding] = {}
     for n, full in enumerate(lines, first_line):
         line = full[:MAX_LINE]
@@ -172,13 +176,13 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
         # length is 32768 tokens. However, you requested 40000") is not the server failing.
         error = fatal or (level in ("ERROR", "CRITICAL", "FATAL") and not _REFUSED_REQUEST.search(line))
         matched_articles: set[str] = set()
-        for sig, article, nsig, informational in sigs:
+        for sig, article, nsig, informational, decisive in sigs:
             if nsig in low and article not in matched_articles:
                 matched_articles.add(article)
                 key = f"{article}|{sig}"
                 if informational:
                     severity = "info"
-                elif error or any(c.lower() in nsig for c in CRITICAL):
+                elif error or decisive:
                     severity = "critical"
                 else:
                     severity = "warning"
