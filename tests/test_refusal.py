@@ -57,6 +57,18 @@ def test_a_cuda_fix_is_not_offered_as_the_answer_on_other_hardware(bundled_setti
     assert answer.citations and answer.citations[0].id == "vllm-torch-not-compiled-with-cuda"
 
 
+@pytest.mark.parametrize("question", [
+    "昆仑芯 P800 上跑 FastDeploy，开了 logprobs 之后请求卡住不返回",
+    "FastDeploy on Kunlun XPU hangs once logprobs is enabled",
+])
+def test_a_host_level_fix_is_given_on_any_hardware(bundled_settings, bundled_kb, question):
+    """The logprobs hang is the host kernel's message-size limit (kernel.msgmax): the article
+    declared NVIDIA, so on a Kunlun XPU the right fix was hedged as "may not apply"."""
+    answer = answer_question(question, bundled_settings, kb=bundled_kb, use_llm=False)
+    assert answer.grounded and answer.citations[0].id == "fastdeploy-logprobs-hang"
+    assert "kernel.msgmax" in answer.answer and "NVIDIA/CUDA" not in answer.answer
+
+
 def test_a_product_the_kb_never_mentions_is_refused_with_what_it_covers(bundled_settings, bundled_kb):
     answer = answer_question("3090 上用 lmdeploy 压测，并发 4 以上服务直接崩: No enough cache entries", bundled_settings, kb=bundled_kb)
     assert not answer.grounded
