@@ -26,6 +26,24 @@ if TYPE_CHECKING:
     from .tools import ToolCall
 
 GIB = Decimal(2**30)
+# Cards sold by a round figure their memory does not reach, as (GB sold, MiB nvidia-smi reports):
+# an "A10 24GB" has 22.5 GiB to give, not 24, and the KV cache is what is left after the
+# weights, so the difference is a fifth of it. Cards whose figure is binary (A100 80GB has
+# 81,920 MiB, a 4090 24,564) are not listed: read as GiB, they are right already.
+CARD_MEMORY = {"a10": (24, 23028), "a10g": (24, 23028), "l4": (24, 23034), "l40": (48, 46068), "l40s": (48, 46068),
+               "t4": (16, 15360), "h100": (80, 81559), "h800": (80, 81559), "h20": (96, 97871), "h200": (141, 143771)}
+_CARD = re.compile(r"(?<![a-z0-9])(a10g?|l40s?|l4|t4|h100|h800|h20|h200)(?![a-z0-9])")
+
+
+def card_memory(text: str, value: Decimal) -> tuple[str, Decimal] | None:
+    """(card, bytes it reports) when the question names one card of CARD_MEMORY and gives its
+    memory as the figure it is sold by ("A10 24GB"); None for any other figure or several cards."""
+    cards = {m.group(1) for m in _CARD.finditer(text.lower())}
+    if len(cards) != 1:
+        return None
+    card = cards.pop()
+    sold, mib = CARD_MEMORY[card]
+    return (card, Decimal(mib) * 2**20) if abs(value / GIB - sold) < Decimal("0.01") else None
 
 # ---------------------------------------------------------------- what the question asks
 # Bounded patterns on normalised text (see quantities.normalize): linear time.
@@ -198,6 +216,12 @@ class _Facts:
         logged = sorted({v for _, v in self.log.get(key, [])})
         if found:
             q = found[0]
+            card = card_memory(self.x.text, q.value) if key == "gpu_memory" else None
+            if card is not None:
+                name, reported = card
+                self.notes.append(_msg("card_memory", text=q.text, card=name.upper(), mib=f"{reported / 2**20:,.0f}",
+                                       gib=f"{reported / GIB:.1f}"))
+                return Value(key, _number(reported), "question", q.text, q.approximate)
             if q.unit == "bytes" and q.scale in ("gb", "g", "mb", "kb", "tb"):
                 self.notes.append(_msg("binary_units", text=q.text, scale=q.scale, unit=q.scale[0]))
             if key == "max_model_len" and q.scale == "k":
@@ -854,7 +878,9 @@ def weights_note(question: str) -> dict[str, str] | None:
     weights = params * Decimal(10**9) * per_param / GIB
     if not memories:
         return _weights_alone(text, params, weights, per_param, fmt)
-    gpu = memories.pop() / GIB
+    memory = memories.pop()
+    card = card_memory(x.text, memory)
+    gpu = (card[1] if card else memory) / GIB
     # The GPUs: the tensor-parallel size the extraction read (--tensor-parallel-size, -tp), else
     # a count ("4x A100"), else one written in Chinese numerals (十二张).
     tp = {q.value for q in x.by_label("tensor_parallel_size") if q.usable}
@@ -864,8 +890,13 @@ def weights_note(question: str) -> dict[str, str] | None:
     if weights <= gpu * (count or 1):
         return None
     needed = 1 << math.ceil(math.log2(weights / gpu))
-    values = dict(params=_plain(params), weights=f"{weights:.0f}", gpu=f"{gpu:.0f}", needed=needed, bytes=_plain(per_param),
+    values = dict(params=_plain(params), weights=f"{weights:.0f}", gpu=_gib(gpu), needed=needed, bytes=_plain(per_param),
                   fmt=_msg(f"weights.format_{fmt}"), quantize=quantize)
     if count is None or count == 1:
         return _msg("weights.need_gpus", **values)
-    return _msg("weights.do_not_fit", count=count, total=f"{gpu * count:.0f}", **values)
+    return _msg("weights.do_not_fit", count=count, total=_gib(gpu * count), **values)
+
+
+def _gib(value: Decimal) -> str:
+    """A memory size in GiB to one decimal, without a trailing .0 (24, 22.5)."""
+    return f"{value:.1f}".removesuffix(".0")

@@ -422,10 +422,10 @@ def test_a_logged_kv_cache_ratio_is_used_instead_of_the_default():
 
 @pytest.mark.parametrize("question,expect", [
     ("still CUDA OOM during serving. already lowered --gpu-memory-utilization to 0.8, no effect. Qwen2.5-14B on one A10 24GB",
-     ("about 26 GiB", "one 24 GiB GPU", "at least 2")),
+     ("about 26 GiB", "one 22.5 GiB GPU", "at least 2")),  # an A10 "24GB" reports 23,028 MiB
     ("Llama-3-70B on 4x 4090 24GB, OOM at start-up", ("about 130 GiB", "4 × 24 GiB = 96 GiB", "at least 8")),  # a power of two
-    ("vllm serve Qwen2.5-72B --tensor-parallel-size 4 on A10 24GB, OOM", ("about 134 GiB", "4 × 24 GiB", "at least 8")),
-    ("vllm serve Qwen2.5-72B -tp 4 on A10 24GB, OOM", ("about 134 GiB", "4 × 24 GiB", "at least 8")),
+    ("vllm serve Qwen2.5-72B --tensor-parallel-size 4 on A10 24GB, OOM", ("about 134 GiB", "4 × 22.5 GiB = 90 GiB", "at least 8")),
+    ("vllm serve Qwen2.5-72B -tp 4 on A10 24GB, OOM", ("about 134 GiB", "4 × 22.5 GiB", "at least 8")),
     ("Qwen2.5-32B --kv-cache-dtype fp8 on a 4090 24GB OOM", ("about 60 GiB", "bf16", "at least 4")),  # the KV cache's dtype
     ("Qwen2.5-72B 用十二张 V100 32GB 启动 CUDA out of memory", None),  # 十二 is 12: 384 GiB hold 134
     ("DeepSeek-V3 671B on 8x H100 80GB", None),  # published in FP8: a size alone does not say its bytes
@@ -517,3 +517,19 @@ def test_review_cases_of_the_inverse_and_of_flags_in_sentences():
     from assistant.names import asked_codes
 
     assert asked_codes("error: 128 tokens max, code 2024 release") == {}
+
+
+@pytest.mark.parametrize("question, gib", [
+    ("Llama-3.1-8B on one A10 24GB, weights 15 GiB, kv bytes per token 131072, how many tokens of KV cache?", 22.488),
+    ("L40S 48GB, weights 15 GiB, kv bytes per token 131072, how many tokens of KV cache?", 44.988),
+    ("A100 80GB, weights 15 GiB, kv bytes per token 131072, how many tokens of KV cache?", 80.0),  # 81,920 MiB: binary already
+    ("A10 22GB, weights 15 GiB, kv bytes per token 131072, how many tokens of KV cache?", 22.0),  # the asker's own figure
+    ("A10 or L4 24GB, weights 15 GiB, kv bytes per token 131072, how many tokens of KV cache?", 24.0),  # several cards: as written
+])
+def test_a_card_sold_by_a_round_figure_is_computed_with_the_memory_it_reports(question, gib):
+    """"A10 24GB" was read as 24 GiB; the card reports 23,028 MiB, and the KV cache is what is
+    left after the weights, so the tokens came out a fifth too many."""
+    call = capacity_call(question)
+    assert call is not None and call.arguments["gpu_memory_gib"] == gib, call.arguments
+    notes = " ".join(n["en"] for n in capacity_answer(question).notes)
+    assert ("nvidia-smi reports" in notes) == (gib not in (80.0, 22.0, 24.0)), notes

@@ -319,6 +319,10 @@ MESSAGES = {
         "zh": '问题里 {name} 出现了不止一个值（{values}），用哪一个？',
         "en": 'the question gives {name} more than once ({values}); which one is it?',
     },
+    'card_memory': {
+        "zh": '{card} 标称 {text}，nvidia-smi 显示的总显存是 {mib} MiB（{gib} GiB），按这个算',
+        "en": '{card} ({text} as sold): nvidia-smi reports {mib} MiB ({gib} GiB); computed with that',
+    },
     'binary_units': {
         "zh": '{text} 按二进制单位计算（{scale} 即 {unit}iB），与 nvidia-smi 和 vLLM 的口径一致',
         "en": '{text} is read in binary units ({scale} as {unit}iB), as nvidia-smi and vLLM report memory',
