@@ -129,7 +129,8 @@ SCHEMAS = {
         "type": "object",
         "properties": {
             "base_url": {"type": "string", "description": "the server's address, e.g. http://127.0.0.1:8000 (a trailing /v1 is fine)."},
-            "timeout_s": {"type": "number", "description": "seconds to wait for each endpoint.", "default": 3.0},
+            "timeout_s": {"exclusiveMinimum": 0, "maximum": 30.0, "type": "number", "default": 3.0,
+                          "description": "seconds to wait for each endpoint (at most 30)."},
         },
         "additionalProperties": False,
         "required": ["base_url"],

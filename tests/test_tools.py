@@ -875,3 +875,11 @@ def test_settings_of_a_long_args_line_and_nested_ones():
     nested = ("INFO non-default args: {'model': 'm', 'hf_overrides': {'rope_scaling': {'type': 'yarn'}, 'max_model_len': 131072}, "
               "'gpu_memory_utilization': 0.9}")
     assert diagnose_text(nested).settings == {"--model": "m", "--gpu-memory-utilization": "0.9"}
+
+
+@pytest.mark.parametrize("timeout_s", [1e308, 1e9, 31, 0, -1, float("nan")])
+def test_serving_status_refuses_a_wait_out_of_range_by_name(timeout_s):
+    """1e308 failed as "OverflowError" from inside urllib, and each 1e9 call to a port that
+    never answers held a server thread: the wait is bounded, and said so."""
+    call = call_tool("serving_status", {"base_url": "http://127.0.0.1:9", "timeout_s": timeout_s})
+    assert call.error == "timeout_s must be over 0 and at most 30 seconds"

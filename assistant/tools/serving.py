@@ -14,6 +14,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Annotated
 
+from annotated_types import Gt, Le
+
 from . import URL, tool
 
 # suffix → field; first match wins
@@ -131,14 +133,21 @@ def _client_error(health_error: str | None) -> bool:
     return bool(m) and 400 <= int(m.group(1)) < 500
 
 
+# Each endpoint's wait: a health probe that needs a minute says enough. Unbounded, 1e308 raised
+# OverflowError inside urllib, and each of many 1e9 calls to a silent port held a thread.
+MAX_TIMEOUT_S = 30.0
+
+
 @tool
-def serving_status(base_url: Annotated[str, URL], timeout_s: float = 3.0) -> ServingReport:
+def serving_status(base_url: Annotated[str, URL], timeout_s: Annotated[float, Gt(0), Le(MAX_TIMEOUT_S)] = 3.0) -> ServingReport:
     """Health, served models, running/waiting requests, KV-cache usage and preemptions of a vLLM or FastDeploy server, interpreted against the KB.
 
     Args:
         base_url: the server's address, e.g. http://127.0.0.1:8000 (a trailing /v1 is fine).
-        timeout_s: seconds to wait for each endpoint.
+        timeout_s: seconds to wait for each endpoint (at most 30).
     """
+    if isinstance(timeout_s, bool) or not 0 < timeout_s <= MAX_TIMEOUT_S:  # NaN too
+        raise ValueError(f"timeout_s must be over 0 and at most {MAX_TIMEOUT_S:g} seconds")
     base = base_url.rstrip("/").removesuffix("/v1")
     if not re.match(r"^https?://", base):
         raise ValueError("base_url must start with http:// or https://")
