@@ -310,7 +310,9 @@ def _above_the_answer(text: str, result: Retrieval, diagnosis, calc, lang: str) 
         extras.append(_log_summary(diagnosis, lang))
     elif result.grounded:
         extras += [f"**{c[lang]}**" for c in _pasted_figures(text)]  # "set --max-model-len 45232", from their error
-    if calc is None and result.grounded and any(ch.isdigit() for ch in text):  # a size needs digits; no parser import otherwise
+    # A calculation that ran said whether the weights fit; one that stopped for a missing value
+    # ("will Qwen2.5-14B fit one A10 24GB with max-model-len 8192?": weights in GiB) did not.
+    if (calc is None or not calc.computed) and result.grounded and any(ch.isdigit() for ch in text):  # a size needs digits
         from .calculations import weights_note
 
         note = weights_note(text)  # "Qwen2.5-14B on one A10 24GB": no flag in the fix list makes that fit

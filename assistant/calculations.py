@@ -892,9 +892,12 @@ def weights_note(question: str) -> dict[str, str] | None:
     needed = 1 << math.ceil(math.log2(weights / gpu))
     values = dict(params=_plain(params), weights=f"{weights:.0f}", gpu=_gib(gpu), needed=needed, bytes=_plain(per_param),
                   fmt=_msg(f"weights.format_{fmt}"), quantize=quantize)
-    if count is None or count == 1:
-        return _msg("weights.need_gpus", **values)
-    return _msg("weights.do_not_fit", count=count, total=_gib(gpu * count), **values)
+    note = _msg("weights.need_gpus", **values) if count is None or count == 1 else _msg(
+        "weights.do_not_fit", count=count, total=_gib(gpu * count), **values)
+    if _ASKS_SIZING.search(text):  # "需要几张 A100 80G" for 128k: the weights' count is only the floor
+        on_top = _msg("weights.kv_on_top")
+        note = {lang: note[lang] + on_top[lang] for lang in LANGS}
+    return note
 
 
 def _gib(value: Decimal) -> str:

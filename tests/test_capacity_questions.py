@@ -533,3 +533,24 @@ def test_a_card_sold_by_a_round_figure_is_computed_with_the_memory_it_reports(qu
     assert call is not None and call.arguments["gpu_memory_gib"] == gib, call.arguments
     notes = " ".join(n["en"] for n in capacity_answer(question).notes)
     assert ("nvidia-smi reports" in notes) == (gib not in (80.0, 22.0, 24.0)), notes
+
+
+def test_a_sizing_question_naming_the_gpu_says_the_weights_count_is_only_the_floor():
+    """"Llama-3.1-70B 要跑 128k 上下文，需要几张 A100 80G？" was told "at least 2": the weights'
+    floor, while one 128k request's KV cache needs about 40 GiB more."""
+    from assistant.calculations import weights_note
+
+    note = weights_note("Llama-3.1-70B-Instruct 要跑 128k 上下文，需要几张 A100 80G？")
+    assert note is not None and "至少要 2 张" in note["zh"] and "KV Cache" in note["zh"] and "KV cache" in note["en"]
+    plain = weights_note("vLLM OOM: Qwen2.5-14B on one A10 24GB")  # no count asked: no sizing caveat
+    assert plain is not None and "KV cache" not in plain["en"]
+
+
+def test_the_weights_note_stays_when_the_calculation_stops_for_a_missing_value(bundled_settings, bundled_kb):
+    """"Qwen2.5-14B on one A10 24GB, will it fit with max-model-len 8192?" started a KV
+    calculation that stopped for the weights' GiB, and the note that they cannot fit was gone."""
+    from assistant.answer import answer_question
+
+    answer = answer_question("Qwen2.5-14B on one A10 24GB, will it fit with max-model-len 8192?", bundled_settings,
+                             kb=bundled_kb, use_llm=False)
+    assert "the weights alone are about 26 GiB" in answer.answer

@@ -426,6 +426,13 @@ MESSAGES = {
               'concurrent requests needs memory on top: 2 × layers × KV heads × head_dim × bytes per token, from the model\'s '
               'config.json',
     },
+    'weights.kv_on_top': {
+        "zh": '。这只是放下权重的下限：上下文和并发请求的 KV Cache 还要另外的显存（每 token 2 × 层数 × KV 头数 × '
+              'head_dim × 字节数，看模型的 config.json），长上下文往往还要再多几张卡',
+        "en": '. That is the floor for the weights alone: the KV cache for the context and the concurrent requests needs memory '
+              'on top (2 × layers × KV heads × head_dim × bytes per token, from the model\'s config.json), and a long context '
+              'often takes more GPUs still',
+    },
     'weights.quantize': {
         "zh": '，或者换量化版本（AWQ/GPTQ/FP8）',
         "en": ', or a quantized checkpoint (AWQ/GPTQ/FP8)',
