@@ -667,9 +667,29 @@ def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[s
     out = []
     if named:
         out += ["", f"**{labels['yours']}:** " + ", ".join(named[:6])]
+        out += _near_ceiling(flags, labels)
     if said:
         out += ["", f"**{labels['tried']}:** " + ", ".join(said[:6])]
     return out
+
+
+NEAR_CEILING_UTILIZATION = 0.95
+
+
+def _near_ceiling(flags: dict[str, str], labels: dict) -> list[str]:
+    """Said under the asker's settings when their gpu_memory_utilization is 0.95 or more: the
+    preemption and KV-cache fixes start with "raise gpu_memory_utilization", and a log run at
+    0.95 that ended in CUDA out of memory was told to raise it further."""
+    for flag, value in flags.items():
+        if flag.lstrip("-").lower().replace("_", "-") != "gpu-memory-utilization":
+            continue
+        try:
+            share = float(value)
+        except ValueError:
+            continue
+        if NEAR_CEILING_UTILIZATION <= share <= 1:
+            return ["", labels["near_ceiling"].format(flag=f"`{flag} {value}`")]
+    return []
 
 
 def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites", top_k: int) -> list[str]:

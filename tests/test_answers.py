@@ -402,3 +402,14 @@ def test_a_question_too_short_to_choose_offers_the_articles_it_fits(bundled_sett
     assert {"vllm-hang-download-or-load", "vllm-requests-hang"} <= cited
     sure = answer_question("vllm requests hang: Waiting for free blocks in KV cache", bundled_settings, kb=bundled_kb)
     assert sure.coverage == "full" and sure.citations[0].id == "vllm-requests-hang"
+
+
+def test_a_utilization_near_the_ceiling_is_not_left_to_be_raised_further(bundled_settings, bundled_kb):
+    """A server run at --gpu-memory-utilization 0.95 whose log ends in CUDA out of memory was
+    told, as its first fix for preemption, to raise gpu_memory_utilization."""
+    high = answer_question("vllm serve Qwen2.5-7B --gpu-memory-utilization 0.97, requests preempted by PreemptionMode.RECOMPUTE",
+                           bundled_settings, kb=bundled_kb, use_llm=False)
+    assert "near the ceiling already" in high.answer and "`--gpu-memory-utilization 0.97`" in high.answer
+    low = answer_question("vllm serve Qwen2.5-7B --gpu-memory-utilization 0.8, requests preempted by PreemptionMode.RECOMPUTE",
+                          bundled_settings, kb=bundled_kb, use_llm=False)
+    assert "near the ceiling" not in low.answer

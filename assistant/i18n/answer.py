@@ -109,6 +109,11 @@ MESSAGES = {
         "zh": '你命令行里的相关参数',
         "en": 'From your command line',
     },
+    'near_ceiling': {
+        "zh": '{flag} 已经接近上限：再调高几乎不给激活和其他进程留显存，容易 CUDA out of memory。先看其他办法',
+        "en": '{flag} is near the ceiling already: raising it leaves almost nothing for activations and other processes, '
+              'and risks CUDA out of memory. Look at the other fixes first',
+    },
     'tried': {
         "zh": '你说已经试过或设过（先看其他办法）',
         "en": 'You said you already tried or set (look at the other fixes first)',
