@@ -27,10 +27,10 @@ AMBIGUITY_MARGIN = 0.12
 # …and when it is itself nearly as relevant: a close score from a weak match is no alternative.
 ALTERNATIVE_RELEVANCE = 0.8
 # A team's own passage on the problem is quoted after the curated article that leads when it
-# is among the next few matches, this close and as relevant as an alternative (see _team_passage).
-TEAM_NOTE_RANKS = 4
+# is second of all, or this close on evidence and as relevant as an alternative (see _team_passage).
 TEAM_NOTE_MARGIN = 0.3
 TEAM_NOTE_CHARS = 600
+TEAM_SECOND_RELEVANCE = 0.7
 # Passages from other documents are offered when this relevant compared with the best one.
 PASSAGE_RELEVANCE = 0.85
 # A pasted log adds this many of its problem lines to the query, and shows this many findings.
@@ -462,12 +462,20 @@ def _team_passage(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites
     """A team's own runbook section on the same problem, quoted briefly after the curated
     article that leads (a KB of both): "推理卡住" went to the bundled hang article, and the
     team's section of that name (their dashboard, their restart command, their channel) was
-    not mentioned at all, being further behind than an alternative may be. One already
-    `offered` as an alternative is not quoted twice."""
+    not mentioned at all, being further behind than an alternative may be. Candidates are
+    judged on evidence, not rank: a many-topic FAQ page pays a page prior that put its
+    exact entry eighth. One already `offered` as an alternative is not quoted twice."""
     top = result.articles[0]
-    for art in result.articles[1:TEAM_NOTE_RANKS]:
-        if (art.passage and not any(art is o for o in offered) and art.relevance >= ALTERNATIVE_RELEVANCE * top.relevance
-                and art.score >= top.score - TEAM_NOTE_MARGIN and not _wrong_hardware_beside(top, art)):
+    for rank, art in enumerate(result.articles[1:], 1):
+        if not art.passage or any(art is o for o in offered) or _wrong_hardware_beside(top, art):
+            continue
+        # Second of all, it is quoted whatever the lead (if still fairly relevant): a pasted error
+        # line is a signature only the article declares. Further down, its evidence (before the page prior, which a
+        # many-topic FAQ page pays) must be close: "Where are the vLLM logs?", the FAQ's own
+        # question, ranked seventh behind articles' "Log signatures" sections.
+        if (rank == 1 and art.relevance >= TEAM_SECOND_RELEVANCE * top.relevance) or (
+                art.relevance >= ALTERNATIVE_RELEVANCE * top.relevance
+                         and art.evidence >= top.evidence - TEAM_NOTE_MARGIN):
             best, text, _rest = _passage(kb, art, lang, labels)
             quote = _bounded(_tidy(text), TEAM_NOTE_CHARS, labels)
             return ["", f"**{labels['your_docs']}:** {_display_title(best.title, best.source)} {cites.ref(best, art.score)}",

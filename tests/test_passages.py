@@ -1301,3 +1301,34 @@ def test_a_team_section_offered_as_an_alternative_is_the_section_that_matched(tm
     art = ArticleMatch(stuck.doc_id, 1.0, 1.0, chunks=[ScoredChunk(stuck, 1.0, 0.9, 1.0)], passage=section_key(stuck.title))
     lines = _alternative(kb, art, "zh", texts("answer", "zh"), _Cites())
     assert "二、请求卡住" in lines[0] and "waiting 持续上涨" in lines[0] and "显存" not in "\n".join(lines)
+
+
+def test_a_teams_faq_entry_is_quoted_beside_the_articles_it_loses_to(tmp_path):
+    """"Where are the vLLM logs?", word for word a question of the team's FAQ, went to a
+    bundled article's "Log signatures" section, and the FAQ (seventh, behind a page prior a
+    many-topic page pays) was not cited at all."""
+    entries = [("Why do answers stop at 512 tokens?", "The gateway sets `max_tokens=512` when the client sends none."),
+               ("How do I get access to the Grafana serving dashboards?", "Request the `grafana-serving-viewer` group."),
+               ("A client gets HTTP 429. Is the cluster overloaded?", "Usually not: 429 comes from the gateway's rate limit."),
+               ("How long does a rolling restart take?", "About 25 minutes for the 72B pool, one pod at a time."),
+               ("Can I run a benchmark against prod?", "No. Use `chat-staging`; prod benchmarks need a change ticket."),
+               ("Where are the vLLM logs?", 'In Loki: `{namespace="chat-prod", app="llm-serve"}`. They are kept 14 days.'),
+               ("How do I roll back a model version?", "`argocd app rollback llm-serve-prod <revision>`.")]
+    faq = "# Inference platform FAQ\n\n" + "".join(f"**Q: {q}**\n\n{a}\n\n" for q, a in entries)
+    settings, kb = _bundled_with_runbook(tmp_path, "faq.md", faq)
+    answer = answer_question("Where are the vLLM logs?", settings, kb=kb, use_llm=False)
+    assert 'app="llm-serve"' in answer.answer and any(c.source.endswith("faq.md") for c in answer.citations)
+
+
+def test_a_teams_runbook_ranked_second_is_quoted_even_behind_a_pasted_signature(tmp_path):
+    """A pasted "torch.OutOfMemoryError: CUDA out of memory" is a signature only the bundled
+    article declares: it led far ahead, and the team's own OOM section, second of all, was
+    not listed."""
+    settings, kb = _bundled_with_runbook(tmp_path, "值班手册.txt", (
+        "推理服务值班手册（2025 版）\n\n一、显存不足（CUDA out of memory）\n\n现象：Pod 反复重启，日志里有 torch.OutOfMemoryError。\n"
+        "处理：把 SERVE_GPU_MEM_UTIL 改回 0.90；72B 模型必须 TP=4。\n\n二、请求卡住不返回\n\n现象：请求超时。\n"
+        "处理：看 Grafana 的 KV cache 使用率，超过 95% 就扩容。\n"))
+    answer = answer_question("Pod 反复重启，日志 torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+                             settings, kb=kb, use_llm=False)
+    assert answer.citations[0].id == "vllm-cuda-oom"
+    assert "SERVE_GPU_MEM_UTIL" in answer.answer and any(c.source.endswith("值班手册.txt") for c in answer.citations)
