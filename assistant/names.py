@@ -71,9 +71,32 @@ _CODE = re.compile(r"(?i)(?<![\w-])(xid|http|status code|exit code|return code|e
                    r"[\s:：=#-]{0,3}(\d{2,5})(?![\w.])")
 
 
+# The kernel's own line puts the PCI address between the word and the code:
+# "NVRM: Xid (PCI:0000:b3:00): 48, pid=88121, name=python3, …".
+_KERNEL_XID = re.compile(r"(?i)\bxid\s*\(pci:[0-9a-f:.]{4,20}\)\s*:\s*(\d{1,3})(?!\d)")
+
+
 def asked_codes(question: str) -> dict[str, str]:
     """Number → the word that names it ("79" → "xid"), for each code the question names."""
-    return {number: word.lower() for word, number in _CODE.findall(question or "")}
+    codes = {number: word.lower() for word, number in _CODE.findall(question or "")}
+    codes.update({number: "xid" for number in _KERNEL_XID.findall(question or "")})
+    return codes
+
+
+def states_code(text: str, codes: dict[str, str]) -> list[str]:
+    """The codes `text` states as such ("Xid 48" written as "XID 48 (double-bit ECC error)",
+    or a table row that starts with 48 under a header naming Xid), as "xid 48": evidence as
+    sure as a quoted error line that the text is about the code asked."""
+    found = []
+    low = text.lower()
+    for number, word in codes.items():
+        if word.split()[-1] not in low:
+            continue
+        beside = re.search(rf"(?<![\w-]){re.escape(word)}[\s:：=#(-]{{0,3}}{number}(?![\w.])", low)
+        row = re.search(rf"(?m)^\s*\|?\s*{number}\s*\|", low)
+        if beside or row:
+            found.append(f"{word} {number}")
+    return found
 
 
 def names_code(text: str, codes: dict[str, str]) -> bool:

@@ -390,23 +390,28 @@ def pasted_in_passages(index: KBIndex, question: str, unstructured: set[str]) ->
     of that line is as sure a sign as a signature. Only documents without article structure
     are read so; the curated articles declare theirs."""
     from .cleaning import pasted_messages
+    from .names import asked_codes, states_code
     from .questions import might_paste
 
-    if not unstructured or not might_paste(question):
+    if not unstructured:
         return {}
-    messages = [(m, squash(m)) for m in pasted_messages(question)]
-    if not messages:
+    # A code the question names ("NVRM: Xid (PCI:0000:b3:00): 48", "exit code 137") is such a
+    # sign too where a page states it: a runbook's "drain on XID 48" answered a pasted kernel
+    # line that shares few other words with it, and the line was refused.
+    codes = asked_codes(question)
+    messages = [(m, squash(m)) for m in pasted_messages(question)] if might_paste(question) else []
+    if not messages and not codes:
         return {}
     squashed = derived(index, "_squashed_texts", lambda: [squash(c.text) for c in index.chunks])
     hits: dict[tuple[str, str], list[str]] = {}
     for chunk, text in zip(index.chunks, squashed):
         if chunk.doc_id not in unstructured:
             continue
-        for message, key in messages:
-            if key in text:
-                found = hits.setdefault((chunk.doc_id, section_key(chunk.title)), [])
-                if message not in found:
-                    found.append(message)
+        said = [message for message, key in messages if key in text] + (states_code(chunk.text, codes) if codes else [])
+        for message in said:
+            found = hits.setdefault((chunk.doc_id, section_key(chunk.title)), [])
+            if message not in found:
+                found.append(message)
     return hits
 
 

@@ -1332,3 +1332,32 @@ def test_a_teams_runbook_ranked_second_is_quoted_even_behind_a_pasted_signature(
                              settings, kb=kb, use_llm=False)
     assert answer.citations[0].id == "vllm-cuda-oom"
     assert "SERVE_GPU_MEM_UTIL" in answer.answer and any(c.source.endswith("值班手册.txt") for c in answer.citations)
+
+
+def test_a_pasted_kernel_xid_line_finds_the_runbook_that_states_the_code(tmp_path):
+    """The kernel writes "NVRM: Xid (PCI:0000:b3:00): 48, …": the PCI address between the word
+    and the code hid the code, and the runbook's "drain on XID 48" shared few other words with
+    the line, so it was refused ("I found nothing")."""
+    from assistant.names import asked_codes, states_code
+
+    line = ("[Thu Nov 20 03:12:44 2025] NVRM: Xid (PCI:0000:b3:00): 48, pid=88121, name=python3, "
+            "An uncorrectable double bit error (DBE) has been detected on GPU")
+    assert asked_codes(line) == {"48": "xid"}
+    assert states_code("Drain when nvidia-smi shows XID 48 (double-bit ECC error).", {"48": "xid"}) == ["xid 48"]
+    assert states_code("| Xid | meaning |\n|---|---|\n| 48 | double-bit ECC |", {"48": "xid"}) == ["xid 48"]
+    assert states_code("Xid errors are logged. The pool has 48 GPUs.", {"48": "xid"}) == []
+    pages = {
+        "drain.md": ("# GPU node drain procedure\n\n## When to drain\n\nDrain a GPU node when nvidia-smi shows an XID 79 "
+                     "(\"GPU has fallen off the bus\") or XID 48 (double-bit ECC error). Do not drain for XID 13 alone.\n\n"
+                     "## Steps\n\n1. `kubectl cordon NODE`\n2. `kubectl drain NODE --ignore-daemonsets`\n"),
+        "deploy.md": "# Deploying a model\n\n## Canary\n\nRoll out to one pod first with `deployctl canary start`.\n",
+        "gateway.md": "# Gateway\n\n## Timeouts\n\nIdle connections are closed after 60 seconds.\n",
+    }
+    settings, kb = docs_kb(tmp_path, pages)
+    from assistant.retrieval import RetrievalParams, search
+
+    result = search(kb.index, kb.embedder, line, RetrievalParams.from_settings(settings))
+    assert result.articles[0].doc_id == "drain" and result.articles[0].signatures == ["xid 48"]
+    from assistant import refusal
+
+    assert refusal.features(result)["signature"] == 1.0  # weighed as a quoted log line is
