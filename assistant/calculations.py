@@ -224,7 +224,7 @@ class _Facts:
                 return Value(key, _number(reported), "question", q.text, q.approximate)
             if q.unit == "bytes" and q.scale in ("gb", "g", "mb", "kb", "tb"):
                 self.notes.append(_msg("binary_units", text=q.text, scale=q.scale, unit=q.scale[0]))
-            if key == "max_model_len" and q.scale == "k":
+            if q.scale == "k" and q.unit == "count":  # "4k" tokens: 4,000 or 4,096, the answer moves by one request
                 self.notes.append(_msg("decimal_k", text=q.text, value=_plain(q.value), binary=_plain(q.value / 1000 * 1024)))
             if logged and logged != [q.value]:
                 self.notes.append(_msg("question_over_log", key=key, logged=_plain(logged[0]), text=q.text))

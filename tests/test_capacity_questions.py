@@ -61,6 +61,8 @@ def test_every_capacity_case_through_the_no_llm_answer(case, bundled_settings, b
         block = _shown_block(case, answer.lang)
         assert answer.answer.startswith(block) and block.startswith(missing), answer.answer[:300]
         known = re.sub(r"\D+", " ", (case["question"] + " " + (case["log"] or "")).replace(",", ""))
+        # "2k" is said to be read as 2,000 (write 2,048 for multiples of 1024): the asker's number too
+        known += " 1024 " + " ".join(f"{int(k) * 1000} {int(k) * 1024}" for k in re.findall(r"(\d+)\s*k\b", case["question"], re.I))
         formula_digits = {"1", "2"}  # "(1 − kv_cache_ratio)", "2 × layers" in the formulas shown
         assert all(n in known or n in formula_digits for n in _numbers(block)), block  # only the asker's own numbers
         return
@@ -554,3 +556,12 @@ def test_the_weights_note_stays_when_the_calculation_stops_for_a_missing_value(b
     answer = answer_question("Qwen2.5-14B on one A10 24GB, will it fit with max-model-len 8192?", bundled_settings,
                              kb=bundled_kb, use_llm=False)
     assert "the weights alone are about 26 GiB" in answer.answer
+
+
+def test_a_token_count_in_k_is_said_to_be_read_as_thousands():
+    """"4k prompt + 1k output" was read as 5,000 tokens with no word said, only max_model_len
+    got the note; 5,120 would have made 87 requests, not 89."""
+    notes = [n["en"] for n in capacity_answer(
+        "num_blocks_global 27895, block_size 16, each request 4k prompt + 1k output, how many concurrent requests?").notes]
+    assert "4k is read as 4,000; write 4,096 if you mean multiples of 1024" in notes
+    assert "1k is read as 1,000; write 1,024 if you mean multiples of 1024" in notes
