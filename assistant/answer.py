@@ -779,7 +779,9 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
             continue
         # The citation goes on the heading's line: alone on its own, "[1]" read as a stray line.
         parts += _heading_lines(heading, cites.ref(best, art.score), first=not parts, on_page=art in page, labels=labels)
-        if best.lang != lang and not other_lang_said:
+        # A document's language is its body's; the section quoted may be in the asker's all the
+        # same (an English FAQ's Chinese entry was labelled "English original only").
+        if best.lang != lang and not other_lang_said and detect_lang(text) != lang:
             # No twin in the asker's language (a twin's passage is quoted instead): said over
             # the first such quote, which is not the best match's when the page order puts
             # its introduction first.

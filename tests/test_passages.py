@@ -1361,3 +1361,20 @@ def test_a_pasted_kernel_xid_line_finds_the_runbook_that_states_the_code(tmp_pat
     from assistant import refusal
 
     assert refusal.features(result)["signature"] == 1.0  # weighed as a quoted log line is
+
+
+def test_a_chinese_entry_of_an_english_page_is_not_labelled_english_only(tmp_path):
+    """The page is English, so its language is; its Chinese FAQ entry, quoted to a Chinese
+    question, was labelled "（仅有英文原文）" over Chinese text."""
+    faq = ("# Inference platform FAQ\n\n**Q: Why do answers stop at 512 tokens?**\n\nThe gateway sets `max_tokens=512` when "
+           "the client sends none; send your own max_tokens.\n\n**Q: A client gets HTTP 429. Is the cluster overloaded?**\n\n"
+           "Usually not: 429 comes from the gateway's per-tenant rate limit, raise it in the tenant config.\n\n"
+           "**Q: How long does a rolling restart take?**\n\nAbout 25 minutes for the 72B pool, one pod at a time.\n\n"
+           "**Q: Where are the vLLM logs?**\n\nIn Loki, kept 14 days.\n\n"
+           "**Q: How do I roll back a model version?**\n\nRun `argocd app rollback llm-serve-prod REVISION`.\n\n"
+           "**Q: Can I benchmark prod?**\n\nNo, use chat-staging; prod needs a change ticket.\n\n"
+           "**Q: 为什么 streaming 返回中间断开？**\n\n网关对空闲连接有 60 秒超时，模型 60 秒内没有输出 token 连接就会断开。"
+           "批处理租户可申请 `GATEWAY_TIMEOUT_S=600`。\n")
+    settings, kb = docs_kb(tmp_path, {"faq.md": faq})
+    answer = answer_question("为什么 streaming 返回中间断开？", settings, kb=kb, use_llm=False)
+    assert "GATEWAY_TIMEOUT_S=600" in answer.answer and "英文" not in answer.answer, answer.answer
