@@ -664,7 +664,12 @@ def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[s
         return name.lstrip("-").lower().replace("_", "-")
 
     def in_article(name: str) -> bool:
-        return len(bare(name)) >= 4 and bare(name) in text
+        # A one-word setting (--host, --port, --model) must appear as a setting, not as the
+        # word every article uses: an OOM answer quoted back "--host 0.0.0.0, --port 8000".
+        word = bare(name)
+        if "-" not in word:
+            return len(word) >= 4 and (f"--{word}" in text or re.search(rf"\b{re.escape(word)}\s*[=:]", text) is not None)
+        return len(word) >= 4 and word in text
 
     # A setting pasted with its value stays under "your command line", value and all, even
     # when a sentence says it was tried: lowering that value may still be the fix.

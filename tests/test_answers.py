@@ -413,3 +413,13 @@ def test_a_utilization_near_the_ceiling_is_not_left_to_be_raised_further(bundled
     low = answer_question("vllm serve Qwen2.5-7B --gpu-memory-utilization 0.8, requests preempted by PreemptionMode.RECOMPUTE",
                           bundled_settings, kb=bundled_kb, use_llm=False)
     assert "near the ceiling" not in low.answer
+
+
+def test_one_word_settings_are_quoted_back_only_when_the_article_sets_them(bundled_settings, bundled_kb):
+    """"--host 0.0.0.0, --port 8000, --model …" were quoted back under an OOM answer as the
+    asker's relevant settings: every article says "model", none sets it."""
+    answer = answer_question("vllm serve --host 0.0.0.0 --port 8000 --model qwen --gpu-memory-utilization 0.9 "
+                             "--max-model-len 32768, torch.OutOfMemoryError: CUDA out of memory",
+                             bundled_settings, kb=bundled_kb, use_llm=False)
+    line = next(l for l in answer.answer.splitlines() if l.startswith("**From your command line:**"))
+    assert "--max-model-len 32768" in line and "--host" not in line and "--port" not in line and "--model" not in line
