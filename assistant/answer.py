@@ -680,10 +680,26 @@ def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[s
     out = []
     if named:
         out += ["", f"**{labels['yours']}:** " + ", ".join(named[:6])]
-        out += _near_ceiling(flags, labels)
+        if _RAISE_UTILIZATION.search(text):  # the preemption and KV-cache articles, not the OOM one
+            out += _near_ceiling(flags, labels)
     if said:
         out += ["", f"**{labels['tried']}:** " + ", ".join(said[:6])]
     return out
+
+
+_RAISE_UTILIZATION = re.compile(r"(?:raise|increase|higher|调高|提高|加大)[^\n]{0,40}gpu-memory-utilization")
+
+
+def _mostly_in(text: str, lang: str) -> bool:
+    """Whether a quoted text is mostly in `lang`: its Chinese characters against its Latin
+    letters (a character says about what two or three letters do). One Chinese line in an
+    English section ("注意：改完要重启网关。") does not make it Chinese. Code does not count:
+    "摘流量：`kubectl annotate svc embed drain=true`" is a Chinese step."""
+    prose = re.sub(r"```.*?(?:```|$)|`[^`\n]*`", " ", text, flags=re.S)
+    han = sum(1 for ch in prose if is_cjk(ch))
+    latin = sum(1 for ch in prose if ch.isascii() and ch.isalpha())
+    chinese = han * 3 >= latin
+    return chinese if lang == "zh" else not chinese
 
 
 NEAR_CEILING_UTILIZATION = 0.95
@@ -786,7 +802,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
         parts += _heading_lines(heading, cites.ref(best, art.score), first=not parts, on_page=art in page, labels=labels)
         # A document's language is its body's; the section quoted may be in the asker's all the
         # same (an English FAQ's Chinese entry was labelled "English original only").
-        if best.lang != lang and not other_lang_said and detect_lang(text) != lang:
+        if best.lang != lang and not other_lang_said and not _mostly_in(text, lang):
             # No twin in the asker's language (a twin's passage is quoted instead): said over
             # the first such quote, which is not the best match's when the page order puts
             # its introduction first.

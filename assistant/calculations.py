@@ -33,13 +33,16 @@ GIB = Decimal(2**30)
 CARD_MEMORY = {"a10": (24, 23028), "a10g": (24, 23028), "l4": (24, 23034), "l40": (48, 46068), "l40s": (48, 46068),
                "t4": (16, 15360), "h100": (80, 81559), "h800": (80, 81559), "h20": (96, 97871), "h200": (141, 143771)}
 _CARD = re.compile(r"(?<![a-z0-9])(a10g?|l40s?|l4|t4|h100|h800|h20|h200)(?![a-z0-9])")
+# Cards whose sold figure is their binary memory already: named beside a listed one, the figure
+# may be theirs ("an A100 80GB, moved off our H100 box").
+_OTHER_CARD = re.compile(r"(?<![a-z0-9])(?:a100|a800|a6000|a40|a30|4090|3090|v100|l20|mi\d{3}x?|910b?)(?![a-z0-9])")
 
 
 def card_memory(text: str, value: Decimal) -> tuple[str, Decimal] | None:
     """(card, bytes it reports) when the question names one card of CARD_MEMORY and gives its
     memory as the figure it is sold by ("A10 24GB"); None for any other figure or several cards."""
     cards = {m.group(1) for m in _CARD.finditer(text.lower())}
-    if len(cards) != 1:
+    if len(cards) != 1 or _OTHER_CARD.search(text.lower()):
         return None
     card = cards.pop()
     sold, mib = CARD_MEMORY[card]
@@ -833,7 +836,8 @@ def _zh_number(text: str) -> int | None:
 
 # "Qwen2.5-72B 32k 上下文需要几张卡", "how many GPUs for Llama-3.1-70B", "需要多少显存": a sizing
 # question that names no GPU. The weights' size is certain; the KV cache's needs the model's shape.
-_ASKS_SIZING = re.compile(r"(?:几|多少)\s*(?:张|块|个|台)\s*(?:卡|显卡|gpu|[a-z]\d{2,3}|h20|4090)?(?!\S*(?:请求|并发|token))"
+_ASKS_SIZING = re.compile(r"(?:几|多少)\s*(?:张|块|个|台)?\s*(?:卡|显卡|gpus?\b|[ah]\d{2,3}\b|h20\b|4090\b)"
+                          r"|(?:几|多少)\s*(?:张|块)\s*(?=[？?。]|$)"
                           r"|多少\s*显存|显存\s*(?:要|需要)\s*多(?:少|大)"
                           r"|how\s+many\s+(?:gpus?|cards|[ah]\d{2,3}s?|devices)\b|number\s+of\s+gpus"
                           r"|how\s+much\s+(?:gpu\s+)?(?:memory|vram)|what\s+gpus?\s+(?:do|would|should)\s+i\s+need")
@@ -869,9 +873,12 @@ def weights_note(question: str) -> dict[str, str] | None:
         return None  # offloaded, split over pipeline stages, or a checkpoint of its own format: no sure bound
     sizes = {q.value for q in x.quantities if q.unit == "params" and q.usable}
     memories = {q.value for q in x.by_label("gpu_memory") if q.usable}
+    if x.by_label("weights"):
+        return None  # the asker's own figure ("model weights take 9.3 GiB") beats a bf16 guess
     if len(sizes) != 1 or len(memories) > 1:
         return None
-    per_param = Decimal("0.5") if _FOUR_BIT.search(text) else Decimal(1) if _EIGHT_BIT.search(text) else Decimal(2)
+    # "GPTQ-Int8", "Q8_0 GGUF": the bits named win over a format that is usually 4-bit
+    per_param = Decimal(1) if _EIGHT_BIT.search(text) else Decimal("0.5") if _FOUR_BIT.search(text) else Decimal(2)
     fmt = "4bit" if per_param == Decimal("0.5") else "8bit" if per_param == 1 else "16bit"
     quantize = _msg("weights.quantize") if fmt == "16bit" else {lang: "" for lang in LANGS}
     params = sizes.pop()

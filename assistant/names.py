@@ -67,10 +67,11 @@ def _compound_word(word: str) -> bool:
 
 # An error or event code as runbooks list them: "Xid 79", "HTTP 502", "exit code 137",
 # "错误码 1001". The number alone is what a table row holds ("| 79 | GPU fell off the bus |").
-_CODE = re.compile(r"(?i)(?<![\w-])(xid|http|status code|exit code|return code|error code|errno|signal|错误码|状态码|返回码|退出码)"
+_CODE = re.compile(r"(?i)(?<![A-Za-z0-9_-])(xid|http|status code|exit code|return code|error code|errno|signal|错误码|状态码|返回码|退出码)"
                    r"[\s:：=#-]{0,3}(\d{2,5})(?![\w.])")
 
 
+_HTTP_WORDS = frozenset({"http", "status code", "状态码"})
 # The kernel's own line puts the PCI address between the word and the code:
 # "NVRM: Xid (PCI:0000:b3:00): 48, pid=88121, name=python3, …".
 _KERNEL_XID = re.compile(r"(?i)\bxid\s*\(pci:[0-9a-f:.]{4,20}\)\s*:\s*(\d{1,3})(?!\d)")
@@ -78,7 +79,8 @@ _KERNEL_XID = re.compile(r"(?i)\bxid\s*\(pci:[0-9a-f:.]{4,20}\)\s*:\s*(\d{1,3})(
 
 def asked_codes(question: str) -> dict[str, str]:
     """Number → the word that names it ("79" → "xid"), for each code the question names."""
-    codes = {number: word.lower() for word, number in _CODE.findall(question or "")}
+    codes = {number: word.lower() for word, number in _CODE.findall(question or "")
+             if not (word.lower() in _HTTP_WORDS and int(number) < 400)}  # "HTTP 200": no error, no code to look up
     codes.update({number: "xid" for number in _KERNEL_XID.findall(question or "")})
     return codes
 
@@ -92,11 +94,24 @@ def states_code(text: str, codes: dict[str, str]) -> list[str]:
     for number, word in codes.items():
         if word.split()[-1] not in low:
             continue
-        beside = re.search(rf"(?<![\w-]){re.escape(word)}[\s:：=#(-]{{0,3}}{number}(?![\w.])", low)
-        row = re.search(rf"(?m)^\s*\|?\s*{number}\s*\|", low)
-        if beside or row:
+        beside = re.search(rf"(?<![a-z0-9_-]){re.escape(word)}[\s:：=#(-]{{0,3}}{number}(?![\w.])", low)
+        if beside or _row_under_header(low, number, word):
             found.append(f"{word} {number}")
     return found
+
+
+def _row_under_header(text: str, number: str, word: str) -> bool:
+    """Whether a table row starts with `number` in a table whose header row names `word`."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if not re.match(rf"\s*\|?\s*{number}\s*\|", line):
+            continue
+        start = i
+        while start > 0 and "|" in lines[start - 1]:
+            start -= 1
+        if word.split()[-1] in lines[start]:
+            return True
+    return False
 
 
 def names_code(text: str, codes: dict[str, str]) -> bool:

@@ -423,3 +423,12 @@ def test_one_word_settings_are_quoted_back_only_when_the_article_sets_them(bundl
                              bundled_settings, kb=bundled_kb, use_llm=False)
     line = next(l for l in answer.answer.splitlines() if l.startswith("**From your command line:**"))
     assert "--max-model-len 32768" in line and "--host" not in line and "--port" not in line and "--model" not in line
+
+
+def test_the_ceiling_note_is_not_said_under_an_article_that_lowers_the_utilization(bundled_settings, bundled_kb):
+    """Review: under the OOM article, whose fix is to lower it, "near the ceiling … look at the
+    other fixes first" steered the asker away from the right fix."""
+    answer = answer_question("vllm serve Qwen2.5-7B --gpu-memory-utilization 0.95 --max-model-len 32768, "
+                             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+                             bundled_settings, kb=bundled_kb, use_llm=False)
+    assert answer.citations[0].id == "vllm-cuda-oom" and "near the ceiling" not in answer.answer

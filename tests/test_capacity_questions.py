@@ -565,3 +565,28 @@ def test_a_token_count_in_k_is_said_to_be_read_as_thousands():
         "num_blocks_global 27895, block_size 16, each request 4k prompt + 1k output, how many concurrent requests?").notes]
     assert "4k is read as 4,000; write 4,096 if you mean multiples of 1024" in notes
     assert "1k is read as 1,000; write 1,024 if you mean multiples of 1024" in notes
+
+
+@pytest.mark.parametrize("question, expect", [
+    ("Qwen2.5-14B on one A10 24GB, vLLM says model weights take 9.3 GiB, will it fit with max-model-len 8192?", None),
+    ("vLLM 跑 Qwen2.5-72B，每秒能生成多少个 token 算正常？", None),
+    ("Qwen2.5-7B 用 vLLM 部署，max-model-len 设多少个 token 合适？", None),
+    ("vLLM 加载 Qwen2.5-72B 要几个小时，正常吗？", None),
+    ("Qwen2.5-72B-Instruct-GPTQ-Int8 需要几张卡", "67 GiB"),  # int8 wins over GPTQ's usual 4 bits
+    ("Qwen2.5-72B q8 gguf 需要多少显存", "67 GiB"),
+    ("Qwen2.5-72B-GPTQ-Int4 需要几张卡", "34 GiB"),
+    ("Qwen2.5-72B 需要几张？", "134 GiB"),
+])
+def test_the_weights_note_is_said_only_for_sizing_and_with_the_bits_named(question, expect):
+    """Review: a weights figure the asker gave was contradicted by a bf16 guess; "多少个 token"
+    and "几个小时" read as sizing questions; GPTQ-Int8 and Q8 GGUF were counted as 4-bit."""
+    from assistant.calculations import weights_note
+
+    note = weights_note(question)
+    assert (note is None) if expect is None else (note is not None and expect in note["en"]), note
+
+
+def test_a_listed_card_beside_an_unlisted_one_keeps_the_figure_as_written():
+    call = capacity_call("Llama-3.1-8B on one A100 80GB (moved off our H100 box), weights 15 GiB, kv bytes per token 131072, "
+                         "how many tokens of KV cache?")
+    assert call is not None and call.arguments["gpu_memory_gib"] == 80.0

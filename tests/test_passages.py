@@ -1378,3 +1378,25 @@ def test_a_chinese_entry_of_an_english_page_is_not_labelled_english_only(tmp_pat
     settings, kb = docs_kb(tmp_path, {"faq.md": faq})
     answer = answer_question("为什么 streaming 返回中间断开？", settings, kb=kb, use_llm=False)
     assert "GATEWAY_TIMEOUT_S=600" in answer.answer and "英文" not in answer.answer, answer.answer
+
+
+def test_codes_are_read_as_errors_only_where_a_page_states_them():
+    """Review: "HTTP 200" made a health-check page a signature match and refused the right
+    answer; a row starting with 48 counted under any table once "xid" was in the chunk; 错误码
+    inside Chinese prose was never read."""
+    from assistant.names import asked_codes, states_code
+
+    assert asked_codes("The server answers HTTP 200 but the completion text is empty") == {}
+    assert asked_codes("nginx returns HTTP 413 on big images") == {"413": "http"}
+    assert states_code("Xid errors: see the table.\n\n| Node | GPUs |\n|---|---|\n| 48 | 8 |", {"48": "xid"}) == []
+    assert asked_codes("接口返回错误码 1001 怎么办") == {"1001": "错误码"}
+    assert states_code("如果接口返回错误码 1001，说明模型名写错了。", {"1001": "错误码"}) == ["错误码 1001"]
+
+
+def test_one_chinese_line_does_not_make_an_english_section_chinese():
+    from assistant.answer import _mostly_in
+
+    english = ("Streaming connections drop after 60 seconds without a token. Raise the gateway timeout for batch "
+               "tenants. Long prompts take longer to prefill. Check the gateway logs first.\n注意：改完要重启网关。")
+    assert not _mostly_in(english, "zh") and _mostly_in(english, "en")
+    assert _mostly_in("网关对空闲连接有 60 秒超时，批处理租户可申请 `GATEWAY_TIMEOUT_S=600`。", "zh")
