@@ -469,13 +469,12 @@ def _team_passage(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites
     for rank, art in enumerate(result.articles[1:], 1):
         if not art.passage or any(art is o for o in offered) or _wrong_hardware_beside(top, art):
             continue
-        # Second of all, it is quoted whatever the lead (if still fairly relevant): a pasted error
-        # line is a signature only the article declares. Further down, its evidence (before the page prior, which a
-        # many-topic FAQ page pays) must be close: "Where are the vLLM logs?", the FAQ's own
-        # question, ranked seventh behind articles' "Log signatures" sections.
-        if (rank == 1 and art.relevance >= TEAM_SECOND_RELEVANCE * top.relevance) or (
-                art.relevance >= ALTERNATIVE_RELEVANCE * top.relevance
-                         and art.evidence >= top.evidence - TEAM_NOTE_MARGIN):
+        # Second of all, it is quoted whatever the lead (if still fairly relevant): a pasted
+        # error line is a signature only the article declares. Further down, its evidence
+        # (before the page prior a many-topic FAQ page pays) must be close.
+        second = rank == 1 and art.relevance >= TEAM_SECOND_RELEVANCE * top.relevance
+        close = art.relevance >= ALTERNATIVE_RELEVANCE * top.relevance and art.evidence >= top.evidence - TEAM_NOTE_MARGIN
+        if second or close:
             best, text, _rest = _passage(kb, art, lang, labels)
             quote = _bounded(_tidy(text), TEAM_NOTE_CHARS, labels)
             return ["", f"**{labels['your_docs']}:** {_display_title(best.title, best.source)} {cites.ref(best, art.score)}",
@@ -660,9 +659,7 @@ def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[s
     doc_lang, _ = _pick_lang(kb, art.doc_id, lang)
     text = "\n".join(c.text for c in kb.article_chunks(art.doc_id, doc_lang)).lower().replace("_", "-")
 
-    def bare(name: str) -> str:  # --max_num_seqs, max-num-seqs and MAX_NUM_SEQS alike
-        return name.lstrip("-").lower().replace("_", "-")
-
+    bare = _bare_setting
     def in_article(name: str) -> bool:
         # A one-word setting (--host, --port, --model) must appear as a setting, not as the
         # word every article uses: an OOM answer quoted back "--host 0.0.0.0, --port 8000".
@@ -685,6 +682,11 @@ def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[s
     if said:
         out += ["", f"**{labels['tried']}:** " + ", ".join(said[:6])]
     return out
+
+
+def _bare_setting(name: str) -> str:
+    """--max_num_seqs, max-num-seqs and MAX_NUM_SEQS alike."""
+    return name.lstrip("-").lower().replace("_", "-")
 
 
 _RAISE_UTILIZATION = re.compile(r"(?:raise|increase|higher|调高|提高|加大)[^\n]{0,40}gpu-memory-utilization")
@@ -710,7 +712,7 @@ def _near_ceiling(flags: dict[str, str], labels: dict) -> list[str]:
     preemption and KV-cache fixes start with "raise gpu_memory_utilization", and a log run at
     0.95 that ended in CUDA out of memory was told to raise it further."""
     for flag, value in flags.items():
-        if flag.lstrip("-").lower().replace("_", "-") != "gpu-memory-utilization":
+        if _bare_setting(flag) != "gpu-memory-utilization":
             continue
         try:
             share = float(value)

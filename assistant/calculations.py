@@ -41,8 +41,9 @@ _OTHER_CARD = re.compile(r"(?<![a-z0-9])(?:a100|a800|a6000|a40|a30|4090|3090|v10
 def card_memory(text: str, value: Decimal) -> tuple[str, Decimal] | None:
     """(card, bytes it reports) when the question names one card of CARD_MEMORY and gives its
     memory as the figure it is sold by ("A10 24GB"); None for any other figure or several cards."""
-    cards = {m.group(1) for m in _CARD.finditer(text.lower())}
-    if len(cards) != 1 or _OTHER_CARD.search(text.lower()):
+    low = text.lower()
+    cards = {m.group(1) for m in _CARD.finditer(low)}
+    if len(cards) != 1 or _OTHER_CARD.search(low):
         return None
     card = cards.pop()
     sold, mib = CARD_MEMORY[card]
@@ -852,7 +853,7 @@ def _weights_alone(text: str, params: Decimal, weights: Decimal, per_param: Deci
     heads, which the question does not give, so the note says so instead of guessing."""
     if not _ASKS_SIZING.search(text):
         return None
-    least = {gb: 1 << max(0, math.ceil(math.log2(weights / gib))) for gb, gib in SIZING_GPUS}
+    least = {gb: _least_gpus(weights, Decimal(gib)) for gb, gib in SIZING_GPUS}
     counts = {"en": ", ".join(f"{n} × {gb} GB" for gb, n in least.items()),
               "zh": "、".join(f"{gb} GB 的卡 {n} 张" for gb, n in least.items())}
     return _msg("weights.size_only", params=_plain(params), weights=f"{weights:.0f}", bytes=_plain(per_param),
@@ -896,7 +897,7 @@ def weights_note(question: str) -> dict[str, str] | None:
     count = next((int(s.pop()) for s in (tp, counts, zh) if len(s) == 1), None)
     if weights <= gpu * (count or 1):
         return None
-    needed = 1 << math.ceil(math.log2(weights / gpu))
+    needed = _least_gpus(weights, gpu)
     values = dict(params=_plain(params), weights=f"{weights:.0f}", gpu=_gib(gpu), needed=needed, bytes=_plain(per_param),
                   fmt=_msg(f"weights.format_{fmt}"), quantize=quantize)
     note = _msg("weights.need_gpus", **values) if count is None or count == 1 else _msg(
@@ -905,6 +906,11 @@ def weights_note(question: str) -> dict[str, str] | None:
         on_top = _msg("weights.kv_on_top")
         note = {lang: note[lang] + on_top[lang] for lang in LANGS}
     return note
+
+
+def _least_gpus(weights: Decimal, gpu: Decimal) -> int:
+    """How many GPUs of `gpu` GiB the weights need at least, as a tensor-parallel size: a power of two."""
+    return 1 << max(0, math.ceil(math.log2(weights / gpu)))
 
 
 def _gib(value: Decimal) -> str:

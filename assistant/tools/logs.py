@@ -140,7 +140,7 @@ def kb_signatures(kb: object = None) -> tuple[tuple[str, str, bool, bool], ...]:
     from assistant.knowledge import KB, kb_docs
 
     metas = list(kb.index.docs.values() if isinstance(kb, KB) else kb_docs(_kb_settings(kb)).values())
-    decisive = {_norm(c) for meta in metas for c in getattr(meta, "critical", ())}
+    decisive = {_norm(c) for meta in metas for c in meta.critical}
     articles: dict[str, str] = {}
     routine: dict[str, bool] = {}
     for meta in metas:
@@ -148,7 +148,8 @@ def kb_signatures(kb: object = None) -> tuple[tuple[str, str, bool, bool], ...]:
         for sig in dict.fromkeys([*meta.signatures, *meta.informational]):
             articles.setdefault(sig, meta.id)
             routine[sig] = routine.get(sig, True) and sig in info
-    critical = {s: any(c in _norm(s) for c in decisive) for s in articles}
+    normed = {s: _norm(s) for s in articles}
+    critical = {s: any(c in normed[s] for c in decisive) for s in articles}
     return tuple(sorted(((s, a, routine[s] and not critical[s], critical[s]) for s, a in articles.items()),
                         key=lambda t: -len(t[0])))
 
