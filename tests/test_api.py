@@ -104,6 +104,25 @@ def test_openai_compatible_chat_completions(server):
     assert (chunks[-1].model_extra or {}).get("citations")
 
 
+def test_openai_compatible_errors_come_in_openais_shape(server):
+    """A string "error" reached the `openai` client as "Error code: 422 - {...}", with no
+    message, type or code: chat front ends showed a raw dict or nothing."""
+    import openai
+
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+    with pytest.raises(openai.UnprocessableEntityError) as caught:
+        client.chat.completions.create(model="kb-assistant", messages=[{"role": "system", "content": "hi"}])
+    assert caught.value.message == "Error code: 422 - no user message in `messages`" and caught.value.type == "invalid_request_error"
+    assert str(caught.value.code) == "422" and caught.value.body["hint"]
+    with pytest.raises(openai.UnprocessableEntityError) as caught:
+        client.chat.completions.create(model="kb-assistant", messages=[])
+    assert caught.value.body["message"].startswith("invalid request: messages")
+    too_big = httpx.post(server.url + "/v1/chat/completions", content=b"x" * 2_000_000, headers={"content-type": "application/json"}, timeout=30)
+    assert too_big.status_code == 413 and too_big.json()["error"]["message"].startswith("request body over")
+    # The assistant's own endpoints keep their flat {"error", "hint"}.
+    assert set(httpx.post(server.url + "/v1/ask", json={"question": ""}, timeout=30).json()) == {"error", "hint"}
+
+
 def test_openai_compatible_chat_answers_a_follow_up_in_its_conversation(server):
     """A chat front end sends the whole conversation: "tried that, still failing, what next?"
     alone was answered as a question of its own (a model-download article, or a refusal)."""
@@ -266,6 +285,8 @@ def test_every_error_says_where_to_look_next(server):
     for method, path, body in requests:
         r = httpx.request(method, server.url + path, json=body, timeout=30)
         data = r.json()
+        if path == "/v1/chat/completions":  # OpenAI's shape, the hint inside it
+            data = {"error": data["error"]["message"], "hint": data["error"]["hint"]}
         assert r.status_code >= 400 and set(data) == {"error", "hint"}, (path, r.status_code, data)
         assert data["error"] and data["hint"].strip(), (path, data)
 

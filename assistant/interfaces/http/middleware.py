@@ -10,7 +10,7 @@ import time
 
 from fastapi import FastAPI, Request
 
-from .problems import internal_error
+from .problems import error_body, internal_error
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def install(app: FastAPI, state) -> None:
             response = await call_next(request)
         except Exception:  # the last line of defence: never a traceback to the client, always one in the log
             log.exception("unhandled error in %s %s", request.method, endpoint)
-            response = internal_error()
+            response = internal_error(request.url.path)
         for name, value in SECURITY_HEADERS.items():
             if not (name == "content-security-policy" and endpoint == "/docs"):
                 response.headers.setdefault(name, value)
@@ -74,7 +74,7 @@ class BodyLimit:
             return await self.app(scope, receive, send)
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.limit:
-            return await self._reject(send)
+            return await self._reject(send, scope.get("path", ""))
         received = 0
         started = False
 
@@ -97,10 +97,10 @@ class BodyLimit:
             await self.app(scope, limited_receive, tracking_send)
         except _TooLarge:
             if not started:
-                await self._reject(send)
+                await self._reject(send, scope.get("path", ""))
 
-    async def _reject(self, send) -> None:
-        body = json.dumps({"error": f"request body over {self.limit} bytes", "hint": "send less (a question is ≤ 8 kB)"}).encode()
+    async def _reject(self, send, path: str) -> None:
+        body = json.dumps(error_body(f"request body over {self.limit} bytes", "send less (a question is ≤ 8 kB)", 413, path)).encode()
         await send({"type": "http.response.start", "status": 413, "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
 

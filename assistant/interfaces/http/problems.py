@@ -1,4 +1,5 @@
-"""HTTP errors: one JSON shape, {"error", "hint"}, with the status carried by the exception.
+"""HTTP errors: one JSON shape, {"error", "hint"}, with the status carried by the exception;
+on the OpenAI-compatible paths, OpenAI's own {"error": {"message", "type", ...}}.
 
 Core errors (`AssistantError` and its subclasses) say their own `http_status` and
 `retry_after`; `HTTPProblem` is for what only HTTP has (a bad token, a full queue, an
@@ -37,21 +38,34 @@ _DEFAULT_HINTS = {401: "send Authorization: Bearer <token>", 404: "see /openapi.
                   429: "retry later", 499: "the request was dropped; send it again", 503: "retry later; GET /readyz says when"}
 
 
-def problem(message: str, hint: str = "", status: int = 400, headers: dict[str, str] | None = None) -> JSONResponse:
+# The paths a chat front end or the `openai` client calls: they read errors as OpenAI sends
+# them, so a string "error" showed there as "Error code: 422 - {...}" with no message.
+OPENAI_PATHS = frozenset({"/v1/chat/completions", "/v1/models"})
+_OPENAI_TYPES = {401: "authentication_error", 403: "permission_error", 404: "not_found_error", 429: "rate_limit_error"}
+
+
+def error_body(message: str, hint: str, status: int, path: str = "") -> dict:
+    if path.rstrip("/") in OPENAI_PATHS:
+        kind = _OPENAI_TYPES.get(status) or ("server_error" if status >= 500 else "invalid_request_error")
+        return {"error": {"message": message, "type": kind, "param": None, "code": status, "hint": hint}}
+    return {"error": message, "hint": hint}
+
+
+def problem(message: str, hint: str = "", status: int = 400, headers: dict[str, str] | None = None, path: str = "") -> JSONResponse:
     if not hint:
         hint = _DEFAULT_HINTS.get(status) or ("see the server log" if status >= 500 else "see /docs for the request schema")
-    return JSONResponse({"error": message, "hint": hint}, status_code=status, headers=headers)
+    return JSONResponse(error_body(message, hint, status, path), status_code=status, headers=headers)
 
 
-def internal_error() -> JSONResponse:
-    return problem("internal error", "see the server log", 500)
+def internal_error(path: str = "") -> JSONResponse:
+    return problem("internal error", "see the server log", 500, path=path)
 
 
 async def _assistant_error(request: Request, exc: AssistantError) -> JSONResponse:
     headers = dict(getattr(exc, "headers", {}))
     if exc.retry_after is not None:
         headers.setdefault("Retry-After", str(exc.retry_after))
-    return problem(exc.message, exc.hint, exc.http_status, headers or None)
+    return problem(exc.message, exc.hint, exc.http_status, headers or None, request.url.path)
 
 
 _FIELD = re.compile(r"^[A-Za-z_][\w-]*$")
@@ -61,14 +75,15 @@ async def _invalid(request: Request, exc: RequestValidationError) -> JSONRespons
     errors = exc.errors()
     ctype = request.headers.get("content-type", "")
     if any(tuple(err.get("loc", ())) == ("body",) and err.get("type") == "missing" for err in errors):
-        return problem("the request has no body", 'send Content-Type: application/json and a JSON object such as {"question": "…"}', 422)
+        return problem("the request has no body", 'send Content-Type: application/json and a JSON object such as {"question": "…"}', 422,
+                       path=request.url.path)
     media = ctype.split(";")[0].strip().lower()
     json_body = media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
     if not json_body and any(tuple(err.get("loc", ())) == ("body",) for err in errors):
         # A form or plain-text body read as JSON failed as "Input should be a valid dictionary
         # or object to extract fields from": what was wrong is the content type.
         return problem(f"the body must be JSON, not {media or 'untyped'}",
-                       'send Content-Type: application/json and a JSON object such as {"question": "…"}', 415)
+                       'send Content-Type: application/json and a JSON object such as {"question": "…"}', 415, path=request.url.path)
     problems = []
     for err in errors[:5]:
         if err.get("type") == "json_invalid":
@@ -79,20 +94,20 @@ async def _invalid(request: Request, exc: RequestValidationError) -> JSONRespons
         # pydantic names the member of a union it tried ("lang.literal['zh','en']"): the field is enough.
         where = ".".join(str(p) for p in err.get("loc", []) if p != "body" and (isinstance(p, int) or _FIELD.match(str(p))))
         problems.append(f"{where or 'body'}: {err.get('msg')}")
-    return problem("invalid request: " + "; ".join(problems), "see /docs for the request schema", 422)
+    return problem("invalid request: " + "; ".join(problems), "see /docs for the request schema", 422, path=request.url.path)
 
 
 async def _starlette_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     """Starlette's own errors (unknown route, wrong method, a body FastAPI could not parse:
     invalid UTF-8, nesting too deep) in the same {error, hint} shape as ours."""
     if exc.status_code == 400:
-        return problem("the request body is not valid JSON", "send UTF-8 JSON; see /openapi.json for the schema", 422)
-    return problem(str(exc.detail), "", exc.status_code, getattr(exc, "headers", None))
+        return problem("the request body is not valid JSON", "send UTF-8 JSON; see /openapi.json for the schema", 422, path=request.url.path)
+    return problem(str(exc.detail), "", exc.status_code, getattr(exc, "headers", None), request.url.path)
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.error("unhandled error in %s %s", request.method, request.url.path, exc_info=exc)
-    return internal_error()
+    return internal_error(request.url.path)
 
 
 def install(app: FastAPI) -> None:

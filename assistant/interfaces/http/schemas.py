@@ -95,5 +95,18 @@ class ErrorOut(BaseModel):
     hint: str = ""
 
 
+class OpenAIError(BaseModel):
+    message: str
+    type: str
+    param: str | None = None
+    code: int | None = None
+    hint: str = ""
+
+
+class OpenAIErrorOut(BaseModel):
+    error: OpenAIError
+
+
 # The error responses the answer endpoints document in the OpenAPI schema.
 ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorOut} for status in (401, 413, 415, 422, 429, 503)}
+OPENAI_ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": OpenAIErrorOut} for status in ERRORS}

@@ -15,13 +15,13 @@ from oncall_common.errors import AssistantError, BadQuestion
 
 from .. import sse
 from ..dependencies import Client, State, cost_of
-from ..schemas import ERRORS, MODEL_NAME, AskRequest, ChatMessage, ChatRequest
+from ..schemas import MODEL_NAME, OPENAI_ERRORS, AskRequest, ChatMessage, ChatRequest
 
 router = APIRouter(tags=["openai-compatible"])
 CHUNK_CHARS = 64  # the answer's tail, after any streamed tokens, goes out in pieces this long
 
 
-@router.post("/v1/chat/completions", responses=ERRORS)
+@router.post("/v1/chat/completions", responses=OPENAI_ERRORS)
 async def chat_completions(req: ChatRequest, request: Request, state: State, client: Client):
     """OpenAI-compatible chat: the last user message is the question, with the conversation's first user message
     before it when there is one ("still failing, what next?" means nothing alone); the answer text ends with its
