@@ -51,6 +51,19 @@ def test_ask_options_and_log(server):
     assert r.status_code == 200 and r.json()["lang"] == "zh"
 
 
+def test_a_log_alone_is_the_question(server):
+    """A portal posting only the log its user pasted got 422 "question: Field required",
+    though `ask --log FILE` takes the log alone."""
+    for body in ({"log": "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191"},
+                 {"question": " ", "log": "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191", "lang": "zh"}):
+        r = httpx.post(server.url + "/v1/ask", json=body, timeout=30)
+        data = r.json()
+        assert r.status_code == 200 and data["citations"][0]["id"] == "vllm-nccl-error-multi-gpu", r.text
+        assert data["tool_calls"][0]["name"] == "diagnose_log" and data["lang"] == body.get("lang", "en")
+    r = httpx.post(server.url + "/v1/ask/stream", json={"log": "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191"}, timeout=30)
+    assert r.status_code == 200 and "vllm-nccl-error-multi-gpu" in r.text
+
+
 @pytest.mark.parametrize("body,status,fragment", [
     ({"question": ""}, 422, "empty"),
     ({"question": "x" * 9000}, 413, "8192"),

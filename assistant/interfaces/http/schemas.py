@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from oncall_common.lang import Lang
 
@@ -35,11 +35,25 @@ Text = Annotated[str, AfterValidator(_no_surrogates)]
 
 
 class AskRequest(BaseModel):
-    question: Text = Field(..., description="The question, in Chinese or English (≤ 8 kB). A pasted log works.")
+    question: Text = Field("", description="The question, in Chinese or English (≤ 8 kB). A pasted log works. "
+                                           "May be left out when `log` is sent: the log is then the question, as `ask --log FILE`.")
     top_k: int | None = Field(None, ge=1, le=10, description="Articles to consider (default 3).")
     lang: Lang | Literal["auto"] | None = Field(None, description="Answer language; \"auto\" or omitted: the question's (as `ask --lang auto`).")
     llm: bool | None = Field(None, description="false: answer from the KB only; default: use the LLM when configured.")
     log: Text | None = Field(None, description="Log text to diagnose alongside the question (≤ the body limit).")
+
+    @model_validator(mode="after")
+    def _question_or_log(self) -> AskRequest:
+        # A portal that posts the log its user pasted, and nothing else, was told "question:
+        # Field required"; the CLI's `ask --log FILE` has always taken the log alone.
+        if "question" not in self.model_fields_set and self.log is None:
+            raise ValueError("send a `question`, or a `log` to diagnose")
+        if self.log is not None and not self.question.strip():  # the log is the question
+            from assistant.i18n import t
+            from oncall_common.lang import LANGS, detect_lang
+
+            self.question = t("answer.log_question", self.lang if self.lang in LANGS else detect_lang(self.log))
+        return self
 
 
 class CitationOut(BaseModel):
