@@ -218,6 +218,9 @@ def _ignored_families(index: KBIndex) -> frozenset[str]:
     return derived(index, "_ignored_families", build)
 
 
+_UNDERSCORED = re.compile(r"\w+_\w+")
+
+
 def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarray) -> tuple[np.ndarray, set[str] | None]:
     """BM25 scores where documents without a version in the question's language are scored
     on the question plus its glossary translation (glossary.py); others keep `native`.
@@ -233,8 +236,18 @@ def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarr
     if not extra:
         return native, None
     tokens = query_tokens(index, query + "\n" + " ".join(extra))
-    own_script = {t for t in tokens if not any(is_cjk(ch) for ch in t)} if lang == "zh" else {
-        t for t in tokens if any(is_cjk(ch) for ch in t)}
+    # Identifiers are written the same in both scripts: a Chinese page about the H100 says
+    # "H100". Left out of an English question's shareable terms, "how do I request more H100
+    # quota" was fully covered by a Chinese page on hung requests, through 请求 alone. An
+    # identifier has a digit or an underscore (H100, Qwen2.5, CUDA_VISIBLE_DEVICES, error
+    # codes), or is a dashed name the KB writes (--max-model-len, num_requests_waiting);
+    # a dashed English word ("out-of-memory") is not one.
+    if lang == "zh":
+        own_script = {t for t in tokens if not any(is_cjk(ch) for ch in t)}
+    else:
+        underscored = {t for t in index.tokenizer(" ".join(_UNDERSCORED.findall(query))) if "-" in t}
+        own_script = {t for t in tokens if any(is_cjk(ch) or ch.isdigit() for ch in t) or t in underscored
+                      or ("-" in t and index.doc_freq.get(t, 0) > 0)}
     shared = own_script | set(index.tokenizer(" ".join(extra)))
     return np.where(twinless, index.keyword.scores(tokens), native), shared
 
