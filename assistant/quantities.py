@@ -55,6 +55,11 @@ _SEPARATOR = re.compile(r"[,;!?()\[\]\n]|\. ")
 _POST_FILLER = re.compile(r" ?(?:个|块|张|台|层|条|路|位|of|的|x)? ?")
 _APPROX = re.compile(r"大概|大约|约|~|≈|about|around|roughly|approx|左右|上下|估计|差不多")
 _AFTER_APPROX = re.compile(r" ?(?:左右|上下|or so|-ish)")
+# A size said to be per token, right beside the number, is the KV bytes per token whatever
+# else is near: "KV cache 320 KiB per token" was read as a 320 KiB KV cache, and "each token
+# takes 128 KB of KV cache" too.
+_PER_TOKEN_AFTER = re.compile(r" ?(?:per|/|a|each|every|每个?|每一个) ?token")
+_PER_TOKEN_BEFORE = re.compile(r"(?:per|each|every|one|a|每个?|每一个|单个?) ?token ?(?:takes|needs|uses|is|costs|=|:|占用?|要|需要|是|大约|约)? ?$")
 
 # vLLM's own start-up lines, read before anything else so their numbers are not re-bound.
 _VLLM_KV_TOKENS = re.compile(r"gpu kv cache size: ?([0-9][0-9,]{0,24}) tokens")
@@ -458,6 +463,9 @@ def _bind(numbers: list[Quantity], labels: list[_Label], text: str) -> list[Quan
         label, unit = _resolve(q, slot.get(NAME, ""), slot.get(MOD, ""), slot.get(NOUN, ""))
         tail = _SEPARATOR.split(text[q.end:q.end + 32], 1)[0]  # "32000 tokens per request 左右"
         approx = bool(_APPROX.search(text[max(0, q.start - 8):q.start])) or bool(_AFTER_APPROX.search(tail))
+        if unit == "bytes" and label in ("", "kv_cache_memory") and (
+                _PER_TOKEN_AFTER.match(text, q.end) or _PER_TOKEN_BEFORE.search(text[max(0, q.start - 24):q.start])):
+            label = "kv_bytes_per_token"
         problem = q.problem
         if (not problem and q.value is not None and unit == "count" and label and label not in FRACTIONAL
                 and q.value != q.value.to_integral_value()):

@@ -186,6 +186,19 @@ def test_a_cards_size_after_its_model_is_its_memory():
     assert extract("我有 8 张 A100 80G，跑 Llama-3-70B bf16，max-model-len 32768").unbound() == []
 
 
+@pytest.mark.parametrize("text, value", [
+    ("KV cache 320 KiB per token (before TP), TP=2", 320 * 1024),
+    ("each token takes 128 KB of KV cache", 128 * 1024),
+    ("kv 每个 token 160KB", 160 * 1024),
+    ("每个 token 占 160 KB 的 KV cache", 160 * 1024),
+])
+def test_a_size_said_per_token_is_the_kv_bytes_per_token(text, value):
+    """"KV cache 320 KiB per token" was shown back as "KV-cache memory = 320 kib"."""
+    assert [(q.label, q.value) for q in extract(text).quantities if q.unit == "bytes"] == [("kv_bytes_per_token", value)]
+    assert [(q.label, q.value) for q in extract("KV cache 20 GiB, 128 KiB per token").quantities] == [
+        ("kv_cache_memory", 20 * 2**30), ("kv_bytes_per_token", 128 * 1024)]
+
+
 def test_kv_bytes_per_token_by_its_name_and_vllms_own_figure_first():
     """"kv_bytes_per_token=131072" was left unbound while the answer asked for it; a question
     pasting both "Available KV cache memory" and "GPU KV cache size" asked for the bytes per
