@@ -84,6 +84,8 @@ _ASK_CONC = _ConcurrencyAsk()
 
 
 _WHAT_IF = re.compile(r"what if|(?<![a-z])if (?:i|we|you) |如果|假如|要是|改成|改为|设成|设为|调成|调到|换成|set to|lowered? to|raised? to")
+_ASK_MEMORY = re.compile(r"how much (?:gpu |kv[ -]?cache |kv |total )?(?:memory|vram|space|ram)|how (?:big|large)|memory (?:do|would|will|does) "
+                         r"|memory (?:is )?(?:needed|required)|多少 ?(?:显存|内存|空间|gi?b?\b)|多大|(?:需要|要|占|吃)(?:多少)?(?:显存|内存)")
 _ASK_KV = re.compile(r"how many tokens|多少(?: ?个)? ?token|kv (?:cache )?capacity|能放多少|能缓存多少|largest max[ _-]?model[ _-]?len"
                      r"|max[ _-]?model[ _-]?len.{0,12}(?:最大|能开|能设|多大|多少)|(?:最大|最多)能?(?:开|设)")
 _ASK_LONGEST = re.compile(r"largest max[ _-]?model[ _-]?len|(?:highest|biggest|longest|maximum|max) (?:--)?max[ _-]?model[ _-]?len"
@@ -487,6 +489,22 @@ def _plan_kv_memory(f: _Facts) -> list[_Plan]:
     return plans
 
 
+def _plan_kv_needed(f: _Facts) -> list[_Plan]:
+    """kv_memory_needed, preceded by kv_bytes_per_token when the model's shape is given instead of bytes."""
+    plan = _Plan("kv_memory_needed", f)
+    plan.need("sessions", "sessions", f.get("sessions"))
+    _request_tokens(plan, "tokens_per_session", allow_max_model_len=True)
+    plan.optional("tensor_parallel_size", f.get("tensor_parallel_size"))
+    given = f.get("kv_bytes_per_token")
+    if given is not None:
+        plan.need("kv_bytes_per_token", "kv_bytes_per_token", given)
+        return [plan]
+    if any(f.asked(k) for k in ("num_layers", "num_kv_heads", "head_dim", "kv_lora_rank")):
+        return [_plan_kv_bytes(f), plan]  # its result fills kv_bytes_per_token when the chain runs
+    plan.missing.append("kv_bytes_per_token")
+    return [plan]
+
+
 def _plan_decode(f: _Facts) -> _Plan:
     plan = _Plan("fastdeploy_decode_budget", f)
     plan.need("num_blocks", "total_blocks", f.get("num_blocks"))
@@ -635,6 +653,12 @@ def route(x: Extraction, facts: _Facts, asked: str) -> str | None:
     if _asks_anything(t) and not logged_tokens and (facts.asked("kv_cache_memory") or (
             facts.has("kv_cache_memory") and (_ASK_CONC.search(t) or _ASK_KV.search(t)))):
         return "kv_tokens_from_memory"  # the KV cache's own memory: no GPU size or weights needed
+    # "How much memory do 64 sessions of 32k need at 320 KiB per token?": the KV cache a load
+    # takes, not what a GPU holds (no GPU size or KV-cache size given).
+    if (facts.asked("sessions") and _ASK_MEMORY.search(t)
+            and (facts.has("kv_bytes_per_token") or shape or any(facts.asked(k) for k in ("tokens_per_request", "tokens", "max_model_len")))
+            and not (facts.has("gpu_memory") or facts.has("kv_cache_memory") or facts.has("weights"))):
+        return "kv_memory_needed"
     # A start-up log's "Model loading took 14.2 GiB" is the weights, but its "GPU KV cache
     # size" already holds what they would be used to estimate.
     memory = facts.asked("gpu_memory") or (facts.asked("weights") and not logged_tokens)
@@ -686,7 +710,7 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None) 
     tool = route(x, facts, asked)
     if tool is None:
         return None
-    chained = {"kv_cache_capacity": _plan_kv_capacity, "kv_tokens_from_memory": _plan_kv_memory}
+    chained = {"kv_cache_capacity": _plan_kv_capacity, "kv_tokens_from_memory": _plan_kv_memory, "kv_memory_needed": _plan_kv_needed}
     plans = chained[tool](facts) if tool in chained else [_PLANNERS[tool](facts)]
     answer = CapacityAnswer(tool)
     if tool == "kv_bytes_per_token" and (x.has("kv_lora_rank") or x.has("qk_rope_head_dim")):
@@ -711,9 +735,14 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None) 
 
     for plan in plans:
         if plan.tool in chained and answer.calls:
-            per_gpu = answer.calls[-1].value.bytes_per_token_per_gpu  # the kv_bytes_per_token call before it
-            plan.args["kv_bytes_per_token"] = per_gpu
-            answer.values.append(Value("kv_bytes_per_token", per_gpu, "derived", "kv_bytes_per_token"))
+            shape = answer.calls[-1].value  # the kv_bytes_per_token call before it
+            per_gpu = shape.bytes_per_token_per_gpu
+            if plan.tool == "kv_memory_needed":  # the whole model's, and each GPU's exactly
+                plan.args.update(kv_bytes_per_token=shape.bytes_per_token, kv_bytes_per_token_per_gpu=per_gpu)
+                answer.values.append(Value("kv_bytes_per_token", shape.bytes_per_token, "derived", "kv_bytes_per_token"))
+            else:
+                plan.args["kv_bytes_per_token"] = per_gpu
+                answer.values.append(Value("kv_bytes_per_token", per_gpu, "derived", "kv_bytes_per_token"))
         call = call_tool(plan.tool, plan.args)
         answer.calls.append(call)
         if call.error:

@@ -14,7 +14,7 @@ from assistant.tools import call_tool
 
 CASES = [json.loads(line) for line in (Path(__file__).resolve().parent.parent / "eval" / "capacity.jsonl").read_text(encoding="utf-8").splitlines()]
 CAPACITY_TOOLS = {"kv_concurrency", "kv_tokens_concurrency", "blocks_needed", "kv_bytes_per_token", "kv_cache_capacity", "kv_tokens_from_memory",
-                  "fastdeploy_decode_budget", "logprobs_message_size"}
+                  "kv_memory_needed", "fastdeploy_decode_budget", "logprobs_message_size"}
 HEADINGS = {"en": ("**Calculation**", "**Calculation: more numbers needed"), "zh": ("**计算结果**", "**计算：还缺数据")}
 
 

@@ -231,6 +231,10 @@ MESSAGES = {
         "zh": '每张卡的 KV token 数 = (显存 GiB × gpu_memory_utilization − 权重 ÷ TP) ÷ 每 token 的 KV 字节数；并发 = KV token 数 ÷ max_model_len',
         "en": 'KV tokens per GPU = (GPU GiB × gpu_memory_utilization − weights ÷ TP) ÷ KV bytes per token; concurrency = KV tokens ÷ max_model_len',
     },
+    'formula.kv_memory_needed': {
+        "zh": 'KV Cache 显存 = 会话数 × 每个会话的 token 数 × 每 token 的 KV 字节数（每张卡：再按张量并行切分）',
+        "en": 'KV-cache memory = sessions × tokens per session × KV bytes per token (per GPU: split over tensor parallelism)',
+    },
     'formula.kv_tokens_from_memory': {
         "zh": 'KV token 数 = KV Cache 显存 ÷ 每 token 的 KV 字节数；并发 = KV token 数 ÷ max_model_len',
         "en": 'KV tokens = KV-cache memory ÷ KV bytes per token; concurrency = KV tokens ÷ max_model_len',

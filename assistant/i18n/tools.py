@@ -61,6 +61,30 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "{sessions} 个 {tokens} token 的会话需要 {total} 个大小为 {block_size} 的 block（每个 {per} 个）。",
         "en": "{sessions} sessions of {tokens} tokens need {total} blocks of {block_size} tokens ({per} each).",
     },
+    # kv_memory_needed
+    "kv_memory_needed.formula": {
+        "zh": "会话数 × 每个会话的 token 数 × 每 token 的 KV 字节数：{sessions} × {tokens} × {bytes} B = {total:.2f} GiB",
+        "en": "sessions × tokens per session × KV bytes per token: {sessions} × {tokens} × {bytes} B = {total:.2f} GiB",
+    },
+    "kv_memory_needed.per_gpu_formula": {
+        "zh": "；分到 {tp} 张卡：每张 {per_gpu:.2f} GiB",
+        "en": "; over {tp} GPUs: {per_gpu:.2f} GiB each",
+    },
+    "kv_memory_needed.explanation": {
+        "zh": "同时容纳 {sessions} 个 {tokens} token 的会话，KV Cache 一共要 {total:.2f} GiB，这是权重之外另需的显存"
+              "（分页缓存按整块分配，实际略多）。",
+        "en": "Holding {sessions} sessions of {tokens} tokens at once takes {total:.2f} GiB of KV cache in all, on top of the "
+              "weights (the paged cache allocates whole blocks, so a little more).",
+    },
+    "kv_memory_needed.per_gpu": {
+        "zh": " 张量并行 {tp} 时每张卡 {per_gpu:.2f} GiB。",
+        "en": " At tensor_parallel_size {tp}, {per_gpu:.2f} GiB per GPU.",
+    },
+    "kv_memory_needed.per_gpu_split": {
+        "zh": " 若这个每 token 字节数是整个模型的，张量并行 {tp} 时每张卡约 {per_gpu:.2f} GiB（KV 头数少于卡数时会复制，每张卡更多）。",
+        "en": " If that per-token figure is the whole model's, tensor_parallel_size {tp} puts about {per_gpu:.2f} GiB on each GPU "
+              "(more when there are fewer KV heads than GPUs: they are copied, not split).",
+    },
     # kv_bytes_per_token
     "kv_bytes_per_token.formula_mla": {
         "zh": "层数 × (kv_lora_rank + qk_rope_head_dim) × dtype 字节：{layers} × ({lora} + {rope}) × {dtype_bytes} B = 每 token {bytes} 字节"

@@ -197,6 +197,45 @@ def blocks_needed(sessions: PositiveInt, tokens_per_session: PositiveInt, block_
 
 
 @dataclass
+class KVMemory:
+    total_gib: float
+    per_gpu_gib: float
+    total_tokens: int
+    tensor_parallel_size: int
+    formula: str
+    explanation: dict[str, str] = field(default_factory=dict)
+    formula_zh: str = ""
+
+
+@tool
+def kv_memory_needed(sessions: PositiveInt, tokens_per_session: PositiveInt, kv_bytes_per_token: PositiveInt,
+                     tensor_parallel_size: PositiveInt = 1, kv_bytes_per_token_per_gpu: PositiveInt | None = None) -> KVMemory:
+    """KV-cache memory that N sessions of T tokens each take, in all and per GPU: the inverse of kv_tokens_from_memory.
+
+    Args:
+        sessions: concurrent sessions (requests) to hold.
+        tokens_per_session: prompt + output tokens of each session (the context length, for full-length ones).
+        kv_bytes_per_token: KV bytes per token for the whole model (see kv_bytes_per_token).
+        tensor_parallel_size: GPUs the KV heads are split over.
+        kv_bytes_per_token_per_gpu: the per-GPU figure, when known (kv_bytes_per_token gives it: KV heads fewer
+            than GPUs are copied, not split); otherwise the whole model's ÷ tensor_parallel_size.
+    """
+    _check({"sessions": sessions, "tokens_per_session": tokens_per_session, "kv_bytes_per_token": kv_bytes_per_token,
+            "tensor_parallel_size": tensor_parallel_size, "kv_bytes_per_token_per_gpu": kv_bytes_per_token_per_gpu})
+    tokens = sessions * tokens_per_session
+    total = tokens * kv_bytes_per_token / GIB
+    per_gpu = tokens * kv_bytes_per_token_per_gpu / GIB if kv_bytes_per_token_per_gpu else total / tensor_parallel_size
+    formula = _say("kv_memory_needed.formula", sessions=sessions, tokens=_fmt(tokens_per_session), bytes=_fmt(kv_bytes_per_token),
+                   total=total)
+    text = _say("kv_memory_needed.explanation", sessions=sessions, tokens=_fmt(tokens_per_session), total=total)
+    if tensor_parallel_size > 1:
+        formula = _then(formula, "kv_memory_needed.per_gpu_formula", tp=tensor_parallel_size, per_gpu=per_gpu)
+        text = _then(text, "kv_memory_needed.per_gpu" if kv_bytes_per_token_per_gpu else "kv_memory_needed.per_gpu_split",
+                     tp=tensor_parallel_size, per_gpu=per_gpu)
+    return KVMemory(round(total, 3), round(per_gpu, 3), tokens, tensor_parallel_size, formula["en"], text, formula["zh"])
+
+
+@dataclass
 class KVBytes:
     bytes_per_token: int
     bytes_per_token_per_gpu: int
