@@ -337,6 +337,11 @@ def test_settings_the_asker_already_tried_are_said_so_and_pasted_flags_come_firs
     oom = answer_question("vllm serve Qwen/Qwen2.5-72B --tensor-parallel-size 4 --gpu-memory-utilization 0.98 --max-num-seqs 512\n"
                           "torch.OutOfMemoryError: CUDA out of memory during CUDA graph capture", bundled_settings, kb=bundled_kb)
     assert "`--gpu-memory-utilization 0.98`" in oom.answer.split("\n\n", 3)[1]
+    # A chat follow-up naming the setting it changed, with no value: tried, not "your command line".
+    follow = answer_question("vllm 启动报 CUDA out of memory，Qwen2.5-32B 单卡 A100 80G\n调了 --max-model-len 也没用，还是不行，接下来呢？",
+                             bundled_settings, kb=bundled_kb)
+    head = follow.answer.split("\n\n", 3)[1]
+    assert "`--max-model-len`" in head and "先看其他办法" in head and "命令行" not in head
 
 
 @pytest.mark.parametrize("question", ["how do I upgrade vllm to the latest version", "vllm 怎么升级"])
