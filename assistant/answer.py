@@ -441,6 +441,8 @@ def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
         at = 2 if len(parts) > 1 and parts[1] == labels["other_lang"] else 1  # after "only in the other language"
         parts[at:at] = _your_settings(kb, top, lang, labels, result.flags, result.question)
         alternatives = _alternatives(kb, result, top_k, vague)
+        parts += _other_products(kb, result, lang, labels, cites)
+        alternatives = [a for a in alternatives if not any(a.doc_id == c.id for c in cites.items)]
         parts += _team_passage(kb, result, lang, labels, cites, offered=alternatives)
         if alternatives:
             parts += ["", f"**{labels['also']}:**"]
@@ -480,6 +482,45 @@ def _team_passage(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites
             return ["", f"**{labels['your_docs']}:** {_display_title(best.title, best.source)} {cites.ref(best, art.score)}",
                     "", quote]
     return []
+
+
+OTHER_PRODUCT_LINES = 3  # the lines quoted for a second product the question names
+# Named by the asker, the other product's article needs less of the lead's relevance than an
+# unasked alternative does (ALTERNATIVE_RELEVANCE): its lines must still share the question's words.
+OTHER_PRODUCT_RELEVANCE = 0.6
+
+
+def _other_products(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") -> list[str]:
+    """The other product's half of a question that names two ("the default max_num_seqs in
+    vLLM v1 and FastDeploy", "vllm 和 fastdeploy 分别"): the answer quoted FastDeploy's
+    article alone, and the vLLM default it holds a few places down was not said. The lines
+    of that product's best article that share the most of the question's words are quoted."""
+    from .scope import PRODUCT_NAMES
+
+    top = result.articles[0]
+    asked = result.scope.products - result.scope.contrasted
+    if top.passage or len(asked) < 2 or top.product not in asked:
+        return []
+    words = set(kb.index.tokenizer(result.question)) - set(kb.index.tokenizer(" ".join(asked)))
+    out: list[str] = []
+    for product in sorted(asked - {top.product}):
+        art = next((a for a in result.articles[1:6] if a.product == product and not a.passage
+                    and a.relevance >= OTHER_PRODUCT_RELEVANCE * top.relevance), None)
+        if art is None:
+            continue
+        chunk = _in_lang(kb, art, lang, question=result.question)
+        lines = [line.strip() for line in chunk.text.splitlines() if line.strip() and not line.startswith(("```", "|"))]
+        shared = [len(words & set(kb.index.tokenizer(line))) for line in lines]
+        best = sorted(range(len(lines)), key=lambda i: -shared[i])[:OTHER_PRODUCT_LINES]
+        floor = max(3, 0.6 * max(shared, default=0))  # the lines about the question, not the chunk's neighbours
+        kept = [lines[i] for i in sorted(best) if shared[i] >= floor]
+        name = PRODUCT_NAMES.get(product, product)
+        if kept:  # a fact the question asks for ("the default max_num_seqs")
+            out += ["", f"**{name}:** {chunk.title.split(' > ')[0]} {cites.ref(chunk, art.score)}", "",
+                    _bounded("\n".join(kept), TEAM_NOTE_CHARS, labels)]
+        else:  # a symptom both have: that product's article, told apart, with its first fix
+            out += ["", f"**{name}:**", *_alternative(kb, art, lang, labels, cites)]
+    return out
 
 
 def _alternative(kb, art: ArticleMatch, lang: str, labels: dict, cites: "_Cites") -> list[str]:
