@@ -437,3 +437,25 @@ def test_the_ceiling_note_is_not_said_under_an_article_that_lowers_the_utilizati
                              "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
                              bundled_settings, kb=bundled_kb, use_llm=False)
     assert answer.citations[0].id == "vllm-cuda-oom" and "near the ceiling" not in answer.answer
+
+
+@pytest.mark.parametrize("question, quoted", [
+    ("what's the default max_num_seqs in vllm v1 and fastdeploy", "`max_num_seqs` to 1024"),
+    ("vllm 和 fastdeploy 的 max_num_seqs 默认值分别是多少", "`max_num_seqs` 为 1024"),
+])
+def test_a_question_about_two_products_gets_both_halves(bundled_settings, bundled_kb, question, quoted):
+    """FastDeploy's parameter article answered alone, and the vLLM default its neighbour
+    article holds was not said (a newcomer trial)."""
+    answer = answer_question(question, bundled_settings, kb=bundled_kb)
+    ids = [c.id for c in answer.citations]
+    assert ids[0] == "fastdeploy-capacity-parameters" and "vllm-chunked-prefill-tuning" in ids
+    assert "**vLLM:**" in answer.answer and quoted in answer.answer.split("**vLLM:**")[1]
+
+
+def test_a_symptom_of_two_products_offers_the_other_products_article_with_its_first_fix(bundled_settings, bundled_kb):
+    answer = answer_question("vllm 和 fastdeploy 启动都报 OOM", bundled_settings, kb=bundled_kb)
+    other = answer.answer.split("**vLLM:**")[1]
+    assert answer.citations[0].id == "fastdeploy-oom-at-startup" and "CUDA out of memory" in other and "--max-model-len" in other
+    # A product named only to set it against another is not asked about.
+    single = answer_question("FastDeploy OOM at startup, same model works on vllm", bundled_settings, kb=bundled_kb)
+    assert "**vLLM:**" not in single.answer
