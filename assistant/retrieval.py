@@ -241,13 +241,18 @@ def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarr
     # quota" was fully covered by a Chinese page on hung requests, through 请求 alone. An
     # identifier has a digit or an underscore (H100, Qwen2.5, CUDA_VISIBLE_DEVICES, error
     # codes), or is a dashed name the KB writes (--max-model-len, num_requests_waiting);
-    # a dashed English word ("out-of-memory") is not one.
+    # a dashed English word ("out-of-memory") is not one. Only the asker's sentences are
+    # read for them: a pasted error's paths and library versions name no subject.
     if lang == "zh":
         own_script = {t for t in tokens if not any(is_cjk(ch) for ch in t)}
     else:
-        underscored = {t for t in index.tokenizer(" ".join(_UNDERSCORED.findall(query))) if "-" in t}
-        own_script = {t for t in tokens if any(is_cjk(ch) or ch.isdigit() for ch in t) or t in underscored
-                      or ("-" in t and index.doc_freq.get(t, 0) > 0)}
+        from .scope import sentences
+
+        prose = sentences(query, errors=False)
+        underscored = {t for t in index.tokenizer(" ".join(_UNDERSCORED.findall(prose))) if "-" in t}
+        own_script = {t for t in tokens if any(is_cjk(ch) for ch in t)} | {
+            t for t in query_tokens(index, prose)
+            if any(ch.isdigit() for ch in t) or t in underscored or ("-" in t and index.doc_freq.get(t, 0) > 0)}
     shared = own_script | set(index.tokenizer(" ".join(extra)))
     return np.where(twinless, index.keyword.scores(tokens), native), shared
 
@@ -420,7 +425,9 @@ def pasted_in_passages(index: KBIndex, question: str, unstructured: set[str]) ->
     for chunk, text in zip(index.chunks, squashed):
         if chunk.doc_id not in unstructured:
             continue
-        said = [message for message, key in messages if key in text] + (states_code(chunk.text, codes) if codes else [])
+        # The code is often the section's heading ("## XID 48 (double-bit ECC)"), not its body.
+        said = [message for message, key in messages if key in text] + (
+            states_code(f"{chunk.title.split(' > ')[-1]}\n{chunk.text}", codes) if codes else [])
         for message in said:
             found = hits.setdefault((chunk.doc_id, section_key(chunk.title)), [])
             if message not in found:

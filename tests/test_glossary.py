@@ -204,6 +204,10 @@ def test_an_identifier_the_other_language_page_lacks_counts_against_an_english_q
     native = kb.index.keyword.scores(kb.index.tokenizer("x"))
     _cross, shared = cross_keyword_scores(kb.index, "GPUMemoryHigh alert on the H100 pool, CUDA_VISIBLE_DEVICES=1", "en", native)
     assert {"h100", "cuda-visible-devices", "告警"} <= shared and "pool" not in shared
+    # A pasted error's paths and library versions are no subject of the question.
+    _cross, pasted = cross_keyword_scores(kb.index, "the GPUMemoryHigh alert fired, then the client died:\n"
+                                          "ImportError: /lib/x86_64-linux-gnu/libcrypto.so.1.1: version `OPENSSL_1.0.1_EC' not found", "en", native)
+    assert "告警" in pasted and not any(ch.isdigit() for term in pasted for ch in term)
     params = RetrievalParams.from_settings(settings)
     named = search(kb.index, kb.embedder, "the GPUMemoryHigh alert keeps firing on the H100 pool", params)
     plain = search(kb.index, kb.embedder, "the GPUMemoryHigh alert keeps firing", params)

@@ -1361,6 +1361,16 @@ def test_a_pasted_kernel_xid_line_finds_the_runbook_that_states_the_code(tmp_pat
     from assistant import refusal
 
     assert refusal.features(result)["signature"] == 1.0  # weighed as a quoted log line is
+    # The code as the section's heading, its body not repeating it: a small team KB refused
+    # the pasted line (a newcomer trial).
+    headed = {"gpu-errors.md": ("# GPU hardware errors\n\n## XID 48 (double-bit ECC)\nThe GPU reported an uncorrectable ECC error. "
+                                "Drain the node with `kubectl drain NODE --ignore-daemonsets` and open a hardware ticket.\n\n"
+                                "## XID 79 (GPU fell off the bus)\nReboot the node; if it repeats, RMA the card.\n"),
+              "deploy.md": pages["deploy.md"], "gateway.md": pages["gateway.md"]}
+    (tmp_path / "headed").mkdir()
+    settings, kb = docs_kb(tmp_path / "headed", headed)
+    result = search(kb.index, kb.embedder, line, RetrievalParams.from_settings(settings))
+    assert result.articles[0].passage.endswith("XID 48 (double-bit ECC)") and result.articles[0].signatures == ["xid 48"]
 
 
 def test_a_chinese_entry_of_an_english_page_is_not_labelled_english_only(tmp_path):
