@@ -444,12 +444,24 @@ def _plan_kv_bytes(f: _Facts) -> _Plan:
     return plan
 
 
+# vLLM logs "Model loading took N GiB" per worker, so per GPU: the tool's weights are the
+# whole model's, split over tensor_parallel_size. Taken as the whole, 33.88 GiB at TP 2 was
+# split again and the KV cache overstated by 45%.
+_PER_GPU_WEIGHTS = re.compile(r"(?:model )?loading took[\s:]*(?:about |~)?([\d.]+) ?gi?b", re.I)
+
+
 def _plan_kv_capacity(f: _Facts) -> list[_Plan]:
     """kv_cache_capacity, preceded by kv_bytes_per_token when the model's shape is given instead of bytes."""
     plan = _Plan("kv_cache_capacity", f)
     gib = lambda v: round(float(Decimal(str(v)) / GIB), 3)  # noqa: E731 - the quantities hold bytes
     plan.need("gpu_memory", "gpu_memory_gib", f.get("gpu_memory"), gib)
-    plan.need("weights", "weights_gib", f.get("weights"), gib)
+    weights = f.get("weights")
+    tp_value = f.get("tensor_parallel_size")
+    logged = _PER_GPU_WEIGHTS.search(f.x.text)
+    if weights is not None and tp_value is not None and tp_value.value > 1 and logged and Decimal(logged.group(1)) * GIB == Decimal(str(weights.value)):
+        weights = replace(weights, value=_number(Decimal(str(weights.value)) * int(tp_value.value)))
+        plan.notes.append(_msg("weights.per_gpu_log", text=weights.written, tp=tp_value.value))
+    plan.need("weights", "weights_gib", weights, gib)
     util = f.get("gpu_memory_utilization")
     if util is not None:
         plan.need("gpu_memory_utilization", "gpu_memory_utilization", util, float)

@@ -166,6 +166,10 @@ COMPUTED = [
      "kv_tokens_from_memory", {"kv_cache_gib": 20.5, "kv_bytes_per_token": 131072, "max_model_len": 32768}, "kv_tokens"),
     ("mix-kvmem-01", "zh", "mixed", "留给 KV cache 的显存有 30G，每个 token 160KB，能放多少 token？", None,
      "kv_tokens_from_memory", {"kv_cache_gib": 30.0, "kv_bytes_per_token": 163840}, "kv_tokens"),
+    ("en-cap-loadlog", "en", "log", "Model loading took 33.88 GiB, --tensor-parallel-size 2, H100 80GB, gpu-memory-utilization 0.9, "
+     "80 layers, 8 KV heads, head_dim 128, bf16, max-model-len 16000 — how many concurrent requests fit?", None, "kv_cache_capacity",
+     {"gpu_memory_gib": 79.647, "weights_gib": 67.76, "kv_bytes_per_token": 163840, "gpu_memory_utilization": 0.9, "max_model_len": 16000,
+      "tensor_parallel_size": 2}, "kv_tokens"),
     # ---- the KV cache a load takes (kv_memory_needed)
     ("en-kvneed-01", "en", "inverse", "64 sessions of 32k context, KV cache 320 KiB per token (before TP), TP=2: how much memory?", None,
      "kv_memory_needed", {"sessions": 64, "tokens_per_session": 32000, "kv_bytes_per_token": 327680, "tensor_parallel_size": 2},
@@ -268,7 +272,8 @@ NOT_CAPACITY = [
 
 
 # Why a case's arguments are not the question's figures as written.
-NOTES = {"mix-cap-01": "An H100 sold as 80GB reports 81,559 MiB (79.65 GiB) in nvidia-smi"}
+NOTES = {"mix-cap-01": "An H100 sold as 80GB reports 81,559 MiB (79.65 GiB) in nvidia-smi",
+         "en-cap-loadlog": "vLLM logs 'Model loading took' per GPU: the whole model's weights are 2 × 33.88 GiB"}
 
 
 def build() -> list[dict]:

@@ -72,7 +72,7 @@ SCHEMAS = {
         "type": "object",
         "properties": {
             "gpu_memory_gib": {"type": "number", "exclusiveMinimum": 0, "description": "memory of one GPU in GiB (80 for an A100-80GB)."},
-            "weights_gib": {"type": "number", "exclusiveMinimum": 0, "description": "size of the model weights in GiB (all GPUs together)."},
+            "weights_gib": {"type": "number", "exclusiveMinimum": 0, "description": "size of the model weights in GiB (all GPUs together; vLLM's \"Model loading took N GiB\" is one GPU's)."},
             "kv_bytes_per_token": {"type": "integer", "minimum": 1, "description": "KV bytes per token per GPU (see kv_bytes_per_token)."},
             "gpu_memory_utilization": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "description": "share of GPU memory vLLM may use (its default is 0.9).", "default": 0.9},
             "max_model_len": {"type": "integer", "minimum": 1, "description": "the context length to check."},
@@ -82,6 +82,26 @@ SCHEMAS = {
         "additionalProperties": False,
         "required": ["gpu_memory_gib", "weights_gib", "kv_bytes_per_token"],
     },
+    "kv_memory_needed": {"type": "object",
+     "properties": {"sessions": {"minimum": 1, "type": "integer", "description": "concurrent sessions (requests) to hold."},
+                    "tokens_per_session": {"minimum": 1,
+                                           "type": "integer",
+                                           "description": "prompt + output tokens of each session (the context length, for "
+                                                          "full-length ones)."},
+                    "kv_bytes_per_token": {"minimum": 1,
+                                           "type": "integer",
+                                           "description": "KV bytes per token for the whole model (see kv_bytes_per_token)."},
+                    "tensor_parallel_size": {"minimum": 1,
+                                             "type": "integer",
+                                             "default": 1,
+                                             "description": "GPUs the KV heads are split over."},
+                    "kv_bytes_per_token_per_gpu": {"minimum": 1,
+                                                   "type": "integer",
+                                                   "description": "the per-GPU figure, when known (kv_bytes_per_token gives it: KV "
+                                                                  "heads fewer than GPUs are copied, not split); otherwise the whole "
+                                                                  "model's ÷ tensor_parallel_size."}},
+     "additionalProperties": False,
+     "required": ["sessions", "tokens_per_session", "kv_bytes_per_token"]},
     "kv_tokens_from_memory": {
         "type": "object",
         "properties": {

@@ -200,8 +200,8 @@ MESSAGES = {
         "en": "one GPU's total memory: `nvidia-smi` or `assistant tool gpu_status`",
     },
     'where.weights': {
-        "zh": 'vLLM 启动日志：`Model loading took N GiB`',
-        "en": "vLLM's start-up log: `Model loading took N GiB`",
+        "zh": 'vLLM 启动日志：`Model loading took N GiB`（每张卡的；整个模型是 N × 张量并行数）',
+        "en": "vLLM's start-up log: `Model loading took N GiB` (per GPU; the whole model is N × tensor_parallel_size)",
     },
     'where.kv_cache_memory': {
         "zh": 'vLLM 启动日志：`Available KV cache memory: N GiB`',
@@ -429,6 +429,10 @@ MESSAGES = {
               'that is at least {counts} (`--tensor-parallel-size` takes powers of two); the KV cache for the context and the '
               'concurrent requests needs memory on top: 2 × layers × KV heads × head_dim × bytes per token, from the model\'s '
               'config.json',
+    },
+    'weights.per_gpu_log': {
+        "zh": 'vLLM 日志里的 `Model loading took {text}` 是每张卡的权重：按张量并行 {tp} 换算成整个模型的 {tp} × {text} 计算',
+        "en": "vLLM's `Model loading took {text}` is the weights on each GPU: counted as {tp} × {text} for the whole model at tensor_parallel_size {tp}",
     },
     'weights.kv_on_top': {
         "zh": '。这只是放下权重的下限：上下文和并发请求的 KV Cache 还要另外的显存（每 token 2 × 层数 × KV 头数 × '

@@ -405,7 +405,7 @@ def kv_cache_capacity(
 
     Args:
         gpu_memory_gib: memory of one GPU in GiB (80 for an A100-80GB).
-        weights_gib: size of the model weights in GiB (all GPUs together).
+        weights_gib: size of the model weights in GiB (all GPUs together; vLLM's "Model loading took N GiB" is one GPU's).
         kv_bytes_per_token: KV bytes per token per GPU (see kv_bytes_per_token).
         gpu_memory_utilization: share of GPU memory vLLM may use (its default is 0.9).
         max_model_len: the context length to check.
