@@ -294,6 +294,42 @@ class _Plan:
         self.defaults.append(note)
 
 
+_PER_GPU = re.compile(r"per (?:gpu|card|device|rank)|/ ?gpu|each gpu|每张卡|每卡|单卡|每个 ?gpu|每张 ?gpu|after tp|tp ?后|切分后")
+_WHOLE_MODEL = re.compile(r"(?:whole|entire|full) model|per model|for the model|(?:before|without) (?:tp|tensor[ -]parallel)"
+                          r"|整个模型|全模型|tp ?前|切分前|不切分")
+
+
+def _kv_bytes_whose(text: str, written: str) -> str | None:
+    """Whether a KV-bytes-per-token figure is said to be one GPU's or the whole model's
+    ("320 KiB per token (before TP)", "256 KiB per token per GPU"): "gpu", "model" or None
+    when the words right after it do not say."""
+    low = text.lower()
+    at = low.find(written.lower())
+    if at < 0:
+        return None
+    before = re.split(r"[,，;；。\n]", low[max(0, at - 24):at])[-1]  # "每张卡每 token KV 80 KiB", in its own clause
+    near = before + " " + low[at + len(written):at + len(written) + 40]
+    if _PER_GPU.search(near):
+        return "gpu"
+    return "model" if _WHOLE_MODEL.search(near) else None
+
+
+def _tensor_parallel(f: _Facts) -> Value | None:
+    """The tensor-parallel size: as given, or else the GPU count the question names ("4x A100
+    80GB", "8 张 H800"), said so in a note. Left at 1, "Llama-3.1-70B on 4x A100 80GB, weights
+    131 GiB" was told its weights do not fit and vLLM would not start."""
+    tp = f.get("tensor_parallel_size")
+    if tp is not None or "tensor_parallel_size" in f._reported or f.x.has("tensor_parallel_size"):
+        return tp
+    count = f.get("gpu_count") if f.x.has("gpu_count") else None
+    if count is None or count.value <= 1:
+        return None
+    note = _msg("gpus_as_tp", text=count.written, n=count.value)
+    if note not in f.notes:
+        f.notes.append(note)
+    return Value("tensor_parallel_size", count.value, "question", count.written, count.approximate)
+
+
 def _framework(facts: _Facts) -> str:
     text = facts.x.text
     if _FASTDEPLOY.search(text) or "num_blocks" in facts.log and "kv_cache_tokens" not in facts.log:
@@ -440,7 +476,7 @@ def _plan_kv_bytes(f: _Facts) -> _Plan:
         head_dim = Value("head_dim", hidden.value // heads.value, "derived", f"hidden_size {hidden.written} ÷ {heads.written} heads")
     plan.need("head_dim", "head_dim", head_dim)
     _dtype(plan)
-    plan.optional("tensor_parallel_size", f.get("tensor_parallel_size"))
+    plan.optional("tensor_parallel_size", _tensor_parallel(f))
     return plan
 
 
@@ -456,7 +492,7 @@ def _plan_kv_capacity(f: _Facts) -> list[_Plan]:
     gib = lambda v: round(float(Decimal(str(v)) / GIB), 3)  # noqa: E731 - the quantities hold bytes
     plan.need("gpu_memory", "gpu_memory_gib", f.get("gpu_memory"), gib)
     weights = f.get("weights")
-    tp_value = f.get("tensor_parallel_size")
+    tp_value = _tensor_parallel(f)
     logged = _PER_GPU_WEIGHTS.search(f.x.text)
     if weights is not None and tp_value is not None and tp_value.value > 1 and logged and Decimal(logged.group(1)) * GIB == Decimal(str(weights.value)):
         weights = replace(weights, value=_number(Decimal(str(weights.value)) * int(tp_value.value)))
@@ -468,15 +504,21 @@ def _plan_kv_capacity(f: _Facts) -> list[_Plan]:
     elif "gpu_memory_utilization" not in f._reported:
         plan.default("gpu_memory_utilization", "gpu_memory_utilization", 0.9, _msg("default.gpu_memory_utilization"))
     plan.optional("max_model_len", f.get("max_model_len"))
-    tp = f.get("tensor_parallel_size")
+    tp = _tensor_parallel(f)
     plan.optional("tensor_parallel_size", tp)
     given = f.get("kv_bytes_per_token")
     plans = [plan]
     if given is not None:
-        if tp is not None and tp.value > 1:
-            f._report("kv_bytes_per_token", _msg("per_gpu_kv", given=given.written, tp=tp.value))
-        else:
+        whose = _kv_bytes_whose(f.x.text, given.written) if tp is not None and tp.value > 1 else "gpu"
+        if whose == "gpu":
             plan.need("kv_bytes_per_token", "kv_bytes_per_token", given)
+        elif whose == "model":
+            per_gpu = math.ceil(given.value / tp.value)
+            plan.need("kv_bytes_per_token", "kv_bytes_per_token",
+                      Value("kv_bytes_per_token", per_gpu, "derived", f"{given.written} ÷ tensor_parallel_size {tp.value}"))
+            plan.notes.append(_msg("kv_model_split", given=given.written, tp=tp.value))
+        else:
+            f._report("kv_bytes_per_token", _msg("per_gpu_kv", given=given.written, tp=tp.value))
     elif any(f.asked(k) for k in ("num_layers", "num_kv_heads", "head_dim", "kv_lora_rank")):
         shape = _plan_kv_bytes(f)
         plans.insert(0, shape)  # its result fills kv_bytes_per_token when the chain runs
@@ -489,7 +531,12 @@ def _plan_kv_memory(f: _Facts) -> list[_Plan]:
     """kv_tokens_from_memory, preceded by kv_bytes_per_token when the model's shape is given instead of bytes."""
     plan = _Plan("kv_tokens_from_memory", f)
     plan.need("kv_cache_memory", "kv_cache_gib", f.get("kv_cache_memory"), lambda v: round(float(Decimal(str(v)) / GIB), 3))
-    plan.optional("max_model_len", f.get("max_model_len"))
+    if f.has("max_model_len"):
+        plan.optional("max_model_len", f.get("max_model_len"))
+    elif any(f.asked(k) for k in ("tokens_per_request", "input_tokens", "output_tokens")):
+        # "each request 20k tokens, how many at once?": the concurrency is at that length; left
+        # out, the answer stopped at the token count and never divided.
+        _request_tokens(plan, "max_model_len")
     given = f.get("kv_bytes_per_token")
     plans = [plan]
     if given is not None:
@@ -506,7 +553,7 @@ def _plan_kv_needed(f: _Facts) -> list[_Plan]:
     plan = _Plan("kv_memory_needed", f)
     plan.need("sessions", "sessions", f.get("sessions"))
     _request_tokens(plan, "tokens_per_session", allow_max_model_len=True)
-    plan.optional("tensor_parallel_size", f.get("tensor_parallel_size"))
+    plan.optional("tensor_parallel_size", _tensor_parallel(f))
     given = f.get("kv_bytes_per_token")
     if given is not None:
         plan.need("kv_bytes_per_token", "kv_bytes_per_token", given)

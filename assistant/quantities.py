@@ -53,13 +53,16 @@ _RANGE_GAP = re.compile(r" ?(?:-|~|到|至|to) ?")
 _CHANGE_GAP = re.compile(r" ?(?:改成了?|改为|改到|换成了?|调成了?|调到|调整为|设成了?|设为|->|→|=>|changed to|set to|became|now) ?")
 _SEPARATOR = re.compile(r"[,;!?()\[\]\n]|\. ")
 _POST_FILLER = re.compile(r" ?(?:个|块|张|台|层|条|路|位|of|的|x)? ?")
+_FRACTION = re.compile(r"0?\.\d+")
 _APPROX = re.compile(r"大概|大约|约|~|≈|about|around|roughly|approx|左右|上下|估计|差不多")
 _AFTER_APPROX = re.compile(r" ?(?:左右|上下|or so|-ish)")
 # A size said to be per token, right beside the number, is the KV bytes per token whatever
 # else is near: "KV cache 320 KiB per token" was read as a 320 KiB KV cache, and "each token
 # takes 128 KB of KV cache" too.
+PER_TOKEN_MAX = 16 * 2**20  # a KV size per token is KiB to a few MiB; "80G" beside "per token" is a GPU's memory
 _PER_TOKEN_AFTER = re.compile(r" ?(?:per|/|a|each|every|每个?|每一个) ?token")
-_PER_TOKEN_BEFORE = re.compile(r"(?:per|each|every|one|a|每个?|每一个|单个?) ?token ?(?:takes|needs|uses|is|costs|=|:|占用?|要|需要|是|大约|约)? ?$")
+_PER_TOKEN_BEFORE = re.compile(r"(?:per|each|every|one|a|每个?|每一个|单个?) ?token ?(?:的 ?)?(?:kv(?: ?cache)? ?)?"
+                               r"(?:takes|needs|uses|is|costs|=|:|占用?|要|需要|是|大约|约)? ?$")
 
 # vLLM's own start-up lines, read before anything else so their numbers are not re-bound.
 _VLLM_KV_TOKENS = re.compile(r"gpu kv cache size: ?([0-9][0-9,]{0,24}) tokens")
@@ -102,6 +105,8 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     (r"head[ _-]?dim(?:ension)?|head[ _-]?size|头维度|每个头的?维度", _roles(("head_dim", NAME, "pre"))),
     (r"gpu[ _-]?memory[ _-]?utili[sz]ation|gpu[ _-]?mem(?:ory)?[ _-]?util|memory[ _-]?utili[sz]ation|显存利用率|显存占用率|显存比例",
      _roles(("gpu_memory_utilization", NAME, "pre"))),
+    # Shortened names of the flag: read only for a fraction written as the flag takes it (0.92).
+    (r"gpu[ _-]?util(?:i[sz]ation)?|(?<!gpu )util(?:i[sz]ation)?|(?<![算计])利用率|显存使用率", _roles(("utilization_loose", NAME, "pre"))),
     (r"top[ _-]?logprobs|num[ _-]?logprobs|logprobs", _roles(("top_logprobs", NAME, "pre"))),
     (r"max[ _-]?batch(?:[ _-]?size)?|max[ _-]?bsz|batch[ _-]?slots?", _roles(("max_batch", NAME, "pre"))),
     (r"mtp[ _-]?tokens|num[ _-]?speculative[ _-]?tokens", _roles(("mtp_tokens", NAME, "pre"))),
@@ -355,6 +360,8 @@ def _candidates(numbers: list[Quantity], labels: list[_Label], text: str) -> lis
             if lab.end < prev_end or len(gap) > PRE_GAP or _SEPARATOR.search(gap):
                 break
             for ri, role in enumerate(lab.roles):
+                if role.kind == "in_out" and q.unit == "bytes":
+                    continue  # "权重一共 131 GiB", "KV cache 一共 30 GB": a total of bytes, not of a request's tokens
                 key = ("pre", role.category, role.kind in WEAK)
                 if key in seen:
                     continue
@@ -422,6 +429,8 @@ def _resolve(q: Quantity, name: str, mod: str, noun: str) -> tuple[str, str]:
         return "", unit
     if noun == "gpus" and unit != "ratio":  # "90% 的 GPU 算力" is a share of the GPU, not a count of them
         return ("gpu_memory" if unit == "bytes" else "gpu_count"), unit
+    if name == "utilization_loose":
+        return ("gpu_memory_utilization", "ratio") if unit in ("count", "ratio") else ("", unit)
     if name:
         return name, unit
     if noun == "kv_bytes_per_token" or (unit == "bytes" and mod == "per_token"):
@@ -454,6 +463,8 @@ def _bind(numbers: list[Quantity], labels: list[_Label], text: str) -> list[Quan
         category = NOUN if role.category == IGNORE else role.category
         if category in slots[ni] or (li, ri) in used:
             continue
+        if role.kind == "utilization_loose" and not _FRACTION.fullmatch(numbers[ni].text.strip()):
+            continue  # "gpu util 0.92" is the flag's value; "GPU 利用率 100%" is how busy the card is
         if category in (NAME, NOUN) and (NAME in slots[ni] or NOUN in slots[ni]):
             continue  # a name and a noun both decide what a number is; the nearest one does
         slots[ni][category] = role.kind if role.category != IGNORE else "ignore"
@@ -463,7 +474,7 @@ def _bind(numbers: list[Quantity], labels: list[_Label], text: str) -> list[Quan
         label, unit = _resolve(q, slot.get(NAME, ""), slot.get(MOD, ""), slot.get(NOUN, ""))
         tail = _SEPARATOR.split(text[q.end:q.end + 32], 1)[0]  # "32000 tokens per request 左右"
         approx = bool(_APPROX.search(text[max(0, q.start - 8):q.start])) or bool(_AFTER_APPROX.search(tail))
-        if unit == "bytes" and label in ("", "kv_cache_memory") and (
+        if unit == "bytes" and label in ("", "kv_cache_memory", "gpu_memory") and q.value is not None and q.value < PER_TOKEN_MAX and (
                 _PER_TOKEN_AFTER.match(text, q.end) or _PER_TOKEN_BEFORE.search(text[max(0, q.start - 24):q.start])):
             label = "kv_bytes_per_token"
         problem = q.problem

@@ -170,6 +170,20 @@ COMPUTED = [
      "80 layers, 8 KV heads, head_dim 128, bf16, max-model-len 16000 — how many concurrent requests fit?", None, "kv_cache_capacity",
      {"gpu_memory_gib": 79.647, "weights_gib": 67.76, "kv_bytes_per_token": 163840, "gpu_memory_utilization": 0.9, "max_model_len": 16000,
       "tensor_parallel_size": 2}, "kv_tokens"),
+    ("en-cap-gpus-as-tp", "en", "gpu-count", "Llama-3.1-70B on 4x A100 80GB, weights 131 GiB total, KV 320 KiB per token for the whole "
+     "model, gpu-memory-utilization 0.9, max-model-len 32768: how many concurrent full-length requests?", None, "kv_cache_capacity",
+     {"gpu_memory_gib": 80.0, "weights_gib": 131.0, "gpu_memory_utilization": 0.9, "max_model_len": 32768, "tensor_parallel_size": 4,
+      "kv_bytes_per_token": 81920}, "max_concurrency_at_max_model_len"),
+    ("zh-cap-total-weights", "zh", "capacity", "4 张 A100 80G 跑 Llama-3.1-70B，--tensor-parallel-size 4，权重一共 131 GiB，每张卡每 token KV 80 KiB，"
+     "利用率 0.9，max-model-len 32768，能并发几个满长度请求", None, "kv_cache_capacity",
+     {"gpu_memory_gib": 80.0, "weights_gib": 131.0, "gpu_memory_utilization": 0.9, "max_model_len": 32768, "tensor_parallel_size": 4,
+      "kv_bytes_per_token": 81920}, "max_concurrency_at_max_model_len"),
+    ("en-cap-gpu-util", "en", "capacity", "2x H100 80GB, TP 2, weights 135 GiB, 320 KiB per token per model, max-model-len 8192, "
+     "gpu util 0.92: how many concurrent?", None, "kv_cache_capacity",
+     {"gpu_memory_gib": 79.647, "weights_gib": 135.0, "gpu_memory_utilization": 0.92, "max_model_len": 8192, "tensor_parallel_size": 2,
+      "kv_bytes_per_token": 163840}, "max_concurrency_at_max_model_len"),
+    ("mix-kvmem-per-request", "zh", "mixed", "显存里给 KV cache 留了 40GB，每个 token 128KB，每个请求 2 万 token，能同时跑几个", None,
+     "kv_tokens_from_memory", {"kv_cache_gib": 40.0, "kv_bytes_per_token": 131072, "max_model_len": 20000}, "max_concurrency_at_max_model_len"),
     # ---- the KV cache a load takes (kv_memory_needed)
     ("en-kvneed-01", "en", "inverse", "64 sessions of 32k context, KV cache 320 KiB per token (before TP), TP=2: how much memory?", None,
      "kv_memory_needed", {"sessions": 64, "tokens_per_session": 32000, "kv_bytes_per_token": 327680, "tensor_parallel_size": 2},
@@ -273,7 +287,10 @@ NOT_CAPACITY = [
 
 # Why a case's arguments are not the question's figures as written.
 NOTES = {"mix-cap-01": "An H100 sold as 80GB reports 81,559 MiB (79.65 GiB) in nvidia-smi",
-         "en-cap-loadlog": "vLLM logs 'Model loading took' per GPU: the whole model's weights are 2 × 33.88 GiB"}
+         "en-cap-loadlog": "vLLM logs 'Model loading took' per GPU: the whole model's weights are 2 × 33.88 GiB",
+         "en-cap-gpus-as-tp": "4x with no tensor-parallel size given is read as TP 4; 320 KiB for the whole model is 80 KiB per GPU",
+         "en-cap-gpu-util": "an H100 sold as 80GB reports 79.65 GiB; 320 KiB per token for the model is 160 KiB per GPU at TP 2",
+         "mix-kvmem-per-request": "the concurrency is at the request's 20,000 tokens"}
 
 
 def build() -> list[dict]:

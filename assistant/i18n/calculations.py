@@ -473,6 +473,16 @@ MESSAGES = {
         "zh": '问题里没有给 kernel.msgmax，按 Linux 默认值 8192 计算（`sysctl kernel.msgmax` 可查看）',
         "en": 'kernel.msgmax 8192 is the Linux default, used because the question does not give it (`sysctl kernel.msgmax` shows yours)',
     },
+    'kv_model_split': {
+        "zh": '{given} 是整个模型每 token 的 KV，按张量并行 {tp} 均分到每张卡（KV 头数少于卡数时会复制，每张卡更多）',
+        "en": '{given} is the whole model\'s KV per token, split evenly over tensor_parallel_size {tp} (more per GPU when there are '
+              'fewer KV heads than GPUs: they are copied)',
+    },
+    'gpus_as_tp': {
+        "zh": '没有给张量并行数，{text} 按 `--tensor-parallel-size {n}` 计算（权重和 KV 头分到 {n} 张卡上）；用流水线或数据并行时结果不同',
+        "en": 'no tensor-parallel size given: {text} is counted as `--tensor-parallel-size {n}` (weights and KV heads split over {n} GPUs); '
+              'pipeline or data parallelism would give other figures',
+    },
     'gpu_count_not_blocks': {
         "zh": '{text} 是 GPU 数量，不是 KV Cache 的 block 数，不参与这个计算',
         "en": '{text} is read as a count of GPUs, not of KV-cache blocks, and is not part of this calculation',
