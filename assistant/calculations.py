@@ -718,6 +718,10 @@ def route(x: Extraction, facts: _Facts, asked: str) -> str | None:
             and (facts.has("kv_bytes_per_token") or shape or any(facts.asked(k) for k in ("tokens_per_request", "tokens", "max_model_len")))
             and not (facts.has("gpu_memory") or facts.has("kv_cache_memory") or facts.has("weights"))):
         return "kv_memory_needed"
+    # Blocks given ("8 块 A100 80G, num_gpu_blocks 2048, block_size 16, avg request 4k") are the
+    # KV cache already measured: the GPU's size beside them asked for weights to estimate it again.
+    if facts.has("num_blocks") and _ASK_CONC.search(t) and not facts.has("kv_cache_ratio") and not shape:
+        return "kv_concurrency"
     # A start-up log's "Model loading took 14.2 GiB" is the weights, but its "GPU KV cache
     # size" already holds what they would be used to estimate.
     memory = facts.asked("gpu_memory") or (facts.asked("weights") and not logged_tokens)

@@ -121,7 +121,8 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
      r"|context[ _-]?window|最大长度|max(?:imum)? length|序列长度|full[ -]length|满长度", _roles(("max_model_len", MOD, "pre"))),
     # nouns that need a modifier-like phrase before them
     (r"-?tokens? ?(?:per|/|each|an?|every) ?(?:request|req|session|user|query|prompt|sequence|seq|conversation)s?"
-     r"|-?tokens? (?:requests?|sessions?|prompts?|sequences?|conversations?)|tokens? each|token ?的请求|token ?的会话|token ?/ ?请求|token ?每个?请求",
+     r"|-?tokens? (?:requests?|sessions?|prompts?|sequences?|conversations?)|tokens? each|token ?的请求|token ?的会话|token ?/ ?请求|token ?每个?请求"
+     r"|(?:tokens? (?:of )?)?context each|(?:tokens? (?:of )?)?context per (?:request|user|session|conversation)",
      _roles(("tokens_per_request", NOUN, "post"))),
     # "200 个并发，每个请求 2k 输入": the whole "每个请求" says per request, so 请求 is no count of requests.
     (r"(?:sessions?|requests?|users?|conversations?|并发) of|(?:个 ?)?会话, ?每个?(?:请求|会话|用户)?|(?:个 ?)?并发, ?每个?(?:请求|会话|用户)?",
@@ -137,6 +138,9 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
      _roles(("in_out", MOD, "pre"))),
     (r"输入|inputs?|prompts?|prefill|isl|上文", _roles(("input", MOD, "pre"))),
     (r"输出|outputs?|completions?|generations?|生成|decode|decoding|osl|回复|回答", _roles(("output", MOD, "pre"))),
+    # "2k in + 6k out": in and out only right after a number, in such a pair.
+    (r"(?<=[\dk] )in(?= ?(?:\+|and|plus|&|,|/))", _roles(("input_tokens", NOUN, "post"))),
+    (r"(?<=[\dk] )out\b", _roles(("output_tokens", NOUN, "post"))),
     (r"gpu kv cache size|kv[ _-]?cache[ _-]?blocks?|kv[ _-]?blocks?|gpu[ _-]?blocks?|cache blocks?", _roles(("num_blocks", NOUN, "post"))),
     # Memory given to the KV cache, in bytes ("Available KV cache memory: 20.5 GiB", "24 GB free for KV cache").
     (r"available kv[ _-]?cache memory|kv[ _-]?cache memory|kv ?cache ?(?:的 ?)?可用显存|kv ?cache ?显存|kv ?缓存显存"

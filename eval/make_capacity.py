@@ -184,6 +184,12 @@ COMPUTED = [
       "kv_bytes_per_token": 163840}, "max_concurrency_at_max_model_len"),
     ("mix-kvmem-per-request", "zh", "mixed", "显存里给 KV cache 留了 40GB，每个 token 128KB，每个请求 2 万 token，能同时跑几个", None,
      "kv_tokens_from_memory", {"kv_cache_gib": 40.0, "kv_bytes_per_token": 131072, "max_model_len": 20000}, "max_concurrency_at_max_model_len"),
+    ("mix-conc-gpus-beside-blocks", "zh", "gpu-count", "we have 8 块 A100 80G, num_gpu_blocks 2048, block_size 16, avg request 4k tokens, "
+     "how many concurrent?", None, "kv_concurrency", {"num_blocks": 2048, "avg_tokens_per_request": 4000, "block_size": 16}, "concurrent_requests"),
+    ("en-conc-in-out", "en", "sum", "vllm: num_gpu_blocks 17131, requests are 2k in + 6k out, how many can run concurrently?", None,
+     "kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 8000, "block_size": 16}, "concurrent_requests"),
+    ("en-vllm-context-each", "en", "what-if", "GPU KV cache size: 312,256 tokens. we need 20 concurrent users with 16k context each, enough?", None,
+     "kv_tokens_concurrency", {"kv_cache_tokens": 312256, "tokens_per_request": 16000}, "exact"),
     # ---- the KV cache a load takes (kv_memory_needed)
     ("en-kvneed-01", "en", "inverse", "64 sessions of 32k context, KV cache 320 KiB per token (before TP), TP=2: how much memory?", None,
      "kv_memory_needed", {"sessions": 64, "tokens_per_session": 32000, "kv_bytes_per_token": 327680, "tensor_parallel_size": 2},
