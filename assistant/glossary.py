@@ -261,6 +261,11 @@ TERMS: tuple[tuple[str, str], ...] = (
     ("负责人", "owner"),
     ("流量", "traffic"),
     ("切流 切换", "switch failover"),
+    ("申请", "request apply"),
+    ("配额 额度", "quota"),
+    ("审批", "approval approve"),
+    ("紧急", "emergency urgent"),
+    ("工单", "ticket"),
 )
 
 _EN_WORD = re.compile(r"[a-z][a-z0-9]+")

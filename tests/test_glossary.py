@@ -50,6 +50,8 @@ def test_longer_terms_win_and_ambiguous_english_words_are_not_mapped_back():
     # Concurrency said as "handling several at once", not only as 并发.
     assert "concurrency concurrent parallel" in translate("怎么让它同时处理多个请求", "zh")
     assert translate("同时还打开了日志", "zh") == ["log logs logging"]  # 同时 alone is "also"
+    # A team's own process words: a quota runbook written in English, asked in Chinese.
+    assert sorted(translate("紧急申请 GPU 配额", "zh")) == ["emergency urgent", "quota", "request apply"]
 
 
 def test_a_chinese_question_reaches_an_english_only_passage(english_docs):
