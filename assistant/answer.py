@@ -796,7 +796,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     asked = frozenset() if _asks_for_another_setting(said) else asked_identifiers(said)
     asked |= frozenset(codes)  # "Xid 79": the row of a long code table whose first cell is 79
     passages = {id(art): _passage(kb, art, lang, labels, hits, asked, result.question) for art in (top, *others)}
-    siblings = _fix_sibling(kb, passages[id(top)][0], [*siblings, *others]) + siblings
+    siblings = _fix_sibling(kb, passages[id(top)][0], [*siblings, *others], said) + siblings
     siblings += _followers(kb, passages[id(top)][0], [*siblings, *others])
     quoted = {key: (best, text) for key, (best, text, _rest) in passages.items()}
     room = (MAX_ANSWER_CHARS - SIBLING_RESERVE - BESIDE_RESERVE * len(beside)
@@ -1042,7 +1042,7 @@ _QUESTION_WORDS = frozenset({"how", "what", "why", "when", "where", "which", "wh
 _QUESTION_CHARS = ("如何", "怎么", "什么", "为什", "么", "哪", "吗", "是否", "能否", "可以")
 
 
-def _fix_sibling(kb, best, quoted: list) -> list[ArticleMatch]:
+def _fix_sibling(kb, best, quoted: list, question: str = "") -> list[ArticleMatch]:
     """A runbook's fix section, when the best passage is another top-level section of its
     page ("Symptoms" with the pasted log line, "Why"): the log matches the symptom, the
     commands sit under "What to do" and share few of the question's words. Quoted right
@@ -1060,10 +1060,28 @@ def _fix_sibling(kb, best, quoted: list) -> list[ArticleMatch]:
     if key.count(" > ") != 1 or kind(key) == "fixes":
         return []
     taken = {key} | {art.passage for art in quoted if art.doc_id == best.doc_id}
-    for chunk in kb.article_chunks(best.doc_id, best.lang):
+    chunks = kb.article_chunks(best.doc_id, best.lang)
+    for chunk in chunks:
         other = section_key(chunk.title)
         if other not in taken and kind(other) == "fixes":
             return [ArticleMatch(chunk.doc_id, 1.0, 0.0, chunks=[ScoredChunk(chunk, 1.0, 0.0, 0.0)], passage=other)]
+    # A procedure's step named by the question's own action ("how do I restart the gateway
+    # safely?" and a section "Restart"): the pasted 503 line matched "When to use this page",
+    # which was all the answer quoted.
+    # The heading with fewest words of its own wins: "Restart", not "Before the restart".
+    asked = set(kb.index.tokenizer(question)) if question else set()
+    named = []
+    for chunk in chunks:
+        other = section_key(chunk.title)
+        if other in taken or other.count(" > ") != 1:
+            continue
+        heading = other.split(" > ")[1]
+        words = set(kb.index.tokenizer(heading))
+        if words and words <= asked:
+            named.append((len(heading.split()), chunk, other))
+    if named:
+        _n, chunk, other = min(named, key=lambda item: item[0])
+        return [ArticleMatch(chunk.doc_id, 1.0, 0.0, chunks=[ScoredChunk(chunk, 1.0, 0.0, 0.0)], passage=other)]
     return []
 
 

@@ -1410,3 +1410,20 @@ def test_one_chinese_line_does_not_make_an_english_section_chinese():
                "tenants. Long prompts take longer to prefill. Check the gateway logs first.\n注意：改完要重启网关。")
     assert not _mostly_in(english, "zh") and _mostly_in(english, "en")
     assert _mostly_in("网关对空闲连接有 60 秒超时，批处理租户可申请 `GATEWAY_TIMEOUT_S=600`。", "zh")
+
+
+def test_the_procedure_step_the_question_names_follows_the_section_its_pasted_error_matched(tmp_path):
+    """A pasted 503 line matched "When to use this page", which was all the answer quoted;
+    the "Restart" section the question asks for ("how do I restart the gateway safely?") came
+    nowhere (a newcomer trial with a wiki export)."""
+    page = ("# Restarting the inference gateway (llm-gw) safely\n\n## When to use this page\n\nUse this page when the llm-gw pods return "
+            "`503 upstream connect error or disconnect/reset before headers` for more than 5 minutes and the backends are healthy.\n\n"
+            "## Before the restart\n\n1. Announce it in #llm-oncall.\n2. Drain one replica at a time: `gatewayctl pool drain --replica llm-gw-0`\n\n"
+            "## Restart\n\n```\nkubectl -n llm-serving rollout restart deployment/llm-gw\n```\n\n"
+            "## After the restart\n\nWatch the error rate for ten minutes.\n")
+    settings, kb = docs_kb(tmp_path, {"gateway-restart.md": page, "deploy.md": "# Deploying a model\n\n## Canary\n\nRoll out to one pod first.\n",
+                                      "quota.md": "# GPU quota\n\n## How to request\n\nFill in the GPU quota form in the portal.\n"})
+    answer = answer_question('llm-gw pods returning "503 upstream connect error or disconnect/reset before headers" for 10 min, '
+                             "backends look healthy. how do I restart the gateway safely?", settings, kb=kb, use_llm=False)
+    assert "rollout restart deployment/llm-gw" in answer.answer
+    assert [c.section for c in answer.citations][:2] == ["When to use this page", "Restart"]
