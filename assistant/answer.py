@@ -165,15 +165,11 @@ def answer_question(
         calc = capacity_answer(text, log_numbers)  # the tool run, or what is missing (then nothing is computed)
     tool_calls = [c.to_dict() for c in (log_call, *(calc.calls if calc is not None else ())) if c is not None]
     notes: list[str] = []
-    answer: Answer | None = None
     fallback: FallbackReason | None = None
     llm_wanted = bool(settings.llm_base_url) and use_llm is not False
-    if only_the_log and not any(f.severity != "info" for f in diagnosis.findings):
-        # `ask --log healthy.log`: a healthy log is not a question about debug switches.
+    answer = _not_a_problem(text, diagnosis, only_the_log, kb, answer_lang)
+    if answer is not None:
         result.grounded, llm_wanted = False, False
-        clean = [t("answer.log_clean", answer_lang, lines=diagnosis.lines)]
-        clean += [f"- {c.get(answer_lang, c['en'])}" for c in diagnosis.computed]
-        answer = Answer(text, "\n".join(clean), answer_lang, False, [], coverage="none")
     if use_llm and not settings.llm_base_url:
         fallback = "llm_not_configured"
         notes.append(t("llm.fallback_not_configured", answer_lang))
@@ -214,6 +210,19 @@ def answer_question(
         "total": (time.perf_counter() - started) * 1000,
     }
     return answer
+
+
+def _not_a_problem(text: str, diagnosis, only_the_log: bool, kb, lang: str) -> Answer | None:
+    """The answer to what asks about no problem, or None: a healthy log alone (`ask --log
+    healthy.log` is not a question about debug switches), or what the assistant knows
+    ("what does this assistant know about?" got the KV-cache article at 0.95)."""
+    if only_the_log and not any(f.severity != "info" for f in diagnosis.findings):
+        clean = [t("answer.log_clean", lang, lines=diagnosis.lines)]
+        clean += [f"- {c.get(lang, c['en'])}" for c in diagnosis.computed]
+        return Answer(text, "\n".join(clean), lang, False, [], coverage="none")
+    if diagnosis is None and about_the_kb(text):
+        return Answer(text, _kb_overview(kb, lang), lang, False, [], coverage="none")
+    return None
 
 
 def _diagnose(log_text: str, settings: Settings, first_line: int = 1):
@@ -547,14 +556,37 @@ def _alternative(kb, art: ArticleMatch, lang: str, labels: dict, cites: "_Cites"
     return out
 
 
-def _kb_topics(kb, result: Retrieval, lang: str, limit: int = 6) -> tuple[list[str], int]:
+_ABOUT_KB = re.compile(
+    r"^\W*(?:(?:what|which)\s+(?:topics?\s+|subjects?\s+|things?\s+|questions?\s+)?(?:do|can|does)\s+(?:you|this\s+(?:assistant|bot|kb|tool)"
+    r"|the\s+(?:assistant|bot|kb|knowledge\s+base))\s+(?:know|cover|answer|help\s+with|do)(?:\s+about)?"
+    r"|what\s+can\s+(?:you\s+(?:do|answer|help\s+with)|i\s+ask(?:\s+you)?)|what\s+(?:is|'s)\s+in\s+(?:this|the|your)\s+(?:kb|knowledge\s+base)"
+    r"|help|你(?:能|会|可以)(?:回答|做|干|帮我做?)(?:些)?什么|你(?:都)?知道(?:些|哪些)?什么|你是谁|能问(?:你)?(?:些)?什么"
+    r"|(?:这个)?(?:知识库|助手|你)(?:里)?(?:都)?(?:覆盖|包含|包括|有)(?:了)?(?:哪些|什么)(?:内容|主题|话题)?)\W*$", re.I)
+
+
+def about_the_kb(text: str) -> bool:
+    """Whether a question asks what the assistant knows rather than about a problem."""
+    return len(text) <= 80 and bool(_ABOUT_KB.match(text.strip()))
+
+
+def _kb_overview(kb, lang: str, limit: int = 30) -> str:
+    """Every topic of the KB in use, by its documents' titles, and how to add more."""
+    labels = texts("answer", lang)
+    topics, total = _kb_topics(kb, [], lang, limit)
+    lines = [labels["covers_all"].format(n=total), *[f"- {topic}" for topic in topics]]
+    if total > len(topics):
+        lines.append(labels["more"].format(n=total - len(topics)))
+    return "\n".join([*lines, "", _add_docs_hint(kb, labels)])
+
+
+def _kb_topics(kb, nearest: list[str], lang: str, limit: int = 6) -> tuple[list[str], int]:
     """What *this* KB covers, as its documents' own titles: the ones nearest the question
     first, then the rest, so a refusal on a team's own runbooks names their topics."""
     titles: dict[str, str] = {}
     for meta in kb.index.docs.values():
         if meta.id not in titles or meta.lang == lang:
             titles[meta.id] = _doc_label(kb, meta)
-    order = [a.doc_id for a in result.articles] + sorted(titles)
+    order = nearest + sorted(titles)
     seen: list[str] = []
     for doc_id in order:
         if doc_id in titles and doc_id not in seen and not _is_overview(kb, doc_id):
@@ -613,7 +645,7 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
         missing += [f"`{name}`" for name in result.unknown_params[:3] if name.lower() not in named]
         if missing:
             lines.append(labels["missing"].format(missing=", ".join(missing)))
-    topics, total = _kb_topics(kb, result, lang)
+    topics, total = _kb_topics(kb, [a.doc_id for a in result.articles], lang)
     if topics:
         lines += ["", labels["covers" if total > len(topics) else "covers_all"].format(n=total)]  # "among others" only when there are others
         lines += [f"- {topic}" for topic in topics]

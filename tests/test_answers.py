@@ -459,3 +459,12 @@ def test_a_symptom_of_two_products_offers_the_other_products_article_with_its_fi
     # A product named only to set it against another is not asked about.
     single = answer_question("FastDeploy OOM at startup, same model works on vllm", bundled_settings, kb=bundled_kb)
     assert "**vLLM:**" not in single.answer
+
+
+@pytest.mark.parametrize("question", ["what does this assistant know about?", "你能回答什么", "知识库里都有哪些内容", "help"])
+def test_asking_what_the_assistant_knows_lists_the_kbs_topics(bundled_settings, bundled_kb, question):
+    """"what does this assistant know about?" got the KV-cache article at confidence 0.95 (a newcomer trial)."""
+    answer = answer_question(question, bundled_settings, kb=bundled_kb)
+    assert not answer.grounded and answer.citations == [] and answer.coverage == "none"
+    assert answer.answer.count("\n- ") >= 20 and "assistant ingest" in answer.answer
+    assert answer_question("what does vllm do when the kv cache is full", bundled_settings, kb=bundled_kb).grounded
