@@ -130,6 +130,12 @@ def test_openai_compatible_errors_come_in_openais_shape(server):
     with pytest.raises(openai.UnprocessableEntityError) as caught:
         client.chat.completions.create(model="kb-assistant", messages=[])
     assert caught.value.body["message"].startswith("invalid request: messages")
+    # Streamed, a question /v1/ask refuses is refused before the stream, not as a 200 "error: …" message.
+    for content, status in (("", 422), ("x" * 9000, 413)):
+        r = httpx.post(server.url + "/v1/chat/completions", json={"stream": True, "messages": [{"role": "user", "content": content}]}, timeout=30)
+        assert r.status_code == status and r.json()["error"]["message"], r.text
+    # A blank log alone is no question: it got a 200 answer at confidence 0.95 saying "(0 lines)".
+    assert httpx.post(server.url + "/v1/ask", json={"log": "  "}, timeout=30).status_code == 422
     too_big = httpx.post(server.url + "/v1/chat/completions", content=b"x" * 2_000_000, headers={"content-type": "application/json"}, timeout=30)
     assert too_big.status_code == 413 and too_big.json()["error"]["message"].startswith("request body over")
     # The assistant's own endpoints keep their flat {"error", "hint"}.

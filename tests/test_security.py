@@ -379,6 +379,15 @@ def test_chunked_bodies_and_unknown_routes_get_the_error_hint_shape(plain):
 
     r = httpx.post(live.url + "/v1/ask", content=bad_chunks(), headers={"content-type": "application/json"}, timeout=30)
     assert r.status_code == 422 and set(r.json()) == {"error", "hint"}
+
+    def huge_chunks():  # no Content-Length to check first: it was "not valid JSON", 422
+        yield b'{"question": "'
+        for _ in range(40):
+            yield b"x" * 8192
+        yield b'"}'
+
+    r = httpx.post(live.url + "/v1/ask", content=huge_chunks(), headers={"content-type": "application/json"}, timeout=30)
+    assert r.status_code == 413 and "request body over" in r.json()["error"], r.text
     for method, path in (("GET", "/nope"), ("GET", "/v1/ask")):
         r = httpx.request(method, live.url + path, timeout=10)
         assert r.status_code in (404, 405) and set(r.json()) == {"error", "hint"}

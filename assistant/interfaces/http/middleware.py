@@ -76,19 +76,27 @@ class BodyLimit:
         if length is not None and length.isdigit() and int(length) > self.limit:
             return await self._reject(send, scope.get("path", ""))
         received = 0
-        started = False
+        started = exceeded = False
 
         async def limited_receive():
-            nonlocal received
+            nonlocal received, exceeded
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.limit:
+                    exceeded = True
                     raise _TooLarge()
             return message
 
         async def tracking_send(message):
             nonlocal started
+            if exceeded:
+                # The body parser caught the overflow and answered "not valid JSON" (a chunked
+                # body, with no Content-Length to check first): the answer is 413 all the same.
+                if message["type"] == "http.response.start" and not started:
+                    started = True
+                    await self._reject(send, scope.get("path", ""))
+                return
             if message["type"] == "http.response.start":
                 started = True
             await send(message)

@@ -46,8 +46,10 @@ class AskRequest(BaseModel):
     def _question_or_log(self) -> AskRequest:
         # A portal that posts the log its user pasted, and nothing else, was told "question:
         # Field required"; the CLI's `ask --log FILE` has always taken the log alone.
-        if "question" not in self.model_fields_set and self.log is None:
-            raise ValueError("send a `question`, or a `log` to diagnose")
+        if not self.question.strip() and not (self.log or "").strip():
+            if "question" in self.model_fields_set and self.log is None:
+                return self  # an empty question alone: refused as such ("the question is empty")
+            raise ValueError("send a `question`, or a non-empty `log` to diagnose")
         if self.log is not None and not self.question.strip():  # the log is the question
             from assistant.i18n import t
             from oncall_common.lang import LANGS, detect_lang

@@ -11,6 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from assistant.i18n import t
+from assistant.questions import validate_question
 from oncall_common.errors import AssistantError, BadQuestion
 
 from .. import sse
@@ -27,6 +28,10 @@ async def chat_completions(req: ChatRequest, request: Request, state: State, cli
     before it when there is one ("still failing, what next?" means nothing alone); the answer text ends with its
     sources and the response carries an extra `citations` list. With `stream: true`, chat.completion.chunk events."""
     ask_req = AskRequest(question=conversation_question(req.messages))
+    if req.stream:
+        # Refused before the stream starts, with the status a plain call gets (422, 413): once
+        # events flow it is 200, and an empty question came back as a 200 "error: …" message.
+        validate_question(ask_req.question, state.settings.max_question_bytes)
     kb = await state.get_kb()
     reply = _Reply(f"chatcmpl-{uuid.uuid4().hex[:20]}", int(time.time()))
     if not req.stream:
