@@ -118,6 +118,9 @@ def test_a_follow_up_carries_the_threads_first_question():
     assert chat.thread_question("b" * 5000, ["a" * 5000]) == "b" * 5000
     assert chat.thread_question("how do I set up prefix caching in FastDeploy?", ["vllm OOM"]) == \
         "how do I set up prefix caching in FastDeploy?"
+    # Said to be a new subject: "separate thing: …" was answered with the thread's first question.
+    for switch in ("ok thanks. separate thing: how do I get emergency GPU quota?", "换个问题，GPU 配额怎么申请"):
+        assert chat.thread_question(switch, ["why do answers stop at 512 tokens?"]) == switch
     folded = chat.thread_question("接下来呢？", ["显" * 2720])
     assert folded.endswith("\n接下来呢？") and len(folded.encode("utf-8")) <= chat.MAX_QUESTION_BYTES
 

@@ -261,7 +261,14 @@ def _follow_up(text: str) -> bool:
     FastDeploy?" after an OOM question was answered as the OOM question."""
     from assistant.scope import detect
 
-    return len(text) <= FOLLOW_UP_CHARS and not detect(text).products
+    return len(text) <= FOLLOW_UP_CHARS and not detect(text).products and not _NEW_SUBJECT.search(text)
+
+
+# The asker says the message starts a new subject: "ok thanks. separate thing: how do I get
+# emergency GPU quota?" was answered with the thread's first question (a 512-token FAQ entry).
+_NEW_SUBJECT = re.compile(r"separate (?:thing|question|issue|topic)|(?:another|different|unrelated|new|other) (?:thing|question|issue|topic)"
+                          r"|unrelated|change of (?:topic|subject)|on another note|by the way|\bbtw\b|换个问题|另(?:外)?(?:一个)?问题"
+                          r"|另一个问题|另外问|顺便问|新问题|不相关|题外话", re.I)
 
 
 # ---------------------------------------------------------------- rendering
