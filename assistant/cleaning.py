@@ -150,7 +150,8 @@ def _collect_flags(line: str, flags: dict[str, str]) -> None:
             flags[name] = value
 
 
-_FLAG_TO = re.compile(r"(?<![\w-])(--[a-zA-Z][\w-]{1,60}) (?:to|at|from \S+ to|down to|up to|改成|改为|调到|调成|设成|设为|降到|提到) ?(\d+(?:\.\d+)?)(?![\w.])")
+_FLAG_TO = re.compile(r"(?<![\w-])(--[a-zA-Z][\w-]{1,60}) ?(?:to|at|from \S+ to|down to|up to|改成|改为|改到|调到|调成|调为|设成|设为|设到|设置为|设置成"
+                      r"|降到|降为|提到|提高到|调高到|调低到|开到|加到|拉到|给到|用到|是|为|=) ?(\d+(?:\.\d+)?)(?![\w.])")
 
 
 _MESSAGE_BREAK = re.compile(r"""[:"'{}\[\]()|`]""")

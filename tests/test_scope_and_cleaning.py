@@ -579,6 +579,8 @@ def test_flags_written_in_a_sentence_keep_their_values_without_its_punctuation()
     flags = split_question("already lowered --gpu-memory-utilization to 0.8 and --max-model-len to 8192, no effect").flags
     assert flags == {"--gpu-memory-utilization": "0.8", "--max-model-len": "8192"}
     assert split_question("把 --max-model-len 改成 4096 也没用").flags == {"--max-model-len": "4096"}
+    # "开到 0.95" (a newcomer trial: the answer quoted the flag back without its value)
+    assert split_question("已经把 --gpu-memory-utilization 开到 0.95 了，还是 OOM").flags == {"--gpu-memory-utilization": "0.95"}
 
 
 @pytest.mark.parametrize("text,names", [
