@@ -321,10 +321,12 @@ def _above_the_answer(text: str, result: Retrieval, diagnosis, calc, lang: str) 
         extras += [f"**{c[lang]}**" for c in _pasted_figures(text)]  # "set --max-model-len 45232", from their error
     # A calculation that ran said whether the weights fit; one that stopped for a missing value
     # ("will Qwen2.5-14B fit one A10 24GB with max-model-len 8192?": weights in GiB) did not.
-    if (calc is None or not calc.computed) and result.grounded and any(ch.isdigit() for ch in text):  # a size needs digits
-        from .calculations import weights_note
+    # A sizing question the KB has no article for still gets the arithmetic ("DeepSeek-V3 671B
+    # FP8 需要几张 H200" was refused outright): the weights' floor is certain, not a guessed fix.
+    if (calc is None or not calc.computed) and any(ch.isdigit() for ch in text):  # a size needs digits
+        from .calculations import asks_sizing, weights_note
 
-        note = weights_note(text)  # "Qwen2.5-14B on one A10 24GB": no flag in the fix list makes that fit
+        note = weights_note(text) if result.grounded or asks_sizing(text) else None  # "Qwen2.5-14B on one A10 24GB": no flag in the fix list makes that fit
         if note is not None:
             extras.append(f"**{note[lang]}**")
     return extras

@@ -20,7 +20,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Callable
 
 from .i18n import LANGS, catalog, pick_lang, t, texts
-from .quantities import Extraction, Quantity, extract
+from .quantities import Extraction, Quantity, extract, normalize
 
 if TYPE_CHECKING:
     from .tools import ToolCall
@@ -36,6 +36,22 @@ _CARD = re.compile(r"(?<![a-z0-9])(a10g?|l40s?|l4|t4|h100|h800|h20|h200)(?![a-z0
 # Cards whose sold figure is their binary memory already: named beside a listed one, the figure
 # may be theirs ("an A100 80GB, moved off our H100 box").
 _OTHER_CARD = re.compile(r"(?<![a-z0-9])(?:a100|a800|a6000|a40|a30|4090|3090|v100|l20|mi\d{3}x?|910b?)(?![a-z0-9])")
+
+
+# Cards sold in one memory size, so named alone they say it (MiB as nvidia-smi reports): a
+# sizing question names the card, not its memory ("DeepSeek-V3 FP8 需要几张 H200").
+ONE_SIZE_CARDS = {**{card: mib for card, (_sold, mib) in CARD_MEMORY.items()}, "4090": 24564, "3090": 24576, "l20": 46068}
+_ONE_SIZE_CARD = re.compile(r"(?<![a-z0-9])(a10g?|l40s?|l4|l20|t4|h100|h800|h20|h200|4090|3090)(?:s|es)?(?![a-z0-9])")
+
+
+def _one_size_card(text: str) -> tuple[str, Decimal] | None:
+    """(card, bytes it reports) when the text names exactly one card, of one memory size."""
+    low = text.lower()
+    cards = {m.group(1) for m in _ONE_SIZE_CARD.finditer(low)}
+    if len(cards) != 1 or _OTHER_CARD.sub(" ", _ONE_SIZE_CARD.sub(" ", low)) != _ONE_SIZE_CARD.sub(" ", low):
+        return None  # several cards, or one of several sizes beside it (A100 40/80GB)
+    card = cards.pop()
+    return card, Decimal(ONE_SIZE_CARDS[card]) * 2**20
 
 
 def card_memory(text: str, value: Decimal) -> tuple[str, Decimal] | None:
@@ -908,6 +924,7 @@ def _after_list(lines: list[str], line: str) -> list[str]:
 # Bytes per parameter as a question names the weights' format; bf16/fp16 when it names none.
 # The KV cache's own dtype says nothing about the weights' ("--kv-cache-dtype fp8").
 _FOUR_BIT = re.compile(r"awq|gptq|int4|4[ -]?bit|w4a16|q4|gguf|nf4|bnb|bitsandbytes|exl2|marlin")
+_SIXTEEN_BIT = re.compile(r"bf16|fp16|bfloat16|float16|16[ -]?bit|half precision")
 _EIGHT_BIT = re.compile(r"fp8|int8|8[ -]?bit|w8a8|w8a16|q8")
 _KV_DTYPE = re.compile(r"kv[-_ ]cache[-_ ]dtype[ =:]*\S*")
 # Checkpoints published in FP8 or another format of their own: a size alone says nothing of their bytes.
@@ -952,6 +969,11 @@ def _weights_alone(text: str, params: Decimal, weights: Decimal, per_param: Deci
                 fmt=_msg(f"weights.format_{fmt}"), counts=counts)
 
 
+def asks_sizing(question: str) -> bool:
+    """Whether a question asks how many GPUs, or how much memory, a model needs."""
+    return bool(_ASKS_SIZING.search(normalize(question)))
+
+
 def weights_note(question: str) -> dict[str, str] | None:
     """Said above the answer when a question names a model size and a GPU that cannot hold
     its weights at all ("Qwen2.5-14B on one A10 24GB, OOM, lowered --gpu-memory-utilization,
@@ -962,7 +984,8 @@ def weights_note(question: str) -> dict[str, str] | None:
     power of two as tensor-parallel sizes are, which holds whatever the asker has."""
     x = extract(question)
     text = _KV_DTYPE.sub(" ", x.text)
-    if _SPREAD.search(text) or _OWN_FORMAT.search(text):
+    stated = _EIGHT_BIT.search(text) or _FOUR_BIT.search(text) or _SIXTEEN_BIT.search(text)
+    if _SPREAD.search(text) or (_OWN_FORMAT.search(text) and not stated):
         return None  # offloaded, split over pipeline stages, or a checkpoint of its own format: no sure bound
     sizes = {q.value for q in x.quantities if q.unit == "params" and q.usable}
     memories = {q.value for q in x.by_label("gpu_memory") if q.usable}
@@ -976,11 +999,15 @@ def weights_note(question: str) -> dict[str, str] | None:
     quantize = _msg("weights.quantize") if fmt == "16bit" else {lang: "" for lang in LANGS}
     params = sizes.pop()
     weights = params * Decimal(10**9) * per_param / GIB
-    if not memories:
-        return _weights_alone(text, params, weights, per_param, fmt)
-    memory = memories.pop()
-    card = card_memory(x.text, memory)
-    gpu = (card[1] if card else memory) / GIB
+    if memories:
+        memory = memories.pop()
+        card = card_memory(x.text, memory)
+        gpu = (card[1] if card else memory) / GIB
+    else:
+        named = _one_size_card(x.text)  # "需要几张 H200": the card has one size
+        if named is None:
+            return _weights_alone(text, params, weights, per_param, fmt)
+        gpu = named[1] / GIB
     # The GPUs: the tensor-parallel size the extraction read (--tensor-parallel-size, -tp), else
     # a count ("4x A100"), else one written in Chinese numerals (十二张).
     tp = {q.value for q in x.by_label("tensor_parallel_size") if q.usable}

@@ -468,3 +468,16 @@ def test_asking_what_the_assistant_knows_lists_the_kbs_topics(bundled_settings, 
     assert not answer.grounded and answer.citations == [] and answer.coverage == "none"
     assert answer.answer.count("\n- ") >= 20 and "assistant ingest" in answer.answer
     assert answer_question("what does vllm do when the kv cache is full", bundled_settings, kb=bundled_kb).grounded
+
+
+def test_a_sizing_question_gets_the_weights_floor_for_the_card_it_names_even_without_an_article(bundled_settings, bundled_kb):
+    """"DeepSeek-V3 671B FP8 需要几张 H200" and "Qwen2.5-72B-Instruct-AWQ 需要几张 4090" were refused
+    outright: the weights' floor is arithmetic on the question, not a guessed fix (a newcomer
+    trial). The card named has one size, so its memory is known; FP8 stated is FP8 even for
+    DeepSeek's own checkpoint, and without it no guess is made."""
+    fp8 = answer_question("DeepSeek-V3 671B FP8 需要几张 H200 才能放下权重", bundled_settings, kb=bundled_kb)
+    assert "625 GiB" in fp8.answer and "140.4 GiB" in fp8.answer and "至少要 8 张" in fp8.answer
+    awq = answer_question("Qwen2.5-72B-Instruct-AWQ 需要几张 4090", bundled_settings, kb=bundled_kb)
+    assert "34 GiB" in awq.answer and "至少要 2 张" in awq.answer
+    unknown = answer_question("DeepSeek-V3 671B 需要几张 H200", bundled_settings, kb=bundled_kb)
+    assert "GiB" not in unknown.answer.split("\n\n")[0]
