@@ -441,6 +441,7 @@ def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
     top = result.articles[0]
     unsure = tentative(result)
     vague = not top.passage and _vague(result)
+    tail: list[str] = []
     if vague:
         unsure, top_k = True, max(top_k, VAGUE_ALTERNATIVES + 1)
     if top.passage:
@@ -451,17 +452,24 @@ def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
         # it, a long article pushed them past the quoting limit.
         at = 2 if len(parts) > 1 and parts[1] == labels["other_lang"] else 1  # after "only in the other language"
         parts[at:at] = _your_settings(kb, top, lang, labels, result.flags, result.question)
+        # What follows the article (the other product's half, the team's own section, other
+        # articles) keeps its room: after a long article the bound cut it off, and a team's
+        # runbook on the very error asked was not shown at all.
         alternatives = _alternatives(kb, result, top_k, vague)
-        parts += _other_products(kb, result, lang, labels, cites)
+        tail = _other_products(kb, result, lang, labels, cites)
         alternatives = [a for a in alternatives if not any(a.doc_id == c.id for c in cites.items)]
-        parts += _team_passage(kb, result, lang, labels, cites, offered=alternatives)
+        tail += _team_passage(kb, result, lang, labels, cites, offered=alternatives)
         if alternatives:
-            parts += ["", f"**{labels['also']}:**"]
+            tail += ["", f"**{labels['also']}:**"]
             for art in alternatives:
-                parts += _alternative(kb, art, lang, labels, cites)
+                tail += _alternative(kb, art, lang, labels, cites)
     if unsure:
         parts = [labels["vague" if vague else "unsure_passages" if top.passage else "unsure"], "", *parts]
-    text = _bounded("\n".join(parts).strip(), MAX_ANSWER_CHARS, labels)
+    body = "\n".join(parts).strip()
+    if not top.passage and tail:
+        after = "\n".join(tail).strip()
+        body = _bounded(body, max(MAX_ANSWER_CHARS - len(after) - 2, MAX_ANSWER_CHARS // 2), labels) + "\n\n" + after
+    text = _bounded(body, MAX_ANSWER_CHARS, labels)
     # Citations are numbered in the order they appear; those whose marker the bound cut off
     # are not listed under an answer that no longer quotes them.
     cited = [c for n, c in enumerate(cites.items, 1) if f"[{n}]" in text] or cites.items[:1]
@@ -485,7 +493,7 @@ def _team_passage(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites
         # Second of all, it is quoted whatever the lead (if still fairly relevant): a pasted
         # error line is a signature only the article declares. Further down, its evidence
         # (before the page prior a many-topic FAQ page pays) must be close.
-        second = rank == 1 and art.relevance >= TEAM_SECOND_RELEVANCE * top.relevance
+        second = rank == 1 and art.relevance >= TEAM_SECOND_RELEVANCE * _unboosted(top)
         close = art.relevance >= ALTERNATIVE_RELEVANCE * top.relevance and art.evidence >= top.evidence - TEAM_NOTE_MARGIN
         if second or close:
             best, text, _rest = _passage(kb, art, lang, labels)
@@ -532,6 +540,16 @@ def _other_products(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cit
         else:  # a symptom both have: that product's article, told apart, with its first fix
             out += ["", f"**{name}:**", *_alternative(kb, art, lang, labels, cites)]
     return out
+
+
+def _unboosted(art: ArticleMatch) -> float:
+    """An article's relevance without its signature boost: a pasted error line matches a
+    signature only a curated article declares, and the lead it gives is no sign that a team's
+    section on the same error ranks far behind ("ncclCommInitRank failed … TP=4 on k8s" left
+    the team's shm.sizeLimit note unquoted)."""
+    if not art.signatures:
+        return art.relevance
+    return art.dense if art.other_lang_only else 0.5 * art.dense + 0.5 * art.coverage
 
 
 def _alternative(kb, art: ArticleMatch, lang: str, labels: dict, cites: "_Cites") -> list[str]:

@@ -1427,3 +1427,17 @@ def test_the_procedure_step_the_question_names_follows_the_section_its_pasted_er
                              "backends look healthy. how do I restart the gateway safely?", settings, kb=kb, use_llm=False)
     assert "rollout restart deployment/llm-gw" in answer.answer
     assert [c.section for c in answer.citations][:2] == ["When to use this page", "Restart"]
+
+
+def test_a_teams_section_on_the_pasted_error_is_shown_after_a_long_article_that_declares_it(tmp_path):
+    """"ncclCommInitRank failed: unhandled system error" is a signature of a bundled article: its
+    boost made the team's own note on that error look far behind, and the long article took
+    the whole answer, so the note (shm.sizeLimit below 1Gi) was not shown (a newcomer trial)."""
+    settings, kb = _bundled_with_runbook(tmp_path, "deploy-values-example.md", (
+        "# Reference Helm values for a new model pool\n\n## Values\n\n```yaml\nshm:\n  sizeLimit: 8Gi\nreplicas: 2\n```\n\n"
+        "## Notes\n\n- `initialDelaySeconds` must be longer than the model load time.\n"
+        "- `shm.sizeLimit` below 1Gi gives `ncclCommInitRank failed: unhandled system error` at start.\n"))
+    answer = answer_question("ncclCommInitRank failed: unhandled system error  -- new pool with TP=4 on k8s", settings, kb=kb, use_llm=False)
+    assert answer.citations[0].id == "vllm-nccl-init-and-network"
+    assert "shm.sizeLimit" in answer.answer and any(c.source.endswith("deploy-values-example.md") for c in answer.citations)
+    assert len(answer.answer) <= 3000
