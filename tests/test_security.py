@@ -225,7 +225,7 @@ def test_lone_surrogates_elsewhere_are_rejected_with_422(plain):
         if isinstance(error, dict):  # the OpenAI-compatible path answers in OpenAI's shape
             assert path == "/v1/chat/completions" and set(error) == {"message", "type", "param", "code", "hint"}, r.text
             error = error["message"]
-        assert r.status_code == 422 and "surrogate" in error or set(r.json()) == {"error", "hint"}, (path, r.text)
+        assert r.status_code == 422 and ("surrogate" in error or set(r.json()) == {"error", "hint"}), (path, r.text)
 
 
 def test_a_7000_digit_number_in_a_calculation_question_is_not_a_500(plain):
