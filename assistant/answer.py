@@ -580,7 +580,7 @@ _ABOUT_KB = re.compile(
     r"^\W*(?:(?:what|which)\s+(?:topics?\s+|subjects?\s+|things?\s+|questions?\s+)?(?:do|can|does)\s+(?:you|this\s+(?:assistant|bot|kb|tool)"
     r"|the\s+(?:assistant|bot|kb|knowledge\s+base))\s+(?:know|cover|answer|help\s+with|do)(?:\s+about)?"
     r"|what\s+can\s+(?:you\s+(?:do|answer|help\s+with)|i\s+ask(?:\s+you)?)|what\s+(?:is|'s)\s+in\s+(?:this|the|your)\s+(?:kb|knowledge\s+base)"
-    r"|help|你(?:能|会|可以)(?:回答|做|干|帮我做?)(?:些)?什么|你(?:都)?知道(?:些|哪些)?什么|你是谁|能问(?:你)?(?:些)?什么"
+    r"|help|你(?:能|会|可以)(?:回答|做|干|帮我做?)(?:些)?(?:什么|哪些)(?:问题)?|你(?:都)?知道(?:些|哪些)?什么|你是谁|能问(?:你)?(?:些)?什么"
     r"|(?:这个)?(?:知识库|助手|你)(?:里)?(?:都)?(?:覆盖|包含|包括|有)(?:了)?(?:哪些|什么)(?:内容|主题|话题)?)\W*$", re.I)
 
 

@@ -48,7 +48,7 @@ def _one_size_card(text: str) -> tuple[str, Decimal] | None:
     """(card, bytes it reports) when the text names exactly one card, of one memory size."""
     low = text.lower()
     cards = {m.group(1) for m in _ONE_SIZE_CARD.finditer(low)}
-    if len(cards) != 1 or _OTHER_CARD.sub(" ", _ONE_SIZE_CARD.sub(" ", low)) != _ONE_SIZE_CARD.sub(" ", low):
+    if len(cards) != 1 or _OTHER_CARD.search(_ONE_SIZE_CARD.sub(" ", low)):
         return None  # several cards, or one of several sizes beside it (A100 40/80GB)
     card = cards.pop()
     return card, Decimal(ONE_SIZE_CARDS[card]) * 2**20
@@ -317,17 +317,24 @@ _WHOLE_MODEL = re.compile(r"(?:whole|entire|full) model|per model|for the model|
 
 def _kv_bytes_whose(text: str, written: str) -> str | None:
     """Whether a KV-bytes-per-token figure is said to be one GPU's or the whole model's
-    ("320 KiB per token (before TP)", "256 KiB per token per GPU"): "gpu", "model" or None
-    when the words right after it do not say."""
+    ("320 KiB per token (before TP)", "256 KiB per token per GPU", "每张卡每 token KV 80 KiB"):
+    "gpu", "model" or None when the words of its own clause, around it, do not say."""
     low = text.lower()
     at = low.find(written.lower())
     if at < 0:
         return None
-    before = re.split(r"[,，;；。\n]", low[max(0, at - 24):at])[-1]  # "每张卡每 token KV 80 KiB", in its own clause
-    near = before + " " + low[at + len(written):at + len(written) + 40]
+    # Only the figure's own clause: "(8 KV heads, so 2 per GPU)" or "; the whole model fits" is
+    # about something else (review). "(before TP)" right after it is its own.
+    before = re.split(r"[,，;；。\n]", low[max(0, at - 24):at])[-1]  # "每张卡每 token KV 80 KiB"
+    after = re.split(r"[,，;；。\n]", low[at + len(written):at + len(written) + 40])[0]
+    near = before + " " + after
     if _PER_GPU.search(near):
         return "gpu"
     return "model" if _WHOLE_MODEL.search(near) else None
+
+
+_OTHER_PARALLEL = re.compile(r"data[ _-]?parallel|数据并行|(?<![\w-])-dp\b|(?<![\w-])dp ?[=:]|replicas?\b|副本|pipeline[ _-]?parallel|流水线并行"
+                             r"|(?<![\w-])-pp\b|(?<![\w-])pp ?[=:]")
 
 
 def _tensor_parallel(f: _Facts) -> Value | None:
@@ -337,6 +344,8 @@ def _tensor_parallel(f: _Facts) -> Value | None:
     tp = f.get("tensor_parallel_size")
     if tp is not None or "tensor_parallel_size" in f._reported or f.x.has("tensor_parallel_size"):
         return tp
+    if _OTHER_PARALLEL.search(f.x.text):
+        return None  # "8x A100 with --data-parallel-size 8": one replica per GPU, nothing split (review)
     count = f.get("gpu_count") if f.x.has("gpu_count") else None
     if count is None or count.value <= 1:
         return None
@@ -499,6 +508,10 @@ def _plan_kv_bytes(f: _Facts) -> _Plan:
 # vLLM logs "Model loading took N GiB" per worker, so per GPU: the tool's weights are the
 # whole model's, split over tensor_parallel_size. Taken as the whole, 33.88 GiB at TP 2 was
 # split again and the KV cache overstated by 45%.
+# A log from another run ("on a single H200 … Model loading took 67.76 GiB. Moving to 2x A100"):
+# its figure is that run's, the whole model at TP 1 (review).
+_ELSEWHERE = re.compile(r"single (?:gpu|card|h\d+|a\d+)|one (?:gpu|card)|\b1 ?(?:x ?)?gpu|单卡|一张卡|moving|move to|moved|migrat|switch(?:ing)? to"
+                        r"|换到|迁移|之前|before", re.I)
 _PER_GPU_WEIGHTS = re.compile(r"(?:model )?loading took[\s:]*(?:about |~)?([\d.]+) ?gi?b", re.I)
 
 
@@ -508,11 +521,13 @@ def _plan_kv_capacity(f: _Facts) -> list[_Plan]:
     gib = lambda v: round(float(Decimal(str(v)) / GIB), 3)  # noqa: E731 - the quantities hold bytes
     plan.need("gpu_memory", "gpu_memory_gib", f.get("gpu_memory"), gib)
     weights = f.get("weights")
-    tp_value = _tensor_parallel(f)
+    tp_value = f.get("tensor_parallel_size")  # stated: the log's run is the one asked about
     logged = _PER_GPU_WEIGHTS.search(f.x.text)
-    if weights is not None and tp_value is not None and tp_value.value > 1 and logged and Decimal(logged.group(1)) * GIB == Decimal(str(weights.value)):
-        weights = replace(weights, value=_number(Decimal(str(weights.value)) * int(tp_value.value)))
+    if (weights is not None and tp_value is not None and tp_value.value > 1 and logged and not _ELSEWHERE.search(f.x.text)
+            and Decimal(logged.group(1)) * GIB == Decimal(str(weights.value))):
         plan.notes.append(_msg("weights.per_gpu_log", text=weights.written, tp=tp_value.value))
+        weights = replace(weights, value=_number(Decimal(str(weights.value)) * int(tp_value.value)),
+                          written=f"{tp_value.value} × {weights.written}")
     plan.need("weights", "weights_gib", weights, gib)
     util = f.get("gpu_memory_utilization")
     if util is not None:
@@ -572,7 +587,13 @@ def _plan_kv_needed(f: _Facts) -> list[_Plan]:
     plan.optional("tensor_parallel_size", _tensor_parallel(f))
     given = f.get("kv_bytes_per_token")
     if given is not None:
-        plan.need("kv_bytes_per_token", "kv_bytes_per_token", given)
+        tp = plan.args.get("tensor_parallel_size", 1)
+        if tp > 1 and _kv_bytes_whose(f.x.text, given.written) == "gpu":  # "80 KiB per token per GPU": the whole is TP times it
+            plan.need("kv_bytes_per_token", "kv_bytes_per_token", Value("kv_bytes_per_token", given.value * tp, "derived",
+                                                                        f"{given.written} × tensor_parallel_size {tp}"))
+            plan.args["kv_bytes_per_token_per_gpu"] = given.value
+        else:
+            plan.need("kv_bytes_per_token", "kv_bytes_per_token", given)
         return [plan]
     if any(f.asked(k) for k in ("num_layers", "num_kv_heads", "head_dim", "kv_lora_rank")):
         return [_plan_kv_bytes(f), plan]  # its result fills kv_bytes_per_token when the chain runs
@@ -736,8 +757,9 @@ def route(x: Extraction, facts: _Facts, asked: str) -> str | None:
         return "kv_memory_needed"
     # Blocks given ("8 块 A100 80G, num_gpu_blocks 2048, block_size 16, avg request 4k") are the
     # KV cache already measured: the GPU's size beside them asked for weights to estimate it again.
-    if facts.has("num_blocks") and _ASK_CONC.search(t) and not facts.has("kv_cache_ratio") and not shape:
-        return "kv_concurrency"
+    if (facts.has("num_blocks") and _ASK_CONC.search(t) and not facts.has("kv_cache_ratio") and not shape
+            and not _WHAT_IF.search(t) and not facts.asked("gpu_memory_utilization")):
+        return "kv_concurrency"  # the blocks as they are; a what-if on the memory share changes them (review)
     # A start-up log's "Model loading took 14.2 GiB" is the weights, but its "GPU KV cache
     # size" already holds what they would be used to estimate.
     memory = facts.asked("gpu_memory") or (facts.asked("weights") and not logged_tokens)
@@ -923,9 +945,11 @@ def _after_list(lines: list[str], line: str) -> list[str]:
 
 # Bytes per parameter as a question names the weights' format; bf16/fp16 when it names none.
 # The KV cache's own dtype says nothing about the weights' ("--kv-cache-dtype fp8").
-_FOUR_BIT = re.compile(r"awq|gptq|int4|4[ -]?bit|w4a16|q4|gguf|nf4|bnb|bitsandbytes|exl2|marlin")
+# GGUF's types need their suffix: a bare "Q4" is a quarter ("we need it by Q4").
+_FOUR_BIT = re.compile(r"awq|gptq|int4|4[ -]?bit|w4a16|q4_[a-z0-9_]+|gguf|nf4|bnb|bitsandbytes|exl2|marlin")
 _SIXTEEN_BIT = re.compile(r"bf16|fp16|bfloat16|float16|16[ -]?bit|half precision")
-_EIGHT_BIT = re.compile(r"fp8|int8|8[ -]?bit|w8a8|w8a16|q8")
+_EIGHT_BIT = re.compile(r"fp8|int8|8[ -]?bit|w8a8|w8a16|q8_[a-z0-9_]+")
+_SENTENCE = re.compile(r"[.?!] |[。？！\n]")
 _KV_DTYPE = re.compile(r"kv[-_ ]cache[-_ ]dtype[ =:]*\S*")
 # Checkpoints published in FP8 or another format of their own: a size alone says nothing of their bytes.
 _OWN_FORMAT = re.compile(r"deepseek[-_ ]?(?:v3|r1)|671\s*b\b|kimi[-_ ]?k2|gpt[-_ ]?oss")  # 671B: DeepSeek-V3/R1, FP8
@@ -969,6 +993,13 @@ def _weights_alone(text: str, params: Decimal, weights: Decimal, per_param: Deci
                 fmt=_msg(f"weights.format_{fmt}"), counts=counts)
 
 
+def _model_sentence(text: str, start: int, end: int) -> str:
+    """The sentence of `text` that holds the span (a model's size)."""
+    begin = max((m.end() for m in _SENTENCE.finditer(text, 0, start)), default=0)
+    stop = next((m.start() for m in _SENTENCE.finditer(text, end)), len(text))
+    return text[begin:stop]
+
+
 def asks_sizing(question: str) -> bool:
     """Whether a question asks how many GPUs, or how much memory, a model needs."""
     return bool(_ASKS_SIZING.search(normalize(question)))
@@ -984,7 +1015,11 @@ def weights_note(question: str) -> dict[str, str] | None:
     power of two as tensor-parallel sizes are, which holds whatever the asker has."""
     x = extract(question)
     text = _KV_DTYPE.sub(" ", x.text)
-    stated = _EIGHT_BIT.search(text) or _FOUR_BIT.search(text) or _SIXTEEN_BIT.search(text)
+    # The format is the one said with the model, in its sentence: "Our other services all run
+    # bf16" after "DeepSeek-R1 671B: how many H200?" is not the model's (review).
+    model = next((q for q in x.quantities if q.unit == "params" and q.usable), None)
+    said = text if model is None else _model_sentence(text, model.start, model.end)
+    stated = _EIGHT_BIT.search(said) or _FOUR_BIT.search(said) or _SIXTEEN_BIT.search(said)
     if _SPREAD.search(text) or (_OWN_FORMAT.search(text) and not stated):
         return None  # offloaded, split over pipeline stages, or a checkpoint of its own format: no sure bound
     sizes = {q.value for q in x.quantities if q.unit == "params" and q.usable}
@@ -994,7 +1029,7 @@ def weights_note(question: str) -> dict[str, str] | None:
     if len(sizes) != 1 or len(memories) > 1:
         return None
     # "GPTQ-Int8", "Q8_0 GGUF": the bits named win over a format that is usually 4-bit
-    per_param = Decimal(1) if _EIGHT_BIT.search(text) else Decimal("0.5") if _FOUR_BIT.search(text) else Decimal(2)
+    per_param = Decimal(1) if _EIGHT_BIT.search(said) else Decimal("0.5") if _FOUR_BIT.search(said) else Decimal(2)
     fmt = "4bit" if per_param == Decimal("0.5") else "8bit" if per_param == 1 else "16bit"
     quantize = _msg("weights.quantize") if fmt == "16bit" else {lang: "" for lang in LANGS}
     params = sizes.pop()

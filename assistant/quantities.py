@@ -54,6 +54,7 @@ _CHANGE_GAP = re.compile(r" ?(?:改成了?|改为|改到|换成了?|调成了?|�
 _SEPARATOR = re.compile(r"[,;!?()\[\]\n]|\. ")
 _POST_FILLER = re.compile(r" ?(?:个|块|张|台|层|条|路|位|of|的|x)? ?")
 _FRACTION = re.compile(r"0?\.\d+")
+_RIGHT_BEFORE = re.compile(r" ?[=:]? ?")
 _APPROX = re.compile(r"大概|大约|约|~|≈|about|around|roughly|approx|左右|上下|估计|差不多")
 _AFTER_APPROX = re.compile(r" ?(?:左右|上下|or so|-ish)")
 # A size said to be per token, right beside the number, is the KV bytes per token whatever
@@ -106,7 +107,9 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     (r"gpu[ _-]?memory[ _-]?utili[sz]ation|gpu[ _-]?mem(?:ory)?[ _-]?util|memory[ _-]?utili[sz]ation|显存利用率|显存占用率|显存比例",
      _roles(("gpu_memory_utilization", NAME, "pre"))),
     # Shortened names of the flag: read only for a fraction written as the flag takes it (0.92).
-    (r"gpu[ _-]?util(?:i[sz]ation)?|(?<!gpu )util(?:i[sz]ation)?|(?<![算计])利用率|显存使用率", _roles(("utilization_loose", NAME, "pre"))),
+    # Not CPU, KV-cache, bandwidth or compute utilization (review).
+    (r"gpu[ _-]?util(?:i[sz]ation)?|(?<![a-z] )(?<![a-z])(?<!带宽)(?<!算力)(?<!计算)(?<!缓存)(?<!cache)(?<!cache )利用率|显存使用率",
+     _roles(("utilization_loose", NAME, "pre"))),
     (r"top[ _-]?logprobs|num[ _-]?logprobs|logprobs", _roles(("top_logprobs", NAME, "pre"))),
     (r"max[ _-]?batch(?:[ _-]?size)?|max[ _-]?bsz|batch[ _-]?slots?", _roles(("max_batch", NAME, "pre"))),
     (r"mtp[ _-]?tokens|num[ _-]?speculative[ _-]?tokens", _roles(("mtp_tokens", NAME, "pre"))),
@@ -140,7 +143,7 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     (r"输出|outputs?|completions?|generations?|生成|decode|decoding|osl|回复|回答", _roles(("output", MOD, "pre"))),
     # "2k in + 6k out": in and out only right after a number, in such a pair.
     (r"(?<=[\dk] )in(?= ?(?:\+|and|plus|&|,|/))", _roles(("input_tokens", NOUN, "post"))),
-    (r"(?<=[\dk] )out\b", _roles(("output_tokens", NOUN, "post"))),
+    (r"(?<=[\dk] )out\b(?![ -]of)", _roles(("output_tokens", NOUN, "post"))),  # not "3 out of 10", "2 out-of-memory crashes"
     (r"gpu kv cache size|kv[ _-]?cache[ _-]?blocks?|kv[ _-]?blocks?|gpu[ _-]?blocks?|cache blocks?", _roles(("num_blocks", NOUN, "post"))),
     # Memory given to the KV cache, in bytes ("Available KV cache memory: 20.5 GiB", "24 GB free for KV cache").
     (r"available kv[ _-]?cache memory|kv[ _-]?cache memory|kv ?cache ?(?:的 ?)?可用显存|kv ?cache ?显存|kv ?缓存显存"
@@ -467,8 +470,9 @@ def _bind(numbers: list[Quantity], labels: list[_Label], text: str) -> list[Quan
         category = NOUN if role.category == IGNORE else role.category
         if category in slots[ni] or (li, ri) in used:
             continue
-        if role.kind == "utilization_loose" and not _FRACTION.fullmatch(numbers[ni].text.strip()):
-            continue  # "gpu util 0.92" is the flag's value; "GPU 利用率 100%" is how busy the card is
+        if role.kind == "utilization_loose" and not (_FRACTION.fullmatch(numbers[ni].text.strip())
+                                                      and _RIGHT_BEFORE.fullmatch(text[labels[li].end:numbers[ni].start])):
+            continue  # "gpu util 0.92" is the flag's value; "GPU 利用率 100%", "gpu util at 0.92 in nvidia-smi" how busy the card is
         if category in (NAME, NOUN) and (NAME in slots[ni] or NOUN in slots[ni]):
             continue  # a name and a noun both decide what a number is; the nearest one does
         slots[ni][category] = role.kind if role.category != IGNORE else "ignore"

@@ -219,6 +219,8 @@ def _ignored_families(index: KBIndex) -> frozenset[str]:
 
 
 _UNDERSCORED = re.compile(r"\w+_\w+")
+# A name with letters and digits (h100, qwen2.5, xid79); a bare number, time or date is none (review).
+_IDENTIFIER = re.compile(r"[a-z][a-z.-]*\d|\d[\d.-]*[a-z]")
 
 
 def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarray) -> tuple[np.ndarray, set[str] | None]:
@@ -239,8 +241,8 @@ def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarr
     # Identifiers are written the same in both scripts: a Chinese page about the H100 says
     # "H100". Left out of an English question's shareable terms, "how do I request more H100
     # quota" was fully covered by a Chinese page on hung requests, through 请求 alone. An
-    # identifier has a digit or an underscore (H100, Qwen2.5, CUDA_VISIBLE_DEVICES, error
-    # codes), or is a dashed name the KB writes (--max-model-len, num_requests_waiting);
+    # identifier has letters and a digit, or an underscore (H100, Qwen2.5, CUDA_VISIBLE_DEVICES),
+    # or is a dashed name the KB writes (--max-model-len, num_requests_waiting);
     # a dashed English word ("out-of-memory") is not one. Only the asker's sentences are
     # read for them: a pasted error's paths and library versions name no subject.
     if lang == "zh":
@@ -252,7 +254,7 @@ def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarr
         underscored = {t for t in index.tokenizer(" ".join(_UNDERSCORED.findall(prose))) if "-" in t}
         own_script = {t for t in tokens if any(is_cjk(ch) for ch in t)} | {
             t for t in query_tokens(index, prose)
-            if any(ch.isdigit() for ch in t) or t in underscored or ("-" in t and index.doc_freq.get(t, 0) > 0)}
+            if _IDENTIFIER.search(t) or t in underscored or ("-" in t and index.doc_freq.get(t, 0) > 0)}
     shared = own_script | set(index.tokenizer(" ".join(extra)))
     return np.where(twinless, index.keyword.scores(tokens), native), shared
 

@@ -504,7 +504,9 @@ _CONTRAST = re.compile(r"(?:(?<!是)不是|不用|而非|而不是|类似|(?<![�
 # After the name, what works elsewhere: "ollama 多卡也没问题", "用 transformers 跑也正常" (also
 # fine: the failure is in the other one), "works fine with lmdeploy" (before it).
 _FINE_AFTER = re.compile(r"[^，,。；;！!？?\n]{0,8}?(?:也|都)(?:没问题|没事|正常|能用|能跑|可以|好好的|ok)")
-_FINE_BEFORE = re.compile(r"(?<![a-z])(?:works?|worked|runs?|ran)\s+(?:(?:fine|ok|okay|well)\s+)?(?:with|on|in|under|using)\s*$")
+# "works on vllm" says vLLM is fine; "runs on SGLang" says where the asker runs (review).
+_FINE_BEFORE = re.compile(r"(?<![a-z])(?:(?:works?|worked)\s+(?:(?:fine|ok|okay|well)\s+)?|(?:runs?|ran)\s+(?:fine|ok|okay|well)\s+)"
+                          r"(?:with|on|in|under|using)\s*$")
 
 
 # Serving engines, as opposed to the stacks that run one for you (KubeAI, Xinference, GPUStack):

@@ -461,7 +461,7 @@ def test_a_symptom_of_two_products_offers_the_other_products_article_with_its_fi
     assert "**vLLM:**" not in single.answer
 
 
-@pytest.mark.parametrize("question", ["what does this assistant know about?", "你能回答什么", "知识库里都有哪些内容", "help"])
+@pytest.mark.parametrize("question", ["what does this assistant know about?", "你能回答什么", "你能回答哪些问题", "知识库里都有哪些内容", "help"])
 def test_asking_what_the_assistant_knows_lists_the_kbs_topics(bundled_settings, bundled_kb, question):
     """"what does this assistant know about?" got the KV-cache article at confidence 0.95 (a newcomer trial)."""
     answer = answer_question(question, bundled_settings, kb=bundled_kb)
@@ -481,3 +481,10 @@ def test_a_sizing_question_gets_the_weights_floor_for_the_card_it_names_even_wit
     assert "34 GiB" in awq.answer and "至少要 2 张" in awq.answer
     unknown = answer_question("DeepSeek-V3 671B 需要几张 H200", bundled_settings, kb=bundled_kb)
     assert "GiB" not in unknown.answer.split("\n\n")[0]
+
+
+@pytest.mark.parametrize("question", ["our model runs on SGLang and crashes with an NCCL error at startup",
+                                      "we run on lmdeploy, requests hang after an hour"])
+def test_running_on_a_product_the_kb_lacks_is_still_refused(bundled_settings, bundled_kb, question):
+    """"works on vllm" sets vLLM aside; "runs on SGLang" says where the asker runs (review)."""
+    assert not answer_question(question, bundled_settings, kb=bundled_kb).grounded

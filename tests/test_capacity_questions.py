@@ -590,3 +590,41 @@ def test_a_listed_card_beside_an_unlisted_one_keeps_the_figure_as_written():
     call = capacity_call("Llama-3.1-8B on one A100 80GB (moved off our H100 box), weights 15 GiB, kv bytes per token 131072, "
                          "how many tokens of KV cache?")
     assert call is not None and call.arguments["gpu_memory_gib"] == 80.0
+
+
+def test_review_misreadings_of_the_days_capacity_changes_stay_fixed():
+    """Found in review of the day's change: each of these gave a wrong number."""
+    from assistant.quantities import extract
+
+    labels = lambda text: [(q.text, q.label) for q in extract(text).quantities]  # noqa: E731
+    assert labels("3 out of 10 requests get truncated") == [("3", ""), ("10", "sessions")]
+    assert labels("we had 2 out-of-memory crashes") == [("2", "")]
+    for busy in ("CPU util 0.3", "CPU 利用率 0.3", "kv cache utilization 0.95 at peak", "gpu util at 0.92 in nvidia-smi"):
+        assert "gpu_memory_utilization" not in [label for _text, label in labels(busy)], busy
+    # A per-GPU figure is each GPU's, in all TP times it.
+    need = capacity_answer("how much memory do 64 sessions of 32k need at 80 KiB per token per GPU with tensor_parallel_size 4?").call.result
+    assert (need["total_gib"], need["per_gpu_gib"]) == (625.0, 156.25)
+    # Words of another clause do not say whose the figure is: asked, not guessed.
+    other = capacity_answer("A100 80GB, tensor_parallel_size 4, weights 131 GiB, KV 320 KiB per token (8 KV heads, so 2 per GPU), "
+                            "max_model_len 8192: how many concurrent requests?")
+    assert other.call is None and other.problems
+    # Data parallel: one replica per GPU, nothing split.
+    dp = capacity_answer("8x A100 80GB with --data-parallel-size 8; weights 16 GiB, KV 128 KiB per token per GPU, max_model_len 32768: "
+                         "how many concurrent requests?").call.result
+    assert dp["max_concurrency_at_max_model_len"] == 14.0
+    # A what-if on the memory share is not answered with the blocks as they are.
+    what_if = capacity_answer("A100 80GB, vllm num_gpu_blocks 2048 at gpu_memory_utilization 0.8, block_size 16, requests 4k tokens. "
+                              "If I raise gpu_memory_utilization to 0.95, how many concurrent requests fit?")
+    assert what_if.tool != "kv_concurrency"
+    # A log from another run is that run's whole model.
+    moved = capacity_answer("On a single H200 vLLM said Model loading took 67.76 GiB. Moving to 2x A100 80GB, kv 160 KiB per token "
+                            "per GPU, max_model_len 32768, how many concurrent requests?").call
+    assert moved.arguments["weights_gib"] == 67.76 and moved.result["max_concurrency_at_max_model_len"] == 7.62
+
+
+@pytest.mark.parametrize("question", ["DeepSeek-R1 671B: how many H200 do we need? Our other services all run bf16.",
+                                      "DeepSeek-R1 671B on H20, how many GPUs? we need it by Q4"])
+def test_a_format_said_apart_from_the_model_is_not_its_format(question):
+    from assistant.calculations import weights_note
+
+    assert weights_note(question) is None  # DeepSeek's own FP8: no guess, as before

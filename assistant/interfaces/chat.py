@@ -266,9 +266,9 @@ def _follow_up(text: str) -> bool:
 
 # The asker says the message starts a new subject: "ok thanks. separate thing: how do I get
 # emergency GPU quota?" was answered with the thread's first question (a 512-token FAQ entry).
-_NEW_SUBJECT = re.compile(r"separate (?:thing|question|issue|topic)|(?:another|different|unrelated|new|other) (?:thing|question|issue|topic)"
-                          r"|unrelated|change of (?:topic|subject)|on another note|by the way|\bbtw\b|换个问题|另(?:外)?(?:一个)?问题"
-                          r"|另一个问题|另外问|顺便问|新问题|不相关|题外话", re.I)
+# Only explicit switches: "btw it still OOMs", "顺便问下，改成 0.95 会不会更好" lean on the thread (review).
+_NEW_SUBJECT = re.compile(r"separate (?:thing|question|issue|topic)|(?:different|unrelated) (?:thing|question|issue|topic|subject)"
+                          r"|unrelated|change of (?:topic|subject)|on another note|换个问题|换个话题|另一个问题|不相关的问题|题外话", re.I)
 
 
 # ---------------------------------------------------------------- rendering

@@ -16,7 +16,7 @@ from oncall_common.errors import AssistantError, BadQuestion
 
 from .. import sse
 from ..dependencies import Client, State, cost_of
-from ..schemas import MODEL_NAME, OPENAI_ERRORS, AskRequest, ChatMessage, ChatRequest
+from ..schemas import MODEL_NAME, OPENAI_ERRORS, OpenAIErrorOut, AskRequest, ChatMessage, ChatRequest
 
 router = APIRouter(tags=["openai-compatible"])
 CHUNK_CHARS = 64  # the answer's tail, after any streamed tokens, goes out in pieces this long
@@ -54,7 +54,7 @@ async def chat_completions(req: ChatRequest, request: Request, state: State, cli
     return await sse.stream(state, request, client, cost_of(ask_req), work, reply.render)
 
 
-@router.get("/v1/models")
+@router.get("/v1/models", responses={401: {"model": OpenAIErrorOut}})
 async def models(client: Client):
     """The one model this server offers, for OpenAI-compatible front ends."""
     return {"object": "list", "data": [{"id": MODEL_NAME, "object": "model", "owned_by": "oncall-assistant"}]}
