@@ -945,10 +945,10 @@ def _after_list(lines: list[str], line: str) -> list[str]:
 
 # Bytes per parameter as a question names the weights' format; bf16/fp16 when it names none.
 # The KV cache's own dtype says nothing about the weights' ("--kv-cache-dtype fp8").
-# GGUF's types need their suffix: a bare "Q4" is a quarter ("we need it by Q4").
-_FOUR_BIT = re.compile(r"awq|gptq|int4|4[ -]?bit|w4a16|q4_[a-z0-9_]+|gguf|nf4|bnb|bitsandbytes|exl2|marlin")
+# GGUF's types need their suffix or the word: a bare "Q4" is a quarter ("we need it by Q4").
+_FOUR_BIT = re.compile(r"awq|gptq|int4|4[ -]?bit|w4a16|q4(?:_[a-z0-9_]+|(?= ?gguf))|gguf|nf4|bnb|bitsandbytes|exl2|marlin")
 _SIXTEEN_BIT = re.compile(r"bf16|fp16|bfloat16|float16|16[ -]?bit|half precision")
-_EIGHT_BIT = re.compile(r"fp8|int8|8[ -]?bit|w8a8|w8a16|q8_[a-z0-9_]+")
+_EIGHT_BIT = re.compile(r"fp8|int8|8[ -]?bit|w8a8|w8a16|q8(?:_[a-z0-9_]+|(?= ?gguf))")
 _SENTENCE = re.compile(r"[.?!] |[。？！\n]")
 _KV_DTYPE = re.compile(r"kv[-_ ]cache[-_ ]dtype[ =:]*\S*")
 # Checkpoints published in FP8 or another format of their own: a size alone says nothing of their bytes.
