@@ -511,7 +511,7 @@ def _plan_kv_bytes(f: _Facts) -> _Plan:
 # A log from another run ("on a single H200 … Model loading took 67.76 GiB. Moving to 2x A100"):
 # its figure is that run's, the whole model at TP 1 (review).
 _ELSEWHERE = re.compile(r"single (?:gpu|card|h\d+|a\d+)|one (?:gpu|card)|\b1 ?(?:x ?)?gpu|单卡|一张卡|moving|move to|moved|migrat|switch(?:ing)? to"
-                        r"|换到|迁移|之前|before", re.I)
+                        r"|换到|迁移", re.I)
 _PER_GPU_WEIGHTS = re.compile(r"(?:model )?loading took[\s:]*(?:about |~)?([\d.]+) ?gi?b", re.I)
 
 

@@ -620,6 +620,10 @@ def test_review_misreadings_of_the_days_capacity_changes_stay_fixed():
     moved = capacity_answer("On a single H200 vLLM said Model loading took 67.76 GiB. Moving to 2x A100 80GB, kv 160 KiB per token "
                             "per GPU, max_model_len 32768, how many concurrent requests?").call
     assert moved.arguments["weights_gib"] == 67.76 and moved.result["max_concurrency_at_max_model_len"] == 7.62
+    # "(before TP)" is about the KV figure, not another run: the log's weights are still per GPU.
+    here = capacity_answer("Model loading took 33.88 GiB, --tensor-parallel-size 2, H100 80GB, KV 320 KiB per token (before TP), "
+                           "max-model-len 16000 — how many concurrent requests fit?").call
+    assert here.arguments["weights_gib"] == 67.76 and here.arguments["kv_bytes_per_token"] == 163840
 
 
 @pytest.mark.parametrize("question", ["DeepSeek-R1 671B: how many H200 do we need? Our other services all run bf16.",
