@@ -159,6 +159,26 @@ def test_openai_compatible_chat_answers_a_follow_up_in_its_conversation(server):
     assert resp.choices[0].message.content
 
 
+def test_a_chat_follow_up_saying_the_fix_failed_is_told_its_first_setting_was_tried(server):
+    """"tried that, still preempting. what next?" got the same fix list, the setting it had
+    tried first (a newcomer trial); the last answer's first fix is what "that" is."""
+    import openai
+
+    from assistant.interfaces.http.routers.openai import tried_first_fix
+
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+    first = "vllm logs say PreemptionMode.RECOMPUTE a lot under load"
+    reply = client.chat.completions.create(model="kb-assistant", messages=[{"role": "user", "content": first}]).choices[0].message.content
+    messages = [{"role": "user", "content": first}, {"role": "assistant", "content": reply},
+                {"role": "user", "content": "tried that, still preempting. what next?"}]
+    text = client.chat.completions.create(model="kb-assistant", messages=messages).choices[0].message.content
+    head = text.split("\n\n", 3)[1]
+    assert "already tried" in head and "`gpu_memory_utilization`" in head
+    # A follow-up that names its own setting, or does not say it failed, is left as it is.
+    assert tried_first_fix("lowered --max-num-seqs too, still preempting", reply) == ""
+    assert tried_first_fix("and with fp8 kv cache?", reply) == ""
+
+
 def test_openai_compatible_chat_carries_the_answers_notes(bundled_settings, bundled_kb, tmp_path):
     """/v1/chat/completions sent `answer` and sources only: the note that an LLM statement cites
     a passage that does not say it, or that the LLM failed and the KB answered, never reached a

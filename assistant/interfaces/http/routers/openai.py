@@ -4,6 +4,7 @@ conversation's first one, as in a Slack thread) and GET /v1/models."""
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from typing import Any
@@ -125,7 +126,37 @@ def conversation_question(messages: list[ChatMessage]) -> str:
     said = [_text(msg) for msg in messages if msg.role == "user"]
     if not said:
         raise BadQuestion("no user message in `messages`", 'add {"role": "user", "content": "…"} to messages')
-    return thread_question(said[-1], said[:-1])
+    question = thread_question(said[-1], said[:-1])
+    replies = [_text(msg) for msg in messages if msg.role == "assistant"]
+    if question != said[-1] and replies:  # a follow-up: "tried that, still failing"
+        question += tried_first_fix(said[-1], replies[-1])
+    return question
+
+
+_FIX_HEADING = re.compile(r"\*\*(?:Fix|解决办法)\*\*")
+_FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]{2,60}")
+_SETTING = re.compile(r"`([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`|(?<![\w-])(--[a-z][\w-]{2,60})")  # `max_num_seqs` or --max-num-seqs
+
+
+def tried_first_fix(follow_up: str, reply: str) -> str:
+    """What "tried that, still failing" refers to: the first setting of the fix the last
+    answer gave, said as tried so the next answer says so ("tried that, still preempting.
+    what next?" got the same fix list, lowering max_num_seqs first, again). Empty when the
+    follow-up names a setting itself, does not say it failed, or the reply had no fix."""
+    from assistant.cleaning import tried_settings
+
+    if not _TRIED_IT.search(follow_up) or _FLAG.search(follow_up) or tried_settings(follow_up):
+        return ""
+    heading = _FIX_HEADING.search(reply)
+    found = _SETTING.search(reply, heading.end()) if heading else None
+    if found is None:
+        return ""
+    name = found.group(1) or found.group(2)
+    return f"（试过 {name}，没用）" if any("\u4e00" <= ch <= "\u9fff" for ch in follow_up) else f" (tried {name}, no effect)"
+
+
+_TRIED_IT = re.compile(r"tried (?:that|it|this)|did(?:n't| not) (?:help|work)|still (?:the same|fail|failing|oom|hang|preempt)"
+                       r"|试过了|试了(?:一下)?|还是不行|还是(?:一样|报错|oom|卡)|没用|不管用|没效果", re.I)
 
 
 def _text(msg: ChatMessage) -> str:
