@@ -510,8 +510,12 @@ def _plan_kv_bytes(f: _Facts) -> _Plan:
 # split again and the KV cache overstated by 45%.
 # A log from another run ("on a single H200 … Model loading took 67.76 GiB. Moving to 2x A100"):
 # its figure is that run's, the whole model at TP 1 (review).
-_ELSEWHERE = re.compile(r"single (?:gpu|card|h\d+|a\d+)|one (?:gpu|card)|\b1 ?(?:x ?)?gpu|单卡|一张卡|moving|move to|moved|migrat|switch(?:ing)? to"
-                        r"|换到|迁移", re.I)
+# Said as another setup: "on a single H200", "earlier", "moving to 2x A100", "之前在 H200 上". Not
+# "moving average", "we moved to vLLM 0.6.3", "switch to fp8 kv cache", "单卡每 token" (per card),
+# nor "(before TP)" beside a KV figure (review).
+_ELSEWHERE = re.compile(r"(?:on|with|using) (?:a |one )?single (?:gpu|card|[ah]\d+)|(?:on|with) one (?:gpu|card)|\b1 ?x ?gpu"
+                        r"|\b(?:earlier|previously)\b|\bbefore,|(?:moving|moved|migrat\w*|switch\w*) (?:it |this |that )?to (?:\d+ ?x|[ah]\d|tp\b|tensor)"
+                        r"|在单卡上?|单卡上|一张卡上|之前在|以前在|换到|迁移到", re.I)
 _PER_GPU_WEIGHTS = re.compile(r"(?:model )?loading took[\s:]*(?:about |~)?([\d.]+) ?gi?b", re.I)
 
 
@@ -945,10 +949,12 @@ def _after_list(lines: list[str], line: str) -> list[str]:
 
 # Bytes per parameter as a question names the weights' format; bf16/fp16 when it names none.
 # The KV cache's own dtype says nothing about the weights' ("--kv-cache-dtype fp8").
-# GGUF's types need their suffix or the word: a bare "Q4" is a quarter ("we need it by Q4").
-_FOUR_BIT = re.compile(r"awq|gptq|int4|4[ -]?bit|w4a16|q4(?:_[a-z0-9_]+|(?= ?gguf))|gguf|nf4|bnb|bitsandbytes|exl2|marlin")
+# GGUF's types need their suffix, or GGUF named in the model's sentence: a bare "Q4" is a
+# quarter ("we need it by Q4"). Q5/Q6 GGUF are neither 4 nor 8 bits: no sure bound (review).
+_FOUR_BIT = re.compile(r"awq|gptq|int4|4[ -]?bit|w4a16|q4_[a-z0-9_]+|gguf|nf4|bnb|bitsandbytes|exl2|marlin")
 _SIXTEEN_BIT = re.compile(r"bf16|fp16|bfloat16|float16|16[ -]?bit|half precision")
-_EIGHT_BIT = re.compile(r"fp8|int8|8[ -]?bit|w8a8|w8a16|q8(?:_[a-z0-9_]+|(?= ?gguf))")
+_EIGHT_BIT = re.compile(r"fp8|int8|8[ -]?bit|w8a8|w8a16|q8_[a-z0-9_]+")
+_GGUF_TYPE = re.compile(r"(?<![a-z0-9])q([2-8])(?:_[a-z0-9_]+)?(?![a-z0-9])")
 _SENTENCE = re.compile(r"[.?!] |[。？！\n]")
 _KV_DTYPE = re.compile(r"kv[-_ ]cache[-_ ]dtype[ =:]*\S*")
 # Checkpoints published in FP8 or another format of their own: a size alone says nothing of their bytes.
@@ -1019,6 +1025,11 @@ def weights_note(question: str) -> dict[str, str] | None:
     # bf16" after "DeepSeek-R1 671B: how many H200?" is not the model's (review).
     model = next((q for q in x.quantities if q.unit == "params" and q.usable), None)
     said = text if model is None else _model_sentence(text, model.start, model.end)
+    gguf_bits = {m.group(1) for m in _GGUF_TYPE.finditer(said) if "gguf" in said or "_" in m.group(0)}
+    if gguf_bits - {"4", "8"} or len(gguf_bits) > 1:
+        return None  # Q5_K_M, Q6_K: between the sizes this note knows
+    if gguf_bits == {"8"}:
+        said += " 8-bit"  # "GGUF Q8", "q8 gguf", "Q8_0"
     stated = _EIGHT_BIT.search(said) or _FOUR_BIT.search(said) or _SIXTEEN_BIT.search(said)
     if _SPREAD.search(text) or (_OWN_FORMAT.search(text) and not stated):
         return None  # offloaded, split over pipeline stages, or a checkpoint of its own format: no sure bound

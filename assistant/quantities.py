@@ -55,6 +55,14 @@ _SEPARATOR = re.compile(r"[,;!?()\[\]\n]|\. ")
 _POST_FILLER = re.compile(r" ?(?:个|块|张|台|层|条|路|位|of|的|x)? ?")
 _FRACTION = re.compile(r"0?\.\d+")
 _RIGHT_BEFORE = re.compile(r" ?[=:]? ?")
+_BUSY = re.compile(r"nvidia-smi|\bsmi\b|shows|showing|显示|监控|dashboard|grafana")
+
+
+def _clause(text: str, at: int) -> str:
+    """The clause of `text` around position `at` (between separators)."""
+    begin = max((m.end() for m in _SEPARATOR.finditer(text, 0, at)), default=0)
+    end = next((m.start() for m in _SEPARATOR.finditer(text, at)), len(text))
+    return text[begin:end]
 _APPROX = re.compile(r"大概|大约|约|~|≈|about|around|roughly|approx|左右|上下|估计|差不多")
 _AFTER_APPROX = re.compile(r" ?(?:左右|上下|or so|-ish)")
 # A size said to be per token, right beside the number, is the KV bytes per token whatever
@@ -107,8 +115,14 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     (r"gpu[ _-]?memory[ _-]?utili[sz]ation|gpu[ _-]?mem(?:ory)?[ _-]?util|memory[ _-]?utili[sz]ation|显存利用率|显存占用率|显存比例",
      _roles(("gpu_memory_utilization", NAME, "pre"))),
     # Shortened names of the flag: read only for a fraction written as the flag takes it (0.92).
-    # Not CPU, KV-cache, bandwidth or compute utilization (review).
-    (r"gpu[ _-]?util(?:i[sz]ation)?|(?<![a-z] )(?<![a-z])(?<!带宽)(?<!算力)(?<!计算)(?<!缓存)(?<!cache)(?<!cache )利用率|显存使用率",
+    # How busy something is, not the flag: "nvidia-smi 显示利用率 0.3", "显卡利用率", "GPU 利用率",
+    # "平均利用率", "内存利用率", "CPU util" (review). Named before the loose names below, it is the
+    # nearer label to their number.
+    (r"(?:gpu|显卡|卡的?|平均|内存|cpu|算力|计算|带宽|缓存|sm|显示|nvidia-smi[^,;\n]{0,16}?) ?(?:的 ?)?(?:利用率|使用率)"
+     r"|(?:cpu|kv[ _-]?cache|cache|bandwidth|compute|sm|average|avg|mean|shows?|showing) ?(?:gpu ?)?util(?:i[sz]ation)?",
+     _roles(("ignore", IGNORE, "pre"))),
+    # Shortened names of the flag: "gpu util 0.92", a bare "利用率 0.9" (only a fraction right after).
+    (r"(?<![a-z] )gpu[ _-]?util(?:i[sz]ation)?|(?<![\w\u4e00-\u9fff])(?<![a-z] )利用率|显存使用率",
      _roles(("utilization_loose", NAME, "pre"))),
     (r"top[ _-]?logprobs|num[ _-]?logprobs|logprobs", _roles(("top_logprobs", NAME, "pre"))),
     (r"max[ _-]?batch(?:[ _-]?size)?|max[ _-]?bsz|batch[ _-]?slots?", _roles(("max_batch", NAME, "pre"))),
@@ -471,7 +485,9 @@ def _bind(numbers: list[Quantity], labels: list[_Label], text: str) -> list[Quan
         if category in slots[ni] or (li, ri) in used:
             continue
         if role.kind == "utilization_loose" and not (_FRACTION.fullmatch(numbers[ni].text.strip())
-                                                      and _RIGHT_BEFORE.fullmatch(text[labels[li].end:numbers[ni].start])):
+                                                      and _RIGHT_BEFORE.fullmatch(text[labels[li].end:numbers[ni].start])
+                                                      and not _BUSY.search(_clause(text, labels[li].start))
+                                                      and not _BUSY.search(text, numbers[ni].end, numbers[ni].end + 24)):
             continue  # "gpu util 0.92" is the flag's value; "GPU 利用率 100%", "gpu util at 0.92 in nvidia-smi" how busy the card is
         if category in (NAME, NOUN) and (NAME in slots[ni] or NOUN in slots[ni]):
             continue  # a name and a noun both decide what a number is; the nearest one does

@@ -174,9 +174,19 @@ def test_a_chat_follow_up_saying_the_fix_failed_is_told_its_first_setting_was_tr
     text = client.chat.completions.create(model="kb-assistant", messages=messages).choices[0].message.content
     head = text.split("\n\n", 3)[1]
     assert "already tried" in head and "`gpu_memory_utilization`" in head
-    # A follow-up that names its own setting, or does not say it failed, is left as it is.
-    assert tried_first_fix("lowered --max-num-seqs too, still preempting", reply) == ""
-    assert tried_first_fix("and with fp8 kv cache?", reply) == ""
+    # A second "tried that" takes the next setting, not the same one again (review).
+    messages += [{"role": "assistant", "content": text}, {"role": "user", "content": "tried that too, no luck"}]
+    third = client.chat.completions.create(model="kb-assistant", messages=messages).choices[0].message.content
+    assert "`gpu_memory_utilization`, `max_num_seqs`" in third.split("\n\n", 3)[1]
+    assert tried_first_fix(reply) == "gpu_memory_utilization" and tried_first_fix(reply, ["gpu_memory_utilization"]) == "max_num_seqs"
+    assert tried_first_fix("### An answer\n\n**Check next** [1]\n\n1. `max_num_seqs`") == ""  # no fix section
+    # Not said to have failed: a question, a negation, 没用 as "not using", 还是 as "or" (review).
+    for not_tried in ("I haven't tried that yet. what does raising it do?", "has anyone tried this on H20?",
+                      "does it still preempt if I use fp8 kv cache?", "我们没用 k8s，裸机部署，这个也适用吗？",
+                      "这是显存不够还是卡的问题？", "lowered --max-num-seqs too, still preempting"):
+        follow = [{"role": "user", "content": first}, {"role": "assistant", "content": reply}, {"role": "user", "content": not_tried}]
+        out = client.chat.completions.create(model="kb-assistant", messages=follow).choices[0].message.content
+        assert "already tried" not in out and "已经试过" not in out, not_tried
 
 
 def test_openai_compatible_chat_carries_the_answers_notes(bundled_settings, bundled_kb, tmp_path):

@@ -626,6 +626,28 @@ def test_review_misreadings_of_the_days_capacity_changes_stay_fixed():
     assert here.arguments["weights_gib"] == 67.76 and here.arguments["kv_bytes_per_token"] == 163840
 
 
+def test_second_review_misreadings_stay_fixed():
+    """The second review of the day's change: each gave a wrong number."""
+    from assistant.calculations import weights_note
+    from assistant.quantities import extract
+
+    base = ("Model loading took 33.88 GiB, --tensor-parallel-size 2, H100 80GB, KV 160 KiB per token per GPU, max-model-len 16000, "
+            "how many concurrent requests?")
+    for prefix in ("", "We moved to vLLM 0.6.3. ", "moving average load is 20 requests. ", "planning to migrate traffic. "):
+        assert capacity_answer(prefix + base).call.arguments["weights_gib"] == 67.76, prefix  # the log's run is this one
+    for elsewhere in ("Earlier on an H200, Model loading took 67.76 GiB. Now --tensor-parallel-size 2 on A100 80GB, KV 160 KiB per "
+                      "token per GPU, max-model-len 32768, how many concurrent requests?",
+                      "之前在 H200 上 Model loading took 67.76 GiB，现在 TP 2 跑 A100 80GB，每张卡每 token KV 160 KiB，max-model-len 32768，能并发多少？"):
+        assert capacity_answer(elsewhere).call.arguments["weights_gib"] == 67.76  # another run's whole model
+    for q8 in ("Qwen2.5-72B GGUF Q8 跑在 4090 上需要几张卡？", "Qwen2.5-72B-Instruct-GGUF Q8 on 4090, how many cards?", "Qwen2.5-72B q8 gguf 需要多少显存"):
+        assert "67 GiB" in weights_note(q8)["en"], q8
+    assert weights_note("Qwen2.5-72B Q6_K GGUF on 4090 how many cards") is None  # neither 4 nor 8 bits
+    for busy in ("nvidia-smi 显示利用率 0.3", "显卡利用率 0.3", "平均利用率 0.3", "内存利用率 0.6", "GPU 利用率 0.3",
+                 "nvidia-smi shows gpu util 0.3", "gpu utilization: 0.3 (nvidia-smi)"):
+        assert [q.label for q in extract(busy).quantities] == [""], busy
+    assert [q.label for q in extract("，利用率 0.9，").quantities] == ["gpu_memory_utilization"]
+
+
 @pytest.mark.parametrize("question", ["DeepSeek-R1 671B: how many H200 do we need? Our other services all run bf16.",
                                       "DeepSeek-R1 671B on H20, how many GPUs? we need it by Q4"])
 def test_a_format_said_apart_from_the_model_is_not_its_format(question):

@@ -119,9 +119,11 @@ def test_a_follow_up_carries_the_threads_first_question():
     assert chat.thread_question("how do I set up prefix caching in FastDeploy?", ["vllm OOM"]) == \
         "how do I set up prefix caching in FastDeploy?"
     # Said to be a new subject: "separate thing: …" was answered with the thread's first question.
-    for switch in ("ok thanks. separate thing: how do I get emergency GPU quota?", "换个问题，GPU 配额怎么申请"):
+    for switch in ("ok thanks. separate thing: how do I get emergency GPU quota?", "换个问题，GPU 配额怎么申请",
+                   "another question: how do I get emergency GPU quota?", "新问题：怎么申请紧急 GPU 配额？"):
         assert chat.thread_question(switch, ["why do answers stop at 512 tokens?"]) == switch
-    for more in ("btw it still OOMs", "顺便问下，改成 0.95 会不会更好", "by the way, same error with --enforce-eager"):  # review
+    for more in ("btw it still OOMs", "顺便问下，改成 0.95 会不会更好", "by the way, same error with --enforce-eager",
+                 "could it be unrelated to the KV cache?"):  # review
         assert chat.thread_question(more, ["vLLM OOM at startup"]) == f"vLLM OOM at startup\n{more}"
     folded = chat.thread_question("接下来呢？", ["显" * 2720])
     assert folded.endswith("\n接下来呢？") and len(folded.encode("utf-8")) <= chat.MAX_QUESTION_BYTES

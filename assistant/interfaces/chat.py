@@ -268,7 +268,8 @@ def _follow_up(text: str) -> bool:
 # emergency GPU quota?" was answered with the thread's first question (a 512-token FAQ entry).
 # Only explicit switches: "btw it still OOMs", "顺便问下，改成 0.95 会不会更好" lean on the thread (review).
 _NEW_SUBJECT = re.compile(r"separate (?:thing|question|issue|topic)|(?:different|unrelated) (?:thing|question|issue|topic|subject)"
-                          r"|unrelated|change of (?:topic|subject)|on another note|换个问题|换个话题|另一个问题|不相关的问题|题外话", re.I)
+                          r"|change of (?:topic|subject)|on another note|换个问题|换个话题|另一个问题|不相关的问题|题外话"
+                          r"|^\W*(?:another|new|other) (?:question|issue|topic)\s*[:：,，-]|^\W*(?:新问题|另外(?:一个)?问题|另外问一?下)\s*[:：,，]", re.I)
 
 
 # ---------------------------------------------------------------- rendering

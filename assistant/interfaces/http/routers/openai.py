@@ -127,36 +127,59 @@ def conversation_question(messages: list[ChatMessage]) -> str:
     if not said:
         raise BadQuestion("no user message in `messages`", 'add {"role": "user", "content": "…"} to messages')
     question = thread_question(said[-1], said[:-1])
-    replies = [_text(msg) for msg in messages if msg.role == "assistant"]
-    if question != said[-1] and replies:  # a follow-up: "tried that, still failing"
-        question += tried_first_fix(said[-1], replies[-1])
+    if question != said[-1]:  # a follow-up: "tried that, still failing"
+        question += _tried_note(messages, said[-1])
     return question
 
 
-_FIX_HEADING = re.compile(r"\*\*(?:Fix|解决办法)\*\*")
+_FIX_HEADING = re.compile(r"\*\*(?:Fix|Fixes|解决办法)\*\*|^#+ *(?:Fix|Fixes|解决办法)\b", re.M)
+_NEXT_HEADING = re.compile(r"^\*\*[^*\n]+\*\*|^#+ ", re.M)
 _FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]{2,60}")
-_SETTING = re.compile(r"`([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`|(?<![\w-])(--[a-z][\w-]{2,60})")  # `max_num_seqs` or --max-num-seqs
+# A setting the fix names: --max-num-seqs, `max_num_seqs`, `kv-cache-ratio`, ENABLE_V1_KVCACHE_SCHEDULER.
+_SETTING = re.compile(r"(?<![\w-])(--[a-z][\w-]{2,60})|`([a-z][a-z0-9]*(?:[_-][a-z0-9]+)+)`|(?<![\w-])([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?![\w-])")
+# Said plainly that the fix was tried and failed; not "haven't tried that yet", "has anyone tried
+# this", "does it still preempt if …", "没用 k8s" (not using), "测试了" or "还是" meaning "or" (review).
+_TRIED_IT = re.compile(r"(?<!n't )(?<!not )(?<!never )(?<!anyone )(?<!nobody )\btried (?:that|it|this|them)\b(?! yet)"
+                       r"|\b(?:that|it|this) did(?:n't| not) (?:help|work|change anything)|\bno (?:luck|effect|difference)\b"
+                       r"|试过了|试了也|试了还是|还是不行|还是一样|没效果|不管用|不起作用", re.I)
 
 
-def tried_first_fix(follow_up: str, reply: str) -> str:
-    """What "tried that, still failing" refers to: the first setting of the fix the last
-    answer gave, said as tried so the next answer says so ("tried that, still preempting.
-    what next?" got the same fix list, lowering max_num_seqs first, again). Empty when the
-    follow-up names a setting itself, does not say it failed, or the reply had no fix."""
+def _tried_note(messages: list[ChatMessage], current: str) -> str:
+    """What "tried that, still failing" refers to: for each follow-up that says so without
+    naming a setting, the first setting of the fix the answer before it gave that was not
+    tried already ("tried that, still preempting. what next?" got the same fix list, with the
+    setting it had tried first). Said as tried, the next answer says so instead of offering
+    it again. Empty when nothing was said to fail, or the answers had no fix."""
     from assistant.cleaning import tried_settings
 
-    if not _TRIED_IT.search(follow_up) or _FLAG.search(follow_up) or tried_settings(follow_up):
+    tried: list[str] = []
+    reply = ""
+    for msg in messages:
+        text = _text(msg)
+        if msg.role == "assistant":
+            reply = text
+        elif msg.role == "user" and reply and _TRIED_IT.search(text) and not _FLAG.search(text) and not tried_settings(text):
+            name = tried_first_fix(reply, tried)
+            if name:
+                tried.append(name)
+    if not tried:
         return ""
+    names = ", ".join(tried)
+    return f"（试过 {names}，没用）" if any("\u4e00" <= ch <= "\u9fff" for ch in current) else f" (tried {names}, no effect)"
+
+
+def tried_first_fix(reply: str, tried: list[str] = ()) -> str:
+    """The first setting the reply's fix section names that is not in `tried`; "" when the
+    reply has no fix section or it names no setting."""
     heading = _FIX_HEADING.search(reply)
-    found = _SETTING.search(reply, heading.end()) if heading else None
-    if found is None:
+    if heading is None:
         return ""
-    name = found.group(1) or found.group(2)
-    return f"（试过 {name}，没用）" if any("\u4e00" <= ch <= "\u9fff" for ch in follow_up) else f" (tried {name}, no effect)"
-
-
-_TRIED_IT = re.compile(r"tried (?:that|it|this)|did(?:n't| not) (?:help|work)|still (?:the same|fail|failing|oom|hang|preempt)"
-                       r"|试过了|试了(?:一下)?|还是不行|还是(?:一样|报错|oom|卡)|没用|不管用|没效果", re.I)
+    after = _NEXT_HEADING.search(reply, heading.end() + 1)
+    for m in _SETTING.finditer(reply, heading.end(), after.start() if after else len(reply)):
+        name = m.group(1) or m.group(2) or m.group(3)
+        if name not in tried:
+            return name
+    return ""
 
 
 def _text(msg: ChatMessage) -> str:
