@@ -765,7 +765,8 @@ def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[s
     # when a sentence says it was tried: lowering that value may still be the fix.
     # One named with no value in the sentence that says it did not help ("调了 --max-model-len
     # 也没用") is only tried: quoted back as "your command line", it read as the setting to change.
-    pasted = {bare(flag) for flag, value in flags.items() if value or bare(flag) not in {bare(name) for name in tried}}
+    tried_names = {bare(name) for name in tried}
+    pasted = {bare(flag) for flag, value in flags.items() if value or bare(flag) not in tried_names}
     said = [f"`{name}`" for name in tried if in_article(name) and bare(name) not in pasted]
     named = [f"`{flag}{' ' + value if value and flag.startswith('--') else ('=' + value if value else '')}`"
              for flag, value in flags.items() if in_article(flag) and bare(flag) in pasted]

@@ -32,7 +32,15 @@ GIB = Decimal(2**30)
 # 81,920 MiB, a 4090 24,564) are not listed: read as GiB, they are right already.
 CARD_MEMORY = {"a10": (24, 23028), "a10g": (24, 23028), "l4": (24, 23034), "l40": (48, 46068), "l40s": (48, 46068),
                "t4": (16, 15360), "h100": (80, 81559), "h800": (80, 81559), "h20": (96, 97871), "h200": (141, 143771)}
-_CARD = re.compile(r"(?<![a-z0-9])(a10g?|l40s?|l4|t4|h100|h800|h20|h200)(?![a-z0-9])")
+
+
+def _card_pattern(names, plural: str = "") -> re.Pattern:
+    """A regex for the card names of a table, longest first ("a10g" before "a10", "h200" before "h20")."""
+    alternatives = "|".join(sorted(names, key=len, reverse=True))
+    return re.compile(rf"(?<![a-z0-9])({alternatives}){plural}(?![a-z0-9])")
+
+
+_CARD = _card_pattern(CARD_MEMORY)
 # Cards whose sold figure is their binary memory already: named beside a listed one, the figure
 # may be theirs ("an A100 80GB, moved off our H100 box").
 _OTHER_CARD = re.compile(r"(?<![a-z0-9])(?:a100|a800|a6000|a40|a30|4090|3090|v100|l20|mi\d{3}x?|910b?)(?![a-z0-9])")
@@ -41,7 +49,7 @@ _OTHER_CARD = re.compile(r"(?<![a-z0-9])(?:a100|a800|a6000|a40|a30|4090|3090|v10
 # Cards sold in one memory size, so named alone they say it (MiB as nvidia-smi reports): a
 # sizing question names the card, not its memory ("DeepSeek-V3 FP8 需要几张 H200").
 ONE_SIZE_CARDS = {**{card: mib for card, (_sold, mib) in CARD_MEMORY.items()}, "4090": 24564, "3090": 24576, "l20": 46068}
-_ONE_SIZE_CARD = re.compile(r"(?<![a-z0-9])(a10g?|l40s?|l4|l20|t4|h100|h800|h20|h200|4090|3090)(?:s|es)?(?![a-z0-9])")
+_ONE_SIZE_CARD = _card_pattern(ONE_SIZE_CARDS, plural="(?:s|es)?")
 
 
 def _one_size_card(text: str) -> tuple[str, Decimal] | None:
@@ -507,12 +515,10 @@ def _plan_kv_bytes(f: _Facts) -> _Plan:
 
 # vLLM logs "Model loading took N GiB" per worker, so per GPU: the tool's weights are the
 # whole model's, split over tensor_parallel_size. Taken as the whole, 33.88 GiB at TP 2 was
-# split again and the KV cache overstated by 45%.
-# A log from another run ("on a single H200 … Model loading took 67.76 GiB. Moving to 2x A100"):
-# its figure is that run's, the whole model at TP 1 (review).
-# Said as another setup: "on a single H200", "earlier", "moving to 2x A100", "之前在 H200 上". Not
-# "moving average", "we moved to vLLM 0.6.3", "switch to fp8 kv cache", "单卡每 token" (per card),
-# nor "(before TP)" beside a KV figure (review).
+# split again and the KV cache overstated by 45%. A log said to come from another setup ("on a
+# single H200", "earlier", "moving to 2x A100", "之前在 H200 上") holds that run's whole model;
+# "moving average", "we moved to vLLM 0.6.3", "单卡每 token" (per card) and "(before TP)" beside
+# a KV figure say no such thing (review).
 _ELSEWHERE = re.compile(r"(?:on|with|using) (?:a |one )?single (?:gpu|card|[ah]\d+)|(?:on|with) one (?:gpu|card)|\b1 ?x ?gpu"
                         r"|\b(?:earlier|previously)\b|\bbefore,|(?:moving|moved|migrat\w*|switch\w*) (?:it |this |that )?to (?:\d+ ?x|[ah]\d|tp\b|tensor)"
                         r"|在单卡上?|单卡上|一张卡上|之前在|以前在|换到|迁移到", re.I)

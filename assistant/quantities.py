@@ -56,13 +56,6 @@ _POST_FILLER = re.compile(r" ?(?:个|块|张|台|层|条|路|位|of|的|x)? ?")
 _FRACTION = re.compile(r"0?\.\d+")
 _RIGHT_BEFORE = re.compile(r" ?[=:]? ?")
 _BUSY = re.compile(r"nvidia-smi|\bsmi\b|shows|showing|显示|监控|dashboard|grafana")
-
-
-def _clause(text: str, at: int) -> str:
-    """The clause of `text` around position `at` (between separators)."""
-    begin = max((m.end() for m in _SEPARATOR.finditer(text, 0, at)), default=0)
-    end = next((m.start() for m in _SEPARATOR.finditer(text, at)), len(text))
-    return text[begin:end]
 _APPROX = re.compile(r"大概|大约|约|~|≈|about|around|roughly|approx|左右|上下|估计|差不多")
 _AFTER_APPROX = re.compile(r" ?(?:左右|上下|or so|-ish)")
 # A size said to be per token, right beside the number, is the KV bytes per token whatever
@@ -114,7 +107,6 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     (r"head[ _-]?dim(?:ension)?|head[ _-]?size|头维度|每个头的?维度", _roles(("head_dim", NAME, "pre"))),
     (r"gpu[ _-]?memory[ _-]?utili[sz]ation|gpu[ _-]?mem(?:ory)?[ _-]?util|memory[ _-]?utili[sz]ation|显存利用率|显存占用率|显存比例",
      _roles(("gpu_memory_utilization", NAME, "pre"))),
-    # Shortened names of the flag: read only for a fraction written as the flag takes it (0.92).
     # How busy something is, not the flag: "nvidia-smi 显示利用率 0.3", "显卡利用率", "GPU 利用率",
     # "平均利用率", "内存利用率", "CPU util" (review). Named before the loose names below, it is the
     # nearer label to their number.
@@ -474,6 +466,13 @@ def _resolve(q: Quantity, name: str, mod: str, noun: str) -> tuple[str, str]:
     if noun == "tokens":
         return "tokens", unit  # tokens of no stated kind; the router decides whether that is enough
     return "", unit
+
+
+def _clause(text: str, at: int) -> str:
+    """The clause of `text` around position `at` (between separators)."""
+    begin = max((m.end() for m in _SEPARATOR.finditer(text, 0, at)), default=0)
+    end = next((m.start() for m in _SEPARATOR.finditer(text, at)), len(text))
+    return text[begin:end]
 
 
 def _bind(numbers: list[Quantity], labels: list[_Label], text: str) -> list[Quantity]:
