@@ -20,6 +20,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Callable
 
 from .i18n import LANGS, catalog, pick_lang, t, texts
+from .model_shapes import ModelShape, named_model
 from .quantities import Extraction, Quantity, extract, normalize
 
 if TYPE_CHECKING:
@@ -126,7 +127,7 @@ _ASK_SEQS = re.compile(r"max[_ -]?num[_ -]?seqs|how many (?:seqs|sequences|reque
 _VLLM = re.compile(r"vllm")
 _FASTDEPLOY = re.compile(r"fastdeploy|num_blocks_global|total_block_num|kv_cache_ratio")
 
-LOG_KEYS = {"num_blocks_global": "num_blocks", "total_block_num": "num_blocks", "block_size": "block_size",
+LOG_KEYS = {"num_blocks_global": "num_blocks", "total_block_num": "num_blocks", "num_gpu_blocks": "num_blocks", "block_size": "block_size",
             "kv_cache_tokens": "kv_cache_tokens", "max_concurrency_tokens": "max_concurrency_tokens",
             "max_concurrency_x": "max_concurrency_x", "prefill_kvcache_block_num": "prefill_blocks",
             "kv_cache_memory_gib": "kv_cache_memory", "kv_cache_ratio": "kv_cache_ratio"}
@@ -211,19 +212,49 @@ class CapacityAnswer:
 
 # ---------------------------------------------------------------- facts: question first, then log
 
+# A last line that changes one of the values before it: a chat follow-up folded under the
+# thread's first question ("and with 32768?", "那如果 max-model-len 改成 16k 呢"), or a what-if.
+_FOLLOW_ON = re.compile(r"^\W*(?:and|what about|how about|then|with|那|那么|那如果|如果|要是|假如|换成|改成)\b|" + _WHAT_IF.pattern, re.I)
+FOLLOW_ON_CHARS = 100
+# The values such a line may change; a log's figures (GPU KV cache size) are not settings.
+_ADJUSTABLE = ("max_model_len", "tokens_per_request", "max_num_seqs", "gpu_memory_utilization", "block_size",
+               "tensor_parallel_size", "sessions", "input_tokens", "output_tokens", "kv_cache_ratio", "gpu_memory")
+
+
+def _follow_on_span(question: str, norm: str) -> tuple[int, int] | None:
+    """Where, in the normalised text, a last line that changes an earlier value sits."""
+    lines = [line for line in question.splitlines() if line.strip()]
+    if len(lines) < 2 or len(lines[-1]) > FOLLOW_ON_CHARS or not _FOLLOW_ON.search(lines[-1].strip()):
+        return None
+    last = normalize(lines[-1])
+    return (len(norm) - len(last), len(norm)) if last and norm.endswith(last) else None
+
+
 class _Facts:
     """The values of one question (and its log), with the problems found while reading them."""
 
-    def __init__(self, x: Extraction, log_numbers: dict[str, float] | None):
+    def __init__(self, x: Extraction, log_numbers: dict[str, float] | None, question: str = ""):
         self.x = x
+        self.problems: list[dict[str, str]] = []
+        self.notes: list[dict[str, str]] = []
+        self._reported: set[str] = set()
+        self.latest = _follow_on_span(question, x.text) if question else None
+        self.follow: dict[str, Quantity] = {}  # a bare number of the last line, bound to the one value it can change
+        if self.latest is not None:
+            inside = [q for q in x.quantities if self._in_latest(q)]
+            bare = [q for q in inside if not q.label and q.usable and q.unit in ("count", "ratio", "bytes")]
+            if len(bare) == 1 and not any(q.label for q in inside):
+                labels = {q.label for q in x.quantities if q.label in _ADJUSTABLE and not self._in_latest(q) and q.unit == bare[0].unit}
+                if len(labels) == 1:  # "and with 32768?" after max-model-len 8192
+                    self.follow[labels.pop()] = bare[0]
+                elif labels:  # after max-model-len 8192 and max-num-seqs 256: which one it changes is asked
+                    names = {lang: t("calculations.sep.list", lang).join(_name(k, lang) for k in sorted(labels)) for lang in LANGS}
+                    self._report("follow_up", _msg("follow_up_which", value=bare[0].text, names=names))
         self.log: dict[str, list[tuple[str, Decimal]]] = {}
         for raw_key, number in (log_numbers or {}).items():
             key = LOG_KEYS.get(raw_key)
             if key is not None and number is not None and number > 0:
                 self.log.setdefault(key, []).append((raw_key, Decimal(str(number)) * LOG_SCALE.get(raw_key, 1)))
-        self.problems: list[dict[str, str]] = []
-        self.notes: list[dict[str, str]] = []
-        self._reported: set[str] = set()
 
     def has(self, key: str) -> bool:
         return self.x.has(key) or key in self.log
@@ -231,15 +262,26 @@ class _Facts:
     def asked(self, key: str) -> bool:
         return self.x.has(key)
 
+    def _in_latest(self, q: Quantity) -> bool:
+        return self.latest is not None and self.latest[0] <= q.start < self.latest[1]
+
     def get(self, key: str) -> Value | None:
         """The one value for `key`. Two different values, a range or a bad number become a problem
-        (asked about) and None; a question value wins over the log's, with a note when they differ."""
+        (asked about) and None; a question value wins over the log's, with a note when they differ.
+        A follow-on last line's value replaces the earlier one ("and with 32768?"), said in a note."""
         found = self.x.by_label(key)
+        if key in self.follow:
+            found = found + [replace(self.follow[key], label=key)]
         bad = [q for q in found if not q.usable]
         if bad:
             self._problem(key, bad[0])
             return None
         values = sorted({q.value for q in found})
+        later = [q for q in found if self._in_latest(q)]
+        if len(values) > 1 and later and len({q.value for q in later}) == 1 and len(later) < len(found):
+            old = next(q for q in found if not self._in_latest(q))
+            self.notes.append(_msg("follow_up_value", name=_names(key), new=later[0].text, old=old.text))
+            found, values = later[:1], [later[0].value]
         if len(values) > 1:
             self._report(key, _msg("twice_in_question", name=_names(key), values=_join(q.text for q in found)))
             return None
@@ -365,9 +407,10 @@ def _tensor_parallel(f: _Facts) -> Value | None:
 
 def _framework(facts: _Facts) -> str:
     text = facts.x.text
-    if _FASTDEPLOY.search(text) or "num_blocks" in facts.log and "kv_cache_tokens" not in facts.log:
+    vllm_blocks = any(raw == "num_gpu_blocks" for raw, _ in facts.log.get("num_blocks", ()))  # V0's "# GPU blocks: N"
+    if _FASTDEPLOY.search(text) or "num_blocks" in facts.log and "kv_cache_tokens" not in facts.log and not vllm_blocks:
         return "fastdeploy"
-    return "vllm" if _VLLM.search(text) or "kv_cache_tokens" in facts.log else "fastdeploy"
+    return "vllm" if _VLLM.search(text) or "kv_cache_tokens" in facts.log or vllm_blocks else "fastdeploy"
 
 
 def _block_size(plan: _Plan) -> None:
@@ -513,6 +556,36 @@ def _plan_kv_bytes(f: _Facts) -> _Plan:
     return plan
 
 
+def _plan_model_shape(f: _Facts, model: ModelShape) -> _Plan:
+    """kv_bytes_per_token from the built-in table of published shapes ("Qwen2.5-7B" names
+    28 layers, 4 KV heads, head_dim 128), for a question that names the model but not them."""
+    plan = _Plan("kv_bytes_per_token", f)
+    for key, value, field_name in (("num_layers", model.layers, "num_hidden_layers"), ("num_kv_heads", model.kv_heads, "num_key_value_heads"),
+                                   ("head_dim", model.head_dim, "head_dim")):
+        plan.need(key, key, Value(key, value, "model", f"{model.name} config.json `{field_name}`"))
+    if f.x.kv_cache_dtype:
+        plan.args["dtype"] = f.x.kv_cache_dtype
+        plan.values.append(Value("dtype", f.x.kv_cache_dtype, "question", "--kv-cache-dtype"))
+    else:  # vLLM's --kv-cache-dtype auto keeps the model's bf16, whatever format its weights are in
+        plan.args["dtype"] = "bfloat16"
+        plan.values.append(Value("dtype", "bfloat16", "model", f"{model.name} `torch_dtype`, --kv-cache-dtype auto"))
+    plan.optional("tensor_parallel_size", _tensor_parallel(f))
+    plan.notes.append(_msg("model_table", name=model.name))
+    return plan
+
+
+def _table_weights(f: _Facts) -> Value | None:
+    """The weights of a model the table knows, in bf16: its parameters × 2 bytes. Not for a
+    quantized checkpoint (AWQ, FP8, GGUF…): those keep some layers in bf16 and add scales, so
+    parameters × bits is no sure figure, and vLLM's "Model loading took" is asked for instead."""
+    model = named_model(f.x.text)
+    text = _KV_DTYPE.sub(" ", f.x.text)
+    if model is None or _FOUR_BIT.search(text) or _EIGHT_BIT.search(text) or _GGUF_TYPE.search(text) or _OWN_FORMAT.search(text):
+        return None
+    weights = model.params_b * Decimal(10**9) * 2
+    return Value("weights", _number(weights), "model", f"{model.name}: {_plain(model.params_b)}B × 2 B (bf16)", True)
+
+
 # vLLM logs "Model loading took N GiB" per worker, so per GPU: the tool's weights are the
 # whole model's, split over tensor_parallel_size. Taken as the whole, 33.88 GiB at TP 2 was
 # split again and the KV cache overstated by 45%. A log said to come from another setup ("on a
@@ -538,6 +611,8 @@ def _plan_kv_capacity(f: _Facts) -> list[_Plan]:
         plan.notes.append(_msg("weights.per_gpu_log", text=weights.written, tp=tp_value.value))
         weights = replace(weights, value=_number(Decimal(str(weights.value)) * int(tp_value.value)),
                           written=f"{tp_value.value} × {weights.written}")
+    if weights is None and "weights" not in f._reported:
+        weights = _table_weights(f)
     plan.need("weights", "weights_gib", weights, gib)
     util = f.get("gpu_memory_utilization")
     if util is not None:
@@ -563,6 +638,8 @@ def _plan_kv_capacity(f: _Facts) -> list[_Plan]:
     elif any(f.asked(k) for k in ("num_layers", "num_kv_heads", "head_dim", "kv_lora_rank")):
         shape = _plan_kv_bytes(f)
         plans.insert(0, shape)  # its result fills kv_bytes_per_token when the chain runs
+    elif (model := named_model(f.x.text)) is not None:
+        plans.insert(0, _plan_model_shape(f, model))
     else:
         plan.missing.append("kv_bytes_per_token")
     return plans
@@ -584,6 +661,8 @@ def _plan_kv_memory(f: _Facts) -> list[_Plan]:
         plan.need("kv_bytes_per_token", "kv_bytes_per_token", given)
     elif any(f.asked(k) for k in ("num_layers", "num_kv_heads", "head_dim", "kv_lora_rank")):
         plans.insert(0, _plan_kv_bytes(f))  # its result fills kv_bytes_per_token when the chain runs
+    elif (model := named_model(f.x.text)) is not None:
+        plans.insert(0, _plan_model_shape(f, model))
     else:
         plan.missing.append("kv_bytes_per_token")
     return plans
@@ -607,6 +686,8 @@ def _plan_kv_needed(f: _Facts) -> list[_Plan]:
         return [plan]
     if any(f.asked(k) for k in ("num_layers", "num_kv_heads", "head_dim", "kv_lora_rank")):
         return [_plan_kv_bytes(f), plan]  # its result fills kv_bytes_per_token when the chain runs
+    if (model := named_model(f.x.text)) is not None:
+        return [_plan_model_shape(f, model), plan]
     plan.missing.append("kv_bytes_per_token")
     return [plan]
 
@@ -817,9 +898,14 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None) 
     asked = _asking(question)
     question, log_numbers = _pasted_log_apart(question, log_numbers)
     x = extract(question)
-    facts = _Facts(x, log_numbers)
+    facts = _Facts(x, log_numbers, question)
     tool = route(x, facts, asked)
     if tool is None:
+        return None
+    if (tool == "kv_cache_capacity" and _ASKS_SIZING.search(asked) and named_model(x.text) is not None
+            and not facts.has("tensor_parallel_size") and not facts.has("gpu_count")):
+        # "Qwen2.5-72B 32k 需要几张 A100 80G": how many GPUs, which one GPU's KV budget does not
+        # say; the sizing note (weights_note) counts them, with the context's KV cache.
         return None
     chained = {"kv_cache_capacity": _plan_kv_capacity, "kv_tokens_from_memory": _plan_kv_memory, "kv_memory_needed": _plan_kv_needed}
     plans = chained[tool](facts) if tool in chained else [_PLANNERS[tool](facts)]
@@ -834,7 +920,8 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None) 
     answer.problems = facts.problems
     answer.notes += facts.notes
     _note_bystanders(x, answer)
-    if answer.missing and (not _asks_for_a_number(asked) or _other_engine(x.text, _LOGGED_ENGINES)):
+    from_table = any(v.source == "model" for v in answer.values)
+    if (answer.missing or from_table) and (not _asks_for_a_number(asked) or _other_engine(x.text, _LOGGED_ENGINES)):
         # "4090 24G, MAX_INPUT_LENGTH=8191: is it memory or a wrong setting?" states sizes
         # and asks something, but no figure: a list of what a calculation would need, above
         # the answer, only gets in its way. Where to read the missing numbers is said for
@@ -964,7 +1051,8 @@ _GGUF_TYPE = re.compile(r"(?<![a-z0-9])q([2-8])(?:_[a-z0-9_]+)?(?![a-z0-9])")
 _SENTENCE = re.compile(r"[.?!] |[。？！\n]")
 _KV_DTYPE = re.compile(r"kv[-_ ]cache[-_ ]dtype[ =:]*\S*")
 # Checkpoints published in FP8 or another format of their own: a size alone says nothing of their bytes.
-_OWN_FORMAT = re.compile(r"deepseek[-_ ]?(?:v3|r1)|671\s*b\b|kimi[-_ ]?k2|gpt[-_ ]?oss")  # 671B: DeepSeek-V3/R1, FP8
+# R1's distilled models are Qwen and Llama checkpoints in bf16, not R1's own FP8.
+_OWN_FORMAT = re.compile(r"deepseek[-_ ]?(?:v3|r1)(?![-_ ]?distill)|671\s*b\b|kimi[-_ ]?k2|gpt[-_ ]?oss")  # 671B: DeepSeek-V3/R1, FP8
 _SPREAD = re.compile(r"offload|pipeline[-_ ]parallel|(?<![\w-])-pp\b|swap[-_ ]space")
 _ZH_COUNT = re.compile(r"(?<![一两二三四五六七八九十百])([一两二三四五六七八九十]{1,3})\s*(?:张|块)")
 _ZH_DIGITS = {c: i for i, c in enumerate("一二三四五六七八九", 1)} | {"两": 2}
@@ -986,6 +1074,9 @@ _ASKS_SIZING = re.compile(r"(?:几|多少)\s*(?:张|块|个|台)?\s*(?:卡|显�
                           r"|(?:几|多少)\s*(?:张|块)\s*(?=[？?。]|$)"
                           r"|多少\s*显存|显存\s*(?:要|需要)\s*多(?:少|大)"
                           r"|how\s+many\s+(?:gpus?|cards|[ah]\d{2,3}s?|devices)\b|number\s+of\s+gpus"
+                          # will it fit: "单卡 L40S 跑 Qwen2.5-32B 能起来吗", "will Qwen2.5-72B fit on 2x A100"
+                          r"|能(?:不能)?(?:起来|跑起来|跑|放下|装下|部署)(?:吗|[？?])|(?:跑|放|装)得(?:动|起来|下)|够不够|够吗|够用吗"
+                          r"|\bwill\s+(?:it|this|that|the\s+model|\S+)\s+fit\b|\b(?:does|would)\s+(?:it|this|that)\s+fit\b|\bfit\s+on\b.{0,40}\?|enough\s+(?:gpu\s+)?(?:memory|vram)"
                           r"|how\s+much\s+(?:gpu\s+)?(?:memory|vram)|what\s+gpus?\s+(?:do|would|should)\s+i\s+need")
 # The common serving GPUs' classes as sold (GB) and the least memory a card of the class
 # reports (GiB): an H100 80GB has 79.6, an L40S 44.5, an A10 22.5.
@@ -1050,7 +1141,12 @@ def weights_note(question: str) -> dict[str, str] | None:
     fmt = "4bit" if per_param == Decimal("0.5") else "8bit" if per_param == 1 else "16bit"
     quantize = _msg("weights.quantize") if fmt == "16bit" else {lang: "" for lang in LANGS}
     params = sizes.pop()
+    model = named_model(x.text)
+    if model is not None and fmt == "16bit" and abs(model.params_b - params) <= params / 5:
+        params = model.params_b  # "Qwen2.5-7B" has 7.61B: the name's 7 left a GiB out of its bf16 weights
     weights = params * Decimal(10**9) * per_param / GIB
+    if _ASKS_SIZING.search(text) and model is not None and (kv := _context_kv(x, model)) is not None:
+        return _weights_with_kv(x.text, params, weights, per_param, fmt, model, *kv)
     if memories:
         memory = memories.pop()
         card = card_memory(x.text, memory)
@@ -1077,6 +1173,41 @@ def weights_note(question: str) -> dict[str, str] | None:
         on_top = _msg("weights.kv_on_top")
         note = {lang: note[lang] + on_top[lang] for lang in LANGS}
     return note
+
+
+def _context_kv(x: Extraction, model: ModelShape) -> tuple[int, int, Decimal] | None:
+    """(tokens per request, requests, KV GiB) for a sizing question that states one context
+    length ("128k context", "max-model-len 32768") of a model the table knows, at the KV
+    dtype the question sets (bf16, vLLM's auto, when none)."""
+    lengths = {q.value for q in x.by_label("max_model_len") + x.by_label("tokens_per_request") if q.usable}
+    sessions = {q.value for q in x.by_label("sessions") if q.usable}
+    if len(lengths) != 1 or len(sessions) > 1:
+        return None
+    tokens, requests = int(lengths.pop()), int(sessions.pop()) if sessions else 1
+    dtype_bytes = 1 if x.kv_cache_dtype and "8" in x.kv_cache_dtype else 2
+    kv = Decimal(model.kv_bytes_per_token(dtype_bytes)) * tokens * requests / GIB
+    return tokens, requests, kv
+
+
+def _weights_with_kv(text: str, params: Decimal, weights: Decimal, per_param: Decimal, fmt: str, model: ModelShape,
+                     tokens: int, requests: int, kv: Decimal) -> dict[str, str]:
+    """The sizing answer when the model's shape is known: weights plus the KV cache of the
+    stated context, and the least GPUs of each common size that hold both. Only a floor: it
+    counts the whole of each GPU and nothing for activations, so the real count can only be
+    higher; a named card is counted on its own."""
+    named = _one_size_card(text)
+    x = extract(text)
+    memories = {q.value for q in x.by_label("gpu_memory") if q.usable}
+    sizes = [(named[0].upper(), named[1] / GIB)] if named else (
+        [(f"{_gib(m / GIB)} GiB", m / GIB) for m in memories] if len(memories) == 1 else [(f"{gb} GB", Decimal(gib)) for gb, gib in SIZING_GPUS])
+    total = weights + kv
+    counts = {"en": ", ".join(f"{_least_gpus(total, gib)} × {name}" for name, gib in sizes),
+              "zh": "、".join(f"{name} 的卡 {_least_gpus(total, gib)} 张" for name, gib in sizes)}
+    per_token = model.kv_bytes_per_token(1 if x.kv_cache_dtype and "8" in x.kv_cache_dtype else 2)
+    return _msg("weights.with_kv", params=_plain(params), weights=f"{weights:.0f}", bytes=_plain(per_param),
+                fmt=_msg(f"weights.format_{fmt}"), model=model.name, tokens=f"{tokens:,}",
+                requests={"zh": str(requests), "en": "one request" if requests == 1 else f"{requests} requests"},
+                per_token=f"{per_token / 1024:g}", kv=_gib(kv), total=_gib(total), counts=counts)
 
 
 def _least_gpus(weights: Decimal, gpu: Decimal) -> int:

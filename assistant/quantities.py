@@ -127,11 +127,16 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     (r"qk[ _-]?rope[ _-]?head[ _-]?dim", _roles(("qk_rope_head_dim", NAME, "pre"))),
     (r"gpu ?数量?|卡数|显卡数量?|number of gpus|gpu count|num[ _-]?gpus", _roles(("gpu_count", NAME, "pre"))),
     (r"max[ _-]?model[ _-]?len(?:gth)?|max[ _-]?seq[ _-]?len|max[ _-]?context(?:[ _-]?len(?:gth)?)?|上下文长度|上下文|context[ _-]?length"
-     r"|context[ _-]?window|最大长度|max(?:imum)? length|序列长度|full[ -]length|满长度", _roles(("max_model_len", MOD, "pre"))),
+     r"|context[ _-]?window|最大长度|max(?:imum)? length|序列长度|full[ -]length|满长度"
+     r"|(?<=[\dk] )context\b(?! each| per)", _roles(("max_model_len", MOD, "pre"))),  # "128k context"
     # nouns that need a modifier-like phrase before them
     (r"-?tokens? ?(?:per|/|each|an?|every) ?(?:request|req|session|user|query|prompt|sequence|seq|conversation)s?"
      r"|-?tokens? (?:requests?|sessions?|prompts?|sequences?|conversations?)|tokens? each|token ?的请求|token ?的会话|token ?/ ?请求|token ?每个?请求"
-     r"|(?:tokens? (?:of )?)?context each|(?:tokens? (?:of )?)?context per (?:request|user|session|conversation)",
+     r"|(?:tokens? (?:of )?)?context each|(?:tokens? (?:of )?)?context per (?:request|user|session|conversation)"
+     # a length in k before the thing counted: "how many 32k requests", "50 个 8k 的会话"
+     r"|\s(?<=\dk\s)(?:requests?|reqs?|prompts?|sequences?|seqs|sessions?|conversations?|chats?)\b"
+     r"(?!\s*(?:per|a|an|each|every|/)\s*(?:day|hour|hr|minute|min|second|sec|s)\b)"  # not "10k requests per day"
+     r"|\s(?<=\dk\s)的 ?(?:请求|会话|对话|序列)|的(?<=\dk的) ?(?:请求|会话|对话|序列)",
      _roles(("tokens_per_request", NOUN, "post"))),
     # "200 个并发，每个请求 2k 输入": the whole "每个请求" says per request, so 请求 is no count of requests.
     (r"(?:sessions?|requests?|users?|conversations?|并发) of|(?:个 ?)?会话, ?每个?(?:请求|会话|用户)?|(?:个 ?)?并发, ?每个?(?:请求|会话|用户)?",
@@ -307,6 +312,10 @@ def _read_number(m: re.Match) -> Quantity:
     return Quantity("", value, unit, m.group(0).strip(), m.start(), m.end(), scale=scale, problem=problem)
 
 
+_INPUT_BEFORE = re.compile(r"(?:prompt|input|prefill|输入)s?[\s:：=]*$")
+_OUTPUT_AFTER = re.compile(r"\s*(?:tokens? )?(?:output|completion|generat|decode|输出)")
+
+
 def _merge(numbers: list[Quantity], text: str) -> list[Quantity]:
     """Join "2k + 6k" into one sum, "2k-6k" into a range (ambiguous), "64 改成 128" into the new value."""
     out: list[Quantity] = []
@@ -323,6 +332,10 @@ def _merge(numbers: list[Quantity], text: str) -> list[Quantity]:
             out.append(q)
             continue
         joined = text[prev.start:q.end]
+        if _SUM_GAP.fullmatch(gap) and _INPUT_BEFORE.search(text, max(0, prev.start - 16), prev.start) \
+                and _OUTPUT_AFTER.match(text, q.end):
+            out.append(q)  # "avg prompt 1.5k + 500 output": two figures, each with its own word, not one sum
+            continue
         if _SUM_GAP.fullmatch(gap) and prev.usable and q.usable:
             out[-1] = replace(prev, value=prev.value + q.value, text=joined, end=q.end, scale=prev.scale or q.scale)
         elif _RANGE_GAP.fullmatch(gap):

@@ -424,15 +424,15 @@ def test_a_logged_kv_cache_ratio_is_used_instead_of_the_default():
 
 @pytest.mark.parametrize("question,expect", [
     ("still CUDA OOM during serving. already lowered --gpu-memory-utilization to 0.8, no effect. Qwen2.5-14B on one A10 24GB",
-     ("about 26 GiB", "one 22.5 GiB GPU", "at least 2")),  # an A10 "24GB" reports 23,028 MiB
-    ("Llama-3-70B on 4x 4090 24GB, OOM at start-up", ("about 130 GiB", "4 × 24 GiB = 96 GiB", "at least 8")),  # a power of two
-    ("vllm serve Qwen2.5-72B --tensor-parallel-size 4 on A10 24GB, OOM", ("about 134 GiB", "4 × 22.5 GiB = 90 GiB", "at least 8")),
-    ("vllm serve Qwen2.5-72B -tp 4 on A10 24GB, OOM", ("about 134 GiB", "4 × 22.5 GiB", "at least 8")),
-    ("Qwen2.5-32B --kv-cache-dtype fp8 on a 4090 24GB OOM", ("about 60 GiB", "bf16", "at least 4")),  # the KV cache's dtype
+     ("about 27 GiB", "one 22.5 GiB GPU", "at least 2")),  # an A10 "24GB" reports 23,028 MiB; 14.7B parameters
+    ("Llama-3-70B on 4x 4090 24GB, OOM at start-up", ("about 132 GiB", "4 × 24 GiB = 96 GiB", "at least 8")),  # a power of two
+    ("vllm serve Qwen2.5-72B --tensor-parallel-size 4 on A10 24GB, OOM", ("about 135 GiB", "4 × 22.5 GiB = 90 GiB", "at least 8")),
+    ("vllm serve Qwen2.5-72B -tp 4 on A10 24GB, OOM", ("about 135 GiB", "4 × 22.5 GiB", "at least 8")),
+    ("Qwen2.5-32B --kv-cache-dtype fp8 on a 4090 24GB OOM", ("about 61 GiB", "bf16", "at least 4")),  # the KV cache's dtype
     ("Qwen2.5-72B 用十二张 V100 32GB 启动 CUDA out of memory", None),  # 十二 is 12: 384 GiB hold 134
     ("DeepSeek-V3 671B on 8x H100 80GB", None),  # published in FP8: a size alone does not say its bytes
-    ("vllm 启动 OOM，Qwen2.5-72B，一张 A100 80G", ("about 134 GiB", "one 80 GiB GPU", "at least 2")),
-    ("vllm 启动 OOM，Qwen2.5-72B，两张 A100 80G", None),  # 134 GiB over 160: fits, whatever else fails
+    ("vllm 启动 OOM，Qwen2.5-72B，一张 A100 80G", ("about 135 GiB", "one 80 GiB GPU", "at least 2")),
+    ("vllm 启动 OOM，Qwen2.5-72B，两张 A100 80G", None),  # 135 GiB over 160: fits, whatever else fails
     ("Qwen2.5-7B on a 4090 24GB OOM", None),
     ("Qwen2.5-32B-Instruct-AWQ on a 4090 24G OOM", None),  # 4-bit: about 15 GiB
     ("Qwen2.5-14B on a machine with 16GB RAM, loading is slow", None),  # memory that is not the GPU's
@@ -453,9 +453,8 @@ def test_weights_that_no_setting_fits_are_said_above_the_answer(question, expect
 
 
 @pytest.mark.parametrize("question, expect", [
-    ("Qwen2.5-72B 32k 上下文需要几张卡", ["134 GiB", "2 × 80 GB", "4 × 48 GB", "8 × 24 GB"]),
-    ("how many GPUs do I need to serve Llama-3.1-70B with 128k context?", ["130 GiB", "2 × 80 GB", "8 × 24 GB"]),
-    ("部署 Qwen3-32B 需要多少显存", ["60 GiB", "1 × 80 GB", "2 × 48 GB", "4 × 24 GB"]),
+    ("gemma-2-27b 32k 上下文需要几张卡", ["50 GiB", "1 × 80 GB", "2 × 48 GB", "4 × 24 GB"]),  # a model the shape table lacks
+    ("部署 Qwen3-32B 需要多少显存", ["61 GiB", "1 × 80 GB", "2 × 48 GB", "4 × 24 GB"]),  # 32.8B; no context stated
     # An A10 reports 22.5 GiB: 23 GiB of weights do not fit one "24 GB" card.
     ("Qwen2.5-7B-AWQ how much VRAM", ["3 GiB", "0.5 bytes", "1 × 24 GB"]),
     ("deepseek 671B 要几张 H100", None),  # FP8 as published: its bytes per parameter are not bf16's
@@ -474,6 +473,27 @@ def test_a_sizing_question_without_a_gpu_gets_the_weights_floor_per_gpu_class(qu
         return
     assert note is not None and all(e in note["en"] for e in expect), note
     assert "config.json" in note["en"] and "config.json" in note["zh"] and expect[0] in note["zh"]
+
+
+@pytest.mark.parametrize("question, expect", [
+    # 135 GiB of weights + 32,000 × 320 KiB of KV = 145.2 GiB: 2 × 79, 4 × 44, 8 × 22 GiB hold it.
+    ("Qwen2.5-72B 32k 上下文需要几张卡", ["135 GiB", "9.8 GiB", "145.2 GiB", "2 × 80 GB", "4 × 48 GB", "8 × 24 GB"]),
+    # 132 + 128,000 × 320 KiB (39.1 GiB) = 170.6 GiB: the weights alone fit 2 × 80 GB, with the context 4.
+    ("how many GPUs do I need to serve Llama-3.1-70B with 128k context?", ["132 GiB", "39.1 GiB", "4 × 80 GB", "8 × 24 GB"]),
+    ("how much GPU memory do I need to serve Llama-3.1-8B in bf16 with 128k context?", ["15 GiB", "15.6 GiB", "1 × 48 GB", "2 × 24 GB"]),
+    # 16 users at 131,072: 640 GiB of KV on top of the weights; an H100 reports 79.6 GiB
+    ("how many H100 for Llama-3.1-70B with max-model-len 131072 and 16 concurrent users", ["640 GiB", "771.5 GiB", "16 × H100"]),
+    ("Qwen2.5-72B-AWQ 32k 上下文需要几张 4090", ["34 GiB", "9.8 GiB", "2 × 4090"]),  # the KV cache is bf16 whatever the weights
+])
+def test_a_sizing_question_for_a_known_model_counts_the_contexts_kv_cache(question, expect):
+    """With the model's published shape (assistant/model_shapes.py) the KV cache of the stated
+    context is computed, not only described: "Llama-3.1-70B with 128k context" was told 2 × 80
+    GB for its weights while one such request needs 39 GiB more."""
+    from assistant.calculations import weights_note
+
+    note = weights_note(question)
+    assert note is not None and all(e in note["en"] for e in expect), note
+    assert expect[1] in note["zh"] and "下限" in note["zh"]
 
 
 def test_the_least_count_per_class_uses_the_memory_the_smallest_card_of_the_class_reports():
@@ -542,8 +562,10 @@ def test_a_sizing_question_naming_the_gpu_says_the_weights_count_is_only_the_flo
     floor, while one 128k request's KV cache needs about 40 GiB more."""
     from assistant.calculations import weights_note
 
-    note = weights_note("Llama-3.1-70B-Instruct 要跑 128k 上下文，需要几张 A100 80G？")
-    assert note is not None and "至少要 2 张" in note["zh"] and "KV Cache" in note["zh"] and "KV cache" in note["en"]
+    note = weights_note("Llama-3.1-70B-Instruct 要跑 128k 上下文，需要几张 A100 80G？")  # 132 + 39.1 GiB over 80 GiB cards
+    assert note is not None and "80 GiB 的卡 4 张" in note["zh"] and "39.1 GiB" in note["zh"] and "KV cache" in note["en"]
+    unknown = weights_note("Baichuan2-13B 要跑 128k 上下文，需要几张 4090？")  # no shape known: the weights' floor, said as such
+    assert unknown is not None and "至少要 2 张" in unknown["zh"] and "config.json" in unknown["zh"]
     plain = weights_note("vLLM OOM: Qwen2.5-14B on one A10 24GB")  # no count asked: no sizing caveat
     assert plain is not None and "KV cache" not in plain["en"]
 
@@ -555,7 +577,8 @@ def test_the_weights_note_stays_when_the_calculation_stops_for_a_missing_value(b
 
     answer = answer_question("Qwen2.5-14B on one A10 24GB, will it fit with max-model-len 8192?", bundled_settings,
                              kb=bundled_kb, use_llm=False)
-    assert "the weights alone are about 26 GiB" in answer.answer
+    # "will it fit" asks for a count: the shape table gives the weights and the 8192 tokens' KV cache.
+    assert answer.answer.startswith("**the weights are about 27 GiB") and "at least 2 × A10" in answer.answer
 
 
 def test_a_token_count_in_k_is_said_to_be_read_as_thousands():
@@ -575,7 +598,7 @@ def test_a_token_count_in_k_is_said_to_be_read_as_thousands():
     ("Qwen2.5-72B-Instruct-GPTQ-Int8 需要几张卡", "67 GiB"),  # int8 wins over GPTQ's usual 4 bits
     ("Qwen2.5-72B q8 gguf 需要多少显存", "67 GiB"),
     ("Qwen2.5-72B-GPTQ-Int4 需要几张卡", "34 GiB"),
-    ("Qwen2.5-72B 需要几张？", "134 GiB"),
+    ("Qwen2.5-72B 需要几张？", "135 GiB"),
 ])
 def test_the_weights_note_is_said_only_for_sizing_and_with_the_bits_named(question, expect):
     """Review: a weights figure the asker gave was contradicted by a bf16 guess; "多少个 token"
@@ -654,3 +677,77 @@ def test_a_format_said_apart_from_the_model_is_not_its_format(question):
     from assistant.calculations import weights_note
 
     assert weights_note(question) is None  # DeepSeek's own FP8: no guess, as before
+
+
+@pytest.mark.parametrize("name, shape", [
+    ("Qwen2.5-7B-Instruct", ("Qwen2.5-7B", 57344)), ("qwen2.5:7b", ("Qwen2.5-7B", 57344)),
+    ("Qwen/Qwen2.5-72B-Instruct-AWQ", ("Qwen2.5-72B", 327680)), ("QwQ-32B", ("Qwen2.5-32B", 262144)),
+    ("DeepSeek-R1-Distill-Qwen-32B", ("Qwen2.5-32B", 262144)), ("deepseek-r1-distill-llama-70b", ("Llama-3.3-70B", 327680)),
+    ("Qwen3-30B-A3B-Instruct-2507", ("Qwen3-30B-A3B", 98304)), ("Meta-Llama-3-70B-Instruct", ("Llama-3-70B", 327680)),
+    ("llama3.1:8b", ("Llama-3.1-8B", 131072)), ("Llama-2-7b-chat-hf", ("Llama-2-7B", 524288)),
+    # Not the model the table holds under a similar name, or two models at once: no shape.
+    ("Qwen2-VL-7B", None), ("Qwen2.5-VL-7B-Instruct", None), ("Llama-3.2-11B-Vision", None), ("Qwen3-Coder-30B-A3B", None),
+    ("Qwen3-Next-80B-A3B", None), ("qwen1.5-7b", None), ("Qwen2.5-7B vs Llama-3.1-8B", None), ("Llama-3.1-Nemotron-70B", None),
+])
+def test_the_shape_table_matches_exact_model_names_only(name, shape):
+    """A wrong shape is a confident wrong number: a vision variant or a size the table does not
+    hold must give none, and a name naming two models of different shape too."""
+    from assistant.model_shapes import named_model
+    from assistant.quantities import normalize
+
+    model = named_model(normalize(name))
+    assert (model is None) if shape is None else (model is not None and (model.name, model.kv_bytes_per_token()) == shape)
+
+
+def test_a_table_figure_is_not_computed_for_a_question_that_asks_for_none():
+    """"llama2-13b on lorax, one 4090 24G, MAX_INPUT_LENGTH=8191: memory or a wrong setting?"
+    asks for no figure, and lorax is not vLLM: the table's shape must not start a vLLM budget."""
+    assert capacity_answer("本地 llama2-13b 起 lorax，单卡 4090 24G，设了 MAX_INPUT_LENGTH=8191，这是显存不够还是参数设错了？") is None
+
+
+@pytest.mark.parametrize("question, tool, key, expected, note", [
+    # a chat follow-up folded under the thread's first question: its value replaces the one before
+    ("GPU KV cache size: 458,752 tokens. With --max-model-len 8192 how many concurrent requests?\nand with 32768?",
+     "kv_tokens_concurrency", "concurrent_requests", 14, "in place of 8192"),
+    ("GPU KV cache size: 458,752 tokens. With --max-model-len 8192 how many concurrent requests?\n那如果 max-model-len 改成 16k 呢",
+     "kv_tokens_concurrency", "concurrent_requests", 28, "in place of 8192"),
+    ("GPU KV cache size: 1,310,720 tokens. how many 32k requests can run at once?", "kv_tokens_concurrency", "concurrent_requests", 40, None),
+    ("GPU KV cache size: 1,310,720 tokens，最多同时跑几个 32k 的请求", "kv_tokens_concurrency", "concurrent_requests", 40, None),
+    # 8192 × 16 tokens over 1,500 in + 500 out: 65 (the sum was read as one input of 2,000 and output asked for)
+    ("we have 8192 blocks of 16 tokens, avg prompt 1.5k + 500 output, max-num-seqs 256, how many concurrent?",
+     "kv_concurrency", "concurrent_requests", 65, None),
+    # vLLM V0's start-up line; its block size is vLLM's 16, not FastDeploy's 64
+    ("INFO gpu_executor.py:122] # GPU blocks: 27525, # CPU blocks: 2048\nmax-model-len 8192, how many concurrent requests can run?",
+     "kv_concurrency", "concurrent_requests", 53, None),
+])
+def test_newcomer_capacity_phrasings_are_computed(question, tool, key, expected, note):
+    """From a newcomer's trial: each gave the previous question's number, asked for a value
+    it had been given, or read a figure as another."""
+    answer = capacity_answer(question)
+    assert answer is not None and answer.computed and answer.call.name == tool, explain(answer, "en")
+    assert answer.call.result[key] == expected
+    if note:
+        assert any(note in n["en"] for n in answer.notes)
+
+
+def test_a_follow_up_number_that_could_change_two_values_is_asked_about():
+    answer = capacity_answer("GPU KV cache size: 458,752 tokens. With --max-model-len 8192 and max-num-seqs 256 how many "
+                             "concurrent requests?\nand with 32768?")
+    assert answer is not None and not answer.computed and any("32768" in p["en"] for p in answer.problems)
+
+
+def test_a_rate_or_a_bare_count_is_not_a_request_length():
+    from assistant.quantities import extract
+
+    assert [q.label for q in extract("10k requests per day, how many GPUs?").quantities] != ["tokens_per_request"]
+    assert [(q.text, q.label) for q in extract("64 requests of 32k").quantities] == [("64", "sessions"), ("32k", "tokens_per_request")]
+
+
+@pytest.mark.parametrize("question", ["单卡 L40S 跑 Qwen2.5-32B bf16 能起来吗", "Is there enough memory on an A10 for Qwen2.5-14B?"])
+def test_a_will_it_fit_question_gets_the_weights_arithmetic(question, bundled_settings, bundled_kb):
+    """"单卡 L40S 跑 Qwen2.5-32B bf16 能起来吗" was refused outright: no OOM words for the KB,
+    and "will it start" was not read as asking whether it fits."""
+    from assistant.answer import answer_question
+
+    answer = answer_question(question, bundled_settings, kb=bundled_kb, use_llm=False)
+    assert "GiB" in answer.answer.split("\n\n")[0] and ("放不下" in answer.answer or "more than one" in answer.answer)

@@ -315,6 +315,10 @@ MESSAGES = {
         "zh": '默认值，见下方说明',
         "en": 'default, see the note below',
     },
+    'source.model': {
+        "zh": '内置模型表：{written}',
+        "en": 'built-in model table: {written}',
+    },
     'source.derived': {
         "zh": '推算：{written}',
         "en": 'derived: {written}',
@@ -434,6 +438,16 @@ MESSAGES = {
         "zh": 'vLLM 日志里的 `Model loading took {text}` 是每张卡的权重：按张量并行 {tp} 换算成整个模型的 {tp} × {text} 计算',
         "en": "vLLM's `Model loading took {text}` is the weights on each GPU: counted as {tp} × {text} for the whole model at tensor_parallel_size {tp}",
     },
+    'weights.with_kv': {
+        "zh": '权重约 {weights} GiB（{params}B 参数 × {bytes} 字节，{fmt}）；{requests} 个 {tokens} token 的请求，KV Cache 还要约 {kv} GiB'
+              '（{model} 每 token {per_token} KiB），合计约 {total} GiB。只算这两项就至少要 {counts}（`--tensor-parallel-size` 取 2 的幂）；'
+              '这是下限：按整张卡的显存算，没算激活和 CUDA Graph，也没留 gpu_memory_utilization 的余量，实际往往还要更多',
+        "en": 'the weights are about {weights} GiB ({params}B parameters × {bytes} bytes, {fmt}), and the KV cache for {requests} of {tokens} '
+              'tokens adds about {kv} GiB ({model}: {per_token} KiB per token), about {total} GiB together. '
+              'Those two alone take at least {counts} (`--tensor-parallel-size` takes powers of two); that is a floor: it counts '
+              'each GPU\'s whole memory, nothing for activations or CUDA graphs and no gpu_memory_utilization margin, so the '
+              'real need is often higher',
+    },
     'weights.kv_on_top': {
         "zh": '。这只是放下权重的下限：上下文和并发请求的 KV Cache 还要另外的显存（每 token 2 × 层数 × KV 头数 × '
               'head_dim × 字节数，看模型的 config.json），长上下文往往还要再多几张卡',
@@ -472,6 +486,21 @@ MESSAGES = {
     'default.msgmax': {
         "zh": '问题里没有给 kernel.msgmax，按 Linux 默认值 8192 计算（`sysctl kernel.msgmax` 可查看）',
         "en": 'kernel.msgmax 8192 is the Linux default, used because the question does not give it (`sysctl kernel.msgmax` shows yours)',
+    },
+    'follow_up_value': {
+        "zh": '{name} 按最后一句的 {new} 计算，替换了前面的 {old}',
+        "en": '{name} is the last line\'s {new}, in place of {old} from before',
+    },
+    'follow_up_which': {
+        "zh": '最后一句的 {value} 要替换前面的哪个值：{names}？',
+        "en": "which value does the last line's {value} replace: {names}?",
+    },
+    'model_table': {
+        "zh": '{name} 的层数、KV 头数、head_dim 和参数量取自它公开的 config.json 和模型卡（内置表）；微调模型沿用基座的结构，'
+              '其他模型不一定：如果你的模型不同，请写明层数、KV 头数和 head_dim，或给出 config.json',
+        "en": "{name}'s layers, KV heads, head_dim and parameter count are from its published config.json and model card (a "
+              "built-in table); a fine-tune keeps its base's shape, another model may not: if yours differs, give its layers, KV "
+              "heads and head_dim, or its config.json",
     },
     'kv_model_split': {
         "zh": '{given} 是整个模型每 token 的 KV，按张量并行 {tp} 均分到每张卡（KV 头数少于卡数时会复制，每张卡更多）',

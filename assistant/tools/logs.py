@@ -32,6 +32,8 @@ NUMBERS = {
     # the tokens per request the figure is for, and (as max_concurrency_x) the figure itself
     "max_concurrency_tokens": re.compile(r"Maximum concurrency for (\d[\d,]*) tokens per request:\s*([\d.]+)x"),
     "total_block_num": re.compile(r"total_block_num\s*[:=]\s*(\d+)"),
+    # vLLM's V0 engine: "# GPU blocks: 27525, # CPU blocks: 2048" (the CPU ones are swap space)
+    "num_gpu_blocks": re.compile(r"# GPU blocks:\s*(\d+)"),
     "prefill_kvcache_block_num": re.compile(r"prefill_kvcache_block_num\s*[:=]\s*(\d+)"),
     # FastDeploy prints its settings at start-up ("max_num_seqs: 128, kv_cache_ratio: 0.9"):
     # the decode budget is the server's own ratio, not the documented default.

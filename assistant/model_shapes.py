@@ -1,0 +1,113 @@
+"""The published shapes of the open models people serve most, for capacity questions that
+name a model but not its layers and KV heads.
+
+"Qwen2.5-7B on one 4090, max-model-len 32768: how many at once?" could not be computed: the
+KV bytes per token need the model's layers, KV heads and head_dim, and the asker rarely has
+its config.json at hand. These come from each model's published config.json (and the
+parameter counts from its model card). Only exact names are matched: a fine-tune keeps its
+base's shape, a vision variant or another size does not, and a name this table does not hold
+leaves the figure to the asker, as before. A wrong shape would be a confident wrong number.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    name: str  # as shown in the answer
+    layers: int
+    kv_heads: int
+    head_dim: int
+    params_b: Decimal  # billions of parameters, from the model card
+
+    def kv_bytes_per_token(self, dtype_bytes: int = 2) -> int:
+        """Keys and values of every layer for one token, the whole model (before tensor parallelism)."""
+        return 2 * self.layers * self.kv_heads * self.head_dim * dtype_bytes
+
+
+def _shape(name: str, layers: int, kv_heads: int, head_dim: int, params_b: str) -> ModelShape:
+    return ModelShape(name, layers, kv_heads, head_dim, Decimal(params_b))
+
+
+# config.json: num_hidden_layers, num_key_value_heads, head_dim (or hidden_size ÷ num_attention_heads).
+_QWEN25 = {"0.5": _shape("Qwen2.5-0.5B", 24, 2, 64, "0.49"), "1.5": _shape("Qwen2.5-1.5B", 28, 2, 128, "1.54"),
+           "3": _shape("Qwen2.5-3B", 36, 2, 128, "3.09"), "7": _shape("Qwen2.5-7B", 28, 4, 128, "7.61"),
+           "14": _shape("Qwen2.5-14B", 48, 8, 128, "14.7"), "32": _shape("Qwen2.5-32B", 64, 8, 128, "32.5"),
+           "72": _shape("Qwen2.5-72B", 80, 8, 128, "72.7")}
+_QWEN2 = {"0.5": _shape("Qwen2-0.5B", 24, 2, 64, "0.49"), "1.5": _shape("Qwen2-1.5B", 28, 2, 128, "1.54"),
+          "7": _shape("Qwen2-7B", 28, 4, 128, "7.62"), "72": _shape("Qwen2-72B", 80, 8, 128, "72.7")}
+_QWEN3 = {"4": _shape("Qwen3-4B", 36, 8, 128, "4.02"), "8": _shape("Qwen3-8B", 36, 8, 128, "8.19"),
+          "14": _shape("Qwen3-14B", 40, 8, 128, "14.8"), "32": _shape("Qwen3-32B", 64, 8, 128, "32.8"),
+          "30": _shape("Qwen3-30B-A3B", 48, 4, 128, "30.5"), "235": _shape("Qwen3-235B-A22B", 94, 4, 128, "235")}
+_LLAMA3 = {"": {"8": _shape("Llama-3-8B", 32, 8, 128, "8.03"), "70": _shape("Llama-3-70B", 80, 8, 128, "70.6")},
+           ".1": {"8": _shape("Llama-3.1-8B", 32, 8, 128, "8.03"), "70": _shape("Llama-3.1-70B", 80, 8, 128, "70.6"),
+                  "405": _shape("Llama-3.1-405B", 126, 8, 128, "405")}}
+_LLAMA2 = {"7": _shape("Llama-2-7B", 32, 32, 128, "6.74"), "13": _shape("Llama-2-13B", 40, 40, 128, "13.0"),
+           "70": _shape("Llama-2-70B", 80, 8, 128, "69.0")}
+_LLAMA32_3B = _shape("Llama-3.2-3B", 28, 8, 128, "3.21")
+_LLAMA33_70B = _shape("Llama-3.3-70B", 80, 8, 128, "70.6")
+_MISTRAL_7B = _shape("Mistral-7B", 32, 8, 128, "7.24")
+_MIXTRAL = _shape("Mixtral-8x7B", 32, 8, 128, "46.7")
+
+_SEP = r"[-_ :/]?"
+_SIZE = r"(\d+(?:\.\d)?)b(?![a-z0-9]|\.\d)"
+_END = r"(?![a-z0-9])"
+# A variant with other weights or another architecture under the same name's start:
+# Qwen2-VL, Qwen2.5-Omni, Llama-3.2-11B-Vision, Qwen3-Next, Qwen3-Coder-480B.
+_VARIANT = r"(?!" + _SEP + r"(?:vl|omni|audio|vision|next|coder-480))"
+_PATTERNS: tuple[tuple[re.Pattern, object], ...] = (
+    (re.compile(r"(?<![a-z0-9])deepseek" + _SEP + r"r1" + _SEP + r"distill" + _SEP + r"(qwen|llama)" + _SEP + _SIZE), "distill"),
+    (re.compile(r"(?<![a-z0-9])qwq" + _SEP + r"32b" + _END), _QWEN25["32"]),
+    (re.compile(r"(?<![a-z0-9])qwen ?2\.5" + _VARIANT + r"(?:" + _SEP + r"(?:coder|math|instruct))?" + _SEP + _SIZE), _QWEN25),
+    (re.compile(r"(?<![a-z0-9])qwen ?2(?![.\d])" + _VARIANT + r"(?:" + _SEP + r"(?:instruct|math))?" + _SEP + _SIZE), _QWEN2),
+    (re.compile(r"(?<![a-z0-9])qwen ?3(?![.\d])" + _VARIANT + _SEP + r"(\d+)b(?:" + _SEP + r"a\d+b)?" + _END), _QWEN3),
+    (re.compile(r"(?<![a-z0-9])(?:meta" + _SEP + r")?llama" + _SEP + r"3(\.[0-3])?" + _SEP + r"(\d+)b" + _END), "llama3"),
+    (re.compile(r"(?<![a-z0-9])llama" + _SEP + r"2" + _SEP + r"(\d+)b" + _END), _LLAMA2),
+    (re.compile(r"(?<![a-z0-9])mistral" + _SEP + r"7b" + _END), _MISTRAL_7B),
+    (re.compile(r"(?<![a-z0-9])mixtral" + _SEP + r"8x7b" + _END), _MIXTRAL),
+)
+# R1's distilled models are Qwen2.5 (Math) and Llama 3.1/3.3 checkpoints, shape and all.
+_DISTILL = {("qwen", "1.5"): _QWEN25["1.5"], ("qwen", "7"): _QWEN25["7"], ("qwen", "14"): _QWEN25["14"],
+            ("qwen", "32"): _QWEN25["32"], ("llama", "8"): _LLAMA3[".1"]["8"], ("llama", "70"): _LLAMA33_70B}
+
+
+def _one(m: re.Match, table: object) -> ModelShape | None:
+    if isinstance(table, ModelShape):
+        return table
+    if table == "distill":
+        return _DISTILL.get((m.group(1), m.group(2)))
+    if table == "llama3":
+        version, size = m.group(1) or "", m.group(2)
+        if version == ".2":
+            return _LLAMA32_3B if size == "3" else None
+        if version == ".3":
+            return _LLAMA33_70B if size == "70" else None
+        return _LLAMA3.get(version, {}).get(size)
+    return table.get(m.group(1))  # type: ignore[union-attr]
+
+
+def named_model(text: str) -> ModelShape | None:
+    """The one model of the table that `text` (normalised, lower-case) names; None when it
+    names none, a size or variant the table does not hold, or two models of different shape
+    ("Qwen2.5-7B vs Llama-3.1-8B" is no question about one of them)."""
+    found: set[ModelShape] = set()
+    unknown = False
+    taken: list[tuple[int, int]] = []
+    for pattern, table in _PATTERNS:
+        for m in pattern.finditer(text):
+            if any(a <= m.start() < b for a, b in taken):
+                continue  # "DeepSeek-R1-Distill-Qwen-7B" is not also "Qwen-7B"
+            taken.append(m.span())
+            shape = _one(m, table)
+            if shape is None:
+                unknown = True
+            else:
+                found.add(shape)
+    shapes = {(s.layers, s.kv_heads, s.head_dim, s.params_b) for s in found}
+    if unknown or len(shapes) != 1:
+        return None
+    return min(found, key=lambda s: s.name)
