@@ -758,7 +758,9 @@ def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[s
         # word every article uses: an OOM answer quoted back "--host 0.0.0.0, --port 8000".
         word = bare(name)
         if "-" not in word:
-            return len(word) >= 4 and (f"--{word}" in text or re.search(rf"\b{re.escape(word)}\s*[=:]", text) is not None)
+            # "--ipc" written as a flag is one ("加了 --ipc=host 还是不行"), though "ipc" is short.
+            long_enough = len(word) >= 4 or (name.startswith("--") and len(word) >= 2)
+            return long_enough and (f"--{word}" in text or re.search(rf"\b{re.escape(word)}\s*[=:]", text) is not None)
         return len(word) >= 4 and word in text
 
     # A setting pasted with its value stays under "your command line", value and all, even
@@ -767,7 +769,10 @@ def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[s
     # 也没用") is only tried: quoted back as "your command line", it read as the setting to change.
     tried_names = {bare(name) for name in tried}
     pasted = {bare(flag) for flag, value in flags.items() if value or bare(flag) not in tried_names}
-    said = [f"`{name}`" for name in tried if in_article(name) and bare(name) not in pasted]
+    # Tried and still on the command line: both are said. A chat follow-up ("tried that, still
+    # OOM") marks the first answer's setting tried; said only as "your command line", the
+    # second answer was the first one word for word.
+    said = [f"`{name}`" for name in tried if in_article(name)]
     named = [f"`{flag}{' ' + value if value and flag.startswith('--') else ('=' + value if value else '')}`"
              for flag, value in flags.items() if in_article(flag) and bare(flag) in pasted]
     out = []

@@ -146,8 +146,10 @@ def _collect_flags(line: str, flags: dict[str, str]) -> None:
     for name, value in _KWARG.findall(line):
         flags.setdefault(name, value.strip("\"'"))
     for name, value in _FLAG_TO.findall(line):
-        if not flags.get(name):  # "lowered --gpu-memory-utilization to 0.8": the value after the word
-            flags[name] = value
+        # "lowered --gpu-memory-utilization to 0.8": the value after the word. Said after the
+        # command line ("… --max-model-len 32768" then "I lowered --max-model-len to 8192") it is
+        # the value now in use: a chat follow-up quoted the first message's 32768 back.
+        flags[name] = value
 
 
 _FLAG_TO = re.compile(r"(?<![\w-])(--[a-zA-Z][\w-]{1,60}) ?(?:to|at|from \S+ to|down to|up to|改成|改为|改到|调到|调成|调为|设成|设为|设到|设置为|设置成"
@@ -382,7 +384,11 @@ def retrieval_text(question: str) -> str:
 # and --max-model-len 8192, no effect", "max_num_seqs 调小了也没用".
 _TRIED = re.compile(r"no effect|did(?:n't| not) (?:help|work|change)|does(?:n't| not) (?:help|work|change)|no difference"
                     r"|still the same|same (?:result|error|thing)|to no avail|没用|没有用|没效果|没有效果|不起作用|不管用|无效"
-                    r"|还是一样|也不行|还是不行|依然|仍然", re.I)
+                    r"|还是一样|也不行|还是不行|依然|仍然"
+                    # a change, then the failure still there: "I lowered --max-model-len to 8192, still OOM",
+                    # "调小了 --max-num-seqs 还是 OOM"; not "still loading after 30 min" (nothing was changed)
+                    r"|\b(?:lowered|reduced|raised|increased|bumped|dropped|changed|added|set|switched|disabled|enabled)\b[^.;!?\n]{0,80}\bstill\b"
+                    r"|(?:调|改|加|设|降|减|换|关|开)[^。；！？\n]{0,40}还是", re.I)
 _SENTENCE_END = re.compile(r"(?<=[.;!?])\s+|(?<=[。；！？])|\n")
 _SETTING = re.compile(r"(?<![\w-])(?:--[A-Za-z][\w-]{1,60}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?:\s*[= ]\s*[\d.~,-]+(?![\w.]))?")
 

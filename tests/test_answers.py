@@ -385,7 +385,7 @@ def test_weights_that_cannot_fit_are_said_before_the_fix_list(bundled_settings, 
                 "no effect. Qwen2.5-14B on one A10 24GB")
     a = answer_question(question, bundled_settings, kb=bundled_kb)
     assert a.grounded and a.citations[0].id == "vllm-cuda-oom"
-    assert a.answer.startswith("**the weights alone are about 26 GiB") and len(a.answer) <= 3000
+    assert a.answer.startswith("**the weights alone are about 27 GiB") and len(a.answer) <= 3000
     assert "`--gpu-memory-utilization 0.8`" in a.answer  # the asker's own value, quoted back
 
 
@@ -488,3 +488,22 @@ def test_a_sizing_question_gets_the_weights_floor_for_the_card_it_names_even_wit
 def test_running_on_a_product_the_kb_lacks_is_still_refused(bundled_settings, bundled_kb, question):
     """"works on vllm" sets vLLM aside; "runs on SGLang" says where the asker runs (review)."""
     assert not answer_question(question, bundled_settings, kb=bundled_kb).grounded
+
+
+@pytest.mark.parametrize("question, tried, quoted", [
+    # a chat follow-up folded under the first question (interfaces.chat.thread_question)
+    ("vLLM CUDA out of memory at startup with --max-model-len 32768 on an A100 40GB, Llama-3.1-8B\n"
+     "I lowered --max-model-len to 8192, still OOM after that", "`--max-model-len`", "`--max-model-len 8192`"),
+    ("vLLM CUDA out of memory at startup with --max-model-len 32768 on an A100 40GB, Llama-3.1-8B\n"
+     "tried that, didn't help (tried --max-model-len, no effect)", "`--max-model-len`", "`--max-model-len 32768`"),
+    ("多卡启动报 NCCL error，4 张 4090，docker 里跑的\n加了 --ipc=host 还是不行", "`--ipc`", None),
+])
+def test_a_follow_up_that_says_the_fix_failed_changes_the_answer(bundled_settings, bundled_kb, question, tried, quoted):
+    """A newcomer's chat follow-ups ("still OOM after that", "加了 --ipc=host 还是不行") got the
+    first answer word for word: the setting stayed "your command line" at its old value, and
+    nothing said it had been tried."""
+    a = answer_question(question, bundled_settings, kb=bundled_kb, use_llm=False)
+    head = a.answer.split("**Likely cause**")[0].split("**可能原因**")[0]
+    assert tried in head.split("tried or set")[-1].split("试过或设过")[-1]
+    if quoted:
+        assert quoted in head
