@@ -75,7 +75,7 @@ def is_link_index(markdown: str) -> bool:
     links = _MD_LINK.findall(body)
     linked = sum(len(text.strip()) for text in links)
     words = len(re.sub(r"[\W_]+", "", _MD_LINK.sub(lambda m: m.group(1), body)))
-    return len(links) >= 5 and linked >= 0.8 * max(1, words)
+    return len(links) >= 2 and linked >= 0.8 * max(1, words)  # two links and no words of its own are a site map too
 
 
 def convert_soup(soup) -> str:

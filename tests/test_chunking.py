@@ -158,3 +158,23 @@ def test_a_chinese_numbered_heading_over_arabic_steps_is_a_heading():
     # a later line of the section that happens to look like a heading stays text
     glued = "一、显存不足\n现象：服务启动时报 OOM\n三、网关超时\n现象：504\n"
     assert [path for path, _blocks in text_sections(glued)] == [["一、显存不足"]]
+
+
+def test_a_command_inside_a_plain_text_step_is_not_a_heading():
+    """"2.2 执行回滚" over "执行 helm rollback vllm-serving <REVISION> -n llm-serving --wait":
+    the command became the parent heading of the steps after it, and 2.2 its body."""
+    body = dedent("""\
+        推理服务回滚流程
+
+        2. 回滚步骤
+        2.1 确认上一个版本
+        执行 helm history vllm-serving -n llm-serving，找到上一个 REVISION。
+        2.2 执行回滚
+        执行 helm rollback vllm-serving <REVISION> -n llm-serving --wait --timeout 20m
+        2.3 验证
+        回滚后观察 15 分钟。
+        """)
+    paths = {tuple(path): [b.text for b in blocks] for path, blocks in text_sections(body)}
+    rollback = [texts for path, texts in paths.items() if path[-1] == "2.2 执行回滚"]
+    assert rollback and "helm rollback" in rollback[0][0]
+    assert not any("helm rollback" in part for path in paths for part in path)

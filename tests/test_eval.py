@@ -307,3 +307,11 @@ def test_readme_figures_for_the_capacity_set_and_the_bundled_kb_match_the_files(
     articles = list((root / "kb").rglob("*.md"))
     row = re.search(r"\| bundled KB \((\d+) articles\) \| (\d+)", readme)
     assert row and (int(row.group(1)), int(row.group(2))) == (len(articles), manifest["chunk_count"])
+
+
+def test_a_right_passage_without_the_fix_is_listed_with_the_misses():
+    """A newcomer's report said answer-has-fix 4 of 6 and listed one miss: a case whose right
+    file came first but whose answer left out the fix was counted and never named."""
+    m = summarise([_result("en", 1), _result("en", 1, answer_ok=False)])
+    assert m.answer_fix == pytest.approx(1 / 2)
+    assert m.failures == ["en-1: right passage first but the fix is not in the answer — q"]

@@ -1234,3 +1234,13 @@ def test_forgetting_a_path_that_was_never_added_says_so(tmp_path):
     with pytest.raises(AssistantError, match="never added"):
         update_extra_sources(settings, forget=[tmp_path / "elsewhere"])
     assert update_extra_sources(settings, forget=[added]) == []
+
+
+def test_a_wiki_index_of_two_links_is_a_site_map_too():
+    """A Confluence export's index.html ("Available Pages:" and two links) was indexed and
+    counted among the KB's topics: the rule wanted five links."""
+    from ingest.html import is_link_index
+
+    assert is_link_index("# Inference Platform\n\n## Available Pages:\n\n- [GPU Node Drain and Escalation](a.html)\n- [On-call](b.html)\n")
+    assert not is_link_index("# Drain\n\nCordon the node first, then see [the escalation page](a.html) and [on-call](b.html) "
+                             "for who to page when all replicas are down.\n")

@@ -286,6 +286,10 @@ def summarise(results: list[CaseResult]) -> Metrics:
             m.failures.append(f"{r.case.id}: refused an in-scope question — {r.case.question}")
         elif not r.case.grounded and r.grounded:
             m.failures.append(f"{r.case.id}: answered an out-of-scope question with {r.top_ids[0]} — {r.case.question}")
+        elif r.case.grounded and not r.answer_pass:
+            # The right passage first, but the answer quotes too little of it to hold the fix: it
+            # counts against answer-has-fix and must be listed with the misses that explain the figure.
+            m.failures.append(f"{r.case.id}: right passage first but the fix is not in the answer — {r.case.question}")
     return m
 
 
