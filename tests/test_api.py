@@ -183,10 +183,16 @@ def test_a_chat_follow_up_saying_the_fix_failed_is_told_its_first_setting_was_tr
     # Not said to have failed: a question, a negation, 没用 as "not using", 还是 as "or" (review).
     for not_tried in ("I haven't tried that yet. what does raising it do?", "has anyone tried this on H20?",
                       "does it still preempt if I use fp8 kv cache?", "我们没用 k8s，裸机部署，这个也适用吗？",
-                      "这是显存不够还是卡的问题？", "lowered --max-num-seqs too, still preempting"):
+                      "这是显存不够还是卡的问题？"):
         follow = [{"role": "user", "content": first}, {"role": "assistant", "content": reply}, {"role": "user", "content": not_tried}]
         out = client.chat.completions.create(model="kb-assistant", messages=follow).choices[0].message.content
         assert "already tried" not in out and "已经试过" not in out, not_tried
+    # A follow-up naming what it changed is tried for that setting, not for the answer's first one.
+    follow = [{"role": "user", "content": first}, {"role": "assistant", "content": reply},
+              {"role": "user", "content": "lowered --max-num-seqs too, still preempting"}]
+    out = client.chat.completions.create(model="kb-assistant", messages=follow).choices[0].message.content
+    tried_line = next(line for line in out.splitlines() if "already tried" in line)
+    assert "--max-num-seqs" in tried_line and "gpu_memory_utilization" not in tried_line
 
 
 def test_openai_compatible_chat_carries_the_answers_notes(bundled_settings, bundled_kb, tmp_path):
