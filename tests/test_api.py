@@ -140,6 +140,16 @@ def test_openai_compatible_errors_come_in_openais_shape(server):
     assert too_big.status_code == 413 and too_big.json()["error"]["message"].startswith("request body over")
     # The assistant's own endpoints keep their flat {"error", "hint"}.
     assert set(httpx.post(server.url + "/v1/ask", json={"question": ""}, timeout=30).json()) == {"error", "hint"}
+    # From a newcomer trial: each was accepted or answered with a misleading word.
+    chat = server.url + "/v1/chat/completions"
+    big = httpx.post(chat, json={"messages": [{"role": "user", "content": "x" * 9000}]}, timeout=30)
+    assert big.status_code == 413 and "/v1/ask" in big.json()["error"]["hint"]  # chat requests have no `log` field of their own
+    three = httpx.post(chat, json={"n": 3, "messages": [{"role": "user", "content": "vLLM OOM"}]}, timeout=30)
+    assert three.status_code == 422 and "n=1" in three.json()["error"]["message"]
+    image = httpx.post(chat, json={"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]}]},
+                       timeout=30)
+    assert image.status_code == 422 and "text only" in image.json()["error"]["message"]
+    assert httpx.post(server.url + "/v1/ask", json={"question": "vLLM OOM", "llm": "yes"}, timeout=30).status_code == 422
 
 
 def test_openai_compatible_chat_answers_a_follow_up_in_its_conversation(server):

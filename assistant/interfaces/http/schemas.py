@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, Field, model_validator
+from pydantic import AfterValidator, BaseModel, Field, StrictBool, model_validator
 
 from oncall_common.lang import Lang
 
@@ -39,7 +39,8 @@ class AskRequest(BaseModel):
                                            "May be left out when `log` is sent: the log is then the question, as `ask --log FILE`.")
     top_k: int | None = Field(None, ge=1, le=10, description="Articles to consider (default 3).")
     lang: Lang | Literal["auto"] | None = Field(None, description="Answer language; \"auto\" or omitted: the question's (as `ask --lang auto`).")
-    llm: bool | None = Field(None, description="false: answer from the KB only; default: use the LLM when configured.")
+    # Strict: "yes" or "no" is no yes/no answer here ("llm": "no" read as true would call the LLM).
+    llm: StrictBool | None = Field(None, description="false: answer from the KB only; default: use the LLM when configured.")
     log: Text | None = Field(None, description="Log text to diagnose alongside the question (≤ the body limit).")
 
     @model_validator(mode="after")
@@ -104,6 +105,13 @@ class ChatRequest(BaseModel):
     stream: bool = False
     temperature: float | None = None
     max_tokens: int | None = None
+    n: int | None = Field(None, description="Only 1: the KB gives one answer (a client asking for 3 was given 1 without a word).")
+
+    @model_validator(mode="after")
+    def _one_choice(self) -> ChatRequest:
+        if self.n not in (None, 1):
+            raise ValueError("only n=1 is supported: the KB gives one answer per question")
+        return self
 
 
 class ErrorOut(BaseModel):

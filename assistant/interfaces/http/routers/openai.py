@@ -13,7 +13,7 @@ from fastapi import APIRouter, Request
 
 from assistant.i18n import t
 from assistant.questions import validate_question
-from oncall_common.errors import AssistantError, BadQuestion
+from oncall_common.errors import AssistantError, BadQuestion, QuestionTooLarge
 
 from .. import sse
 from ..dependencies import Client, State, cost_of
@@ -29,10 +29,13 @@ async def chat_completions(req: ChatRequest, request: Request, state: State, cli
     before it when there is one ("still failing, what next?" means nothing alone); the answer text ends with its
     sources and the response carries an extra `citations` list. With `stream: true`, chat.completion.chunk events."""
     ask_req = AskRequest(question=conversation_question(req.messages))
-    if req.stream:
-        # Refused before the stream starts, with the status a plain call gets (422, 413): once
-        # events flow it is 200, and an empty question came back as a 200 "error: …" message.
+    # Refused before any work, with the status a plain call gets (422, 413): once stream events
+    # flow it is 200, and an empty question came back as a 200 "error: …" message.
+    try:
         validate_question(ask_req.question, state.settings.max_question_bytes)
+    except QuestionTooLarge as exc:  # its hint named /v1/ask's `log` field, which chat requests do not have
+        raise QuestionTooLarge(exc.message, "paste only the relevant log lines; a whole log goes to POST /v1/ask in its `log` "
+                                            "field, or to `ask --log FILE`") from None
     kb = await state.get_kb()
     reply = _Reply(f"chatcmpl-{uuid.uuid4().hex[:20]}", int(time.time()))
     if not req.stream:
@@ -126,6 +129,11 @@ def conversation_question(messages: list[ChatMessage]) -> str:
     said = [_text(msg) for msg in messages if msg.role == "user"]
     if not said:
         raise BadQuestion("no user message in `messages`", 'add {"role": "user", "content": "…"} to messages')
+    last = [msg for msg in messages if msg.role == "user"][-1]
+    if not said[-1].strip() and isinstance(last.content, list) and last.content:
+        # An image or a file alone was answered "the question is empty".
+        raise BadQuestion("the last message has no text: this assistant reads text only, not images or files",
+                          "write the question, or paste the error text, as a text part")
     question = thread_question(said[-1], said[:-1])
     if question != said[-1]:  # a follow-up: "tried that, still failing"
         question += _tried_note(messages, said[-1])
