@@ -128,7 +128,7 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     (r"gpu ?数量?|卡数|显卡数量?|number of gpus|gpu count|num[ _-]?gpus", _roles(("gpu_count", NAME, "pre"))),
     (r"max[ _-]?model[ _-]?len(?:gth)?|max[ _-]?seq[ _-]?len|max[ _-]?context(?:[ _-]?len(?:gth)?)?|上下文长度|上下文|context[ _-]?length"
      r"|context[ _-]?window|最大长度|max(?:imum)? length|序列长度|full[ -]length|满长度"
-     r"|(?<=[\dk] )context\b(?! each| per)", _roles(("max_model_len", MOD, "pre"))),  # "128k context"
+     r"|(?<=[\dkm] )context\b(?! each| per)", _roles(("max_model_len", MOD, "pre"))),  # "128k context"
     # nouns that need a modifier-like phrase before them
     (r"-?tokens? ?(?:per|/|each|an?|every) ?(?:request|req|session|user|query|prompt|sequence|seq|conversation)s?"
      r"|-?tokens? (?:requests?|sessions?|prompts?|sequences?|conversations?)|tokens? each|token ?的请求|token ?的会话|token ?/ ?请求|token ?每个?请求"

@@ -741,6 +741,9 @@ def test_a_rate_or_a_bare_count_is_not_a_request_length():
 
     assert [q.label for q in extract("10k requests per day, how many GPUs?").quantities] != ["tokens_per_request"]
     assert [(q.text, q.label) for q in extract("64 requests of 32k").quantities] == [("64", "sessions"), ("32k", "tokens_per_request")]
+    # a context length written with its scale: "128k context", "1M context"
+    assert [(q.text, q.label) for q in extract("Llama-3.1-8B with a 1M context, or 128k context?").quantities][-2:] == [
+        ("1m", "max_model_len"), ("128k", "max_model_len")]
 
 
 @pytest.mark.parametrize("question", ["单卡 L40S 跑 Qwen2.5-32B bf16 能起来吗", "Is there enough memory on an A10 for Qwen2.5-14B?"])
