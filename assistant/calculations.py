@@ -32,7 +32,8 @@ GIB = Decimal(2**30)
 # weights, so the difference is a fifth of it. Cards whose figure is binary (A100 80GB has
 # 81,920 MiB, a 4090 24,564) are not listed: read as GiB, they are right already.
 CARD_MEMORY = {"a10": (24, 23028), "a10g": (24, 23028), "l4": (24, 23034), "l40": (48, 46068), "l40s": (48, 46068),
-               "t4": (16, 15360), "h100": (80, 81559), "h800": (80, 81559), "h20": (96, 97871), "h200": (141, 143771)}
+               "t4": (16, 15360), "h100": (80, 81559), "h800": (80, 81559), "h20": (96, 97871), "h200": (141, 143771),
+               "l20": (48, 46068)}
 
 
 def _card_pattern(names, plural: str = "") -> re.Pattern:
@@ -44,12 +45,12 @@ def _card_pattern(names, plural: str = "") -> re.Pattern:
 _CARD = _card_pattern(CARD_MEMORY)
 # Cards whose sold figure is their binary memory already: named beside a listed one, the figure
 # may be theirs ("an A100 80GB, moved off our H100 box").
-_OTHER_CARD = re.compile(r"(?<![a-z0-9])(?:a100|a800|a6000|a40|a30|4090|3090|v100|l20|mi\d{3}x?|910b?)(?![a-z0-9])")
+_OTHER_CARD = re.compile(r"(?<![a-z0-9])(?:a100|a800|a6000|a40|a30|4090|3090|v100|mi\d{3}x?|910b?)(?![a-z0-9])")
 
 
 # Cards sold in one memory size, so named alone they say it (MiB as nvidia-smi reports): a
 # sizing question names the card, not its memory ("DeepSeek-V3 FP8 需要几张 H200").
-ONE_SIZE_CARDS = {**{card: mib for card, (_sold, mib) in CARD_MEMORY.items()}, "4090": 24564, "3090": 24576, "l20": 46068}
+ONE_SIZE_CARDS = {**{card: mib for card, (_sold, mib) in CARD_MEMORY.items()}, "4090": 24564, "3090": 24576}
 _ONE_SIZE_CARD = _card_pattern(ONE_SIZE_CARDS, plural="(?:s|es)?")
 
 
@@ -221,6 +222,10 @@ _ADJUSTABLE = ("max_model_len", "tokens_per_request", "max_num_seqs", "gpu_memor
                "tensor_parallel_size", "sessions", "input_tokens", "output_tokens", "kv_cache_ratio", "gpu_memory")
 
 
+# The largest value a bare follow-up number can mean for each: "那 40960 呢" is no GPU count.
+_MOST = {"tensor_parallel_size": 64, "gpu_count": 1024, "gpu_memory_utilization": 1, "block_size": 1024}
+
+
 def _follow_on_span(question: str, norm: str) -> tuple[int, int] | None:
     """Where, in the normalised text, a last line that changes an earlier value sits."""
     lines = [line for line in question.splitlines() if line.strip()]
@@ -228,6 +233,18 @@ def _follow_on_span(question: str, norm: str) -> tuple[int, int] | None:
         return None
     last = normalize(lines[-1])
     return (len(norm) - len(last), len(norm)) if last and norm.endswith(last) else None
+
+
+def _own_line_labels(x: Extraction, question: str) -> Extraction:
+    """The follow-on last line's numbers with the labels its own words give them: read with the
+    message before it, "…最多能并发多少\nand with 65536?" bound 65536 to 并发 (sessions)."""
+    span = _follow_on_span(question, x.text)
+    if span is None:
+        return x
+    own = {q.start + span[0]: q for q in extract(question.splitlines()[-1] if question.splitlines()[-1].strip()
+                                                  else [line for line in question.splitlines() if line.strip()][-1]).quantities}
+    return replace(x, quantities=[replace(q, label=own[q.start].label, unit=own[q.start].unit)
+                                  if span[0] <= q.start < span[1] and q.start in own else q for q in x.quantities])
 
 
 class _Facts:
@@ -244,12 +261,17 @@ class _Facts:
             inside = [q for q in x.quantities if self._in_latest(q)]
             bare = [q for q in inside if not q.label and q.usable and q.unit in ("count", "ratio", "bytes")]
             if len(bare) == 1 and not any(q.label for q in inside):
-                labels = {q.label for q in x.quantities if q.label in _ADJUSTABLE and not self._in_latest(q) and q.unit == bare[0].unit}
+                labels = {q.label for q in x.quantities if q.label in _ADJUSTABLE and not self._in_latest(q) and q.unit == bare[0].unit
+                          and (bare[0].value is None or bare[0].value <= _MOST.get(q.label, bare[0].value))}
                 if len(labels) == 1:  # "and with 32768?" after max-model-len 8192
                     self.follow[labels.pop()] = bare[0]
                 elif labels:  # after max-model-len 8192 and max-num-seqs 256: which one it changes is asked
                     names = {lang: t("calculations.sep.list", lang).join(_name(k, lang) for k in sorted(labels)) for lang in LANGS}
                     self._report("follow_up", _msg("follow_up_which", value=bare[0].text, names=names))
+            gpus = [q for q in inside if q.label == "gpu_count"]
+            if gpus and not any(q.label == "tensor_parallel_size" for q in inside) and any(
+                    q.label == "tensor_parallel_size" and not self._in_latest(q) for q in x.quantities):
+                self.follow["tensor_parallel_size"] = gpus[0]  # "…tp 2\nand with 4 GPUs?": the model is split over them
         self.log: dict[str, list[tuple[str, Decimal]]] = {}
         for raw_key, number in (log_numbers or {}).items():
             key = LOG_KEYS.get(raw_key)
@@ -280,7 +302,9 @@ class _Facts:
         later = [q for q in found if self._in_latest(q)]
         if len(values) > 1 and later and len({q.value for q in later}) == 1 and len(later) < len(found):
             old = next(q for q in found if not self._in_latest(q))
-            self.notes.append(_msg("follow_up_value", name=_names(key), new=later[0].text, old=old.text))
+            note = _msg("follow_up_value", name=_names(key), new=later[0].text, old=old.text)
+            if note not in self.notes:  # each planner of a chain asks again
+                self.notes.append(note)
             found, values = later[:1], [later[0].value]
         if len(values) > 1:
             self._report(key, _msg("twice_in_question", name=_names(key), values=_join(q.text for q in found)))
@@ -569,7 +593,13 @@ def _plan_model_shape(f: _Facts, model: ModelShape) -> _Plan:
     else:  # vLLM's --kv-cache-dtype auto keeps the model's bf16, whatever format its weights are in
         plan.args["dtype"] = "bfloat16"
         plan.values.append(Value("dtype", "bfloat16", "model", f"{model.name} `torch_dtype`, --kv-cache-dtype auto"))
-    plan.optional("tensor_parallel_size", _tensor_parallel(f))
+    tp = _tensor_parallel(f)
+    if tp is not None and not model.splits_over(int(tp.value)):
+        # vLLM refuses it at start-up; a KV budget for it (44.8 requests on 8 × A10) read as if it would run.
+        f._report("tensor_parallel_size", _msg("tp_does_not_divide", model=model.name, tp=tp.value, heads=model.heads,
+                                               kv_heads=model.kv_heads))
+    else:
+        plan.optional("tensor_parallel_size", tp)
     plan.notes.append(_msg("model_table", name=model.name))
     return plan
 
@@ -602,7 +632,11 @@ def _plan_kv_capacity(f: _Facts) -> list[_Plan]:
     """kv_cache_capacity, preceded by kv_bytes_per_token when the model's shape is given instead of bytes."""
     plan = _Plan("kv_cache_capacity", f)
     gib = lambda v: round(float(Decimal(str(v)) / GIB), 3)  # noqa: E731 - the quantities hold bytes
-    plan.need("gpu_memory", "gpu_memory_gib", f.get("gpu_memory"), gib)
+    memory = f.get("gpu_memory")
+    if memory is None and not f.asked("gpu_memory") and (card := _one_size_card(f.x.text)) is not None:
+        # "Qwen2.5-7B on one 4090": a card sold in one size says its memory (as nvidia-smi reports it)
+        memory = Value("gpu_memory", _number(card[1]), "derived", f"{card[0].upper()}, {card[1] / 2**20:,.0f} MiB")
+    plan.need("gpu_memory", "gpu_memory_gib", memory, gib)
     weights = f.get("weights")
     tp_value = f.get("tensor_parallel_size")  # stated: the log's run is the one asked about
     logged = _PER_GPU_WEIGHTS.search(f.x.text)
@@ -687,7 +721,15 @@ def _plan_kv_needed(f: _Facts) -> list[_Plan]:
     if any(f.asked(k) for k in ("num_layers", "num_kv_heads", "head_dim", "kv_lora_rank")):
         return [_plan_kv_bytes(f), plan]  # its result fills kv_bytes_per_token when the chain runs
     if (model := named_model(f.x.text)) is not None:
-        return [_plan_model_shape(f, model), plan]
+        shape = _plan_model_shape(f, model)
+        weights = _table_weights(f)
+        if weights is not None and {"sessions", "tokens_per_session"} <= plan.args.keys():
+            # "需要多少显存" asks for all of it: the KV cache alone read as the answer (trial).
+            kv = Decimal(plan.args["sessions"]) * plan.args["tokens_per_session"] * model.kv_bytes_per_token(
+                1 if f.x.kv_cache_dtype and "8" in f.x.kv_cache_dtype else 2)
+            plan.notes.append(_msg("weights_beside_kv", model=model.name, weights=_gib(Decimal(str(weights.value)) / GIB),
+                                   total=_gib((Decimal(str(weights.value)) + kv) / GIB)))
+        return [shape, plan]
     plan.missing.append("kv_bytes_per_token")
     return [plan]
 
@@ -853,7 +895,8 @@ def route(x: Extraction, facts: _Facts, asked: str) -> str | None:
         return "kv_concurrency"  # the blocks as they are; a what-if on the memory share changes them (review)
     # A start-up log's "Model loading took 14.2 GiB" is the weights, but its "GPU KV cache
     # size" already holds what they would be used to estimate.
-    memory = facts.asked("gpu_memory") or (facts.asked("weights") and not logged_tokens)
+    memory = facts.asked("gpu_memory") or (facts.asked("weights") and not logged_tokens) or (
+        not logged_tokens and not facts.has("num_blocks") and _one_size_card(x.text) is not None and named_model(x.text) is not None)
     if memory and _asks_anything(t):
         return "kv_cache_capacity"
     if _ASK_BYTES.search(t) or (shape and _asks_anything(t)):
@@ -897,7 +940,7 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None) 
     is missing. None when the question is not a capacity question."""
     asked = _asking(question)
     question, log_numbers = _pasted_log_apart(question, log_numbers)
-    x = extract(question)
+    x = _own_line_labels(extract(question), question)
     facts = _Facts(x, log_numbers, question)
     tool = route(x, facts, asked)
     if tool is None:
@@ -1201,13 +1244,17 @@ def _weights_with_kv(text: str, params: Decimal, weights: Decimal, per_param: De
     sizes = [(named[0].upper(), named[1] / GIB)] if named else (
         [(f"{_gib(m / GIB)} GiB", m / GIB) for m in memories] if len(memories) == 1 else [(f"{gb} GB", Decimal(gib)) for gb, gib in SIZING_GPUS])
     total = weights + kv
-    counts = {"en": ", ".join(f"{_least_gpus(total, gib)} × {name}" for name, gib in sizes),
-              "zh": "、".join(f"{name} 的卡 {_least_gpus(total, gib)} 张" for name, gib in sizes)}
+    # vLLM uses gpu_memory_utilization of each GPU (0.9 unless set): two A100 80G hold 144 GiB,
+    # not 160, and "at least 2" for 145 GiB could not start (trial).
+    shares = {q.value for q in x.by_label("gpu_memory_utilization") if q.usable and 0 < q.value <= 1}
+    util = shares.pop() if len(shares) == 1 else Decimal("0.9")
+    counts = {"en": ", ".join(f"{_least_gpus(total, gib * util)} × {name}" for name, gib in sizes),
+              "zh": "、".join(f"{name} 的卡 {_least_gpus(total, gib * util)} 张" for name, gib in sizes)}
     per_token = model.kv_bytes_per_token(1 if x.kv_cache_dtype and "8" in x.kv_cache_dtype else 2)
     return _msg("weights.with_kv", params=_plain(params), weights=f"{weights:.0f}", bytes=_plain(per_param),
                 fmt=_msg(f"weights.format_{fmt}"), model=model.name, tokens=f"{tokens:,}",
                 requests={"zh": str(requests), "en": "one request" if requests == 1 else f"{requests} requests"},
-                per_token=f"{per_token / 1024:g}", kv=_gib(kv), total=_gib(total), counts=counts)
+                per_token=f"{per_token / 1024:g}", kv=_gib(kv), total=_gib(total), counts=counts, util=_plain(util))
 
 
 def _least_gpus(weights: Decimal, gpu: Decimal) -> int:

@@ -23,35 +23,41 @@ class ModelShape:
     kv_heads: int
     head_dim: int
     params_b: Decimal  # billions of parameters, from the model card
+    heads: int  # num_attention_heads: vLLM splits them over tensor_parallel_size, which must divide them
+
+    def splits_over(self, tp: int) -> bool:
+        """Whether vLLM accepts this tensor-parallel size: attention heads divide evenly, and KV
+        heads either divide evenly or are copied to whole multiples."""
+        return self.heads % tp == 0 and (self.kv_heads % tp == 0 or tp % self.kv_heads == 0)
 
     def kv_bytes_per_token(self, dtype_bytes: int = 2) -> int:
         """Keys and values of every layer for one token, the whole model (before tensor parallelism)."""
         return 2 * self.layers * self.kv_heads * self.head_dim * dtype_bytes
 
 
-def _shape(name: str, layers: int, kv_heads: int, head_dim: int, params_b: str) -> ModelShape:
-    return ModelShape(name, layers, kv_heads, head_dim, Decimal(params_b))
+def _shape(name: str, layers: int, kv_heads: int, head_dim: int, params_b: str, heads: int) -> ModelShape:
+    return ModelShape(name, layers, kv_heads, head_dim, Decimal(params_b), heads)
 
 
 # config.json: num_hidden_layers, num_key_value_heads, head_dim (or hidden_size ÷ num_attention_heads).
-_QWEN25 = {"0.5": _shape("Qwen2.5-0.5B", 24, 2, 64, "0.49"), "1.5": _shape("Qwen2.5-1.5B", 28, 2, 128, "1.54"),
-           "3": _shape("Qwen2.5-3B", 36, 2, 128, "3.09"), "7": _shape("Qwen2.5-7B", 28, 4, 128, "7.61"),
-           "14": _shape("Qwen2.5-14B", 48, 8, 128, "14.7"), "32": _shape("Qwen2.5-32B", 64, 8, 128, "32.5"),
-           "72": _shape("Qwen2.5-72B", 80, 8, 128, "72.7")}
-_QWEN2 = {"0.5": _shape("Qwen2-0.5B", 24, 2, 64, "0.49"), "1.5": _shape("Qwen2-1.5B", 28, 2, 128, "1.54"),
-          "7": _shape("Qwen2-7B", 28, 4, 128, "7.62"), "72": _shape("Qwen2-72B", 80, 8, 128, "72.7")}
-_QWEN3 = {"4": _shape("Qwen3-4B", 36, 8, 128, "4.02"), "8": _shape("Qwen3-8B", 36, 8, 128, "8.19"),
-          "14": _shape("Qwen3-14B", 40, 8, 128, "14.8"), "32": _shape("Qwen3-32B", 64, 8, 128, "32.8"),
-          "30": _shape("Qwen3-30B-A3B", 48, 4, 128, "30.5"), "235": _shape("Qwen3-235B-A22B", 94, 4, 128, "235")}
-_LLAMA3 = {"": {"8": _shape("Llama-3-8B", 32, 8, 128, "8.03"), "70": _shape("Llama-3-70B", 80, 8, 128, "70.6")},
-           ".1": {"8": _shape("Llama-3.1-8B", 32, 8, 128, "8.03"), "70": _shape("Llama-3.1-70B", 80, 8, 128, "70.6"),
-                  "405": _shape("Llama-3.1-405B", 126, 8, 128, "405")}}
-_LLAMA2 = {"7": _shape("Llama-2-7B", 32, 32, 128, "6.74"), "13": _shape("Llama-2-13B", 40, 40, 128, "13.0"),
-           "70": _shape("Llama-2-70B", 80, 8, 128, "69.0")}
-_LLAMA32_3B = _shape("Llama-3.2-3B", 28, 8, 128, "3.21")
-_LLAMA33_70B = _shape("Llama-3.3-70B", 80, 8, 128, "70.6")
-_MISTRAL_7B = _shape("Mistral-7B", 32, 8, 128, "7.24")
-_MIXTRAL = _shape("Mixtral-8x7B", 32, 8, 128, "46.7")
+_QWEN25 = {"0.5": _shape("Qwen2.5-0.5B", 24, 2, 64, "0.49", 14), "1.5": _shape("Qwen2.5-1.5B", 28, 2, 128, "1.54", 12),
+           "3": _shape("Qwen2.5-3B", 36, 2, 128, "3.09", 16), "7": _shape("Qwen2.5-7B", 28, 4, 128, "7.61", 28),
+           "14": _shape("Qwen2.5-14B", 48, 8, 128, "14.7", 40), "32": _shape("Qwen2.5-32B", 64, 8, 128, "32.5", 40),
+           "72": _shape("Qwen2.5-72B", 80, 8, 128, "72.7", 64)}
+_QWEN2 = {"0.5": _shape("Qwen2-0.5B", 24, 2, 64, "0.49", 14), "1.5": _shape("Qwen2-1.5B", 28, 2, 128, "1.54", 12),
+          "7": _shape("Qwen2-7B", 28, 4, 128, "7.62", 28), "72": _shape("Qwen2-72B", 80, 8, 128, "72.7", 64)}
+_QWEN3 = {"4": _shape("Qwen3-4B", 36, 8, 128, "4.02", 32), "8": _shape("Qwen3-8B", 36, 8, 128, "8.19", 32),
+          "14": _shape("Qwen3-14B", 40, 8, 128, "14.8", 40), "32": _shape("Qwen3-32B", 64, 8, 128, "32.8", 64),
+          "30": _shape("Qwen3-30B-A3B", 48, 4, 128, "30.5", 32), "235": _shape("Qwen3-235B-A22B", 94, 4, 128, "235", 64)}
+_LLAMA3 = {"": {"8": _shape("Llama-3-8B", 32, 8, 128, "8.03", 32), "70": _shape("Llama-3-70B", 80, 8, 128, "70.6", 64)},
+           ".1": {"8": _shape("Llama-3.1-8B", 32, 8, 128, "8.03", 32), "70": _shape("Llama-3.1-70B", 80, 8, 128, "70.6", 64),
+                  "405": _shape("Llama-3.1-405B", 126, 8, 128, "405", 128)}}
+_LLAMA2 = {"7": _shape("Llama-2-7B", 32, 32, 128, "6.74", 32), "13": _shape("Llama-2-13B", 40, 40, 128, "13.0", 40),
+           "70": _shape("Llama-2-70B", 80, 8, 128, "69.0", 64)}
+_LLAMA32_3B = _shape("Llama-3.2-3B", 28, 8, 128, "3.21", 24)
+_LLAMA33_70B = _shape("Llama-3.3-70B", 80, 8, 128, "70.6", 64)
+_MISTRAL_7B = _shape("Mistral-7B", 32, 8, 128, "7.24", 32)
+_MIXTRAL = _shape("Mixtral-8x7B", 32, 8, 128, "46.7", 32)
 
 _SEP = r"[-_ :/]?"
 _SIZE = r"(\d+(?:\.\d)?)b(?![a-z0-9]|\.\d)"

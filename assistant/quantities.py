@@ -126,9 +126,10 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     (r"kv[ _-]?lora[ _-]?rank", _roles(("kv_lora_rank", NAME, "pre"))),
     (r"qk[ _-]?rope[ _-]?head[ _-]?dim", _roles(("qk_rope_head_dim", NAME, "pre"))),
     (r"gpu ?数量?|卡数|显卡数量?|number of gpus|gpu count|num[ _-]?gpus", _roles(("gpu_count", NAME, "pre"))),
-    (r"max[ _-]?model[ _-]?len(?:gth)?|max[ _-]?seq[ _-]?len|max[ _-]?context(?:[ _-]?len(?:gth)?)?|上下文长度|上下文|context[ _-]?length"
-     r"|context[ _-]?window|最大长度|max(?:imum)? length|序列长度|full[ -]length|满长度"
-     r"|(?<=[\dkm] )context\b(?! each| per)", _roles(("max_model_len", MOD, "pre"))),  # "128k context"
+    (r"max[ _-]?model[ _-]?len(?:gth)?|max[ _-]?seq[ _-]?len|max[ _-]?context(?:[ _-]?len(?:gth)?)?|上下文长度|context[ _-]?length"
+     r"|context[ _-]?window|最大长度|max(?:imum)? length|序列长度|full[ -]length|满长度", _roles(("max_model_len", MOD, "pre"))),
+    # A context named after its length as often as before it: "128k 上下文", "上下文 32k", "128k context".
+    (r"上下文|(?<=[\dkm] )context\b(?! each| per)", _roles(("max_model_len", MOD, "both"))),
     # nouns that need a modifier-like phrase before them
     (r"-?tokens? ?(?:per|/|each|an?|every) ?(?:request|req|session|user|query|prompt|sequence|seq|conversation)s?"
      r"|-?tokens? (?:requests?|sessions?|prompts?|sequences?|conversations?)|tokens? each|token ?的请求|token ?的会话|token ?/ ?请求|token ?每个?请求"
@@ -388,11 +389,15 @@ def _candidates(numbers: list[Quantity], labels: list[_Label], text: str) -> lis
             for ri, role in enumerate(lab.roles):
                 if role.kind == "in_out" and q.unit == "bytes":
                     continue  # "权重一共 131 GiB", "KV cache 一共 30 GB": a total of bytes, not of a request's tokens
+                usual = role.canonical in ("pre", "both") and j not in number_first
+                if not usual and j != left[-1]:
+                    # A label read on its unusual side only right beside the number: in "on A100
+                    # max-model-len 32768" the card's GPU count (a number before it) took the 32768.
+                    continue
                 key = ("pre", role.category, role.kind in WEAK)
                 if key in seen:
                     continue
                 seen.add(key)
-                usual = role.canonical in ("pre", "both") and j not in number_first
                 penalty = (0 if usual else OFF_SIDE_PENALTY) + (WEAK_PENALTY if role.kind in WEAK else 0)
                 out.append((len(gap.strip()) + penalty, ni, j, ri))
         k = j
@@ -488,6 +493,9 @@ def _clause(text: str, at: int) -> str:
     return text[begin:end]
 
 
+_BYTES_MODS = frozenset({"gpu_memory", "gpu_size", "weights", "kv_cache_memory"})
+
+
 def _bind(numbers: list[Quantity], labels: list[_Label], text: str) -> list[Quantity]:
     slots: list[dict[str, str]] = [{} for _ in numbers]
     used: set[tuple[int, int]] = set()
@@ -503,6 +511,8 @@ def _bind(numbers: list[Quantity], labels: list[_Label], text: str) -> list[Quan
             continue  # "gpu util 0.92" is the flag's value; "GPU 利用率 100%", "gpu util at 0.92 in nvidia-smi" how busy the card is
         if category in (NAME, NOUN) and (NAME in slots[ni] or NOUN in slots[ni]):
             continue  # a name and a noun both decide what a number is; the nearest one does
+        if category == MOD and role.kind in _BYTES_MODS and numbers[ni].unit != "bytes":
+            continue  # "需要多少显存 128k 上下文": a memory word says nothing of a count beside it
         slots[ni][category] = role.kind if role.category != IGNORE else "ignore"
         used.add((li, ri))
     out = []

@@ -476,14 +476,17 @@ def test_a_sizing_question_without_a_gpu_gets_the_weights_floor_per_gpu_class(qu
 
 
 @pytest.mark.parametrize("question, expect", [
-    # 135 GiB of weights + 32,000 × 320 KiB of KV = 145.2 GiB: 2 × 79, 4 × 44, 8 × 22 GiB hold it.
-    ("Qwen2.5-72B 32k 上下文需要几张卡", ["135 GiB", "9.8 GiB", "145.2 GiB", "2 × 80 GB", "4 × 48 GB", "8 × 24 GB"]),
+    # 135 GiB of weights + 32,000 × 320 KiB of KV = 145.2 GiB, at 0.9 of each GPU: 71.1 GiB of an
+    # 80 GB class card, so 4 (two hold 142 GiB and vLLM would not start); 4 × 39.6, 8 × 19.8 GiB.
+    ("Qwen2.5-72B 32k 上下文需要几张卡", ["135 GiB", "9.8 GiB", "145.2 GiB", "4 × 80 GB", "4 × 48 GB", "8 × 24 GB"]),
     # 132 + 128,000 × 320 KiB (39.1 GiB) = 170.6 GiB: the weights alone fit 2 × 80 GB, with the context 4.
-    ("how many GPUs do I need to serve Llama-3.1-70B with 128k context?", ["132 GiB", "39.1 GiB", "4 × 80 GB", "8 × 24 GB"]),
+    ("how many GPUs do I need to serve Llama-3.1-70B with 128k context?", ["132 GiB", "39.1 GiB", "4 × 80 GB", "16 × 24 GB"]),
     ("how much GPU memory do I need to serve Llama-3.1-8B in bf16 with 128k context?", ["15 GiB", "15.6 GiB", "1 × 48 GB", "2 × 24 GB"]),
     # 16 users at 131,072: 640 GiB of KV on top of the weights; an H100 reports 79.6 GiB
     ("how many H100 for Llama-3.1-70B with max-model-len 131072 and 16 concurrent users", ["640 GiB", "771.5 GiB", "16 × H100"]),
-    ("Qwen2.5-72B-AWQ 32k 上下文需要几张 4090", ["34 GiB", "9.8 GiB", "2 × 4090"]),  # the KV cache is bf16 whatever the weights
+    # the KV cache is bf16 whatever the weights: 34 + 9.8 GiB over 0.9 × 24 GiB is just over 2 cards, so 4
+    ("Qwen2.5-72B-AWQ 32k 上下文需要几张 4090", ["34 GiB", "9.8 GiB", "4 × 4090"]),
+    ("Qwen2.5-72B 32k 上下文需要几张 A100 80G，gpu-memory-utilization 0.95", ["145.2 GiB", "0.95", "2 × 80 GiB"]),  # 2 × 76 GiB
 ])
 def test_a_sizing_question_for_a_known_model_counts_the_contexts_kv_cache(question, expect):
     """With the model's published shape (assistant/model_shapes.py) the KV cache of the stated
@@ -754,3 +757,47 @@ def test_a_will_it_fit_question_gets_the_weights_arithmetic(question, bundled_se
 
     answer = answer_question(question, bundled_settings, kb=bundled_kb, use_llm=False)
     assert "GiB" in answer.answer.split("\n\n")[0] and ("放不下" in answer.answer or "more than one" in answer.answer)
+
+
+@pytest.mark.parametrize("question, expected", [
+    # A follow-up changing the GPU count moves the tensor-parallel size with it.
+    ("Qwen2.5-72B-Instruct on 2x H100 80GB tp 2, max-model-len 32768, how many concurrent requests?\nand with 4 GPUs?", 15.13),
+    ("DeepSeek-R1-Distill-Llama-70B on 4x H100 80GB tp 4, max-model-len 65536, how many concurrent?\n那 8 卡呢", 22.1),
+    # An English follow-up after a Chinese question: its number is read by its own line ("并发" was taken for it).
+    ("Qwen2.5-7B-Instruct 单卡 24G，max-model-len 32768，最多能并发多少\nand with 65536?", 2.12),
+    ("Qwen3-32B 2x A100 80G tp2 max_model_len 32768 能并发几个？\n那 40960 呢", 8.29),  # 40960 is no TP
+    # A card sold in one size gives its memory; an L20 "48G" reports 44.99 GiB.
+    ("Qwen2.5-7B on one 4090, max-model-len 32768: how many at once?", 4.24),
+    ("DeepSeek-R1-Distill-Qwen-14B on a single L40S, max-model-len 65536, how many concurrent requests?", 1.09),
+    ("QwQ-32B on one H20, max-model-len 65536, how many requests at once?", 1.59),
+    ("Qwen3-235B-A22B on 8x H20 tp 8, max-model-len 32768, how many concurrent?", 21.31),
+    ("qwen2.5:7b 单卡 L20 48G max-model-len 32768 最多并发多少", 15.04),
+    ("Qwen2.5-7B on one 4090, Model loading took 18.14 GiB, max-model-len 32768 how many concurrent?", 1.97),
+])
+def test_capacity_trial_questions_with_model_names_are_computed(question, expected):
+    """From a trial of the shape table: each gave the previous figure, asked for a value it
+    had, or used a card's sold size. Checked by hand: e.g. 2 H100s at TP 4 is 79.65 × 0.9 −
+    135.41/4 = 37.83 GiB per GPU ÷ 81,920 B = 495,834 tokens ÷ 32,768 = 15.13."""
+    answer = capacity_answer(question)
+    assert answer is not None and answer.computed and answer.call.name == "kv_cache_capacity", explain(answer, "en")
+    assert answer.call.result["max_concurrency_at_max_model_len"] == expected
+
+
+def test_a_card_name_before_a_setting_does_not_count_it_as_gpus():
+    from assistant.quantities import extract
+
+    assert [(q.text, q.label) for q in extract("Qwen2.5-14B-Instruct on L40S\nmax-model-len 32768 最多并发几个请求？").quantities] == [
+        ("14b", ""), ("32768", "max_model_len")]
+    assert [(q.text, q.label) for q in extract("Llama-3.1-70B on 4 H100 需要多少显存 128k 上下文").quantities][-1] == ("128k", "max_model_len")
+
+
+def test_a_tensor_parallel_size_the_model_cannot_split_over_is_said_not_computed():
+    """Qwen2.5-7B has 28 attention heads: vLLM refuses TP 8, and 44.8 requests read as possible."""
+    answer = capacity_answer("Qwen2.5-7B-Instruct 8x A10 24G tp 8 --max-model-len 32768 --gpu-memory-utilization 0.95 并发多少")
+    assert answer is not None and not answer.computed and any("28 attention heads" in p["en"] for p in answer.problems)
+
+
+def test_memory_needed_for_a_known_model_adds_its_weights():
+    answer = capacity_answer("Qwen2.5-7B-Instruct 32k 上下文 10 个并发 需要多少显存")
+    assert answer is not None and answer.computed and answer.call.name == "kv_memory_needed"
+    assert any("14.2 GiB" in n["en"] and "31.3 GiB" in n["en"] for n in answer.notes)  # 17.09 GiB of KV + 14.18 of weights

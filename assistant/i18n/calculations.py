@@ -440,13 +440,12 @@ MESSAGES = {
     },
     'weights.with_kv': {
         "zh": '权重约 {weights} GiB（{params}B 参数 × {bytes} 字节，{fmt}）；{requests} 个 {tokens} token 的请求，KV Cache 还要约 {kv} GiB'
-              '（{model} 每 token {per_token} KiB），合计约 {total} GiB。只算这两项就至少要 {counts}（`--tensor-parallel-size` 取 2 的幂）；'
-              '这是下限：按整张卡的显存算，没算激活和 CUDA Graph，也没留 gpu_memory_utilization 的余量，实际往往还要更多',
+              '（{model} 每 token {per_token} KiB），合计约 {total} GiB。按每张卡的 gpu_memory_utilization {util} 算，只放这两项就至少要 {counts}'
+              '（`--tensor-parallel-size` 取 2 的幂）；这是下限：激活和 CUDA Graph 还要显存，实际往往还要更多',
         "en": 'the weights are about {weights} GiB ({params}B parameters × {bytes} bytes, {fmt}), and the KV cache for {requests} of {tokens} '
               'tokens adds about {kv} GiB ({model}: {per_token} KiB per token), about {total} GiB together. '
-              'Those two alone take at least {counts} (`--tensor-parallel-size` takes powers of two); that is a floor: it counts '
-              'each GPU\'s whole memory, nothing for activations or CUDA graphs and no gpu_memory_utilization margin, so the '
-              'real need is often higher',
+              'At gpu_memory_utilization {util} of each GPU, those two alone take at least {counts} (`--tensor-parallel-size` takes '
+              'powers of two); that is a floor: activations and CUDA graphs need memory too, so the real need is often higher',
     },
     'weights.kv_on_top': {
         "zh": '。这只是放下权重的下限：上下文和并发请求的 KV Cache 还要另外的显存（每 token 2 × 层数 × KV 头数 × '
@@ -494,6 +493,16 @@ MESSAGES = {
     'follow_up_which': {
         "zh": '最后一句的 {value} 要替换前面的哪个值：{names}？',
         "en": "which value does the last line's {value} replace: {names}?",
+    },
+    'weights_beside_kv': {
+        "zh": '再加上 {model} 的 bf16 权重约 {weights} GiB，一共约 {total} GiB（还不算激活和 CUDA Graph）',
+        "en": "with {model}'s bf16 weights, about {weights} GiB, that is about {total} GiB in all (before activations and CUDA graphs)",
+    },
+    'tp_does_not_divide': {
+        "zh": 'vLLM 不接受 {model} 用 tensor_parallel_size {tp}：{heads} 个注意力头（{kv_heads} 个 KV 头）不能按 {tp} 均分，启动时就会报错；'
+              '换成能整除的 TP（或用 --pipeline-parallel-size 补足卡数）',
+        "en": "vLLM does not accept tensor_parallel_size {tp} for {model}: its {heads} attention heads ({kv_heads} KV heads) do not "
+              "split evenly over {tp}, and start-up fails; use a TP that divides them (or --pipeline-parallel-size for the rest of the GPUs)",
     },
     'model_table': {
         "zh": '{name} 的层数、KV 头数、head_dim 和参数量取自它公开的 config.json 和模型卡（内置表）；微调模型沿用基座的结构，'
