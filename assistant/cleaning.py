@@ -388,7 +388,8 @@ _TRIED = re.compile(r"no effect|did(?:n't| not) (?:help|work|change)|does(?:n't|
                     # a change, then the failure still there: "I lowered --max-model-len to 8192, still OOM",
                     # "调小了 --max-num-seqs 还是 OOM"; not "still loading after 30 min" (nothing was changed)
                     r"|\b(?:lowered|reduced|raised|increased|bumped|dropped|changed|added|set|switched|disabled|enabled)\b[^.;!?\n]{0,80}\bstill\b"
-                    r"|(?:调|改|加|设|降|减|换|关|开)[^。；！？\n]{0,40}还是", re.I)
+                    # (not 加载, 调用, 设备, 开始: "加载到一半还是卡住" changed nothing)
+                    r"|(?:调(?!用|度|试)|改|加(?!载|速)|设(?!备|计)|降|减|换|开了|开启|关了|关闭|关掉)[^。；！？\n]{0,40}还是", re.I)
 _SENTENCE_END = re.compile(r"(?<=[.;!?])\s+|(?<=[。；！？])|\n")
 _SETTING = re.compile(r"(?<![\w-])(?:--[A-Za-z][\w-]{1,60}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?:\s*[= ]\s*[\d.~,-]+(?![\w.]))?")
 

@@ -274,6 +274,17 @@ def test_settings_already_tried_to_no_effect_are_not_what_retrieval_reads():
     assert "--enforce-eager" in retrieval_text("with --enforce-eager it works. why?")
 
 
+def test_a_change_then_the_failure_still_there_is_a_tried_setting():
+    from assistant.cleaning import tried_settings
+
+    assert tried_settings("I lowered --max-model-len to 8192, still OOM after that") == ["--max-model-len"]
+    assert tried_settings("调小了 --max-num-seqs 还是 OOM") == ["--max-num-seqs"]
+    # Nothing was changed: a state described, or 加载 / 调用 / 开始, which only look like 加 / 调 / 开.
+    for said in ("vllm serve --max-model-len 8192 is still loading after 30 min", "--max-model-len 8192 加载到一半还是卡住",
+                 "用 --max-model-len 8192 调用接口还是超时", "--tensor-parallel-size 4 开始加载后还是卡住"):
+        assert tried_settings(said) == [], said
+
+
 def test_a_sentence_that_starts_with_a_command_word_is_prose():
     q = "nvidia-smi shows 23859MiB per card; with --enforce-eager it's 21395MiB. So is 2.4GB CUDA graph?"
     assert "nvidia-smi shows" in retrieval_text("4x RTX 4090:\nvllm serve x --tensor-parallel-size 4\n" + q)
