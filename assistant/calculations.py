@@ -895,8 +895,13 @@ def route(x: Extraction, facts: _Facts, asked: str) -> str | None:
         return "kv_concurrency"  # the blocks as they are; a what-if on the memory share changes them (review)
     # A start-up log's "Model loading took 14.2 GiB" is the weights, but its "GPU KV cache
     # size" already holds what they would be used to estimate.
+    # A model the shape table knows, on a card of one size or asked at a context length, is a
+    # vLLM memory budget: "Qwen2.5-7B on one GPU, max-model-len 32768" asked for FastDeploy's
+    # block count; now it asks for the GPU's memory.
+    known = (not logged_tokens and not facts.has("num_blocks") and not _FASTDEPLOY.search(x.text)
+             and named_model(x.text) is not None)
     memory = facts.asked("gpu_memory") or (facts.asked("weights") and not logged_tokens) or (
-        not logged_tokens and not facts.has("num_blocks") and _one_size_card(x.text) is not None and named_model(x.text) is not None)
+        known and (_one_size_card(x.text) is not None or facts.asked("max_model_len")))
     if memory and _asks_anything(t):
         return "kv_cache_capacity"
     if _ASK_BYTES.search(t) or (shape and _asks_anything(t)):

@@ -276,6 +276,8 @@ MISSING = [
      "kv_tokens_from_memory", ["kv_bytes_per_token"]),
     ("en-miss-table-vl", "en", "missing", "Qwen2-VL-7B on one 24G GPU, max-model-len 32768: how many concurrent requests?", None,
      "kv_cache_capacity", ["weights", "kv_bytes_per_token"]),
+    ("en-miss-table-gpu", "en", "missing", "Qwen2.5-7B on one GPU, max-model-len 32768, how many concurrent requests?", None,
+     "kv_cache_capacity", ["gpu_memory"]),  # the model is known: only the GPU's memory is asked for, not FastDeploy's blocks
     ("en-miss-table-awq", "en", "missing", "Qwen2.5-72B-Instruct-AWQ on 2x A100 80G, max-model-len 32768, how many concurrent requests?",
      None, "kv_cache_capacity", ["weights"]),
     ("en-miss-kvneed", "en", "missing", "how much memory do 64 sessions of 32k context need?", None, "kv_memory_needed",
