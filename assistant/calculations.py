@@ -220,18 +220,22 @@ FOLLOW_ON_CHARS = 100
 # The values such a line may change; a log's figures (GPU KV cache size) are not settings.
 _ADJUSTABLE = ("max_model_len", "tokens_per_request", "max_num_seqs", "gpu_memory_utilization", "block_size",
                "tensor_parallel_size", "sessions", "input_tokens", "output_tokens", "kv_cache_ratio", "gpu_memory")
-
-
 # The largest value a bare follow-up number can mean for each: "那 40960 呢" is no GPU count.
 _MOST = {"tensor_parallel_size": 64, "gpu_count": 1024, "gpu_memory_utilization": 1, "block_size": 1024}
 
 
-def _follow_on_span(question: str, norm: str) -> tuple[int, int] | None:
-    """Where, in the normalised text, a last line that changes an earlier value sits."""
+def _follow_on_line(question: str) -> str | None:
+    """The question's last line when it changes an earlier value (and there is an earlier line)."""
     lines = [line for line in question.splitlines() if line.strip()]
     if len(lines) < 2 or len(lines[-1]) > FOLLOW_ON_CHARS or not _FOLLOW_ON.search(lines[-1].strip()):
         return None
-    last = normalize(lines[-1])
+    return lines[-1]
+
+
+def _follow_on_span(question: str, norm: str) -> tuple[int, int] | None:
+    """Where, in the normalised text, a last line that changes an earlier value sits."""
+    line = _follow_on_line(question)
+    last = normalize(line) if line is not None else ""
     return (len(norm) - len(last), len(norm)) if last and norm.endswith(last) else None
 
 
@@ -241,8 +245,7 @@ def _own_line_labels(x: Extraction, question: str) -> Extraction:
     span = _follow_on_span(question, x.text)
     if span is None:
         return x
-    own = {q.start + span[0]: q for q in extract(question.splitlines()[-1] if question.splitlines()[-1].strip()
-                                                  else [line for line in question.splitlines() if line.strip()][-1]).quantities}
+    own = {q.start + span[0]: q for q in extract(_follow_on_line(question) or "").quantities}
     return replace(x, quantities=[replace(q, label=own[q.start].label, unit=own[q.start].unit)
                                   if span[0] <= q.start < span[1] and q.start in own else q for q in x.quantities])
 
