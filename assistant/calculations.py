@@ -219,7 +219,11 @@ _FOLLOW_ON = re.compile(r"^\W*(?:and|what about|how about|then|with|那|那么|�
 FOLLOW_ON_CHARS = 100
 # The values such a line may change; a log's figures (GPU KV cache size) are not settings.
 _ADJUSTABLE = ("max_model_len", "tokens_per_request", "max_num_seqs", "gpu_memory_utilization", "block_size",
-               "tensor_parallel_size", "sessions", "input_tokens", "output_tokens", "kv_cache_ratio", "gpu_memory")
+               "tensor_parallel_size", "sessions", "input_tokens", "output_tokens", "kv_cache_ratio")
+# A last line that is only a new value ("and with 32768?", "那 40960 呢", "what about 16k?"): a
+# number in a longer line ("and why do I see Xid 79?", "then CUDA error 700") is no new setting.
+_JUST_A_NUMBER = re.compile(r"\W*(?:and|what about|how about|then|那么?|那如果|如果|要是|假如|换成|改成)?\s*(?:with|at|to|if|用|改成|换成)?\s*"
+                            r"[\d.,]+\s*[km]?\s*(?:呢|吗|的话)?\s*[?？。.!！]*\s*")
 # The largest value a bare follow-up number can mean for each: "那 40960 呢" is no GPU count.
 _MOST = {"tensor_parallel_size": 64, "gpu_count": 1024, "gpu_memory_utilization": 1, "block_size": 1024}
 
@@ -263,9 +267,14 @@ class _Facts:
         if self.latest is not None:
             inside = [q for q in x.quantities if self._in_latest(q)]
             bare = [q for q in inside if not q.label and q.usable and q.unit in ("count", "ratio", "bytes")]
-            if len(bare) == 1 and not any(q.label for q in inside):
-                labels = {q.label for q in x.quantities if q.label in _ADJUSTABLE and not self._in_latest(q) and q.unit == bare[0].unit
-                          and (bare[0].value is None or bare[0].value <= _MOST.get(q.label, bare[0].value))}
+            if len(bare) == 1 and not any(q.label for q in inside) and _JUST_A_NUMBER.fullmatch(x.text[self.latest[0]:self.latest[1]]):
+                value = bare[0].value
+                if value is not None and 0 < value < 1:  # "and with 0.95?": a share, the memory one unless a ratio was given
+                    labels = {"kv_cache_ratio"} if x.has("kv_cache_ratio") else {"gpu_memory_utilization"}
+                else:
+                    labels = {q.label for q in x.quantities if q.label in _ADJUSTABLE and not self._in_latest(q) and q.unit == bare[0].unit
+                              and q.label not in ("gpu_memory_utilization", "kv_cache_ratio")
+                              and (value is None or value <= _MOST.get(q.label, value))}
                 if len(labels) == 1:  # "and with 32768?" after max-model-len 8192
                     self.follow[labels.pop()] = bare[0]
                 elif labels:  # after max-model-len 8192 and max-num-seqs 256: which one it changes is asked
@@ -302,7 +311,7 @@ class _Facts:
             self._problem(key, bad[0])
             return None
         values = sorted({q.value for q in found})
-        later = [q for q in found if self._in_latest(q)]
+        later = [q for q in found if self._in_latest(q)] if key in _ADJUSTABLE or key == "gpu_count" else []
         if len(values) > 1 and later and len({q.value for q in later}) == 1 and len(later) < len(found):
             old = next(q for q in found if not self._in_latest(q))
             note = _msg("follow_up_value", name=_names(key), new=later[0].text, old=old.text)
@@ -656,7 +665,10 @@ def _plan_kv_capacity(f: _Facts) -> list[_Plan]:
         plan.need("gpu_memory_utilization", "gpu_memory_utilization", util, float)
     elif "gpu_memory_utilization" not in f._reported:
         plan.default("gpu_memory_utilization", "gpu_memory_utilization", 0.9, _msg("default.gpu_memory_utilization"))
-    plan.optional("max_model_len", f.get("max_model_len"))
+    if f.has("max_model_len") or not any(f.asked(k) for k in ("tokens_per_request", "input_tokens", "output_tokens")):
+        plan.optional("max_model_len", f.get("max_model_len"))
+    else:  # "how many 8k requests can it hold at once": the concurrency at that length (trial)
+        _request_tokens(plan, "max_model_len")
     tp = _tensor_parallel(f)
     plan.optional("tensor_parallel_size", tp)
     given = f.get("kv_bytes_per_token")
@@ -953,7 +965,7 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None) 
     tool = route(x, facts, asked)
     if tool is None:
         return None
-    if (tool == "kv_cache_capacity" and _ASKS_SIZING.search(asked) and named_model(x.text) is not None
+    if (tool == "kv_cache_capacity" and _ASKS_SIZING.search(asked) and not _ASK_CONC.search(asked) and named_model(x.text) is not None
             and not facts.has("tensor_parallel_size") and not facts.has("gpu_count")):
         # "Qwen2.5-72B 32k 需要几张 A100 80G": how many GPUs, which one GPU's KV budget does not
         # say; the sizing note (weights_note) counts them, with the context's KV cache.
@@ -1095,7 +1107,7 @@ def _after_list(lines: list[str], line: str) -> list[str]:
 # The KV cache's own dtype says nothing about the weights' ("--kv-cache-dtype fp8").
 # GGUF's types need their suffix, or GGUF named in the model's sentence: a bare "Q4" is a
 # quarter ("we need it by Q4"). Q5/Q6 GGUF are neither 4 nor 8 bits: no sure bound (review).
-_FOUR_BIT = re.compile(r"awq|gptq|int4|4[ -]?bit|w4a16|q4_[a-z0-9_]+|gguf|nf4|bnb|bitsandbytes|exl2|marlin")
+_FOUR_BIT = re.compile(r"awq|gptq|int4|4[ -]?bit|w4a16|q4_[a-z0-9_]+|gguf|nf4|bnb|bitsandbytes|exl2|marlin|(?:nv|mx)?fp4")
 _SIXTEEN_BIT = re.compile(r"bf16|fp16|bfloat16|float16|16[ -]?bit|half precision")
 _EIGHT_BIT = re.compile(r"fp8|int8|8[ -]?bit|w8a8|w8a16|q8_[a-z0-9_]+")
 _GGUF_TYPE = re.compile(r"(?<![a-z0-9])q([2-8])(?:_[a-z0-9_]+)?(?![a-z0-9])")
@@ -1127,7 +1139,7 @@ _ASKS_SIZING = re.compile(r"(?:几|多少)\s*(?:张|块|个|台)?\s*(?:卡|显�
                           r"|how\s+many\s+(?:gpus?|cards|[ah]\d{2,3}s?|devices)\b|number\s+of\s+gpus"
                           # will it fit: "单卡 L40S 跑 Qwen2.5-32B 能起来吗", "will Qwen2.5-72B fit on 2x A100"
                           r"|能(?:不能)?(?:起来|跑起来|跑|放下|装下|部署)(?:吗|[？?])|(?:跑|放|装)得(?:动|起来|下)|够不够|够吗|够用吗"
-                          r"|\bwill\s+(?:it|this|that|the\s+model|\S+)\s+fit\b|\b(?:does|would)\s+(?:it|this|that)\s+fit\b|\bfit\s+on\b.{0,40}\?|enough\s+(?:gpu\s+)?(?:memory|vram)"
+                          r"|\bwill\s+(?:it|this|that|the\s+model|\S+)\s+fit\b|\b(?:does|would)\s+(?:it|this|that)\s+fit\b|enough\s+(?:gpu\s+)?(?:memory|vram)"
                           r"|how\s+much\s+(?:gpu\s+)?(?:memory|vram)|what\s+gpus?\s+(?:do|would|should)\s+i\s+need")
 # The common serving GPUs' classes as sold (GB) and the least memory a card of the class
 # reports (GiB): an H100 80GB has 79.6, an L40S 44.5, an A10 22.5.

@@ -145,11 +145,14 @@ def _collect_flags(line: str, flags: dict[str, str]) -> None:
         flags.setdefault(name, "" if value.lower() in _SENTENCE_WORDS else value)
     for name, value in _KWARG.findall(line):
         flags.setdefault(name, value.strip("\"'"))
+    asking = bool(_ASKING_WHAT_IF.search(line))
     for name, value in _FLAG_TO.findall(line):
         # "lowered --gpu-memory-utilization to 0.8": the value after the word. Said after the
         # command line ("… --max-model-len 32768" then "I lowered --max-model-len to 8192") it is
-        # the value now in use: a chat follow-up quoted the first message's 32768 back.
-        flags[name] = value
+        # the value now in use: a chat follow-up quoted the first message's 32768 back. Asked
+        # ("should I lower --max-model-len to 8192 or to 16384?") it is not (review).
+        if not flags.get(name) or not asking:
+            flags[name] = value
 
 
 _FLAG_TO = re.compile(r"(?<![\w-])(--[a-zA-Z][\w-]{1,60}) ?(?:to|at|from \S+ to|down to|up to|改成|改为|改到|调到|调成|调为|设成|设为|设到|设置为|设置成"
@@ -384,12 +387,20 @@ def retrieval_text(question: str) -> str:
 # and --max-model-len 8192, no effect", "max_num_seqs 调小了也没用".
 _TRIED = re.compile(r"no effect|did(?:n't| not) (?:help|work|change)|does(?:n't| not) (?:help|work|change)|no difference"
                     r"|still the same|same (?:result|error|thing)|to no avail|没用|没有用|没效果|没有效果|不起作用|不管用|无效"
-                    r"|还是一样|也不行|还是不行|依然|仍然"
-                    # a change, then the failure still there: "I lowered --max-model-len to 8192, still OOM",
-                    # "调小了 --max-num-seqs 还是 OOM"; not "still loading after 30 min" (nothing was changed)
-                    r"|\b(?:lowered|reduced|raised|increased|bumped|dropped|changed|added|set|switched|disabled|enabled)\b[^.;!?\n]{0,80}\bstill\b"
-                    # (not 加载, 调用, 设备, 开始: "加载到一半还是卡住" changed nothing)
-                    r"|(?:调(?!用|度|试)|改|加(?!载|速)|设(?!备|计)|降|减|换|开了|开启|关了|关闭|关掉)[^。；！？\n]{0,40}还是", re.I)
+                    r"|还是一样|也不行|还是不行|依然|仍然", re.I)
+# A change, then the failure still there: "I lowered --max-model-len to 8192, still OOM", "调小了
+# --max-num-seqs 还是 OOM"; not "still loading after 30 min" (nothing changed), 加载, 调用, 设备 or
+# 下降 (no change of a setting), nor 还是 as "or" ("设成 0.9 还是 0.95"). Only in a statement: "If I
+# set --max-model-len 8192, will it still OOM?" and "还是会 OOM 吗" ask (review).
+_CHANGED_STILL = re.compile(r"\b(?:lowered|reduced|raised|increased|bumped|dropped|changed|added|set|switched|disabled)\b[^.;!?\n]{0,80}"
+                            r"\bstill\b(?! (?:fine|ok|good|enough|right|valid))"
+                            r"|(?:调(?!用|度|试)|改|加(?!载|速)|设(?!备|计)|(?<!下)降|减|换|开了|开启|关了|关闭|关掉)[^。；！？\n]{0,40}"
+                            r"还是\s*(?:不行|没用|一样|会?\s*(?:oom|报错|卡|崩|失败|超时|慢|很慢|挂))", re.I)
+_ASKING_WHAT_IF = re.compile(r"\bif\b|\bshould\b|\bwould\b|\bwill\b|\bor\b|如果|假如|假设|要是|要不要|是否|[?？]\s*$|[吗呢]\W*$", re.I)
+
+
+def _says_tried(sentence: str) -> bool:
+    return bool(_TRIED.search(sentence) or (_CHANGED_STILL.search(sentence) and not _ASKING_WHAT_IF.search(sentence)))
 _SENTENCE_END = re.compile(r"(?<=[.;!?])\s+|(?<=[。；！？])|\n")
 _SETTING = re.compile(r"(?<![\w-])(?:--[A-Za-z][\w-]{1,60}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?:\s*[= ]\s*[\d.~,-]+(?![\w.]))?")
 
@@ -406,11 +417,11 @@ _ENV_VAR = re.compile(r"(?<![\w-])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?![\w-])")
 def tried_settings(text: str) -> list[str]:
     """The flags, parameters and environment variables the asker's sentences say were tried,
     set already, or of no effect, as written (`--enforce-eager`, `max_num_seqs`, `HF_ENDPOINT`)."""
-    if not (_TRIED.search(text) or _ALREADY.search(text)):
+    if not (_TRIED.search(text) or _CHANGED_STILL.search(text) or _ALREADY.search(text)):
         return []
     out: list[str] = []
     for sentence in _SENTENCE_END.split(text):
-        if _TRIED.search(sentence) or _ALREADY.search(sentence):
+        if _says_tried(sentence) or _ALREADY.search(sentence):
             for m in (*_SETTING.finditer(sentence), *_ENV_VAR.finditer(sentence)):
                 name = m.group(0).split("=")[0].split()[0]
                 if name not in out:
@@ -423,14 +434,14 @@ def without_tried_settings(text: str) -> str:
     article the asker already followed, not the one that answers: "TP=4 hangs at start-up …
     someone suggested --gpu-memory-utilization and --max-model-len, no effect" drew the OOM
     article over the multi-GPU one. The settings stay in the question for the answer."""
-    if not _TRIED.search(text):
+    if not (_TRIED.search(text) or _CHANGED_STILL.search(text)):
         return text
     out: list[str] = []
     pos = 0
     for m in _SENTENCE_END.finditer(text):
         sentence = text[pos:m.end()]
-        out.append(_SETTING.sub(" ", sentence) if _TRIED.search(sentence) else sentence)
+        out.append(_SETTING.sub(" ", sentence) if _says_tried(sentence) else sentence)
         pos = m.end()
     tail = text[pos:]
-    out.append(_SETTING.sub(" ", tail) if _TRIED.search(tail) else tail)
+    out.append(_SETTING.sub(" ", tail) if _says_tried(tail) else tail)
     return "".join(out)

@@ -77,7 +77,8 @@ _PATTERNS: tuple[tuple[re.Pattern, object], ...] = (
     (re.compile(r"(?<![a-z0-9])mixtral" + _SEP + r"8x7b" + _END), _MIXTRAL),
 )
 # R1's distilled models are Qwen2.5 (Math) and Llama 3.1/3.3 checkpoints, shape and all.
-_DISTILL = {("qwen", "1.5"): _QWEN25["1.5"], ("qwen", "7"): _QWEN25["7"], ("qwen", "14"): _QWEN25["14"],
+# (The 1.5B distill unties its embeddings: 1.78B parameters, not Qwen2.5-1.5B's 1.54B; left out.)
+_DISTILL = {("qwen", "7"): _QWEN25["7"], ("qwen", "14"): _QWEN25["14"],
             ("qwen", "32"): _QWEN25["32"], ("llama", "8"): _LLAMA3[".1"]["8"], ("llama", "70"): _LLAMA33_70B}
 
 
@@ -94,6 +95,14 @@ def _one(m: re.Match, table: object) -> ModelShape | None:
             return _LLAMA33_70B if size == "70" else None
         return _LLAMA3.get(version, {}).get(size)
     return table.get(m.group(1))  # type: ignore[union-attr]
+
+
+# Other models a question may name beside one of the table's ("moved from Qwen2.5-72B to
+# DeepSeek-V3", "Qwen3-1.7B instead of Qwen3-14B"): the figures would be the wrong model's.
+_OTHER_MODEL = re.compile(r"deepseek(?![-_ ]?r1[-_ ]?distill)|gpt[-_ ]?oss|kimi|(?<![a-z])glm|gemma|(?<![a-z])phi[-_ ]?\d"
+                          r"|(?<![a-z])yi[-_ ]\d|internlm|baichuan|minicpm|mistral[-_ ]?(?:small|large|nemo|medium)|mixtral[-_ ]?8x22b"
+                          r"|llama[-_ ]?4|command[-_ ]?r|falcon|(?<![a-z])opt[-_]\d|starcoder|codellama|chatglm")
+_SIZE = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)b(?![a-z0-9])")
 
 
 def named_model(text: str) -> ModelShape | None:
@@ -114,6 +123,9 @@ def named_model(text: str) -> ModelShape | None:
             else:
                 found.add(shape)
     shapes = {(s.layers, s.kv_heads, s.head_dim, s.params_b) for s in found}
-    if unknown or len(shapes) != 1:
+    if unknown or len(shapes) != 1 or _OTHER_MODEL.search(text):
         return None
+    outside = "".join(ch if not any(a <= i < b for a, b in taken) else " " for i, ch in enumerate(text))
+    if _SIZE.search(outside):
+        return None  # another model's size beside it ("Qwen3-1.7B", "gpt-oss-120b"): whose figures?
     return min(found, key=lambda s: s.name)

@@ -136,9 +136,13 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
      r"|(?:tokens? (?:of )?)?context each|(?:tokens? (?:of )?)?context per (?:request|user|session|conversation)"
      # a length in k before the thing counted: "how many 32k requests", "50 个 8k 的会话"
      r"|\s(?<=\dk\s)(?:requests?|reqs?|prompts?|sequences?|seqs|sessions?|conversations?|chats?)\b"
-     r"(?!\s*(?:per|a|an|each|every|/)\s*(?:day|hour|hr|minute|min|second|sec|s)\b)"  # not "10k requests per day"
+     r"(?!\s*(?:(?:per|a|an|each|every|/)\s*(?:day|hour|hr|minute|min|second|sec|s|24h)\b|at once|concurrent|simultaneous|in parallel|daily))"
      r"|\s(?<=\dk\s)的 ?(?:请求|会话|对话|序列)|的(?<=\dk的) ?(?:请求|会话|对话|序列)",
      _roles(("tokens_per_request", NOUN, "post"))),
+    # A rate is no count of concurrent sessions: "10k requests per day", "日活 3000 用户", "2000 sessions a day".
+    (r"(?:requests?|reqs?|sessions?|users?|calls?|queries|conversations?|chats?) ?(?:per|a|an|each|every|/) ?(?:day|hour|hr|week|month|24h)\b"
+     r"|(?:requests?|users?|sessions?) (?:daily|a day)|daily (?:active )?(?:users?|requests?|sessions?)|日活(?:跃)?(?:用户)?|每天|每日|一天|每小时|每月|\bdau\b",
+     _roles(("ignore", IGNORE, "both"))),
     # "200 个并发，每个请求 2k 输入": the whole "每个请求" says per request, so 请求 is no count of requests.
     (r"(?:sessions?|requests?|users?|conversations?|并发) of|(?:个 ?)?会话, ?每个?(?:请求|会话|用户)?|(?:个 ?)?并发, ?每个?(?:请求|会话|用户)?",
      _roles(("sessions", NOUN, "post"), ("per_request", MOD, "pre"))),
@@ -511,6 +515,8 @@ def _bind(numbers: list[Quantity], labels: list[_Label], text: str) -> list[Quan
             continue  # "gpu util 0.92" is the flag's value; "GPU 利用率 100%", "gpu util at 0.92 in nvidia-smi" how busy the card is
         if category in (NAME, NOUN) and (NAME in slots[ni] or NOUN in slots[ni]):
             continue  # a name and a noun both decide what a number is; the nearest one does
+        if numbers[ni].unit == "params":
+            continue  # a model's size ("Qwen2.5-72B") takes no label: "72b 上下文 32k" left 32k without its 上下文
         if category == MOD and role.kind in _BYTES_MODS and numbers[ni].unit != "bytes":
             continue  # "需要多少显存 128k 上下文": a memory word says nothing of a count beside it
         slots[ni][category] = role.kind if role.category != IGNORE else "ignore"

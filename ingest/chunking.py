@@ -564,8 +564,10 @@ def looks_like_heading(line: str) -> bool:
         return False
     if line[0] in "#-$>`/~|*[(<{" or "=" in line or re.match(r"^[a-z]", line):
         return False  # commands, flags, comments and markup are content, not titles
-    if re.search(r"\s--[a-zA-Z]|<[A-Z][A-Z_-]*>", line):
-        return False  # a command inside a step ("执行 helm rollback vllm-serving <REVISION> -n llm --wait")
+    if len(re.findall(r"\s--[a-zA-Z]", line)) >= 2 or re.search(r"<[A-Z][A-Z_-]*>", line):
+        # A command inside a step ("执行 helm rollback vllm-serving <REVISION> -n llm --wait"); one
+        # flag named in a title stays a title ("2.1 调低 --max-model-len", review).
+        return False
     if sum(line.count(p) for p in "，,。；;") >= 2:
         return False  # a sentence, not a title
     return len(line.split()) <= 12

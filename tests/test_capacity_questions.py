@@ -580,8 +580,8 @@ def test_the_weights_note_stays_when_the_calculation_stops_for_a_missing_value(b
 
     answer = answer_question("Qwen2.5-14B on one A10 24GB, will it fit with max-model-len 8192?", bundled_settings,
                              kb=bundled_kb, use_llm=False)
-    # "will it fit" asks for a count: the shape table gives the weights and the 8192 tokens' KV cache.
-    assert answer.answer.startswith("**the weights are about 27 GiB") and "at least 2 × A10" in answer.answer
+    # With the shape table the calculation runs and says the bf16 weights (27.38 GiB) cannot fit.
+    assert answer.answer.startswith("**Calculation**") and "The weights do not fit: 27.38 GiB of weights per GPU" in answer.answer
 
 
 def test_a_token_count_in_k_is_said_to_be_read_as_thousands():
@@ -801,3 +801,43 @@ def test_memory_needed_for_a_known_model_adds_its_weights():
     answer = capacity_answer("Qwen2.5-7B-Instruct 32k 上下文 10 个并发 需要多少显存")
     assert answer is not None and answer.computed and answer.call.name == "kv_memory_needed"
     assert any("14.2 GiB" in n["en"] and "31.3 GiB" in n["en"] for n in answer.notes)  # 17.09 GiB of KV + 14.18 of weights
+
+
+@pytest.mark.parametrize("question, expected", [
+    # A number in a last line that is more than a new value is no new setting (review): 4.24 at 32768.
+    ("Qwen2.5-7B on a 4090, max-model-len 32768, how many concurrent requests?\nand why do I see Xid 79 in dmesg?", 4.24),
+    ("Qwen2.5-7B on a 4090, max-model-len 32768, how many concurrent requests?\nthen it crashed with CUDA error 700, why?", 4.24),
+    ("Qwen2.5-7B on a 4090 24GB, max-model-len 32768, how many concurrent requests?\nand with 64GB of CPU RAM?", 4.24),
+    ("Qwen2.5-7B on a 4090, max-model-len 32768, how many concurrent requests?\nand with 0.95?", 4.92),  # a share: the memory one
+    # A concurrency question that says "fit" is no sizing question; a length given is divided by.
+    ("Llama-3.1-8B with max-model-len 8192: how many concurrent requests fit on one H100?", 56.73),
+    ("Llama-3.1-8B on an H100: how many 8k requests can it hold at once?", 58.09),
+    ("Qwen2.5-7B 上下文 32768 单卡 4090 最多并发多少", 4.24),  # 上下文 after the model's size still labels the length
+])
+def test_review_capacity_misreadings_stay_fixed(question, expected):
+    answer = capacity_answer(question)
+    assert answer is not None and answer.computed, explain(answer, "en")
+    assert answer.call.result["max_concurrency_at_max_model_len"] == expected
+
+
+@pytest.mark.parametrize("question", [
+    "Switched from Qwen3-14B to Qwen3-1.7B on one L4, max-model-len 32768: how many concurrent requests now?",
+    "We moved from Qwen2.5-72B to DeepSeek-V3 on 8x H200, tp 8, max-model-len 32768, how many concurrent requests?",
+    "gpt-oss-120b on one H100 (replacing Llama-3.1-8B), max-model-len 32768, how many concurrent requests?",
+])
+def test_another_model_beside_a_known_one_borrows_no_shape(question):
+    answer = capacity_answer(question)
+    assert answer is None or not any(v.source == "model" for v in answer.values)
+
+
+def test_rates_are_no_concurrent_sessions_and_fp4_is_four_bit():
+    from assistant.calculations import weights_note
+    from assistant.quantities import extract
+
+    for text in ("we get 10k requests per day", "日活 3000 用户", "2000 sessions per day", "5k requests at once"):
+        assert "tokens_per_request" not in [q.label for q in extract(text).quantities], text
+    assert [q.label for q in extract("10k requests per day").quantities] == [""]
+    note = weights_note("Qwen2.5-72B with 32k context, 2000 sessions per day: how many H100 do we need?")
+    assert note is not None and "one request" in note["en"] and "4 × H100" in note["en"]  # 145.2 GiB over 71.7 GiB per H100
+    fp4 = capacity_answer("nvidia/Llama-3.3-70B-Instruct-FP4 on one H200, max-model-len 8192, how many concurrent requests?")
+    assert fp4 is not None and "weights" in fp4.missing  # not 131.5 GiB of bf16 that "do not fit"

@@ -178,3 +178,10 @@ def test_a_command_inside_a_plain_text_step_is_not_a_heading():
     rollback = [texts for path, texts in paths.items() if path[-1] == "2.2 执行回滚"]
     assert rollback and "helm rollback" in rollback[0][0]
     assert not any("helm rollback" in part for path in paths for part in path)
+
+
+def test_a_step_title_naming_one_flag_is_still_a_heading():
+    from ingest.chunking import looks_like_heading
+
+    assert looks_like_heading("2.1 调低 --max-model-len")
+    assert not looks_like_heading("执行 helm rollback vllm-serving <REVISION> -n llm-serving --wait --timeout 20m")

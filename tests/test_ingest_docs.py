@@ -1244,3 +1244,10 @@ def test_a_wiki_index_of_two_links_is_a_site_map_too():
     assert is_link_index("# Inference Platform\n\n## Available Pages:\n\n- [GPU Node Drain and Escalation](a.html)\n- [On-call](b.html)\n")
     assert not is_link_index("# Drain\n\nCordon the node first, then see [the escalation page](a.html) and [on-call](b.html) "
                              "for who to page when all replicas are down.\n")
+
+
+def test_a_short_page_with_two_links_and_a_sentence_is_kept():
+    from ingest.html import is_link_index
+
+    assert not is_link_index("# LLM serving escalation\n\nPage [the LLM serving on-call in PagerDuty](a) or post in "
+                             "[#llm-serving-oncall on Slack](b).\n")

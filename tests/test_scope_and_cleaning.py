@@ -801,3 +801,17 @@ def test_a_long_paste_keeps_its_last_lines():
     parts = split_question(text)
     assert parts.prose == ["why did it die?"] and parts.errors == ["torch.OutOfMemoryError: CUDA out of memory"]
     assert len(parts.logs) + len(parts.prose) + len(parts.errors) <= MAX_LINES
+
+
+def test_a_question_about_a_setting_is_not_a_tried_setting():
+    """Review: hypotheticals and either/or questions were marked tried and their settings
+    dropped from retrieval; an asked value replaced the command line's."""
+    from assistant.cleaning import split_question, tried_settings
+
+    for said in ("If I set --max-model-len 8192, will it still OOM?", "--gpu-memory-utilization 设成 0.9 还是 0.95 比较好？",
+                 "--max-model-len 改成 8192 还是 16384？", "假设 --max-model-len 32768，还是会 OOM 吗？",
+                 "推理速度下降了，--max-num-batched-tokens 8192，还是很慢", "Should I set --max-num-seqs 64 or is 256 still fine?"):
+        assert tried_settings(said) == [], said
+    flags = split_question("vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 32768 gives CUDA out of memory at startup.\n"
+                           "Should I lower --max-model-len to 8192 or to 16384?").flags
+    assert flags["--max-model-len"] == "32768"
