@@ -740,8 +740,7 @@ def _plan_kv_needed(f: _Facts) -> list[_Plan]:
         weights = _table_weights(f)
         if weights is not None and {"sessions", "tokens_per_session"} <= plan.args.keys():
             # "需要多少显存" asks for all of it: the KV cache alone read as the answer (trial).
-            kv = Decimal(plan.args["sessions"]) * plan.args["tokens_per_session"] * model.kv_bytes_per_token(
-                1 if f.x.kv_cache_dtype and "8" in f.x.kv_cache_dtype else 2)
+            kv = Decimal(plan.args["sessions"]) * plan.args["tokens_per_session"] * model.kv_bytes_per_token(_kv_dtype_bytes(f.x))
             plan.notes.append(_msg("weights_beside_kv", model=model.name, weights=_gib(Decimal(str(weights.value)) / GIB),
                                    total=_gib((Decimal(str(weights.value)) + kv) / GIB)))
         return [shape, plan]
@@ -1209,7 +1208,7 @@ def weights_note(question: str) -> dict[str, str] | None:
         params = model.params_b  # "Qwen2.5-7B" has 7.61B: the name's 7 left a GiB out of its bf16 weights
     weights = params * Decimal(10**9) * per_param / GIB
     if _ASKS_SIZING.search(text) and model is not None and (kv := _context_kv(x, model)) is not None:
-        return _weights_with_kv(x.text, params, weights, per_param, fmt, model, *kv)
+        return _weights_with_kv(x, params, weights, per_param, fmt, model, *kv)
     if memories:
         memory = memories.pop()
         card = card_memory(x.text, memory)
@@ -1238,6 +1237,11 @@ def weights_note(question: str) -> dict[str, str] | None:
     return note
 
 
+def _kv_dtype_bytes(x: Extraction) -> int:
+    """Bytes per KV element: 1 with an fp8/int8 --kv-cache-dtype, else 2 (vLLM's auto keeps bf16)."""
+    return 1 if x.kv_cache_dtype and "8" in x.kv_cache_dtype else 2
+
+
 def _context_kv(x: Extraction, model: ModelShape) -> tuple[int, int, Decimal] | None:
     """(tokens per request, requests, KV GiB) for a sizing question that states one context
     length ("128k context", "max-model-len 32768") of a model the table knows, at the KV
@@ -1247,19 +1251,17 @@ def _context_kv(x: Extraction, model: ModelShape) -> tuple[int, int, Decimal] | 
     if len(lengths) != 1 or len(sessions) > 1:
         return None
     tokens, requests = int(lengths.pop()), int(sessions.pop()) if sessions else 1
-    dtype_bytes = 1 if x.kv_cache_dtype and "8" in x.kv_cache_dtype else 2
-    kv = Decimal(model.kv_bytes_per_token(dtype_bytes)) * tokens * requests / GIB
+    kv = Decimal(model.kv_bytes_per_token(_kv_dtype_bytes(x))) * tokens * requests / GIB
     return tokens, requests, kv
 
 
-def _weights_with_kv(text: str, params: Decimal, weights: Decimal, per_param: Decimal, fmt: str, model: ModelShape,
+def _weights_with_kv(x: Extraction, params: Decimal, weights: Decimal, per_param: Decimal, fmt: str, model: ModelShape,
                      tokens: int, requests: int, kv: Decimal) -> dict[str, str]:
     """The sizing answer when the model's shape is known: weights plus the KV cache of the
-    stated context, and the least GPUs of each common size that hold both. Only a floor: it
-    counts the whole of each GPU and nothing for activations, so the real count can only be
+    stated context, and the least GPUs of each common size that hold both at the memory share
+    vLLM uses. Only a floor: nothing is counted for activations, so the real count can only be
     higher; a named card is counted on its own."""
-    named = _one_size_card(text)
-    x = extract(text)
+    named = _one_size_card(x.text)
     memories = {q.value for q in x.by_label("gpu_memory") if q.usable}
     sizes = [(named[0].upper(), named[1] / GIB)] if named else (
         [(f"{_gib(m / GIB)} GiB", m / GIB) for m in memories] if len(memories) == 1 else [(f"{gb} GB", Decimal(gib)) for gb, gib in SIZING_GPUS])
@@ -1270,7 +1272,7 @@ def _weights_with_kv(text: str, params: Decimal, weights: Decimal, per_param: De
     util = shares.pop() if len(shares) == 1 else Decimal("0.9")
     counts = {"en": ", ".join(f"{_least_gpus(total, gib * util)} × {name}" for name, gib in sizes),
               "zh": "、".join(f"{name} 的卡 {_least_gpus(total, gib * util)} 张" for name, gib in sizes)}
-    per_token = model.kv_bytes_per_token(1 if x.kv_cache_dtype and "8" in x.kv_cache_dtype else 2)
+    per_token = model.kv_bytes_per_token(_kv_dtype_bytes(x))
     return _msg("weights.with_kv", params=_plain(params), weights=f"{weights:.0f}", bytes=_plain(per_param),
                 fmt=_msg(f"weights.format_{fmt}"), model=model.name, tokens=f"{tokens:,}",
                 requests={"zh": str(requests), "en": "one request" if requests == 1 else f"{requests} requests"},

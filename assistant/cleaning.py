@@ -401,6 +401,8 @@ _ASKING_WHAT_IF = re.compile(r"\bif\b|\bshould\b|\bwould\b|\bwill\b|\bor\b|如�
 
 def _says_tried(sentence: str) -> bool:
     return bool(_TRIED.search(sentence) or (_CHANGED_STILL.search(sentence) and not _ASKING_WHAT_IF.search(sentence)))
+
+
 _SENTENCE_END = re.compile(r"(?<=[.;!?])\s+|(?<=[。；！？])|\n")
 _SETTING = re.compile(r"(?<![\w-])(?:--[A-Za-z][\w-]{1,60}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?:\s*[= ]\s*[\d.~,-]+(?![\w.]))?")
 

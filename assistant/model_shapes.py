@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ _OTHER_MODEL = re.compile(r"deepseek(?![-_ ]?r1[-_ ]?distill)|gpt[-_ ]?oss|kimi|
 _SIZE = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)b(?![a-z0-9])")
 
 
+@lru_cache(maxsize=64)  # one capacity question asks it from routing, each planner and the weights note
 def named_model(text: str) -> ModelShape | None:
     """The one model of the table that `text` (normalised, lower-case) names; None when it
     names none, a size or variant the table does not hold, or two models of different shape
