@@ -20,7 +20,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Callable
 
 from .i18n import LANGS, catalog, pick_lang, t, texts
-from .model_shapes import ModelShape, named_model
+from .model_shapes import ModelShape, context_limit, named_model
 from .quantities import Extraction, Quantity, extract, normalize
 
 if TYPE_CHECKING:
@@ -613,7 +613,27 @@ def _plan_model_shape(f: _Facts, model: ModelShape) -> _Plan:
     else:
         plan.optional("tensor_parallel_size", tp)
     plan.notes.append(_msg("model_table", name=model.name))
+    if (over := _context_over_limit(f.x)) is not None:
+        plan.notes.append(over)
     return plan
+
+
+def _context_over_limit(x: Extraction) -> dict[str, str] | None:
+    """Said when the context a question plans for is longer than the named checkpoint's
+    config.json allows: vLLM refuses that --max-model-len at start-up, so a KV budget for it
+    ("4.2 requests of 131072 tokens on Qwen2.5-7B-Instruct") read as a plan that would run."""
+    limit = context_limit(x.text)
+    lengths = [q.value for label in ("max_model_len", "tokens_per_request") for q in x.by_label(label) if q.usable]
+    if limit is None or not lengths or max(lengths) <= limit.tokens:
+        return None
+    length = int(max(lengths))
+    base = ({lang: "" for lang in LANGS} if limit.base_tokens is None else
+            _msg("context_over_limit.base", name=limit.checkpoint.removesuffix("-Instruct"), tokens=f"{limit.base_tokens:,}"))
+    values = dict(checkpoint=limit.checkpoint, tokens=f"{limit.tokens:,}", length=f"{length:,}", base=base)
+    if limit.yarn_tokens is not None and length <= limit.yarn_tokens:
+        return _msg("context_over_limit.yarn", yarn=f"{limit.yarn_tokens:,}", original=limit.yarn_original,
+                    factor=f"{limit.yarn_tokens / limit.yarn_original:.1f}", **values)
+    return _msg("context_over_limit.none", **values)
 
 
 def _table_weights(f: _Facts) -> Value | None:
@@ -1208,7 +1228,9 @@ def weights_note(question: str) -> dict[str, str] | None:
         params = model.params_b  # "Qwen2.5-7B" has 7.61B: the name's 7 left a GiB out of its bf16 weights
     weights = params * Decimal(10**9) * per_param / GIB
     if _ASKS_SIZING.search(text) and model is not None and (kv := _context_kv(x, model)) is not None:
-        return _weights_with_kv(x, params, weights, per_param, fmt, model, *kv)
+        note = _weights_with_kv(x, params, weights, per_param, fmt, model, *kv)
+        over = _context_over_limit(x)
+        return note if over is None else {lang: f"{note[lang]}{'。' if lang == 'zh' else '. '}{over[lang]}" for lang in LANGS}
     if memories:
         memory = memories.pop()
         card = card_memory(x.text, memory)

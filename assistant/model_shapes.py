@@ -104,6 +104,7 @@ _OTHER_MODEL = re.compile(r"deepseek(?![-_ ]?r1[-_ ]?distill)|gpt[-_ ]?oss|kimi|
                           r"|(?<![a-z])yi[-_ ]\d|internlm|baichuan|minicpm|mistral[-_ ]?(?:small|large|nemo|medium)|mixtral[-_ ]?8x22b"
                           r"|llama[-_ ]?4|command[-_ ]?r|falcon|(?<![a-z])opt[-_]\d|starcoder|codellama|chatglm")
 _SIZE = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)b(?![a-z0-9])")
+_MISTRAL_V01 = re.compile(r"mistral[-_ ]?7b[-_ ]?(?:instruct[-_ ]?)?v0\.1(?!\d)")
 
 
 @lru_cache(maxsize=64)  # one capacity question asks it from routing, each planner and the weights note
@@ -130,4 +131,70 @@ def named_model(text: str) -> ModelShape | None:
     outside = "".join(ch if not any(a <= i < b for a, b in taken) else " " for i, ch in enumerate(text))
     if _SIZE.search(outside):
         return None  # another model's size beside it ("Qwen3-1.7B", "gpt-oss-120b"): whose figures?
-    return min(found, key=lambda s: s.name)
+    shape = min(found, key=lambda s: s.name)
+    if shape is _MISTRAL_7B and _MISTRAL_V01.search(text):
+        return None  # v0.1 attends over a 4096-token sliding window: vLLM keeps less KV per request than the whole context
+    return shape
+
+
+@dataclass(frozen=True)
+class ContextLimit:
+    """The longest context a checkpoint's config.json lets vLLM serve (the "derived
+    max_model_len"), and what its model card documents beyond it."""
+
+    checkpoint: str  # the checkpoint the figure is for ("Qwen2.5-7B-Instruct")
+    tokens: int  # max_position_embeddings as shipped
+    yarn_tokens: int | None = None  # the length the model card documents with YaRN rope scaling
+    base_tokens: int | None = None  # the base checkpoint's figure, when the question does not say which
+    yarn_original: int = 32768  # original_max_position_embeddings of the documented YaRN setting (Qwen's)
+
+
+# max_position_embeddings of the shipped config.json. Qwen2 and Qwen2.5 Instruct checkpoints
+# ship 32768 while their 7B+ base models say 131072 (on purpose: 128K needs YaRN, QwenLM/Qwen3#663);
+# Qwen3 ships 40960 (32768 of pre-training plus room for output), 131072 with YaRN; the 2507
+# releases 262144. Sizes whose config could not be checked are left out (no figure, no note).
+_QWEN_CONTEXT = {  # name: (Instruct, base, with YaRN)
+    "Qwen2.5-0.5B": (32768, None, None), "Qwen2.5-3B": (32768, 32768, None),
+    "Qwen2.5-7B": (32768, 131072, 131072), "Qwen2.5-14B": (32768, 131072, 131072), "Qwen2.5-32B": (32768, 131072, 131072),
+    "Qwen2.5-72B": (32768, None, 131072), "Qwen2-0.5B": (32768, 131072, None), "Qwen2-7B": (32768, 131072, 131072),
+    "Qwen2-72B": (32768, 131072, 131072),
+    "Qwen3-4B": (40960, None, 131072), "Qwen3-8B": (40960, None, 131072), "Qwen3-14B": (40960, None, 131072),
+    "Qwen3-32B": (40960, None, 131072), "Qwen3-30B-A3B": (40960, None, 131072), "Qwen3-235B-A22B": (40960, None, 131072),
+}
+_OTHER_CONTEXT = {"Llama-2-7B": 4096, "Llama-2-13B": 4096, "Llama-2-70B": 4096, "Llama-3-8B": 8192, "Llama-3-70B": 8192,
+                  "Llama-3.1-8B": 131072, "Llama-3.1-70B": 131072, "Llama-3.1-405B": 131072, "Llama-3.2-3B": 131072,
+                  "Llama-3.3-70B": 131072, "Mistral-7B": 32768, "Mixtral-8x7B": 32768}
+_DISTILL_NAME = re.compile(r"(?<![a-z0-9])deepseek" + _SEP + r"r1" + _SEP + r"distill" + _SEP + r"(qwen|llama)" + _SEP + r"(\d+(?:\.\d)?)b")
+_DISTILL_CONTEXT = {("qwen", "7"): 131072, ("qwen", "32"): 131072, ("llama", "8"): 131072, ("llama", "70"): 131072}
+_QWQ = re.compile(r"(?<![a-z0-9])qwq" + _SEP + r"32b(" + _SEP + r"preview)?")
+_INSTRUCT = re.compile(r"instruct|(?<![a-z])chat(?![a-z])")
+_BASE = re.compile(r"(?<![a-z])base(?![a-z])")
+_EXTENDED = re.compile(r"yarn|rope|2507|(?<![a-z0-9.])1m(?![a-z0-9])")  # the asker already extends it, or names a 1M release
+
+
+@lru_cache(maxsize=64)
+def context_limit(text: str) -> ContextLimit | None:
+    """The config.json context of the one checkpoint `text` (normalised, lower-case) names;
+    None when the table has no checked figure for it, when it names none or several, or when
+    the question already extends the context (YaRN, rope scaling, a 1M or 2507 release)."""
+    shape = named_model(text)
+    if shape is None or _EXTENDED.search(text):
+        return None
+    distill = _DISTILL_NAME.search(text)
+    if distill:
+        tokens = _DISTILL_CONTEXT.get((distill.group(1), distill.group(2)))
+        return ContextLimit(f"DeepSeek-R1-Distill-{distill.group(1).title()}-{distill.group(2)}B", tokens) if tokens else None
+    qwq = _QWQ.search(text)
+    if qwq:
+        return ContextLimit("QwQ-32B-Preview", 32768) if qwq.group(1) else ContextLimit("QwQ-32B", 131072)
+    if shape.name in _OTHER_CONTEXT:
+        return ContextLimit(shape.name, _OTHER_CONTEXT[shape.name])
+    if shape.name not in _QWEN_CONTEXT:
+        return None
+    instruct, base, yarn = _QWEN_CONTEXT[shape.name]
+    qwen3 = shape.name.startswith("Qwen3")
+    if _BASE.search(text):
+        return None if base is None or qwen3 else ContextLimit(shape.name, base)
+    named = shape.name if qwen3 else f"{shape.name}-Instruct"
+    said = qwen3 or _INSTRUCT.search(text) is not None
+    return ContextLimit(named, instruct, yarn, None if said or base == instruct else base)

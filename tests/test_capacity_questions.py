@@ -841,3 +841,65 @@ def test_rates_are_no_concurrent_sessions_and_fp4_is_four_bit():
     assert note is not None and "one request" in note["en"] and "4 × H100" in note["en"]  # 145.2 GiB over 71.7 GiB per H100
     fp4 = capacity_answer("nvidia/Llama-3.3-70B-Instruct-FP4 on one H200, max-model-len 8192, how many concurrent requests?")
     assert fp4 is not None and "weights" in fp4.missing  # not 131.5 GiB of bf16 that "do not fit"
+
+
+@pytest.mark.parametrize("name, limit", [
+    # config.json max_position_embeddings as shipped: Qwen2/2.5 Instruct 32768 (base 131072), Qwen3 40960
+    ("Qwen2.5-7B-Instruct", ("Qwen2.5-7B-Instruct", 32768, 131072, None)), ("qwen2.5-7b", ("Qwen2.5-7B-Instruct", 32768, 131072, 131072)),
+    ("Qwen2.5-7B base", ("Qwen2.5-7B", 131072, None, None)), ("Qwen2.5-3B-Instruct", ("Qwen2.5-3B-Instruct", 32768, None, None)),
+    ("Qwen3-32B", ("Qwen3-32B", 40960, 131072, None)), ("QwQ-32B", ("QwQ-32B", 131072, None, None)),
+    ("QwQ-32B-Preview", ("QwQ-32B-Preview", 32768, None, None)), ("Meta-Llama-3-8B-Instruct", ("Llama-3-8B", 8192, None, None)),
+    ("Llama-3.1-70B", ("Llama-3.1-70B", 131072, None, None)), ("Llama-2-13b-chat-hf", ("Llama-2-13B", 4096, None, None)),
+    ("DeepSeek-R1-Distill-Qwen-7B", ("DeepSeek-R1-Distill-Qwen-7B", 131072, None, None)),
+    # no checked figure, or the asker extends it already: no limit, no note
+    ("DeepSeek-R1-Distill-Qwen-14B", None), ("Qwen2.5-1.5B-Instruct", None), ("Qwen3-30B-A3B-Instruct-2507", None),
+    ("Qwen2.5-7B-Instruct-1M", None), ("Qwen2.5-7B-Instruct with YaRN", None), ("Qwen3-8B-Base", None),
+])
+def test_the_context_each_checkpoint_ships(name, limit):
+    """The distills and QwQ share a Qwen2.5 shape but not its context, and an Instruct
+    checkpoint not its base's: the figure is per checkpoint, and none where it was not checked."""
+    from assistant.model_shapes import context_limit
+    from assistant.quantities import normalize
+
+    got = context_limit(normalize(name))
+    assert (got is None) if limit is None else (got is not None and (got.checkpoint, got.tokens, got.yarn_tokens, got.base_tokens) == limit)
+
+
+@pytest.mark.parametrize("question, says, lang", [
+    ("Qwen2.5-7B-Instruct on one 4090 with max-model-len 131072, how many concurrent requests?",
+     ("max_position_embeddings to 32,768", "--max-model-len 131,072", "rope_scaling", '"factor": 4.0'), "en"),
+    ("Qwen2.5-7B-Instruct 单卡 4090，max-model-len 131072，最多能并发多少", ("max_position_embeddings 是 32,768", "YaRN"), "zh"),
+    ("Llama-3-8B on one A100 80GB with max-model-len 32768, how many concurrent requests?",
+     ("max_position_embeddings to 8,192", "no longer context", "VLLM_ALLOW_LONG_MAX_MODEL_LEN"), "en"),
+])
+def test_a_context_longer_than_the_checkpoint_allows_is_said(question, says, lang):
+    """vLLM refuses a --max-model-len over the config's (derived max_model_len): a KV budget at
+    131072 tokens for Qwen2.5-7B-Instruct read as a plan that would start."""
+    answer = capacity_answer(question)
+    assert answer is not None and answer.computed
+    text = explain(answer, lang)
+    assert all(s in text for s in says), text
+
+
+@pytest.mark.parametrize("question", [
+    "Qwen2.5-7B-Instruct on one 4090 with max-model-len 32768, how many concurrent requests?",
+    "Qwen2.5-7B-Instruct with YaRN rope scaling on one 4090, max-model-len 131072, how many concurrent requests?",
+    "Llama-3.1-8B on one A100 80GB with max-model-len 131072, how many concurrent requests?",
+])
+def test_a_context_within_the_limit_gets_no_warning(question):
+    answer = capacity_answer(question)
+    assert answer is not None and answer.computed and "max_position_embeddings" not in explain(answer, "en")
+
+
+def test_a_sizing_question_over_the_context_says_so_beside_the_gpu_count():
+    from assistant.calculations import weights_note
+
+    note = weights_note("Qwen3-32B 128k 上下文需要几张 H100")
+    assert note is not None and "H100 的卡 2 张" in note["zh"] and "max_position_embeddings 是 40,960" in note["zh"]
+
+
+def test_mistral_v0_1_gets_no_table_shape():
+    """v0.1 attends over a 4096-token sliding window: the whole-context KV figure would be wrong."""
+    from assistant.model_shapes import named_model
+
+    assert named_model("mistral-7b-instruct-v0.1") is None and named_model("mistral-7b-instruct-v0.3") is not None

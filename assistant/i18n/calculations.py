@@ -504,6 +504,28 @@ MESSAGES = {
         "en": "vLLM does not accept tensor_parallel_size {tp} for {model}: its {heads} attention heads ({kv_heads} KV heads) do not "
               "split evenly over {tp}, and start-up fails; use a TP that divides them (or --pipeline-parallel-size for the rest of the GPUs)",
     },
+    'context_over_limit.yarn': {
+        "zh": '{checkpoint} 的 config.json 里 max_position_embeddings 是 {tokens}：不打开 YaRN 位置编码缩放，vLLM 启动时会拒绝 '
+              '--max-model-len {length}（"User-specified max_model_len ... is greater than the derived max_model_len"）；模型卡写明 YaRN '
+              '可到 {yarn}：`--hf-overrides \'{{"rope_scaling": {{"rope_type": "yarn", "factor": {factor}, "original_max_position_embeddings": {original}}}}}\'`（较新的 vLLM 把键名写成 rope_parameters；vLLM 的 YaRN 是静态的，短 prompt 的效果可能变差）。这里的数字只是 {length} token 的 KV 算术{base}',
+        "en": "{checkpoint}'s config.json sets max_position_embeddings to {tokens}: without YaRN rope scaling, vLLM refuses "
+              "--max-model-len {length} at start-up (\"User-specified max_model_len ... is greater than the derived max_model_len\"); "
+              "its model card documents up to {yarn} with YaRN: `--hf-overrides '{{\"rope_scaling\": {{\"rope_type\": \"yarn\", \"factor\": {factor}, \"original_max_position_embeddings\": {original}}}}}'` (newer vLLM names the key rope_parameters; vLLM's YaRN is static and can lower quality on short prompts). "
+              "The figures here are only the KV arithmetic at {length} tokens{base}",
+    },
+    'context_over_limit.none': {
+        "zh": '{checkpoint} 的 config.json 里 max_position_embeddings 是 {tokens}，模型卡没有写更长的上下文：vLLM 启动时会拒绝 '
+              '--max-model-len {length}（"User-specified max_model_len ... is greater than the derived max_model_len"）；'
+              'VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 只是跳过检查，超出训练长度的输出不可靠。这里的数字只是 {length} token 的 KV 算术{base}',
+        "en": "{checkpoint}'s config.json sets max_position_embeddings to {tokens}, and its model card documents no longer context: vLLM "
+              "refuses --max-model-len {length} at start-up (\"User-specified max_model_len ... is greater than the derived "
+              "max_model_len\"); VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 only skips the check, and outputs past the trained length are "
+              "unreliable. The figures here are only the KV arithmetic at {length} tokens{base}",
+    },
+    'context_over_limit.base': {
+        "zh": '（基座模型 {name} 的 config.json 是 {tokens}）',
+        "en": " (the base {name} checkpoint's config.json says {tokens})",
+    },
     'model_table': {
         "zh": '{name} 的层数、KV 头数、head_dim 和参数量取自它公开的 config.json 和模型卡（内置表）；微调模型沿用基座的结构，'
               '其他模型不一定：如果你的模型不同，请写明层数、KV 头数和 head_dim，或给出 config.json',
