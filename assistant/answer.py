@@ -317,8 +317,10 @@ def _above_the_answer(text: str, result: Retrieval, diagnosis, calc, lang: str) 
         extras.append(explain(calc, lang))
     if diagnosis is not None and diagnosis.findings:
         extras.append(_log_summary(diagnosis, lang))
-    elif result.grounded:
-        extras += [f"**{c[lang]}**" for c in _pasted_figures(text)]  # "set --max-model-len 45232", from their error
+    elif result.grounded or "derived max_model_len" in text:
+        # "set --max-model-len 45232", from their error. The config's own limit is said even
+        # when no article covers the error: it is the error's own figure, not a guessed fix.
+        extras += [f"**{c[lang]}**" for c in _pasted_figures(text)]
     # A calculation that ran said whether the weights fit; one that stopped for a missing value
     # ("will Qwen2.5-14B fit one A10 24GB with max-model-len 8192?": weights in GiB) did not.
     # A sizing question the KB has no article for still gets the arithmetic ("DeepSeek-V3 671B
@@ -335,7 +337,7 @@ def _above_the_answer(text: str, result: Retrieval, diagnosis, calc, lang: str) 
 def _pasted_figures(text: str) -> list[dict[str, str]]:
     """What the numbers of a pasted error say (the KV cache's real capacity), only for
     the errors that carry them: the regexes run when "max seq len" is there."""
-    if "max seq len" not in text and "maximum model length" not in text:
+    if "max seq len" not in text and "maximum model length" not in text and "derived max_model_len" not in text:
         return []
     from .tools.logs import computed_from, numbers_in
 

@@ -59,7 +59,7 @@ _CODE = re.compile(
     r"|print\(|[\w.\[\]'\"]{1,80}\s*=\s*\S|[\w.]{1,80}\(.*[,(=]\s*$|\w+=[\w\"'.\[\]{}-]+,?\s*\)?\s*$|\)\s*$|#\s)"
 )
 _FLAG = re.compile(r"(?<![\w-])(--[a-zA-Z][\w-]{1,60})(?:[ =]+(?!--)([^\s\\'\"。，；：、]{1,80}|\"[^\"]{0,80}\"|'[^']{0,80}'))?")
-_KWARG = re.compile(r"(?<![\w.])([a-z][a-z0-9_]{2,60})\s*=\s*([\w.\-]{1,40}|\"[^\"]{0,60}\"|'[^']{0,60}')")
+_KWARG = re.compile(r"(?<![\w.-])([a-z][a-z0-9_]{2,60})\s*=\s*([\w.\-]{1,40}|\"[^\"]{0,60}\"|'[^']{0,60}')")
 _PROSE_WORDS = re.compile(r"[A-Za-z]{2,}")
 # A command line pasted inside a sentence: "server has no internet. python -m vllm… --model x",
 # "直接 CUDA_VISIBLE_DEVICES=6,7 vllm serve … --tensor-parallel-size 2 没问题".

@@ -241,6 +241,23 @@ def test_a_pasted_kv_cache_error_gets_its_own_max_model_len(bundled_settings, bu
     assert "by your error" not in plain.answer
 
 
+@pytest.mark.parametrize("error, derived, asked", [
+    ("ValueError: User-specified max_model_len (131072) is greater than the derived max_model_len (max_position_embeddings=32768 "
+     "or model_max_length=None in model's config.json). This may lead to incorrect model outputs or CUDA errors.", 32768, 131072),
+    ("  Value error, User-specified max_model_len (65536) is greater than the derived max_model_len (max_position_embeddings = "
+     "40960.0 or model_max_length = None in model's config.json).", 40960, 65536),
+    ("ValueError: User-specified max_model_len (9012) is greater than the derived max_model_len (None=2048 in model's config.json).",
+     2048, 9012),
+])
+def test_a_pasted_derived_max_model_len_error_gets_the_configs_limit(bundled_settings, bundled_kb, error, derived, asked):
+    """No article covers a --max-model-len over the model's own config, and the KV article's
+    "raise --gpu-memory-utilization" cannot help it: the error's own figures say what starts,
+    refused or not."""
+    answer = answer_question("vllm won't start:\n" + error, bundled_settings, kb=bundled_kb)
+    assert answer.answer.startswith(f"**by your error, this model's config.json allows at most {derived:,} tokens ({asked:,} were")
+    assert f"`--max-model-len {derived}` or lower starts" in answer.answer
+
+
 CRASH_LOG = """INFO 05-12 10:01:02 api_server.py:123] vLLM API server version 0.6.3
 WARNING 05-12 10:01:31 scheduler.py:1089] Sequence group 123 is preempted by PreemptionMode.RECOMPUTE mode because there is not enough KV cache space. This can affect the end-to-end performance. Increase gpu_memory_utilization or tensor_parallel_size to provide more KV cache memory. total_num_cumulative_preemption=51
 ERROR 05-12 10:02:01 engine.py:135] RuntimeError: CUDA error: out of memory

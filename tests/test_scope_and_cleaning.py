@@ -592,6 +592,11 @@ def test_flags_written_in_a_sentence_keep_their_values_without_its_punctuation()
     assert split_question("把 --max-model-len 改成 4096 也没用").flags == {"--max-model-len": "4096"}
     # "开到 0.95" (a newcomer trial: the answer quoted the flag back without its value)
     assert split_question("已经把 --gpu-memory-utilization 开到 0.95 了，还是 OOM").flags == {"--gpu-memory-utilization": "0.95"}
+    # "--tensor-parallel-size=4": the flag's last word with its value is no keyword argument of its own
+    # (the answer said "From your command line: --tensor-parallel-size 4, size=4")
+    assert split_question("vllm serve m --tensor-parallel-size=4 --max-model-len=131072").flags == {
+        "--tensor-parallel-size": "4", "--max-model-len": "131072"}
+    assert split_question("llm = LLM(model=m, max_model_len=4096)").flags == {"llm": "LLM", "model": "m", "max_model_len": "4096"}
 
 
 @pytest.mark.parametrize("text,names", [

@@ -231,6 +231,15 @@ MESSAGES: dict[str, dict[str, str]] = {
               "proportion to the tokens): `--max-model-len {fits}` or a little lower starts; for longer, raise `--gpu-memory-utilization` "
               "or add GPUs",
     },
+    "diagnose_log.derived_max_len": {
+        "zh": "按你的报错，这个模型的 config.json 最多允许 {derived:,} 个 token（要求的是 {asked:,}），与显存无关：用 `--max-model-len {derived}` "
+              "或更小就能启动。要更长，只能打开模型卡写明的位置编码缩放（YaRN；新版 vLLM 用 `--hf-overrides` 传 `rope_scaling`），"
+              "模型卡没写就不行；`VLLM_ALLOW_LONG_MAX_MODEL_LEN=1` 只是跳过检查，超出训练长度的输出不可靠",
+        "en": "by your error, this model's config.json allows at most {derived:,} tokens ({asked:,} were asked for), whatever the "
+              "memory: `--max-model-len {derived}` or lower starts. Longer needs the rope scaling (YaRN) its model card documents "
+              "(current vLLM: a `rope_scaling` block through `--hf-overrides`), and nothing if it documents none; "
+              "`VLLM_ALLOW_LONG_MAX_MODEL_LEN=1` only skips the check, and outputs past the trained length are unreliable",
+    },
     "diagnose_log.vllm_concurrency": {
         "zh": "KV Cache 共 {tokens:,.0f} 个 token，可同时容纳 {times} 个 {per_request:,.0f} token 的请求",
         "en": "GPU KV cache size {tokens:,.0f} tokens holds {times}x requests of {per_request:,.0f} tokens at once",

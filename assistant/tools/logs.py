@@ -42,6 +42,12 @@ NUMBERS = {
     # or, in newer versions, "the estimated maximum model length is 157216".
     "max_seq_len": re.compile(r"max seq len \((\d[\d,]*)\)"),
     "kv_cache_max_len": re.compile(r"stored in KV cache \((\d[\d,]*)\)|estimated maximum model length is (\d[\d,]*)"),
+    # vLLM refusing a --max-model-len over the model's config: "User-specified max_model_len
+    # (131072) is greater than the derived max_model_len (max_position_embeddings=32768 or …",
+    # also printed "(None=2048 in …" by 2024 releases and "(max_position_embeddings = 40960.0 …"
+    # by recent ones.
+    "user_max_len": re.compile(r"User-specified max_model_len \((\d+)\) is greater than the derived"),
+    "derived_max_len": re.compile(r"greater than the derived max_model_len \([^=()]{0,60}=\s*(\d+)(?:\.0)?\b"),
     # Earlier V1 releases say only what one full-length request needs and what is free.
     "kv_needed_gib": re.compile(r"(\d+(?:\.\d+)?) Gi?B KV cache is needed"),
     "kv_available_gib": re.compile(r"available KV cache memory \((\d+(?:\.\d+)?) Gi?B\)"),
@@ -278,6 +284,9 @@ def computed_from(numbers: dict[str, float]) -> list[dict[str, str]]:
         fits = int(asked * free / needed)
         if 0 < fits < asked:
             out.append(both("tools.diagnose_log.kv_max_model_len_estimated", fits=fits, asked=asked, needed=needed, free=free))
+    derived, user = int(numbers.get("derived_max_len", 0)), int(numbers.get("user_max_len", 0))
+    if 0 < derived < user:
+        out.append(both("tools.diagnose_log.derived_max_len", derived=derived, asked=user))
     if numbers.get("waiting_at_full_kv", 0) >= 1:
         out.append(both("tools.diagnose_log.kv_cache_full_waiting", pct=numbers["kv_cache_usage_pct"],
                         waiting=int(numbers["waiting_at_full_kv"])))
