@@ -1200,6 +1200,10 @@ def weights_note(question: str) -> dict[str, str] | None:
     power of two as tensor-parallel sizes are, which holds whatever the asker has."""
     x = extract(question)
     text = _KV_DTYPE.sub(" ", x.text)
+    if _other_engine(x.text, frozenset({"vllm", "fastdeploy"})):
+        # "Llama-2-70b on one A100 40GB with litgpt?": its manual runs it in 4-bit (bnb.nf4-dq) on
+        # one card; "no flag changes that, use --tensor-parallel-size" is vLLM's arithmetic (trial)
+        return None
     # The format is the one said with the model, in its sentence: "Our other services all run
     # bf16" after "DeepSeek-R1 671B: how many H200?" is not the model's (review).
     model = next((q for q in x.quantities if q.unit == "params" and q.usable), None)

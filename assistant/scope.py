@@ -53,6 +53,7 @@ PRODUCTS: dict[str, tuple[str, ...]] = {
     "dashinfer": ("dashinfer", "dash-infer"),
     "ramalama": ("ramalama",),
     "fastchat": ("fastchat",),
+    "litgpt": ("litgpt", "lit-gpt"),
     # Stacks that run an engine for you (Kubernetes, Ray). Named alone, the question is about
     # the stack ("llm-d's router with P/D roles", "KubeAI loads LoRA from MinIO?"); named with
     # the engine ("the llm-d image runs as the vllm user"), the engine's KB still answers.
@@ -75,7 +76,7 @@ PRODUCT_NAMES = {"vllm": "vLLM", "fastdeploy": "FastDeploy", "sglang": "SGLang",
                  "ollama": "Ollama", "llama.cpp": "llama.cpp", "lmdeploy": "LMDeploy", "triton": "Triton Inference Server",
                  "xinference": "Xinference", "mindie": "MindIE", "lightllm": "LightLLM", "ktransformers": "KTransformers",
                  "paddlex": "PaddleX", "localai": "LocalAI", "mlc-llm": "MLC LLM", "exllama": "ExLlama",
-                 "text-generation-webui": "text-generation-webui", "lm studio": "LM Studio", "docker model runner": "Docker Model Runner",
+                 "text-generation-webui": "text-generation-webui", "lm studio": "LM Studio", "litgpt": "LitGPT", "docker model runner": "Docker Model Runner",
                  "deepspeed-mii": "DeepSpeed-MII", "tei": "Text Embeddings Inference", "mistral.rs": "mistral.rs",
                  "llm-d": "llm-d", "kubeai": "KubeAI", "kserve": "KServe", "aibrix": "AIBrix", "openllm": "OpenLLM",
                  "ray serve": "Ray Serve", "dynamo": "NVIDIA Dynamo", "lorax": "LoRAX", "rtp-llm": "RTP-LLM", "xllm": "xLLM",
@@ -514,7 +515,7 @@ _FINE_BEFORE = re.compile(r"(?<![a-z])(?:(?:works?|worked)\s+(?:(?:fine|ok|okay|
 # temperature does change the output").
 ENGINES = frozenset({"vllm", "fastdeploy", "sglang", "tensorrt-llm", "tgi", "ollama", "llama.cpp", "lmdeploy", "mindie",
                      "lightllm", "ktransformers", "mlc-llm", "exllama", "mistral.rs", "lorax", "rtp-llm", "xllm",
-                     "deepspeed-mii", "tei", "dashinfer"})
+                     "deepspeed-mii", "tei", "dashinfer", "litgpt"})
 
 
 def _in_passing(question: str, named: frozenset[str]) -> frozenset[str]:

@@ -20,6 +20,7 @@ useful as evidence:
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 
@@ -301,6 +302,8 @@ def markdown_sections(body: str) -> list[tuple[list[str], list[_Block]]]:
             continue
         start, end = tok.map
         raw = "\n".join(lines[start:end]).strip("\n")
+        if tok.type not in {"fence", "code_block"}:
+            raw = _entities(raw)  # "&nbsp;" spacer lines between sections came back raw in answers (trial)
         if raw.strip():
             splittable = tok.type in {"paragraph_open", "bullet_list_open", "ordered_list_open", "blockquote_open"}
             if tok.type in {"bullet_list_open", "ordered_list_open"}:
@@ -311,6 +314,17 @@ def markdown_sections(body: str) -> list[tuple[list[str], list[_Block]]]:
         i = _skip_block(tokens, i)
     flush()
     return sections
+
+
+_ENTITY = re.compile(r"&(?:[a-zA-Z]{2,8}|#\d{2,5}|#x[0-9a-fA-F]{2,4});")
+
+
+def _entities(text: str) -> str:
+    """HTML entities as the characters they stand for (a no-break space as a space): a page
+    that spaces its sections with "&nbsp;" lines showed them raw, in Slack and over HTTP."""
+    if "&" not in text:
+        return text
+    return _ENTITY.sub(lambda m: html.unescape(m.group(0)).replace("\xa0", " "), text)
 
 
 _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")

@@ -903,3 +903,13 @@ def test_mistral_v0_1_gets_no_table_shape():
     from assistant.model_shapes import named_model
 
     assert named_model("mistral-7b-instruct-v0.1") is None and named_model("mistral-7b-instruct-v0.3") is not None
+
+
+def test_the_weights_note_is_vllms_arithmetic_and_not_said_for_another_engine():
+    """"Llama-2-70b on one A100 40GB with litgpt?": its manual runs it in 4-bit on one card;
+    "no flag changes that, use --tensor-parallel-size" is vLLM's (newcomer trial)."""
+    from assistant.calculations import weights_note
+
+    assert weights_note("can I run Llama-2-70b on a single A100 40GB with litgpt?") is None
+    assert weights_note("lmdeploy 单卡 A100 40G 能跑 Llama-2-70b 吗") is None
+    assert weights_note("can I run Llama-2-70b on a single A100 40GB with vllm?") is not None

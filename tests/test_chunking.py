@@ -185,3 +185,11 @@ def test_a_step_title_naming_one_flag_is_still_a_heading():
 
     assert looks_like_heading("2.1 调低 --max-model-len")
     assert not looks_like_heading("执行 helm rollback vllm-serving <REVISION> -n llm-serving --wait --timeout 20m")
+
+
+def test_html_entities_in_markdown_prose_are_characters_and_spacer_lines_go(tmp_path):
+    """LitGPT's docs space their sections with "&nbsp;" lines: they came back raw in answers."""
+    doc = _doc(tmp_path, "page.md", "# Serve\n\nStart it.\n\n&nbsp;\n\n## Limits\n\nuse &lt;model&gt; &amp; a port\n\n```\necho &amp;\n```\n")
+    texts = [c.text for c in chunk_document(doc)]
+    assert not any("&nbsp;" in t for t in texts)
+    assert any("use <model> & a port" in t for t in texts) and any("echo &amp;" in t for t in texts)  # code stays as written

@@ -166,6 +166,8 @@ def test_eval_command_writes_reports_and_fails_under_the_threshold(bundled_env, 
     assert report["passed"] and report["modes"]["hybrid"]["en"]["pass1"] == 1.0
     assert set(report["modes"]) == {"hybrid", "dense", "bm25"}
     assert "| hybrid | zh |" in (out / "report.md").read_text()
+    # without topic or file columns there is no note on them
+    assert "judge the first citation whether or not the answer was refused" not in (out / "report.md").read_text()
     rows[1]["expect"] = [["this string is in no article"]]
     cases.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
     failing = run_cli(["assistant", "eval", "--cases", str(cases), "--mode", "hybrid", "--out", str(out)], bundled_env)
@@ -176,6 +178,8 @@ def test_eval_command_writes_reports_and_fails_under_the_threshold(bundled_env, 
     warned = run_cli(["assistant", "eval", "--cases", str(cases), "--mode", "hybrid", "--out", str(out)], bundled_env)
     assert "1 case(s) expect a file this KB does not have, counted as file@1 misses" in warned.stderr.decode()
     assert "en-1 (runbooks/renamed-page.md)" in warned.stderr.decode()
+    # file@1 counts the first citation of a refused case too: the report says so (a trial recounted it)
+    assert "topic@1 and file@1 judge the first citation whether or not the answer was refused" in (out / "report.md").read_text()
     none = run_cli(["assistant", "eval", "--cases", str(cases), "--split", "test", "--out", str(out)], bundled_env)
     assert none.returncode != 0 and "no cases in" in none.stderr.decode() and "Traceback" not in none.stderr.decode()
 

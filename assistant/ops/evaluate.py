@@ -438,6 +438,12 @@ def to_markdown(report: dict[str, dict[str, Metrics]], problems: list[str], case
         for g, m in groups.items():
             if m.n:
                 lines.append(f"| {mode} | {g} | {m.n} | " + " | ".join(_cell(m, a) for _, a in columns) + " |")
+    if len(columns) > len(_COLUMNS):
+        # A refused in-scope case still cites the closest article or file: the rank columns
+        # measure retrieval, the refusal columns the decision (a trial recounted file@1 by
+        # hand and found a refused case among its hits).
+        lines += ["", "topic@1 and file@1 judge the first citation whether or not the answer was refused: they measure "
+                  "retrieval. A refused in-scope case counts in false refusals and never in answer has fix."]
     if "llm" in report:
         lines += ["", "## LLM answers (hybrid retrieval + the configured LLM)", "",
                   "| group | cases | " + " | ".join(c for c, _ in _LLM_COLUMNS) + " |", "|---|---|" + "---|" * len(_LLM_COLUMNS)]
