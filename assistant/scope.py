@@ -272,6 +272,9 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
     # in running text does not ("cached image embeddings", "the embedding layer"). A leading
     # "#" marks a core word that counts only in a title or heading.
     "embedding and rerank models": ("#embeddings", "#embedding", "/v1/embeddings", "embedding model*", "rerank*"),
+    # A team FAQ headed "Where are the dashboards?" covers the Grafana dashboards asked about
+    # (a newcomer trial was refused: "nothing on dashboards and alerting").
+    "dashboards and alerting": ("#dashboard*", "#alert*", "#grafana", "#告警", "#监控面板", "#看板"),
     # A page on tool calling ("Deploy with Tool Calling Support") covers tool_choice too.
     "tool calling": ("tool calling", "function calling", "工具调用", "函数调用"),
     # A "Configure speech-to-text" page covers the Whisper model asked about.

@@ -1441,3 +1441,18 @@ def test_a_teams_section_on_the_pasted_error_is_shown_after_a_long_article_that_
     assert answer.citations[0].id == "vllm-nccl-init-and-network"
     assert "shm.sizeLimit" in answer.answer and any(c.source.endswith("deploy-values-example.md") for c in answer.citations)
     assert len(answer.answer) <= 3000
+
+
+def test_a_faq_heading_on_dashboards_covers_the_grafana_asked_about(tmp_path):
+    """"where are the grafana dashboards for the canary" was refused as "nothing on dashboards
+    and alerting" beside a FAQ entry headed "Where are the dashboards?" (newcomer trial)."""
+    from assistant.scope import detect, unseen_entities
+
+    faq = {"faq.md": "# On-call FAQ\n\n## Q: Where are the dashboards?\n\nGrafana folder \"LLM Serving\": `chat-prod / canary`.\n",
+           "serve.md": "# Serving\n\nStart the server with `gadget serve MODEL`.\n"}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    _settings, kb = docs_kb(tmp_path / "a", faq)
+    assert unseen_entities(detect("where are the grafana dashboards for the canary"), kb.index) == []
+    _settings, bare = docs_kb(tmp_path / "b", {"serve.md": faq["serve.md"], "ops.md": "# Ops\n\nRestart with `gadget restart`.\n"})
+    assert unseen_entities(detect("where are the grafana dashboards for the canary"), bare.index) == ["dashboards and alerting"]
