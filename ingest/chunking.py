@@ -74,9 +74,17 @@ def is_faq_question(text: str) -> bool:
 _NUMBERING = re.compile(r"^(?:\d+(?:\.\d+)*[.)、]?|[一二三四五六七八九十]+[、.])\s*")
 
 
+# A runbook's fix section named for its place or case: "Fix on our cluster", "Workaround
+# (until 0.9)", "修复方法（生产环境）". Only fixes: "Why it hangs" is no cause heading for sure.
+_FIX_LEAD = re.compile(r"^(?:fix|fixes|fixing|the fix|how to fix|resolution|remediation|mitigation|workarounds?|solutions?)"
+                       r"(?=[\s(:：,—–-])|^(?:解决|修复|处理|规避|处置)(?:方法|办法|方案|步骤)?(?=[\s(（:：，])")
+
+
 def section_kind(heading: str) -> str:
     """What a section is for, from its heading ("4. Fix" and "What to do" are fixes)."""
-    return SECTION_KINDS.get(_NUMBERING.sub("", heading.strip()).lower().rstrip(":："), "other")
+    name = _NUMBERING.sub("", heading.strip()).lower().rstrip(":：")
+    kind = SECTION_KINDS.get(name, "other")
+    return "fixes" if kind == "other" and _FIX_LEAD.match(name) else kind
 
 
 def estimate_tokens(text: str) -> int:

@@ -1456,3 +1456,20 @@ def test_a_faq_heading_on_dashboards_covers_the_grafana_asked_about(tmp_path):
     assert unseen_entities(detect("where are the grafana dashboards for the canary"), kb.index) == []
     _settings, bare = docs_kb(tmp_path / "b", {"serve.md": faq["serve.md"], "ops.md": "# Ops\n\nRestart with `gadget restart`.\n"})
     assert unseen_entities(detect("where are the grafana dashboards for the canary"), bare.index) == ["dashboards and alerting"]
+
+
+def test_a_fix_section_named_for_its_case_follows_the_matched_symptoms(tmp_path):
+    """A pasted log line matches "Symptoms"; the commands are under "Fix on our cluster", a
+    heading the exact list of fix names did not know, and the answer quoted no fix (trial)."""
+    from assistant.answer import answer_question
+    from ingest.chunking import section_kind
+
+    assert [section_kind(h) for h in ("Fix on our cluster", "Workaround (until 0.9)", "修复方法（生产环境）", "Fixed-size blocks",
+                                      "Fixtures")] == ["fixes", "fixes", "fixes", "other", "other"]
+    pages = {"nccl.md": "# Runbook: NCCL failures on our racks\n\nTP=8 start-ups fail when the pod picks the wrong interface.\n\n"
+                        "## Symptoms\n\n- `NCCL WARN NET/Socket : No usable listening interface found`\n- start-up hangs for ten minutes\n\n"
+                        "## Fix on our cluster\n\n1. Set `NCCL_SOCKET_IFNAME=bond0` in the pod.\n2. Set `NCCL_IB_HCA=mlx5_0,mlx5_1`.\n",
+             "serve.md": "# Serving\n\nStart the server with `gadget serve MODEL`.\n"}
+    settings, kb = docs_kb(tmp_path, pages)
+    answer = answer_question("TP=8 start on our racks: NCCL WARN NET/Socket : No usable listening interface found", settings, kb=kb)
+    assert answer.grounded and "NCCL_SOCKET_IFNAME=bond0" in answer.answer
