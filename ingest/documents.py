@@ -242,6 +242,7 @@ def _is_language_switch(line: str) -> bool:
 
 
 _BOLD_LINE = re.compile(r"^\*\*([^*\n]{1,150}?)\s*[:：]?\*\*\s*[:：]?$")
+_FAQ_LEAD = re.compile(r"(?:Q|问)\s*\d{0,3}\s*[:：]\s*\S")
 _ADMONITION_LABELS = frozenset({"note", "tip", "tips", "info", "warning", "caution", "danger", "important", "hint",
                                 "code", "example", "注意", "提示", "警告", "说明"})
 
@@ -266,8 +267,11 @@ def promote_bold_headings(text: str) -> str:
             continue
         m = _BOLD_LINE.match(tokens[i + 1].content.strip())
         title = m.group(1).strip() if m else ""
-        # Short, or a FAQ's question: a long bold sentence is emphasis, not a heading.
-        if title and title.lower() not in _ADMONITION_LABELS and (len(title) <= 40 or title.endswith(("?", "？"))):
+        # Short, or a FAQ's question: a long bold sentence is emphasis, not a heading. A "Q:"
+        # entry is a question without its mark too ("**Q: A pod is stuck in Init for 20
+        # minutes.**" was glued to the entry before it, and cited under that one's title).
+        if title and title.lower() not in _ADMONITION_LABELS and (
+                len(title) <= 40 or title.endswith(("?", "？")) or _FAQ_LEAD.match(title)):
             found[tok.map[0]] = title
     if len(set(found.values())) < 2:
         return text

@@ -1473,3 +1473,18 @@ def test_a_fix_section_named_for_its_case_follows_the_matched_symptoms(tmp_path)
     settings, kb = docs_kb(tmp_path, pages)
     answer = answer_question("TP=8 start on our racks: NCCL WARN NET/Socket : No usable listening interface found", settings, kb=kb)
     assert answer.grounded and "NCCL_SOCKET_IFNAME=bond0" in answer.answer
+
+
+def test_a_faq_entry_without_a_question_mark_is_an_entry_of_its_own(tmp_path):
+    """"**Q: A pod is stuck in Init for more than 20 minutes.**" is long and ends with a full
+    stop: it was glued to the entry before it and cited under that one's title (trial)."""
+    from ingest.chunking import chunk_document
+    from ingest.documents import parse_document
+
+    entries = [*FAQ_ENTRIES[:3], ("A pod is stuck in Init for more than twenty minutes after a deploy.",
+                                  "The init container copies weights from S3: look for `SlowDown` in its logs.")]
+    body = "\n\n".join(f"**Q: {q}**\n\n{a}" for q, a in entries)
+    path = tmp_path / "faq.md"
+    path.write_text(f"# Platform FAQ\n\n{body}\n", encoding="utf-8")
+    chunks = chunk_document(parse_document(path, tmp_path, path.read_bytes()))
+    assert [c.title.split(" > ")[-1] for c in chunks] == [f"Q: {q}" for q, _a in entries]
