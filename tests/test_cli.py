@@ -335,3 +335,12 @@ def test_ingest_refuses_a_file_of_a_type_it_cannot_read_and_does_not_save_it(tmp
     assert folder.returncode == 0, folder.stderr.decode()
     status = json.loads(run_cli(["assistant", "ingest", "--status"], env).stdout)
     assert str(runbooks.resolve()) in status["sources"] and "unknown type (.bin)" in status["skipped"][str(junk.resolve())]
+    assert "nothing indexed from" not in folder.stderr.decode()  # gizmo.md was read
+
+    # A folder with nothing ingest reads is said in one line (it exited 0 as if read: newcomer trial)
+    images = tmp_path / "images"
+    images.mkdir()
+    (images / "diagram.png").write_bytes(b"\x89PNG\r\n")
+    (images / "empty.md").write_text("", encoding="utf-8")
+    none = run_cli(["assistant", "ingest", str(images)], env, timeout=300)
+    assert none.returncode == 0 and f"warning: nothing indexed from {images} (2 file(s) skipped: " in none.stderr.decode()

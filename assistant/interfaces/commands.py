@@ -52,9 +52,34 @@ def ingest(paths: tuple[str, ...], kb: str | None, forget: tuple[str, ...], rebu
         kb_ = open_kb(settings, progress=lambda m: click.echo(m, err=True))
         info = describe(settings)
         skipped = f"; {len(info['skipped'])} path(s) skipped (see --status)" if info["skipped"] else ""
+        for path in paths:
+            _say_if_nothing_read(Path(path), info["skipped"])
         click.echo(f"{len(kb_.index.chunks)} chunks from {info['documents']} documents in {len(info['sources'])} source(s){skipped}; index {info['index_dir']}")
 
     _run(body)
+
+
+def _say_if_nothing_read(path: Path, skipped: dict[str, str]) -> None:
+    """A folder added on this call that gave the index no document (only images and JSON, or
+    binary and empty .md files) is said in one line: it exited 0, among a reprinted list of
+    every path ever skipped, as if it had been read (newcomer trial). It stays added, so the
+    docs put there later are read."""
+    from ingest.files import survey
+
+    readable, passed = survey(path)
+    read = [f for f in readable if str(f) not in skipped and str(f.resolve()) not in skipped and _has_bytes(f)]
+    if read:
+        return
+    reasons = [s.reason for s in passed] + [skipped.get(str(f)) or skipped.get(str(f.resolve())) or "empty" for f in readable]
+    why = f" ({len(reasons)} file(s) skipped: {next(r for r in reasons if r)})" if any(reasons) else " (no files)"
+    click.echo(f"warning: nothing indexed from {path}{why}; it stays added and is read again when its files change", err=True)
+
+
+def _has_bytes(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False
 
 
 def _require_readable_file(path: Path) -> None:
