@@ -623,17 +623,23 @@ def _context_over_limit(x: Extraction) -> dict[str, str] | None:
     config.json allows: vLLM refuses that --max-model-len at start-up, so a KV budget for it
     ("4.2 requests of 131072 tokens on Qwen2.5-7B-Instruct") read as a plan that would run."""
     limit = context_limit(x.text)
-    lengths = [q.value for label in ("max_model_len", "tokens_per_request") for q in x.by_label(label) if q.usable]
-    if limit is None or not lengths or max(lengths) <= limit.tokens:
+    planned = [q.value for q in x.by_label("max_model_len") if q.usable]
+    requested = [q.value for q in x.by_label("tokens_per_request") if q.usable]
+    if limit is None or max(planned + requested, default=0) <= limit.tokens:
         return None
-    length = int(max(lengths))
+    length = int(max(planned + requested))
+    # A request that long needs a --max-model-len that long: said so when only the request was given.
+    setting = _msg("context_over_limit.flag" if length in planned else "context_over_limit.request", length=f"{length:,}",
+                   flag=length)  # as typed on the command line, without the thousands separator
     base = ({lang: "" for lang in LANGS} if limit.base_tokens is None else
             _msg("context_over_limit.base", name=limit.checkpoint.removesuffix("-Instruct"), tokens=f"{limit.base_tokens:,}"))
-    values = dict(checkpoint=limit.checkpoint, tokens=f"{limit.tokens:,}", length=f"{length:,}", base=base)
-    if limit.yarn_tokens is not None and length <= limit.yarn_tokens:
-        return _msg("context_over_limit.yarn", yarn=f"{limit.yarn_tokens:,}", original=limit.yarn_original,
-                    factor=f"{limit.yarn_tokens / limit.yarn_original:.1f}", **values)
-    return _msg("context_over_limit.none", **values)
+    values = dict(checkpoint=limit.checkpoint, tokens=f"{limit.tokens:,}", length=f"{length:,}", base=base, setting=setting)
+    if limit.yarn_tokens is None:
+        return _msg("context_over_limit.none", **values)
+    if length > limit.yarn_tokens:  # YaRN is documented, but not this far
+        return _msg("context_over_limit.past_yarn", yarn=f"{limit.yarn_tokens:,}", **values)
+    return _msg("context_over_limit.yarn", yarn=f"{limit.yarn_tokens:,}", original=limit.yarn_original,
+                factor=f"{limit.yarn_tokens / limit.yarn_original:.1f}", **values)
 
 
 def _table_weights(f: _Facts) -> Value | None:

@@ -169,7 +169,13 @@ _DISTILL_CONTEXT = {("qwen", "7"): 131072, ("qwen", "32"): 131072, ("llama", "8"
 _QWQ = re.compile(r"(?<![a-z0-9])qwq" + _SEP + r"32b(" + _SEP + r"preview)?")
 _INSTRUCT = re.compile(r"instruct|(?<![a-z])chat(?![a-z])")
 _BASE = re.compile(r"(?<![a-z])base(?![a-z])")
-_EXTENDED = re.compile(r"yarn|rope|2507|(?<![a-z0-9.])1m(?![a-z0-9])")  # the asker already extends it, or names a 1M release
+# The asker already extends the context (YaRN, rope scaling), or names a release or fine-tune
+# that ships another one: 2507, "-1M", a length glued to the name ("Llama-3-8B-Instruct-Gradient-
+# 1048k", "LLaMA-2-7B-32K", "longlora"). "1M tokens per day" or "at 32k" is a plan, not a name.
+_EXTENDED = re.compile(r"yarn|rope|2507|[a-z0-9.]-(?:\d{1,4}k|1m)(?![a-z0-9])|long" + _SEP + r"(?:lora|chat|alpaca)|gradient")
+# Variants with their own config under a Qwen2.5 shape: Qwen2.5-Math ships 4096, Coder 32768
+# for every size (not the base's 131072); neither was checked per size.
+_OWN_CONFIG = re.compile(r"(?<![a-z0-9])qwen ?2(?:\.5)?" + _SEP + r"(?:math|coder)")
 
 
 @lru_cache(maxsize=64)
@@ -178,7 +184,7 @@ def context_limit(text: str) -> ContextLimit | None:
     None when the table has no checked figure for it, when it names none or several, or when
     the question already extends the context (YaRN, rope scaling, a 1M or 2507 release)."""
     shape = named_model(text)
-    if shape is None or _EXTENDED.search(text):
+    if shape is None or _EXTENDED.search(text) or _OWN_CONFIG.search(text):
         return None
     distill = _DISTILL_NAME.search(text)
     if distill:
@@ -186,7 +192,9 @@ def context_limit(text: str) -> ContextLimit | None:
         return ContextLimit(f"DeepSeek-R1-Distill-{distill.group(1).title()}-{distill.group(2)}B", tokens) if tokens else None
     qwq = _QWQ.search(text)
     if qwq:
-        return ContextLimit("QwQ-32B-Preview", 32768) if qwq.group(1) else ContextLimit("QwQ-32B", 131072)
+        # QwQ-32B's config said 131072 at release and 40960 since (QwenLM/QwQ#26): which one a
+        # download holds depends on its date, so only the Preview gets a figure.
+        return ContextLimit("QwQ-32B-Preview", 32768) if qwq.group(1) else None
     if shape.name in _OTHER_CONTEXT:
         return ContextLimit(shape.name, _OTHER_CONTEXT[shape.name])
     if shape.name not in _QWEN_CONTEXT:

@@ -506,21 +506,38 @@ MESSAGES = {
     },
     'context_over_limit.yarn': {
         "zh": '{checkpoint} 的 config.json 里 max_position_embeddings 是 {tokens}：不打开 YaRN 位置编码缩放，vLLM 启动时会拒绝 '
-              '--max-model-len {length}（"User-specified max_model_len ... is greater than the derived max_model_len"）；模型卡写明 YaRN '
+              '{setting}（"User-specified max_model_len ... is greater than the derived max_model_len"）；模型卡写明 YaRN '
               '可到 {yarn}：`--hf-overrides \'{{"rope_scaling": {{"rope_type": "yarn", "factor": {factor}, "original_max_position_embeddings": {original}}}}}\'`（较新的 vLLM 把键名写成 rope_parameters；vLLM 的 YaRN 是静态的，短 prompt 的效果可能变差）。这里的数字只是 {length} token 的 KV 算术{base}',
         "en": "{checkpoint}'s config.json sets max_position_embeddings to {tokens}: without YaRN rope scaling, vLLM refuses "
-              "--max-model-len {length} at start-up (\"User-specified max_model_len ... is greater than the derived max_model_len\"); "
+              "{setting} at start-up (\"User-specified max_model_len ... is greater than the derived max_model_len\"); "
               "its model card documents up to {yarn} with YaRN: `--hf-overrides '{{\"rope_scaling\": {{\"rope_type\": \"yarn\", \"factor\": {factor}, \"original_max_position_embeddings\": {original}}}}}'` (newer vLLM names the key rope_parameters; vLLM's YaRN is static and can lower quality on short prompts). "
               "The figures here are only the KV arithmetic at {length} tokens{base}",
     },
+    'context_over_limit.past_yarn': {
+        "zh": '{checkpoint} 的 config.json 里 max_position_embeddings 是 {tokens}，模型卡写明 YaRN 最多到 {yarn}，不是 {length}：'
+              'vLLM 启动时会拒绝 {setting}（"User-specified max_model_len ... is greater than the derived max_model_len"）；'
+              'VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 只是跳过检查，超出文档长度的输出不可靠。这里的数字只是 {length} token 的 KV 算术{base}',
+        "en": "{checkpoint}'s config.json sets max_position_embeddings to {tokens}, and its model card documents up to {yarn} "
+              "with YaRN, not {length}: vLLM refuses {setting} at start-up (\"User-specified max_model_len ... is greater than "
+              "the derived max_model_len\"); VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 only skips the check, and outputs past the "
+              "documented length are unreliable. The figures here are only the KV arithmetic at {length} tokens{base}",
+    },
     'context_over_limit.none': {
         "zh": '{checkpoint} 的 config.json 里 max_position_embeddings 是 {tokens}，模型卡没有写更长的上下文：vLLM 启动时会拒绝 '
-              '--max-model-len {length}（"User-specified max_model_len ... is greater than the derived max_model_len"）；'
+              '{setting}（"User-specified max_model_len ... is greater than the derived max_model_len"）；'
               'VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 只是跳过检查，超出训练长度的输出不可靠。这里的数字只是 {length} token 的 KV 算术{base}',
         "en": "{checkpoint}'s config.json sets max_position_embeddings to {tokens}, and its model card documents no longer context: vLLM "
-              "refuses --max-model-len {length} at start-up (\"User-specified max_model_len ... is greater than the derived "
+              "refuses {setting} at start-up (\"User-specified max_model_len ... is greater than the derived "
               "max_model_len\"); VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 only skips the check, and outputs past the trained length are "
               "unreliable. The figures here are only the KV arithmetic at {length} tokens{base}",
+    },
+    'context_over_limit.flag': {
+        "zh": '--max-model-len {flag}',
+        "en": "--max-model-len {flag}",
+    },
+    'context_over_limit.request': {
+        "zh": '{length} token 的请求所需的 --max-model-len {flag}',
+        "en": "the --max-model-len {flag} that a {length}-token request needs",
     },
     'context_over_limit.base': {
         "zh": '（基座模型 {name} 的 config.json 是 {tokens}）',
