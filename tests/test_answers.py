@@ -258,6 +258,17 @@ def test_a_pasted_derived_max_model_len_error_gets_the_configs_limit(bundled_set
     assert f"`--max-model-len {derived}` or lower starts" in answer.answer
 
 
+def test_a_derived_limit_from_the_sliding_window_says_drop_the_flag(bundled_settings, bundled_kb):
+    """With --disable-sliding-window the window is the derived limit: the flag is the cause,
+    and YaRN (the headline's advice for a config limit) is no answer (review)."""
+    error = ("ValueError: User-specified max_model_len (32768) is greater than the derived max_model_len (sliding_window=4096 "
+             "or model_max_length=None in model's config.json).")
+    answer = answer_question("vllm serve mistral with --disable-sliding-window fails:\n" + error, bundled_settings, kb=bundled_kb)
+    head = answer.answer.split("\n")[0]
+    assert head.startswith("**by your error, the 4,096-token limit is the model's sliding window (32,768 were asked for)")
+    assert "Drop that flag" in head and "YaRN" not in head
+
+
 CRASH_LOG = """INFO 05-12 10:01:02 api_server.py:123] vLLM API server version 0.6.3
 WARNING 05-12 10:01:31 scheduler.py:1089] Sequence group 123 is preempted by PreemptionMode.RECOMPUTE mode because there is not enough KV cache space. This can affect the end-to-end performance. Increase gpu_memory_utilization or tensor_parallel_size to provide more KV cache memory. total_num_cumulative_preemption=51
 ERROR 05-12 10:02:01 engine.py:135] RuntimeError: CUDA error: out of memory

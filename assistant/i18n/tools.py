@@ -231,6 +231,13 @@ MESSAGES: dict[str, dict[str, str]] = {
               "proportion to the tokens): `--max-model-len {fits}` or a little lower starts; for longer, raise `--gpu-memory-utilization` "
               "or add GPUs",
     },
+    "diagnose_log.derived_sliding_window": {
+        "zh": "按你的报错，{derived:,} 个 token 的上限是模型的滑动窗口（要求的是 {asked:,}）：只因为设置了 `--disable-sliding-window`，"
+              "vLLM 才把窗口当作整个上下文。去掉这个参数就能用模型的完整上下文；要保留它，就用 `--max-model-len {derived}` 或更小",
+        "en": "by your error, the {derived:,}-token limit is the model's sliding window ({asked:,} were asked for): vLLM takes "
+              "the window as the whole context only because `--disable-sliding-window` is set. Drop that flag to serve the "
+              "model's full context, or keep it with `--max-model-len {derived}` or lower",
+    },
     "diagnose_log.derived_max_len": {
         "zh": "按你的报错，这个模型的 config.json 最多允许 {derived:,} 个 token（要求的是 {asked:,}），与显存无关：用 `--max-model-len {derived}` "
               "或更小就能启动。要更长，只能打开模型卡写明的位置编码缩放（YaRN；新版 vLLM 用 `--hf-overrides` 传 `rope_scaling`），"

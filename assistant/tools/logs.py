@@ -48,6 +48,8 @@ NUMBERS = {
     # by recent ones.
     "user_max_len": re.compile(r"User-specified max_model_len \((\d+)\) is greater than the derived"),
     "derived_max_len": re.compile(r"greater than the derived max_model_len \([^=()]{0,60}=\s*(\d+)(?:\.0)?\b"),
+    # …which is the sliding window when --disable-sliding-window is set (Mistral-7B v0.1, Gemma 2).
+    "derived_sliding_window": re.compile(r"greater than the derived max_model_len \(sliding_window\s*=\s*(\d+)"),
     # Earlier V1 releases say only what one full-length request needs and what is free.
     "kv_needed_gib": re.compile(r"(\d+(?:\.\d+)?) Gi?B KV cache is needed"),
     "kv_available_gib": re.compile(r"available KV cache memory \((\d+(?:\.\d+)?) Gi?B\)"),
@@ -286,7 +288,9 @@ def computed_from(numbers: dict[str, float]) -> list[dict[str, str]]:
             out.append(both("tools.diagnose_log.kv_max_model_len_estimated", fits=fits, asked=asked, needed=needed, free=free))
     derived, user = int(numbers.get("derived_max_len", 0)), int(numbers.get("user_max_len", 0))
     if 0 < derived < user:
-        out.append(both("tools.diagnose_log.derived_max_len", derived=derived, asked=user))
+        # The window is the limit only because the flag made it so: YaRN is no answer there.
+        key = "derived_sliding_window" if "derived_sliding_window" in numbers else "derived_max_len"
+        out.append(both(f"tools.diagnose_log.{key}", derived=derived, asked=user))
     if numbers.get("waiting_at_full_kv", 0) >= 1:
         out.append(both("tools.diagnose_log.kv_cache_full_waiting", pct=numbers["kv_cache_usage_pct"],
                         waiting=int(numbers["waiting_at_full_kv"])))
