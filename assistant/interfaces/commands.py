@@ -67,17 +67,21 @@ def _say_if_nothing_read(path: Path, skipped: dict[str, str]) -> None:
     from ingest.files import survey
 
     readable, passed = survey(path)
-    read = [f for f in readable if str(f) not in skipped and str(f.resolve()) not in skipped and _has_bytes(f)]
+    read = [f for f in readable if str(f) not in skipped and str(f.resolve()) not in skipped and _has_text(f)]
     if read:
         return
-    reasons = [s.reason for s in passed] + [skipped.get(str(f)) or skipped.get(str(f.resolve())) or "empty" for f in readable]
+    # Hidden folders and files (.git, .DS_Store) are never docs: not counted as docs skipped.
+    shown = [s.reason for s in passed if not s.reason.startswith("hidden")]
+    reasons = shown + [skipped.get(str(f)) or skipped.get(str(f.resolve())) or "empty" for f in readable]
     why = f" ({len(reasons)} file(s) skipped: {next(r for r in reasons if r)})" if any(reasons) else " (no files)"
     click.echo(f"warning: nothing indexed from {path}{why}; it stays added and is read again when its files change", err=True)
 
 
-def _has_bytes(path: Path) -> bool:
+def _has_text(path: Path) -> bool:
+    """Whether a file holds more than whitespace: a .md of blank lines gives no chunk either."""
     try:
-        return path.stat().st_size > 0
+        with path.open("rb") as fh:
+            return bool(fh.read(1 << 16).strip())
     except OSError:
         return False
 
