@@ -1112,19 +1112,22 @@ def _fix_sibling(kb, best, quoted: list, question: str = "") -> list[ArticleMatc
 
     from .retrieval import ScoredChunk, section_key
 
-    def kind(key: str) -> str:  # of the section's own heading ("4. Fix"), not of a subsection's
+    def kind(key: str, exact: bool = False) -> str:  # of the section's own heading ("4. Fix"), not a subsection's
         parts = key.split(" > ")
-        return section_kind(parts[1]) if len(parts) == 2 else "other"
+        return section_kind(parts[1], exact) if len(parts) == 2 else "other"
 
     key = section_key(best.title)
     if key.count(" > ") != 1 or kind(key) == "fixes":
         return []
     taken = {key} | {art.passage for art in quoted if art.doc_id == best.doc_id}
     chunks = kb.article_chunks(best.doc_id, best.lang)
-    for chunk in chunks:
-        other = section_key(chunk.title)
-        if other not in taken and kind(other) == "fixes":
-            return [ArticleMatch(chunk.doc_id, 1.0, 0.0, chunks=[ScoredChunk(chunk, 1.0, 0.0, 0.0)], passage=other)]
+    # "What to do" before "Fix on our cluster": a heading named exactly as a fix is surer
+    # than one a fix word leads.
+    for exact in (True, False):
+        for chunk in chunks:
+            other = section_key(chunk.title)
+            if other not in taken and kind(other, exact) == "fixes":
+                return [ArticleMatch(chunk.doc_id, 1.0, 0.0, chunks=[ScoredChunk(chunk, 1.0, 0.0, 0.0)], passage=other)]
     # A procedure's step named by the question's own action ("how do I restart the gateway
     # safely?" and a section "Restart"): the pasted 503 line matched "When to use this page",
     # which was all the answer quoted.

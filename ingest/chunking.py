@@ -75,16 +75,24 @@ _NUMBERING = re.compile(r"^(?:\d+(?:\.\d+)*[.)、]?|[一二三四五六七八九
 
 
 # A runbook's fix section named for its place or case: "Fix on our cluster", "Workaround
-# (until 0.9)", "修复方法（生产环境）". Only fixes: "Why it hangs" is no cause heading for sure.
-_FIX_LEAD = re.compile(r"^(?:fix|fixes|fixing|the fix|how to fix|resolution|remediation|mitigation|workarounds?|solutions?)"
-                       r"(?=[\s(:：,—–-])|^(?:解决|修复|处理|规避|处置)(?:方法|办法|方案|步骤)?(?=[\s(（:：，])")
+# (until 0.9)", "修复方法（生产环境）". Only a fix word followed by its case: "Solution
+# architecture", "Fixing the docs build" and "解决方案 对比" are other sections, and one that
+# says the fix was not taken ("The fix (rejected)", "Resolution: won't fix") is no fix.
+_FIX_LEAD = re.compile(r"^(?:fix|the fix|how to fix|resolution|remediation|mitigation|workarounds?|solutions?)"
+                       r"(?:\s*[(:：—–]|\s+-\s|\s+(?:on|for|in|at|until|when|if|before|after|with|without|via|per)\s)"
+                       r"|^(?:解决|修复|处理|规避|处置)(?:方法|办法|方案|步骤)\s*[(（:：—]")
+_NOT_TAKEN = re.compile(r"\b(?:rejected|won'?t|not|failed|abandoned|obsolete|deprecated|old|history|previous)\b"
+                        r"|否决|废弃|无效|历史|旧|未采用|不修复")
 
 
-def section_kind(heading: str) -> str:
-    """What a section is for, from its heading ("4. Fix" and "What to do" are fixes)."""
+def section_kind(heading: str, exact: bool = False) -> str:
+    """What a section is for, from its heading ("4. Fix" and "What to do" are fixes).
+    `exact`: by the known section names only, not by a fix word leading a longer heading."""
     name = _NUMBERING.sub("", heading.strip()).lower().rstrip(":：")
     kind = SECTION_KINDS.get(name, "other")
-    return "fixes" if kind == "other" and _FIX_LEAD.match(name) else kind
+    if kind != "other" or exact:
+        return kind
+    return "fixes" if _FIX_LEAD.match(name) and not _NOT_TAKEN.search(name) else kind
 
 
 def estimate_tokens(text: str) -> int:
@@ -324,15 +332,23 @@ def markdown_sections(body: str) -> list[tuple[list[str], list[_Block]]]:
     return sections
 
 
-_ENTITY = re.compile(r"&(?:[a-zA-Z]{2,8}|#\d{2,5}|#x[0-9a-fA-F]{2,4});")
+_ENTITY = re.compile(r"(?<!\\)&(?:[a-zA-Z]{2,8}|#\d{2,5}|#x[0-9a-fA-F]{2,4});")  # "\&amp;" is escaped: literal
+_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1", re.S)
 
 
 def _entities(text: str) -> str:
     """HTML entities as the characters they stand for (a no-break space as a space): a page
-    that spaces its sections with "&nbsp;" lines showed them raw, in Slack and over HTTP."""
+    that spaces its sections with "&nbsp;" lines showed them raw, in Slack and over HTTP.
+    Inline code keeps them as written (`a &amp;&amp; b` renders as typed), as markdown does."""
     if "&" not in text:
         return text
-    return _ENTITY.sub(lambda m: html.unescape(m.group(0)).replace("\xa0", " "), text)
+    def prose(part: str) -> str:
+        return _ENTITY.sub(lambda m: html.unescape(m.group(0)).replace("\xa0", " "), part)
+    out, at = [], 0
+    for span in _CODE_SPAN.finditer(text):
+        out += [prose(text[at:span.start()]), span.group(0)]
+        at = span.end()
+    return "".join([*out, prose(text[at:])])
 
 
 _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")

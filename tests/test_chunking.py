@@ -193,3 +193,11 @@ def test_html_entities_in_markdown_prose_are_characters_and_spacer_lines_go(tmp_
     texts = [c.text for c in chunk_document(doc)]
     assert not any("&nbsp;" in t for t in texts)
     assert any("use <model> & a port" in t for t in texts) and any("echo &amp;" in t for t in texts)  # code stays as written
+
+
+def test_entities_in_inline_code_and_escaped_ones_stay_as_written(tmp_path):
+    """Markdown renders `a &amp;&amp; b` and \\&amp; literally: decoding them changed the
+    command a runbook quotes (review)."""
+    doc = _doc(tmp_path, "page.md", "# Run\n\nRun `make &amp;&amp; make install` with &lt;prefix&gt;, and type \\&amp; as is.\n")
+    text = " ".join(c.text for c in chunk_document(doc))
+    assert "`make &amp;&amp; make install`" in text and "<prefix>" in text and "\\&amp;" in text

@@ -1475,6 +1475,30 @@ def test_a_fix_section_named_for_its_case_follows_the_matched_symptoms(tmp_path)
     assert answer.grounded and "NCCL_SOCKET_IFNAME=bond0" in answer.answer
 
 
+def test_a_heading_a_fix_word_leads_is_no_fix_unless_it_names_its_case(tmp_path):
+    """"Solution architecture", "Fixing the docs build", "The fix (rejected)" and "解决方案 对比"
+    are not where a runbook keeps its fix (review): the answer quoted the architecture section
+    after the matched symptoms. An exactly named fix ("What to do") wins over a led one."""
+    from assistant.answer import answer_question
+    from ingest.chunking import section_kind
+
+    others = ("Solution architecture", "Fixing the docs build", "Remediation history", "The fix (rejected)",
+              "Resolution: won't fix", "处理 日志", "解决方案 对比", "Fix-ups in the changelog")
+    assert [section_kind(h) for h in others] == ["other"] * len(others)
+    assert [section_kind(h) for h in ("Fix for the H100 racks", "Mitigation: drain the node", "处理方法（值班）",
+                                      "Solutions (until 0.9)")] == ["fixes"] * 4
+    pages = {"gw.md": "# Runbook: gateway 503s\n\nThe gateway returns 503 when the upstream pool drains.\n\n"
+                      "## Symptoms\n\n- `upstream connect error or disconnect/reset before headers`\n- 503 on every route\n\n"
+                      "## Solution architecture\n\nThe gateway fronts four pools behind one load balancer, drawn in the wiki.\n\n"
+                      "## Mitigation on the canary\n\nRun `gwctl drain --pool canary` then `gwctl undrain --pool canary`.\n\n"
+                      "## What to do\n\nRun `gwctl restart --rolling` and watch the 503 rate fall.\n",
+             "serve.md": "# Serving\n\nStart the server with `gadget serve MODEL`.\n"}
+    settings, kb = docs_kb(tmp_path, pages)
+    answer = answer_question("all routes 503: upstream connect error or disconnect/reset before headers", settings, kb=kb)
+    assert answer.grounded and "gwctl restart --rolling" in answer.answer
+    assert "four pools" not in answer.answer.split("gwctl restart --rolling")[0]
+
+
 def test_a_faq_entry_without_a_question_mark_is_an_entry_of_its_own(tmp_path):
     """"**Q: A pod is stuck in Init for more than 20 minutes.**" is long and ends with a full
     stop: it was glued to the entry before it and cited under that one's title (trial)."""
@@ -1488,3 +1512,12 @@ def test_a_faq_entry_without_a_question_mark_is_an_entry_of_its_own(tmp_path):
     path.write_text(f"# Platform FAQ\n\n{body}\n", encoding="utf-8")
     chunks = chunk_document(parse_document(path, tmp_path, path.read_bytes()))
     assert [c.title.split(" > ")[-1] for c in chunks] == [f"Q: {q}" for q, _a in entries]
+
+    # A numbered "Q1:" without a question's words is a quarter, not an entry (review)
+    from ingest.documents import promote_bold_headings
+
+    report = "# Quarterly notes\n\n**Q1: revenue grew twelve percent over the year before, led by serving.**\n\nDetails.\n\n" \
+             "**Q2: costs held flat while the fleet doubled its H100 count again.**\n\nMore.\n"
+    assert "## Q1" not in promote_bold_headings(report)
+    faq = report.replace("Q1: revenue grew", "Q1: why did revenue grow").replace("Q2: costs held", "Q2: how were costs held")
+    assert "## Q1: why did revenue grow" in promote_bold_headings(faq)
