@@ -1794,8 +1794,33 @@ def _bounded(text: str, limit: int, labels: dict) -> str:
             out.append("```")
         else:
             del out[opened:]
+    lines = text.splitlines()
+    if out and _TABLE_RULE.match(out[-1].strip()) and len(lines) > len(out) and lines[len(out)].lstrip().startswith("|"):
+        # Only a table's header fitted: its first row, cut, says more than the header alone.
+        out.append(_cut_line(lines[len(out)], max(limit - 40 - size, 80)) + " … |")
+    if not any(line.strip() for line in out):
+        # The first line alone is over the room (a wiki paragraph on one line, a long config
+        # line): cut inside it, at a sentence or a word, not to a bare "(more in the source)".
+        first = next(i for i, line in enumerate(lines) if line.strip() and not line.strip().startswith("```"))
+        code = sum(1 for line in lines[:first] if line.strip().startswith("```")) % 2 == 1
+        out = ["```", _cut_line(lines[first], limit - 48), "```"] if code else [_cut_line(lines[first], limit - 40)]
     out.append(labels["cut"])
     return "\n".join(out)
+
+
+_TABLE_RULE = re.compile(r"^\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?$")
+_SENTENCE_END = re.compile(r"[.!?](?=\s)|[。！？；;]")
+
+
+def _cut_line(line: str, limit: int) -> str:
+    """A line cut under `limit` characters after its last full sentence there, else its last
+    whole word; a line with neither (one CJK run) is cut at the limit."""
+    head = line[:max(limit, 1)]
+    ends = [m.end() for m in _SENTENCE_END.finditer(head)]
+    if ends and ends[-1] >= len(head) // 3:
+        return head[:ends[-1]].rstrip()
+    space = head.rfind(" ")
+    return head[:space].rstrip() if space >= len(head) // 3 else head
 
 
 def _is_overview(kb, doc_id: str) -> bool:

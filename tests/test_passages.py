@@ -1499,6 +1499,25 @@ def test_a_heading_a_fix_word_leads_is_no_fix_unless_it_names_its_case(tmp_path)
     assert "four pools" not in answer.answer.split("gwctl restart --rolling")[0]
 
 
+def test_a_passage_on_one_long_line_is_quoted_in_part_not_as_a_bare_pointer(tmp_path):
+    """A config on one line, or a table row longer than the passage's room, was quoted as
+    nothing but "… (more in the cited source)" (or a table's bare header): a citation with
+    no text (newcomer trial). A part of it is quoted, cut at a word, code kept as code."""
+    from assistant.answer import answer_question
+
+    config = '{"gateway": {"pools": [' + ", ".join(f'{{"name": "pool{i}", "grace": "120s", "weight": {i}}}' for i in range(60)) + "]}}"
+    row = "| `GW_DRAIN_GRACE` | " + "How long the gateway waits for in-flight requests before it closes a pool. " * 30 + " | 120s |"
+    pages = {"drain.md": "# Runbook: gateway config\n\n## Pool config\n\nThe pool config lives in `gw.json`:\n\n```json\n" + config + "\n```\n",
+             "env.md": "# Gateway env vars\n\n| name | meaning | default |\n|---|---|---|\n" + row + "\n",
+             "serve.md": "# Serving\n\nStart the server with `gadget serve MODEL`.\n"}
+    settings, kb = docs_kb(tmp_path, pages)
+    code = answer_question("where is the gateway pool config gw.json", settings, kb=kb).answer
+    assert '{"gateway": {"pools": [{"name": "pool0"' in code and code.count("```") % 2 == 0
+    table = answer_question("what does GW_DRAIN_GRACE do", settings, kb=kb).answer
+    assert "| `GW_DRAIN_GRACE` | How long the gateway waits for in-flight requests" in table
+    assert max(len(code), len(table)) <= 3000
+
+
 def test_a_faq_entry_without_a_question_mark_is_an_entry_of_its_own(tmp_path):
     """"**Q: A pod is stuck in Init for more than 20 minutes.**" is long and ends with a full
     stop: it was glued to the entry before it and cited under that one's title (trial)."""
