@@ -75,14 +75,15 @@ _NUMBERING = re.compile(r"^(?:\d+(?:\.\d+)*[.)、]?|[一二三四五六七八九
 
 
 # A runbook's fix section named for its place or case: "Fix on our cluster", "Workaround
-# (until 0.9)", "修复方法（生产环境）". Only a fix word followed by its case: "Solution
-# architecture", "Fixing the docs build" and "解决方案 对比" are other sections, and one that
-# says the fix was not taken ("The fix (rejected)", "Resolution: won't fix") is no fix.
-_FIX_LEAD = re.compile(r"^(?:fix|the fix|how to fix|resolution|remediation|mitigation|workarounds?|solutions?)"
-                       r"(?:\s*[(:：—–]|\s+-\s|\s+(?:on|for|in|at|until|when|if|before|after|with|without|via|per)\s)"
-                       r"|^(?:解决|修复|处理|规避|处置)(?:方法|办法|方案|步骤)\s*[(（:：—]")
-_NOT_TAKEN = re.compile(r"\b(?:rejected|won'?t|not|failed|abandoned|obsolete|deprecated|old|history|previous)\b"
-                        r"|否决|废弃|无效|历史|旧|未采用|不修复")
+# (until 0.9)", "Fix steps", "修复方法（生产环境）", "解决：重启网关". Only a fix word followed by
+# its case: "Solution architecture", "Fixing the docs build" and "解决方案 对比" are other
+# sections, and one whose case says the fix was not taken ("The fix (rejected)", "Resolution:
+# won't fix") is no fix; "Fix: delete old pods" and "Fix (old driver)" are fixes.
+_FIX_LEAD = re.compile(r"^how to fix\b|^(?:fix(?:es)?|the fix|resolution|remediation|mitigation|workarounds?|solutions?)"
+                       r"(?:\s*[(（:：—–]|\s+-\s|\s+(?:steps?|on|for|in|at|until|when|if|before|after|with|without|via|per)\b)"
+                       r"|^(?:解决|修复|处理|规避|处置)(?:方法|办法|方案|步骤|措施)?\s*[(（:：—]")
+_NOT_TAKEN = re.compile(r"^[^(（:：—–]*?(?:[(（:：—–]|\s-\s)\s*(?:rejected|won[’']?t fix|wontfix|not taken|abandoned|obsolete|"
+                        r"deprecated|superseded|已废弃|废弃|未采用|不修复|否决|无效)")
 
 
 def section_kind(heading: str, exact: bool = False) -> str:
@@ -92,7 +93,7 @@ def section_kind(heading: str, exact: bool = False) -> str:
     kind = SECTION_KINDS.get(name, "other")
     if kind != "other" or exact:
         return kind
-    return "fixes" if _FIX_LEAD.match(name) and not _NOT_TAKEN.search(name) else kind
+    return "fixes" if _FIX_LEAD.match(name) and not _NOT_TAKEN.match(name) else kind
 
 
 def estimate_tokens(text: str) -> int:

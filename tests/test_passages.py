@@ -1499,6 +1499,20 @@ def test_a_heading_a_fix_word_leads_is_no_fix_unless_it_names_its_case(tmp_path)
     assert "four pools" not in answer.answer.split("gwctl restart --rolling")[0]
 
 
+def test_a_fix_heading_is_not_taken_only_when_its_case_says_so():
+    """The not-taken words were looked for anywhere in a fix heading, so "Fix: delete old pods"
+    and "Mitigation: do not drain all nodes at once" were no fixes; "How to fix it", "Fix steps"
+    and a bare "解决：重启网关" were no longer leads (review of the narrowed rule)."""
+    from ingest.chunking import section_kind
+
+    fixes = ("Fix: delete old pods", "Mitigation: do not drain all nodes at once", "Fix (old driver)",
+             "Fix on nodes not yet upgraded", "处理方法（旧集群）", "Fixes for the router", "How to fix it", "Fix steps",
+             "Remediation steps", "解决：重启网关", "修复（生产环境）", "规避：关闭前缀缓存")
+    assert [h for h in fixes if section_kind(h) != "fixes"] == []
+    others = ("Workaround (obsolete since 0.9)", "解决方案（已废弃）", "Resolution — wontfix", "The fix (not taken)")
+    assert [h for h in others if section_kind(h) != "other"] == []
+
+
 def test_a_passage_on_one_long_line_is_quoted_in_part_not_as_a_bare_pointer(tmp_path):
     """A config on one line, or a table row longer than the passage's room, was quoted as
     nothing but "… (more in the cited source)" (or a table's bare header): a citation with
