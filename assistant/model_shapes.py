@@ -170,9 +170,13 @@ _QWQ = re.compile(r"(?<![a-z0-9])qwq" + _SEP + r"32b(" + _SEP + r"preview)?")
 _INSTRUCT = re.compile(r"instruct|(?<![a-z])chat(?![a-z])")
 _BASE = re.compile(r"(?<![a-z])base(?![a-z])")
 # The asker already extends the context (YaRN, rope scaling), or names a release or fine-tune
-# that ships another one: 2507, "-1M", a length glued to the name ("Llama-3-8B-Instruct-Gradient-
-# 1048k", "LLaMA-2-7B-32K", "longlora"). "1M tokens per day" or "at 32k" is a plan, not a name.
-_EXTENDED = re.compile(r"yarn|rope|2507|[a-z0-9.]-(?:\d{1,4}k|1m)(?![a-z0-9])|long" + _SEP + r"(?:lora|chat|alpaca)|gradient")
+# that ships another one: 2507, "-1M" (also "Instruct 1M", "1M 版本"), a length glued to the
+# name ("Llama-3-8B-Instruct-Gradient-1048k", "LLaMA-2-7B-32K", "longlora"). A length after a
+# digit or a k is a range ("2-4k tokens", "8K-32K"), and "1M tokens per day" or "at 32k" a
+# plan, not a name; "long chat sessions" and "gradient checkpointing" are no fine-tunes.
+_EXTENDED = re.compile(r"yarn|rope|2507|(?<=[a-jl-z])[-_](?:\d{1,4}k|1m)(?![a-z0-9])"
+                       r"|(?:instruct|\db)[ _]1m(?![a-z0-9])(?! ?tokens)|(?<![a-z0-9])1m ?(?:版本|version|model|release)"
+                       r"|longlora|longchat|long-?alpaca|gradient-\d")
 # Variants with their own config under a Qwen2.5 shape: Qwen2.5-Math ships 4096, Coder 32768
 # for every size (not the base's 131072); neither was checked per size.
 _OWN_CONFIG = re.compile(r"(?<![a-z0-9])qwen ?2(?:\.5)?" + _SEP + r"(?:math|coder)")

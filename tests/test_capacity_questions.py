@@ -861,6 +861,13 @@ def test_rates_are_no_concurrent_sessions_and_fp4_is_four_bit():
     # a length or a volume in the question is no release name: the figure stays
     ("Llama-3-8B at 32k context", ("Llama-3-8B", 8192, None, None)),
     ("Qwen2.5-7B-Instruct, 1M tokens per day", ("Qwen2.5-7B-Instruct", 32768, 131072, None)),
+    # a range of lengths, "long chat" and "gradient checkpointing" name no fine-tune; "Instruct 1M"
+    # and "1M 版本" name the 1M release (review)
+    ("Llama-3-8B, inputs 2-4k tokens", ("Llama-3-8B", 8192, None, None)), ("Llama-3-8B 上下文 8-32k", ("Llama-3-8B", 8192, None, None)),
+    ("Llama-3-8B, prompts 8K-32K", ("Llama-3-8B", 8192, None, None)),
+    ("Llama-3-8B for long chat sessions with gradient checkpointing off", ("Llama-3-8B", 8192, None, None)),
+    ("Qwen2.5-7B-Instruct 1M", None), ("Qwen2.5-7B-Instruct_1M", None), ("Qwen2.5-7B 1M 版本", None),
+    ("Qwen2.5-7B-Instruct 1M tokens per day", ("Qwen2.5-7B-Instruct", 32768, 131072, None)),
 ])
 def test_the_context_each_checkpoint_ships(name, limit):
     """The distills and QwQ share a Qwen2.5 shape but not its context, and an Instruct
@@ -883,7 +890,8 @@ def test_the_context_each_checkpoint_ships(name, limit):
      ("documents up to 131,072 with YaRN, not 262,144", "refuses --max-model-len 262144 at"), "en"),
     # the length is a request's, not a flag the asker set: the note says which flag it needs
     ("Qwen2.5-7B-Instruct on one A100 80GB, each request 65536 tokens, how many concurrent requests?",
-     ("the --max-model-len 65536 that a 65,536-token request needs",), "en"),
+     ("the --max-model-len 65536 that a 65,536-token request needs",), "en"),    ("Llama-3-8B on one A100 80GB, inputs 2-4k tokens, max-model-len 16384, how many concurrent requests?",
+     ("max_position_embeddings to 8,192", "refuses --max-model-len 16384 at"), "en"),
 ])
 def test_a_context_longer_than_the_checkpoint_allows_is_said(question, says, lang):
     """vLLM refuses a --max-model-len over the config's (derived max_model_len): a KV budget at
