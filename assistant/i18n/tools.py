@@ -232,11 +232,13 @@ MESSAGES: dict[str, dict[str, str]] = {
               "or add GPUs",
     },
     "diagnose_log.derived_sliding_window": {
-        "zh": "按你的报错，{derived:,} 个 token 的上限是模型的滑动窗口（要求的是 {asked:,}）：只因为设置了 `--disable-sliding-window`，"
-              "vLLM 才把窗口当作整个上下文。去掉这个参数就能用模型的完整上下文；要保留它，就用 `--max-model-len {derived}` 或更小",
+        "zh": "按你的报错，{derived:,} 个 token 的上限是模型的滑动窗口（要求的是 {asked:,}）：vLLM 关掉了滑动窗口，才把窗口当作整个上下文，"
+              "原因是设置了 `--disable-sliding-window`，或 vLLM 自己关掉了它（旧版 vLLM 上的 Gemma 2、XFORMERS/FLASHINFER 后端）。"
+              "去掉这个参数，或升级 vLLM、换用 FLASH_ATTN 后端，就能用模型的完整上下文；否则用 `--max-model-len {derived}` 或更小",
         "en": "by your error, the {derived:,}-token limit is the model's sliding window ({asked:,} were asked for): vLLM takes "
-              "the window as the whole context only because `--disable-sliding-window` is set. Drop that flag to serve the "
-              "model's full context, or keep it with `--max-model-len {derived}` or lower",
+              "the window as the whole context when the window is off, because `--disable-sliding-window` is set or vLLM turned "
+              "it off itself (Gemma 2 on older vLLM, the XFORMERS or FLASHINFER backend). Drop that flag, or upgrade vLLM or use "
+              "the FLASH_ATTN backend, to serve the model's full context; otherwise use `--max-model-len {derived}` or lower",
     },
     "diagnose_log.derived_max_len": {
         "zh": "按你的报错，这个模型的 config.json 最多允许 {derived:,} 个 token（要求的是 {asked:,}），与显存无关：用 `--max-model-len {derived}` "

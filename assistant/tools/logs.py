@@ -48,7 +48,9 @@ NUMBERS = {
     # by recent ones.
     "user_max_len": re.compile(r"User-specified max_model_len \((\d+)\) is greater than the derived"),
     "derived_max_len": re.compile(r"greater than the derived max_model_len \([^=()]{0,60}=\s*(\d+)(?:\.0)?\b"),
-    # …which is the sliding window when --disable-sliding-window is set (Mistral-7B v0.1, Gemma 2).
+    # …which is the sliding window when --disable-sliding-window is set (Mistral-7B v0.1), or when
+    # vLLM turned the window off itself (Gemma 2 on older releases, vllm#6220; XFORMERS or
+    # FLASHINFER backends, vllm#20865).
     "derived_sliding_window": re.compile(r"greater than the derived max_model_len \(sliding_window\s*=\s*(\d+)"),
     # Earlier V1 releases say only what one full-length request needs and what is free.
     "kv_needed_gib": re.compile(r"(\d+(?:\.\d+)?) Gi?B KV cache is needed"),
@@ -289,7 +291,9 @@ def computed_from(numbers: dict[str, float]) -> list[dict[str, str]]:
     derived, user = int(numbers.get("derived_max_len", 0)), int(numbers.get("user_max_len", 0))
     if 0 < derived < user:
         # The window is the limit only because the flag made it so: YaRN is no answer there.
-        key = "derived_sliding_window" if "derived_sliding_window" in numbers else "derived_max_len"
+        # (Only when both figures come from the same line: a log with two such errors may not.)
+        window = int(numbers.get("derived_sliding_window", 0)) == derived
+        key = "derived_sliding_window" if window else "derived_max_len"
         out.append(both(f"tools.diagnose_log.{key}", derived=derived, asked=user))
     if numbers.get("waiting_at_full_kv", 0) >= 1:
         out.append(both("tools.diagnose_log.kv_cache_full_waiting", pct=numbers["kv_cache_usage_pct"],
