@@ -1554,3 +1554,10 @@ def test_a_faq_entry_without_a_question_mark_is_an_entry_of_its_own(tmp_path):
     assert "## Q1" not in promote_bold_headings(report)
     faq = report.replace("Q1: revenue grew", "Q1: why did revenue grow").replace("Q2: costs held", "Q2: how were costs held")
     assert "## Q1: why did revenue grow" in promote_bold_headings(faq)
+    # "Q1." and "Q1)" number an entry too, and "did/has/my" and "多少/有没有" are a question's words
+    asked = report.replace("Q1: revenue grew", "Q1. did the canary roll back after the H100 pool drained").replace(
+        "Q2: costs held", "Q2) my pod restarts every night at three, where do the logs go; costs held")
+    assert "## Q1. did the canary" in promote_bold_headings(asked) and "## Q2) my pod" in promote_bold_headings(asked)
+    zh = "# 值班问答\n\n**Q1：上线之后单卡 H100 到底能扛多少并发请求，压测数据在哪里能查到呢。**\n\n看压测报告。\n\n" \
+         "**Q2：网关那边有没有针对长连接的超时设置，默认是多少秒，改完要不要重启。**\n\n默认 600 秒。\n"
+    assert "## Q1：上线之后" in promote_bold_headings(zh) and "## Q2：网关" in promote_bold_headings(zh)
