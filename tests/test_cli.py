@@ -342,6 +342,7 @@ def test_ingest_refuses_a_file_of_a_type_it_cannot_read_and_does_not_save_it(tmp
     images.mkdir()
     (images / "diagram.png").write_bytes(b"\x89PNG\r\n")
     (images / "empty.md").write_text("\n  \n", encoding="utf-8")  # whitespace only: no chunk either
+    (images / "bom.md").write_bytes(b"\xef\xbb\xbf\n")  # a BOM an editor saved, nothing else (review)
     (images / ".git").mkdir()  # hidden: not counted as a doc skipped (review)
     none = run_cli(["assistant", "ingest", str(images)], env, timeout=300)
-    assert none.returncode == 0 and f"warning: nothing indexed from {images} (2 file(s) skipped: " in none.stderr.decode()
+    assert none.returncode == 0 and f"warning: nothing indexed from {images} (3 file(s) skipped: " in none.stderr.decode()
