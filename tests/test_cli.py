@@ -218,6 +218,28 @@ def test_an_empty_kb_answers_without_an_empty_sources_list(bundled_env, tmp_path
     assert "nothing in the knowledge base" in out and "Sources" not in out
 
 
+def test_an_answer_piped_to_a_file_keeps_long_commands_and_table_cells_whole(bundled_env, tmp_path):
+    """Piped (`ask … > answer.md`, `| less`), rich wrapped at 80 columns: a long command came out
+    on two lines with trailing spaces, and a table cell as "LUMEN_ENABLE_PREFIX_CA…" (trial)."""
+    command = ("lumenctl deploy restart --cluster chat-prod --pool canary --rolling --max-surge 1 --max-unavailable 0 "
+               "--wait-ready 600s")
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "restart.md").write_text(
+        "# Runbook: canary pool stuck after a deploy\n\n## Symptoms\n\nThe canary pool serves 503 after a deploy.\n\n"
+        f"## Fix\n\nRestart the pool, one pod at a time:\n\n```\n{command}\n```\n\n"
+        "| variable | meaning |\n|---|---|\n| `LUMEN_ENABLE_PREFIX_CACHING_FOR_CANARY_POOLS` | turns prefix caching on for the canary pools only |\n",
+        encoding="utf-8")
+    env = {**bundled_env, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("COLUMNS", None)
+    proc = run_cli(["ask", "--kb", str(kb), "canary pool serves 503 after a deploy, how do I restart it"], env, timeout=300)
+    out = proc.stdout.decode()
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert command in out.splitlines() and "`LUMEN_ENABLE_PREFIX_CACHING_FOR_CANARY_POOLS`" in out
+    assert not any(line != line.rstrip() for line in out.splitlines())
+    assert "[1] " in out and "restart.md" in out
+
+
 def test_a_down_llm_is_one_note_on_stderr_and_its_log_line_only_with_verbose(bundled_env):
     """The note tells the asker; the log line behind it (the endpoint, the exception) was
     printed too by Python's fallback handler, a second line saying the same thing."""

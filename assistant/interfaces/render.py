@@ -43,6 +43,9 @@ def print_answer(answer: Answer, console=None, body: bool = True) -> None:
         # rich ends the process with status 1 when the reader goes away (`ask … | head`);
         # the caller's handler ends it quietly with 0, like any other write to a closed pipe.
         console.on_broken_pipe = _reader_gone
+        if not console.is_terminal:
+            print_plain(answer, body)
+            return
     if body:
         console.print(Markdown(_keep_angle_brackets(answer.answer)))
         console.print()
@@ -63,3 +66,22 @@ def print_answer(answer: Answer, console=None, body: bool = True) -> None:
         console.print(line)
     if answer.backend != "extractive":
         console.print(Text(f"answered by {answer.backend}", style="dim"))
+
+
+def print_plain(answer: Answer, body: bool = True) -> None:
+    """The answer as its markdown, and its sources as lines, for a pipe or a file: rich wraps
+    at 80 columns there, which broke a long command across lines (with trailing spaces) and
+    cut table cells to "LUMEN_ENABLE_PREFIX_CA…" (newcomer trial). Markdown reads as is."""
+    import sys
+
+    out: list[str] = [answer.answer.rstrip("\n"), ""] if body else []
+    if answer.citations:
+        heading = t("answer.sources", answer.lang)
+        if not answer.grounded:
+            heading += f" ({t('answer.not_grounded', answer.lang)})"
+        out.append(heading)
+        out += [f"[{n}] {c.title}  {c.source} · {c.lang} · {c.score:.2f}" for n, c in enumerate(answer.citations, 1)]
+    if answer.backend != "extractive":
+        out.append(f"answered by {answer.backend}")
+    sys.stdout.write("\n".join(out) + "\n")
+    sys.stdout.flush()
