@@ -846,6 +846,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     siblings = [art for art in result.articles[1:SIBLING_RANKS] if art.doc_id == top.doc_id and art.passage
                 and (art.relevance >= SIBLING_RELEVANCE * top.relevance
                      or any(sc.keyword >= BEST_KEYWORD or names_code(sc.chunk.text, codes) for sc in art.chunks))][:MAX_SIBLINGS]
+    siblings = [art for art in siblings if not _opening_aside(kb, art, top, result.question)]
     others, beside = _close_others(result, siblings, top_k)
     hits = {sc.chunk.chunk_id: sc.score for art in result.articles for sc in art.chunks}
     from .scope import sentences
@@ -868,6 +869,8 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
         rest = _entries_kept(rest, passages[id(top)][0], rows, asked, hits)
     continued, room = _extras(kb, siblings, rest, quoted, room, lang, labels, hits, asked)
     lead = _lead(kb, quoted[id(top)][0], room, [best for best, _text in quoted.values()])
+    if lead is not None and _says_none_asked(kb, lead[0], lead[1], result.question):
+        lead = None  # "Collected from #infer-oncall threads. Ask in the channel…": the page, not the answer
     parts: list[str] = []
     shown: set[str] = set()
     # The sections quoted from the best passage's page keep the page's order: a procedure's
@@ -878,7 +881,11 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     from_page = [art for art in (top, *siblings) if id(art) in quoted]
     where = {id(art): _section_position(kb, quoted[id(art)][0]) for art in from_page}
     near = [art for art in from_page if abs(where[id(art)] - where[id(top)]) <= PAGE_ORDER_SPAN]
-    page = sorted(near, key=lambda art: _position(kb, quoted[id(art)][0])) + sorted(
+    # A page's opening of sentences, matched beside a section further down, comes after that
+    # section: it says what the page covers ("This page covers the three GPU-node incidents we
+    # see most"), and led the answer ahead of the Xid section a pasted log matched (trial).
+    opening = {id(art) for art in near if art is not top and where[id(art)] == 0 and _plain_opening(kb, quoted[id(art)][0])}
+    page = sorted(near, key=lambda art: (id(art) in opening, _position(kb, quoted[id(art)][0]))) + sorted(
         (art for art in from_page if art not in near), key=lambda art: _position(kb, quoted[id(art)][0]))
     repeated: list[str] = []
     other_lang_said = False
@@ -927,6 +934,32 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
         for art in beside:
             parts += _alternative(kb, art, lang, labels, cites)
     return parts
+
+
+def _plain_opening(kb, chunk) -> bool:
+    """Whether a chunk is its page's titled opening, a short one of sentences: no code block
+    (an inline `Terminating` is still prose), no table."""
+    chunks = kb.article_chunks(chunk.doc_id, chunk.lang)
+    if not chunks or chunks[0].title != chunk.title or " > " in chunk.title.strip():
+        return False
+    text = _without_bylines("\n\n".join(c.text for c in chunks if c.title == chunk.title)).strip()
+    return len(text) <= MAX_LEAD_CHARS and _has_prose(text) and not re.search(r"^\s*(?:```|~~~|\|)", text, re.M)
+
+
+def _opening_aside(kb, art: ArticleMatch, top: ArticleMatch, question: str) -> bool:
+    """A page's opening matched beside its section that answers, sharing none of the
+    question's words but the page title's: "Collected from #infer-oncall threads. Ask in the
+    channel if your question is not here." matched through the FAQ's title and was cited as a
+    passage of its own (trial). Not quoted; the section that answers is."""
+    if art is top or not art.chunks or not _plain_opening(kb, art.chunks[0].chunk):
+        return False
+    return _says_none_asked(kb, art.chunks[0].chunk, art.chunks[0].chunk.text, question)
+
+
+def _says_none_asked(kb, chunk, text: str, question: str) -> bool:
+    """Whether a text shares none of the question's words but those of its own heading path."""
+    words = set(kb.index.tokenizer(question)) - set(kb.index.tokenizer(chunk.title))
+    return not words & set(kb.index.tokenizer(text))
 
 
 def _heading_lines(heading: str, ref: str, first: bool, on_page: bool, labels: dict) -> list[str]:

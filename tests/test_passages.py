@@ -1513,6 +1513,34 @@ def test_a_fix_heading_is_not_taken_only_when_its_case_says_so():
     assert [h for h in others if section_kind(h) != "other"] == []
 
 
+def test_a_pages_opening_follows_the_section_that_answers_and_is_left_out_when_it_says_nothing_asked(tmp_path):
+    """A pasted Xid log matched the runbook's Xid section, and the page's opening ("This page
+    covers the three GPU-node incidents…") led the answer as [1]; a FAQ's opening ("Collected
+    from #oncall threads…"), which shares no word of the question, was cited as a passage of
+    its own (newcomer trial)."""
+    from assistant.answer import answer_question
+
+    pages = {"gpu-node.md": "# Runbook: GPU node problems on the Lumen platform\n\nThis page covers the GPU-node incidents we see "
+                            "most: Xid 79 and other Xid errors, draining a node, and pods stuck in `Terminating`.\n\n"
+                            "## Xid 79 / GPU fallen off the bus\n\n### Symptoms\n\n- `dmesg` shows `NVRM: Xid (PCI:0000:3b:00): 79, "
+                            "pid=1234, GPU has fallen off the bus.`\n- engine pods on one node restart in a loop\n\n### Fix\n\n"
+                            "Cordon and drain the node, then hand it to the hardware team:\n\n```\nkubectl cordon \"$NODE\"\n"
+                            "kubectl drain \"$NODE\" --ignore-daemonsets --grace-period=120\n```\n\n"
+                            "## Pods stuck in Terminating\n\n### Fix\n\nRun `kubectl delete pod --force --grace-period=0 POD`.\n",
+             "faq.md": "# Lumen Platform — On-call FAQ\n\nCollected from #oncall threads. Ask in the channel if yours is not here.\n\n"
+                       "## Q: How do I restart a model deployment without downtime?\n\nUse a rolling restart:\n\n"
+                       "```\nlipctl deploy restart qwen2-72b-chat --rolling --max-surge 1\n```\n\n"
+                       "## Q: Why does my deployment stay Pending?\n\nThe pool has no free GPU: `lipctl pool usage`.\n",
+             "serve.md": "# Serving\n\nStart the server with `gadget serve MODEL`.\n"}
+    settings, kb = docs_kb(tmp_path, pages)
+    log = "engine pods restarting on gpu-a100-17\n[ 8123.4] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus."
+    answer = answer_question(log, settings, kb=kb)
+    assert answer.grounded and answer.answer.startswith("### Runbook: GPU node problems on the Lumen platform > Xid 79")
+    assert answer.answer.index("kubectl cordon") < answer.answer.find("This page covers") or "This page covers" not in answer.answer
+    restart = answer_question("how do I restart a model deployment without downtime?", settings, kb=kb)
+    assert "lipctl deploy restart qwen2-72b-chat --rolling" in restart.answer and "Collected from" not in restart.answer
+
+
 def test_a_passage_on_one_long_line_is_quoted_in_part_not_as_a_bare_pointer(tmp_path):
     """A config on one line, or a table row longer than the passage's room, was quoted as
     nothing but "… (more in the cited source)" (or a table's bare header): a citation with
