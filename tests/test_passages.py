@@ -465,9 +465,12 @@ def test_a_file_named_by_its_title_keeps_it_and_a_byline_is_not_quoted(tmp_path)
                           "## HCCL 初始化失败\n\n日志出现 HcclGetRootInfo, error code is 6 时，先用 npu-smi info 查残留进程，kill 后重启。\n\n"
                           "## 显存不足\n\n把 --gpu-memory-utilization 调到 0.85。\n",
         "install.md": "# Install\n\n## Wheels\n\nRun `pip install widget`.\n"})
-    answer = answer_question("昇腾上 HcclGetRootInfo, error code is 6 启动失败怎么办", settings, kb=kb)
+    answer = answer_question("昇腾上部署推理服务，HcclGetRootInfo, error code is 6 启动失败怎么办", settings, kb=kb)
     assert answer.grounded and answer.answer.startswith("### 昇腾推理部署手册 > HCCL 初始化失败")
     assert "npu-smi info" in answer.answer and "本手册说明" in answer.answer and "V1.3" not in answer.answer
+    # An opening that says nothing the question asks but the page's title is no answer (trial)
+    answer = answer_question("昇腾上 HcclGetRootInfo, error code is 6 启动失败怎么办", settings, kb=kb)
+    assert "npu-smi info" in answer.answer and "本手册说明" not in answer.answer
 
 
 def test_a_refusal_names_this_kbs_topics_not_the_bundled_ones(wiki_settings):
