@@ -188,8 +188,30 @@ _FILLER = re.compile(r"\b(?:what|does|do|is|are|the|a|an|mean|means|meaning|for|
 
 def tentative(result) -> bool:
     """Whether an answer the KB gives is a close call (see `SURE`). Without a fitted model
-    there is no probability to judge by, and no answer is marked."""
-    return bool(result.grounded and result.confidence is not None and result.confidence < SURE)
+    there is no probability to judge by, and no answer is marked. A question that names the
+    very thing the best passage's heading names (an alert, an error symbol, an env var) is no
+    close call: "LumenGatewayQueueFull 告警是什么意思" matched that alert's section of an English
+    page and was hedged as "may not answer your question" (trial)."""
+    if not (result.grounded and result.confidence is not None and result.confidence < SURE):
+        return False
+    return not _names_the_heading(result)
+
+
+# A name no prose word looks like: three or more capitalised parts (LumenGatewayQueueFull,
+# ncclCommInitRank; "FastDeploy" and "PyTorch" have two), an UPPER_SNAKE or a long snake_case name.
+_NAMED = re.compile(r"(?<![\w-])(?:[a-z]+(?:[A-Z][a-z0-9]+){2,}|(?:[A-Z][a-z0-9]+){3,}|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"
+                    r"|[a-z][a-z0-9]*(?:_[a-z0-9]+){2,})(?![\w-])")
+
+
+def _names_the_heading(result) -> bool:
+    """Only a team's passage: a curated article's title names its symptom's symbols among
+    others (its log signatures are a feature of the model already), and on the real
+    questions an out-of-scope one naming such a symbol was then answered as sure."""
+    if not result.articles or not result.articles[0].chunks or not result.articles[0].passage:
+        return False
+    title = result.articles[0].passage.split(" > ")[-1]
+    return any(len(name) >= 8 and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", title)
+               for name in _NAMED.findall(result.question))
 
 
 def _only_asks_about(question: str, unknown: tuple | list) -> bool:

@@ -1544,6 +1544,28 @@ def test_a_pages_opening_follows_the_section_that_answers_and_is_left_out_when_i
     assert "lipctl deploy restart qwen2-72b-chat --rolling" in restart.answer and "Collected from" not in restart.answer
 
 
+def test_a_question_naming_the_sections_alert_is_not_hedged(tmp_path):
+    """"LumenGatewayQueueFull 告警是什么意思" matched that alert's section of an English page and
+    was hedged as "may not answer your question" (trial): a name no prose word looks like,
+    heading the section, is no close call. A product name ("FastDeploy") is no such name."""
+    from assistant.answer import answer_question
+    from assistant.refusal import _NAMED
+
+    alerts = "\n\n".join(f"## {name}\n\n**Meaning:** {meaning}\n\n**What to do:** {todo}" for name, meaning, todo in (
+        ("LumenKVCacheUsageHigh", "`vllm:gpu_cache_usage_perc` above 0.95 for 10 minutes on a replica.",
+         "scale out by one replica: `lipctl deploy scale MODEL --replicas +1`."),
+        ("LumenGatewayQueueFull", "the gateway queue for a replica reached `LUMEN_MAX_QUEUE` and the gateway answers "
+         "`503 upstream queue full`.", "scale out; if one client is bursting, rate-limit it with "
+         "`lipctl gateway ratelimit set --client <id> --rps 20`."),
+        ("LumenModelLoadSlow", "a pod took more than 15 minutes to become Ready.", "pre-warm the cache: `lipctl model prefetch`.")))
+    pages = {"alerts.md": "# Alert Reference\n\nEvery alert below pages #oncall.\n\n" + alerts + "\n",
+             "serve.md": "# Serving\n\nStart the server with `gadget serve MODEL`.\n"}
+    settings, kb = docs_kb(tmp_path, pages)
+    answer = answer_question("LumenGatewayQueueFull 告警是什么意思？是一个客户端在突发流量，怎么限流？", settings, kb=kb)
+    assert answer.grounded and answer.coverage == "full" and "lipctl gateway ratelimit set" in answer.answer
+    assert _NAMED.findall("FastDeploy on PyTorch, NCCL_SOCKET_IFNAME and ncclCommInitRank") == ["NCCL_SOCKET_IFNAME", "ncclCommInitRank"]
+
+
 def test_a_passage_on_one_long_line_is_quoted_in_part_not_as_a_bare_pointer(tmp_path):
     """A config on one line, or a table row longer than the passage's room, was quoted as
     nothing but "… (more in the cited source)" (or a table's bare header): a citation with
