@@ -846,8 +846,9 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     siblings = [art for art in result.articles[1:SIBLING_RANKS] if art.doc_id == top.doc_id and art.passage
                 and (art.relevance >= SIBLING_RELEVANCE * top.relevance
                      or any(sc.keyword >= BEST_KEYWORD or names_code(sc.chunk.text, codes) for sc in art.chunks))][:MAX_SIBLINGS]
-    siblings = [art for art in siblings if not _opening_aside(kb, art, top, result.question)]
-    others, beside = _close_others(result, siblings, top_k)
+    aside = [art for art in result.articles[1:] if art.doc_id == top.doc_id and _opening_aside(kb, art, top, result.question)]
+    siblings = [art for art in siblings if art not in aside]
+    others, beside = _close_others(result, siblings, top_k, aside)
     hits = {sc.chunk.chunk_id: sc.score for art in result.articles for sc in art.chunks}
     from .scope import sentences
 
@@ -869,7 +870,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
         rest = _entries_kept(rest, passages[id(top)][0], rows, asked, hits)
     continued, room = _extras(kb, siblings, rest, quoted, room, lang, labels, hits, asked)
     lead = _lead(kb, quoted[id(top)][0], room, [best for best, _text in quoted.values()])
-    if lead is not None and _says_none_asked(kb, lead[0], lead[1], result.question):
+    if lead is not None and _says_none_asked(kb, lead[0], lead[1], result.question, quoted[id(top)][1]):
         lead = None  # "Collected from #infer-oncall threads. Ask in the channel…": the page, not the answer
     parts: list[str] = []
     shown: set[str] = set()
@@ -953,13 +954,17 @@ def _opening_aside(kb, art: ArticleMatch, top: ArticleMatch, question: str) -> b
     passage of its own (trial). Not quoted; the section that answers is."""
     if art is top or not art.chunks or not _plain_opening(kb, art.chunks[0].chunk):
         return False
-    return _says_none_asked(kb, art.chunks[0].chunk, art.chunks[0].chunk.text, question)
+    return _says_none_asked(kb, art.chunks[0].chunk, art.chunks[0].chunk.text, question, top.chunks[0].chunk.text if top.chunks else "")
 
 
-def _says_none_asked(kb, chunk, text: str, question: str) -> bool:
-    """Whether a text shares none of the question's words but those of its own heading path."""
+def _says_none_asked(kb, chunk, text: str, question: str, answering: str) -> bool:
+    """Whether a text shares none of the question's words but those of its own heading path,
+    while the passage that answers (`answering`) shares some. A question made of the title's
+    words only ("prefix caching on Ascend" of a page so titled) is the opening's to answer."""
     words = set(kb.index.tokenizer(question)) - set(kb.index.tokenizer(chunk.title))
-    return not words & set(kb.index.tokenizer(text))
+    if not words or words & set(kb.index.tokenizer(text)):
+        return False
+    return bool(words & set(kb.index.tokenizer(answering)))
 
 
 def _heading_lines(heading: str, ref: str, first: bool, on_page: bool, labels: dict) -> list[str]:
@@ -983,7 +988,8 @@ def _add_docs_hint(kb, labels: dict) -> str:
     return labels["add_docs_kb"]
 
 
-def _close_others(result: Retrieval, siblings: list, top_k: int) -> tuple[list[ArticleMatch], list[ArticleMatch]]:
+def _close_others(result: Retrieval, siblings: list, top_k: int,
+                  aside: list | None = None) -> tuple[list[ArticleMatch], list[ArticleMatch]]:
     """The other passages close enough to the best one to quote after it, and the curated
     articles among them (a KB of both). Those are offered as the bundled answers offer one,
     by title, how to tell it apart and first fix: quoted as a passage, an article's
@@ -993,8 +999,8 @@ def _close_others(result: Retrieval, siblings: list, top_k: int) -> tuple[list[A
     for art in result.articles[1:]:
         if len(others) + 1 >= max(1, top_k):
             break
-        if _wrong_hardware_beside(top, art):
-            continue
+        if _wrong_hardware_beside(top, art) or art in (aside or ()):
+            continue  # (a page opening left out beside its own answer is not "also" either)
         # The hub penalty decides which passage leads, not whether a README's or a parameter
         # list's passage is close enough to quote after it: those often hold the flag asked for.
         if (art not in siblings and art.relevance >= PASSAGE_RELEVANCE * top.relevance

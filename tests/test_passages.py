@@ -1544,6 +1544,25 @@ def test_a_pages_opening_follows_the_section_that_answers_and_is_left_out_when_i
     assert "lipctl deploy restart qwen2-72b-chat --rolling" in restart.answer and "Collected from" not in restart.answer
 
 
+def test_a_pages_opening_that_answers_is_kept(tmp_path):
+    """A question made of the title's words ("prefix caching on Ascend"), or sharing little
+    else, is the opening's to answer: "Not supported yet" was left out, or offered as "It
+    could also be" beside its own page (review of the opening rule)."""
+    from assistant.answer import answer_question
+
+    pages = {"ascend.md": "# Prefix caching on Ascend NPUs\n\nNot supported yet: the NPU plugin ignores the flag and logs "
+                          "a warning at start-up.\n\n## Checking the plugin version\n\nRun `pip show vllm-ascend` and compare "
+                          "with the release notes.\n\n## On GPUs\n\nPass `--enable-prefix-caching` to `vllm serve`.\n",
+             "serve.md": "# Serving\n\nStart the server with `gadget serve MODEL`.\n",
+             "nccl.md": "# NCCL\n\nSet `NCCL_SOCKET_IFNAME=eth0` when start-up hangs.\n"}
+    settings, kb = docs_kb(tmp_path, pages)
+    for question in ("prefix caching on Ascend", "does prefix caching work on Ascend NPUs?"):
+        answer = answer_question(question, settings, kb=kb)
+        assert "Not supported yet" in answer.answer, answer.answer
+        also = answer.answer.split("It could also be")[1] if "It could also be" in answer.answer else ""
+        assert "Prefix caching on Ascend NPUs [" not in also
+
+
 def test_a_question_naming_the_sections_alert_is_not_hedged(tmp_path):
     """"LumenGatewayQueueFull 告警是什么意思" matched that alert's section of an English page and
     was hedged as "may not answer your question" (trial): a name no prose word looks like,
