@@ -82,8 +82,13 @@ _NUMBERING = re.compile(r"^(?:\d+(?:\.\d+)*[.)、]?|[一二三四五六七八九
 _FIX_LEAD = re.compile(r"^how to fix\b|^(?:fix(?:es)?|the fix|resolution|remediation|mitigation|workarounds?|solutions?)"
                        r"(?:\s*[(（:：—–]|\s+-\s|\s+(?:steps?|on|for|in|at|until|when|if|before|after|with|without|via|per)\b)"
                        r"|^(?:解决|修复|处理|规避|处置)(?:方法|办法|方案|步骤|措施)?\s*[(（:：—]")
-_NOT_TAKEN = re.compile(r"^[^(（:：—–]*?(?:[(（:：—–]|\s-\s)\s*(?:rejected|won[’']?t fix|wontfix|not taken|abandoned|obsolete|"
-                        r"deprecated|superseded|已废弃|废弃|未采用|不修复|否决|无效)")
+_NOT_TAKEN_WORDS = (r"rejected|won[’']?t fix|wontfix|not taken|abandoned|obsolete|deprecated|superseded|not recommended"
+                    r"|not needed|no longer (?:needed|works?|applies)|does(?:n[’']?t| not) work|did(?:n[’']?t| not) work"
+                    r"|failed attempt|not a bug|已废弃|废弃|未采用|不修复|否决|无效|不推荐|不再需要|历史")
+# Said anywhere in the heading's brackets ("Fix (v0.5, deprecated)", "修复方法（旧，已废弃）"), or
+# within two words after its colon or dash ("Workaround: not recommended").
+_NOT_TAKEN = re.compile(rf"[(（][^)）]*(?:{_NOT_TAKEN_WORDS}|failed)"
+                        rf"|^[^(（:：—–]*?(?:[:：—–]|\s-\s)\s*(?:\S+\s+){{0,2}}?(?:{_NOT_TAKEN_WORDS})")
 
 
 def section_kind(heading: str, exact: bool = False) -> str:
@@ -93,7 +98,7 @@ def section_kind(heading: str, exact: bool = False) -> str:
     kind = SECTION_KINDS.get(name, "other")
     if kind != "other" or exact:
         return kind
-    return "fixes" if _FIX_LEAD.match(name) and not _NOT_TAKEN.match(name) else kind
+    return "fixes" if _FIX_LEAD.match(name) and not _NOT_TAKEN.search(name) else kind
 
 
 def estimate_tokens(text: str) -> int:

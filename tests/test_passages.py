@@ -1510,9 +1510,12 @@ def test_a_fix_heading_is_not_taken_only_when_its_case_says_so():
 
     fixes = ("Fix: delete old pods", "Mitigation: do not drain all nodes at once", "Fix (old driver)",
              "Fix on nodes not yet upgraded", "处理方法（旧集群）", "Fixes for the router", "How to fix it", "Fix steps",
-             "Remediation steps", "解决：重启网关", "修复（生产环境）", "规避：关闭前缀缓存")
+             "Remediation steps", "解决：重启网关", "修复（生产环境）", "规避：关闭前缀缓存", "Fix: failed pods are restarted by hand")
     assert [h for h in fixes if section_kind(h) != "fixes"] == []
-    others = ("Workaround (obsolete since 0.9)", "解决方案（已废弃）", "Resolution — wontfix", "The fix (not taken)")
+    others = ("Workaround (obsolete since 0.9)", "解决方案（已废弃）", "Resolution — wontfix", "The fix (not taken)",
+              # said further inside the brackets, or a few words after the colon (second review)
+              "Fix (v0.5, deprecated)", "Fix — Option B (rejected)", "修复方法（旧，已废弃）", "修复步骤（历史）",
+              "Workaround (not needed after 0.9)", "Workaround: not recommended", "Fix (doesn't work)", "Resolution: not a bug")
     assert [h for h in others if section_kind(h) != "other"] == []
 
 
