@@ -174,9 +174,12 @@ _BASE = re.compile(r"(?<![a-z])base(?![a-z])")
 # name ("Llama-3-8B-Instruct-Gradient-1048k", "LLaMA-2-7B-32K", "longlora"). A length after a
 # digit or a k is a range ("2-4k tokens", "8K-32K"), and "1M tokens per day" or "at 32k" a
 # plan, not a name; "long chat sessions" and "gradient checkpointing" are no fine-tunes.
-_EXTENDED = re.compile(r"yarn|rope|2507|(?<=[a-jl-z])[-_](?:\d{1,4}k|1m)(?![a-z0-9])"
-                       r"|(?:instruct|\db)[ _]1m(?![a-z0-9])(?! ?tokens)|(?<![a-z0-9])1m ?(?:版本|version|model|release)"
-                       r"|longlora|longchat|long-?alpaca|gradient-\d")
+_EXTENDED = re.compile(r"yarn|rope|2507|(?<=[a-jl-z])-(?:\d{1,4}k|1m)(?![a-z0-9])"
+                       # Qwen2.5-7B/14B-Instruct-1M, the only 1M releases, written apart ("Instruct 1M", "_1M",
+                       # "1M 版本"): not "1M requests per day" nor "1M context"
+                       r"|qwen ?2\.5-(?:7|14)b(?:-instruct)?[ _]1m(?=$|[\s,，.。;；:：)）]|版本|version)"
+                       r"(?! ?(?:tokens?|requests?|reqs?|users?|qps|per|context|ctx|上下文|请求|用户|条|次))"
+                       r"|(?<![a-z0-9])1m ?(?:版本|version|release)|longlora|longchat|long-?alpaca|gradient[-_ ]?\d{2,4}k")
 # Variants with their own config under a Qwen2.5 shape: Qwen2.5-Math ships 4096, Coder 32768
 # for every size (not the base's 131072); neither was checked per size.
 _OWN_CONFIG = re.compile(r"(?<![a-z0-9])qwen ?2(?:\.5)?" + _SEP + r"(?:math|coder)")

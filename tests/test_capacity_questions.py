@@ -868,6 +868,12 @@ def test_rates_are_no_concurrent_sessions_and_fp4_is_four_bit():
     ("Llama-3-8B for long chat sessions with gradient checkpointing off", ("Llama-3-8B", 8192, None, None)),
     ("Qwen2.5-7B-Instruct 1M", None), ("Qwen2.5-7B-Instruct_1M", None), ("Qwen2.5-7B 1M 版本", None),
     ("Qwen2.5-7B-Instruct 1M tokens per day", ("Qwen2.5-7B-Instruct", 32768, 131072, None)),
+    # "1M requests" is a volume and "1M context" a plan; a gradient fine-tune may be written apart;
+    # a setting's name is no release (second review)
+    ("Qwen2.5-7B-Instruct 1M requests per day", ("Qwen2.5-7B-Instruct", 32768, 131072, None)),
+    ("Llama-3-8B 1M context", ("Llama-3-8B", 8192, None, None)),
+    ("Llama-3-8B max_model_len_32k", ("Llama-3-8B", 8192, None, None)),
+    ("Llama-3-8B-Instruct-Gradient 1048k", None),
 ])
 def test_the_context_each_checkpoint_ships(name, limit):
     """The distills and QwQ share a Qwen2.5 shape but not its context, and an Instruct
