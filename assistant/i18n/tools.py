@@ -232,13 +232,15 @@ MESSAGES: dict[str, dict[str, str]] = {
               "or add GPUs",
     },
     "diagnose_log.derived_sliding_window": {
-        "zh": "按你的报错，{derived:,} 个 token 的上限是模型的滑动窗口（要求的是 {asked:,}）：vLLM 关掉了滑动窗口，才把窗口当作整个上下文，"
-              "原因是设置了 `--disable-sliding-window`，或 vLLM 自己关掉了它（旧版 vLLM 上的 Gemma 2、XFORMERS/FLASHINFER 后端）。"
-              "去掉这个参数，或升级 vLLM、换用 FLASH_ATTN 后端，就能用模型的完整上下文；否则用 `--max-model-len {derived}` 或更小",
-        "en": "by your error, the {derived:,}-token limit is the model's sliding window ({asked:,} were asked for): vLLM takes "
-              "the window as the whole context when the window is off, because `--disable-sliding-window` is set or vLLM turned "
-              "it off itself (Gemma 2 on older vLLM, the XFORMERS or FLASHINFER backend). Drop that flag, or upgrade vLLM or use "
-              "the FLASH_ATTN backend, to serve the model's full context; otherwise use `--max-model-len {derived}` or lower",
+        "zh": "按你的报错，{derived:,} 个 token 的上限是模型的滑动窗口（要求的是 {asked:,}）：滑动窗口被关掉时，vLLM 把窗口当作整个上下文。"
+              "关掉它的是 `--disable-sliding-window`，或是 vLLM 自己（旧版 vLLM 上的 Gemma 2；V0 引擎上用 `VLLM_ATTENTION_BACKEND` "
+              "指定了 XFORMERS/FLASHINFER 时）。设置了这个参数就去掉它，否则升级 vLLM 或取消 `VLLM_ATTENTION_BACKEND`，"
+              "就能用模型的完整上下文；不然用 `--max-model-len {derived}` 或更小",
+        "en": "by your error, the {derived:,}-token limit is the model's sliding window ({asked:,} were asked for): with the "
+              "window turned off, vLLM takes it as the whole context. `--disable-sliding-window` turns it off, or vLLM itself "
+              "does (Gemma 2 on older vLLM; the V0 engine with XFORMERS or FLASHINFER set in `VLLM_ATTENTION_BACKEND`). "
+              "If that flag is set, drop it; otherwise upgrade vLLM or unset `VLLM_ATTENTION_BACKEND` to serve the model's "
+              "full context; or use `--max-model-len {derived}` or lower",
     },
     "diagnose_log.derived_max_len": {
         "zh": "按你的报错，这个模型的 config.json 最多允许 {derived:,} 个 token（要求的是 {asked:,}），与显存无关：用 `--max-model-len {derived}` "

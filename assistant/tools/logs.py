@@ -226,6 +226,8 @@ def _numbers(line: str, numbers: dict[str, float]) -> None:
             numbers[name] = float(next(g for g in m.groups() if g).replace(",", ""))
             if name == "max_concurrency_tokens":
                 numbers["max_concurrency_x"] = float(m.group(2))
+            if name == "derived_max_len":  # whether this line's limit, the one kept, is the sliding window
+                numbers["derived_is_window"] = float(bool(NUMBERS["derived_sliding_window"].search(line)))
     stats = _STATS.search(line)
     if stats and float(stats.group(2)) >= FULL_KV_PCT and int(stats.group(1)) > numbers.get("waiting_at_full_kv", 0):
         numbers["waiting_at_full_kv"], numbers["kv_cache_usage_pct"] = int(stats.group(1)), float(stats.group(2))
@@ -291,9 +293,8 @@ def computed_from(numbers: dict[str, float]) -> list[dict[str, str]]:
     derived, user = int(numbers.get("derived_max_len", 0)), int(numbers.get("user_max_len", 0))
     if 0 < derived < user:
         # The window is the limit only because the flag made it so: YaRN is no answer there.
-        # (Only when both figures come from the same line: a log with two such errors may not.)
-        window = int(numbers.get("derived_sliding_window", 0)) == derived
-        key = "derived_sliding_window" if window else "derived_max_len"
+        # (The line that gave the limit says so: a log may hold two such errors.)
+        key = "derived_sliding_window" if numbers.get("derived_is_window") else "derived_max_len"
         out.append(both(f"tools.diagnose_log.{key}", derived=derived, asked=user))
     if numbers.get("waiting_at_full_kv", 0) >= 1:
         out.append(both("tools.diagnose_log.kv_cache_full_waiting", pct=numbers["kv_cache_usage_pct"],
