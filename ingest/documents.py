@@ -244,9 +244,9 @@ def _is_language_switch(line: str) -> bool:
 _BOLD_LINE = re.compile(r"^\*\*([^*\n]{1,150}?)\s*[:：]?\*\*\s*[:：]?$")
 # "Q:" / "问：" leads a FAQ's question; a numbered "Q1:" only with a question's words, since
 # "**Q1: revenue grew 12%**" is a quarter.
-_FAQ_LEAD = re.compile(r"(?:Q|问)\s*[:：]\s*\S|(?:Q|问)\s*\d{1,3}\s*[:：.)）]\s*(?:(?:how|what|why|when|where|which|who|can|could|"
-                       r"does|do|did|is|are|was|were|has|have|should|will|may|must|i|my)\b|.*[?？]"
-                       r"|.*(?:如何|怎么|怎样|为什么|什么|能否|是否|吗|哪|多少|有没有|能不能|可以|可否))", re.I)
+_FAQ_LEAD = re.compile(r"(?:Q|问)\s*[:：]\s*\S|(?:Q|问)\s*\d{1,3}\s*(?:[:：.)）、]|\s-\s)\s*(?:(?:how|what|why|when|where|which|who|"
+                       r"can|could|does|do|did|is|are|were|has|have|should|will)\b|.*[?？]"
+                       r"|.*(?:如何|怎么|怎样|为什么|什么|能否|是否|吗|哪|多少|有没有|能不能|可否))", re.I)
 _ADMONITION_LABELS = frozenset({"note", "tip", "tips", "info", "warning", "caution", "danger", "important", "hint",
                                 "code", "example", "注意", "提示", "警告", "说明"})
 

@@ -230,7 +230,7 @@ def test_an_answer_piped_to_a_file_keeps_long_commands_and_table_cells_whole(bun
         f"## Fix\n\nRestart the pool, one pod at a time:\n\n```\n{command}\n```\n\n"
         "| variable | meaning |\n|---|---|\n| `LUMEN_ENABLE_PREFIX_CACHING_FOR_CANARY_POOLS` | turns prefix caching on for the canary pools only |\n",
         encoding="utf-8")
-    env = {**bundled_env, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env = {**bundled_env, "XDG_CACHE_HOME": str(tmp_path / "cache"), "FORCE_COLOR": "1"}  # CI often sets it (review)
     env.pop("COLUMNS", None)
     proc = run_cli(["ask", "--kb", str(kb), "canary pool serves 503 after a deploy, how do I restart it"], env, timeout=300)
     out = proc.stdout.decode()

@@ -1631,8 +1631,12 @@ def test_a_faq_entry_without_a_question_mark_is_an_entry_of_its_own(tmp_path):
     assert "## Q1: why did revenue grow" in promote_bold_headings(faq)
     # "Q1." and "Q1)" number an entry too, and "did/has/my" and "多少/有没有" are a question's words
     asked = report.replace("Q1: revenue grew", "Q1. did the canary roll back after the H100 pool drained").replace(
-        "Q2: costs held", "Q2) my pod restarts every night at three, where do the logs go; costs held")
-    assert "## Q1. did the canary" in promote_bold_headings(asked) and "## Q2) my pod" in promote_bold_headings(asked)
+        "Q2: costs held", "Q2) how do pods restart every night at three, where do the logs go; costs held")
+    assert "## Q1. did the canary" in promote_bold_headings(asked) and "## Q2) how do pods" in promote_bold_headings(asked)
+    # a quarter's "I/O", "my team", "was quiet" or "可以看到" is no question (second review)
+    quarters = report.replace("Q1: revenue grew", "Q1: I/O throughput dropped twelve percent").replace(
+        "Q2: costs held", "Q2：本季度我们可以看到推理成本下降了百分之三十，主要来自 H100 集群的利用率提升")
+    assert "## Q" not in promote_bold_headings(quarters)
     zh = "# 值班问答\n\n**Q1：上线之后单卡 H100 到底能扛多少并发请求，压测数据在哪里能查到呢。**\n\n看压测报告。\n\n" \
          "**Q2：网关那边有没有针对长连接的超时设置，默认是多少秒，改完要不要重启。**\n\n默认 600 秒。\n"
     assert "## Q1：上线之后" in promote_bold_headings(zh) and "## Q2：网关" in promote_bold_headings(zh)

@@ -43,7 +43,11 @@ def print_answer(answer: Answer, console=None, body: bool = True) -> None:
         # rich ends the process with status 1 when the reader goes away (`ask … | head`);
         # the caller's handler ends it quietly with 0, like any other write to a closed pipe.
         console.on_broken_pipe = _reader_gone
-        if not console.is_terminal:
+        import sys
+
+        # Not rich's is_terminal: FORCE_COLOR or TTY_COMPATIBLE (common in CI) make it say yes
+        # to a pipe; the streaming decision asks the same question of stdout.
+        if not sys.stdout.isatty():
             print_plain(answer, body)
             return
     if body:
