@@ -846,8 +846,8 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     siblings = [art for art in result.articles[1:SIBLING_RANKS] if art.doc_id == top.doc_id and art.passage
                 and (art.relevance >= SIBLING_RELEVANCE * top.relevance
                      or any(sc.keyword >= BEST_KEYWORD or names_code(sc.chunk.text, codes) for sc in art.chunks))][:MAX_SIBLINGS]
-    aside = [art for art in result.articles[1:] if art.doc_id == top.doc_id and _opening_aside(kb, art, top, result.question)]
-    siblings = [art for art in siblings if art not in aside]
+    aside = {id(art) for art in result.articles[1:] if art.doc_id == top.doc_id and _opening_aside(kb, art, top, result.question)}
+    siblings = [art for art in siblings if id(art) not in aside]
     others, beside = _close_others(result, siblings, top_k, aside)
     hits = {sc.chunk.chunk_id: sc.score for art in result.articles for sc in art.chunks}
     from .scope import sentences
@@ -989,7 +989,7 @@ def _add_docs_hint(kb, labels: dict) -> str:
 
 
 def _close_others(result: Retrieval, siblings: list, top_k: int,
-                  aside: list | None = None) -> tuple[list[ArticleMatch], list[ArticleMatch]]:
+                  aside: frozenset[int] | set[int] = frozenset()) -> tuple[list[ArticleMatch], list[ArticleMatch]]:
     """The other passages close enough to the best one to quote after it, and the curated
     articles among them (a KB of both). Those are offered as the bundled answers offer one,
     by title, how to tell it apart and first fix: quoted as a passage, an article's
@@ -999,7 +999,7 @@ def _close_others(result: Retrieval, siblings: list, top_k: int,
     for art in result.articles[1:]:
         if len(others) + 1 >= max(1, top_k):
             break
-        if _wrong_hardware_beside(top, art) or art in (aside or ()):
+        if _wrong_hardware_beside(top, art) or id(art) in aside:
             continue  # (a page opening left out beside its own answer is not "also" either)
         # The hub penalty decides which passage leads, not whether a README's or a parameter
         # list's passage is close enough to quote after it: those often hold the flag asked for.

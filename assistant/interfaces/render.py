@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 
 from assistant.answer import Answer
 from assistant.i18n import t
@@ -33,7 +34,21 @@ def _keep_angle_brackets(text: str) -> str:
     return "\n".join(out)
 
 
+def _sources_heading(answer: Answer) -> str:
+    heading = t("answer.sources", answer.lang)
+    return heading if answer.grounded else heading + f" ({t('answer.not_grounded', answer.lang)})"
+
+
+def _where(c) -> str:
+    return f"{c.source} · {c.lang} · {c.score:.2f}"
+
+
 def print_answer(answer: Answer, console=None, body: bool = True) -> None:
+    if console is None and not sys.stdout.isatty():
+        # Not rich's is_terminal: FORCE_COLOR or TTY_COMPATIBLE (common in CI) make it say yes
+        # to a pipe; the streaming decision asks the same question of stdout.
+        print_plain(answer, body)
+        return
     from rich.console import Console
     from rich.markdown import Markdown
     from rich.text import Text
@@ -43,13 +58,6 @@ def print_answer(answer: Answer, console=None, body: bool = True) -> None:
         # rich ends the process with status 1 when the reader goes away (`ask … | head`);
         # the caller's handler ends it quietly with 0, like any other write to a closed pipe.
         console.on_broken_pipe = _reader_gone
-        import sys
-
-        # Not rich's is_terminal: FORCE_COLOR or TTY_COMPATIBLE (common in CI) make it say yes
-        # to a pipe; the streaming decision asks the same question of stdout.
-        if not sys.stdout.isatty():
-            print_plain(answer, body)
-            return
     if body:
         console.print(Markdown(_keep_angle_brackets(answer.answer)))
         console.print()
@@ -59,14 +67,11 @@ def print_answer(answer: Answer, console=None, body: bool = True) -> None:
         if answer.backend != "extractive":
             console.print(Text(f"answered by {answer.backend}", style="dim"))
         return
-    heading = t("answer.sources", answer.lang)
-    if not answer.grounded:
-        heading += f" ({t('answer.not_grounded', answer.lang)})"
-    console.print(Text(heading, style="bold"))
+    console.print(Text(_sources_heading(answer), style="bold"))
     for n, c in enumerate(answer.citations, 1):
         line = Text(f"[{n}] ", style="cyan")
         line.append(f"{c.title}", style="bold" if answer.grounded else "")
-        line.append(f"  {c.source} · {c.lang} · {c.score:.2f}", style="dim")
+        line.append(f"  {_where(c)}", style="dim")
         console.print(line)
     if answer.backend != "extractive":
         console.print(Text(f"answered by {answer.backend}", style="dim"))
@@ -76,15 +81,10 @@ def print_plain(answer: Answer, body: bool = True) -> None:
     """The answer as its markdown, and its sources as lines, for a pipe or a file: rich wraps
     at 80 columns there, which broke a long command across lines (with trailing spaces) and
     cut table cells to "LUMEN_ENABLE_PREFIX_CA…" (newcomer trial). Markdown reads as is."""
-    import sys
-
     out: list[str] = [answer.answer.rstrip("\n"), ""] if body else []
     if answer.citations:
-        heading = t("answer.sources", answer.lang)
-        if not answer.grounded:
-            heading += f" ({t('answer.not_grounded', answer.lang)})"
-        out.append(heading)
-        out += [f"[{n}] {c.title}  {c.source} · {c.lang} · {c.score:.2f}" for n, c in enumerate(answer.citations, 1)]
+        out.append(_sources_heading(answer))
+        out += [f"[{n}] {c.title}  {_where(c)}" for n, c in enumerate(answer.citations, 1)]
     if answer.backend != "extractive":
         out.append(f"answered by {answer.backend}")
     sys.stdout.write("\n".join(out) + "\n")
