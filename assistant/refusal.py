@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MODEL_PATH = Path(__file__).with_name("refusal_model.json")
+EXEMPLARS_PATH = Path(__file__).with_name("refusal_exemplars.npz")
 
 FEATURES = (
     "dense",  # best passage cosine, rescaled to the question language's band (0..1)
@@ -38,6 +39,7 @@ FEATURES = (
     "unknown_terms",  # plain words the KB never uses (PostgreSQL, IPv6…), 0..1 for 0..3 of them
     "short_gap",  # a short question's keywords missing from the top article (every word counts there)
     "unknown_params",  # flags, fields or env vars the asker's sentences name that the KB never writes, 0..1 for 0..2
+    "exemplar",  # nearer to known out-of-scope questions than to answered ones (curated articles only), -1..1
 )
 
 
@@ -69,11 +71,12 @@ TARGET_FALSE_REFUSAL = 0.05
 # Over the cut but under this, the KB answers and says it is not sure ("coverage":
 # "tentative"): the closest article or passage is shown with a warning to check it against
 # what the asker sees. Real questions that only share a log line or a subject with an
-# article sit there: on the dev sets (bundled KB: real, fresh and holdout questions; 26 doc
-# trees), about half of the out-of-scope questions still answered scored under it, against
-# one in five in-scope answers (bundled en 21 of 43 vs 42 of 233, zh 15 of 26 vs 26 of 134;
-# doc trees en 19 of 102 vs 20 of 308, zh 19 of 61 vs 34 of 249). A warning costs a right
-# answer little; a wrong fix given as sure costs the asker an outage.
+# article sit there: on the dev sets with the model fitted with exemplars (bundled KB: real,
+# fresh and holdout questions; 10 doc trees), most of the out-of-scope questions still answered
+# scored under it, against one in four in-scope answers (bundled en 47 of 73 vs 117 of 486,
+# zh 38 of 46 vs 88 of 314; doc trees en 4 of 6 vs 25 of 98, zh 15 of 19 vs 64 of 161; at 0.80
+# it would be one in five in-scope answers and about two thirds of the out-of-scope ones). A
+# warning costs a right answer little; a wrong fix given as sure costs the asker an outage.
 SURE = 0.85
 L2 = 1.0  # ridge on the weights; 5-fold cross-validation on the dev sets found 0.3–10 alike
 
@@ -101,8 +104,80 @@ def load_model(path: Path = MODEL_PATH) -> RefusalModel | None:
 
 
 def reset_model() -> None:
-    global _MODEL, _LOADED
+    global _MODEL, _LOADED, _EXEMPLARS, _EX_LOADED
     _MODEL, _LOADED = None, False
+    _EXEMPLARS, _EX_LOADED = None, False
+
+
+# ------------------------------------------------------------------------------ exemplars
+# The retrieval signals above say how close the KB's best article reads; they cannot say what
+# the question is about. Near-domain questions (a thinking toggle, a tool-call parser, two
+# images per request, the model name a client must send) read as close to a curated article
+# as in-scope ones do, since they share its product, flags and log lines. What does separate
+# them is which questions they resemble: the dev questions asked of the bundled KB, labelled
+# answered or out of scope, embedded with the same model the index uses. The feature is how
+# much nearer the question lies to its closest out-of-scope questions than to its closest
+# answered ones. It applies only when the best match is one of the curated articles those
+# questions were labelled against: a team's own pages cover other subjects, and a question
+# about LoRA is in scope for a LoRA runbook.
+EXEMPLAR_K = 5  # neighbours averaged on each side (3 and 7 gave the same cross-validated figures)
+EXEMPLAR_SCALE = 10.0  # cosine gaps are small (e5 packs questions in 0.80–0.95): 0.1 of gap -> 1.0
+# An exemplar this close is the question itself (the dev sets are asked of the stored model):
+# it is left out so that dev figures measure the neighbours, not the memory of the answer.
+SELF_MATCH = 0.995
+
+
+@dataclass(frozen=True)
+class Exemplars:
+    vectors: object  # float32 (n, dim), unit length
+    labels: object  # 1 answered, 0 out of scope
+    articles: frozenset[str]  # the article ids the labels were given against
+
+
+_NO_EXEMPLARS = Exemplars(None, None, frozenset())  # the fit's stand-in when it has none: the feature is 0
+_EXEMPLARS: Exemplars | None = None
+_EX_LOADED = False
+
+
+def load_exemplars(path: Path = EXEMPLARS_PATH) -> Exemplars | None:
+    """The stored exemplars, or None (then the feature is 0 for every question)."""
+    global _EXEMPLARS, _EX_LOADED
+    if _EX_LOADED and path == EXEMPLARS_PATH:
+        return _EXEMPLARS
+    ex = None
+    try:
+        import numpy as np
+
+        with np.load(path, allow_pickle=False) as data:
+            ex = Exemplars(data["vectors"].astype("float32"), data["labels"].astype("int8"),
+                           frozenset(str(a) for a in data["articles"]))
+    except (OSError, ValueError, KeyError):
+        ex = None
+    if path == EXEMPLARS_PATH:
+        _EXEMPLARS, _EX_LOADED = ex, True
+    return ex
+
+
+def save_exemplars(ex: Exemplars, path: Path = EXEMPLARS_PATH) -> None:
+    import numpy as np
+
+    with open(path, "wb") as fh:  # a file handle: np.savez would append ".npz" to a path without it
+        np.savez_compressed(fh, vectors=np.asarray(ex.vectors, dtype="float16"), labels=np.asarray(ex.labels, dtype="int8"),
+                            articles=np.array(sorted(ex.articles)))
+
+
+def exemplar_gap(vector, ex: Exemplars, keep=None) -> float:
+    """Mean cosine to the K nearest out-of-scope exemplars minus that to the K nearest
+    answered ones, scaled to -1..1 (`keep` masks exemplars out, as the fit does by source)."""
+    import numpy as np
+
+    sims = ex.vectors @ np.asarray(vector, dtype="float32")
+    mask = sims < SELF_MATCH if keep is None else keep & (sims < SELF_MATCH)
+    out_sims, in_sims = np.sort(sims[mask & (ex.labels == 0)]), np.sort(sims[mask & (ex.labels == 1)])
+    if not len(out_sims) or not len(in_sims):
+        return 0.0
+    gap = float(out_sims[-EXEMPLAR_K:].mean() - in_sims[-EXEMPLAR_K:].mean())
+    return max(-1.0, min(1.0, gap * EXEMPLAR_SCALE))
 
 
 def by_evidence(result) -> list:
@@ -113,8 +188,10 @@ def by_evidence(result) -> list:
     return sorted(result.articles, key=lambda a: -a.evidence)
 
 
-def features(result) -> dict[str, float]:
-    """The model's inputs for a retrieval result (all zero when nothing was retrieved)."""
+def features(result, exemplars: Exemplars | None = None, keep=None) -> dict[str, float]:
+    """The model's inputs for a retrieval result (all zero when nothing was retrieved).
+    `exemplars` defaults to the stored ones; the fit passes its own, with `keep` leaving
+    out the case's own source."""
     if not result.articles:
         return {name: 0.0 for name in FEATURES}
     ranked = by_evidence(result)
@@ -135,7 +212,12 @@ def features(result) -> dict[str, float]:
         "unknown_terms": min(3, len(result.unknown_terms)) / 3,
         "short_gap": (1.0 - float(top.coverage)) if result.n_terms <= SHORT_QUESTION_TERMS else 0.0,
         "unknown_params": min(2, len(getattr(result, "unknown_params", ()) or ())) / 2,
+        "exemplar": 0.0,
     }
+    ex = exemplars if exemplars is not None else load_exemplars()
+    vector = getattr(result, "query_vector", None)
+    if ex is not None and vector is not None and not top.passage and top.doc_id in ex.articles:
+        x["exemplar"] = exemplar_gap(vector, ex, keep)
     if other_lang:
         # A question against an article written only in the other language shares few
         # keywords with it by nature (fewer still when the glossary has no words for it).
@@ -258,8 +340,18 @@ def choose_threshold(probs: list[float], labels: list[int], max_false_refusal: f
     return max(1e-6, pos[allowed] - 1e-9) if allowed < len(pos) else pos[-1]
 
 
-def _rows(kb, settings, cases) -> list[tuple[list[float], int, str, bool]]:
-    """(features, in scope, language, top match is a passage) for each case the model decides."""
+@dataclass
+class _Row:
+    result: object
+    label: int
+    lang: str
+    passage: bool
+    ruled: bool
+    source: str
+
+
+def _rows(kb, settings, cases) -> list[_Row]:
+    """Each case's retrieval, label and whether a rule (not the model) decides it."""
     from .retrieval import RetrievalParams, search
 
     params = RetrievalParams.from_settings(settings)
@@ -267,12 +359,22 @@ def _rows(kb, settings, cases) -> list[tuple[list[float], int, str, bool]]:
     for case in cases:
         result = search(kb.index, kb.embedder, case.question, params)
         top = by_evidence(result)[0] if result.articles else None
-        if top is not None and (top.hardware_conflict or result.foreign_products):
-            continue  # decided by rule, not by the model
-        x = features(result)
-        passage = bool(top and top.passage)
-        out.append(([x[name] for name in FEATURES], 1 if case.grounded else 0, case.lang, passage))
+        ruled = top is not None and bool(top.hardware_conflict or result.foreign_products)
+        out.append(_Row(result, 1 if case.grounded else 0, case.lang, bool(top and top.passage), ruled,
+                        getattr(case, "source", "") or case.id))
     return out
+
+
+def _exemplars_of(rows: list[_Row], articles: set[str]) -> tuple[Exemplars | None, list[str]]:
+    """Every question asked of the curated KB, labelled, with its source (for leaving a
+    case's own thread out when its feature is computed during the fit)."""
+    import numpy as np
+
+    kept = [r for r in rows if getattr(r.result, "query_vector", None) is not None]
+    if not kept or not articles:
+        return None, []
+    vectors = np.stack([np.asarray(r.result.query_vector, dtype="float32") for r in kept])
+    return Exemplars(vectors, np.array([r.label for r in kept], dtype="int8"), frozenset(articles)), [r.source for r in kept]
 
 
 @dataclass
@@ -284,6 +386,7 @@ class FitSet:
     settings: object
     cases: list
     calibrate: bool = True
+    exemplars: bool = False  # its questions are asked of the curated KB: they become exemplars
 
 
 def _operating_point(cal: list[tuple[float, int, str]]) -> float | None:
@@ -296,18 +399,31 @@ def _operating_point(cal: list[tuple[float, int, str]]) -> float | None:
                for lang in langs)
 
 
-def fit_and_save(sets: list[FitSet], path: Path = MODEL_PATH, l2: float = L2) -> str:
+def fit_and_save(sets: list[FitSet], path: Path = MODEL_PATH, l2: float = L2, exemplars_path: Path | None = None) -> str:
     """Fit on every set's cases, choose the thresholds on the calibration sets (one for
     curated articles, one for passages of doc trees), save, and describe the result.
     Several KBs make the model hold beyond the bundled one: a team's docs answer in-scope
     questions with higher keyword coverage than a curated KB does."""
+    import numpy as np
+
+    fitted = [(fit_set, _rows(fit_set.kb, fit_set.settings, fit_set.cases)) for fit_set in sets]
+    ex_rows = [r for fit_set, got in fitted if fit_set.exemplars for r in got]
+    curated = {m.id for fit_set in sets if fit_set.exemplars for m in fit_set.kb.index.docs.values()
+               if getattr(m, "structured", True)}
+    ex, ex_sources = _exemplars_of(ex_rows, curated)
+    sources = np.array(ex_sources)
     rows: list[tuple[list[float], int, str, bool]] = []
     cal: list[tuple[list[float], int, str, bool]] = []
-    for fit_set in sets:
-        got = _rows(fit_set.kb, fit_set.settings, fit_set.cases)
-        rows += got
-        if fit_set.calibrate:
-            cal += got
+    for fit_set, got in fitted:
+        for r in got:
+            if r.ruled:
+                continue  # decided by rule, not by the model
+            # A case's own thread is left out of its neighbours, as a new question would not be in them.
+            x = features(r.result, ex if ex is not None else _NO_EXEMPLARS, None if ex is None else sources != r.source)
+            row = ([x[name] for name in FEATURES], r.label, r.lang, r.passage)
+            rows.append(row)
+            if fit_set.calibrate:
+                cal.append(row)
     labels = [y for _x, y, _l, _p in rows]
     if not rows or len(set(labels)) < 2:
         from oncall_common.errors import AssistantError
@@ -332,6 +448,12 @@ def fit_and_save(sets: list[FitSet], path: Path = MODEL_PATH, l2: float = L2) ->
             f"case set(s); thresholds chosen on {len(cal)}: articles {threshold:.3f} ({len(articles)} cases: "
             f"{rates(articles, threshold)}), doc-tree passages {threshold_passages:.3f} ({len(passages)} cases: "
             f"{rates(passages, threshold_passages)}); cases refused by the platform and product rules are left out")
+    ex_path = exemplars_path or path.with_name(EXEMPLARS_PATH.name)
+    if ex is not None:
+        save_exemplars(ex, ex_path)
+        note += f"; {len(ex.labels)} exemplars ({int((ex.labels == 0).sum())} out of scope) in {ex_path.name}"
+    elif ex_path.exists():
+        ex_path.unlink()  # exemplars from another fit would feed a model that never weighed them
     data = {"features": list(FEATURES), "weights": [round(w, 5) for w in weights], "bias": round(bias, 5),
             "threshold": round(threshold, 5), "threshold_passages": round(threshold_passages, 5), "l2": l2, "note": note}
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")

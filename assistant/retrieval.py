@@ -153,6 +153,7 @@ class Retrieval:
     symptom_covered: bool = False  # the KB would answer but for an unknown subject, product or platform
     flags: dict[str, str] = field(default_factory=dict)  # --flag values pasted in the question
     unknown_error: bool = False  # the question is a bare error message the KB never words (scope.bare_unknown_error)
+    query_vector: object = None  # the question's embedding (refusal.py compares it with labelled questions)
 
 
 def squash(text: str) -> str:
@@ -637,6 +638,7 @@ def search(
     timings["search"] = (time.perf_counter() - t1) * 1000
     result = Retrieval(question, lang, mode, articles, False, timings, scope)
     result.unseen = unseen
+    result.query_vector = qvec[0]
     result.foreign_products = sorted(foreign_products(scope, index))
     result.kb_coverage = kb_keyword_coverage(query_terms, index.doc_freq, len(article_terms), passing)
     result.n_terms = len(query_terms)

@@ -37,6 +37,57 @@ def test_the_shipped_model_is_readable_and_matches_the_feature_list():
     assert model is not None and model.weights[refusal.FEATURES.index("unseen_entity")] < 0
 
 
+def _unit(*xs):
+    import numpy as np
+
+    v = np.asarray(xs, dtype="float32")
+    return v / np.linalg.norm(v)
+
+
+def test_the_exemplar_gap_leans_toward_the_nearer_kind_of_question():
+    import numpy as np
+
+    ex = refusal.Exemplars(np.stack([_unit(1, 0, 0), _unit(1, 0.3, 0.3), _unit(0, 1, 0), _unit(0, 1, 0.3)]),
+                           np.array([0, 0, 1, 1], dtype="int8"), frozenset({"a"}))
+    assert refusal.exemplar_gap(_unit(1, 0.15, 0.3), ex) > 0.5  # beside the out-of-scope pair
+    assert refusal.exemplar_gap(_unit(0.1, 1, 0.15), ex) < -0.5  # beside the answered pair
+    # The question itself among the exemplars is not its own neighbour.
+    assert refusal.exemplar_gap(_unit(1, 0, 0), ex) == pytest.approx(refusal.exemplar_gap(_unit(1, 0, 0), ex, np.array([False, True, True, True])))
+    # With one side masked out there is nothing to compare: no evidence either way.
+    assert refusal.exemplar_gap(_unit(1, 0, 0), ex, np.array([False, False, True, True])) == 0.0
+
+
+def test_exemplars_apply_only_to_the_curated_articles_they_were_labelled_against(bundled_settings, bundled_kb, tmp_path):
+    """A team's own pages cover other subjects: an exemplar that says "LoRA questions are
+    out of scope" says it of the bundled articles, not of a LoRA runbook."""
+    import numpy as np
+
+    from assistant.retrieval import RetrievalParams, search
+
+    result = search(bundled_kb.index, bundled_kb.embedder, "CUDA out of memory at start-up with vLLM",
+                    RetrievalParams.from_settings(bundled_settings))
+    vec = np.asarray(result.query_vector, dtype="float32")
+    near = np.stack([vec + _unit(*([1] + [0] * (len(vec) - 1))) * 0.2] * 5 + [-vec] * 5)  # close, not the question itself
+    near /= np.linalg.norm(near, axis=1, keepdims=True)
+    labels = np.array([0] * 5 + [1] * 5, dtype="int8")
+    top = refusal.by_evidence(result)[0].doc_id
+    assert refusal.features(result, refusal.Exemplars(near, labels, frozenset({top})))["exemplar"] == 1.0
+    assert refusal.features(result, refusal.Exemplars(near, labels, frozenset({"someone-elses-page"})))["exemplar"] == 0.0
+    path = tmp_path / "ex.npz"
+    refusal.save_exemplars(refusal.Exemplars(near, labels, frozenset({top})), path)
+    loaded = refusal.load_exemplars(path)
+    assert loaded.articles == {top} and loaded.vectors.shape == near.shape and list(loaded.labels) == list(labels)
+    assert refusal.load_exemplars(tmp_path / "missing.npz") is None
+
+
+def test_the_shipped_exemplars_match_the_embedder_and_say_both_kinds(bundled_settings, bundled_kb):
+    ex = refusal.load_exemplars()
+    assert ex is not None and set(ex.labels.tolist()) == {0, 1}
+    assert ex.vectors.shape[1] == len(bundled_kb.embedder.embed_queries(["x"])[0])
+    assert "vllm-cuda-oom" in ex.articles and "fastdeploy-logprobs-hang" in ex.articles
+    assert refusal.load_model().weights[refusal.FEATURES.index("exemplar")] < 0  # nearer the refused ones: less likely answered
+
+
 def test_a_broken_model_file_falls_back_instead_of_failing(tmp_path):
     bad = tmp_path / "model.json"
     bad.write_text("{not json", encoding="utf-8")
@@ -168,9 +219,14 @@ def test_doc_tree_passages_get_their_own_operating_point(tmp_path, bundled_kb, b
     bundled = refusal.FitSet(bundled_kb, bundled_settings,
                              [case(4, "CUDA out of memory while serving", True), case(5, "NCCL error on 4 GPUs", True),
                               case(6, "how do I speed up a slow PostgreSQL query", False)])
+    bundled.exemplars = True
     path = tmp_path / "model.json"
     refusal.fit_and_save([bundled, tree], path)
     data = json.loads(path.read_text(encoding="utf-8"))
+    # The bundled KB's questions became exemplars, labelled against its articles only.
+    ex = refusal.load_exemplars(tmp_path / refusal.EXEMPLARS_PATH.name)
+    assert sorted(ex.labels.tolist()) == [0, 1, 1] and "vllm-cuda-oom" in ex.articles and "serving" not in ex.articles
+    assert "3 exemplars" in data["note"]
     assert 0 < data["threshold"] < 1 and 0 < data["threshold_passages"] < 1
     model = refusal.load_model(path)
     assert model.cut(True) == data["threshold_passages"] and model.cut(False) == data["threshold"]
@@ -253,8 +309,7 @@ def test_a_close_call_is_answered_but_says_it_is_not_sure(bundled_settings, bund
     "tentative", and opens by telling the asker to check it; a clear question is answered plainly."""
     from assistant.refusal import SURE, load_model
 
-    unsure = answer_question("vllm prints a warning that the tokenizer is slow and recommends the fast tokenizer",
-                             bundled_settings, kb=bundled_kb)
+    unsure = answer_question("my vllm server logs say the tokenizer is slow, should I worry?", bundled_settings, kb=bundled_kb)
     assert unsure.grounded and unsure.coverage == "tentative" and unsure.citations
     assert load_model().threshold <= unsure.confidence < SURE
     assert unsure.answer.startswith("**Not a sure match.**") and "[1]" in unsure.answer

@@ -186,7 +186,8 @@ def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, min_topi
             def dev(path: str) -> list:
                 return [c for c in load_cases(Path(path)) if c.split in ("dev", "")]
 
-            sets = [FitSet(kb_, settings, dev(cases))] + [FitSet(kb_, settings, dev(p)) for p in fit_with]
+            # The questions asked of this KB's curated articles become the exemplars (refusal.py).
+            sets = [FitSet(kb_, settings, dev(cases), exemplars=True)] + [FitSet(kb_, settings, dev(p), exemplars=True) for p in fit_with]
             for pair in fit_with_kb:
                 other_dir, _, other_cases = pair.partition("=")
                 if not other_cases:
