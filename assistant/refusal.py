@@ -138,9 +138,10 @@ class Exemplars:
     vectors: object  # float32 (n, dim), unit length
     labels: object  # 1 answered, 0 out of scope
     articles: frozenset[str]  # the article ids the labels were given against
+    embedder: str = ""  # the embedder (and version) that made the vectors: another one's are not comparable
 
 
-_NO_EXEMPLARS = Exemplars(None, None, frozenset())  # the fit's stand-in when it has none: the feature is 0
+_NO_EXEMPLARS = Exemplars(None, None, frozenset(), "")  # the fit's stand-in when it has none: the feature is 0
 _EXEMPLARS: Exemplars | None = None
 _EX_LOADED = False
 
@@ -156,7 +157,7 @@ def load_exemplars(path: Path = EXEMPLARS_PATH) -> Exemplars | None:
 
         with np.load(path, allow_pickle=False) as data:
             ex = Exemplars(data["vectors"].astype("float32"), data["labels"].astype("int8"),
-                           frozenset(str(a) for a in data["articles"]))
+                           frozenset(str(a) for a in data["articles"]), str(data["embedder"]))
     except (OSError, ValueError, KeyError):
         ex = None
     if path == EXEMPLARS_PATH:
@@ -171,7 +172,7 @@ def save_exemplars(ex: Exemplars, path: Path = EXEMPLARS_PATH) -> None:
     # 10 ms of every cold `ask`.
     with open(path, "wb") as fh:  # a file handle: np.savez would append ".npz" to a path without it
         np.savez(fh, vectors=np.asarray(ex.vectors, dtype="float16"), labels=np.asarray(ex.labels, dtype="int8"),
-                            articles=np.array(sorted(ex.articles)))
+                            articles=np.array(sorted(ex.articles)), embedder=np.array(ex.embedder))
 
 
 def exemplar_gap(vector, ex: Exemplars, keep=None) -> float:
@@ -224,7 +225,10 @@ def features(result, exemplars: Exemplars | None = None, keep=None) -> dict[str,
     }
     ex = exemplars if exemplars is not None else load_exemplars()
     vector = getattr(result, "query_vector", None)
-    if ex is not None and vector is not None and not top.passage and top.doc_id in ex.articles:
+    # Another embedder's vectors (a sentence-transformers model of the same width) would
+    # compare as noise, and the vectors of a KB built by one are not the exemplars' either.
+    if (ex is not None and vector is not None and not top.passage and top.doc_id in ex.articles
+            and ex.embedder == getattr(result, "embedder", "") and len(vector) == ex.vectors.shape[1]):
         x["exemplar"] = exemplar_gap(vector, ex, keep)
     if other_lang:
         # A question against an article written only in the other language shares few
@@ -373,7 +377,7 @@ def _rows(kb, settings, cases) -> list[_Row]:
     return out
 
 
-def _exemplars_of(rows: list[_Row], articles: set[str]) -> tuple[Exemplars | None, list[str]]:
+def _exemplars_of(rows: list[_Row], articles: set[str], embedder: str) -> tuple[Exemplars | None, list[str]]:
     """Every question asked of the curated KB, labelled, with its source (for leaving a
     case's own thread out when its feature is computed during the fit)."""
     import numpy as np
@@ -382,7 +386,7 @@ def _exemplars_of(rows: list[_Row], articles: set[str]) -> tuple[Exemplars | Non
     if not kept or not articles:
         return None, []
     vectors = np.stack([np.asarray(r.result.query_vector, dtype="float32") for r in kept])
-    return Exemplars(vectors, np.array([r.label for r in kept], dtype="int8"), frozenset(articles)), [r.source for r in kept]
+    return Exemplars(vectors, np.array([r.label for r in kept], dtype="int8"), frozenset(articles), embedder), [r.source for r in kept]
 
 
 @dataclass
@@ -418,7 +422,12 @@ def fit_and_save(sets: list[FitSet], path: Path = MODEL_PATH, l2: float = L2, ex
     ex_rows = [r for fit_set, got in fitted if fit_set.exemplars for r in got]
     curated = {m.id for fit_set in sets if fit_set.exemplars for m in fit_set.kb.index.docs.values()
                if getattr(m, "structured", True)}
-    ex, ex_sources = _exemplars_of(ex_rows, curated)
+    embedders = {fit_set.kb.embedder.name for fit_set in sets if fit_set.exemplars}
+    if len(embedders) > 1:
+        from oncall_common.errors import AssistantError
+
+        raise AssistantError("the exemplar sets were embedded by different models", ", ".join(sorted(embedders)))
+    ex, ex_sources = _exemplars_of(ex_rows, curated, next(iter(embedders), ""))
     sources = np.array(ex_sources)
     rows: list[tuple[list[float], int, str, bool]] = []
     cal: list[tuple[list[float], int, str, bool]] = []

@@ -154,6 +154,7 @@ class Retrieval:
     flags: dict[str, str] = field(default_factory=dict)  # --flag values pasted in the question
     unknown_error: bool = False  # the question is a bare error message the KB never words (scope.bare_unknown_error)
     query_vector: object = None  # the question's embedding (refusal.py compares it with labelled questions)
+    embedder: str = ""  # the name of the embedder that made it
 
 
 def squash(text: str) -> str:
@@ -639,6 +640,7 @@ def search(
     result = Retrieval(question, lang, mode, articles, False, timings, scope)
     result.unseen = unseen
     result.query_vector = qvec[0]
+    result.embedder = str(getattr(embedder, "name", ""))
     result.foreign_products = sorted(foreign_products(scope, index))
     result.kb_coverage = kb_keyword_coverage(query_terms, index.doc_freq, len(article_terms), passing)
     result.n_terms = len(query_terms)

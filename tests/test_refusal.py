@@ -48,7 +48,7 @@ def test_the_exemplar_gap_leans_toward_the_nearer_kind_of_question():
     import numpy as np
 
     ex = refusal.Exemplars(np.stack([_unit(1, 0, 0), _unit(1, 0.3, 0.3), _unit(0, 1, 0), _unit(0, 1, 0.3)]),
-                           np.array([0, 0, 1, 1], dtype="int8"), frozenset({"a"}))
+                           np.array([0, 0, 1, 1], dtype="int8"), frozenset({"a"}), "test")
     assert refusal.exemplar_gap(_unit(1, 0.15, 0.3), ex) > 0.5  # beside the out-of-scope pair
     assert refusal.exemplar_gap(_unit(0.1, 1, 0.15), ex) < -0.5  # beside the answered pair
     # The question itself among the exemplars is not its own neighbour.
@@ -70,13 +70,17 @@ def test_exemplars_apply_only_to_the_curated_articles_they_were_labelled_against
     near = np.stack([vec + _unit(*([1] + [0] * (len(vec) - 1))) * 0.2] * 5 + [-vec] * 5)  # close, not the question itself
     near /= np.linalg.norm(near, axis=1, keepdims=True)
     labels = np.array([0] * 5 + [1] * 5, dtype="int8")
-    top = refusal.by_evidence(result)[0].doc_id
-    assert refusal.features(result, refusal.Exemplars(near, labels, frozenset({top})))["exemplar"] == 1.0
-    assert refusal.features(result, refusal.Exemplars(near, labels, frozenset({"someone-elses-page"})))["exemplar"] == 0.0
+    top, name = refusal.by_evidence(result)[0].doc_id, bundled_kb.embedder.name
+    assert refusal.features(result, refusal.Exemplars(near, labels, frozenset({top}), name))["exemplar"] == 1.0
+    assert refusal.features(result, refusal.Exemplars(near, labels, frozenset({"someone-elses-page"}), name))["exemplar"] == 0.0
+    # Vectors of another embedder, even one as wide, are not comparable: no evidence, no error.
+    assert refusal.features(result, refusal.Exemplars(near, labels, frozenset({top}), "sentence-transformers:x"))["exemplar"] == 0.0
+    assert refusal.features(result, refusal.Exemplars(near[:, :100], labels, frozenset({top}), name))["exemplar"] == 0.0
     path = tmp_path / "ex.npz"
-    refusal.save_exemplars(refusal.Exemplars(near, labels, frozenset({top})), path)
+    refusal.save_exemplars(refusal.Exemplars(near, labels, frozenset({top}), name), path)
     loaded = refusal.load_exemplars(path)
     assert loaded.articles == {top} and loaded.vectors.shape == near.shape and list(loaded.labels) == list(labels)
+    assert loaded.embedder == name
     assert refusal.load_exemplars(tmp_path / "missing.npz") is None
 
 
@@ -85,6 +89,7 @@ def test_the_shipped_exemplars_match_the_embedder_and_say_both_kinds(bundled_set
     assert ex is not None and set(ex.labels.tolist()) == {0, 1}
     assert ex.vectors.shape[1] == len(bundled_kb.embedder.embed_queries(["x"])[0])
     assert "vllm-cuda-oom" in ex.articles and "fastdeploy-logprobs-hang" in ex.articles
+    assert ex.embedder == bundled_kb.embedder.name
     assert refusal.load_model().weights[refusal.FEATURES.index("exemplar")] < 0  # nearer the refused ones: less likely answered
 
 
