@@ -1835,8 +1835,14 @@ def _bounded(text: str, limit: int, labels: dict) -> str:
             del out[opened:]
     lines = text.splitlines()
     if out and _TABLE_RULE.match(out[-1].strip()) and len(lines) > len(out) and lines[len(out)].lstrip().startswith("|"):
-        # Only a table's header fitted: its first row, cut, says more than the header alone.
-        out.append(_cut_line(lines[len(out)], max(limit - 40 - size, 80)) + " … |")
+        # Only a table's header fitted: its first row, cut, says more than the header alone;
+        # with no room for a useful part of it, the header goes too (given 80 characters
+        # whatever the room, the cut row took the answer past the limit: 3,041 of 3,000).
+        room = limit - 40 - size - len(" … |")
+        if room >= 60:
+            out.append(_cut_line(lines[len(out)], room) + " … |")
+        elif len(out) >= 2:
+            del out[-2:]
     if not any(line.strip() for line in out):
         # The first line alone is over the room (a wiki paragraph on one line, a long config
         # line): cut inside it, at a sentence or a word, not to a bare "(more in the source)".
