@@ -39,7 +39,6 @@ FEATURES = (
     "unknown_terms",  # plain words the KB never uses (PostgreSQL, IPv6…), 0..1 for 0..3 of them
     "short_gap",  # a short question's keywords missing from the top article (every word counts there)
     "unknown_params",  # flags, fields or env vars the asker's sentences name that the KB never writes, 0..1 for 0..2
-    "exemplar",  # nearer to known out-of-scope questions than to answered ones (curated articles only), -1..1
 )
 
 
@@ -68,21 +67,14 @@ SHORT_QUESTION_TERMS = 8
 # at the bound rather than below it. (On the first, smaller dev sets 3% refused as many
 # out-of-scope questions as 5%; with the real-question sets added it refuses fewer.)
 TARGET_FALSE_REFUSAL = 0.05
-# For curated articles the fit aims under the bound. Out of sample (cross-validated by
-# thread on the dev data, five folds, three shuffles) an in-sample 5% on them became 6.3–8.3%
-# for Chinese questions with the exemplar input; 4% in-sample gave 5.1–6.5% (English 3.3–3.9%)
-# and still refused more out-of-scope questions than the model before the exemplars did at
-# 5%. A doc tree's passages kept close to their 5% out of sample (Chinese 4.7–5.3%, English 1%), so they keep it.
-TARGET_FALSE_REFUSAL_ARTICLES = 0.04
 # Over the cut but under this, the KB answers and says it is not sure ("coverage":
 # "tentative"): the closest article or passage is shown with a warning to check it against
 # what the asker sees. Real questions that only share a log line or a subject with an
-# article sit there: on the dev sets with the model fitted with exemplars (bundled KB: real,
-# fresh and holdout questions; 10 doc trees), most of the out-of-scope questions still answered
-# scored under it, against one in four in-scope answers (bundled en 52 of 78 vs 128 of 497,
-# zh 47 of 55 vs 90 of 316; doc trees en 4 of 6 vs 25 of 98, zh 15 of 19 vs 64 of 161; at 0.80
-# it would be one in six in-scope answers and about two thirds of the out-of-scope ones). A
-# warning costs a right answer little; a wrong fix given as sure costs the asker an outage.
+# article sit there: on the dev sets (bundled KB: real, fresh and holdout questions; 26 doc
+# trees), about half of the out-of-scope questions still answered scored under it, against
+# one in five in-scope answers (bundled en 21 of 43 vs 42 of 233, zh 15 of 26 vs 26 of 134;
+# doc trees en 19 of 102 vs 20 of 308, zh 19 of 61 vs 34 of 249). A warning costs a right
+# answer little; a wrong fix given as sure costs the asker an outage.
 SURE = 0.85
 L2 = 1.0  # ridge on the weights; 5-fold cross-validation on the dev sets found 0.3–10 alike
 
@@ -121,11 +113,18 @@ def reset_model() -> None:
 # images per request, the model name a client must send) read as close to a curated article
 # as in-scope ones do, since they share its product, flags and log lines. What does separate
 # them is which questions they resemble: the dev questions asked of the bundled KB, labelled
-# answered or out of scope, embedded with the same model the index uses. The feature is how
-# much nearer the question lies to its closest out-of-scope questions than to its closest
-# answered ones. It applies only when the best match is one of the curated articles those
-# questions were labelled against: a team's own pages cover other subjects, and a question
-# about LoRA is in scope for a LoRA runbook.
+# answered or out of scope, embedded with the same model the index uses. The gap is how much
+# nearer the question lies to its closest out-of-scope questions than to its closest answered
+# ones. A question the model would answer is refused when the gap is over `EXEMPLAR_GATE`. It
+# applies only when the best match is one of the curated articles those questions were
+# labelled against: a team's own pages cover other subjects, and a question about LoRA is in
+# scope for a LoRA runbook.
+#
+# A gate after the model, not a twelfth input to it: refitted with the gap as an input
+# (cross-validated by thread it refused ~10 more out-of-scope questions per language), the
+# model moved every other weight, and answers the old model refused by its subject came back
+# ("how do I check which vllm version is installed" lay beside answered torch-version
+# questions, and was answered from the torch article). As a gate it only ever refuses.
 EXEMPLAR_K = 5  # neighbours averaged on each side (3 and 7 gave the same cross-validated figures)
 EXEMPLAR_SCALE = 10.0  # cosine gaps are small (e5 packs questions in 0.80–0.95): 0.1 of gap -> 1.0
 # An exemplar this close is the question itself (the dev sets are asked of the stored model):
@@ -141,13 +140,12 @@ class Exemplars:
     embedder: str = ""  # the embedder (and version) that made the vectors: another one's are not comparable
 
 
-_NO_EXEMPLARS = Exemplars(None, None, frozenset(), "")  # the fit's stand-in when it has none: the feature is 0
 _EXEMPLARS: Exemplars | None = None
 _EX_LOADED = False
 
 
 def load_exemplars(path: Path = EXEMPLARS_PATH) -> Exemplars | None:
-    """The stored exemplars, or None (then the feature is 0 for every question)."""
+    """The stored exemplars, or None (then no question is refused by them)."""
     global _EXEMPLARS, _EX_LOADED
     if _EX_LOADED and path == EXEMPLARS_PATH:
         return _EXEMPLARS
@@ -177,7 +175,7 @@ def save_exemplars(ex: Exemplars, path: Path = EXEMPLARS_PATH) -> None:
 
 def exemplar_gap(vector, ex: Exemplars, keep=None) -> float:
     """Mean cosine to the K nearest out-of-scope exemplars minus that to the K nearest
-    answered ones, scaled to -1..1 (`keep` masks exemplars out, as the fit does by source)."""
+    answered ones, scaled to -1..1 (`keep` masks exemplars out, as a leave-one-thread-out check does)."""
     import numpy as np
 
     sims = ex.vectors @ np.asarray(vector, dtype="float32")
@@ -189,6 +187,32 @@ def exemplar_gap(vector, ex: Exemplars, keep=None) -> float:
     return max(-1.0, min(1.0, gap * EXEMPLAR_SCALE))
 
 
+# Chosen on the dev data, each question's own thread left out of its neighbours: over the
+# stored model's answers to the bundled KB's dev questions (real dev split, cases, holdout,
+# fresh–fresh28; 352 zh and 280 en out of scope, 336 and 509 in scope), refusing at a gap of
+# 0.06 (0.006 of cosine) refused 19 more Chinese and 10 more English out-of-scope questions
+# for 2 and 1 more false refusals; 0.10 refused 7 and 8 more for none; 0.04, 26 and 14 more for
+# 4 and 7.
+EXEMPLAR_GATE = 0.06
+
+
+def exemplar_says_out_of_scope(result, exemplars: Exemplars | None = None) -> bool:
+    """Whether the question lies among out-of-scope questions rather than answered ones
+    (curated articles only, and vectors of the same embedder)."""
+    ex = exemplars if exemplars is not None else load_exemplars()
+    vector = getattr(result, "query_vector", None)
+    if ex is None or vector is None or not result.articles:
+        return False
+    top = by_evidence(result)[0]
+    # Another embedder's vectors (a sentence-transformers model of the same width) would
+    # compare as noise.
+    if top.passage or top.doc_id not in ex.articles or ex.embedder != getattr(result, "embedder", ""):
+        return False
+    if len(vector) != ex.vectors.shape[1]:
+        return False
+    return exemplar_gap(vector, ex) >= EXEMPLAR_GATE
+
+
 def by_evidence(result) -> list:
     """The matches in the order of their own evidence, before the page prior
     (retrieval.PAGE_WEIGHT): whether the KB answers is judged on that order. The prior only
@@ -197,10 +221,8 @@ def by_evidence(result) -> list:
     return sorted(result.articles, key=lambda a: -a.evidence)
 
 
-def features(result, exemplars: Exemplars | None = None, keep=None) -> dict[str, float]:
-    """The model's inputs for a retrieval result (all zero when nothing was retrieved).
-    `exemplars` defaults to the stored ones; the fit passes its own, with `keep` leaving
-    out the case's own source."""
+def features(result) -> dict[str, float]:
+    """The model's inputs for a retrieval result (all zero when nothing was retrieved)."""
     if not result.articles:
         return {name: 0.0 for name in FEATURES}
     ranked = by_evidence(result)
@@ -221,15 +243,7 @@ def features(result, exemplars: Exemplars | None = None, keep=None) -> dict[str,
         "unknown_terms": min(3, len(result.unknown_terms)) / 3,
         "short_gap": (1.0 - float(top.coverage)) if result.n_terms <= SHORT_QUESTION_TERMS else 0.0,
         "unknown_params": min(2, len(getattr(result, "unknown_params", ()) or ())) / 2,
-        "exemplar": 0.0,
     }
-    ex = exemplars if exemplars is not None else load_exemplars()
-    vector = getattr(result, "query_vector", None)
-    # Another embedder's vectors (a sentence-transformers model of the same width) would
-    # compare as noise, and the vectors of a KB built by one are not the exemplars' either.
-    if (ex is not None and vector is not None and not top.passage and top.doc_id in ex.articles
-            and ex.embedder == getattr(result, "embedder", "") and len(vector) == ex.vectors.shape[1]):
-        x["exemplar"] = exemplar_gap(vector, ex, keep)
     if other_lang:
         # A question against an article written only in the other language shares few
         # keywords with it by nature (fewer still when the glossary has no words for it).
@@ -273,6 +287,8 @@ def decide(result, min_relevance: float) -> tuple[bool, float | None, bool]:
         return False, ruled, False  # a bare error the KB never words: no article explains it, however close one reads
     if _only_asks_about(result.question, getattr(result, "unknown_params", ()) or ()):
         return False, ruled, False  # "--json", "what does --foobar do": a setting the KB never writes
+    if p >= cut and exemplar_says_out_of_scope(result):
+        return False, ruled, False  # reads like the out-of-scope questions, not like the answered ones
     return p >= cut, p, covered
 
 
@@ -321,6 +337,23 @@ def _only_asks_about(question: str, unknown: tuple | list) -> bool:
 
 # ------------------------------------------------------------------------------- fitting
 
+def _exemplars_of(vectors: list, sets: list) -> Exemplars | None:
+    """The questions asked of the curated KB, labelled, against its structured articles."""
+    import numpy as np
+
+    ex_sets = [fit_set for fit_set in sets if fit_set.exemplars]
+    articles = {m.id for fit_set in ex_sets for m in fit_set.kb.index.docs.values() if getattr(m, "structured", True)}
+    embedders = {fit_set.kb.embedder.name for fit_set in ex_sets}
+    if not vectors or not articles:
+        return None
+    if len(embedders) > 1:
+        from oncall_common.errors import AssistantError
+
+        raise AssistantError("the exemplar sets were embedded by different models", ", ".join(sorted(embedders)))
+    return Exemplars(np.stack([np.asarray(v, dtype="float32") for v, _y, _s in vectors]),
+                     np.array([y for _v, y, _s in vectors], dtype="int8"), frozenset(articles), embedders.pop())
+
+
 def fit_logistic(rows: list[list[float]], labels: list[int], l2: float = 1.0, steps: int = 50):
     """Newton–Raphson for L2-regularised logistic regression (the bias is not penalised)."""
     import numpy as np
@@ -352,41 +385,25 @@ def choose_threshold(probs: list[float], labels: list[int], max_false_refusal: f
     return max(1e-6, pos[allowed] - 1e-9) if allowed < len(pos) else pos[-1]
 
 
-@dataclass
-class _Row:
-    result: object
-    label: int
-    lang: str
-    passage: bool
-    ruled: bool
-    source: str
-
-
-def _rows(kb, settings, cases) -> list[_Row]:
-    """Each case's retrieval, label and whether a rule (not the model) decides it."""
+def _rows(kb, settings, cases, vectors: list | None = None) -> list[tuple[list[float], int, str, bool]]:
+    """(features, in scope, language, top match is a passage) for each case the model decides.
+    `vectors` receives (embedding, in scope, source) for every case, ruled or not: the
+    exemplars (see `exemplar_gap`)."""
     from .retrieval import RetrievalParams, search
 
     params = RetrievalParams.from_settings(settings)
     out = []
     for case in cases:
         result = search(kb.index, kb.embedder, case.question, params)
+        if vectors is not None and result.query_vector is not None:
+            vectors.append((result.query_vector, 1 if case.grounded else 0, getattr(case, "source", "") or case.id))
         top = by_evidence(result)[0] if result.articles else None
-        ruled = top is not None and bool(top.hardware_conflict or result.foreign_products)
-        out.append(_Row(result, 1 if case.grounded else 0, case.lang, bool(top and top.passage), ruled,
-                        getattr(case, "source", "") or case.id))
+        if top is not None and (top.hardware_conflict or result.foreign_products):
+            continue  # decided by rule, not by the model
+        x = features(result)
+        passage = bool(top and top.passage)
+        out.append(([x[name] for name in FEATURES], 1 if case.grounded else 0, case.lang, passage))
     return out
-
-
-def _exemplars_of(rows: list[_Row], articles: set[str], embedder: str) -> tuple[Exemplars | None, list[str]]:
-    """Every question asked of the curated KB, labelled, with its source (for leaving a
-    case's own thread out when its feature is computed during the fit)."""
-    import numpy as np
-
-    kept = [r for r in rows if getattr(r.result, "query_vector", None) is not None]
-    if not kept or not articles:
-        return None, []
-    vectors = np.stack([np.asarray(r.result.query_vector, dtype="float32") for r in kept])
-    return Exemplars(vectors, np.array([r.label for r in kept], dtype="int8"), frozenset(articles), embedder), [r.source for r in kept]
 
 
 @dataclass
@@ -398,16 +415,16 @@ class FitSet:
     settings: object
     cases: list
     calibrate: bool = True
-    exemplars: bool = False  # its questions are asked of the curated KB: they become exemplars
+    exemplars: bool = False  # its questions are asked of the curated KB: they become the exemplars
 
 
-def _operating_point(cal: list[tuple[float, int, str]], target: float = TARGET_FALSE_REFUSAL) -> float | None:
+def _operating_point(cal: list[tuple[float, int, str]]) -> float | None:
     """The threshold at the false-refusal bound in each language (the lowest of them):
     a user asking in Chinese should not be refused more often than one asking in English."""
     langs = sorted({lang for _p, _y, lang in cal})
     if not langs or not any(y for _p, y, _lang in cal):
         return None
-    return min(choose_threshold([p for p, _y, g in cal if g == lang], [y for _p, y, g in cal if g == lang], target)
+    return min(choose_threshold([p for p, _y, g in cal if g == lang], [y for _p, y, g in cal if g == lang], TARGET_FALSE_REFUSAL)
                for lang in langs)
 
 
@@ -416,31 +433,14 @@ def fit_and_save(sets: list[FitSet], path: Path = MODEL_PATH, l2: float = L2, ex
     curated articles, one for passages of doc trees), save, and describe the result.
     Several KBs make the model hold beyond the bundled one: a team's docs answer in-scope
     questions with higher keyword coverage than a curated KB does."""
-    import numpy as np
-
-    fitted = [(fit_set, _rows(fit_set.kb, fit_set.settings, fit_set.cases)) for fit_set in sets]
-    ex_rows = [r for fit_set, got in fitted if fit_set.exemplars for r in got]
-    curated = {m.id for fit_set in sets if fit_set.exemplars for m in fit_set.kb.index.docs.values()
-               if getattr(m, "structured", True)}
-    embedders = {fit_set.kb.embedder.name for fit_set in sets if fit_set.exemplars}
-    if len(embedders) > 1:
-        from oncall_common.errors import AssistantError
-
-        raise AssistantError("the exemplar sets were embedded by different models", ", ".join(sorted(embedders)))
-    ex, ex_sources = _exemplars_of(ex_rows, curated, next(iter(embedders), ""))
-    sources = np.array(ex_sources)
     rows: list[tuple[list[float], int, str, bool]] = []
     cal: list[tuple[list[float], int, str, bool]] = []
-    for fit_set, got in fitted:
-        for r in got:
-            if r.ruled:
-                continue  # decided by rule, not by the model
-            # A case's own thread is left out of its neighbours, as a new question would not be in them.
-            x = features(r.result, ex if ex is not None else _NO_EXEMPLARS, None if ex is None else sources != r.source)
-            row = ([x[name] for name in FEATURES], r.label, r.lang, r.passage)
-            rows.append(row)
-            if fit_set.calibrate:
-                cal.append(row)
+    vectors: list = []
+    for fit_set in sets:
+        got = _rows(fit_set.kb, fit_set.settings, fit_set.cases, vectors if fit_set.exemplars else None)
+        rows += got
+        if fit_set.calibrate:
+            cal += got
     labels = [y for _x, y, _l, _p in rows]
     if not rows or len(set(labels)) < 2:
         from oncall_common.errors import AssistantError
@@ -452,7 +452,7 @@ def fit_and_save(sets: list[FitSet], path: Path = MODEL_PATH, l2: float = L2, ex
     scored = [(model.probability(dict(zip(FEATURES, x))), y, lang, passage) for x, y, lang, passage in cal]
     articles = [(p, y, lang) for p, y, lang, passage in scored if not passage]
     passages = [(p, y, lang) for p, y, lang, passage in scored if passage]
-    threshold = _operating_point(articles, TARGET_FALSE_REFUSAL_ARTICLES) or _operating_point(passages) or 0.5
+    threshold = _operating_point(articles) or _operating_point(passages) or 0.5
     threshold_passages = _operating_point(passages) or threshold
 
     def rates(group: list[tuple[float, int, str]], cut: float) -> str:
@@ -466,11 +466,12 @@ def fit_and_save(sets: list[FitSet], path: Path = MODEL_PATH, l2: float = L2, ex
             f"{rates(articles, threshold)}), doc-tree passages {threshold_passages:.3f} ({len(passages)} cases: "
             f"{rates(passages, threshold_passages)}); cases refused by the platform and product rules are left out")
     ex_path = exemplars_path or path.with_name(EXEMPLARS_PATH.name)
+    ex = _exemplars_of(vectors, sets)
     if ex is not None:
         save_exemplars(ex, ex_path)
         note += f"; {len(ex.labels)} exemplars ({int((ex.labels == 0).sum())} out of scope) in {ex_path.name}"
     elif ex_path.exists():
-        ex_path.unlink()  # exemplars from another fit would feed a model that never weighed them
+        ex_path.unlink()  # exemplars of another fit's questions would no longer say what this one was fitted on
     data = {"features": list(FEATURES), "weights": [round(w, 5) for w in weights], "bias": round(bias, 5),
             "threshold": round(threshold, 5), "threshold_passages": round(threshold_passages, 5), "l2": l2, "note": note}
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")

@@ -71,11 +71,13 @@ def test_exemplars_apply_only_to_the_curated_articles_they_were_labelled_against
     near /= np.linalg.norm(near, axis=1, keepdims=True)
     labels = np.array([0] * 5 + [1] * 5, dtype="int8")
     top, name = refusal.by_evidence(result)[0].doc_id, bundled_kb.embedder.name
-    assert refusal.features(result, refusal.Exemplars(near, labels, frozenset({top}), name))["exemplar"] == 1.0
-    assert refusal.features(result, refusal.Exemplars(near, labels, frozenset({"someone-elses-page"}), name))["exemplar"] == 0.0
+    says = refusal.exemplar_says_out_of_scope
+    assert says(result, refusal.Exemplars(near, labels, frozenset({top}), name))
+    assert not says(result, refusal.Exemplars(near, 1 - labels, frozenset({top}), name))  # beside answered ones
+    assert not says(result, refusal.Exemplars(near, labels, frozenset({"someone-elses-page"}), name))
     # Vectors of another embedder, even one as wide, are not comparable: no evidence, no error.
-    assert refusal.features(result, refusal.Exemplars(near, labels, frozenset({top}), "sentence-transformers:x"))["exemplar"] == 0.0
-    assert refusal.features(result, refusal.Exemplars(near[:, :100], labels, frozenset({top}), name))["exemplar"] == 0.0
+    assert not says(result, refusal.Exemplars(near, labels, frozenset({top}), "sentence-transformers:x"))
+    assert not says(result, refusal.Exemplars(near[:, :100], labels, frozenset({top}), name))
     path = tmp_path / "ex.npz"
     refusal.save_exemplars(refusal.Exemplars(near, labels, frozenset({top}), name), path)
     loaded = refusal.load_exemplars(path)
@@ -90,7 +92,28 @@ def test_the_shipped_exemplars_match_the_embedder_and_say_both_kinds(bundled_set
     assert ex.vectors.shape[1] == len(bundled_kb.embedder.embed_queries(["x"])[0])
     assert "vllm-cuda-oom" in ex.articles and "fastdeploy-logprobs-hang" in ex.articles
     assert ex.embedder == bundled_kb.embedder.name
-    assert refusal.load_model().weights[refusal.FEATURES.index("exemplar")] < 0  # nearer the refused ones: less likely answered
+
+
+@pytest.mark.parametrize("question, grounded", [
+    # Near-domain questions in the KB's own words (vllm serve, 404, the OpenAI API): the
+    # model alone answers them (0.75-0.95); they lie among the dev set's out-of-scope ones.
+    ("在 Dify 里添加 vLLM 的 OpenAI 兼容模型，模型名称和 API 地址该怎么填？", False),
+    ("how do I turn off Qwen3 thinking by default when serving it with vllm serve", False),
+    ("vllm serve 起的服务，客户端请求里 model 字段应该填什么？一直 404 model does not exist", False),
+    ("CUDA out of memory when vLLM starts on a 24GB card", True),
+    ("vllm 请求一直卡住不返回", True),
+    ("NCCL error when starting vLLM on 4 GPUs", True),
+])
+def test_questions_among_the_out_of_scope_exemplars_are_refused(bundled_settings, bundled_kb, question, grounded):
+    from assistant.retrieval import RetrievalParams, search
+
+    result = search(bundled_kb.index, bundled_kb.embedder, question, RetrievalParams.from_settings(bundled_settings))
+    assert result.grounded is grounded
+    assert refusal.exemplar_says_out_of_scope(result) is (not grounded)
+    if not grounded:
+        model = refusal.load_model()
+        assert model.probability(refusal.features(result)) >= model.threshold  # the gate, not the model, refused it
+        assert result.confidence == 0.0
 
 
 def test_a_broken_model_file_falls_back_instead_of_failing(tmp_path):
@@ -314,7 +337,8 @@ def test_a_close_call_is_answered_but_says_it_is_not_sure(bundled_settings, bund
     "tentative", and opens by telling the asker to check it; a clear question is answered plainly."""
     from assistant.refusal import SURE, load_model
 
-    unsure = answer_question("my vllm server logs say the tokenizer is slow, should I worry?", bundled_settings, kb=bundled_kb)
+    unsure = answer_question("vllm prints a warning that the tokenizer is slow and recommends the fast tokenizer",
+                             bundled_settings, kb=bundled_kb)
     assert unsure.grounded and unsure.coverage == "tentative" and unsure.citations
     assert load_model().threshold <= unsure.confidence < SURE
     assert unsure.answer.startswith("**Not a sure match.**") and "[1]" in unsure.answer
