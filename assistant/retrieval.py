@@ -155,6 +155,7 @@ class Retrieval:
     unknown_error: bool = False  # the question is a bare error message the KB never words (scope.bare_unknown_error)
     query_vector: object = None  # the question's embedding (refusal.py compares it with labelled questions)
     embedder: str = ""  # the name of the embedder that made it
+    exemplar_lean: float | None = None  # refusal.exemplar_lean: nearer out-of-scope questions (>0) or answered ones
 
 
 def squash(text: str) -> str:

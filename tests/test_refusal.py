@@ -78,6 +78,12 @@ def test_exemplars_apply_only_to_the_curated_articles_they_were_labelled_against
     # Vectors of another embedder, even one as wide, are not comparable: no evidence, no error.
     assert not says(result, refusal.Exemplars(near, labels, frozenset({top}), "sentence-transformers:x"))
     assert not says(result, refusal.Exemplars(near[:, :100], labels, frozenset({top}), name))
+    # Nearer the out-of-scope questions, but not by enough to refuse: answered, as a close call.
+    assert result.grounded and result.confidence >= refusal.SURE and not refusal.tentative(result)
+    result.exemplar_lean = (refusal.EXEMPLAR_HEDGE + refusal.EXEMPLAR_GATE) / 2
+    assert refusal.tentative(result)
+    result.exemplar_lean = refusal.EXEMPLAR_HEDGE - 0.01
+    assert not refusal.tentative(result)
     path = tmp_path / "ex.npz"
     refusal.save_exemplars(refusal.Exemplars(near, labels, frozenset({top}), name), path)
     loaded = refusal.load_exemplars(path)
