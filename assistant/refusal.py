@@ -145,7 +145,9 @@ _EX_LOADED = False
 
 
 def load_exemplars(path: Path = EXEMPLARS_PATH) -> Exemplars | None:
-    """The stored exemplars, or None (then no question is refused by them)."""
+    """The stored exemplars, or None (then no question is refused by them). A file that is
+    empty, cut short, of another layout or not finite is no exemplars: an answer never fails
+    on it (a refit interrupted while writing left a truncated file that failed every answer)."""
     global _EXEMPLARS, _EX_LOADED
     if _EX_LOADED and path == EXEMPLARS_PATH:
         return _EXEMPLARS
@@ -154,9 +156,14 @@ def load_exemplars(path: Path = EXEMPLARS_PATH) -> Exemplars | None:
         import numpy as np
 
         with np.load(path, allow_pickle=False) as data:
-            ex = Exemplars(data["vectors"].astype("float32"), data["labels"].astype("int8"),
-                           frozenset(str(a) for a in data["articles"]), str(data["embedder"]))
-    except (OSError, ValueError, KeyError):
+            vectors = np.asarray(data["vectors"], dtype="float32")
+            labels = np.asarray(data["labels"]).astype("int8")
+            articles = frozenset(str(a) for a in np.atleast_1d(data["articles"]))
+            embedder = str(np.asarray(data["embedder"]).item())
+        if (vectors.ndim == 2 and labels.ndim == 1 and len(labels) == len(vectors) and vectors.shape[1] > 0
+                and np.isfinite(vectors).all() and set(np.unique(labels).tolist()) <= {0, 1}):
+            ex = Exemplars(vectors, labels, articles, embedder)
+    except Exception:  # noqa: BLE001 - numpy and zipfile raise many kinds for a damaged file; none may fail an answer
         ex = None
     if path == EXEMPLARS_PATH:
         _EXEMPLARS, _EX_LOADED = ex, True
@@ -164,13 +171,18 @@ def load_exemplars(path: Path = EXEMPLARS_PATH) -> Exemplars | None:
 
 
 def save_exemplars(ex: Exemplars, path: Path = EXEMPLARS_PATH) -> None:
+    """Written beside the target and moved over it: a reader never sees half a file."""
+    import os
+
     import numpy as np
 
+    tmp = path.with_name(path.name + ".tmp")
     # Not compressed: float16 vectors barely compress (0.97 vs 0.87 MB) and inflating them cost
     # 10 ms of every cold `ask`.
-    with open(path, "wb") as fh:  # a file handle: np.savez would append ".npz" to a path without it
+    with open(tmp, "wb") as fh:  # a file handle: np.savez would append ".npz" to a path without it
         np.savez(fh, vectors=np.asarray(ex.vectors, dtype="float16"), labels=np.asarray(ex.labels, dtype="int8"),
-                            articles=np.array(sorted(ex.articles)), embedder=np.array(ex.embedder))
+                 articles=np.array(sorted(ex.articles)), embedder=np.array(ex.embedder))
+    os.replace(tmp, path)
 
 
 def exemplar_gap(vector, ex: Exemplars, keep=None) -> float:
@@ -356,23 +368,6 @@ def _only_asks_about(question: str, unknown: tuple | list) -> bool:
 
 # ------------------------------------------------------------------------------- fitting
 
-def _exemplars_of(vectors: list, sets: list) -> Exemplars | None:
-    """The questions asked of the curated KB, labelled, against its structured articles."""
-    import numpy as np
-
-    ex_sets = [fit_set for fit_set in sets if fit_set.exemplars]
-    articles = {m.id for fit_set in ex_sets for m in fit_set.kb.index.docs.values() if getattr(m, "structured", True)}
-    embedders = {fit_set.kb.embedder.name for fit_set in ex_sets}
-    if not vectors or not articles:
-        return None
-    if len(embedders) > 1:
-        from oncall_common.errors import AssistantError
-
-        raise AssistantError("the exemplar sets were embedded by different models", ", ".join(sorted(embedders)))
-    return Exemplars(np.stack([np.asarray(v, dtype="float32") for v, _y, _s in vectors]),
-                     np.array([y for _v, y, _s in vectors], dtype="int8"), frozenset(articles), embedders.pop())
-
-
 def fit_logistic(rows: list[list[float]], labels: list[int], l2: float = 1.0, steps: int = 50):
     """Newton–Raphson for L2-regularised logistic regression (the bias is not penalised)."""
     import numpy as np
@@ -404,18 +399,14 @@ def choose_threshold(probs: list[float], labels: list[int], max_false_refusal: f
     return max(1e-6, pos[allowed] - 1e-9) if allowed < len(pos) else pos[-1]
 
 
-def _rows(kb, settings, cases, vectors: list | None = None) -> list[tuple[list[float], int, str, bool]]:
-    """(features, in scope, language, top match is a passage) for each case the model decides.
-    `vectors` receives (embedding, in scope, source) for every case, ruled or not: the
-    exemplars (see `exemplar_gap`)."""
+def _rows(kb, settings, cases) -> list[tuple[list[float], int, str, bool]]:
+    """(features, in scope, language, top match is a passage) for each case the model decides."""
     from .retrieval import RetrievalParams, search
 
     params = RetrievalParams.from_settings(settings)
     out = []
     for case in cases:
         result = search(kb.index, kb.embedder, case.question, params)
-        if vectors is not None and result.query_vector is not None:
-            vectors.append((result.query_vector, 1 if case.grounded else 0, getattr(case, "source", "") or case.id))
         top = by_evidence(result)[0] if result.articles else None
         if top is not None and (top.hardware_conflict or result.foreign_products):
             continue  # decided by rule, not by the model
@@ -423,6 +414,28 @@ def _rows(kb, settings, cases, vectors: list | None = None) -> list[tuple[list[f
         passage = bool(top and top.passage)
         out.append(([x[name] for name in FEATURES], 1 if case.grounded else 0, case.lang, passage))
     return out
+
+
+def build_exemplars(kb, cases: list, path: Path = EXEMPLARS_PATH) -> str:
+    """Embed labelled questions asked of a curated KB and store them as the exemplars, against
+    the KB's structured articles. Separate from the model's fit: the gate's levels were chosen
+    on a given set of exemplars (see `EXEMPLAR_GATE`), and a refit of the weights should not
+    change them as a side effect."""
+    import numpy as np
+
+    from .questions import query_text
+
+    articles = {m.id for m in kb.index.docs.values() if getattr(m, "structured", True)}
+    if not cases or not articles:
+        from oncall_common.errors import AssistantError
+
+        raise AssistantError("exemplars need labelled questions and a KB of curated articles (front matter with an id)",
+                             "run it on the bundled KB with the dev case files")
+    vectors = kb.embedder.embed_queries([query_text(c.question) for c in cases])
+    ex = Exemplars(np.asarray(vectors, dtype="float32"), np.array([1 if c.grounded else 0 for c in cases], dtype="int8"),
+                   frozenset(articles), kb.embedder.name)
+    save_exemplars(ex, path)
+    return f"{len(cases)} exemplars ({int((ex.labels == 0).sum())} out of scope) against {len(articles)} articles in {path.name}"
 
 
 @dataclass
@@ -434,7 +447,6 @@ class FitSet:
     settings: object
     cases: list
     calibrate: bool = True
-    exemplars: bool = False  # its questions are asked of the curated KB: they become the exemplars
 
 
 def _operating_point(cal: list[tuple[float, int, str]]) -> float | None:
@@ -447,16 +459,15 @@ def _operating_point(cal: list[tuple[float, int, str]]) -> float | None:
                for lang in langs)
 
 
-def fit_and_save(sets: list[FitSet], path: Path = MODEL_PATH, l2: float = L2, exemplars_path: Path | None = None) -> str:
+def fit_and_save(sets: list[FitSet], path: Path = MODEL_PATH, l2: float = L2) -> str:
     """Fit on every set's cases, choose the thresholds on the calibration sets (one for
     curated articles, one for passages of doc trees), save, and describe the result.
     Several KBs make the model hold beyond the bundled one: a team's docs answer in-scope
     questions with higher keyword coverage than a curated KB does."""
     rows: list[tuple[list[float], int, str, bool]] = []
     cal: list[tuple[list[float], int, str, bool]] = []
-    vectors: list = []
     for fit_set in sets:
-        got = _rows(fit_set.kb, fit_set.settings, fit_set.cases, vectors if fit_set.exemplars else None)
+        got = _rows(fit_set.kb, fit_set.settings, fit_set.cases)
         rows += got
         if fit_set.calibrate:
             cal += got
@@ -484,13 +495,6 @@ def fit_and_save(sets: list[FitSet], path: Path = MODEL_PATH, l2: float = L2, ex
             f"case set(s); thresholds chosen on {len(cal)}: articles {threshold:.3f} ({len(articles)} cases: "
             f"{rates(articles, threshold)}), doc-tree passages {threshold_passages:.3f} ({len(passages)} cases: "
             f"{rates(passages, threshold_passages)}); cases refused by the platform and product rules are left out")
-    ex_path = exemplars_path or path.with_name(EXEMPLARS_PATH.name)
-    ex = _exemplars_of(vectors, sets)
-    if ex is not None:
-        save_exemplars(ex, ex_path)
-        note += f"; {len(ex.labels)} exemplars ({int((ex.labels == 0).sum())} out of scope) in {ex_path.name}"
-    elif ex_path.exists():
-        ex_path.unlink()  # exemplars of another fit's questions would no longer say what this one was fitted on
     data = {"features": list(FEATURES), "weights": [round(w, 5) for w in weights], "bias": round(bias, 5),
             "threshold": round(threshold, 5), "threshold_passages": round(threshold_passages, 5), "l2": l2, "note": note}
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")

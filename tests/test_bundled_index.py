@@ -120,8 +120,8 @@ def test_the_package_build_ships_the_index_and_the_kb(tmp_path):
     for name in list(read_bundle_manifest(bundled_index_dir())["files"]) + ["manifest.json"]:
         assert (lib / "assistant" / "bundled_index" / name).is_file(), name
     assert (lib / "assistant" / "kb" / "en" / "vllm-cuda-oom.md").is_file()
-    # The refusal model and its exemplars: without the second, the fitted weight of its input
-    # meets a 0 on every question and the model refuses less than it was fitted to.
+    # The refusal model and its exemplars: without the second, the gate after the model
+    # (refusal.EXEMPLAR_GATE) silently does nothing.
     assert (lib / "assistant" / "refusal_model.json").is_file() and (lib / "assistant" / "refusal_exemplars.npz").is_file()
     assert (lib / "assistant" / "interfaces" / "http" / "web" / "index.html").is_file()
     # Every package in the source tree is in the build: a package missing from pyproject's

@@ -92,6 +92,30 @@ def test_exemplars_apply_only_to_the_curated_articles_they_were_labelled_against
     assert refusal.load_exemplars(tmp_path / "missing.npz") is None
 
 
+def test_a_damaged_exemplars_file_is_no_exemplars_and_fails_no_answer(tmp_path):
+    """A refit interrupted while writing left a truncated file: every answer from a curated
+    article failed with BadZipFile. Empty, cut short, of another layout: all read as none."""
+    import numpy as np
+
+    good = tmp_path / "good.npz"
+    refusal.save_exemplars(refusal.Exemplars(np.stack([_unit(1, 0), _unit(0, 1)]), np.array([0, 1], dtype="int8"),
+                                             frozenset({"a"}), "e"), good)
+    assert refusal.load_exemplars(good) is not None and not list(tmp_path.glob("*.tmp"))
+    data = good.read_bytes()
+    bad = tmp_path / "bad.npz"
+    for content in (b"", data[: len(data) // 2], b"not a zip at all"):
+        bad.write_bytes(content)
+        assert refusal.load_exemplars(bad) is None
+    for layout in ({"vectors": np.ones(3), "labels": np.array([0, 1, 1]), "articles": np.array(["a"]), "embedder": np.array("e")},
+                   {"vectors": np.ones((2, 3)), "labels": np.array([0, 1, 1]), "articles": np.array(["a"]), "embedder": np.array("e")},
+                   {"vectors": np.full((2, 3), np.nan), "labels": np.array([0, 1]), "articles": np.array(["a"]), "embedder": np.array("e")},
+                   {"vectors": np.ones((2, 3)), "labels": np.array([0, 7]), "articles": np.array(["a"]), "embedder": np.array("e")},
+                   {"vectors": np.ones((2, 3)), "labels": np.array([0, 1])}):
+        with open(bad, "wb") as fh:
+            np.savez(fh, **layout)
+        assert refusal.load_exemplars(bad) is None
+
+
 def test_the_shipped_exemplars_match_the_embedder_and_say_both_kinds(bundled_settings, bundled_kb):
     ex = refusal.load_exemplars()
     assert ex is not None and set(ex.labels.tolist()) == {0, 1}
@@ -253,14 +277,18 @@ def test_doc_tree_passages_get_their_own_operating_point(tmp_path, bundled_kb, b
     bundled = refusal.FitSet(bundled_kb, bundled_settings,
                              [case(4, "CUDA out of memory while serving", True), case(5, "NCCL error on 4 GPUs", True),
                               case(6, "how do I speed up a slow PostgreSQL query", False)])
-    bundled.exemplars = True
     path = tmp_path / "model.json"
     refusal.fit_and_save([bundled, tree], path)
     data = json.loads(path.read_text(encoding="utf-8"))
-    # The bundled KB's questions became exemplars, labelled against its articles only.
-    ex = refusal.load_exemplars(tmp_path / refusal.EXEMPLARS_PATH.name)
-    assert sorted(ex.labels.tolist()) == [0, 1, 1] and "vllm-cuda-oom" in ex.articles and "serving" not in ex.articles
-    assert "3 exemplars" in data["note"]
+    assert not (tmp_path / refusal.EXEMPLARS_PATH.name).exists()  # a refit of the weights leaves the exemplars alone
+    # The exemplars are built on their own, labelled against the curated articles only.
+    out = tmp_path / "ex.npz"
+    note = refusal.build_exemplars(bundled_kb, bundled.cases, out)
+    ex = refusal.load_exemplars(out)
+    assert "3 exemplars (1 out of scope)" in note and sorted(ex.labels.tolist()) == [0, 1, 1]
+    assert "vllm-cuda-oom" in ex.articles and ex.embedder == bundled_kb.embedder.name
+    with pytest.raises(Exception, match="curated articles"):
+        refusal.build_exemplars(tree.kb, tree.cases, out)  # a doc tree without front matter has none
     assert 0 < data["threshold"] < 1 and 0 < data["threshold_passages"] < 1
     model = refusal.load_model(path)
     assert model.cut(True) == data["threshold_passages"] and model.cut(False) == data["threshold"]

@@ -147,6 +147,8 @@ def _build_bundled(rebuild: bool) -> None:
 @click.option("--judge", type=click.Choice(["all", "dev", "test"]), default="all", show_default=True,
               help="Which split the thresholds judge.")
 @click.option("--fit-refusals", "fit", is_flag=True, help="Fit the refusal model on the dev split and save it.")
+@click.option("--fit-exemplars", "fit_exemplars", is_flag=True,
+              help="Store the dev questions (--cases and --fit-with) as the refusal gate's exemplars; the model is not refitted.")
 @click.option("--fit-with", "fit_with", multiple=True, type=click.Path(dir_okay=False),
               help="More case files to fit on, against the same KB (their dev split, or all of a file without splits).")
 @click.option("--fit-with-kb", "fit_with_kb", multiple=True, metavar="DIR=FILE",
@@ -155,7 +157,7 @@ def _build_bundled(rebuild: bool) -> None:
 @click.option("--llm", "with_llm", is_flag=True, help="Also answer every case with the configured LLM and report its metrics.")
 @click.option("--kb", type=click.Path(file_okay=False), default=None, help="KB directory (default: the bundled KB).")
 def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, min_topic1: float, min_fix: float, min_oos: float,
-             max_false_refusals: float, split: str, judge: str, fit: bool, fit_with: tuple[str, ...],
+             max_false_refusals: float, split: str, judge: str, fit: bool, fit_exemplars: bool, fit_with: tuple[str, ...],
              fit_with_kb: tuple[str, ...], out: str, with_llm: bool, kb: str | None) -> None:
     """Score retrieval and answers on symptom→fix cases; exit 1 under the thresholds."""
 
@@ -178,16 +180,20 @@ def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, min_topi
         if missing:
             click.echo(f"warning: {len(missing)} case(s) expect a file this KB does not have, counted as file@1 misses (pass@1 and the fix are still scored): "
                        + "; ".join(missing[:5]) + (" …" if len(missing) > 5 else ""), err=True)
+        def dev(path: str) -> list:
+            return [c for c in load_cases(Path(path)) if c.split in ("dev", "")]
+
+        if fit_exemplars:
+            from assistant.refusal import build_exemplars, reset_model
+
+            click.echo(build_exemplars(kb_, [c for p in (cases, *fit_with) for c in dev(p)]), err=True)
+            reset_model()
         if fit:
             from assistant.refusal import fit_and_save
 
             from assistant.refusal import FitSet
 
-            def dev(path: str) -> list:
-                return [c for c in load_cases(Path(path)) if c.split in ("dev", "")]
-
-            # The questions asked of this KB's curated articles become the exemplars (refusal.py).
-            sets = [FitSet(kb_, settings, dev(cases), exemplars=True)] + [FitSet(kb_, settings, dev(p), exemplars=True) for p in fit_with]
+            sets = [FitSet(kb_, settings, dev(cases))] + [FitSet(kb_, settings, dev(p)) for p in fit_with]
             for pair in fit_with_kb:
                 other_dir, _, other_cases = pair.partition("=")
                 if not other_cases:
