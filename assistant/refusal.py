@@ -201,13 +201,15 @@ def exemplar_gap(vector, ex: Exemplars, keep=None) -> float:
 
 # Chosen on the dev data, each question's own thread left out of its neighbours: over the
 # stored model's answers to the bundled KB's dev questions (real dev split, cases, holdout,
-# fresh–fresh28; 352 zh and 280 en out of scope, 336 and 509 in scope), a gap of 0.10 (0.01 of
-# cosine) refused 7 more Chinese and 8 more English out-of-scope questions and no in-scope
-# one; 0.06 refused 19 and 10 more for 2 and 1 false refusals, and 0.04, 26 and 14 for 4 and 7.
-# So 0.10 refuses, and between 0.06 and 0.10 the answer is given but marked as a close call
-# (see `tentative`): weaker evidence earns a warning, not a refusal. (0.06 was tried first as
-# the refusal point: on the unseen real-fresh30 set it refused two more of six in-scope
-# Chinese questions for one more out-of-scope refusal; its misses were not read.)
+# fresh–fresh28 but the test sets fresh4–6; 337 zh and 258 en out of scope, 331 and 494 in
+# scope), a gap of 0.10 (0.01 of cosine) refused 7 more Chinese and 6 more English out-of-scope
+# questions and no in-scope one; 0.06 refused 17 and 7 more for 1 and 1 false refusals, and
+# 0.04, 22 and 10 for 4 and 6. So 0.10 refuses, and between 0.06 and 0.10 the answer is given
+# but marked as a close call (see `tentative`): weaker evidence earns a warning, not a refusal.
+# (0.06 was tried first as the refusal point: on the unseen real-fresh30 set it refused two more
+# of six in-scope Chinese questions for one more out-of-scope refusal; its misses were not read.
+# The first analysis also counted fresh4–6 among its questions; without them the levels are
+# the same.)
 EXEMPLAR_GATE = 0.10
 EXEMPLAR_HEDGE = 0.06
 
