@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MODEL_PATH = Path(__file__).with_name("refusal_model.json")
-EXEMPLARS_PATH = Path(__file__).with_name("refusal_exemplars.npz")
+# The vectors (float16, the label in the last column) and, beside them in a .json, the embedder
+# and the article ids. Not an .npz: opening a zip archive cost 10–15 ms of every cold `ask`.
+EXEMPLARS_PATH = Path(__file__).with_name("refusal_exemplars.npy")
 
 FEATURES = (
     "dense",  # best passage cosine, rescaled to the question language's band (0..1)
@@ -145,9 +147,10 @@ _EX_LOADED = False
 
 
 def load_exemplars(path: Path = EXEMPLARS_PATH) -> Exemplars | None:
-    """The stored exemplars, or None (then no question is refused by them). A file that is
-    empty, cut short, of another layout or not finite is no exemplars: an answer never fails
-    on it (a refit interrupted while writing left a truncated file that failed every answer)."""
+    """The stored exemplars, or None (then no question is refused by them). Files that are
+    missing, empty, cut short, of another layout or not finite are no exemplars: an answer
+    never fails on them (a refit interrupted while writing left a truncated file that failed
+    every answer)."""
     global _EXEMPLARS, _EX_LOADED
     if _EX_LOADED and path == EXEMPLARS_PATH:
         return _EXEMPLARS
@@ -155,15 +158,14 @@ def load_exemplars(path: Path = EXEMPLARS_PATH) -> Exemplars | None:
     try:
         import numpy as np
 
-        with np.load(path, allow_pickle=False) as data:
-            vectors = np.asarray(data["vectors"], dtype="float32")
-            labels = np.asarray(data["labels"]).astype("int8")
-            articles = frozenset(str(a) for a in np.atleast_1d(data["articles"]))
-            embedder = str(np.asarray(data["embedder"]).item())
-        if (vectors.ndim == 2 and labels.ndim == 1 and len(labels) == len(vectors) and vectors.shape[1] > 0
-                and np.isfinite(vectors).all() and set(np.unique(labels).tolist()) <= {0, 1}):
-            ex = Exemplars(vectors, labels, articles, embedder)
-    except Exception:  # noqa: BLE001 - numpy and zipfile raise many kinds for a damaged file; none may fail an answer
+        meta = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+        table = np.load(path, allow_pickle=False)
+        if table.ndim == 2 and table.shape[1] > 1 and len(table) == int(meta["count"]):
+            vectors, column = table[:, :-1].astype("float32"), table[:, -1]
+            # Plain comparisons: np.unique's first call costs 7 ms of a cold `ask`.
+            if np.isfinite(vectors).all() and ((column == 0) | (column == 1)).all():
+                ex = Exemplars(vectors, column.astype("int8"), frozenset(str(a) for a in meta["articles"]), str(meta["embedder"]))
+    except Exception:  # noqa: BLE001 - numpy, json and a damaged file raise many kinds; none may fail an answer
         ex = None
     if path == EXEMPLARS_PATH:
         _EXEMPLARS, _EX_LOADED = ex, True
@@ -171,17 +173,22 @@ def load_exemplars(path: Path = EXEMPLARS_PATH) -> Exemplars | None:
 
 
 def save_exemplars(ex: Exemplars, path: Path = EXEMPLARS_PATH) -> None:
-    """Written beside the target and moved over it: a reader never sees half a file."""
+    """Each file is written beside its target and moved over it: a reader never sees half a
+    file. The table goes last, and its row count must match the description's."""
     import os
 
     import numpy as np
 
+    table = np.hstack([np.asarray(ex.vectors, dtype="float32"), np.asarray(ex.labels, dtype="float32")[:, None]])
+    meta = {"count": int(len(table)), "embedder": ex.embedder, "articles": sorted(ex.articles),
+            "out_of_scope": int((np.asarray(ex.labels) == 0).sum())}
+    meta_path = path.with_suffix(".json")
+    tmp = meta_path.with_name(meta_path.name + ".tmp")
+    tmp.write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, meta_path)
     tmp = path.with_name(path.name + ".tmp")
-    # Not compressed: float16 vectors barely compress (0.97 vs 0.87 MB) and inflating them cost
-    # 10 ms of every cold `ask`.
-    with open(tmp, "wb") as fh:  # a file handle: np.savez would append ".npz" to a path without it
-        np.savez(fh, vectors=np.asarray(ex.vectors, dtype="float16"), labels=np.asarray(ex.labels, dtype="int8"),
-                 articles=np.array(sorted(ex.articles)), embedder=np.array(ex.embedder))
+    with open(tmp, "wb") as fh:  # a file handle: np.save would append ".npy" to a path without it
+        np.save(fh, table.astype("float16"), allow_pickle=False)
     os.replace(tmp, path)
 
 

@@ -122,7 +122,7 @@ def test_the_package_build_ships_the_index_and_the_kb(tmp_path):
     assert (lib / "assistant" / "kb" / "en" / "vllm-cuda-oom.md").is_file()
     # The refusal model and its exemplars: without the second, the gate after the model
     # (refusal.EXEMPLAR_GATE) silently does nothing.
-    assert (lib / "assistant" / "refusal_model.json").is_file() and (lib / "assistant" / "refusal_exemplars.npz").is_file()
+    assert (lib / "assistant" / "refusal_model.json").is_file() and (lib / "assistant" / "refusal_exemplars.npy").is_file() and (lib / "assistant" / "refusal_exemplars.json").is_file()
     assert (lib / "assistant" / "interfaces" / "http" / "web" / "index.html").is_file()
     # Every package in the source tree is in the build: a package missing from pyproject's
     # list works in an editable install and fails after `pip install .`.

@@ -84,36 +84,40 @@ def test_exemplars_apply_only_to_the_curated_articles_they_were_labelled_against
     assert refusal.tentative(result)
     result.exemplar_lean = refusal.EXEMPLAR_HEDGE - 0.01
     assert not refusal.tentative(result)
-    path = tmp_path / "ex.npz"
+    path = tmp_path / "ex.npy"
     refusal.save_exemplars(refusal.Exemplars(near, labels, frozenset({top}), name), path)
     loaded = refusal.load_exemplars(path)
     assert loaded.articles == {top} and loaded.vectors.shape == near.shape and list(loaded.labels) == list(labels)
     assert loaded.embedder == name
-    assert refusal.load_exemplars(tmp_path / "missing.npz") is None
+    assert refusal.load_exemplars(tmp_path / "missing.npy") is None
 
 
 def test_a_damaged_exemplars_file_is_no_exemplars_and_fails_no_answer(tmp_path):
     """A refit interrupted while writing left a truncated file: every answer from a curated
-    article failed with BadZipFile. Empty, cut short, of another layout: all read as none."""
+    article failed with BadZipFile. Empty, cut short, of another layout, a description that
+    does not match the table: all read as none."""
     import numpy as np
 
-    good = tmp_path / "good.npz"
+    good = tmp_path / "good.npy"
     refusal.save_exemplars(refusal.Exemplars(np.stack([_unit(1, 0), _unit(0, 1)]), np.array([0, 1], dtype="int8"),
                                              frozenset({"a"}), "e"), good)
     assert refusal.load_exemplars(good) is not None and not list(tmp_path.glob("*.tmp"))
-    data = good.read_bytes()
-    bad = tmp_path / "bad.npz"
-    for content in (b"", data[: len(data) // 2], b"not a zip at all"):
+    data, meta = good.read_bytes(), good.with_suffix(".json").read_text(encoding="utf-8")
+    bad = tmp_path / "bad.npy"
+    bad.with_suffix(".json").write_text(meta, encoding="utf-8")
+    for content in (b"", data[: len(data) // 2], b"not an array at all"):
         bad.write_bytes(content)
         assert refusal.load_exemplars(bad) is None
-    for layout in ({"vectors": np.ones(3), "labels": np.array([0, 1, 1]), "articles": np.array(["a"]), "embedder": np.array("e")},
-                   {"vectors": np.ones((2, 3)), "labels": np.array([0, 1, 1]), "articles": np.array(["a"]), "embedder": np.array("e")},
-                   {"vectors": np.full((2, 3), np.nan), "labels": np.array([0, 1]), "articles": np.array(["a"]), "embedder": np.array("e")},
-                   {"vectors": np.ones((2, 3)), "labels": np.array([0, 7]), "articles": np.array(["a"]), "embedder": np.array("e")},
-                   {"vectors": np.ones((2, 3)), "labels": np.array([0, 1])}):
-        with open(bad, "wb") as fh:
-            np.savez(fh, **layout)
+    for table in (np.ones(3), np.ones((3, 3)), np.full((2, 3), np.nan), np.array([[1.0, 0.0, 7.0], [0.0, 1.0, 1.0]])):
+        np.save(bad, table)  # a path ending in .npy is written as named
         assert refusal.load_exemplars(bad) is None
+    bad.write_bytes(data)
+    assert refusal.load_exemplars(bad) is not None
+    for description in ("{", "{}", '{"count": 2}'):
+        bad.with_suffix(".json").write_text(description, encoding="utf-8")
+        assert refusal.load_exemplars(bad) is None
+    bad.with_suffix(".json").unlink()
+    assert refusal.load_exemplars(bad) is None
 
 
 def test_the_shipped_exemplars_match_the_embedder_and_say_both_kinds(bundled_settings, bundled_kb):
@@ -282,7 +286,7 @@ def test_doc_tree_passages_get_their_own_operating_point(tmp_path, bundled_kb, b
     data = json.loads(path.read_text(encoding="utf-8"))
     assert not (tmp_path / refusal.EXEMPLARS_PATH.name).exists()  # a refit of the weights leaves the exemplars alone
     # The exemplars are built on their own, labelled against the curated articles only.
-    out = tmp_path / "ex.npz"
+    out = tmp_path / "ex.npy"
     note = refusal.build_exemplars(bundled_kb, bundled.cases, out)
     ex = refusal.load_exemplars(out)
     assert "3 exemplars (1 out of scope)" in note and sorted(ex.labels.tolist()) == [0, 1, 1]
