@@ -128,7 +128,6 @@ def reset_model() -> None:
 # ("how do I check which vllm version is installed" lay beside answered torch-version
 # questions, and was answered from the torch article). As a gate it only ever refuses.
 EXEMPLAR_K = 5  # neighbours averaged on each side (3 and 7 gave the same cross-validated figures)
-EXEMPLAR_SCALE = 10.0  # cosine gaps are small (e5 packs questions in 0.80–0.95): 0.1 of gap -> 1.0
 # An exemplar this close is the question itself (the dev sets are asked of the stored model):
 # it is left out so that dev figures measure the neighbours, not the memory of the answer.
 SELF_MATCH = 0.995
@@ -192,33 +191,33 @@ def save_exemplars(ex: Exemplars, path: Path = EXEMPLARS_PATH) -> None:
     os.replace(tmp, path)
 
 
-def exemplar_gap(vector, ex: Exemplars, keep=None) -> float:
+def exemplar_gap(vector, ex: Exemplars) -> float:
     """Mean cosine to the K nearest out-of-scope exemplars minus that to the K nearest
-    answered ones, scaled to -1..1 (`keep` masks exemplars out, as a leave-one-thread-out check does)."""
+    answered ones (0 when either kind is missing). Cosines of e5 questions sit in 0.80–0.95,
+    so the gaps that matter are hundredths."""
     import numpy as np
 
     sims = ex.vectors @ np.asarray(vector, dtype="float32")
-    mask = sims < SELF_MATCH if keep is None else keep & (sims < SELF_MATCH)
+    mask = sims < SELF_MATCH
     out_sims, in_sims = np.sort(sims[mask & (ex.labels == 0)]), np.sort(sims[mask & (ex.labels == 1)])
     if not len(out_sims) or not len(in_sims):
         return 0.0
-    gap = float(out_sims[-EXEMPLAR_K:].mean() - in_sims[-EXEMPLAR_K:].mean())
-    return max(-1.0, min(1.0, gap * EXEMPLAR_SCALE))
+    return float(out_sims[-EXEMPLAR_K:].mean() - in_sims[-EXEMPLAR_K:].mean())
 
 
 # Chosen on the dev data, each question's own thread left out of its neighbours: over the
 # stored model's answers to the bundled KB's dev questions (real dev split, cases, holdout,
 # fresh–fresh28 but the test sets fresh4–6; 337 zh and 258 en out of scope, 331 and 494 in
-# scope), a gap of 0.10 (0.01 of cosine) refused 7 more Chinese and 6 more English out-of-scope
-# questions and no in-scope one; 0.06 refused 17 and 7 more for 1 and 1 false refusals, and
-# 0.04, 22 and 10 for 4 and 6. So 0.10 refuses, and between 0.06 and 0.10 the answer is given
+# scope), a gap of 0.010 of cosine refused 7 more Chinese and 6 more English out-of-scope
+# questions and no in-scope one; 0.006 refused 17 and 7 more for 1 and 1 false refusals, and
+# 0.004, 22 and 10 for 4 and 6. So 0.010 refuses, and between 0.006 and 0.010 the answer is given
 # but marked as a close call (see `tentative`): weaker evidence earns a warning, not a refusal.
-# (0.06 was tried first as the refusal point: on the unseen real-fresh30 set it refused two more
+# (0.006 was tried first as the refusal point: on the unseen real-fresh30 set it refused two more
 # of six in-scope Chinese questions for one more out-of-scope refusal; its misses were not read.
 # The first analysis also counted fresh4–6 among its questions; without them the levels are
 # the same.)
-EXEMPLAR_GATE = 0.10
-EXEMPLAR_HEDGE = 0.06
+EXEMPLAR_GATE = 0.010
+EXEMPLAR_HEDGE = 0.006
 
 
 def exemplar_lean(result, exemplars: Exemplars | None = None) -> float | None:
@@ -295,7 +294,8 @@ def decide(result, min_relevance: float) -> tuple[bool, float | None, bool]:
     ("the KB covers CUDA OOM, but nothing on LoRA"). Two rules come before the model: an
     article declared for other hardware never grounds an answer (a CUDA torch build is
     the wrong fix on a TPU), and neither does any article when the question is about a
-    serving product the KB never mentions (LMDeploy, SGLang…)."""
+    serving product the KB never mentions (LMDeploy, SGLang…). After the model, the exemplar
+    gate; its lean is kept on the result for `tentative`."""
     if not result.articles:
         return False, 0.0, False
     top = by_evidence(result)[0]

@@ -52,9 +52,11 @@ def test_the_exemplar_gap_leans_toward_the_nearer_kind_of_question():
     assert refusal.exemplar_gap(_unit(1, 0.15, 0.3), ex) > 0.5  # beside the out-of-scope pair
     assert refusal.exemplar_gap(_unit(0.1, 1, 0.15), ex) < -0.5  # beside the answered pair
     # The question itself among the exemplars is not its own neighbour.
-    assert refusal.exemplar_gap(_unit(1, 0, 0), ex) == pytest.approx(refusal.exemplar_gap(_unit(1, 0, 0), ex, np.array([False, True, True, True])))
-    # With one side masked out there is nothing to compare: no evidence either way.
-    assert refusal.exemplar_gap(_unit(1, 0, 0), ex, np.array([False, False, True, True])) == 0.0
+    without = refusal.Exemplars(ex.vectors[1:], ex.labels[1:], ex.articles, ex.embedder)
+    assert refusal.exemplar_gap(_unit(1, 0, 0), ex) == pytest.approx(refusal.exemplar_gap(_unit(1, 0, 0), without))
+    # With one kind missing there is nothing to compare: no evidence either way.
+    answered = refusal.Exemplars(ex.vectors[2:], ex.labels[2:], ex.articles, ex.embedder)
+    assert refusal.exemplar_gap(_unit(1, 0, 0), answered) == 0.0
 
 
 def test_exemplars_apply_only_to_the_curated_articles_they_were_labelled_against(bundled_settings, bundled_kb, tmp_path):
