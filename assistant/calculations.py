@@ -190,6 +190,9 @@ class CapacityAnswer:
     defaults: list[dict[str, str]] = field(default_factory=list)  # documented defaults used, each said out loud
     error: str | None = None  # a tool's own refusal (e.g. a value out of range)
     formula: str | None = None  # a calculations.formula.<key> when the tool has a variant (MLA)
+    # The engine the question is about: where a missing value is read differs (vLLM logs
+    # "Model loading took N GiB"; FastDeploy prints no such line).
+    engine: str = "vllm"
 
     @property
     def computed(self) -> bool:
@@ -331,7 +334,7 @@ class _Facts:
                                        gib=f"{reported / GIB:.1f}"))
                 return Value(key, _number(reported), "question", q.text, q.approximate)
             if q.unit == "bytes" and q.scale in ("gb", "g", "mb", "kb", "tb"):
-                self.notes.append(_msg("binary_units", text=q.text, scale=q.scale, unit=q.scale[0]))
+                self.notes.append(_msg("binary_units", text=q.text, scale=q.scale, unit=q.scale[0].upper()))
             if q.scale == "k" and q.unit == "count":  # "4k" tokens: 4,000 or 4,096, the answer moves by one request
                 self.notes.append(_msg("decimal_k", text=q.text, value=_plain(q.value), binary=_plain(q.value / 1000 * 1024)))
             if logged and logged != [q.value]:
@@ -997,7 +1000,7 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None) 
         return None
     chained = {"kv_cache_capacity": _plan_kv_capacity, "kv_tokens_from_memory": _plan_kv_memory, "kv_memory_needed": _plan_kv_needed}
     plans = chained[tool](facts) if tool in chained else [_PLANNERS[tool](facts)]
-    answer = CapacityAnswer(tool)
+    answer = CapacityAnswer(tool, engine="fastdeploy" if _FASTDEPLOY.search(x.text) else "vllm")
     if tool == "kv_bytes_per_token" and (x.has("kv_lora_rank") or x.has("qk_rope_head_dim")):
         answer.formula = "kv_bytes_per_token_mla"
     for plan in plans:
@@ -1103,7 +1106,7 @@ def explain(answer: "CapacityAnswer | ToolCall", lang: str) -> str:
         if answer.missing:
             lines.append(h["heading.need"])
             for key in answer.missing:
-                where = _catalog_key("where", key)
+                where = _catalog_key("where", f"{key}.{answer.engine}") or _catalog_key("where", key)
                 lines.append(f"- {_name(key, lang)}" + (f" — {t(where, lang)}" if where else ""))
         if answer.problems:
             lines += _after_list(lines, h["heading.ask"])

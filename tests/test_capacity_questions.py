@@ -276,6 +276,15 @@ def test_what_was_given_is_its_own_paragraph_after_the_missing_list():
     assert "\n- num_blocks" in text and "\n\nGiven: " in text
 
 
+def test_where_to_read_the_weights_follows_the_engine():
+    """FastDeploy prints no "Model loading took N GiB": its asker was sent to a vLLM log line
+    for the weights' size. The unit note writes the unit as nvidia-smi does ("GiB", not "giB")."""
+    fd = explain(capacity_answer("FastDeploy kv_cache_ratio 调到多少合适？显存 80G"), "zh")
+    assert "du -sh" in fd and "Model loading took" not in fd and "g 即 GiB" in fd
+    vllm = explain(capacity_answer("vLLM on one 80G card, max-model-len 32768: how many concurrent requests fit?"), "en")
+    assert "Model loading took N GiB" in vllm and "du -sh" not in vllm
+
+
 def test_pasted_logs_do_not_make_a_question_a_calculation():
     """torch's "has a total capacity of 23.65 GiB" under a pasted command is an OOM question,
     not a capacity one; a log line's date and time are never numbers to ask the user about."""

@@ -203,6 +203,10 @@ MESSAGES = {
         "zh": 'vLLM 启动日志：`Model loading took N GiB`（每张卡的；整个模型是 N × 张量并行数）',
         "en": "vLLM's start-up log: `Model loading took N GiB` (per GPU; the whole model is N × tensor_parallel_size)",
     },
+    'where.weights.fastdeploy': {
+        "zh": '模型目录里权重文件的大小：`du -sh <模型目录>`（bf16 约为 2 字节 × 参数量；整个模型的，不是每张卡的）',
+        "en": "the size of the weight files in the model directory: `du -sh <model dir>` (bf16 is about 2 bytes × parameters; the whole model, not one GPU's)",
+    },
     'where.kv_cache_memory': {
         "zh": 'vLLM 启动日志：`Available KV cache memory: N GiB`',
         "en": "vLLM's start-up log: `Available KV cache memory: N GiB`",
