@@ -19,7 +19,7 @@ from .i18n import t, texts
 from .questions import MAX_QUERY_CHARS, EarlyEmbedding, query_text, validate_question
 from .names import asked_identifiers, setting_names
 from oncall_common.lang import LANGS, detect_lang, is_cjk
-from .refusal import tentative
+from .refusal import asked_unknown, tentative
 from .retrieval import ArticleMatch, Retrieval, RetrievalParams, search
 
 # A second article is offered as an alternative when its score is this close to the best.
@@ -467,6 +467,9 @@ def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
                 tail += _alternative(kb, art, lang, labels, cites)
     if unsure:
         parts = [labels["vague" if vague else "unsure_passages" if top.passage else "unsure"], "", *parts]
+        unknown = asked_unknown(result)
+        if unknown:  # say which part of the question nothing below answers
+            parts[1:1] = ["", labels["asked_unknown"].format(names=", ".join(f"`{n}`" for n in unknown[:3]))]
     body = "\n".join(parts).strip()
     if not top.passage and tail:
         after = "\n".join(tail).strip()

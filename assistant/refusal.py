@@ -339,6 +339,8 @@ def tentative(result) -> bool:
     the model is."""
     if not result.grounded or result.confidence is None:
         return False
+    if asked_unknown(result):
+        return True  # asks about a setting the KB never writes: the answer cannot say how to set it
     lean = getattr(result, "exemplar_lean", None)
     if lean is not None and lean >= EXEMPLAR_HEDGE:
         return True  # nearer the out-of-scope questions than the answered ones, though not by enough to refuse
@@ -351,6 +353,13 @@ def tentative(result) -> bool:
 # ncclCommInitRank; "FastDeploy" and "PyTorch" have two), an UPPER_SNAKE or a long snake_case name.
 _NAMED = re.compile(r"(?<![\w-])(?:[a-z]+(?:[A-Z][a-z0-9]+){2,}|(?:[A-Z][a-z0-9]+){3,}|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"
                     r"|[a-z][a-z0-9]*(?:_[a-z0-9]+){2,})(?![\w-])")
+
+
+def asked_unknown(result) -> list[str]:
+    """The settings the question asks about that the KB never writes (scope.asked_unknown_parameters)."""
+    from .scope import asked_unknown_parameters
+
+    return asked_unknown_parameters(result.question, getattr(result, "unknown_params", None) or [])
 
 
 def _names_the_heading(result) -> bool:

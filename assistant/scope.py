@@ -575,7 +575,14 @@ _FLAG_RUN = re.compile(r"(?:--[A-Za-z][\w-]{1,60}(?:[ =](?!-|(?:and|or|but|with|
 
 # Parameter names as people write them in a sentence: a flag (--max-concurrent-requests),
 # a snake_case field (cache_max_entry_count) or an environment variable (FD_LOG_DIR).
-_PARAMETER = re.compile(r"(?<![\w/.-])(?:--[A-Za-z][\w-]{2,60}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?![\w/]|\.\w)")
+# And, as Kubernetes manifests, Helm values and JSON configs name them, a camelCase field
+# (`progressDeadlineSeconds`, `storageUri`, `loadBalancerIP`): "can I change progressDeadlineSeconds on the
+# LLMInferenceService" was answered, sure, by a quick-start page that never writes it.
+_PARAMETER = re.compile(r"(?<![\w/.-])(?:--[A-Za-z][\w-]{2,60}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"
+                        r"|[a-z]{2,}(?:[A-Z][a-z0-9]+)+[A-Z]{0,4})(?![\w/]|\.\w)")
+# A GPU runtime's function or status names the error it raised (`cudaMalloc`,
+# `ncclCommInitRank`, Ascend's `rtStreamWaitEvent`, `aclnnInplaceCopy`), not a setting to change.
+_RUNTIME_CALL = re.compile(r"^(?:cuda|cu|cublas|cudnn|curand|cusparse|nccl|nvml|hip|rccl|miopen|acl|aclnn|rt|hccl)[A-Z]")
 
 
 def unknown_parameters(question: str, index) -> list[str]:
@@ -584,12 +591,14 @@ def unknown_parameters(question: str, index) -> list[str]:
     explain, however close its passages about concurrency read. Only the sentences count:
     a pasted command or traceback names many settings the question is not about."""
     prose = sentences(question[:MAX_QUERY_CHARS], errors=False)
-    if "-" not in prose and "_" not in prose:
+    if "-" not in prose and "_" not in prose and not any(ch.isupper() for ch in prose):
         return []
     _heads, body, _per_doc = kb_text(index)
     seen: set[str] = set()
     out: list[str] = []
     for m in _PARAMETER.finditer(prose):
+        if _RUNTIME_CALL.match(m.group(0)):
+            continue
         name = _dashed(m.group(0).lower()).strip("-")
         if len(name) < 4 or name in seen or not any(ch.isalpha() for ch in name):
             continue
@@ -600,6 +609,23 @@ def unknown_parameters(question: str, index) -> list[str]:
         if not _found(body, (written,)):
             out.append(m.group(0))  # as the asker wrote it, to be named back in a refusal
     return out
+
+
+# Sentence ends: ASCII punctuation before a space ("v0.8.0" and "config.json" go on), a
+# Chinese one anywhere, a line break.
+_SENTENCE_END = re.compile(r"(?<=[.!;])\s+|(?<=[?？。！；])|\n")
+
+
+def asked_unknown_parameters(question: str, unknown: list[str]) -> list[str]:
+    """Those of `unknown` (settings the KB never writes) that the asking sentence names: "can
+    I change progressDeadlineSeconds on it?" asks about that very field, and a page about the
+    same object that never writes it cannot say how. A setting named only while describing
+    the set-up ("I run with --foo-bar, and it hangs: why?") is not what is asked."""
+    if not unknown:
+        return []
+    said = [s.strip() for s in _SENTENCE_END.split(question[:MAX_QUERY_CHARS]) if s and s.strip(" ?？")]
+    asking = [s for s in said if s.endswith(("?", "？"))] or said[-1:]  # the one that asks, or the last
+    return [name for name in unknown if any(re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", s) for s in asking)]
 
 
 # A line that is nothing but an error: "RuntimeError: CUDA error: …", "torch.OutOfMemoryError: …".

@@ -419,3 +419,36 @@ def test_a_close_call_on_a_doc_tree_says_so_in_the_askers_language(tmp_path):
     result.grounded, result.confidence = False, 0.2
     refused = compose(kb, result, "zh", 3)
     assert refused.coverage == "none" and "不一定能回答" not in refused.answer
+
+
+def test_an_answer_that_cannot_say_how_to_set_the_asked_setting_says_so(tmp_path):
+    """"Can I change progressDeadlineSeconds?" matched a deployment page that never writes the
+    field, and was answered as sure. The answer now opens as a close call naming the field;
+    asked about a field the page does write, it is answered plainly."""
+    from dataclasses import replace as _replace
+    from pathlib import Path as _Path
+
+    from assistant.answer import compose
+    from assistant.config import Settings
+    from assistant.knowledge import open_kb
+    from assistant.retrieval import RetrievalParams, search
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "deploy.md").write_text("# Deploying a model service\n\n## Start-up\nThe pod pulls the model, then starts.\n\n"
+                                     "### Replicas\nSet `minReplicas` in the service spec to keep pods warm.\n", encoding="utf-8")
+    settings = _replace(Settings(), kb_dir=_Path(docs), cache_dir=tmp_path / "cache")
+    kb = open_kb(settings, progress=lambda _m: None)
+    params = RetrievalParams.from_settings(settings)
+    for lang, question, line in (
+            ("en", "The model service pod takes ten minutes to start. Can I change progressDeadlineSeconds on it?",
+             "The knowledge base never mentions `progressDeadlineSeconds`"),
+            ("zh", "模型服务的 pod 启动要十分钟。能不能改 progressDeadlineSeconds？", "你问到的 `progressDeadlineSeconds`")):
+        result = search(kb.index, kb.embedder, question, params)
+        result.grounded, result.confidence = True, 0.99  # however sure the model was
+        answer = compose(kb, result, lang, 3)
+        assert answer.coverage == "tentative" and line in answer.answer, answer.answer
+    known = search(kb.index, kb.embedder, "The pods go cold. How do I set minReplicas on the model service?", params)
+    known.grounded, known.confidence = True, 0.99
+    plain = compose(kb, known, "en", 3)
+    assert plain.coverage == "full" and "never mentions" not in plain.answer

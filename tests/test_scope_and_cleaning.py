@@ -797,6 +797,30 @@ def test_parameters_the_sentences_name_that_the_kb_never_writes_are_unknown(bund
     assert unknown_parameters("the error comes from async_engine.py in lmdeploy", bundled_kb.index) == []
 
 
+def test_camel_case_fields_are_parameters_and_runtime_calls_are_not(bundled_kb):
+    """Kubernetes manifests and JSON configs name settings in camelCase: a field the KB never
+    writes is unknown like a flag. A GPU runtime's function in a sentence ("cudaMalloc failed")
+    names the error, not a setting; nor is a product's name (vLLM, macOS) a field."""
+    from assistant.scope import unknown_parameters
+
+    assert unknown_parameters("can I raise progressDeadlineSeconds on the deployment?", bundled_kb.index) == ["progressDeadlineSeconds"]
+    assert unknown_parameters("is there a values key for loadBalancerIP?", bundled_kb.index) == ["loadBalancerIP"]
+    assert unknown_parameters("cudaMalloc failed and ncclCommInitRank hangs, why?", bundled_kb.index) == []
+    assert unknown_parameters("vLLM on macOS with gRPC, why so slow?", bundled_kb.index) == []
+
+
+def test_the_asked_settings_are_those_the_asking_sentence_names():
+    """Only the sentence that asks counts: a setting named while describing the set-up is
+    not what is asked about."""
+    from assistant.scope import asked_unknown_parameters
+
+    unknown = ["progressDeadlineSeconds", "--foo-bar"]
+    assert asked_unknown_parameters("Pods take 10 min to start. Can I change progressDeadlineSeconds?", unknown) == ["progressDeadlineSeconds"]
+    assert asked_unknown_parameters("I run with --foo-bar 2. Why does it hang?", unknown) == []
+    assert asked_unknown_parameters("启动要十分钟。能不能改 progressDeadlineSeconds", unknown) == ["progressDeadlineSeconds"]
+    assert asked_unknown_parameters("anything?", []) == []
+
+
 def test_a_long_paste_keeps_its_last_lines():
     """400 INFO lines and the one `torch.OutOfMemoryError` at the end: reading the first 400
     lines only lost the line the server died of (the answer was the NCCL article)."""

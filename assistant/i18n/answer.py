@@ -49,6 +49,10 @@ MESSAGES = {
         "zh": '**不一定对症。** 这是知识库里最接近的条目，但未必是你遇到的问题：先对照它说的症状和日志，确认一致再按下面的办法处理。',
         "en": '**Not a sure match.** This is the closest article in the KB, but it may not be your case: check its symptoms and log lines against yours before you apply the fix.',
     },
+    'asked_unknown': {
+        "zh": '你问到的 {names} 在知识库里一处都没有写到：下面的内容说不了它怎么设置，只能作参考。',
+        "en": 'The knowledge base never mentions {names}, which you ask about: what follows cannot say how to set it.',
+    },
     'vague': {
         "zh": '**问题太短，好几篇都对得上。** 最接近的放在前面，其余的列在最后并附区分方法；贴一行日志或说说具体现象（启动时还是运行中）就能确定。',
         "en": '**Several articles fit a question this short.** The closest comes first and the others are listed at the end with how to tell them apart; a log line or what you see (at start-up or while serving) settles it.',
