@@ -359,7 +359,8 @@ def asked_unknown(result) -> list[str]:
     """The settings the question asks about that the KB never writes (scope.asked_unknown_parameters)."""
     from .scope import asked_unknown_parameters
 
-    return asked_unknown_parameters(result.question, getattr(result, "unknown_params", None) or [])
+    unknown = [*(getattr(result, "unknown_params", None) or []), *(getattr(result, "unknown_fields", None) or [])]
+    return asked_unknown_parameters(result.question, unknown)
 
 
 def _names_the_heading(result) -> bool:

@@ -148,6 +148,7 @@ class Retrieval:
     kb_coverage: float = 0.0  # IDF-weighted share of the question's keywords the KB has at all
     unknown_terms: list[str] = field(default_factory=list)  # names in the question the KB never uses (Kafka, PostgreSQL…)
     unknown_params: list[str] = field(default_factory=list)  # flags, fields, env vars the asker names that the KB never writes
+    unknown_fields: list[str] = field(default_factory=list)  # camelCase fields likewise (only the asked ones count: scope._FIELD)
     n_terms: int = 0  # distinct keywords in the question
     confidence: float | None = None  # the refusal model's P(the KB answers this)
     symptom_covered: bool = False  # the KB would answer but for an unknown subject, product or platform
@@ -647,6 +648,7 @@ def search(
     result.n_terms = len(query_terms)
     result.unknown_terms = unknown_names(index, query, lang)
     result.unknown_params = unknown_parameters(question, index)
+    result.unknown_fields = unknown_parameters(question, index, fields=True)
     result.unknown_error = not sigs and bare_unknown_error(question, index)
     if "--" in question or "=" in question:
         from .cleaning import split_question
