@@ -614,6 +614,8 @@ def unknown_parameters(question: str, index, fields: bool = False) -> list[str]:
     return out
 
 
+_ASKS = re.compile(r"\b(?:how|what|which|where|why|can|could|is there|are there|does|do i|should)\b"
+                   r"|怎么|怎样|如何|能不能|能否|可不可以|可以吗|是否|吗|什么|哪|为什么|有没有|干嘛|是啥|啥意思", re.I)
 # Sentence ends: ASCII punctuation before a space ("v0.8.0" and "config.json" go on), a
 # Chinese one anywhere, a line break.
 _SENTENCE_END = re.compile(r"(?<=[.!;])\s+|(?<=[?？。！；])|\n")
@@ -627,7 +629,9 @@ def asked_unknown_parameters(question: str, unknown: list[str]) -> list[str]:
     if not unknown:
         return []
     said = [s.strip() for s in _SENTENCE_END.split(question[:MAX_QUERY_CHARS]) if s and s.strip(" ?？")]
-    asking = [s for s in said if s.endswith(("?", "？"))] or said[-1:]  # the one that asks, or the last
+    # The one that asks; without a question mark, the last, if it asks at all ("能不能改 X",
+    # not "栈里是 spawn_main -> _fixup_main_from_path").
+    asking = [s for s in said if s.endswith(("?", "？"))] or [s for s in said[-1:] if _ASKS.search(s)]
     return [name for name in unknown if any(re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", s) for s in asking)]
 
 

@@ -824,6 +824,8 @@ def test_the_asked_settings_are_those_the_asking_sentence_names():
     assert asked_unknown_parameters("I run with --foo-bar 2. Why does it hang?", unknown) == []
     assert asked_unknown_parameters("启动要十分钟。能不能改 progressDeadlineSeconds", unknown) == ["progressDeadlineSeconds"]
     assert asked_unknown_parameters("anything?", []) == []
+    # Without a question mark the last sentence counts only if it asks.
+    assert asked_unknown_parameters("启动报错。栈里是 spawn.py 的 spawn_main", ["spawn_main"]) == []
 
 
 def test_a_long_paste_keeps_its_last_lines():
