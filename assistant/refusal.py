@@ -340,7 +340,7 @@ def tentative(result) -> bool:
     if not result.grounded or result.confidence is None:
         return False
     if asked_unknown(result):
-        return True  # asks about a setting the KB never writes: the answer cannot say how to set it
+        return True  # asks about a name the KB never writes: what it quotes may not cover it
     lean = getattr(result, "exemplar_lean", None)
     if lean is not None and lean >= EXEMPLAR_HEDGE:
         return True  # nearer the out-of-scope questions than the answered ones, though not by enough to refuse

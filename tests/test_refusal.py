@@ -421,7 +421,7 @@ def test_a_close_call_on_a_doc_tree_says_so_in_the_askers_language(tmp_path):
     assert refused.coverage == "none" and "不一定能回答" not in refused.answer
 
 
-def test_an_answer_that_cannot_say_how_to_set_the_asked_setting_says_so(tmp_path):
+def test_an_answer_about_a_name_the_kb_never_writes_says_so(tmp_path):
     """"Can I change progressDeadlineSeconds?" matched a deployment page that never writes the
     field, and was answered as sure. The answer now opens as a close call naming the field;
     asked about a field the page does write, it is answered plainly."""
@@ -442,8 +442,8 @@ def test_an_answer_that_cannot_say_how_to_set_the_asked_setting_says_so(tmp_path
     params = RetrievalParams.from_settings(settings)
     for lang, question, line in (
             ("en", "The model service pod takes ten minutes to start. Can I change progressDeadlineSeconds on it?",
-             "The knowledge base never mentions `progressDeadlineSeconds`"),
-            ("zh", "模型服务的 pod 启动要十分钟。能不能改 progressDeadlineSeconds？", "你问到的 `progressDeadlineSeconds`")):
+             "The knowledge base never mentions `progressDeadlineSeconds`, which your question asks about"),
+            ("zh", "模型服务的 pod 启动要十分钟。能不能改 progressDeadlineSeconds？", "你问到的 `progressDeadlineSeconds` 在知识库里没有出现过")):
         result = search(kb.index, kb.embedder, question, params)
         result.grounded, result.confidence = True, 0.99  # however sure the model was
         answer = compose(kb, result, lang, 3)
