@@ -394,21 +394,12 @@ def test_a_close_call_is_answered_but_says_it_is_not_sure(bundled_settings, bund
 def test_a_close_call_on_a_doc_tree_says_so_in_the_askers_language(tmp_path):
     """Passages of a team's docs get their own wording (they are not "the closest article"),
     in Chinese for a Chinese question; a refusal or a sure answer carries no such line."""
-    from dataclasses import replace as _replace
-    from pathlib import Path as _Path
-
     from assistant.answer import compose
-    from assistant.config import Settings
-    from assistant.knowledge import open_kb
-    from assistant.retrieval import RetrievalParams, search
+    from assistant.retrieval import search
 
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "gateway.md").write_text("# Gateway\n\n## 502 from the gateway\nEvery upstream is busy.\n\n"
-                                      "### Fix\nRaise the pool: `gatewayctl pool --size 64`.\n", encoding="utf-8")
-    settings = _replace(Settings(), kb_dir=_Path(docs), cache_dir=tmp_path / "cache")
-    kb = open_kb(settings, progress=lambda _m: None)
-    result = search(kb.index, kb.embedder, "网关一直返回 502 怎么办", RetrievalParams.from_settings(settings))
+    kb, params = _team_kb(tmp_path, "gateway.md", "# Gateway\n\n## 502 from the gateway\nEvery upstream is busy.\n\n"
+                                                  "### Fix\nRaise the pool: `gatewayctl pool --size 64`.\n")
+    result = search(kb.index, kb.embedder, "网关一直返回 502 怎么办", params)
     assert result.grounded and result.articles[0].passage
     result.confidence = 0.7  # a close call, whatever this tiny tree scored
     answer = compose(kb, result, "zh", 3)
@@ -425,21 +416,11 @@ def test_an_answer_about_a_name_the_kb_never_writes_says_so(tmp_path):
     """"Can I change progressDeadlineSeconds?" matched a deployment page that never writes the
     field, and was answered as sure. The answer now opens as a close call naming the field;
     asked about a field the page does write, it is answered plainly."""
-    from dataclasses import replace as _replace
-    from pathlib import Path as _Path
-
     from assistant.answer import compose
-    from assistant.config import Settings
-    from assistant.knowledge import open_kb
-    from assistant.retrieval import RetrievalParams, search
+    from assistant.retrieval import search
 
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "deploy.md").write_text("# Deploying a model service\n\n## Start-up\nThe pod pulls the model, then starts.\n\n"
-                                     "### Replicas\nSet `minReplicas` in the service spec to keep pods warm.\n", encoding="utf-8")
-    settings = _replace(Settings(), kb_dir=_Path(docs), cache_dir=tmp_path / "cache")
-    kb = open_kb(settings, progress=lambda _m: None)
-    params = RetrievalParams.from_settings(settings)
+    kb, params = _team_kb(tmp_path, "deploy.md", "# Deploying a model service\n\n## Start-up\nThe pod pulls the model, then starts.\n\n"
+                                                 "### Replicas\nSet `minReplicas` in the service spec to keep pods warm.\n")
     for lang, question, line in (
             ("en", "The model service pod takes ten minutes to start. Can I change progressDeadlineSeconds on it?",
              "The knowledge base never mentions `progressDeadlineSeconds`, which your question asks about"),
@@ -452,3 +433,18 @@ def test_an_answer_about_a_name_the_kb_never_writes_says_so(tmp_path):
     known.grounded, known.confidence = True, 0.99
     plain = compose(kb, known, "en", 3)
     assert plain.coverage == "full" and "never mentions" not in plain.answer
+
+
+def _team_kb(tmp_path, name: str, text: str):
+    """A one-page team doc tree, indexed in tmp_path: (the KB, its retrieval parameters)."""
+    from dataclasses import replace as _replace
+
+    from assistant.config import Settings
+    from assistant.knowledge import open_kb
+    from assistant.retrieval import RetrievalParams
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / name).write_text(text, encoding="utf-8")
+    settings = _replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "cache")
+    return open_kb(settings, progress=lambda _m: None), RetrievalParams.from_settings(settings)
