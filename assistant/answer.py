@@ -403,7 +403,14 @@ def _from_llm(text, result, kb, settings, lang, use_tools, diagnosis, calc, on_t
         answer.coverage = "none"
     elif tentative(result) or out.unverified:
         answer.coverage = "tentative"
+        unknown = asked_unknown(result)
+        if unknown:  # the model's text is on screen already: which asked name the KB lacks goes in a note
+            answer.notes.append(_asked_unknown_line(unknown, lang))
     return answer
+
+
+def _asked_unknown_line(unknown: list[str], lang: str) -> str:
+    return texts("answer", lang)["asked_unknown"].format(names=", ".join(f"`{n}`" for n in unknown[:3]))
 
 
 def _citation(chunk, score: float) -> Citation:
@@ -469,7 +476,7 @@ def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
         parts = [labels["vague" if vague else "unsure_passages" if top.passage else "unsure"], "", *parts]
         unknown = asked_unknown(result)
         if unknown:  # say which part of the question nothing below answers
-            parts[1:1] = ["", labels["asked_unknown"].format(names=", ".join(f"`{n}`" for n in unknown[:3]))]
+            parts[1:1] = ["", _asked_unknown_line(unknown, lang)]
     body = "\n".join(parts).strip()
     if not top.passage and tail:
         after = "\n".join(tail).strip()
@@ -667,7 +674,8 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
         lines.append(labels["nothing"])
         missing = _subjects(result, lang, kb.index) + [PRODUCT_NAMES.get(p, p) for p in result.foreign_products]
         named = {m.lower() for m in missing}
-        missing += [f"`{name}`" for name in result.unknown_params[:3] if name.lower() not in named]
+        asked = [n for n in asked_unknown(result) if n not in result.unknown_params]  # a field the asking sentence names
+        missing += [f"`{name}`" for name in [*result.unknown_params[:3], *asked][:3] if name.lower() not in named]
         if missing:
             lines.append(labels["missing"].format(missing=", ".join(missing)))
     topics, total = _kb_topics(kb, [a.doc_id for a in result.articles], lang)

@@ -581,7 +581,10 @@ _PARAMETER = re.compile(r"(?<![\w/.-])(?:--[A-Za-z][\w-]{2,60}|[a-z][a-z0-9]*(?:
 # was fitted on the names above, and counted as one more unknown setting a field refused a
 # dev question that named its own workaround ("mount an emptyDir … sizeLimit: 20Gi") while
 # asking for the chart's option; only the sentence that asks about one counts (see below).
-_FIELD = re.compile(r"(?<![\w/.-])[a-z]{2,}(?:[A-Z][a-z0-9]+)+[A-Z]{0,4}(?![\w/]|\.\w)")
+# Its edges are ASCII: Python's \w is any letter, so "能不能改progressDeadlineSeconds" hid the name.
+_FIELD = re.compile(r"(?<![A-Za-z0-9_/.-])[a-z]{2,}(?:[A-Z][a-z0-9]+)+[A-Z]{0,4}(?![A-Za-z0-9_/]|\.\w)")
+_CAMEL_PARTS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+MAX_FIELDS = 10  # no model input counts them: a paste of a thousand names costs no more than ten
 # A GPU runtime's function or status names the error it raised (`cudaMalloc`,
 # `ncclCommInitRank`, Ascend's `rtStreamWaitEvent`, `aclnnInplaceCopy`), not a setting to change.
 _RUNTIME_CALL = re.compile(r"^(?:cuda|cu|cublas|cudnn|curand|cusparse|nccl|nvml|hip|rccl|miopen|acl|aclnn|rt|hccl)[A-Z]")
@@ -600,6 +603,8 @@ def unknown_parameters(question: str, index, fields: bool = False) -> list[str]:
     seen: set[str] = set()
     out: list[str] = []
     for m in (_FIELD if fields else _PARAMETER).finditer(prose):
+        if fields and (len(seen) >= 4 * MAX_FIELDS or len(out) >= MAX_FIELDS):
+            break
         if _RUNTIME_CALL.match(m.group(0)):
             continue
         name = _dashed(m.group(0).lower()).strip("-")
@@ -609,12 +614,16 @@ def unknown_parameters(question: str, index, fields: bool = False) -> list[str]:
         # A one-word flag (--json, --port) is written with its dashes: the plain word says
         # nothing about whether the KB knows the setting.
         written = "--" + name if m.group(0).startswith("-") and "-" not in name else name
-        if not _found(body, (written,)):
+        # A field is the KB's flag in another spelling as often as not: Helm's `maxModelLen`
+        # is `--max-model-len`.
+        spelt = (written, _CAMEL_PARTS.sub("-", m.group(0)).lower()) if fields else (written,)
+        if not _found(body, spelt):
             out.append(m.group(0))  # as the asker wrote it, to be named back in a refusal
     return out
 
 
-_ASKS = re.compile(r"\b(?:how|what|which|where|why|can|could|is there|are there|does|do i|should)\b"
+_CLAUSE_END = re.compile(r"[,，:：;；]\s*|\s+[-—–]+\s+")
+_ASKS = re.compile(r"\b(?:how|what|which|where|why|can(?!')|could|is there|are there|does|do i|should)\b"
                    r"|怎么|怎样|如何|能不能|能否|可不可以|可以吗|是否|吗|什么|哪|为什么|有没有|干嘛|是啥|啥意思", re.I)
 # Sentence ends: ASCII punctuation before a space ("v0.8.0" and "config.json" go on), a
 # Chinese one anywhere, a line break.
@@ -632,7 +641,15 @@ def asked_unknown_parameters(question: str, unknown: list[str]) -> list[str]:
     # The one that asks; without a question mark, the last, if it asks at all ("能不能改 X",
     # not "栈里是 spawn_main -> _fixup_main_from_path").
     asking = [s for s in said if s.endswith(("?", "？"))] or [s for s in said[-1:] if _ASKS.search(s)]
-    return [name for name in unknown if any(re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", s) for s in asking)]
+    # Within it, the clauses that ask (or its last): "the readinessProbe fails after 10 min:
+    # can I change initialDelaySeconds?" asks about the second name only.
+    clauses: list[str] = []
+    for sentence in asking:
+        parts = [c for c in _CLAUSE_END.split(sentence) if c.strip(" ?？")]
+        clauses += [c for c in parts if _ASKS.search(c)] or parts[-1:]
+    text = "\n".join(clauses)
+    return [name for name in unknown[:MAX_FIELDS]
+            if re.search(rf"(?<![A-Za-z0-9_-]){re.escape(name)}(?![A-Za-z0-9_-])", text)]
 
 
 # A line that is nothing but an error: "RuntimeError: CUDA error: …", "torch.OutOfMemoryError: …".

@@ -546,3 +546,10 @@ def test_a_follow_up_that_says_the_fix_failed_changes_the_answer(bundled_setting
     assert tried in head.split("tried or set")[-1].split("试过或设过")[-1]
     if quoted:
         assert quoted in head
+
+
+def test_a_refusal_names_the_field_the_question_asks_about(bundled_settings, bundled_kb):
+    """A camelCase field is no input to the refusal model, but when the KB answers nothing,
+    the refusal says which asked name it has nothing on, as it does for a flag."""
+    refused = answer_question("what does progressDeadlineSeconds do?", bundled_settings, kb=bundled_kb, use_llm=False)
+    assert not refused.grounded and "It has nothing on `progressDeadlineSeconds`." in refused.answer

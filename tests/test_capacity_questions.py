@@ -283,6 +283,9 @@ def test_where_to_read_the_weights_follows_the_engine():
     assert "du -sh" in fd and "Model loading took" not in fd and "g 即 GiB" in fd
     vllm = explain(capacity_answer("vLLM on one 80G card, max-model-len 32768: how many concurrent requests fit?"), "en")
     assert "Model loading took N GiB" in vllm and "du -sh" not in vllm
+    # Moving from FastDeploy to vLLM, the asker will read vLLM's logs.
+    moving = explain(capacity_answer("从 FastDeploy 换到 vLLM，单卡 80G，max-model-len 32768，能并发多少？"), "zh")
+    assert "Model loading took" in moving and "du -sh" not in moving
 
 
 def test_pasted_logs_do_not_make_a_question_a_calculation():

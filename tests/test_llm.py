@@ -439,6 +439,20 @@ def test_a_close_call_is_told_to_the_llm_and_marked_in_the_answer(bundled_settin
         assert "may not answer" not in llm.requests[0]["messages"][1]["content"]
 
 
+def test_an_llm_answer_about_a_name_the_kb_never_writes_says_which_in_a_note(bundled_settings, bundled_kb):
+    """Marked "tentative" for asking about a field the KB never writes, the LLM's answer said
+    nothing of which: the extractive answer names it in its text, the LLM's (already on
+    screen when streamed) in a note."""
+    question = LOGPROBS_Q + ". Can I raise ipcWaitSeconds for this?"
+    with ScriptedLLM([{"content": "Raise kernel.msgmax [1]."}]) as llm:
+        answer = answer_question(question, _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb)
+    assert answer.backend.startswith("llm") and answer.coverage == "tentative"
+    assert any("never mentions `ipcWaitSeconds`" in n for n in answer.notes), answer.notes
+    with ScriptedLLM([{"content": "Raise kernel.msgmax [1]."}]) as llm:
+        plain = answer_question(LOGPROBS_Q, _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb)
+    assert not any("never mentions" in n for n in plain.notes)
+
+
 def test_a_flag_no_passage_holds_is_not_presented_as_the_kbs_fix(bundled_settings, bundled_kb):
     """"start FastDeploy with --enable-logprobs-ipc-bypass=true [2]" cites a real passage and
     passed every check: grounded, coverage full, no note. A flag or variable that neither

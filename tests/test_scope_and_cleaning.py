@@ -810,6 +810,8 @@ def test_camel_case_fields_are_parameters_and_runtime_calls_are_not(bundled_kb):
     assert fields("is there a values key for loadBalancerIP?") == ["loadBalancerIP"]
     assert fields("cudaMalloc failed and ncclCommInitRank hangs, why?") == []
     assert fields("vLLM on macOS with gRPC, why so slow?") == []
+    # Helm's spelling of a flag the KB writes is known; a name touching Chinese is still a name.
+    assert fields("maxModelLen 怎么设置？") == [] and fields("能不能改progressDeadlineSeconds？") == ["progressDeadlineSeconds"]
     # Counted apart from the flags and env vars the refusal model was fitted on.
     assert unknown_parameters("can I raise progressDeadlineSeconds on the deployment?", bundled_kb.index) == []
 
@@ -822,6 +824,9 @@ def test_the_asked_settings_are_those_the_asking_sentence_names():
     unknown = ["progressDeadlineSeconds", "--foo-bar"]
     assert asked_unknown_parameters("Pods take 10 min to start. Can I change progressDeadlineSeconds?", unknown) == ["progressDeadlineSeconds"]
     assert asked_unknown_parameters("I run with --foo-bar 2. Why does it hang?", unknown) == []
+    assert asked_unknown_parameters("I run with --foo-bar, and it hangs: why?", unknown) == []
+    assert asked_unknown_parameters("The readinessProbe fails after 10 min: can I change initialDelaySeconds?",
+                                    ["readinessProbe", "initialDelaySeconds"]) == ["initialDelaySeconds"]
     assert asked_unknown_parameters("启动要十分钟。能不能改 progressDeadlineSeconds", unknown) == ["progressDeadlineSeconds"]
     assert asked_unknown_parameters("anything?", []) == []
     # Without a question mark the last sentence counts only if it asks.

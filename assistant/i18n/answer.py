@@ -50,8 +50,8 @@ MESSAGES = {
         "en": '**Not a sure match.** This is the closest article in the KB, but it may not be your case: check its symptoms and log lines against yours before you apply the fix.',
     },
     'asked_unknown': {
-        "zh": '你问到的 {names} 在知识库里没有出现过：下面的内容未必涉及它，只能作参考。',
-        "en": 'The knowledge base never mentions {names}, which your question asks about: what follows may not cover it.',
+        "zh": '你问到的 {names} 在知识库里没有出现过：下面的内容未必涉及这一点，只能作参考。',
+        "en": 'The knowledge base never mentions {names}, which your question asks about: what follows may not cover that.',
     },
     'vague': {
         "zh": '**问题太短，好几篇都对得上。** 最接近的放在前面，其余的列在最后并附区分方法；贴一行日志或说说具体现象（启动时还是运行中）就能确定。',

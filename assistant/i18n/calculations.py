@@ -204,8 +204,8 @@ MESSAGES = {
         "en": "vLLM's start-up log: `Model loading took N GiB` (per GPU; the whole model is N × tensor_parallel_size)",
     },
     'where.weights.fastdeploy': {
-        "zh": '模型目录里权重文件的大小：`du -sh <模型目录>`（bf16 约为 2 字节 × 参数量；整个模型的，不是每张卡的）',
-        "en": "the size of the weight files in the model directory: `du -sh <model dir>` (bf16 is about 2 bytes × parameters; the whole model, not one GPU's)",
+        "zh": '模型目录里权重文件的大小：`du -shL <模型目录>`（-L 跟随 Hugging Face 缓存里的符号链接；bf16 约为 2 字节 × 参数量；整个模型的，不是每张卡的）',
+        "en": "the size of the weight files in the model directory: `du -shL <model dir>` (-L follows a Hugging Face cache's symlinks; bf16 is about 2 bytes × parameters; the whole model, not one GPU's)",
     },
     'where.kv_cache_memory': {
         "zh": 'vLLM 启动日志：`Available KV cache memory: N GiB`',
