@@ -19,7 +19,7 @@ from .i18n import t, texts
 from .questions import MAX_QUERY_CHARS, EarlyEmbedding, query_text, validate_question
 from .names import asked_identifiers, setting_names
 from oncall_common.lang import LANGS, detect_lang, is_cjk
-from .refusal import asked_unknown, tentative
+from .refusal import tentative
 from .retrieval import ArticleMatch, Retrieval, RetrievalParams, search
 
 # A second article is offered as an alternative when its score is this close to the best.
@@ -403,9 +403,8 @@ def _from_llm(text, result, kb, settings, lang, use_tools, diagnosis, calc, on_t
         answer.coverage = "none"
     elif tentative(result) or out.unverified:
         answer.coverage = "tentative"
-        unknown = asked_unknown(result)
-        if unknown:  # the model's text is on screen already: which asked name the KB lacks goes in a note
-            answer.notes.append(_asked_unknown_line(unknown, lang))
+        if result.asked_unknown:  # the model's text is on screen already: which asked name the KB lacks goes in a note
+            answer.notes.append(_asked_unknown_line(result.asked_unknown, lang))
     return answer
 
 
@@ -474,9 +473,8 @@ def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
                 tail += _alternative(kb, art, lang, labels, cites)
     if unsure:
         parts = [labels["vague" if vague else "unsure_passages" if top.passage else "unsure"], "", *parts]
-        unknown = asked_unknown(result)
-        if unknown:  # say which part of the question nothing below answers
-            parts[1:1] = ["", _asked_unknown_line(unknown, lang)]
+        if result.asked_unknown:  # say which part of the question nothing below answers
+            parts[1:1] = ["", _asked_unknown_line(result.asked_unknown, lang)]
     body = "\n".join(parts).strip()
     if not top.passage and tail:
         after = "\n".join(tail).strip()
@@ -674,7 +672,7 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
         lines.append(labels["nothing"])
         missing = _subjects(result, lang, kb.index) + [PRODUCT_NAMES.get(p, p) for p in result.foreign_products]
         named = {m.lower() for m in missing}
-        asked = [n for n in asked_unknown(result) if n not in result.unknown_params]  # a field the asking sentence names
+        asked = [n for n in result.asked_unknown if n not in result.unknown_params]  # a field the asking sentence names
         missing += [f"`{name}`" for name in [*result.unknown_params[:3], *asked][:3] if name.lower() not in named]
         if missing:
             lines.append(labels["missing"].format(missing=", ".join(missing)))

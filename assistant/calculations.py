@@ -1001,7 +1001,7 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None) 
     chained = {"kv_cache_capacity": _plan_kv_capacity, "kv_tokens_from_memory": _plan_kv_memory, "kv_memory_needed": _plan_kv_needed}
     plans = chained[tool](facts) if tool in chained else [_PLANNERS[tool](facts)]
     # FastDeploy's hints only for a FastDeploy question: "从 FastDeploy 换到 vLLM" reads vLLM's logs.
-    fastdeploy = _FASTDEPLOY.search(x.text) and not re.search(r"vllm", x.text, re.I)
+    fastdeploy = _FASTDEPLOY.search(x.text) and "vllm" not in x.text.lower()
     answer = CapacityAnswer(tool, engine="fastdeploy" if fastdeploy else "vllm")
     if tool == "kv_bytes_per_token" and (x.has("kv_lora_rank") or x.has("qk_rope_head_dim")):
         answer.formula = "kv_bytes_per_token_mla"

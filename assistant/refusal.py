@@ -239,7 +239,10 @@ def exemplar_lean(result, exemplars: Exemplars | None = None) -> float | None:
 
 def exemplar_says_out_of_scope(result, exemplars: Exemplars | None = None) -> bool:
     """Whether the question lies among out-of-scope questions rather than answered ones."""
-    lean = exemplar_lean(result, exemplars)
+    return _over_gate(exemplar_lean(result, exemplars))
+
+
+def _over_gate(lean: float | None) -> bool:
     return lean is not None and lean >= EXEMPLAR_GATE
 
 
@@ -320,7 +323,7 @@ def decide(result, min_relevance: float) -> tuple[bool, float | None, bool]:
         return False, ruled, False  # "--json", "what does --foobar do": a setting the KB never writes
     if p >= cut:
         result.exemplar_lean = exemplar_lean(result)
-        if result.exemplar_lean is not None and result.exemplar_lean >= EXEMPLAR_GATE:
+        if _over_gate(result.exemplar_lean):
             return False, ruled, False  # reads like the out-of-scope questions, not like the answered ones
     return p >= cut, p, covered
 
@@ -339,7 +342,7 @@ def tentative(result) -> bool:
     the model is."""
     if not result.grounded or result.confidence is None:
         return False
-    if asked_unknown(result):
+    if getattr(result, "asked_unknown", None):
         return True  # asks about a name the KB never writes: what it quotes may not cover it
     lean = getattr(result, "exemplar_lean", None)
     if lean is not None and lean >= EXEMPLAR_HEDGE:
@@ -353,14 +356,6 @@ def tentative(result) -> bool:
 # ncclCommInitRank; "FastDeploy" and "PyTorch" have two), an UPPER_SNAKE or a long snake_case name.
 _NAMED = re.compile(r"(?<![\w-])(?:[a-z]+(?:[A-Z][a-z0-9]+){2,}|(?:[A-Z][a-z0-9]+){3,}|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"
                     r"|[a-z][a-z0-9]*(?:_[a-z0-9]+){2,})(?![\w-])")
-
-
-def asked_unknown(result) -> list[str]:
-    """The settings the question asks about that the KB never writes (scope.asked_unknown_parameters)."""
-    from .scope import asked_unknown_parameters
-
-    unknown = [*(getattr(result, "unknown_params", None) or []), *(getattr(result, "unknown_fields", None) or [])]
-    return asked_unknown_parameters(result.question, unknown)
 
 
 def _names_the_heading(result) -> bool:

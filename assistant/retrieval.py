@@ -148,7 +148,9 @@ class Retrieval:
     kb_coverage: float = 0.0  # IDF-weighted share of the question's keywords the KB has at all
     unknown_terms: list[str] = field(default_factory=list)  # names in the question the KB never uses (Kafka, PostgreSQL…)
     unknown_params: list[str] = field(default_factory=list)  # flags, fields, env vars the asker names that the KB never writes
-    unknown_fields: list[str] = field(default_factory=list)  # camelCase fields likewise (only the asked ones count: scope._FIELD)
+    # Of those and the camelCase fields the KB never writes (scope._FIELD), the ones the asking
+    # sentence names (scope.asked_unknown_parameters): the answer says the KB lacks them.
+    asked_unknown: list[str] = field(default_factory=list)
     n_terms: int = 0  # distinct keywords in the question
     confidence: float | None = None  # the refusal model's P(the KB answers this)
     symptom_covered: bool = False  # the KB would answer but for an unknown subject, product or platform
@@ -533,8 +535,8 @@ def search(
     other hardware or versions, are demoted by `mismatch_penalty`."""
     dense_weight, bm25_weight, signature_boost = params.dense_weight, params.bm25_weight, params.signature_boost
     coverage_weight, mismatch_penalty, limit = params.coverage_weight, params.mismatch_penalty, params.limit
-    from .scope import (bare_unknown_error, detect, foreign_products, hardware_mismatch, product_mismatch, unknown_parameters,
-                        unseen_entities, version_mismatch)
+    from .scope import (asked_unknown_parameters, bare_unknown_error, detect, foreign_products, hardware_mismatch,
+                        product_mismatch, unknown_parameters, unseen_entities, version_mismatch)
 
     timings: dict[str, float] = {}
     lang = detect_lang(question)
@@ -648,7 +650,8 @@ def search(
     result.n_terms = len(query_terms)
     result.unknown_terms = unknown_names(index, query, lang)
     result.unknown_params = unknown_parameters(question, index)
-    result.unknown_fields = unknown_parameters(question, index, fields=True)
+    fields = unknown_parameters(question, index, fields=True)
+    result.asked_unknown = asked_unknown_parameters(question, [*result.unknown_params, *fields])
     result.unknown_error = not sigs and bare_unknown_error(question, index)
     if "--" in question or "=" in question:
         from .cleaning import split_question
