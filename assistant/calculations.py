@@ -190,9 +190,10 @@ class CapacityAnswer:
     defaults: list[dict[str, str]] = field(default_factory=list)  # documented defaults used, each said out loud
     error: str | None = None  # a tool's own refusal (e.g. a value out of range)
     formula: str | None = None  # a calculations.formula.<key> when the tool has a variant (MLA)
-    # The engine the question is about: where a missing value is read differs (vLLM logs
-    # "Model loading took N GiB"; FastDeploy prints no such line).
-    engine: str = "vllm"
+    # The engine the question names ("" for neither): where a missing value is read differs
+    # (vLLM logs "Model loading took N GiB"; FastDeploy prints no such line). A hint without
+    # an engine's variant serves both.
+    engine: str = ""
 
     @property
     def computed(self) -> bool:
@@ -1000,9 +1001,9 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None) 
         return None
     chained = {"kv_cache_capacity": _plan_kv_capacity, "kv_tokens_from_memory": _plan_kv_memory, "kv_memory_needed": _plan_kv_needed}
     plans = chained[tool](facts) if tool in chained else [_PLANNERS[tool](facts)]
-    # FastDeploy's hints only for a FastDeploy question: "从 FastDeploy 换到 vLLM" reads vLLM's logs.
-    fastdeploy = _FASTDEPLOY.search(x.text) and "vllm" not in x.text.lower()
-    answer = CapacityAnswer(tool, engine="fastdeploy" if fastdeploy else "vllm")
+    # vLLM named wins: "从 FastDeploy 换到 vLLM" reads vLLM's logs from now on.
+    engine = "vllm" if "vllm" in x.text.lower() else "fastdeploy" if _FASTDEPLOY.search(x.text) else ""
+    answer = CapacityAnswer(tool, engine=engine)
     if tool == "kv_bytes_per_token" and (x.has("kv_lora_rank") or x.has("qk_rope_head_dim")):
         answer.formula = "kv_bytes_per_token_mla"
     for plan in plans:
@@ -1108,7 +1109,7 @@ def explain(answer: "CapacityAnswer | ToolCall", lang: str) -> str:
         if answer.missing:
             lines.append(h["heading.need"])
             for key in answer.missing:
-                where = _catalog_key("where", f"{key}.{answer.engine}") or _catalog_key("where", key)
+                where = (answer.engine and _catalog_key("where", f"{key}.{answer.engine}")) or _catalog_key("where", key)
                 lines.append(f"- {_name(key, lang)}" + (f" — {t(where, lang)}" if where else ""))
         if answer.problems:
             lines += _after_list(lines, h["heading.ask"])

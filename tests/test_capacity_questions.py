@@ -286,6 +286,11 @@ def test_where_to_read_the_weights_follows_the_engine():
     # Moving from FastDeploy to vLLM, the asker will read vLLM's logs.
     moving = explain(capacity_answer("从 FastDeploy 换到 vLLM，单卡 80G，max-model-len 32768，能并发多少？"), "zh")
     assert "Model loading took" in moving and "du -sh" not in moving
+    # The block count too: a vLLM asker is sent to vLLM's own log line first, not FastDeploy's files.
+    blocks = explain(capacity_answer("How many concurrent 32k-token requests can my vLLM server handle?"), "en")
+    assert "`GPU KV cache size: N tokens`" in blocks and "`# GPU blocks: N`" in blocks and "worker_process.log" not in blocks
+    fd_blocks = explain(capacity_answer("FastDeploy 能并发多少个 32k 的请求？"), "zh")
+    assert "worker_process.log" in fd_blocks
 
 
 def test_pasted_logs_do_not_make_a_question_a_calculation():
