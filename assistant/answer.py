@@ -1218,6 +1218,11 @@ def _extras(kb, siblings: list, rest: list, quoted: dict, room: int, lang: str, 
             best = next((c for c in rest if c not in left), rest[0])
         else:
             best, text, _rest = _passage(kb, art, lang, labels, hits, asked)
+            if any(best.chunk_id == done.chunk_id for done, _text in quoted.values()):
+                # The twin of a section already quoted (an English README's section, quoted
+                # from its Chinese twin): shown once, it must not take the room twice. It
+                # left 50 characters for the rest of the section that held `chatchat init`.
+                continue
         if len(text) > room:
             if room < MIN_SIBLING_CHARS:
                 continue
@@ -1584,26 +1589,53 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
             continue
         keep.add(i)
         size += cost
-    kept = [c for i, c in enumerate(section) if i in keep]
     position = {c.chunk_id: i for i, c in enumerate(section)}
-    if best is not None and sub_of(best):
-        # Cut down, the section is no longer read from its start: what comes before the
-        # subsection that matched and did not itself match the question moves after it. In
-        # document order a matched "Rolling back" came after the tail of a long introduction
-        # and an unrelated "Prerequisites"; a subsection that matched too keeps its place.
-        floor = CONTINUATION_SHARE * scores.get(best.chunk_id, 0.0)
-        at = next((i for i, c in enumerate(kept) if c.chunk_id == best.chunk_id), None)
-        if at is not None:
-            start = at
-            while start > 0 and sub_of(kept[start - 1]) == sub_of(best):
-                start -= 1  # the run of best's own subsection, not an earlier one of the same name
-            moved = [c for c in kept[:start] if scores.get(c.chunk_id, 0.0) < floor]
-            while at + 1 < len(kept) and sub_of(kept[at + 1]) == sub_of(best):
-                at += 1
-            kept = [c for c in kept[:at + 1] if c not in moved] + moved + kept[at + 1:]
-    runs = _runs(kept, position)
-    text = f"\n\n{labels['gap']}\n\n".join(render(run, sub_of(runs[i - 1][-1]) if i else None) for i, run in enumerate(runs))
+
+    def written(keep: set[int]) -> str:
+        kept = _matched_subsection_first([c for i, c in enumerate(section) if i in keep], best, scores, sub_of)
+        runs = _runs(kept, position)
+        return f"\n\n{labels['gap']}\n\n".join(render(run, sub_of(runs[i - 1][-1]) if i else None) for i, run in enumerate(runs))
+
+    text = _match_kept_whole(section, best_id, order, keep, written, limit, labels)
     return _bounded(text, limit, labels), [c for i, c in enumerate(section) if i not in keep] + skipped
+
+
+def _matched_subsection_first(kept: list, best, scores: dict[str, float], sub_of) -> list:
+    """Cut down, a section is no longer read from its start: what comes before the
+    subsection that matched and did not itself match the question moves after it. In
+    document order a matched "Rolling back" came after the tail of a long introduction and
+    an unrelated "Prerequisites"; a subsection that matched too keeps its place."""
+    if best is None or not sub_of(best):
+        return kept
+    floor = CONTINUATION_SHARE * scores.get(best.chunk_id, 0.0)
+    at = next((i for i, c in enumerate(kept) if c.chunk_id == best.chunk_id), None)
+    if at is None:
+        return kept
+    start = at
+    while start > 0 and sub_of(kept[start - 1]) == sub_of(best):
+        start -= 1  # the run of best's own subsection, not an earlier one of the same name
+    moved = [c for c in kept[:start] if scores.get(c.chunk_id, 0.0) < floor]
+    while at + 1 < len(kept) and sub_of(kept[at + 1]) == sub_of(best):
+        at += 1
+    return [c for c in kept[:at + 1] if c not in moved] + moved + kept[at + 1:]
+
+
+def _match_kept_whole(section: list, best_id: str | None, order: list[int], keep: set[int], written,
+                      limit: int, labels: dict) -> str:
+    """The quote of the kept chunks, with the least wanted dropped (from `keep`) while the
+    bound would cut into the matched chunk. The room estimate leaves out the subsection
+    headings and gap marks a quote adds: over the bound, the cut fell at the end, in the
+    match itself (an S3 page's tip on Istio sidecars lost its
+    `holdApplicationUntilProxyStarts` line to a service-account example kept beside it)."""
+    text = written(keep)
+    tail = next((_tables_compacted(c.text).strip()[-60:] for c in section if c.chunk_id == best_id), None)
+    for i in reversed(order):
+        if tail is None or len(text) <= limit or tail in _bounded(text, limit, labels):
+            break
+        if i in keep and section[i].chunk_id != best_id:
+            keep.discard(i)
+            text = written(keep)
+    return text
 
 
 _TABLE_PADDING = re.compile(r"(?<=\S) {2,}")  # a pipe is no space either

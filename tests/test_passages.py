@@ -1659,3 +1659,51 @@ def test_a_faq_entry_without_a_question_mark_is_an_entry_of_its_own(tmp_path):
     zh = "# 值班问答\n\n**Q1：上线之后单卡 H100 到底能扛多少并发请求，压测数据在哪里能查到呢。**\n\n看压测报告。\n\n" \
          "**Q2：网关那边有没有针对长连接的超时设置，默认是多少秒，改完要不要重启。**\n\n默认 600 秒。\n"
     assert "## Q1：上线之后" in promote_bold_headings(zh) and "## Q2：网关" in promote_bold_headings(zh)
+
+
+def test_a_cut_down_section_drops_a_kept_chunk_before_it_cuts_the_match():
+    """The room estimate left out the subsection headings the quote adds: a service-account
+    example and the matched tip both "fitted", the headings took the text past the bound,
+    and the cut fell at the end, in the tip, on the one line that answered."""
+    from ingest.records import Chunk
+
+    from assistant.answer import _section_text
+    from assistant.i18n import texts
+
+    title = "S3 > Deploy a model stored on S3 > "
+
+    def chunk(i: int, sub: str, text: str) -> Chunk:
+        return Chunk(f"s3.md#{i}", "s3", "en", title + sub, sub.split(" > ")[-1], "other", "s3.md", text, f"h{i}")
+
+    example = chunk(0, "Create a service account with an IAM role for the storage initializer > Create the service account",
+                    "```yaml\n" + "    serving.example.io/s3-setting: value # replace with the value for your bucket\n" * 8 + "```")
+    tip = chunk(1, "Create a secret and attach it to the service account > Attach the secret to the service account",
+                "With sidecars enabled the proxy may not be ready when the initializer pulls the model. " * 7
+                + "\n\nSet `proxy.holdApplicationUntilProxyStarts: true` in the sidecar injector's configmap.")
+    assert len(example.text) + len(tip.text) + 80 <= 1500 < len(example.text) + len(tip.text) + 300
+    text, left = _section_text([example, tip], tip, texts("answer", "en"), {tip.chunk_id: 0.9, example.chunk_id: 0.8}, 1500)
+    assert "holdApplicationUntilProxyStarts" in text and len(text) <= 1500
+    assert left == [example]
+
+
+def test_a_sibling_that_is_the_twin_of_the_quoted_section_takes_no_room(tmp_path):
+    """A Chinese README's section was quoted; its English twin's section matched too, came
+    back as a sibling, mapped to the same Chinese section and was charged the room again.
+    Shown once, it had left 50 characters for the rest of the section that held the fix."""
+    from assistant.answer import _extras, _passage
+    from assistant.i18n import texts
+    from assistant.retrieval import ArticleMatch, ScoredChunk
+
+    steps = "".join(f"{i}. 第{i}步：执行 `toolctl step{i} --profile prod`，" + "检查配置目录和数据目录，确认没有报错再继续。" * 12 + "\n\n"
+                    for i in range(1, 7))
+    settings, kb = docs_kb(tmp_path, {"setup.md": "# 快速上手\n\n## 安装部署\n\n" + steps})
+    chunks = [c for c in kb.index.chunks if c.source == "setup.md" and "toolctl" in c.text]
+    assert len(chunks) >= 3
+    labels = texts("answer", "zh")
+    top = ArticleMatch(chunks[0].doc_id, 1.0, 1.0, chunks=[ScoredChunk(chunks[0], 1.0, 1.0, 1.0)], passage="快速上手 > 安装部署")
+    twin = ArticleMatch(chunks[0].doc_id, 0.95, 0.95, chunks=[ScoredChunk(chunks[0], 0.95, 0.95, 0.9)], passage="快速上手 > 安装部署")
+    hits = {c.chunk_id: 0.9 - 0.01 * i for i, c in enumerate(chunks)}
+    best, text, rest = _passage(kb, top, "zh", labels, hits)
+    quoted = {id(top): (best, text)}
+    continued, room = _extras(kb, [twin], rest, quoted, 1300, "zh", labels, hits)
+    assert continued is not None and len(continued[1]) > 500 and id(twin) not in quoted
