@@ -24,7 +24,7 @@ import html
 import re
 from dataclasses import dataclass
 
-from .documents import MD_LINK, Document, content_hash
+from .documents import LINK_DEST, MD_LINK, Document, content_hash
 from .records import Chunk
 
 # Section headings of KB articles, in both languages, mapped to what the answer needs.
@@ -357,7 +357,7 @@ def _entities(text: str) -> str:
     return "".join([*out, prose(text[at:])])
 
 
-_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
+_IMAGE = re.compile(r"!\[[^\]]*\]" + LINK_DEST)
 _INLINE_HTML = re.compile(r"</?(?:a|span|img|br|sup|sub|small|font|div|p|b|i|em|strong)\b[^>]*>", re.I)
 
 

@@ -398,8 +398,12 @@ _SHORTCODE = re.compile(r"\{\{[<%].{0,300}?[%>]\}\}")
 
 
 _FORMAT_TAG = re.compile(r"</?(?:font|span|u|mark|center|small|big|ins)\b[^<>\n]{0,300}>", re.I)
-_IMAGE = re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)")
-_EMPTY_LINK = re.compile(r"(?<!!)\[\s*\]\([^)\n]*\)(?!\{)")  # what a linked image leaves: [](url)
+# A link's destination: `(<path with spaces (1).svg>)` in angle brackets (GitBook writes its
+# images so), `(https://en.wikipedia.org/wiki/X_(y))` with a pair of parentheses, or plain.
+# Cut at the first ")", the image of a GitBook page left ".svg>)" in the quoted answer.
+LINK_DEST = r"\((?:<[^>\n]*>[^)\n]*|[^()\n]*(?:\([^()\n]*\)[^()\n]*)+|[^)\n]*)\)"
+_IMAGE = re.compile(r"!\[[^\]\n]*\]" + LINK_DEST)
+_EMPTY_LINK = re.compile(r"(?<!!)\[\s*\]" + LINK_DEST + r"(?!\{)")  # what a linked image leaves: [](url)
 
 
 def _outside_code(line: str, edit) -> str:
@@ -420,7 +424,7 @@ _INVISIBLE = re.compile(r"^\s*(?:\[\]\(\)\{\s*#[\w.:-]+\s*\}|<a\s+(?:id|name)=\"
 
 _CODE_FENCE_BLOCK = re.compile(r"^\s{0,3}(`{3,}|~{3,})[^\n]*\n.*?^\s{0,3}\1[ \t]*$", re.S | re.M)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
-MD_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)")  # a link or image, group 1 its text
+MD_LINK = re.compile(r"!?\[([^\]\n]*)\]" + LINK_DEST)  # a link or image, group 1 its text
 _URL = re.compile(r"https?://\S+")
 _TAG = re.compile(r"<[^>\n]{1,200}>")
 _WORD = re.compile(r"[A-Za-z]{2,}")

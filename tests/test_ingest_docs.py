@@ -1251,3 +1251,19 @@ def test_a_short_page_with_two_links_and_a_sentence_is_kept():
 
     assert not is_link_index("# LLM serving escalation\n\nPage [the LLM serving on-call in PagerDuty](a) or post in "
                              "[#llm-serving-oncall on Slack](b).\n")
+
+
+def test_an_image_with_an_angle_bracket_destination_is_dropped_whole(tmp_path):
+    """GitBook writes an image as `![](<../.gitbook/assets/parallel-inference (1).svg>)`: cut
+    at the first ")", the page's quoted passage began with ".svg>)". A link whose address
+    holds a pair of parentheses keeps its text and loses all of the address."""
+    text = ("# Parallel Inference\n\nOut of the box the server runs inference in a pool of workers.\n\n"
+            "![](<../.gitbook/assets/parallel-inference (1).svg>)\n\n"
+            "See [Amdahl's law](https://en.wikipedia.org/wiki/Amdahl%27s_law_(computing)) for the limits.\n\n"
+            "## Usage\n\nSet `parallel_workers` in `settings.json`.\n")
+    body = "\n".join(c.text for c in chunk_document(_doc(tmp_path, "user-guide/parallel-inference.md", text)))
+    assert ".svg" not in body and "gitbook" not in body and ">)" not in body
+    assert "[Amdahl's law](https://en.wikipedia.org/wiki/Amdahl%27s_law_(computing)) for the limits." in body
+    assert "Set `parallel_workers`" in body
+    from ingest.documents import MD_LINK
+    assert MD_LINK.sub(r"\1", "See [Amdahl's law](https://w.org/wiki/X_(computing)) for it.") == "See Amdahl's law for it."
