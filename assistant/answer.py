@@ -1218,10 +1218,12 @@ def _extras(kb, siblings: list, rest: list, quoted: dict, room: int, lang: str, 
             best = next((c for c in rest if c not in left), rest[0])
         else:
             best, text, _rest = _passage(kb, art, lang, labels, hits, asked)
-            if any(best.chunk_id == done.chunk_id for done, _text in quoted.values()):
+            if any(_same_section(best, done) for done, _text in quoted.values()):
                 # The twin of a section already quoted (an English README's section, quoted
-                # from its Chinese twin): shown once, it must not take the room twice. It
-                # left 50 characters for the rest of the section that held `chatchat init`.
+                # from its Chinese twin): it must not take the room twice, nor quote the
+                # section again from another chunk. It left 50 characters for the rest of the
+                # section that held `chatchat init`, and an env-var page's answer showed its
+                # SECRET_KEY entry twice.
                 continue
         if len(text) > room:
             if room < MIN_SIBLING_CHARS:
@@ -1233,6 +1235,14 @@ def _extras(kb, siblings: list, rest: list, quoted: dict, room: int, lang: str, 
             quoted[id(art)] = (best, text)
         room -= len(text) + len(best.title)
     return continued, room
+
+
+def _same_section(chunk, other) -> bool:
+    """Whether two chunks are quoted as one passage: the same section of the same document
+    in the same language."""
+    from .retrieval import section_key
+
+    return (chunk.doc_id, chunk.lang, section_key(chunk.title)) == (other.doc_id, other.lang, section_key(other.title))
 
 
 def _lead(kb, best, room: int, quoted: list) -> tuple | None:

@@ -1686,10 +1686,12 @@ def test_a_cut_down_section_drops_a_kept_chunk_before_it_cuts_the_match():
     assert left == [example]
 
 
-def test_a_sibling_that_is_the_twin_of_the_quoted_section_takes_no_room(tmp_path):
+@pytest.mark.parametrize("twin_at", [0, 2])
+def test_a_sibling_that_is_the_twin_of_the_quoted_section_takes_no_room(tmp_path, twin_at):
     """A Chinese README's section was quoted; its English twin's section matched too, came
     back as a sibling, mapped to the same Chinese section and was charged the room again.
-    Shown once, it had left 50 characters for the rest of the section that held the fix."""
+    Shown once, it had left 50 characters for the rest of the section that held the fix;
+    mapped to another chunk of the section, it quoted an env-var entry twice."""
     from assistant.answer import _extras, _passage
     from assistant.i18n import texts
     from assistant.retrieval import ArticleMatch, ScoredChunk
@@ -1701,7 +1703,8 @@ def test_a_sibling_that_is_the_twin_of_the_quoted_section_takes_no_room(tmp_path
     assert len(chunks) >= 3
     labels = texts("answer", "zh")
     top = ArticleMatch(chunks[0].doc_id, 1.0, 1.0, chunks=[ScoredChunk(chunks[0], 1.0, 1.0, 1.0)], passage="快速上手 > 安装部署")
-    twin = ArticleMatch(chunks[0].doc_id, 0.95, 0.95, chunks=[ScoredChunk(chunks[0], 0.95, 0.95, 0.9)], passage="快速上手 > 安装部署")
+    # The twin's match maps to the quoted chunk, or to another chunk of the same section.
+    twin = ArticleMatch(chunks[0].doc_id, 0.95, 0.95, chunks=[ScoredChunk(chunks[twin_at], 0.95, 0.95, 0.9)], passage="快速上手 > 安装部署")
     hits = {c.chunk_id: 0.9 - 0.01 * i for i, c in enumerate(chunks)}
     best, text, rest = _passage(kb, top, "zh", labels, hits)
     quoted = {id(top): (best, text)}
