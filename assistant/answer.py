@@ -1439,10 +1439,13 @@ def _display_title(title: str, source: str) -> str:
 
 
 def _named_by_title(stem: str) -> bool:
-    """A file named after its title ("镜像灰度发布流程.txt", "GPU node drain.md"), as teams
-    exporting from Word, Feishu or Yuque do: its name says what it covers. "001_075f06" and
-    "startup-oom" are identifiers."""
-    return " " in stem.strip() or any(is_cjk(ch) for ch in stem)
+    """A file named after its title ("镜像灰度发布流程.txt", "GPU node drain.md", a GitBook
+    reference's "Settings.md" beside "ModelSettings.md"), as teams exporting from Word,
+    Feishu or Yuque do: its name says what it covers. Dropped, both pages' passages were
+    titled "Fields". "001_075f06", "startup-oom" and "README" are identifiers."""
+    stem = stem.strip()
+    return (" " in stem or any(is_cjk(ch) for ch in stem)
+            or (stem[:1].isupper() and stem.isalpha() and any(ch.islower() for ch in stem)))
 
 
 def _in_lang(kb, art: ArticleMatch, lang: str, hits: dict[str, float] | None = None, question: str = ""):

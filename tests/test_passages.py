@@ -1710,3 +1710,16 @@ def test_a_sibling_that_is_the_twin_of_the_quoted_section_takes_no_room(tmp_path
     quoted = {id(top): (best, text)}
     continued, room = _extras(kb, [twin], rest, quoted, 1300, "zh", labels, hits)
     assert continued is not None and len(continued[1]) > 500 and id(twin) not in quoted
+
+
+def test_a_reference_page_named_by_its_title_keeps_it_in_the_heading(tmp_path):
+    """GitBook reference pages are named after their titles (Settings.md, ModelSettings.md)
+    and both have a "Fields" section: dropped as if it were an identifier, the title left
+    two passages headed "Fields". Identifier-like names still go."""
+    from assistant.answer import _display_title
+
+    assert _display_title("Settings > Fields", "api/Settings.md") == "Settings > Fields"
+    assert _display_title("ModelSettings > Fields", "api/ModelSettings.md") == "ModelSettings > Fields"
+    assert _display_title("startup-oom > Fix", "runbooks/startup-oom.md") == "Fix"
+    assert _display_title("001_075f06 > NCCL errors", "wiki/001_075f06.txt") == "NCCL errors"
+    assert _display_title("README > Usage", "README.md") == "Usage"
