@@ -874,9 +874,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
             - sum(len(text) + len(best.title) for best, text in quoted.values()))
     floor = CONTINUATION_SHARE * hits.get(passages[id(top)][0].chunk_id, top.chunks[0].score)
     rest, hits = _continuation(kb, passages[id(top)][0], passages[id(top)][2], hits, floor)
-    rows = _row_kind(passages[id(top)][0], [passages[id(top)][0], *rest], asked)
-    if rows is not None:
-        rest = _entries_kept(rest, passages[id(top)][0], rows, asked, hits)
+    rest = _rest_narrowed(passages[id(top)][0], rest, asked, hits)
     continued, room = _extras(kb, siblings, rest, quoted, room, lang, labels, hits, asked)
     lead = _lead(kb, quoted[id(top)][0], room, [best for best, _text in quoted.values()])
     if lead is not None and _says_none_asked(kb, lead[0], lead[1], result.question, quoted[id(top)][1]):
@@ -1031,6 +1029,15 @@ def _continuation(kb, best, left_out: list, hits: dict[str, float], floor: float
         return rest, hits
     rest = [opening, *(c for c in rest if c != opening)]
     return rest, {**hits, opening.chunk_id: max(hits.get(c.chunk_id, 0.0) for c in [best, *rest]) + 1e-6}
+
+
+def _rest_narrowed(best, rest: list, asked: frozenset[str], hits: dict[str, float]) -> list:
+    """The continuation narrowed as the passage was: a big table's or a settings listing's
+    other entries, and a reference entry's neighbours, only where they name what is asked."""
+    rows = _row_kind(best, [best, *rest], asked)
+    if rows is not None:
+        rest = _entries_kept(rest, best, rows, asked, hits)
+    return _entry_or_asked(rest, best, asked) if _names_entry(best, asked) else rest
 
 
 def _opening_with_steps(section: list, best):
@@ -1542,11 +1549,15 @@ def _asked_entries(section: list, best, asked: frozenset[str], scores: dict[str,
     groups, are other topics: kept only when they matched too. (Cut down to fit, a question
     about one variable of a 60-row table got the table's first rows too, for carrying
     `inline code`.) A table inside a passage is cut to the asked rows."""
-    entry = _faq_entry if best is not None and any(_faq_entry(c) for c in section) else _row_kind(best, section, asked)
     skipped: list = []
+    if _names_entry(best, asked):
+        kept = _entry_or_asked(section, best, asked)
+        skipped = [c for c in section if c not in kept]
+        section = kept
+    entry = _faq_entry if best is not None and any(_faq_entry(c) for c in section) else _row_kind(best, section, asked)
     if entry is not None:
         kept = _entries_kept(section, best, entry, asked, scores)
-        skipped = [c for c in section if c not in kept]
+        skipped += [c for c in section if c not in kept]
         section = kept
         if entry is not _faq_entry and asked:
             section = [_asked_rows(c, asked) if entry(c) else c for c in section]
@@ -1555,6 +1566,20 @@ def _asked_entries(section: list, best, asked: frozenset[str], scores: dict[str,
     if best is not None:
         best = next((c for c in section if c.chunk_id == best.chunk_id), best)
     return section, best, skipped
+
+
+def _names_entry(best, asked: frozenset[str]) -> bool:
+    """Whether the best chunk is a reference entry headed by a name the question asks about
+    ("### SECRET_KEY" under "Server configuration", one heading per variable)."""
+    return bool(asked) and best is not None and bool(asked_identifiers(best.section) & asked)
+
+
+def _entry_or_asked(chunks: list, best, asked: frozenset[str]) -> list:
+    """Of a section whose best chunk is the asked name's own entry, that entry and the
+    chunks that name the asked name themselves: the other entries are other settings. Cut
+    down to fit, "SECRET_KEY 是干什么的" got the logging table and the storage credentials
+    (OCI_SECRET_KEY…) after its entry, and their continuation after that."""
+    return [c for c in chunks if c.title == best.title or asked_identifiers(f"{c.section}\n{c.text}") & asked]
 
 
 def _section_text(section: list, best, labels: dict, scores: dict[str, float] | None = None,

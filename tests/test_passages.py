@@ -1723,3 +1723,25 @@ def test_a_reference_page_named_by_its_title_keeps_it_in_the_heading(tmp_path):
     assert _display_title("startup-oom > Fix", "runbooks/startup-oom.md") == "Fix"
     assert _display_title("001_075f06 > NCCL errors", "wiki/001_075f06.txt") == "NCCL errors"
     assert _display_title("README > Usage", "README.md") == "Usage"
+
+
+def test_a_variables_own_entry_is_quoted_without_the_other_entries_of_its_section(tmp_path):
+    """A reference page with one heading per variable under a long "Server configuration":
+    "what is SECRET_KEY for?" quoted its entry, then the logging table and the storage
+    credentials (OCI_SECRET_KEY…), which share words with the question but are other settings."""
+    logging = "| Variable | Default | Meaning |\n|---|---|---|\n" + "".join(
+        f"| `LOG_{name}` | `{default}` | How the server writes its log {name.lower()}, read once at start-up. |\n"
+        for name, default in [("LEVEL", "INFO"), ("FILE", "/app/logs/server.log"), ("FORMAT", "text"), ("TZ", "UTC"),
+                              ("FILE_MAX_SIZE", "20"), ("FILE_BACKUP_COUNT", "5"), ("DATEFORMAT", "%Y-%m-%d")])
+    storage = "| Variable | Default | Meaning |\n|---|---|---|\n" + "".join(
+        f"| `{p}_{k}` | (empty) | The {p.lower()} bucket's {k.lower().replace('_', ' ')} for uploaded files. |\n"
+        for p in ("OCI", "OBS", "COS") for k in ("ENDPOINT", "ACCESS_KEY", "SECRET_KEY", "REGION"))
+    page = ("# Environment variables\n\n## Server configuration\n\n### Logging\n\n" + logging
+            + "\n### SECRET_KEY\n\nDefault: prefilled in `.env.example`; replace it in production.\n\n"
+            "Signs session cookies and file URLs. Generate one before the first start:\n\n```bash\nopenssl rand -base64 42\n```\n\n"
+            "### INIT_PASSWORD\n\nOptional password asked before the admin account is created.\n\n"
+            "### Storage credentials\n\n" + storage)
+    settings, kb = docs_kb(tmp_path, {"environments.md": page, "install.md": "# Install\n\n## Wheels\n\nRun `pip install widget`.\n"})
+    answer = answer_question("SECRET_KEY 是干什么的？生产环境要不要改", settings, kb=kb)
+    assert answer.grounded and "openssl rand -base64 42" in answer.answer
+    assert "OCI_SECRET_KEY" not in answer.answer and "LOG_LEVEL" not in answer.answer
