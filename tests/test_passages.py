@@ -1745,3 +1745,44 @@ def test_a_variables_own_entry_is_quoted_without_the_other_entries_of_its_sectio
     answer = answer_question("SECRET_KEY 是干什么的？生产环境要不要改", settings, kb=kb)
     assert answer.grounded and "openssl rand -base64 42" in answer.answer
     assert "OCI_SECRET_KEY" not in answer.answer and "LOG_LEVEL" not in answer.answer
+
+
+def _env_reference_and_guide(tmp_path: Path):
+    """An env-var reference whose entries are bold lines below the chunker's depth, and a
+    migration guide that writes one of the names a dozen times."""
+    entries = "".join(f"**`WIDGET_{name}`**\n\n- Type: `{kind}`\n- Default: `{default}`\n- Description: {text}\n\n"
+                      for name, kind, default, text in [
+                          ("COOKIE_SAME_SITE", "str", "lax", "Sets the SameSite attribute of the session cookie. " * 4),
+                          ("PASSWORD_HINT", "str", "", "Hint shown when a password fails validation at sign-up. " * 4),
+                          ("SECRET_KEY", "str", "generated at first start", "The key that signs session tokens and "
+                           "encrypts stored credentials; keep it stable across restarts or every session is logged out."),
+                          ("UPDATE_CHECK", "bool", "True", "Checks for new releases at start-up and shows a banner. " * 4)])
+    reference = "# Environment variables\n\n## App\n\n### Security variables\n\n" + entries
+    steps = "".join(f"{i}. Export `WIDGET_SECRET_KEY` again before step {i} of the migration: `export WIDGET_SECRET_KEY=$(cat .key)`.\n"
+                    for i in range(1, 13))
+    guide = "# Database migration\n\n## Set required environment variables\n\n" + steps
+    return docs_kb(tmp_path, {"reference/env.md": reference, "troubleshooting/migration.md": guide,
+                              "install.md": "# Install\n\n## Wheels\n\nRun `pip install widget`.\n"})
+
+
+@pytest.mark.parametrize("question", ["WIDGET_SECRET_KEY 是干什么的？", "what does WIDGET_SECRET_KEY do?"])
+def test_a_question_on_what_a_setting_does_is_answered_by_its_own_entry(tmp_path, question):
+    """"WEBUI_SECRET_KEY 是干什么的" was answered from a migration guide that exports the
+    variable a dozen times; the reference entry that says what it is came third. The entry
+    leads, quoted from its own line, not from the tail of the entry before it."""
+    settings, kb = _env_reference_and_guide(tmp_path)
+    answer = answer_question(question, settings, kb=kb)
+    assert answer.grounded and answer.citations[0].source == "reference/env.md"
+    quote = answer.answer.split("\n\n", 2)[-1]
+    assert "signs session tokens" in answer.answer and "SameSite" not in answer.answer and "password fails" not in quote[:300]
+
+
+def test_a_question_about_a_failure_naming_a_setting_is_not_sent_to_its_entry(tmp_path):
+    """Only a question asking what the setting is, does or defaults to: one asking why a step
+    fails keeps the page its words match."""
+    from assistant.scope import defined_settings
+
+    assert defined_settings("WIDGET_SECRET_KEY 的默认值是什么") == {"widget_secret_key"}
+    assert defined_settings("what's the default of --widget-port?") == {"widget_port"}
+    assert not defined_settings("step 3 of the migration fails although I export WIDGET_SECRET_KEY, why?")
+    assert not defined_settings("What is wrong? The migration fails at step 3.")
