@@ -1333,9 +1333,6 @@ def _passage(kb, art: ArticleMatch, lang: str, labels, hits: dict[str, float] | 
     best = _in_lang(kb, art, lang, hits, question)
     scores = {sc.chunk.chunk_id: sc.score for sc in art.chunks}
     section = _section_chunks(kb, best)
-    if art.entry:
-        best = _from_asked_entry(best, asked)
-        section = [best if c.chunk_id == best.chunk_id else c for c in section]
     best = _naming_entry(best, section, asked)
     text, rest = _quoted(kb, section, best, labels, scores, MAX_PASSAGE_CHARS, asked)
     return best, text, rest
@@ -1554,6 +1551,7 @@ def _asked_entries(section: list, best, asked: frozenset[str], scores: dict[str,
     `inline code`.) A table inside a passage is cut to the asked rows."""
     skipped: list = []
     if _names_entry(best, asked):
+        best = _from_asked_entry(best, asked)
         kept = [best if c.chunk_id == best.chunk_id else c for c in _entry_or_asked(section, best, asked)]
         skipped = [c for c in section if c.chunk_id not in {k.chunk_id for k in kept}]
         section = kept
@@ -1573,26 +1571,24 @@ def _asked_entries(section: list, best, asked: frozenset[str], scores: dict[str,
 
 def _names_entry(best, asked: frozenset[str]) -> bool:
     """Whether the best chunk is a reference entry headed by a name the question asks about
-    ("### SECRET_KEY" under "Server configuration", one heading per variable), or the entry
-    below the chunker's depth that `_from_asked_entry` cut out ("**`WEBUI_SECRET_KEY`**")."""
+    ("### SECRET_KEY" under "Server configuration", one heading per variable), or holds one
+    headed below the chunker's depth ("**`WEBUI_SECRET_KEY`**")."""
     if not asked or best is None:
         return False
-    return best.kind == "entry" or bool(asked_identifiers(best.section) & asked)
+    return bool(asked_identifiers(best.section) & asked) or _from_asked_entry(best, asked) is not best
 
 
 def _from_asked_entry(chunk, asked: frozenset[str]):
     """A chunk that holds the asked name's entry below the chunker's heading depth (a bold
     line "**`WEBUI_SECRET_KEY`**" in an env-var reference), from that line on: quoted from
-    its start, the answer opened with the tail of the entry before it. For the entry that
-    retrieval put first for a question asking what the setting is (`ArticleMatch.entry`);
-    marked as an entry (`kind`), so the rest of its section is narrowed as a heading's is."""
+    its start, the answer opened with the tail of the entry before it."""
     from dataclasses import replace
 
     from .retrieval import _BOLD_LINE
 
     for m in _BOLD_LINE.finditer(chunk.text):
         if asked_identifiers(m.group(1).strip("`")) & asked:
-            return replace(chunk, text=chunk.text[m.start():], kind="entry")
+            return replace(chunk, text=chunk.text[m.start():]) if m.start() > 0 else chunk
     return chunk
 
 
