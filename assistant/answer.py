@@ -1551,9 +1551,8 @@ def _asked_entries(section: list, best, asked: frozenset[str], scores: dict[str,
     `inline code`.) A table inside a passage is cut to the asked rows."""
     skipped: list = []
     if _names_entry(best, asked):
-        best = _from_asked_entry(best, asked)
-        kept = [best if c.chunk_id == best.chunk_id else c for c in _entry_or_asked(section, best, asked)]
-        skipped = [c for c in section if c.chunk_id not in {k.chunk_id for k in kept}]
+        kept = _entry_or_asked(section, best, asked)
+        skipped = [c for c in section if c not in kept]
         section = kept
     entry = _faq_entry if best is not None and any(_faq_entry(c) for c in section) else _row_kind(best, section, asked)
     if entry is not None:
@@ -1571,25 +1570,8 @@ def _asked_entries(section: list, best, asked: frozenset[str], scores: dict[str,
 
 def _names_entry(best, asked: frozenset[str]) -> bool:
     """Whether the best chunk is a reference entry headed by a name the question asks about
-    ("### SECRET_KEY" under "Server configuration", one heading per variable), or holds one
-    headed below the chunker's depth ("**`WEBUI_SECRET_KEY`**")."""
-    if not asked or best is None:
-        return False
-    return bool(asked_identifiers(best.section) & asked) or _from_asked_entry(best, asked) is not best
-
-
-def _from_asked_entry(chunk, asked: frozenset[str]):
-    """A chunk that holds the asked name's entry below the chunker's heading depth (a bold
-    line "**`WEBUI_SECRET_KEY`**" in an env-var reference), from that line on: quoted from
-    its start, the answer opened with the tail of the entry before it."""
-    from dataclasses import replace
-
-    from .retrieval import _BOLD_LINE
-
-    for m in _BOLD_LINE.finditer(chunk.text):
-        if asked_identifiers(m.group(1).strip("`")) & asked:
-            return replace(chunk, text=chunk.text[m.start():]) if m.start() > 0 else chunk
-    return chunk
+    ("### SECRET_KEY" under "Server configuration", one heading per variable)."""
+    return bool(asked) and best is not None and bool(asked_identifiers(best.section) & asked)
 
 
 def _entry_or_asked(chunks: list, best, asked: frozenset[str]) -> list:
@@ -1597,9 +1579,7 @@ def _entry_or_asked(chunks: list, best, asked: frozenset[str]) -> list:
     chunks that name the asked name themselves: the other entries are other settings. Cut
     down to fit, "SECRET_KEY 是干什么的" got the logging table and the storage credentials
     (OCI_SECRET_KEY…) after its entry, and their continuation after that."""
-    own = bool(asked_identifiers(best.section) & asked)  # headed by the name: its heading's chunks are the entry
-    return [c for c in chunks if c.chunk_id == best.chunk_id or (own and c.title == best.title)
-            or asked_identifiers(f"{c.section}\n{c.text}") & asked]
+    return [c for c in chunks if c.title == best.title or asked_identifiers(f"{c.section}\n{c.text}") & asked]
 
 
 def _section_text(section: list, best, labels: dict, scores: dict[str, float] | None = None,

@@ -122,7 +122,6 @@ class ArticleMatch:
     other_lang_only: bool = False  # the document has no version in the question's language
     translated: bool = False  # coverage was measured on the question's glossary translation (glossary.py)
     passage: str = ""  # the heading path, when this match is one section of a document without article structure
-    entry: bool = False  # leads with the own reference entry of a setting the question asks to have explained
     hardware_conflict: tuple[str, ...] = ()  # the question's hardware this article does not apply to
     product_conflict: bool = False
     version_conflict: bool = False
@@ -184,61 +183,6 @@ def _other_lang_mask(index: KBIndex, lang: str) -> np.ndarray:
     if lang not in cache:
         cache[lang] = np.fromiter((c.lang != lang for c in index.chunks), dtype=bool, count=len(index.chunks))
     return cache[lang]
-
-
-_BOLD_LINE = re.compile(r"^\*\*(`?[^\s*`]{3,80}`?)\*\*[ \t]*$", re.M)
-
-
-def setting_entries(index: KBIndex) -> dict[str, list[int]]:
-    """A doc tree's reference entries: chunks headed by nothing but a setting's name (an
-    env-var page's `#### WEBUI_SECRET_KEY`, a flag reference's `### --max-num-seqs`), the
-    first chunk of each, by the name as `asked_identifiers` spells it; cached per index."""
-    from .names import asked_identifiers
-
-    def named(heading: str) -> str | None:
-        heading = heading.strip(" `*")
-        names = asked_identifiers(heading) if heading else frozenset()
-        return next(iter(names)) if len(names) == 1 and heading.lstrip("-").lower().replace("-", "_") in names else None
-
-    def build() -> dict[str, list[int]]:
-        entries: dict[str, list[int]] = {}
-        previous = None
-        for i, chunk in enumerate(index.chunks):
-            first, previous = chunk.title != previous, chunk.title
-            name = named(chunk.section) if first else None
-            # A heading below the chunker's depth is a bold line of the chunk ("**`WEBUI_SECRET_KEY`**").
-            found = [name] if name else [named(m) for m in _BOLD_LINE.findall(chunk.text)]
-            for name in dict.fromkeys(n for n in found if n):
-                entries.setdefault(name, []).append(i)
-        return entries
-
-    return derived(index, "_setting_entries", build)
-
-
-def _lead_with_entries(index: KBIndex, question: str, unstructured: set[str], by_article: dict,
-                       blended: np.ndarray, dense: np.ndarray, keyword: np.ndarray) -> None:
-    """For a question asking what a named setting is or does ("WEBUI_SECRET_KEY 是干什么的"),
-    that setting's own reference entry leads its passage's chunks, scored as the question's
-    best-matching chunk, and the passage is marked `entry`: `search` ranks it up as it does a
-    signature match, and the page prior leaves it be (a reference page of a hundred variables
-    is close to no question). A migration guide that writes the name a dozen times had
-    outranked the entry that says what it is. Documents with article structure rank as they do."""
-    from .scope import defined_settings
-
-    defined = defined_settings(question) if unstructured else frozenset()
-    if not defined:
-        return
-    entries = setting_entries(index)
-    top = float(blended.max())
-    for i in (i for name in defined for i in entries.get(name, ())):
-        chunk = index.chunks[i]
-        key = (chunk.doc_id, section_key(chunk.title))
-        match = by_article.get(key)
-        if chunk.doc_id not in unstructured or match is None:
-            continue
-        lead = ScoredChunk(chunk, top, float(dense[i]), float(keyword[i]))
-        match.chunks = [lead, *(sc for sc in match.chunks if sc.chunk.chunk_id != chunk.chunk_id)][:CHUNKS_PER_MATCH]
-        match.entry = True
 
 
 def twinless_mask(index: KBIndex, lang: str) -> np.ndarray:
@@ -385,8 +329,6 @@ def apply_page_prior(index: KBIndex, query_vector: np.ndarray, matches: list[Art
     hub = page_hubness(index) if passages else None
     logs = release_logs(index) if passages and not _ASKS_ABOUT_VERSIONS.search(question[:8000]) else frozenset()
     for match in matches:
-        if match.entry:
-            continue
         gap = closest_page - float(page_cos[rows[match.doc_id]])
         match.page_penalty = (PAGE_WEIGHT if match.passage else ARTICLE_PAGE_WEIGHT) * gap / (ceil - floor)
         if hub is not None and match.passage:
@@ -650,7 +592,6 @@ def search(
         if len(match.chunks) < CHUNKS_PER_MATCH:
             match.chunks.append(ScoredChunk(chunk, float(blended[i]), float(dense[i]), float(keyword[i])))
 
-    _lead_with_entries(index, question, unstructured, by_article, blended, dense, keyword)
     article_terms = index.terms
     metas: dict[str, object] = {}
     for key, meta in index.docs.items():
@@ -670,14 +611,12 @@ def search(
         second = match.chunks[1].score if len(match.chunks) > 1 else 0.0
         match.signatures = sigs.get(match.doc_id, []) or quoted.get((match.doc_id, match.passage), [])
         boost = signature_boost if match.signatures else 0.0
-        entry = signature_boost if match.entry else 0.0
         terms = passage_terms.get((match.doc_id, match.passage), set()) if match.passage else article_terms.get(match.doc_id, set())
         twinless = cross_terms is not None and f"{match.doc_id}:{lang}" not in index.docs
         coverage = keyword_coverage(cross_terms if twinless else query_terms, terms - passing, index.doc_freq, len(article_terms))
         match.coverage = coverage
         match.translated = twinless
-        match.score = (best.score + SECOND_CHUNK_WEIGHT * second + boost + entry
-                       + (coverage_weight * coverage if mode == "hybrid" else 0.0))
+        match.score = best.score + SECOND_CHUNK_WEIGHT * second + boost + (coverage_weight * coverage if mode == "hybrid" else 0.0)
         if match.doc_id in overview_ids:
             match.score *= OVERVIEW_FACTOR
         meta = metas.get(match.doc_id)

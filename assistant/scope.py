@@ -637,41 +637,19 @@ def asked_unknown_parameters(question: str, unknown: list[str]) -> list[str]:
     the set-up ("I run with --foo-bar, and it hangs: why?") is not what is asked."""
     if not unknown:
         return []
-    text = asking_clauses(question)
-    return [name for name in unknown[:MAX_FIELDS]
-            if re.search(rf"(?<![A-Za-z0-9_-]){re.escape(name)}(?![A-Za-z0-9_-])", text)]
-
-
-def asking_clauses(question: str) -> str:
-    """The clauses of the question that ask, one per line: of the asking sentence (one that
-    ends in a question mark; without one, the last, if it asks at all: "能不能改 X", not
-    "栈里是 spawn_main -> _fixup_main_from_path"), the clauses that ask, or its last. "The
-    readinessProbe fails after 10 min: can I change initialDelaySeconds?" asks about the
-    second name only."""
     said = [s.strip() for s in _SENTENCE_END.split(question[:MAX_QUERY_CHARS]) if s and s.strip(" ?？")]
+    # The one that asks; without a question mark, the last, if it asks at all ("能不能改 X",
+    # not "栈里是 spawn_main -> _fixup_main_from_path").
     asking = [s for s in said if s.endswith(("?", "？"))] or [s for s in said[-1:] if _ASKS.search(s)]
+    # Within it, the clauses that ask (or its last): "the readinessProbe fails after 10 min:
+    # can I change initialDelaySeconds?" asks about the second name only.
     clauses: list[str] = []
     for sentence in asking:
         parts = [c for c in _CLAUSE_END.split(sentence) if c.strip(" ?？")]
         clauses += [c for c in parts if _ASKS.search(c)] or parts[-1:]
-    return "\n".join(clauses)
-
-
-# What asks for a definition: "what does X do", "X 是干什么的", "X 的默认值".
-_DEFINES = re.compile(r"\bwhat(?:'s|\s+(?:is|are|does|do))\b|\bmeaning\b|\bpurpose\b|\bdefaults?\b|\bused for\b"
-                      r"|是什么|是干什么|干什么用|干嘛|干啥|作用|含义|意思|默认|是啥|有什么用|用来", re.I)
-
-
-def defined_settings(question: str) -> frozenset[str]:
-    """The settings (env vars, flags, snake_case fields) the question asks to have explained:
-    named in an asking clause that asks what they are, do, or default to ("WEBUI_SECRET_KEY
-    是干什么的？"). Spelt as `asked_identifiers` spells them."""
-    from .names import asked_identifiers
-
-    text = asking_clauses(question)
-    if not _DEFINES.search(text):
-        return frozenset()
-    return frozenset(name for name in asked_identifiers(text) if "_" in name or f"--{name}" in text.replace("_", "-"))
+    text = "\n".join(clauses)
+    return [name for name in unknown[:MAX_FIELDS]
+            if re.search(rf"(?<![A-Za-z0-9_-]){re.escape(name)}(?![A-Za-z0-9_-])", text)]
 
 
 # A line that is nothing but an error: "RuntimeError: CUDA error: …", "torch.OutOfMemoryError: …".
