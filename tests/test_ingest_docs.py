@@ -348,6 +348,11 @@ def test_lines_that_render_nothing_are_not_quoted(tmp_path):
 
 
 
+def _chunked_text(root: Path, rel: str, text: str) -> str:
+    """What the index keeps of a page: its chunks' texts, one after another."""
+    return "\n".join(c.text for c in chunk_document(_doc(root, rel, text)))
+
+
 def test_comment_style_and_script_blocks_are_not_quoted(tmp_path):
     """vLLM's quantization page styles its support table in a 20-line <style> block; it was
     quoted in the answer ahead of the table it styles."""
@@ -355,14 +360,14 @@ def test_comment_style_and_script_blocks_are_not_quoted(tmp_path):
             "td:not(:first-child) {\n  text-align: center !important;\n}\n</style>\n\n"
             "| Implementation | Volta | Ampere |\n|---|---|---|\n| AWQ | no | yes |\n\n<!-- TODO: add the\nTPU column -->\n"
             "<!-- note --> Keep this sentence.\n<script>track()</script>\n\n```html\n<style>kept { in: code }</style>\n```\n")
-    body = "\n".join(c.text for c in chunk_document(_doc(tmp_path, "quantization.md", text)))
+    body = _chunked_text(tmp_path, "quantization.md", text)
     assert "text-align" not in body and "TPU column" not in body and "track()" not in body
     assert "| AWQ | no | yes |" in body and "Keep this sentence." in body and "kept { in: code }" in body
     # A comment that never closes hides nothing; text after one that closes mid-line stays;
     # indented code (4 spaces, under a list item) is code.
     text = ("# Steps\n\n1. Start it.\n\n    ```html\n    <!-- inside code\n    ```\n\n2. Check it.\n\n"
             "<!-- a remark\nthat ends --> Then restart.\n\n## Later\n\n<!-- TODO never closed\n\nRun `nvidia-smi`.\n")
-    body = "\n".join(c.text for c in chunk_document(_doc(tmp_path, "steps.md", text)))
+    body = _chunked_text(tmp_path, "steps.md", text)
     assert "<!-- inside code" in body and "Check it." in body and "Then restart." in body and "a remark" not in body
     assert "Run `nvidia-smi`." in body
 
@@ -1261,7 +1266,7 @@ def test_an_image_with_an_angle_bracket_destination_is_dropped_whole(tmp_path):
             "![](<../.gitbook/assets/parallel-inference (1).svg>)\n\n"
             "See [Amdahl's law](https://en.wikipedia.org/wiki/Amdahl%27s_law_(computing)) for the limits.\n\n"
             "## Usage\n\nSet `parallel_workers` in `settings.json`.\n")
-    body = "\n".join(c.text for c in chunk_document(_doc(tmp_path, "user-guide/parallel-inference.md", text)))
+    body = _chunked_text(tmp_path, "user-guide/parallel-inference.md", text)
     assert ".svg" not in body and "gitbook" not in body and ">)" not in body
     assert "[Amdahl's law](https://en.wikipedia.org/wiki/Amdahl%27s_law_(computing)) for the limits." in body
     assert "Set `parallel_workers`" in body
