@@ -874,6 +874,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
             - sum(len(text) + len(best.title) for best, text in quoted.values()))
     floor = CONTINUATION_SHARE * hits.get(passages[id(top)][0].chunk_id, top.chunks[0].score)
     rest, hits = _continuation(kb, passages[id(top)][0], passages[id(top)][2], hits, floor)
+    siblings, rest, hits = _twins_folded(kb, siblings, passages[id(top)], rest, hits, lang, result.question)
     rest = _rest_narrowed(passages[id(top)][0], rest, asked, hits)
     continued, room = _extras(kb, siblings, rest, quoted, room, lang, labels, hits, asked)
     lead = _lead(kb, quoted[id(top)][0], room, [best for best, _text in quoted.values()])
@@ -1225,13 +1226,6 @@ def _extras(kb, siblings: list, rest: list, quoted: dict, room: int, lang: str, 
             best = next((c for c in rest if c not in left), rest[0])
         else:
             best, text, _rest = _passage(kb, art, lang, labels, hits, asked)
-            if any(_same_section(best, done) for done, _text in quoted.values()):
-                # The twin of a section already quoted (an English README's section, quoted
-                # from its Chinese twin): it must not take the room twice, nor quote the
-                # section again from another chunk. It left 50 characters for the rest of the
-                # section that held `chatchat init`, and an env-var page's answer showed its
-                # SECRET_KEY entry twice.
-                continue
         if len(text) > room:
             if room < MIN_SIBLING_CHARS:
                 continue
@@ -1242,6 +1236,31 @@ def _extras(kb, siblings: list, rest: list, quoted: dict, room: int, lang: str, 
             quoted[id(art)] = (best, text)
         room -= len(text) + len(best.title)
     return continued, room
+
+
+def _twins_folded(kb, siblings: list, top: tuple, rest: list, hits: dict[str, float], lang: str,
+                  question: str) -> tuple[list, list, dict[str, float]]:
+    """Siblings that are the best passage's own section in the other language (an English
+    README's section, quoted from its Chinese twin) folded into its continuation: quoted as
+    passages of their own, they were charged the room again (the rest of the section that
+    held `chatchat init` got 50 characters) or quoted the section a second time (an env-var
+    page's SECRET_KEY entry, twice). The chunk such a sibling maps to, when the best passage
+    left it out, joins the continuation's candidates with the sibling's score."""
+    best, _text, left_out = top
+    left = {c.chunk_id: c for c in left_out}
+    kept: list = []
+    for art in siblings:
+        mapped = _in_lang(kb, art, lang, hits, question)
+        if not _same_section(mapped, best):
+            kept.append(art)
+            continue
+        chunk = left.get(mapped.chunk_id)
+        if chunk is not None and all(c.chunk_id != chunk.chunk_id for c in rest):
+            at = _position(kb, chunk)
+            i = next((i for i, c in enumerate(rest) if _position(kb, c) > at), len(rest))
+            rest = [*rest[:i], chunk, *rest[i:]]
+            hits = {**hits, chunk.chunk_id: max(hits.get(chunk.chunk_id, 0.0), art.chunks[0].score)}
+    return kept, rest, hits
 
 
 def _same_section(chunk, other) -> bool:
@@ -1449,10 +1468,15 @@ def _named_by_title(stem: str) -> bool:
     """A file named after its title ("镜像灰度发布流程.txt", "GPU node drain.md", a GitBook
     reference's "Settings.md" beside "ModelSettings.md"), as teams exporting from Word,
     Feishu or Yuque do: its name says what it covers. Dropped, both pages' passages were
-    titled "Fields". "001_075f06", "startup-oom" and "README" are identifiers."""
+    titled "Fields". "001_075f06", "startup-oom" and "README" are identifiers, and "Readme",
+    "Index" or "Home" name a page's role, not what it covers."""
     stem = stem.strip()
     return (" " in stem or any(is_cjk(ch) for ch in stem)
-            or (stem[:1].isupper() and stem.isalpha() and any(ch.islower() for ch in stem)))
+            or (stem[:1].isupper() and stem.isalpha() and any(ch.islower() for ch in stem)
+                and stem.lower() not in _PAGE_ROLES))
+
+
+_PAGE_ROLES = frozenset({"readme", "index", "home", "main", "default", "intro", "contents", "summary"})
 
 
 def _in_lang(kb, art: ArticleMatch, lang: str, hits: dict[str, float] | None = None, question: str = ""):
@@ -1569,17 +1593,26 @@ def _asked_entries(section: list, best, asked: frozenset[str], scores: dict[str,
 
 
 def _names_entry(best, asked: frozenset[str]) -> bool:
-    """Whether the best chunk is a reference entry headed by a name the question asks about
-    ("### SECRET_KEY" under "Server configuration", one heading per variable)."""
-    return bool(asked) and best is not None and bool(asked_identifiers(best.section) & asked)
+    """Whether the best chunk is a reference entry: a subsection headed by nothing but a name
+    the question asks about ("### SECRET_KEY" under "Server configuration", one heading per
+    variable). A heading that only contains the name ("Hangs with NCCL_P2P_DISABLE", "FP8 KV
+    cache") is a topic with its own Cause and Fix, and a section's own heading is the passage."""
+    from .retrieval import section_key
+
+    if not asked or best is None or best.title == section_key(best.title):
+        return False
+    heading = best.section.strip(" `*").lstrip("-").lower().replace("-", "_")
+    return heading in asked
 
 
 def _entry_or_asked(chunks: list, best, asked: frozenset[str]) -> list:
-    """Of a section whose best chunk is the asked name's own entry, that entry and the
-    chunks that name the asked name themselves: the other entries are other settings. Cut
-    down to fit, "SECRET_KEY 是干什么的" got the logging table and the storage credentials
-    (OCI_SECRET_KEY…) after its entry, and their continuation after that."""
-    return [c for c in chunks if c.title == best.title or asked_identifiers(f"{c.section}\n{c.text}") & asked]
+    """Of a section whose best chunk is the asked name's own entry, that entry (with any
+    subsections of its own) and the chunks that name the asked name themselves: the other
+    entries are other settings. Cut down to fit, "SECRET_KEY 是干什么的" got the logging table
+    and the storage credentials (OCI_SECRET_KEY…) after its entry, and their continuation
+    after that."""
+    return [c for c in chunks if c.title == best.title or c.title.startswith(best.title + " > ")
+            or asked_identifiers(f"{c.section}\n{c.text}") & asked]
 
 
 def _section_text(section: list, best, labels: dict, scores: dict[str, float] | None = None,
@@ -1666,9 +1699,11 @@ def _match_kept_whole(section: list, best_id: str | None, order: list[int], keep
     match itself (an S3 page's tip on Istio sidecars lost its
     `holdApplicationUntilProxyStarts` line to a service-account example kept beside it)."""
     text = written(keep)
-    tail = next((_tables_compacted(c.text).strip()[-60:] for c in section if c.chunk_id == best_id), None)
+    # The whole match, not its last line: a closing line it shares with a chunk before it
+    # ("Then restart: kubectl rollout restart …") read as "not cut" while it was.
+    whole = next((_tables_compacted(c.text).strip() for c in section if c.chunk_id == best_id), None)
     for i in reversed(order):
-        if tail is None or len(text) <= limit or tail in _bounded(text, limit, labels):
+        if whole is None or len(text) <= limit or whole in _bounded(text, limit, labels):
             break
         if i in keep and section[i].chunk_id != best_id:
             keep.discard(i)

@@ -1661,10 +1661,13 @@ def test_a_faq_entry_without_a_question_mark_is_an_entry_of_its_own(tmp_path):
     assert "## Q1：上线之后" in promote_bold_headings(zh) and "## Q2：网关" in promote_bold_headings(zh)
 
 
-def test_a_cut_down_section_drops_a_kept_chunk_before_it_cuts_the_match():
+@pytest.mark.parametrize("closing", ["", "\n\nThen restart the predictor so the change takes effect: "
+                                         "`kubectl rollout restart deploy/isvc-predictor`"])
+def test_a_cut_down_section_drops_a_kept_chunk_before_it_cuts_the_match(closing):
     """The room estimate left out the subsection headings the quote adds: a service-account
     example and the matched tip both "fitted", the headings took the text past the bound,
-    and the cut fell at the end, in the tip, on the one line that answered."""
+    and the cut fell at the end, in the tip, on the one line that answered. A closing line
+    both chunks share does not make the cut tip look whole (a review's case)."""
     from ingest.records import Chunk
 
     from assistant.answer import _section_text
@@ -1676,40 +1679,47 @@ def test_a_cut_down_section_drops_a_kept_chunk_before_it_cuts_the_match():
         return Chunk(f"s3.md#{i}", "s3", "en", title + sub, sub.split(" > ")[-1], "other", "s3.md", text, f"h{i}")
 
     example = chunk(0, "Create a service account with an IAM role for the storage initializer > Create the service account",
-                    "```yaml\n" + "    serving.example.io/s3-setting: value # replace with the value for your bucket\n" * 8 + "```")
+                    "```yaml\n" + "    serving.example.io/s3-setting: value # replace with the value for your bucket\n" * 8 + "```"
+                    + closing)
     tip = chunk(1, "Create a secret and attach it to the service account > Attach the secret to the service account",
-                "With sidecars enabled the proxy may not be ready when the initializer pulls the model. " * 7
-                + "\n\nSet `proxy.holdApplicationUntilProxyStarts: true` in the sidecar injector's configmap.")
+                "With sidecars enabled the proxy may not be ready when the initializer pulls the model. " * (5 if closing else 7)
+                + "\n\nSet `proxy.holdApplicationUntilProxyStarts: true` in the sidecar injector's configmap." + closing)
     assert len(example.text) + len(tip.text) + 80 <= 1500 < len(example.text) + len(tip.text) + 300
     text, left = _section_text([example, tip], tip, texts("answer", "en"), {tip.chunk_id: 0.9, example.chunk_id: 0.8}, 1500)
     assert "holdApplicationUntilProxyStarts" in text and len(text) <= 1500
     assert left == [example]
 
 
-@pytest.mark.parametrize("twin_at", [0, 2])
-def test_a_sibling_that_is_the_twin_of_the_quoted_section_takes_no_room(tmp_path, twin_at):
-    """A Chinese README's section was quoted; its English twin's section matched too, came
-    back as a sibling, mapped to the same Chinese section and was charged the room again.
-    Shown once, it had left 50 characters for the rest of the section that held the fix;
-    mapped to another chunk of the section, it quoted an env-var entry twice."""
-    from assistant.answer import _extras, _passage
+def test_a_sibling_that_is_the_twin_of_the_quoted_section_joins_its_continuation(tmp_path):
+    """A Chinese page's section was quoted; its English twin's section matched too and came
+    back as a sibling that maps into the same Chinese section. Quoted as a passage of its
+    own it was charged the room again (the rest of a README's section got 50 characters) or
+    quoted the section twice; dropped outright, a step it maps to that the passage left out
+    was lost (a review's case: the last step, `finalize_cfg --commit`)."""
+    from assistant.answer import _passage, _twins_folded
     from assistant.i18n import texts
     from assistant.retrieval import ArticleMatch, ScoredChunk
 
-    steps = "".join(f"{i}. 第{i}步：执行 `toolctl step{i} --profile prod`，" + "检查配置目录和数据目录，确认没有报错再继续。" * 12 + "\n\n"
-                    for i in range(1, 7))
-    settings, kb = docs_kb(tmp_path, {"setup.md": "# 快速上手\n\n## 安装部署\n\n" + steps})
-    chunks = [c for c in kb.index.chunks if c.source == "setup.md" and "toolctl" in c.text]
-    assert len(chunks) >= 3
+    zh = "".join(f"{i}. 第{i}步：执行 `cfg_step{i}`，" + "检查配置目录和数据目录，确认没有报错再继续。" * 16 + "\n\n"
+                 for i in range(1, 8)) + "8. 最后执行 `finalize_cfg --commit` 提交配置。\n"
+    en = "".join(f"{i}. Step {i}: run `cfg_step{i}`, " + "then check the config and data directories for errors. " * 6 + "\n\n"
+                 for i in range(1, 8)) + "8. Finally run `finalize_cfg --commit` to commit the configuration.\n"
+    settings, kb = docs_kb(tmp_path, {"zh/setup.md": "# 快速上手\n\n## 安装部署\n\n" + zh + "\n## 其他\n\n有问题请在群里提问。\n",
+                                      "en/setup.md": "# Quick start\n\n## Installation\n\n" + en + "\n## Other\n\nAsk in the channel.\n"})
+    zh_chunks = [c for c in kb.index.chunks if c.source == "zh/setup.md"]
+    en_last = next(c for c in kb.index.chunks if c.source == "en/setup.md" and "finalize_cfg" in c.text)
     labels = texts("answer", "zh")
-    top = ArticleMatch(chunks[0].doc_id, 1.0, 1.0, chunks=[ScoredChunk(chunks[0], 1.0, 1.0, 1.0)], passage="快速上手 > 安装部署")
-    # The twin's match maps to the quoted chunk, or to another chunk of the same section.
-    twin = ArticleMatch(chunks[0].doc_id, 0.95, 0.95, chunks=[ScoredChunk(chunks[twin_at], 0.95, 0.95, 0.9)], passage="快速上手 > 安装部署")
-    hits = {c.chunk_id: 0.9 - 0.01 * i for i, c in enumerate(chunks)}
-    best, text, rest = _passage(kb, top, "zh", labels, hits)
-    quoted = {id(top): (best, text)}
-    continued, room = _extras(kb, [twin], rest, quoted, 1300, "zh", labels, hits)
-    assert continued is not None and len(continued[1]) > 500 and id(twin) not in quoted
+    top = ArticleMatch(zh_chunks[0].doc_id, 1.0, 1.0, chunks=[ScoredChunk(zh_chunks[0], 1.0, 1.0, 1.0)],
+                       passage="快速上手 > 安装部署")
+    twin = ArticleMatch(en_last.doc_id, 0.9, 0.9, chunks=[ScoredChunk(en_last, 0.9, 0.9, 0.9)], passage="Quick start > Installation")
+    zh_other = next(c for c in zh_chunks if "群里" in c.text)
+    other = ArticleMatch(zh_other.doc_id, 0.8, 0.8, chunks=[ScoredChunk(zh_other, 0.8, 0.8, 0.8)], passage="快速上手 > 其他")
+    hits = {zh_chunks[0].chunk_id: 1.0}
+    quoted = _passage(kb, top, "zh", labels, hits)
+    assert "finalize_cfg" not in quoted[1]
+    siblings, rest, hits = _twins_folded(kb, [twin, other], quoted, [], hits, "zh", "")
+    assert siblings == [other]
+    assert any("finalize_cfg" in c.text and c.lang == "zh" for c in rest) and hits[rest[-1].chunk_id] == 0.9
 
 
 def test_a_reference_page_named_by_its_title_keeps_it_in_the_heading(tmp_path):
@@ -1723,6 +1733,7 @@ def test_a_reference_page_named_by_its_title_keeps_it_in_the_heading(tmp_path):
     assert _display_title("startup-oom > Fix", "runbooks/startup-oom.md") == "Fix"
     assert _display_title("001_075f06 > NCCL errors", "wiki/001_075f06.txt") == "NCCL errors"
     assert _display_title("README > Usage", "README.md") == "Usage"
+    assert _display_title("Index > Install", "docs/Index.md") == "Install"
 
 
 def test_a_variables_own_entry_is_quoted_without_the_other_entries_of_its_section(tmp_path):
@@ -1745,3 +1756,34 @@ def test_a_variables_own_entry_is_quoted_without_the_other_entries_of_its_sectio
     answer = answer_question("SECRET_KEY 是干什么的？生产环境要不要改", settings, kb=kb)
     assert answer.grounded and "openssl rand -base64 42" in answer.answer
     assert "OCI_SECRET_KEY" not in answer.answer and "LOG_LEVEL" not in answer.answer
+
+
+@pytest.mark.parametrize("question", ["vLLM hangs at start-up with NCCL_P2P_DISABLE set, how do I fix it?",
+                                      "设置了 NCCL_P2P_DISABLE 之后 vLLM 启动卡住怎么办"])
+def test_a_section_whose_heading_contains_the_asked_name_keeps_its_subsections(tmp_path, question):
+    """Only a heading that is nothing but the asked name is a reference entry: "Hangs with
+    NCCL_P2P_DISABLE" is a topic, and its Cause and Fix subsections are its answer (a
+    review found them dropped). An entry keeps subsections of its own too."""
+    page = ("# vLLM troubleshooting\n\n"
+            "## Hangs with NCCL_P2P_DISABLE\n\nOn some PCIe boxes the engine hangs at start-up when NCCL_P2P_DISABLE "
+            "is set by the base image.\n\n### Cause\n\nThe driver's peer-to-peer path is broken on these boards, so the "
+            "all-reduce never completes.\n\n### Fix\n\nUpgrade the driver to 535.104 or later and restart the pod:\n\n"
+            "```bash\nkubectl rollout restart deploy/vllm\n```\n\n"
+            "## Slow start\n\nLoading weights from NFS takes minutes; copy them to local disk first.\n")
+    settings, kb = docs_kb(tmp_path, {"trouble.md": page, "install.md": "# Install\n\n## Wheels\n\nRun `pip install widget`.\n"})
+    answer = answer_question(question, settings, kb=kb)
+    assert answer.grounded and "kubectl rollout restart deploy/vllm" in answer.answer
+
+    from assistant.answer import _entry_or_asked, _names_entry
+    from ingest.records import Chunk
+
+    def chunk(i: int, title: str, text: str) -> Chunk:
+        return Chunk(f"env.md#{i}", "env", "en", title, title.split(" > ")[-1], "other", "env.md", text, f"h{i}")
+
+    entry = chunk(0, "Env > Server > SECRET_KEY", "Signs session cookies.")
+    rotating = chunk(1, "Env > Server > SECRET_KEY > Rotating", "Rotating it logs every user out.")
+    other = chunk(2, "Env > Server > LOG_LEVEL", "How much the server logs.")
+    asked = frozenset({"secret_key"})
+    assert _names_entry(entry, asked) and _entry_or_asked([entry, rotating, other], entry, asked) == [entry, rotating]
+    assert not _names_entry(chunk(3, "Env > Server > Hangs with SECRET_KEY", "…"), asked)
+    assert not _names_entry(chunk(4, "Env > SECRET_KEY", "…"), asked)  # a section's own heading: the passage itself
