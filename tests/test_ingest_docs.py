@@ -1272,3 +1272,5 @@ def test_an_image_with_an_angle_bracket_destination_is_dropped_whole(tmp_path):
     assert "Set `parallel_workers`" in body
     from ingest.documents import MD_LINK
     assert MD_LINK.sub(r"\1", "See [Amdahl's law](https://w.org/wiki/X_(computing)) for it.") == "See Amdahl's law for it."
+    # An angle bracket never closed before the ")" is no angle-bracket address (a review's case).
+    assert MD_LINK.sub(r"\1", "See [a](<b) and <c> (d) end.") == "See a and <c> (d) end."
