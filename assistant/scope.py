@@ -599,7 +599,7 @@ def unknown_parameters(question: str, index, fields: bool = False) -> list[str]:
     prose = sentences(question[:MAX_QUERY_CHARS], errors=False)
     if not fields and "-" not in prose and "_" not in prose:
         return []
-    _heads, body, _per_doc = kb_text(index)
+    heads, body, _per_doc = kb_text(index)
     seen: set[str] = set()
     out: list[str] = []
     for m in (_FIELD if fields else _PARAMETER).finditer(prose):
@@ -617,7 +617,9 @@ def unknown_parameters(question: str, index, fields: bool = False) -> list[str]:
         # A field is the KB's flag in another spelling as often as not: Helm's `maxModelLen`
         # is `--max-model-len`.
         spelt = (written, _CAMEL_PARTS.sub("-", m.group(0)).lower()) if fields else (written,)
-        if not _found(body, spelt):
+        # A heading writes it too ("## 2. Set NCCL_SOCKET_IFNAME" over a step that says
+        # "export it"): a review found it called unknown.
+        if not _found(body, spelt) and not _found(heads, spelt):
             out.append(m.group(0))  # as the asker wrote it, to be named back in a refusal
     return out
 

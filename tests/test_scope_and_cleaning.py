@@ -797,6 +797,25 @@ def test_parameters_the_sentences_name_that_the_kb_never_writes_are_unknown(bund
     assert unknown_parameters("the error comes from async_engine.py in lmdeploy", bundled_kb.index) == []
 
 
+def test_a_parameter_only_a_heading_writes_is_known(tmp_path):
+    """A procedure's step heading names the variable ("### 2. Set NCCL_SOCKET_IFNAME") while
+    its text says "export it to the interface": a review found it called unknown."""
+    from dataclasses import replace
+
+    from assistant.config import Settings
+    from assistant.knowledge import open_kb
+    from assistant.scope import unknown_parameters
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "nccl.md").write_text("# Multi-node NCCL\n\n## Fix\n\n### 1. Find the interface\n\nRun `ip -br addr`.\n\n"
+                                  "### 2. Set NCCL_SOCKET_IFNAME\n\nExport it to the interface that holds the node's IP.\n",
+                                  encoding="utf-8")
+    kb = open_kb(replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "cache"), progress=lambda _m: None)
+    assert unknown_parameters("what should NCCL_SOCKET_IFNAME be set to?", kb.index) == []
+    assert unknown_parameters("what should NCCL_IB_HCA be set to?", kb.index) == ["NCCL_IB_HCA"]
+
+
 def test_camel_case_fields_are_parameters_and_runtime_calls_are_not(bundled_kb):
     """Kubernetes manifests and JSON configs name settings in camelCase: a field the KB never
     writes is unknown like a flag. A GPU runtime's function in a sentence ("cudaMalloc failed")
