@@ -290,7 +290,9 @@ def test_where_to_read_the_weights_follows_the_engine():
     blocks = explain(capacity_answer("How many concurrent 32k-token requests can my vLLM server handle?"), "en")
     assert "`GPU KV cache size: N tokens`" in blocks and "`# GPU blocks: N`" in blocks and "worker_process.log" not in blocks
     fd_blocks = explain(capacity_answer("FastDeploy 能并发多少个 32k 的请求？"), "zh")
-    assert "worker_process.log" in fd_blocks
+    assert "worker_process.log" in fd_blocks and "GPU KV cache size" not in fd_blocks  # and not vLLM's line
+    neither = explain(capacity_answer("How many concurrent 32k-token requests can my inference server handle?"), "en")
+    assert "worker_process.log" in neither and "GPU KV cache size" in neither  # no engine named: both
 
 
 def test_pasted_logs_do_not_make_a_question_a_calculation():

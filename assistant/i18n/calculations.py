@@ -147,6 +147,10 @@ MESSAGES = {
         "zh": 'FastDeploy 的 `log/worker_process.log` 里的 `num_blocks_global`（或 `log/fastdeploy.log` 里的 `total_block_num`）；vLLM 的日志给的是 `GPU KV cache size: N tokens`',
         "en": "`num_blocks_global` in FastDeploy's `log/worker_process.log` (or `total_block_num` in `log/fastdeploy.log`); vLLM logs `GPU KV cache size: N tokens` instead",
     },
+    'where.num_blocks.fastdeploy': {
+        "zh": 'FastDeploy 的 `log/worker_process.log` 里的 `num_blocks_global`（或 `log/fastdeploy.log` 里的 `total_block_num`）',
+        "en": "`num_blocks_global` in FastDeploy's `log/worker_process.log` (or `total_block_num` in `log/fastdeploy.log`)",
+    },
     'where.num_blocks.vllm': {
         "zh": 'vLLM 的启动日志：`GPU KV cache size: N tokens`（V1 引擎；贴进问题就按 token 数计算），老的 V0 引擎是 `# GPU blocks: N`（`num_blocks_global` 是 FastDeploy 的日志）',
         "en": "vLLM's start-up log: `GPU KV cache size: N tokens` (V1 engine; paste it into the question and it is computed from tokens), or `# GPU blocks: N` on the old V0 engine (`num_blocks_global` is FastDeploy's log)",
