@@ -1702,12 +1702,10 @@ def _match_kept_whole(section: list, best_id: str | None, order: list[int], keep
     # The whole match, not its last line: a closing line it shares with a chunk before it
     # ("Then restart: kubectl rollout restart …") read as "not cut" while it was.
     whole = next((_tables_compacted(c.text).strip() for c in section if c.chunk_id == best_id), None)
-    for i in reversed(order):
-        if whole is None or len(text) <= limit or whole in _bounded(text, limit, labels):
-            break
-        if i in keep and section[i].chunk_id != best_id:
-            keep.discard(i)
-            text = written(keep)
+    droppable = [i for i in reversed(order) if i in keep and section[i].chunk_id != best_id]
+    while whole is not None and droppable and len(text) > limit and whole not in _bounded(text, limit, labels):
+        keep.discard(droppable.pop(0))
+        text = written(keep)
     return text
 
 
