@@ -251,7 +251,12 @@ TERMS: tuple[tuple[str, str], ...] = (
     ("金丝雀 灰度", "canary"),
     ("发布", "rollout"),
     ("下线", "drain decommission"),
-    ("扩容 缩容 扩缩容", "scaling scale"),
+    # Up and down said apart: "缩容太慢" asks about scaling down, and a page's scale-down
+    # settings (a cooldown window, a downscale delay) say so in those words. No bare "up" or
+    # "down": particles would map English questions back to these rows.
+    ("扩缩容 自动扩缩", "autoscaling scaling scale"),
+    ("扩容", "scale-up upscale scale"),
+    ("缩容", "scale-down downscale scaledown scale"),
     ("阈值", "threshold"),
     ("值班", "oncall"),
     ("故障 事故", "incident outage"),
