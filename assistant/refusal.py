@@ -30,7 +30,7 @@ MODEL_PATH = Path(__file__).with_name("refusal_model.json")
 EXEMPLARS_PATH = Path(__file__).with_name("refusal_exemplars.npy")
 
 FEATURES = (
-    "dense",  # best passage cosine, rescaled to the question language's band (0..1)
+    "dense",  # best passage cosine, rescaled to the question language's band (0..1; retrieval.PASSAGE_DENSE_BAND for a team's passage)
     "coverage",  # IDF-weighted share of the question's keywords in the top article
     "kb_coverage",  # ... anywhere in the KB
     "signature",  # the question contains one of the top article's log signatures
@@ -265,7 +265,7 @@ def features(result) -> dict[str, float]:
     said = set(getattr(result.scope, "said_entities", ()) or ())
     unseen_said = [e for e in result.unseen if e in said or e not in getattr(result.scope, "entities", ())]
     x = {
-        "dense": float(top.dense),
+        "dense": float(top.dense if top.grounding is None else top.grounding),
         "coverage": float(top.coverage),
         "kb_coverage": float(result.kb_coverage),
         "signature": 1.0 if top.signatures else 0.0,

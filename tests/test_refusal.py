@@ -303,6 +303,38 @@ def test_doc_tree_passages_get_their_own_operating_point(tmp_path, bundled_kb, b
     assert old.cut(True) == 0.6
 
 
+def test_a_passage_is_judged_on_its_own_band(tmp_path, bundled_kb, bundled_settings):
+    """A doc page about the asker's product reads close to every question on it: the model
+    reads a passage's cosine on PASSAGE_DENSE_BAND (a curated article keeps DENSE_BAND)."""
+    from dataclasses import replace
+
+    from assistant.config import Settings
+    from assistant.knowledge import open_kb
+    from assistant.retrieval import DENSE_BAND, PASSAGE_DENSE_BAND, RetrievalParams, grounding_scale, search
+
+    assert PASSAGE_DENSE_BAND["en"][1] > DENSE_BAND["en"][1]
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "serving.md").write_text("# Serving\n\n## Out of memory at start-up\n\nLower `--gpu-memory-utilization` to 0.8.\n\n"
+                                     "## Requests hang\n\nCheck the queue with `curl /metrics`.\n", encoding="utf-8")
+    settings = replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "cache")
+    kb = open_kb(settings, progress=lambda m: None)
+    for kb_, settings_, question, passage in ((kb, settings, "server runs out of memory at start-up", True),
+                                              (bundled_kb, bundled_settings, "CUDA out of memory while serving", False)):
+        result = search(kb_.index, kb_.embedder, question, RetrievalParams.from_settings(settings_))
+        top = refusal.by_evidence(result)[0]
+        assert bool(top.passage) == passage
+        cosine = max(c.dense for c in top.chunks)
+        assert top.dense == pytest.approx(grounding_scale(cosine, "en"))  # what ranks and quotes is as before
+        band = PASSAGE_DENSE_BAND if passage else DENSE_BAND
+        assert top.grounding == pytest.approx(grounding_scale(cosine, "en", band)) and top.grounding <= top.dense
+        assert refusal.features(result)["dense"] == pytest.approx(top.grounding)
+    # At the old band's top a passage still tells a closer match from a farther one.
+    assert grounding_scale(0.905, "en", PASSAGE_DENSE_BAND) < grounding_scale(0.915, "en", PASSAGE_DENSE_BAND) < 1.0
+    assert grounding_scale(0.905, "en") == grounding_scale(0.915, "en") == 1.0
+
+
+
 def test_a_refusal_names_the_parameter_the_kb_never_mentions(bundled_settings, bundled_kb):
     ans = answer_question("How should I tune the Kafka consumer --fetch-max-wait-ms for my Spark streaming job?",
                           bundled_settings, kb=bundled_kb, use_llm=False)
