@@ -251,12 +251,14 @@ TERMS: tuple[tuple[str, str], ...] = (
     ("金丝雀 灰度", "canary"),
     ("发布", "rollout"),
     ("下线", "drain decommission"),
-    # Up and down said apart: "缩容太慢" asks about scaling down, and a page's scale-down
-    # settings (a cooldown window, a downscale delay) say so in those words. No bare "up" or
-    # "down": particles would map English questions back to these rows.
-    ("扩缩容 自动扩缩", "autoscaling scaling scale"),
-    ("扩容", "scale-up upscale scale"),
-    ("缩容", "scale-down downscale scaledown scale"),
+    # Scaling down said apart: "缩容太慢" asks about scaling down, and a page's scale-down
+    # settings (a cooldown window, a downscale delay) say so in those words; 扩容 keeps the
+    # general words, so "scale"/"scaling" in an English question still map back to it. No bare
+    # "up"/"down": particles would map English questions back to these rows. 压缩 is read
+    # first, so 压缩容量 has no 缩容 in it.
+    ("扩容 扩缩容 自动扩缩 弹性伸缩 伸缩", "scaling scale autoscaling scale-up upscale"),
+    ("缩容", "scale-down downscale scaledown"),
+    ("压缩", "compress compression compressed"),
     ("阈值", "threshold"),
     ("值班", "oncall"),
     ("故障 事故", "incident outage"),

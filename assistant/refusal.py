@@ -76,7 +76,8 @@ TARGET_FALSE_REFUSAL = 0.05
 # trees), about half of the out-of-scope questions still answered scored under it, against
 # one in five in-scope answers (bundled en 21 of 43 vs 42 of 233, zh 15 of 26 vs 26 of 134;
 # doc trees en 19 of 102 vs 20 of 308, zh 19 of 61 vs 34 of 249). A warning costs a right
-# answer little; a wrong fix given as sure costs the asker an outage.
+# answer little; a wrong fix given as sure costs the asker an outage. (Chosen before English
+# passages got their own dense band, retrieval.PASSAGE_DENSE_BAND, which marks more of them.)
 SURE = 0.85
 L2 = 1.0  # ridge on the weights; 5-fold cross-validation on the dev sets found 0.3–10 alike
 

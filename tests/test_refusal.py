@@ -328,11 +328,12 @@ def test_a_passage_is_judged_on_its_own_band(tmp_path, bundled_kb, bundled_setti
         assert top.dense == pytest.approx(grounding_scale(cosine, "en"))  # what ranks and quotes is as before
         band = PASSAGE_DENSE_BAND if passage else DENSE_BAND
         assert top.grounding == pytest.approx(grounding_scale(cosine, "en", band)) and top.grounding <= top.dense
+        if passage:  # within the two bands' tops (0.90-0.92 here): the new band reads lower, else the test says nothing
+            assert DENSE_BAND["en"][0] < cosine < PASSAGE_DENSE_BAND["en"][1] and top.grounding < top.dense
         assert refusal.features(result)["dense"] == pytest.approx(top.grounding)
     # At the old band's top a passage still tells a closer match from a farther one.
     assert grounding_scale(0.905, "en", PASSAGE_DENSE_BAND) < grounding_scale(0.915, "en", PASSAGE_DENSE_BAND) < 1.0
     assert grounding_scale(0.905, "en") == grounding_scale(0.915, "en") == 1.0
-
 
 
 def test_a_refusal_names_the_parameter_the_kb_never_mentions(bundled_settings, bundled_kb):
