@@ -320,7 +320,7 @@ def _above_the_answer(text: str, result: Retrieval, diagnosis, calc, lang: str) 
     elif result.grounded or "derived max_model_len" in text:
         # "set --max-model-len 45232", from their error. The config's own limit is said even
         # when no article covers the error: it is the error's own figure, not a guessed fix.
-        extras += [f"**{c[lang]}**" for c in _pasted_figures(text)]
+        extras += [f"**{_sentence(c[lang])}**" for c in _pasted_figures(text)]
     # A calculation that ran said whether the weights fit; one that stopped for a missing value
     # ("will Qwen2.5-14B fit one A10 24GB with max-model-len 8192?": weights in GiB) did not.
     # A sizing question the KB has no article for still gets the arithmetic ("DeepSeek-V3 671B
@@ -330,8 +330,14 @@ def _above_the_answer(text: str, result: Retrieval, diagnosis, calc, lang: str) 
 
         note = weights_note(text) if result.grounded or asks_sizing(text) else None  # "Qwen2.5-14B on one A10 24GB": no flag in the fix list makes that fit
         if note is not None:
-            extras.append(f"**{note[lang]}**")
+            extras.append(f"**{_sentence(note[lang])}**")
     return extras
+
+
+def _sentence(text: str) -> str:
+    """A line that stands as a sentence of its own starts with a capital: the same wording is
+    written to follow a label elsewhere ("by your error, the KV cache holds…")."""
+    return text[:1].upper() + text[1:] if text[:1].islower() else text
 
 
 def _pasted_figures(text: str) -> list[dict[str, str]]:
@@ -684,7 +690,7 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
             lines.append(labels["more"].format(n=total - len(topics)))
     lines += ["", _add_docs_hint(kb, labels)]
     if coverage == "none" and result.articles:
-        lines += ["", f"{labels['closest']}:"]
+        lines += ["", labels["closest"] + ("：" if lang == "zh" else ":")]
         for art in result.articles[:2]:
             chunk = _in_lang(kb, art, lang)  # named in the asker's language when there is a twin
             name = _display_title(chunk.title, chunk.source) if art.passage else chunk.title.split(" > ")[0]

@@ -236,9 +236,9 @@ def test_a_pasted_kv_cache_error_gets_its_own_max_model_len(bundled_settings, bu
                 "stored in KV cache (45232). Try increasing gpu_memory_utilization or decreasing max_model_len")
     answer = answer_question(question, bundled_settings, kb=bundled_kb)
     assert answer.grounded and answer.citations[0].id == "vllm-kv-cache-insufficient-for-max-model-len"
-    assert answer.answer.startswith("**by your error") and "`--max-model-len 45232`" in answer.answer
+    assert answer.answer.startswith("**By your error") and "`--max-model-len 45232`" in answer.answer
     plain = answer_question("vllm keeps failing with CUDA out of memory at start-up", bundled_settings, kb=bundled_kb)
-    assert "by your error" not in plain.answer
+    assert "by your error" not in plain.answer.lower()
 
 
 @pytest.mark.parametrize("error, derived, asked", [
@@ -254,7 +254,7 @@ def test_a_pasted_derived_max_model_len_error_gets_the_configs_limit(bundled_set
     "raise --gpu-memory-utilization" cannot help it: the error's own figures say what starts,
     refused or not."""
     answer = answer_question("vllm won't start:\n" + error, bundled_settings, kb=bundled_kb)
-    assert answer.answer.startswith(f"**by your error, this model's config.json allows at most {derived:,} tokens ({asked:,} were")
+    assert answer.answer.startswith(f"**By your error, this model's config.json allows at most {derived:,} tokens ({asked:,} were")
     assert f"`--max-model-len {derived}` or lower starts" in answer.answer
 
 
@@ -265,7 +265,7 @@ def test_a_derived_limit_from_the_sliding_window_says_drop_the_flag(bundled_sett
              "or model_max_length=None in model's config.json).")
     answer = answer_question("vllm serve mistral with --disable-sliding-window fails:\n" + error, bundled_settings, kb=bundled_kb)
     head = answer.answer.split("\n")[0]
-    assert head.startswith("**by your error, the 4,096-token limit is the model's sliding window (32,768 were asked for)")
+    assert head.startswith("**By your error, the 4,096-token limit is the model's sliding window (32,768 were asked for)")
     assert "If that flag is set, drop it" in head and "YaRN" not in head and "unset `VLLM_ATTENTION_BACKEND`" in head
     # vLLM may turn the window off itself (Gemma 2, vllm#6220): the flag is not the only cause
     assert "or vLLM itself does" in head
@@ -424,7 +424,7 @@ def test_weights_that_cannot_fit_are_said_before_the_fix_list(bundled_settings, 
                 "no effect. Qwen2.5-14B on one A10 24GB")
     a = answer_question(question, bundled_settings, kb=bundled_kb)
     assert a.grounded and a.citations[0].id == "vllm-cuda-oom"
-    assert a.answer.startswith("**the weights alone are about 27 GiB") and len(a.answer) <= 3000
+    assert a.answer.startswith("**The weights alone are about 27 GiB") and len(a.answer) <= 3000
     assert "`--gpu-memory-utilization 0.8`" in a.answer  # the asker's own value, quoted back
 
 

@@ -25,6 +25,18 @@ def test_ask_in_chinese_prints_a_readable_answer_with_sources(bundled_env):
     assert "max-num-seqs" in out
 
 
+def test_a_chinese_refusal_is_punctuated_in_chinese(bundled_env):
+    """"知识库中最接近的条目（大概率不是你要的）:" and "来源 (知识库中无依据)" mixed ASCII
+    punctuation into Chinese lines (newcomer trial)."""
+    proc = run_cli(["ask", "LoRA adapter 热加载后显存一直涨，怎么释放？"], bundled_env)
+    out = proc.stdout.decode()
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "来源（知识库中无依据）" in out and "（大概率不是你要的）：" in out
+    assert "来源 (" not in out and "）:" not in out
+    english = run_cli(["ask", "How do I enable speculative decoding with an EAGLE draft model?"], bundled_env).stdout.decode()
+    assert "Sources (not grounded in the KB)" in english
+
+
 def test_ask_reads_a_pasted_log_from_stdin(bundled_env):
     log = "INFO 11-30 12:00:01 engine.py:301] Waiting for free blocks in KV cache\n" * 3
     data = parse_json(run_cli(["ask", "--json", "-"], bundled_env, stdin=log.encode()))
@@ -48,6 +60,12 @@ def _assert_one_line_error(proc, code, fragment):
     assert proc.returncode == code, (proc.returncode, err)
     assert "Traceback" not in err and proc.stdout == b""
     assert len(err.strip().splitlines()) == 1 and err.startswith("error: ") and fragment in err
+
+
+def test_a_log_path_that_does_not_exist_is_bad_input(bundled_env, tmp_path):
+    """A mistyped --log path is the asker's input, like a binary log: exit 2, one line, and
+    where a pipe goes instead."""
+    _assert_one_line_error(run_cli(["ask", "--log", str(tmp_path / "nope.log"), "why"], bundled_env), 2, "No such file")
 
 
 def test_a_flag_ask_does_not_have_is_part_of_the_question(bundled_env):

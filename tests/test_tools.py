@@ -553,6 +553,38 @@ def test_ask_with_a_log_longer_than_the_read_window_cites_the_line_in_the_file(b
 
 
 
+def test_a_log_piped_in_with_log_dash_is_diagnosed_and_its_lines_counted(bundled_env):
+    """On call the log comes from a pipe (`kubectl logs pod | ask --log - "why"`): `--log`
+    wanted a regular file, so it had to be saved first, and `ask -` read only its last 8 kB."""
+    proc = run_cli(["ask", "--json", "--log", "-", "what happened?"], bundled_env, stdin=VLLM_LOG.encode())
+    data = json.loads(proc.stdout)
+    assert data["grounded"] and data["citations"][0]["id"] == "vllm-cuda-oom"
+    assert data["tool_calls"][0]["name"] == "diagnose_log" and "Log findings" in data["answer"]
+    # Longer than the read window: the tail is kept and a finding keeps its line in the log.
+    rows = [f"INFO 11-30 02:17:46 [engine.py:160] step {i}: running, nothing to see here, padding padding" for i in range(1, 40_001)]
+    rows[30_001] = "WARNING 11-30 02:17:46 [scheduler.py:1] Waiting for free blocks in KV cache"
+    proc = run_cli(["ask", "--json", "--log", "-", "what happened?"], bundled_env, stdin=("\n".join(rows) + "\n").encode())
+    data = json.loads(proc.stdout)
+    assert "line 30002" in data["answer"] and any("MB" in n for n in data["notes"])
+    # Only the question's words: stdin cannot carry both.
+    both = run_cli(["ask", "--log", "-", "-"], bundled_env, stdin=VLLM_LOG.encode())
+    assert both.returncode == 2 and b"not both" in both.stderr and b"Traceback" not in both.stderr
+
+
+def test_a_stream_is_read_to_its_end_holding_only_its_tail():
+    import io
+
+    from assistant.tools.logs import read_tail_stream
+
+    data = b"".join(f"line {i}\n".encode() for i in range(1, 100_001))  # 1.2 MB in 1 MB reads
+    text, skipped, first = read_tail_stream(io.BytesIO(data), limit=1000)
+    assert text.endswith("line 100000\n") and len(text) <= 1000 and skipped == len(data) - len(text.encode())
+    assert text.split("\n", 1)[0].endswith(str(first))  # the first kept line is numbered by what was passed over
+    assert read_tail_stream(io.BytesIO(b"short log\n"))[1:] == (0, 1)
+    with pytest.raises(ValueError, match="binary"):
+        read_tail_stream(io.BytesIO(b"\x00" * 5000))
+
+
 PRELUDE_THEN_OOM = (
     "WARNING 12-01 10:00:05 [scheduler.py:1000] Sequence group 0 is preempted by PreemptionMode.RECOMPUTE mode "
     "because there is not enough KV cache space.\n"
@@ -601,6 +633,20 @@ def test_doctor_json_and_exit_code(bundled_env, tmp_path):
     severities = [f["severity"] for f in data["findings"]]
     order = {"critical": 0, "warning": 1, "info": 2, "ok": 3}
     assert severities == sorted(severities, key=order.get)
+
+
+def test_doctor_takes_a_serving_address_without_its_scheme(bundled_env):
+    """`--serving-url localhost:8000`, as people type it, was a finding that the URL must
+    start with http://, not a probe of the server."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = run_cli(["assistant", "doctor", "--json", "--serving-url", f"127.0.0.1:{port}"], bundled_env)
+    serving = [f for f in json.loads(proc.stdout)["findings"] if f["source"] == "serving"]
+    assert serving and "must start with" not in serving[0]["message"]
+    assert f"no server answers at http://127.0.0.1:{port}" in serving[0]["message"]
 
 
 def test_doctor_reads_the_probes_typed_results(tmp_path, monkeypatch):

@@ -52,21 +52,25 @@ def _run(fn, *args, **kwargs):
 
 
 def read_log(path: str, notes: list[str] | None = None, lang: str = "en") -> tuple[str, int]:
-    """The last 2 MB of a log file, decoded leniently (logs mix encodings), and the number in
-    the file of its first line (findings are reported by their line in the file); `notes`
-    gets a line saying so when the file is longer."""
+    """The last 2 MB of a log file, or of stdin when the path is `-` (`kubectl logs pod | ask
+    --log - "why"`), decoded leniently (logs mix encodings), and the number in the log of its
+    first line (findings are reported by their line in the log); `notes` gets a line saying
+    so when the log is longer."""
     from oncall_common.errors import AssistantError, BadInput
-    from assistant.tools.logs import read_tail_located, unread_note
+    from assistant.tools.logs import read_tail_located, read_tail_stream, unread_note
 
     try:
-        text, unread, first_line = read_tail_located(path)
+        text, unread, first_line = read_tail_stream(sys.stdin.buffer) if path == "-" else read_tail_located(path)
         if unread and notes is not None:
             notes.append(unread_note(unread, lang))
         return text, first_line
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
+        # The path the asker typed: bad input (exit 2), as a binary log is.
+        raise BadInput(f"cannot read log file {path}: {exc.strerror}", "check the path; `--log -` reads the log from stdin") from exc
     except OSError as exc:
         raise AssistantError(f"cannot read log file {path}: {exc.strerror}") from exc
     except ValueError as exc:  # binary or not a regular file: bad input, as a binary question is (exit 2)
-        raise BadInput(f"cannot read log file: {exc}", "pass a text log file, not a pipe, device or binary file") from exc
+        raise BadInput(f"cannot read log file: {exc}", "pass a text log file, or pipe the log in with `--log -`") from exc
 
 
 def _zh(text: str) -> bool:
@@ -128,6 +132,7 @@ EXAMPLES = """examples:
   ask "为什么推理卡住"
   ask "requests hang after I enabled logprobs"
   tail -n 50 server.log | ask -
+  kubectl logs vllm-0 | ask --log - "why did it stop?"
   ask --json "NCCL error at startup" | jq .citations"""
 
 
@@ -145,7 +150,7 @@ def _parser():
     p.add_argument("-k", "--top-k", type=int, choices=range(1, 11), metavar="{1..10}", help="articles to consider (default 3)")
     p.add_argument("--lang", choices=["auto", *LANGS], default="auto", help="answer language (default: the question's)")
     p.add_argument("--kb", metavar="DIR", help="KB directory (default: the bundled KB)")
-    p.add_argument("--log", metavar="FILE", help="a server log to diagnose with the question (last 2 MB)")
+    p.add_argument("--log", metavar="FILE", help="a server log to diagnose with the question (last 2 MB); '-' reads it from stdin")
     llm = p.add_mutually_exclusive_group()
     llm.add_argument("--llm", dest="llm", action="store_true", default=None, help="answer with the configured LLM (default when an LLM is configured: ASSISTANT_LLM_BASE_URL or llm_base_url in the config file)")
     llm.add_argument("--no-llm", dest="llm", action="store_false", help="answer from the KB only, even if an LLM is configured")
@@ -203,12 +208,19 @@ def _route_logs(verbose: bool) -> None:
     logger.propagate = False
 
 
-def ask(argv: list[str] | None = None) -> None:
-    parser = _parser()
-    args = _parse(parser, sys.argv[1:] if argv is None else list(argv))
+def _check_inputs(parser, args) -> None:
+    """Usage errors about where the question and the log come from (exit 2, with the usage)."""
+    if args.log == "-" and args.question == ["-"]:
+        parser.error("stdin can carry the log (--log -) or the question (-), not both: give the question as words")
     if not args.question and not args.log and sys.stdin.isatty():
         # Typed at a terminal with nothing after it: how to use it, not "the question is empty".
         parser.error('no question given: ask "为什么推理卡住", or pipe a log in with `tail -n 50 server.log | ask -`')
+
+
+def ask(argv: list[str] | None = None) -> None:
+    parser = _parser()
+    args = _parse(parser, sys.argv[1:] if argv is None else list(argv))
+    _check_inputs(parser, args)
 
     def body() -> None:
         from assistant.questions import EarlyEmbedding, query_text, validate_question
@@ -218,7 +230,8 @@ def ask(argv: list[str] | None = None) -> None:
             _route_logs(args.verbose)
         input_notes: list[str] = []
         if args.log and not args.question:
-            text = "" if sys.stdin.isatty() else read_question((), settings.max_question_bytes, input_notes)
+            # With `--log -` stdin is the log, not the question.
+            text = "" if sys.stdin.isatty() or args.log == "-" else read_question((), settings.max_question_bytes, input_notes)
             if not text.strip():  # `ask --log FILE` alone: the log is the question
                 from assistant.i18n import t
                 from oncall_common.lang import LANGS

@@ -295,7 +295,10 @@ def doctor(serving_url: str | None, log_path: str | None, as_json: bool) -> None
 
         from assistant.ops.doctor import needs_attention, run_doctor
 
-        findings = run_doctor(settings_for(None), serving_url, log_path)
+        url = serving_url
+        if url and "://" not in url:
+            url = "http://" + url  # "localhost:8000", as people type it; the probe itself takes http(s) URLs only
+        findings = run_doctor(settings_for(None), url, log_path)
         attention = needs_attention(findings)
         if as_json:
             click.echo(json.dumps({"needs_attention": attention, "findings": [asdict(f) for f in findings]}, ensure_ascii=False))

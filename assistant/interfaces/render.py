@@ -36,7 +36,10 @@ def _keep_angle_brackets(text: str) -> str:
 
 def _sources_heading(answer: Answer) -> str:
     heading = t("answer.sources", answer.lang)
-    return heading if answer.grounded else heading + f" ({t('answer.not_grounded', answer.lang)})"
+    if answer.grounded:
+        return heading
+    note = t("answer.not_grounded", answer.lang)
+    return heading + (f"（{note}）" if answer.lang == "zh" else f" ({note})")
 
 
 def _where(c) -> str:

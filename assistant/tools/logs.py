@@ -419,6 +419,35 @@ def read_tail_located(path: str, limit: int = LOG_TAIL_BYTES, count_lines: bool 
     return data.decode("utf-8", errors="replace"), start, first_line
 
 
+def read_tail_stream(stream, limit: int = LOG_TAIL_BYTES) -> tuple[str, int, int]:
+    """`read_tail_located` for a pipe (`kubectl logs pod | ask --log - "why"`): read to the
+    end, holding only the last `limit` bytes, and count the newlines of what was passed over
+    so findings keep their line in the log. A stream that never ends (`kubectl logs -f`) is
+    read until it does."""
+    held: list[bytes] = []
+    size = skipped = newlines = 0
+    while True:
+        block = stream.read(1 << 20)
+        if not block:
+            break
+        held.append(block)
+        size += len(block)
+        while size - len(held[0]) >= limit:  # whole blocks the tail no longer needs
+            old = held.pop(0)
+            size -= len(old)
+            skipped += len(old)
+            newlines += old.count(b"\n")
+    data = b"".join(held)
+    if len(data) > limit:
+        cut = len(data) - limit
+        newlines += data[:cut].count(b"\n")
+        skipped += cut
+        data = data[cut:]
+    if _binary(data):
+        raise ValueError("the log on stdin looks like binary data, not a text log")
+    return data.decode("utf-8", errors="replace"), skipped, 1 + newlines
+
+
 def _newlines_before(fd: int, end: int) -> int:
     """Newlines in the first `end` bytes of an open file: the lines the tail skipped (about a
     second per GB, read in blocks, never held whole)."""
