@@ -584,6 +584,17 @@ def test_a_stream_is_read_to_its_end_holding_only_its_tail():
     with pytest.raises(ValueError, match="binary"):
         read_tail_stream(io.BytesIO(b"\x00" * 5000))
 
+    class Zeros(io.RawIOBase):  # /dev/zero: refused at its first block, not read forever
+        def readable(self):
+            return True
+
+        def readinto(self, b):
+            b[:] = bytes(len(b))
+            return len(b)
+
+    with pytest.raises(ValueError, match="binary"):
+        read_tail_stream(io.BufferedReader(Zeros()))
+
 
 PRELUDE_THEN_OOM = (
     "WARNING 12-01 10:00:05 [scheduler.py:1000] Sequence group 0 is preempted by PreemptionMode.RECOMPUTE mode "

@@ -70,7 +70,8 @@ def read_log(path: str, notes: list[str] | None = None, lang: str = "en") -> tup
     except OSError as exc:
         raise AssistantError(f"cannot read log file {path}: {exc.strerror}") from exc
     except ValueError as exc:  # binary or not a regular file: bad input, as a binary question is (exit 2)
-        raise BadInput(f"cannot read log file: {exc}", "pass a text log file, or pipe the log in with `--log -`") from exc
+        hint = "pipe a text log in" if path == "-" else "pass a text log file, or pipe the log in with `--log -`"
+        raise BadInput(f"cannot read log file: {exc}", hint) from exc
 
 
 def _zh(text: str) -> bool:

@@ -430,6 +430,8 @@ def read_tail_stream(stream, limit: int = LOG_TAIL_BYTES) -> tuple[str, int, int
         block = stream.read(1 << 20)
         if not block:
             break
+        if not held and not skipped and _binary(block):  # `cat /dev/zero | ask --log -` would never end
+            raise ValueError("the log on stdin looks like binary data, not a text log")
         held.append(block)
         size += len(block)
         while size - len(held[0]) >= limit:  # whole blocks the tail no longer needs
