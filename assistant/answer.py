@@ -320,7 +320,7 @@ def _above_the_answer(text: str, result: Retrieval, diagnosis, calc, lang: str) 
     elif result.grounded or "derived max_model_len" in text:
         # "set --max-model-len 45232", from their error. The config's own limit is said even
         # when no article covers the error: it is the error's own figure, not a guessed fix.
-        extras += [f"**{_sentence(c[lang])}**" for c in _pasted_figures(text)]
+        extras += [f"**{_sentence(c[lang])}**" for c in _pasted_figures(text, getattr(result, "flags", None))]
     # A calculation that ran said whether the weights fit; one that stopped for a missing value
     # ("will Qwen2.5-14B fit one A10 24GB with max-model-len 8192?": weights in GiB) did not.
     # A sizing question the KB has no article for still gets the arithmetic ("DeepSeek-V3 671B
@@ -340,14 +340,15 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:] if text[:1].islower() else text
 
 
-def _pasted_figures(text: str) -> list[dict[str, str]]:
+def _pasted_figures(text: str, flags: dict[str, str] | None = None) -> list[dict[str, str]]:
     """What the numbers of a pasted error say (the KV cache's real capacity), only for
-    the errors that carry them: the regexes run when "max seq len" is there."""
+    the errors that carry them: the regexes run when "max seq len" is there. `flags`: what
+    the question's command line sets."""
     if "max seq len" not in text and "maximum model length" not in text and "derived max_model_len" not in text:
         return []
     from .tools.logs import computed_from, numbers_in
 
-    return computed_from(numbers_in(text))
+    return computed_from(numbers_in(text), flags)
 
 
 def _uncovered_crash(diagnosis, index) -> bool:
@@ -822,23 +823,14 @@ def _mostly_in(text: str, lang: str) -> bool:
     return chinese if lang == "zh" else not chinese
 
 
-NEAR_CEILING_UTILIZATION = 0.95
-
-
 def _near_ceiling(flags: dict[str, str], labels: dict) -> list[str]:
     """Said under the asker's settings when their gpu_memory_utilization is 0.95 or more: the
     preemption and KV-cache fixes start with "raise gpu_memory_utilization", and a log run at
     0.95 that ended in CUDA out of memory was told to raise it further."""
-    for flag, value in flags.items():
-        if _bare_setting(flag) != "gpu-memory-utilization":
-            continue
-        try:
-            share = float(value)
-        except ValueError:
-            continue
-        if NEAR_CEILING_UTILIZATION <= share <= 1:
-            return ["", labels["near_ceiling"].format(flag=f"`{flag} {value}`")]
-    return []
+    from .tools.logs import at_ceiling
+
+    hit = at_ceiling(flags)
+    return ["", labels["near_ceiling"].format(flag=f"`{hit[0]} {hit[1]}`")] if hit else []
 
 
 def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites", top_k: int) -> list[str]:

@@ -241,6 +241,29 @@ def test_a_pasted_kv_cache_error_gets_its_own_max_model_len(bundled_settings, bu
     assert "by your error" not in plain.answer.lower()
 
 
+def test_a_kv_cache_error_at_the_utilization_ceiling_is_not_told_to_raise_it(bundled_settings, bundled_kb, tmp_path):
+    """A server already at --gpu-memory-utilization 0.95 read "for longer, raise
+    `--gpu-memory-utilization`" in the lead line while the lines under it said 0.95 is near
+    the ceiling (newcomer trial): the lead says it is already there."""
+    error = ("ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be "
+             "stored in KV cache (45232). Try increasing gpu_memory_utilization or decreasing max_model_len")
+    pasted = answer_question(f"vllm serve Qwen/Qwen2.5-7B-Instruct --gpu-memory-utilization 0.95\n{error}", bundled_settings,
+                             kb=bundled_kb)
+    lead = pasted.answer.split("\n", 1)[0]
+    assert "`--max-model-len 45232`" in lead and "is already 0.95" in lead and "raise" not in lead
+    log = tmp_path / "server.log"
+    log.write_text("INFO 12-01 10:00:00 [api_server.py:1] args: Namespace(model='Qwen/Qwen2.5-7B-Instruct', "
+                   "gpu_memory_utilization=0.97, max_model_len=131072)\n" + f"ERROR 12-01 10:00:30 [engine.py:1] {error}\n",
+                   encoding="utf-8")
+    from assistant.tools.logs import diagnose_log
+
+    computed = diagnose_log(path=str(log)).computed
+    assert computed and "already 0.97" in computed[0]["en"] and "已经是 0.97" in computed[0]["zh"] and "raise" not in computed[0]["en"]
+    lower = answer_question(f"vllm serve Qwen/Qwen2.5-7B-Instruct --gpu-memory-utilization 0.8\n{error}", bundled_settings,
+                            kb=bundled_kb)
+    assert "raise `--gpu-memory-utilization`" in lower.answer.split("\n", 1)[0]  # below the ceiling, raising it is still advice
+
+
 @pytest.mark.parametrize("error, derived, asked", [
     ("ValueError: User-specified max_model_len (131072) is greater than the derived max_model_len (max_position_embeddings=32768 "
      "or model_max_length=None in model's config.json). This may lead to incorrect model outputs or CUDA errors.", 32768, 131072),

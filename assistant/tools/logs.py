@@ -214,7 +214,7 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
     _frames_of_crashes(lines, found, first_line)
     # Worst first; among critical lines, what the server logged as an error or died of
     # before a warning-level symptom ("Waiting for free blocks" an hour before the crash).
-    report.computed = computed_from(report.numbers)
+    report.computed = computed_from(report.numbers, report.settings)
     report.findings = sorted(found.values(), key=lambda f: (SEVERITY[f.severity], not f.fatal, f.first_line))
     return report
 
@@ -269,10 +269,36 @@ def numbers_in(text: str) -> dict[str, float]:
     return numbers
 
 
-def computed_from(numbers: dict[str, float]) -> list[dict[str, str]]:
+# At or over this gpu_memory_utilization, "raise it" is no advice (answer._near_ceiling says so
+# under the asker's settings).
+NEAR_CEILING_UTILIZATION = 0.95
+
+
+def at_ceiling(settings: dict[str, str] | None) -> tuple[str, str] | None:
+    """The asker's gpu_memory_utilization setting (flag, value as written) when it is already
+    near the ceiling (0.95 or more); None otherwise. --gpu_memory_utilization and
+    GPU_MEMORY_UTILIZATION alike."""
+    for flag, value in (settings or {}).items():
+        if flag.lstrip("-").lower().replace("_", "-") != "gpu-memory-utilization":
+            continue
+        try:
+            share = float(value)
+        except ValueError:
+            continue
+        if NEAR_CEILING_UTILIZATION <= share <= 1:
+            return flag, value
+    return None
+
+
+def computed_from(numbers: dict[str, float], settings: dict[str, str] | None = None) -> list[dict[str, str]]:
     """What the numbers say, in both languages: the asker's own figure, not an article's
-    example ("set --max-model-len 21456" quoted to someone whose KV cache holds 45232)."""
+    example ("set --max-model-len 21456" quoted to someone whose KV cache holds 45232).
+    `settings` are the flags the log or the question shows: a server already at
+    `--gpu-memory-utilization 0.95` is not told to raise it for a longer context."""
     out: list[dict[str, str]] = []
+    ceiling = at_ceiling(settings)
+    tail = {"util": ceiling[1]} if ceiling else {}
+    suffix = "_at_ceiling" if ceiling else ""
     blocks = numbers.get("num_blocks_global")
     if blocks:
         bs = int(numbers.get("block_size", 64))
@@ -283,13 +309,14 @@ def computed_from(numbers: dict[str, float]) -> list[dict[str, str]]:
     if "kv_cache_max_len" in numbers:
         fits, asked = int(numbers["kv_cache_max_len"]), int(numbers.get("max_seq_len", 0))
         if 0 < fits < asked:
-            out.append(both("tools.diagnose_log.kv_max_model_len", fits=fits, asked=asked))
+            out.append(both("tools.diagnose_log.kv_max_model_len" + suffix, fits=fits, asked=asked, **tail))
     elif numbers.get("kv_needed_gib") and "kv_available_gib" in numbers and "max_seq_len" in numbers:
         # KV memory grows in proportion to the tokens: what is free holds that share of them.
         asked, needed, free = int(numbers["max_seq_len"]), numbers["kv_needed_gib"], numbers["kv_available_gib"]
         fits = int(asked * free / needed)
         if 0 < fits < asked:
-            out.append(both("tools.diagnose_log.kv_max_model_len_estimated", fits=fits, asked=asked, needed=needed, free=free))
+            out.append(both("tools.diagnose_log.kv_max_model_len_estimated" + suffix, fits=fits, asked=asked, needed=needed, free=free,
+                            **tail))
     derived, user = int(numbers.get("derived_max_len", 0)), int(numbers.get("user_max_len", 0))
     if 0 < derived < user:
         # The window is the limit only because the flag made it so: YaRN is no answer there.
