@@ -123,6 +123,22 @@ gadgetctl logs --purge --keep-days 3
 """
 
 
+def docs_kb(tmp_path: Path, pages: dict[str, str]):
+    """A doc tree of the given pages (name → markdown) in a temp dir, indexed with the real
+    embedder: (settings, kb)."""
+    from dataclasses import replace
+
+    from assistant.knowledge import open_kb
+
+    kb_dir = tmp_path / "docs"
+    kb_dir.mkdir()
+    for name, text in pages.items():
+        (kb_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        (kb_dir / name).write_text(text, encoding="utf-8")
+    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
+    return settings, open_kb(settings, progress=lambda _m: None)
+
+
 def write_tiny_kb(root: Path) -> Path:
     (root / "en").mkdir(parents=True, exist_ok=True)
     (root / "zh").mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ from assistant.answer import MAX_ANSWER_CHARS, MAX_PASSAGE_CHARS, answer_questio
 from assistant.config import Settings
 from assistant.knowledge import open_kb
 
-from .conftest import dedent
+from .conftest import dedent, docs_kb
 
 WIKI = dedent("""
     # Inference on-call wiki
@@ -43,17 +43,6 @@ def wiki_settings(tmp_path: Path) -> Settings:
     (kb / "long.md").write_text("# Runbook\n\n## Everything\n" + "\n\n".join(
         f"Step {i}: run `tool --step {i}` and wait for the green light before going on." for i in range(200)), encoding="utf-8")
     return replace(Settings(), kb_dir=kb, cache_dir=tmp_path / "cache")
-
-
-def docs_kb(tmp_path: Path, pages: dict[str, str]):
-    """A doc tree of the given pages (name → markdown) in a temp dir, indexed: (settings, kb)."""
-    kb_dir = tmp_path / "docs"
-    kb_dir.mkdir()
-    for name, text in pages.items():
-        (kb_dir / name).parent.mkdir(parents=True, exist_ok=True)
-        (kb_dir / name).write_text(text, encoding="utf-8")
-    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
-    return settings, open_kb(settings, progress=lambda _m: None)
 
 
 def test_a_multi_topic_page_answers_with_the_matching_section_only(wiki_settings):
@@ -1313,12 +1302,8 @@ def test_a_team_section_offered_as_an_alternative_is_the_section_that_matched(tm
     from assistant.i18n import texts
     from assistant.retrieval import ArticleMatch, ScoredChunk, section_key
 
-    kb_dir = tmp_path / "docs"
-    kb_dir.mkdir()
-    (kb_dir / "oncall.md").write_text("# 值班手册\n\n## 一、显存不足\n现象：启动时报 CUDA out of memory。\n\n"
-                                      "## 二、请求卡住\n现象：waiting 持续上涨，running 不动。\n处理：重启 deploy。\n", encoding="utf-8")
-    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=tmp_path / "cache")
-    kb = open_kb(settings, progress=lambda _m: None)
+    _settings, kb = docs_kb(tmp_path, {"oncall.md": "# 值班手册\n\n## 一、显存不足\n现象：启动时报 CUDA out of memory。\n\n"
+                                                    "## 二、请求卡住\n现象：waiting 持续上涨，running 不动。\n处理：重启 deploy。\n"})
     stuck = next(c for c in kb.index.chunks if "请求卡住" in c.title)
     art = ArticleMatch(stuck.doc_id, 1.0, 1.0, chunks=[ScoredChunk(stuck, 1.0, 0.9, 1.0)], passage=section_key(stuck.title))
     lines = _alternative(kb, art, "zh", texts("answer", "zh"), _Cites())

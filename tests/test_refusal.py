@@ -8,6 +8,7 @@ import pytest
 
 from assistant import refusal
 from assistant.answer import answer_question
+from .conftest import docs_kb
 
 
 def test_fit_separates_a_separable_signal_and_the_threshold_meets_the_false_refusal_bound():
@@ -260,24 +261,21 @@ def test_pasted_flags_are_quoted_back_when_the_article_is_about_them(bundled_set
     assert "--gpu-memory-utilization 0.97" in answer.answer
 
 
+# A team's two-section page, read as passages (no front matter).
+SERVING_DOC = ("# Serving\n\n## Out of memory at start-up\n\nLower `--gpu-memory-utilization` to 0.8.\n\n"
+               "## Requests hang\n\nCheck the queue with `curl /metrics`.\n")
+
+
 def test_doc_tree_passages_get_their_own_operating_point(tmp_path, bundled_kb, bundled_settings):
     """A team's doc pages score differently from curated articles, so the fit chooses a
     threshold for each, and a passage is judged by its own."""
-    from dataclasses import replace
-
-    from assistant.config import Settings
-    from assistant.knowledge import open_kb
     from assistant.ops.evaluate import Case
 
     def case(i, q, grounded):
         return Case(f"c{i}", "en", "symptom", q, [], grounded)
 
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "serving.md").write_text("# Serving\n\n## Out of memory at start-up\n\nLower `--gpu-memory-utilization` to 0.8.\n\n"
-                                     "## Requests hang\n\nCheck the queue with `curl /metrics`.\n", encoding="utf-8")
-    settings = replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "cache")
-    tree = refusal.FitSet(open_kb(settings, progress=lambda m: None), settings,
+    settings, kb = docs_kb(tmp_path, {"serving.md": SERVING_DOC})
+    tree = refusal.FitSet(kb, settings,
                           [case(1, "server runs out of memory at start-up", True), case(2, "requests hang forever", True),
                            case(3, "how do I fine-tune a LoRA adapter", False)])
     bundled = refusal.FitSet(bundled_kb, bundled_settings,
@@ -306,19 +304,10 @@ def test_doc_tree_passages_get_their_own_operating_point(tmp_path, bundled_kb, b
 def test_a_passage_is_judged_on_its_own_band(tmp_path, bundled_kb, bundled_settings):
     """A doc page about the asker's product reads close to every question on it: the model
     reads a passage's cosine on PASSAGE_DENSE_BAND (a curated article keeps DENSE_BAND)."""
-    from dataclasses import replace
-
-    from assistant.config import Settings
-    from assistant.knowledge import open_kb
     from assistant.retrieval import DENSE_BAND, PASSAGE_DENSE_BAND, RetrievalParams, grounding_scale, search
 
     assert PASSAGE_DENSE_BAND["en"][1] > DENSE_BAND["en"][1]
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "serving.md").write_text("# Serving\n\n## Out of memory at start-up\n\nLower `--gpu-memory-utilization` to 0.8.\n\n"
-                                     "## Requests hang\n\nCheck the queue with `curl /metrics`.\n", encoding="utf-8")
-    settings = replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "cache")
-    kb = open_kb(settings, progress=lambda m: None)
+    settings, kb = docs_kb(tmp_path, {"serving.md": SERVING_DOC})
     for kb_, settings_, question, passage in ((kb, settings, "server runs out of memory at start-up", True),
                                               (bundled_kb, bundled_settings, "CUDA out of memory while serving", False)):
         result = search(kb_.index, kb_.embedder, question, RetrievalParams.from_settings(settings_))
