@@ -340,7 +340,7 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:] if text[:1].islower() else text
 
 
-def _pasted_figures(text: str, flags: dict[str, str] | None = None) -> list[dict[str, str]]:
+def _pasted_figures(text: str, flags: dict[str, str] | None) -> list[dict[str, str]]:
     """What the numbers of a pasted error say (the KV cache's real capacity), only for
     the errors that carry them: the regexes run when "max seq len" is there. `flags`: what
     the question's command line sets."""
@@ -398,7 +398,7 @@ def _from_llm(text, result, kb, settings, lang, use_tools, diagnosis, calc, on_t
     context = []
     if diagnosis is not None and diagnosis.findings:
         context.append(_log_summary(diagnosis, "en"))
-    context += [c["en"] for c in _pasted_figures(text)]  # the asker's own --max-model-len, for the model too
+    context += [c["en"] for c in _pasted_figures(text, getattr(result, "flags", None))]  # the asker's own --max-model-len, for the model too
     if calc is not None:
         context.append(calc.context())
     out = llm_answer(text, result, kb, settings, lang, use_tools=use_tools, context="\n\n".join(context),

@@ -37,6 +37,20 @@ def test_grounded_answer_with_renumbered_citations(bundled_settings, bundled_kb)
     assert llm.models_requests == 1  # the model name came from /v1/models
 
 
+def test_the_model_is_given_the_askers_own_figures_as_the_extractive_answer_is(bundled_settings, bundled_kb):
+    """The KV cache's real capacity from a pasted error goes into the prompt, worded for a
+    server already at --gpu-memory-utilization 0.95 as the extractive lead line is (it told
+    the model to raise it)."""
+    error = ("ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be "
+             "stored in KV cache (45232). Try increasing gpu_memory_utilization or decreasing max_model_len")
+    with ScriptedLLM([{"content": "Use --max-model-len 45232 [1]."}]) as llm:
+        answer_question(f"vllm serve Qwen/Qwen2.5-7B-Instruct --gpu-memory-utilization 0.95\n{error}",
+                        _settings(bundled_settings, llm.url), kb=bundled_kb)
+        prompt = "\n".join(m["content"] for m in llm.requests[0]["messages"] if isinstance(m.get("content"), str))
+    assert "`--max-model-len 45232`" in prompt and "`--gpu-memory-utilization` is already 0.95" in prompt
+    assert "raise `--gpu-memory-utilization`" not in prompt
+
+
 def test_chinese_question_gets_a_chinese_prompt_and_passages(bundled_settings, bundled_kb):
     with ScriptedLLM([{"content": "调大 kernel.msgmax：sysctl -w kernel.msgmax=1048576 [1]。"}]) as llm:
         answer = answer_question("开了 logprobs 以后请求卡住", _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb)
