@@ -320,7 +320,7 @@ def _above_the_answer(text: str, result: Retrieval, diagnosis, calc, lang: str) 
     elif result.grounded or "derived max_model_len" in text:
         # "set --max-model-len 45232", from their error. The config's own limit is said even
         # when no article covers the error: it is the error's own figure, not a guessed fix.
-        extras += [f"**{_sentence(c[lang])}**" for c in _pasted_figures(text, getattr(result, "flags", None))]
+        extras += [f"**{_sentence(c[lang])}**" for c in _pasted_figures(text, result.flags)]
     # A calculation that ran said whether the weights fit; one that stopped for a missing value
     # ("will Qwen2.5-14B fit one A10 24GB with max-model-len 8192?": weights in GiB) did not.
     # A sizing question the KB has no article for still gets the arithmetic ("DeepSeek-V3 671B
@@ -398,7 +398,7 @@ def _from_llm(text, result, kb, settings, lang, use_tools, diagnosis, calc, on_t
     context = []
     if diagnosis is not None and diagnosis.findings:
         context.append(_log_summary(diagnosis, "en"))
-    context += [c["en"] for c in _pasted_figures(text, getattr(result, "flags", None))]  # the asker's own --max-model-len, for the model too
+    context += [c["en"] for c in _pasted_figures(text, result.flags)]  # the asker's own --max-model-len, for the model too
     if calc is not None:
         context.append(calc.context())
     out = llm_answer(text, result, kb, settings, lang, use_tools=use_tools, context="\n\n".join(context),
