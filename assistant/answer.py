@@ -1161,7 +1161,9 @@ def _fix_sibling(kb, best, quoted: list, question: str = "") -> list[ArticleMatc
     page ("Symptoms" with the pasted log line, "Why"): the log matches the symptom, the
     commands sit under "What to do" and share few of the question's words. Quoted right
     after the passage, before other matched sections. (Sections nested under one problem
-    already answer together: they are one passage.)"""
+    already answer together: they are one passage.) When the best passage is the page's
+    "Symptoms", its "Cause" comes too: the symptoms only say back what the asker sees, and
+    "why do we get 502 after every deploy" was answered with them and the fix, never the why."""
     from ingest.chunking import section_kind
 
     from .retrieval import ScoredChunk, section_key
@@ -1175,13 +1177,21 @@ def _fix_sibling(kb, best, quoted: list, question: str = "") -> list[ArticleMatc
         return []
     taken = {key} | {art.passage for art in quoted if art.doc_id == best.doc_id}
     chunks = kb.article_chunks(best.doc_id, best.lang)
-    # "What to do" before "Fix on our cluster": a heading named exactly as a fix is surer
-    # than one a fix word leads.
-    for exact in (True, False):
-        for chunk in chunks:
-            other = section_key(chunk.title)
-            if other not in taken and kind(other, exact) == "fixes":
-                return [ArticleMatch(chunk.doc_id, 1.0, 0.0, chunks=[ScoredChunk(chunk, 1.0, 0.0, 0.0)], passage=other)]
+
+    def section_for(want: str) -> ArticleMatch | None:
+        # "What to do" before "Fix on our cluster": a heading named exactly as a fix is surer
+        # than one a fix word leads.
+        for exact in (True, False):
+            for chunk in chunks:
+                other = section_key(chunk.title)
+                if other not in taken and kind(other, exact) == want:
+                    return ArticleMatch(chunk.doc_id, 1.0, 0.0, chunks=[ScoredChunk(chunk, 1.0, 0.0, 0.0)], passage=other)
+        return None
+
+    found = [cause] if kind(key) in ("symptoms", "signatures") and (cause := section_for("causes")) else []
+    fix = section_for("fixes")
+    if fix is not None:
+        return [*found, fix]
     # A procedure's step named by the question's own action ("how do I restart the gateway
     # safely?" and a section "Restart"): the pasted 503 line matched "When to use this page",
     # which was all the answer quoted.
@@ -1198,8 +1208,8 @@ def _fix_sibling(kb, best, quoted: list, question: str = "") -> list[ArticleMatc
             named.append((len(heading.split()), chunk, other))
     if named:
         _n, chunk, other = min(named, key=lambda item: item[0])
-        return [ArticleMatch(chunk.doc_id, 1.0, 0.0, chunks=[ScoredChunk(chunk, 1.0, 0.0, 0.0)], passage=other)]
-    return []
+        return [*found, ArticleMatch(chunk.doc_id, 1.0, 0.0, chunks=[ScoredChunk(chunk, 1.0, 0.0, 0.0)], passage=other)]
+    return found
 
 
 def _extras(kb, siblings: list, rest: list, quoted: dict, room: int, lang: str, labels: dict,

@@ -435,6 +435,37 @@ def test_a_symptom_match_brings_its_runbooks_fix_section(tmp_path):
     assert "（仅有英文原文）" in zh.answer
 
 
+GATEWAY_RUNBOOK = (
+    "# Gateway returns 502 after a deploy\n\n## Symptoms\n\n- The gateway returns `502 Bad Gateway` for a few minutes after "
+    "every rollout.\n- Gateway log: `upstream connect error or disconnect/reset before headers`.\n\n## Cause\n\nNew pods "
+    "are marked ready before the model finishes loading, so traffic reaches servers that are not listening yet.\n\n"
+    "## Fix\n\n1. Point the readiness probe at `/health`.\n2. Roll out with `maxUnavailable: 0`.\n")
+GATEWAY_RUNBOOK_ZH = (
+    "# 发布后网关返回 502\n\n## 现象\n\n每次滚动发布后的几分钟内，网关对请求返回 `502 Bad Gateway`。\n\n## 原因\n\n"
+    "新 Pod 在模型加载完之前就被标记为就绪，流量打到了还没监听端口的服务上。\n\n## 处理方法\n\n"
+    "1. 就绪探针改为探测 `/health`。\n2. 发布时设置 `maxUnavailable: 0`。\n")
+
+
+@pytest.mark.parametrize("page, question, cause, fix", [
+    (GATEWAY_RUNBOOK, "why do we get upstream connect error or disconnect/reset before headers after each deploy",
+     "marked ready before the model finishes loading", "maxUnavailable: 0"),
+    (GATEWAY_RUNBOOK_ZH, "为什么每次滚动发布后网关都返回 502 Bad Gateway", "模型加载完之前就被标记为就绪", "maxUnavailable: 0"),
+])
+def test_a_symptom_match_brings_its_runbooks_cause_as_well_as_its_fix(tmp_path, page, question, cause, fix):
+    """The matched "Symptoms" only say back what the asker sees: "why do we get 502 after
+    each deploy" was answered with them and the fix, and the runbook's "Cause" was left out
+    (newcomer trial)."""
+    settings, kb = docs_kb(tmp_path, {"gateway-502.md": page,
+                                      "disk.md": "# Node disk full\n\n## Symptoms\n\nPods are evicted for ephemeral-storage.\n\n"
+                                                 "## Fix\n\nMount a shared PVC for the model cache.\n"})
+    answer = answer_question(question, settings, kb=kb)
+    assert answer.grounded and answer.citations[0].source == "gateway-502.md"
+    assert answer.citations[0].section in ("Symptoms", "现象")
+    assert cause in answer.answer and fix in answer.answer
+    assert answer.answer.index(cause) < answer.answer.index(fix)  # in the page's order
+    assert "PVC" not in answer.answer
+
+
 def test_a_procedure_section_is_a_runbooks_fix_section(tmp_path):
     """A wiki page's "When to drain" matched an XID 79 question; the steps under
     "Procedure" were never quoted."""
