@@ -1706,6 +1706,34 @@ def test_a_cut_down_section_drops_a_kept_chunk_before_it_cuts_the_match(closing)
     assert left == [example]
 
 
+def test_a_chunk_that_fits_as_written_is_not_left_out_for_a_worse_one():
+    """The room for each chunk was estimated with 40 characters for a heading and a gap mark,
+    needed or not: a router FAQ's second-best chunk (265 characters, with the pinned
+    gunicorn version) missed the bound by 11 estimated characters, and a chunk that matched
+    half as well took its place."""
+    from ingest.records import Chunk
+
+    from assistant.answer import _section_text
+    from assistant.i18n import texts
+
+    def chunk(i: int, text: str) -> Chunk:
+        return Chunk(f"faq.md#{i}", "faq", "en", "Router FAQ > Troubleshooting > Health Status", "Health Status", "other",
+                     "faq.md", text, f"h{i}")
+
+    best = chunk(0, "Check that every instance answers on /health from the router's host. " * 16 + "\n\nThen compare counts.")
+    pinned = chunk(1, "If instances register and then drop out, the router's workers time out on the health check. "
+                      "Pin the web server: `pip install gunicorn==25.0.3`, then restart the router. Older releases "
+                      "close idle keep-alive connections before the router's next probe, so the instance looks down "
+                      "although it serves requests.")
+    other = chunk(2, "The tokenizer service is only used by the cache_aware strategy. " * 2)
+    estimate = len(best.text) + 40 + len(pinned.text) + 40
+    assert estimate > 1500 and len(best.text) + len(pinned.text) + 40 < 1500  # over by the estimate, under as written
+    text, left = _section_text([best, pinned, other], best, texts("answer", "en"),
+                               {best.chunk_id: 0.87, pinned.chunk_id: 0.65, other.chunk_id: 0.37}, 1500)
+    assert "gunicorn==25.0.3" in text and len(text) <= 1500
+    assert left == [other]
+
+
 def test_a_sibling_that_is_the_twin_of_the_quoted_section_joins_its_continuation(tmp_path):
     """A Chinese page's section was quoted; its English twin's section matched too and came
     back as a sibling that maps into the same Chinese section. Quoted as a passage of its
