@@ -69,6 +69,14 @@ def test_scaling_down_is_told_apart():
     assert translate("downscale takes minutes", "en") == ["缩容"]
 
 
+def test_outputs_that_differ_are_said_in_the_words_english_docs_use():
+    """"并发跑出来的结果和单独请求时不一样" asks why outputs vary; an English FAQ says "vary" and
+    "different", and a short section on concurrency numbers outranked it on 并发 alone."""
+    assert "vary" in " ".join(translate("同一个 prompt 并发跑出来的结果和单独请求时不一样", "zh"))
+    assert "vary" in " ".join(translate("两次输出有差异", "zh"))
+    assert not any("vary" in t for t in translate("用不同的模型测吞吐", "zh"))  # 不同 is mostly "another"
+
+
 def test_a_chinese_question_reaches_an_english_only_passage(english_docs):
     settings, kb = english_docs
     question = "上线部署之后吞吐明显变慢"
