@@ -1308,6 +1308,10 @@ _BYLINE_PHRASE = re.compile(r"(?i)\b(?:created by|written by|authored by|(?:last
                             r"|owners?:|maintainers?:|负责人[：:]|最后(?:更新|修改)|创建于|创建人)")
 
 
+# A short line that starts by saying who wrote or owns the page is a byline, sentence or not.
+_BYLINE_PERSON = re.compile(r"(?i)(?:authors?|owners?|maintainers?|written by|作者|负责人|编写人?|维护人)\s*[：:]\s*\S")
+
+
 # A pandoc title block's line at the top of a page: "% ramalama 7", "% Jane Doe", "% 2025-03".
 _PANDOC_TITLE = re.compile(r"^% \S.{0,60}$")
 
@@ -1320,6 +1324,8 @@ def _is_byline(line: str) -> bool:
         return True
     if len(_BYLINE_PHRASE.findall(line)) >= 2 and len(line.split()) <= 14:
         return True  # two byline phrases on one short line, whatever its punctuation
+    if _BYLINE_PERSON.match(line) and len(line.split()) <= 14:
+        return True  # "Author: on-call team. Duration: 47 minutes." opened a postmortem, and was quoted as its answer
     if line.endswith(("。", ".")) or not _BYLINE_FIELD.match(line):
         return False
     return len(_BYLINE_FIELD.findall(line)) >= 2 or bool(_BYLINE_WORD.search(line))

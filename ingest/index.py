@@ -83,7 +83,8 @@ SCHEMA = 16
 # 26: plain text: a numbered heading right above steps numbered another way ("一、" over "1.")
 #     is a heading.
 # 27: front matter `critical` (log signatures that decide an incident at any log level) is read.
-RULES = 27
+# 28: "步骤", "流程" (and "具体步骤", "执行步骤", "操作流程", "处理流程") headings are a runbook's fixes.
+RULES = 28
 FAISS_TOP = 2_000
 
 

@@ -227,6 +227,23 @@ def test_a_pages_byline_is_not_quoted_as_an_answer(tmp_path):
     assert pod.grounded and "kubectl cordon" in pod.answer and "Owner:" not in pod.answer
 
 
+def test_a_one_field_byline_that_ends_like_a_sentence_is_still_a_byline(tmp_path):
+    """A postmortem opened with "Author: on-call team. Duration: 47 minutes.": it was quoted
+    after the root cause as the page's answer, and offered on its own as "It could also be"
+    (newcomer trial). A sentence that only starts with the word is no byline."""
+    from assistant.answer import _is_byline
+
+    assert _is_byline("Author: on-call team. Duration: 47 minutes.") and _is_byline("负责人：推理平台组。")
+    assert not _is_byline("Authors should pin the image tag before the rollout.")
+    assert not _is_byline("Owner of the gateway must approve every change to the upstream pool, then restart it.")
+    page = ("<html><body><h1>Postmortem: Qwen-72B outage</h1><p>Author: on-call team. Duration: 47 minutes.</p>"
+            "<h2>Root cause</h2><p>The rollout doubled max-model-len without checking the KV cache capacity.</p>"
+            "<h2>Action items</h2><ul><li>Add a KV-capacity check to the deploy pipeline.</li></ul></body></html>")
+    settings, kb = docs_kb(tmp_path, {"postmortem.html": page, "gpu-quota.md": "# GPU quota\n\nEach team gets 8 H100s.\n"})
+    answer = answer_question("what was the root cause of the Qwen-72B outage?", settings, kb=kb)
+    assert answer.grounded and "KV cache capacity" in answer.answer and "Author:" not in answer.answer
+
+
 def test_a_section_that_is_only_a_byline_is_not_cited_for_nothing(tmp_path):
     """A wiki page whose title section holds only "Owner: SRE team. Last updated …" led the
     answer with "### Rotating the inference API token [1]" and nothing under it, while
@@ -464,6 +481,22 @@ def test_a_symptom_match_brings_its_runbooks_cause_as_well_as_its_fix(tmp_path, 
     assert cause in answer.answer and fix in answer.answer
     assert answer.answer.index(cause) < answer.answer.index(fix)  # in the page's order
     assert "PVC" not in answer.answer
+
+
+def test_a_chinese_runbooks_steps_follow_its_when_this_applies_section(tmp_path):
+    """A drain runbook's "适用场景" (Xid 79, Xid 48) matched "节点出现 Xid 79 怎么处理？", and
+    the answer, given as sure, was only that list: the commands under "步骤" were never
+    quoted, as 步骤 alone was no fix heading (newcomer trial)."""
+    from ingest.chunking import section_kind
+
+    assert [section_kind(h) for h in ("步骤", "操作流程", "处理流程", "3. 具体步骤")] == ["fixes"] * 4
+    page = ("# GPU 节点下线流程\n\n## 适用场景\n\n- 节点出现 Xid 79（GPU has fallen off the bus）或 Xid 48\n"
+            "- `nvidia-smi` 显示某张卡 `ERR!`\n\n## 步骤\n\n1. 先打污点：`kubectl taint nodes <node> gpu-maint=true:NoSchedule`\n"
+            "2. 驱逐：`kubectl drain <node> --ignore-daemonsets --grace-period=120`\n\n## 注意\n\n不要在高峰期操作。\n")
+    settings, kb = docs_kb(tmp_path, {"gpu-node-drain.md": page, "quota.md": "# 配额\n\n每个团队 8 张 H100。\n"})
+    for question in ("节点出现 Xid 79 怎么处理？", "How do I take a node with Xid 79 out of service?"):
+        answer = answer_question(question, settings, kb=kb)
+        assert answer.grounded and "kubectl drain <node>" in answer.answer, question
 
 
 def test_a_procedure_section_is_a_runbooks_fix_section(tmp_path):
