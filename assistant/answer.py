@@ -150,8 +150,8 @@ def answer_question(
     if diagnosis is not None and diagnosis.settings:
         result.flags = {**diagnosis.settings, **result.flags}  # what the log's server ran with; the question's own win
     only_the_log = diagnosis is not None and _asks_only_about_the_log(text)
-    if only_the_log and _uncovered_crash(diagnosis, kb.index):
-        result.grounded = result.symptom_covered = False
+    if only_the_log:
+        _the_log_decides(result, diagnosis, kb.index)
     if trace is not None:
         trace["retrieval"] = result
     if query_vector is not None:
@@ -361,6 +361,29 @@ def _uncovered_crash(diagnosis, index) -> bool:
     if top is None or not top.fatal or top.article or any(f.fatal and f.article for f in diagnosis.findings):
         return False  # a crash whose traceback passes through a KB signature (self.graph.replay()) is covered
     return bare_unknown_error(top.signature, index)
+
+
+def _the_log_decides(result: Retrieval, diagnosis, index) -> None:
+    """With no question but the log: a crash the KB has nothing on is not answered, and
+    otherwise the article the log's finding names leads."""
+    if _uncovered_crash(diagnosis, index):
+        result.grounded = result.symptom_covered = False
+    else:
+        _finding_first(result, diagnosis)
+
+
+def _finding_first(result: Retrieval, diagnosis) -> None:
+    """With no question but the log, the article its most severe finding names by signature
+    leads the answer when retrieval found it too: the findings said "NCCL error → the
+    multi-GPU NCCL article" and the answer under them was the multi-node one, which shared
+    more words with "unhandled cuda error" (newcomer trial)."""
+    top = next((f for f in diagnosis.findings if f.severity != "info"), None)
+    if top is None or not top.article:
+        return
+    named = next((a for a in result.articles if a.doc_id == top.article and not a.passage), None)
+    if named is not None and result.articles[0] is not named:
+        result.articles.remove(named)
+        result.articles.insert(0, named)
 
 
 def _asks_only_about_the_log(text: str) -> bool:

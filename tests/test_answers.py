@@ -460,6 +460,21 @@ def test_ask_with_a_log_quotes_the_servers_own_settings(bundled_settings, bundle
     assert a.citations[0].id == "vllm-preemption" and "`--gpu-memory-utilization 0.95`" in a.answer
 
 
+def test_a_log_alone_is_answered_by_the_article_its_finding_names(bundled_settings, bundled_kb):
+    """`ask --log` with no question: the findings said "NCCL error → the multi-GPU NCCL
+    article", and the answer under them was the multi-node one, which shares more words with
+    "unhandled cuda error" (newcomer trial). A question asked beside the log still decides."""
+    from assistant.i18n import t
+
+    log = ("INFO 12-01 10:00:00 api_server.py: vLLM API server version 0.8.5\n"
+           "ERROR 12-01 10:05:00 engine.py: RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)\n")
+    a = answer_question(t("answer.log_question", "en"), bundled_settings, kb=bundled_kb, log_text=log)
+    assert "→ vllm-nccl-error-multi-gpu" in a.answer and a.citations[0].id == "vllm-nccl-error-multi-gpu"
+    asked = answer_question("which network interface does NCCL pick on a multi-node Ray cluster?", bundled_settings,
+                            kb=bundled_kb, log_text=log)
+    assert asked.citations[0].id == "vllm-nccl-init-and-network"
+
+
 def test_a_question_too_short_to_choose_offers_the_articles_it_fits(bundled_settings, bundled_kb):
     """"vllm hangs" got the download-or-load hang at 0.99, and the hang of requests waiting
     for KV-cache blocks was not offered at all."""
