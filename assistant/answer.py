@@ -17,7 +17,7 @@ from typing import Literal
 from .config import Settings
 from .i18n import t, texts
 from .questions import MAX_QUERY_CHARS, EarlyEmbedding, query_text, validate_question
-from .names import asked_identifiers, setting_names
+from .names import asked_identifiers, setting_key, setting_names
 from oncall_common.lang import LANGS, detect_lang, is_cjk
 from .refusal import tentative
 from .retrieval import ArticleMatch, Retrieval, RetrievalParams, search
@@ -365,22 +365,15 @@ def _uncovered_crash(diagnosis, index) -> bool:
 
 def _the_log_decides(result: Retrieval, diagnosis, index) -> None:
     """With no question but the log: a crash the KB has nothing on is not answered, and
-    otherwise the article the log's finding names leads."""
+    otherwise the article the log's most severe finding names by signature leads, when
+    retrieval found it too. The findings said "NCCL error → the multi-GPU NCCL article" and
+    the answer under them was the multi-node one, which shared more words with "unhandled
+    cuda error" (newcomer trial)."""
     if _uncovered_crash(diagnosis, index):
         result.grounded = result.symptom_covered = False
-    else:
-        _finding_first(result, diagnosis)
-
-
-def _finding_first(result: Retrieval, diagnosis) -> None:
-    """With no question but the log, the article its most severe finding names by signature
-    leads the answer when retrieval found it too: the findings said "NCCL error → the
-    multi-GPU NCCL article" and the answer under them was the multi-node one, which shared
-    more words with "unhandled cuda error" (newcomer trial)."""
-    top = next((f for f in diagnosis.findings if f.severity != "info"), None)
-    if top is None or not top.article:
         return
-    named = next((a for a in result.articles if a.doc_id == top.article and not a.passage), None)
+    top = next((f for f in diagnosis.findings if f.severity != "info"), None)
+    named = next((a for a in result.articles if top is not None and a.doc_id == top.article and not a.passage), None)
     if named is not None and result.articles[0] is not named:
         result.articles.remove(named)
         result.articles.insert(0, named)
@@ -793,7 +786,7 @@ def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[s
     doc_lang, _ = _pick_lang(kb, art.doc_id, lang)
     text = "\n".join(c.text for c in kb.article_chunks(art.doc_id, doc_lang)).lower().replace("_", "-")
 
-    bare = _bare_setting
+    bare = setting_key
     def in_article(name: str) -> bool:
         # A one-word setting (--host, --port, --model) must appear as a setting, not as the
         # word every article uses: an OOM answer quoted back "--host 0.0.0.0, --port 8000".
@@ -824,11 +817,6 @@ def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[s
     if said:
         out += ["", f"**{labels['tried']}:** " + ", ".join(said[:6])]
     return out
-
-
-def _bare_setting(name: str) -> str:
-    """--max_num_seqs, max-num-seqs and MAX_NUM_SEQS alike."""
-    return name.lstrip("-").lower().replace("_", "-")
 
 
 _RAISE_UTILIZATION = re.compile(r"(?:raise|increase|higher|调高|提高|加大)[^\n]{0,40}gpu-memory-utilization")

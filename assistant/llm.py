@@ -20,6 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from . import i18n
 from .config import Settings
+from .names import setting_key
 from oncall_common.errors import AssistantError
 from oncall_common.lang import detect_lang, is_cjk
 
@@ -283,10 +284,6 @@ _SETTING_NAME = re.compile(r"(?<![\w-])--[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+
 _WORD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)*")
 
 
-def _setting_key(name: str) -> str:
-    return name.lstrip("-").lower().replace("_", "-")
-
-
 def invented_settings(text: str, known: str) -> list[str]:
     """The flags and environment variables `text` sets that `known` (the prompt: question,
     passages, tool results) never writes as a word of its own, in either spelling
@@ -294,11 +291,11 @@ def invented_settings(text: str, known: str) -> list[str]:
     with --enable-logprobs-ipc-bypass=true [2]") passed every other check and read as the
     KB's fix. Whole names are compared: "--tp" is not known from "http"."""
     words = _WORD_NAME.findall(known)
-    seen = {_setting_key(w) for w in words} | {_setting_key(part) for w in words if "." in w for part in w.split(".")}
+    seen = {setting_key(w) for w in words} | {setting_key(part) for w in words if "." in w for part in w.split(".")}
     out: list[str] = []
     for m in _SETTING_NAME.finditer(text):
         name = m.group(0)
-        if _setting_key(name) not in seen and name not in out:
+        if setting_key(name) not in seen and name not in out:
             out.append(name)
     return out
 

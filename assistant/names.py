@@ -26,6 +26,11 @@ EXCEPTION_NAME = r"(?:[A-Za-z_][\w.]{0,80})?(?:Error|Exception)"
 _IDENT = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]+|[A-Za-z][A-Za-z0-9]*(?:[_.-][A-Za-z0-9]+)+|\b[A-Z][A-Z0-9]{2,}\b")
 
 
+def setting_key(name: str) -> str:
+    """A setting however it is written: --max_num_seqs, max-num-seqs and MAX_NUM_SEQS alike."""
+    return name.lstrip("-").lower().replace("_", "-")
+
+
 def asked_identifiers(question: str) -> frozenset[str]:
     """The names, spelt alike whichever way they are written: "--max_memory_utilization"
     asked, `max_memory_utilization` in a table row; --max-num-seqs and max_num_seqs."""

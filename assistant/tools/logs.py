@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Annotated
 
 from assistant.i18n import both
-from assistant.names import EXCEPTION_NAME
+from assistant.names import EXCEPTION_NAME, setting_key
 
 from . import LOCAL_PATH, tool
 
@@ -279,7 +279,7 @@ def at_ceiling(settings: dict[str, str] | None) -> tuple[str, str] | None:
     near the ceiling (0.95 or more); None otherwise. --gpu_memory_utilization and
     GPU_MEMORY_UTILIZATION alike."""
     for flag, value in (settings or {}).items():
-        if flag.lstrip("-").lower().replace("_", "-") != "gpu-memory-utilization":
+        if setting_key(flag) != "gpu-memory-utilization":
             continue
         try:
             share = float(value)
