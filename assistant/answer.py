@@ -192,8 +192,8 @@ def answer_question(
         # A computed figure answers the question; the article behind it is its background,
         # not one of several guesses, so no "It could also be" list follows it.
         computed = calc is not None and bool(calc.calls) and not calc.missing
-        answer = compose(kb, result, answer_lang, 1 if computed else (top_k or settings.top_k))
-        extras = _above_the_answer(text, result, diagnosis, calc, answer_lang)
+        extras, weights_over = _above_the_answer(text, result, diagnosis, calc, answer_lang)
+        answer = compose(kb, result, answer_lang, 1 if computed else (top_k or settings.top_k), weights_over)
         if extras:
             # The calculation and log findings come first and whole; the KB's quote gets the rest of the bound.
             head = "\n\n".join(extras)
@@ -307,10 +307,12 @@ def _reason_in(reason: str, lang: str) -> str:
     return reason
 
 
-def _above_the_answer(text: str, result: Retrieval, diagnosis, calc, lang: str) -> list[str]:
+def _above_the_answer(text: str, result: Retrieval, diagnosis, calc, lang: str) -> tuple[list[str], bool]:
     """What comes before the KB's quote: the calculation the question asked for, then the
-    log findings, or the figures a pasted error carries."""
+    log findings, or the figures a pasted error carries; and whether it says that the
+    asker's GPUs cannot hold the weights at all (the fix list then keeps what adds room)."""
     extras = []
+    over = False
     if calc is not None:
         from .calculations import explain
 
@@ -326,12 +328,13 @@ def _above_the_answer(text: str, result: Retrieval, diagnosis, calc, lang: str) 
     # A sizing question the KB has no article for still gets the arithmetic ("DeepSeek-V3 671B
     # FP8 需要几张 H200" was refused outright): the weights' floor is certain, not a guessed fix.
     if (calc is None or not calc.computed) and any(ch.isdigit() for ch in text):  # a size needs digits
-        from .calculations import asks_sizing, weights_note
+        from .calculations import asks_sizing, weights_note, weights_over_gpus
 
         note = weights_note(text) if result.grounded or asks_sizing(text) else None  # "Qwen2.5-14B on one A10 24GB": no flag in the fix list makes that fit
         if note is not None:
             extras.append(f"**{_sentence(note[lang])}**")
-    return extras
+            over = weights_over_gpus(text)
+    return extras, over
 
 
 def _sentence(text: str) -> str:
@@ -460,7 +463,9 @@ def _pick_lang(kb, doc_id: str, lang: str) -> tuple[str, bool]:
     return (langs[0] if langs else lang), True
 
 
-def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
+def compose(kb, result: Retrieval, lang: str, top_k: int, weights_over: bool = False) -> Answer:
+    """The extractive answer. `weights_over`: the note above says the asker's GPUs cannot
+    hold the weights, so the lead article's fixes that only tune memory are left out."""
     labels = texts("answer", lang)
     cites = _Cites()
     if not result.grounded:
@@ -478,7 +483,7 @@ def compose(kb, result: Retrieval, lang: str, top_k: int) -> Answer:
     if top.passage:
         parts = _passages_body(kb, result, lang, labels, cites, top_k)
     else:
-        parts = _article_body(kb, top, lang, labels, cites)
+        parts = _article_body(kb, top, lang, labels, cites, weights_over)
         # The asker's own settings come under the title, before the article's advice: after
         # it, a long article pushed them past the quoting limit.
         at = 2 if len(parts) > 1 and parts[1] == labels["other_lang"] else 1  # after "only in the other language"
@@ -2159,7 +2164,35 @@ def _signature_first(text: str, matched: list[str]) -> str:
     return "\n\n".join(named + [p for p in paragraphs if not any(p is n for n in named)])
 
 
-def _article_body(kb, art: ArticleMatch, lang: str, labels: dict, cites: _Cites) -> list[str]:
+# A fix step that gives the weights room: more GPUs, a smaller checkpoint, or offloading.
+_ADDS_ROOM = re.compile(r"tensor[-_]parallel|pipeline[-_]parallel|quantiz|\b(?:awq|gptq|fp8|int4|int8)\b|cpu[-_]offload"
+                        r"|\b(?:more|add|another)\s+gpus?\b|\bgpus?\s+with\b|张量并行|流水线并行|量化|加卡|更多(?:的)?(?:卡|gpu)|多张卡", re.I)
+_STEP = re.compile(r"^\s*\d+[.)、]\s")
+
+
+def _fixes_that_add_room(text: str, labels: dict) -> str:
+    """The fix steps that can make weights fit the asker's GPUs, when the note above says
+    nothing else can: under "no flag or memory setting changes that", the KV-cache article
+    still listed "lower --max-model-len" first (newcomer trial). A fix that is no numbered
+    list (the OOM article's table) is kept behind a line that says it helps only once the
+    weights fit."""
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if _STEP.match(line)]
+    if starts:
+        # The list ends at a blank line before an unindented paragraph that is no step: what
+        # follows the list (a note, a command for all of it) stays.
+        end = next((i for i in range(starts[-1] + 1, len(lines) - 1)
+                    if not lines[i].strip() and lines[i + 1][:1] not in ("", " ", "\t", "`")), len(lines))
+        steps = [lines[a:b] for a, b in zip(starts, starts[1:] + [end])]
+        kept = [step for step in steps if _ADDS_ROOM.search("\n".join(step))]
+        if kept:
+            out = [_STEP.sub(f"{n}. ", line, count=1) if k == 0 else line
+                   for n, step in enumerate(kept, 1) for k, line in enumerate(step)]
+            return "\n".join(lines[:starts[0]] + out + lines[end:]).strip()
+    return f"{labels['weights_first']}\n\n{text}"
+
+
+def _article_body(kb, art: ArticleMatch, lang: str, labels: dict, cites: _Cites, weights_over: bool = False) -> list[str]:
     doc_lang, other = _pick_lang(kb, art.doc_id, lang)
     chunks = kb.article_chunks(art.doc_id, doc_lang)
     title = chunks[0].title.split(" > ")[0] if chunks else art.doc_id
@@ -2182,6 +2215,8 @@ def _article_body(kb, art: ArticleMatch, lang: str, labels: dict, cites: _Cites)
         structured = True
         parts += ["", f"**{labels[label]}** {cites.ref(found[0], art.score)}", ""]
         text = "\n\n".join(c.text for c in found)
+        if kind == "fixes" and weights_over:
+            text = _fixes_that_add_room(text, labels)
         parts += [_signature_first(text, art.signatures) if specific and kind == "fixes" else text]
     if sig and not specific:
         parts += ["", f"**{labels['signs']}** {cites.ref(sig, art.score)}", "", sig.text]

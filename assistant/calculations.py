@@ -1203,8 +1203,21 @@ def asks_sizing(question: str) -> bool:
 
 
 def weights_note(question: str) -> dict[str, str] | None:
-    """Said above the answer when a question names a model size and a GPU that cannot hold
-    its weights at all ("Qwen2.5-14B on one A10 24GB, OOM, lowered --gpu-memory-utilization,
+    """Said above the answer when the weights cannot fit (see `_weights_verdict`)."""
+    return _weights_verdict(question)[0]
+
+
+def weights_over_gpus(question: str) -> bool:
+    """Whether the question's own GPUs cannot hold its model's weights at all: the fix list
+    under the note must not offer settings that only tune memory ("lower --max-model-len"
+    under "no flag or memory setting changes that", newcomer trial)."""
+    return _weights_verdict(question)[1]
+
+
+def _weights_verdict(question: str) -> tuple[dict[str, str] | None, bool]:
+    """(the note, whether the asker's GPUs are too small for the weights alone). The note is
+    said above the answer when a question names a model size and a GPU that cannot hold its
+    weights at all ("Qwen2.5-14B on one A10 24GB, OOM, lowered --gpu-memory-utilization,
     no effect"): no flag the articles offer fixes that, and the fix list read as if one did.
     Only when it is certain: one size, one GPU memory, the weights (parameters × bytes of the
     format the question names, bf16 when none) above the GPUs' whole memory. With no GPU
@@ -1215,25 +1228,27 @@ def weights_note(question: str) -> dict[str, str] | None:
     if _other_engine(x.text, frozenset({"vllm", "fastdeploy"})):
         # "Llama-2-70b on one A100 40GB with litgpt?": its manual runs it in 4-bit (bnb.nf4-dq) on
         # one card; "no flag changes that, use --tensor-parallel-size" is vLLM's arithmetic (trial)
-        return None
+        return None, False
     # The format is the one said with the model, in its sentence: "Our other services all run
     # bf16" after "DeepSeek-R1 671B: how many H200?" is not the model's (review).
     model = next((q for q in x.quantities if q.unit == "params" and q.usable), None)
     said = text if model is None else _model_sentence(text, model.start, model.end)
     gguf_bits = {m.group(1) for m in _GGUF_TYPE.finditer(said) if "gguf" in said or "_" in m.group(0)}
     if gguf_bits - {"4", "8"} or len(gguf_bits) > 1:
-        return None  # Q5_K_M, Q6_K: between the sizes this note knows
+        return None, False  # Q5_K_M, Q6_K: between the sizes this note knows
     if gguf_bits == {"8"}:
         said += " 8-bit"  # "GGUF Q8", "q8 gguf", "Q8_0"
     stated = _EIGHT_BIT.search(said) or _FOUR_BIT.search(said) or _SIXTEEN_BIT.search(said)
     if _SPREAD.search(text) or (_OWN_FORMAT.search(text) and not stated):
-        return None  # offloaded, split over pipeline stages, or a checkpoint of its own format: no sure bound
+        return None, False  # offloaded, split over pipeline stages, or a checkpoint of its own format: no sure bound
     sizes = {q.value for q in x.quantities if q.unit == "params" and q.usable}
     memories = {q.value for q in x.by_label("gpu_memory") if q.usable}
     if x.by_label("weights"):
-        return None  # the asker's own figure ("model weights take 9.3 GiB") beats a bf16 guess
+        return None, False  # the asker's own figure ("model weights take 9.3 GiB") beats a bf16 guess
+    if _kv_cache_was_sized(question):
+        return None, False  # the engine loaded the weights and sized its KV cache: they fit (a quantization the question does not name)
     if len(sizes) != 1 or len(memories) > 1:
-        return None
+        return None, False
     # "GPTQ-Int8", "Q8_0 GGUF": the bits named win over a format that is usually 4-bit
     per_param = Decimal(1) if _EIGHT_BIT.search(said) else Decimal("0.5") if _FOUR_BIT.search(said) else Decimal(2)
     fmt = "4bit" if per_param == Decimal("0.5") else "8bit" if per_param == 1 else "16bit"
@@ -1246,7 +1261,7 @@ def weights_note(question: str) -> dict[str, str] | None:
     if _ASKS_SIZING.search(text) and model is not None and (kv := _context_kv(x, model)) is not None:
         note = _weights_with_kv(x, params, weights, per_param, fmt, model, *kv)
         over = _context_over_limit(x)
-        return note if over is None else {lang: f"{note[lang]}{'。' if lang == 'zh' else '. '}{over[lang]}" for lang in LANGS}
+        return (note if over is None else {lang: f"{note[lang]}{'。' if lang == 'zh' else '. '}{over[lang]}" for lang in LANGS}), False
     if memories:
         memory = memories.pop()
         card = card_memory(x.text, memory)
@@ -1254,7 +1269,7 @@ def weights_note(question: str) -> dict[str, str] | None:
     else:
         named = _one_size_card(x.text)  # "需要几张 H200": the card has one size
         if named is None:
-            return _weights_alone(text, params, weights, per_param, fmt)
+            return _weights_alone(text, params, weights, per_param, fmt), False
         gpu = named[1] / GIB
     # The GPUs: the tensor-parallel size the extraction read (--tensor-parallel-size, -tp), else
     # a count ("4x A100"), else one written in Chinese numerals (十二张).
@@ -1263,7 +1278,7 @@ def weights_note(question: str) -> dict[str, str] | None:
     zh = {_zh_number(m.group(1)) for m in _ZH_COUNT.finditer(text)} - {None}
     count = next((int(s.pop()) for s in (tp, counts, zh) if len(s) == 1), None)
     if weights <= gpu * (count or 1):
-        return None
+        return None, False
     needed = _least_gpus(weights, gpu)
     values = dict(params=_plain(params), weights=f"{weights:.0f}", gpu=_gib(gpu), needed=needed, bytes=_plain(per_param),
                   fmt=_msg(f"weights.format_{fmt}"), quantize=quantize)
@@ -1272,7 +1287,21 @@ def weights_note(question: str) -> dict[str, str] | None:
     if _ASKS_SIZING.search(text):  # "需要几张 A100 80G" for 128k: the weights' count is only the floor
         on_top = _msg("weights.kv_on_top")
         note = {lang: note[lang] + on_top[lang] for lang in LANGS}
-    return note
+    return note, True
+
+
+# Figures only a server that has loaded its weights prints: its KV cache's size, or what a
+# request needs beyond it ("12.00 GiB KV cache is needed, which is larger than the available
+# KV cache memory (2.1 GiB)" on a 4090 that a bf16 count of "Qwen2.5-32B" says cannot hold it).
+_KV_SIZED = ("kv_cache_tokens", "kv_cache_memory_gib", "max_concurrency_tokens", "num_gpu_blocks", "num_blocks_global",
+             "total_block_num", "kv_cache_max_len", "kv_needed_gib", "kv_available_gib")
+
+
+def _kv_cache_was_sized(question: str) -> bool:
+    from .tools.logs import numbers_in
+
+    numbers = numbers_in(question)
+    return any(name in numbers for name in _KV_SIZED)
 
 
 def _kv_dtype_bytes(x: Extraction) -> int:

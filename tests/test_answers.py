@@ -451,6 +451,40 @@ def test_weights_that_cannot_fit_are_said_before_the_fix_list(bundled_settings, 
     assert "`--gpu-memory-utilization 0.8`" in a.answer  # the asker's own value, quoted back
 
 
+@pytest.mark.parametrize("question", [
+    "Llama-3-70B fp16 on 2x A100 40GB with vllm: ValueError: No available memory for the cache blocks. "
+    "Try increasing gpu_memory_utilization when initializing the engine.",
+    "单卡 A10 24GB 跑 Qwen2.5-32B，vllm 启动报 No available memory for the cache blocks",
+])
+def test_under_weights_that_cannot_fit_the_fix_list_keeps_what_adds_room(bundled_settings, bundled_kb, question):
+    """Under "no flag or memory setting changes that", the KV-cache article still listed
+    "lower --max-model-len" and "raise --gpu-memory-utilization" first (newcomer trial)."""
+    a = answer_question(question, bundled_settings, kb=bundled_kb)
+    assert a.grounded and a.citations[0].id == "vllm-kv-cache-insufficient-for-max-model-len"
+    fix = a.answer.split("**Fix**" if a.lang == "en" else "**解决办法**")[1].split("\n\n**")[0]
+    assert "--tensor-parallel-size" in fix and "--max-model-len" not in fix and "--gpu-memory-utilization" not in fix
+    assert fix.strip().split("]", 1)[1].strip().startswith("1.")
+
+
+def test_under_weights_that_cannot_fit_a_table_of_memory_settings_says_it_waits(bundled_settings, bundled_kb):
+    question = "Qwen2.5-14B 在一张 A10 24GB 上用 vllm 起，CUDA out of memory，已经把 --gpu-memory-utilization 调低了也没用"
+    a = answer_question(question, bundled_settings, kb=bundled_kb)
+    assert a.grounded and a.citations[0].id == "vllm-cuda-oom"
+    fix = a.answer.split("**解决办法**")[1]
+    assert fix.index("不会让权重放进你的卡") < fix.index("`--max-model-len`")
+
+
+def test_a_pasted_kv_cache_figure_means_the_weights_fit(bundled_settings, bundled_kb):
+    """A server that sized its KV cache has loaded the weights: a bf16 count of "Qwen2.5-32B"
+    on a 4090 (the asker runs a quantization the question does not name) is not said."""
+    question = ("单卡 4090 24G 部署 Qwen2.5-32B，vllm 报 To serve at least one request with the models's max seq len (32768), "
+                "(12.00 GiB KV cache is needed, which is larger than the available KV cache memory (2.1 GiB)")
+    a = answer_question(question, bundled_settings, kb=bundled_kb)
+    assert a.grounded and "光权重" not in a.answer and "5,734" in a.answer
+    fix = a.answer.split("**解决办法**")[1].split("\n\n**")[0]
+    assert "--max-model-len" in fix
+
+
 def test_ask_with_a_log_quotes_the_servers_own_settings(bundled_settings, bundled_kb):
     log = ("INFO 05-12 10:01:02 api_server.py:124] args: Namespace(host=None, port=8000, max_model_len=65536, "
            "gpu_memory_utilization=0.95, max_num_seqs=256, tensor_parallel_size=2)\n"

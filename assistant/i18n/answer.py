@@ -45,6 +45,10 @@ MESSAGES = {
         "zh": '知识库里没有找到能回答这个问题的内容，我不会去猜一个解决办法。',
         "en": 'I found nothing in the knowledge base that answers this question, so I will not guess a fix.',
     },
+    'weights_first': {
+        "zh": '（下面这些设置不会让权重放进你的卡，见上面；等权重放得下之后，它们才有用。）',
+        "en": '(None of these makes the weights fit your GPUs, as said above; they help once the weights fit.)',
+    },
     'unsure': {
         "zh": '**不一定对症。** 这是知识库里最接近的条目，但未必是你遇到的问题：先对照它说的症状和日志，确认一致再按下面的办法处理。',
         "en": '**Not a sure match.** This is the closest article in the KB, but it may not be your case: check its symptoms and log lines against yours before you apply the fix.',
