@@ -77,6 +77,14 @@ def test_outputs_that_differ_are_said_in_the_words_english_docs_use():
     assert not any("vary" in t for t in translate("用不同的模型测吞吐", "zh"))  # 不同 is mostly "another"
 
 
+def test_a_postmortems_account_of_events_is_its_timeline():
+    """"那次故障的经过" asks for what happened, hour by hour: an English postmortem calls it the
+    Timeline, and the Chinese question got its root cause and action items instead (trial)."""
+    assert "timeline" in translate("gateway 那次故障的经过是什么", "zh")
+    assert "timeline" in translate("事故时间线发一下", "zh")
+    assert "timeline" not in translate("经过测试以后还是 OOM", "zh")  # 经过 (after) at a clause's start is no account
+
+
 def test_a_chinese_question_reaches_an_english_only_passage(english_docs):
     settings, kb = english_docs
     question = "上线部署之后吞吐明显变慢"

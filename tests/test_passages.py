@@ -244,6 +244,20 @@ def test_a_one_field_byline_that_ends_like_a_sentence_is_still_a_byline(tmp_path
     assert answer.grounded and "KV cache capacity" in answer.answer and "Author:" not in answer.answer
 
 
+def test_a_chinese_question_for_what_happened_gets_an_english_postmortems_timeline(tmp_path):
+    """"那次故障的经过是什么" of an English postmortem got its root cause and action items, and
+    never the Timeline that says what happened when (newcomer trial)."""
+    postmortem = ("# Postmortem: gateway outage, 2026-11-14\n\n## Summary\nFor 47 minutes every chat request through the "
+                  "gateway returned HTTP 502.\n\n## Timeline\n- 09:12 gateway 2.3.1 rolls out; 502s start.\n"
+                  "- 09:52 rollback to gateway 2.3.0 (`helm rollback gateway 41`).\n- 09:59 502s stop.\n\n"
+                  "## Root cause\nGateway 2.3.1 caches the upstream list for 30 minutes and ignored the drain event.\n\n"
+                  "## Action items\n1. Set `upstream_refresh_seconds: 30` in the gateway config.\n")
+    runbook = "# NCCL timeouts on the A100 pool\n\n## Fix\nSet `NCCL_IB_DISABLE=1` on the A100 pool and restart the pods.\n"
+    settings, kb = docs_kb(tmp_path, {"postmortem.md": postmortem, "nccl.md": runbook})
+    answer = answer_question("gateway 那次故障的经过是什么", settings, kb=kb)
+    assert answer.citations and answer.citations[0].section == "Timeline" and "09:52" in answer.answer
+
+
 def test_a_section_that_is_only_a_byline_is_not_cited_for_nothing(tmp_path):
     """A wiki page whose title section holds only "Owner: SRE team. Last updated …" led the
     answer with "### Rotating the inference API token [1]" and nothing under it, while
