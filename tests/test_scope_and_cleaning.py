@@ -157,6 +157,32 @@ def test_garbled_model_output_and_saving_logs_are_subjects_but_a_garbled_termina
     assert detect("the log file shows NCCL error unhandled system error").entities == ()
 
 
+def test_an_oom_killers_exit_code_is_a_subject_a_runbook_can_cover(tmp_path):
+    """"vllm container killed with exit code 137" was answered, as sure, from the spawn
+    article, and with the CUDA OOM one, whose GPU settings do nothing for host RAM (newcomer
+    trial). "OOMKilled" alone is not the subject: askers say "OOMKilled on the GPU". A team
+    runbook on the OOM killer covers it."""
+    from dataclasses import replace
+
+    from assistant.config import Settings
+    from assistant.knowledge import open_kb
+    from assistant.scope import unseen_entities
+
+    assert detect("vllm container killed with exit code 137, no CUDA error in log").entities == ("host memory OOM kills",)
+    assert detect("dmesg: Out of memory: Killed process 4242 (python3) while vllm loads weights").entities == ("host memory OOM kills",)
+    assert detect("my vLLM pod gets OOMKilled on the GPU right after the first few prompts").entities == ()
+    assert detect("vllm CUDA out of memory at startup, killed the old process first").entities == ()
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "oom-killer.md").write_text(
+        "# Pod killed with exit code 137\n\n## Symptoms\nThe pod restarts with reason OOMKilled, exit code 137.\n\n"
+        "## Fix\nRaise the container memory limit to 1.5x the weights; loading maps them into host memory first.\n",
+        encoding="utf-8")
+    (docs / "gpu-oom.md").write_text("# GPU out of memory\n\nLower --gpu-memory-utilization.\n", encoding="utf-8")
+    kb = open_kb(replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "c"), progress=lambda _m: None)
+    assert unseen_entities(detect("vllm pod restarts with exit code 137 while loading a 70B model"), kb.index) == []
+
+
 def test_cuda_in_an_error_message_is_not_evidence_of_an_nvidia_box():
     assert detect("AssertionError: Torch not compiled with CUDA enabled").hardware == frozenset()
 
