@@ -1171,6 +1171,9 @@ _ASKS_SIZING = re.compile(r"(?:几|多少)\s*(?:张|块|个|台)?\s*(?:卡|显�
                           # will it fit: "单卡 L40S 跑 Qwen2.5-32B 能起来吗", "will Qwen2.5-72B fit on 2x A100"
                           r"|能(?:不能)?(?:起来|跑起来|跑|放下|装下|部署)(?:吗|[？?])|(?:跑|放|装)得(?:动|起来|下)|够不够|够吗|够用吗"
                           r"|\bwill\s+(?:it|this|that|the\s+model|\S+)\s+fit\b|\b(?:does|would)\s+(?:it|this|that)\s+fit\b|enough\s+(?:gpu\s+)?(?:memory|vram)"
+                          # yes/no: "Can Llama-3.1-70B run on 2x A100 80GB with 32k context?", "will it start?"
+                          r"|^\s*(?:can|could)\s+(?:i\s+|we\s+)?(?:run\s+|serve\s+|load\s+|fit\s+)?\S+\s+(?:run|be\s+served|be\s+loaded|fit)\s+(?:on|in)\b"
+                          r"|^\s*(?:can|could)\s+(?:i|we)\s+(?:run|serve|load|fit)\s+\S+\s+on\b|\bwill\s+it\s+(?:start|load|run)\b"
                           r"|how\s+much\s+(?:gpu\s+)?(?:memory|vram)|what\s+gpus?\s+(?:do|would|should)\s+i\s+need")
 # The common serving GPUs' classes as sold (GB) and the least memory a card of the class
 # reports (GiB): an H100 80GB has 79.6, an L40S 44.5, an A10 22.5.
@@ -1255,8 +1258,8 @@ def _weights_verdict(question: str) -> tuple[dict[str, str] | None, bool]:
     quantize = _msg("weights.quantize") if fmt == "16bit" else {lang: "" for lang in LANGS}
     params = sizes.pop()
     model = named_model(x.text)
-    if model is not None and fmt == "16bit" and abs(model.params_b - params) <= params / 5:
-        params = model.params_b  # "Qwen2.5-7B" has 7.61B: the name's 7 left a GiB out of its bf16 weights
+    if model is not None and abs(model.params_b - params) <= params / 5:
+        params = model.params_b  # "Qwen2.5-7B" has 7.61B: the name's 7 left a GiB out of its bf16 weights, and 0.35 of its AWQ ones
     weights = params * Decimal(10**9) * per_param / GIB
     if _ASKS_SIZING.search(text) and model is not None and (kv := _context_kv(x, model)) is not None:
         note = _weights_with_kv(x, params, weights, per_param, fmt, model, *kv)
