@@ -596,7 +596,8 @@ def _in_a_name(text: str, m: re.Match) -> bool:
 
 
 _GPU_MODEL = re.compile(r"[1-5]0[5-9]0")
-_GPU_BEFORE = re.compile(r"(?:rtx|gtx|geforce|nvidia|gpu|显卡|卡|张|块|台|用|在|\d ?[x×*]) ?[:：]? ?$")
+# ... or an English article or count: "on a 4090", "my 4090", "one 3090" (trial: "could not tell what 4090 refers to").
+_GPU_BEFORE = re.compile(r"(?:rtx|gtx|geforce|nvidia|gpu|显卡|卡|张|块|台|用|在|\d ?[x×*]|\ba|\bone|\bmy|\bsingle) ?[:：]? ?$")
 _GPU_AFTER = re.compile(r"^ ?(?:ti|super|d)\b|^ ?[x×*] ?\d|^ ?(?:[,，、] ?)?(?:每张|每卡|单卡|显存)? ?\d+ ?(?:g|gb|gib)(?![a-z])")
 _SETTING_BEFORE = re.compile(r"[a-z_][a-z0-9_-]* ?[:=]? ?$")  # "max_model_len 2080": the number is its value
 

@@ -172,6 +172,9 @@ def test_a_consumer_cards_model_number_is_not_a_value():
     assert [q.value for q in extract("单卡 4090 24G 跑 13B 模型够不够？").quantities if q.value == 4090] == []
     assert [q.value for q in extract("2 x RTX 3090, 24 GiB each").quantities if q.value == 3090] == []
     assert [q.label for q in extract("num_blocks 4090, each request 2000 tokens").quantities if q.value == 4090] == ["num_blocks"]
+    # an article or a count before it: "could not tell what 4090 refers to" (trial)
+    assert [q.value for q in extract("--max-model-len 32768 on a 4090 with a 7B AWQ model").quantities if q.value == 4090] == []
+    assert [q.value for q in extract("my 3090 runs out of memory").quantities if q.value == 3090] == []
 
 
 def test_a_cards_size_after_its_model_is_its_memory():
