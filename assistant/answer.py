@@ -147,8 +147,7 @@ def answer_question(
         started = min(started, pending.started)
     loaded = time.perf_counter()
     result = search(kb.index, kb.embedder, query, RetrievalParams.from_settings(settings), query_vector=query_vector, mode=mode)
-    if diagnosis is not None and diagnosis.settings:
-        result.flags = {**diagnosis.settings, **result.flags}  # what the log's server ran with; the question's own win
+    result.flags = {**_server_settings(text, diagnosis), **result.flags}  # what the server ran with; the question's own win
     only_the_log = diagnosis is not None and _asks_only_about_the_log(text)
     if only_the_log:
         _the_log_decides(result, diagnosis, kb.index)
@@ -156,7 +155,7 @@ def answer_question(
         trace["retrieval"] = result
     if query_vector is not None:
         result.timings_ms["embed"] = pending.elapsed_ms  # ran alongside "load"
-    answer_lang = lang if lang in LANGS else detect_lang(text)
+    answer_lang, notes = _answer_language(text, lang)
     calc = None
     log_numbers = diagnosis.numbers if diagnosis is not None else None
     if log_numbers or any(ch.isdigit() for ch in text):  # a calculation needs numbers; skip the parser otherwise
@@ -164,7 +163,6 @@ def answer_question(
 
         calc = capacity_answer(text, log_numbers)  # the tool run, or what is missing (then nothing is computed)
     tool_calls = [c.to_dict() for c in (log_call, *(calc.calls if calc is not None else ())) if c is not None]
-    notes: list[str] = []
     fallback: FallbackReason | None = None
     llm_wanted = bool(settings.llm_base_url) and use_llm is not False
     answer = _not_a_problem(text, diagnosis, only_the_log, kb, answer_lang)
@@ -189,16 +187,7 @@ def answer_question(
             tool_calls += getattr(exc, "tool_calls", [])
         result.timings_ms["llm"] = (time.perf_counter() - llm_started) * 1000
     if answer is None:
-        # A computed figure answers the question; the article behind it is its background,
-        # not one of several guesses, so no "It could also be" list follows it.
-        computed = calc is not None and bool(calc.calls) and not calc.missing
-        extras, weights_over = _above_the_answer(text, result, diagnosis, calc, answer_lang)
-        answer = compose(kb, result, answer_lang, 1 if computed else (top_k or settings.top_k), weights_over)
-        if extras:
-            # The calculation and log findings come first and whole; the KB's quote gets the rest of the bound.
-            head = "\n\n".join(extras)
-            rest = max(MAX_ANSWER_CHARS - len(head) - 2, MAX_ANSWER_CHARS // 3)
-            answer.answer = head + "\n\n" + _bounded(answer.answer, rest, texts("answer", answer_lang))
+        answer = _extractive(text, kb, result, diagnosis, calc, answer_lang, top_k or settings.top_k)
     answer.confidence = result.confidence
     answer.fallback_reason = fallback
     answer.tool_calls = tool_calls + answer.tool_calls
@@ -212,6 +201,59 @@ def answer_question(
     return answer
 
 
+def _extractive(text: str, kb, result: Retrieval, diagnosis, calc, lang: str, top_k: int) -> Answer:
+    """The answer from the KB alone, under what was computed from the question and the log."""
+    # A computed figure answers the question; the article behind it is its background,
+    # not one of several guesses, so no "It could also be" list follows it.
+    computed = calc is not None and bool(calc.calls) and not calc.missing
+    extras, weights_over = _above_the_answer(text, result, diagnosis, calc, lang)
+    answer = compose(kb, result, lang, 1 if computed else top_k, weights_over)
+    if weights_over and answer.coverage == "tentative" and not _top_is_passage(result):
+        # The weights cannot fit, which the note says with certainty, and no article is a
+        # sure match: "Qwen2.5-14B 单卡 A10 24GB 能跑 32k 吗" quoted the multi-GPU NCCL
+        # article under it (newcomer trial). The note stands alone, said as such.
+        answer = Answer(text, t("answer.weights_alone", lang), lang, False, [], coverage="none")
+    if extras:
+        # The calculation and log findings come first and whole; the KB's quote gets the rest of the bound.
+        head = "\n\n".join(extras)
+        rest = max(MAX_ANSWER_CHARS - len(head) - 2, MAX_ANSWER_CHARS // 3)
+        answer.answer = head + "\n\n" + _bounded(answer.answer, rest, texts("answer", lang))
+    return answer
+
+
+def _server_settings(text: str, diagnosis) -> dict[str, str]:
+    """The settings the asker's server ran with, from `--log`'s diagnosis or from a log pasted
+    into the question (`tail server.log | ask -`; a chat's first message under "I lowered
+    --max-model-len to 16384, still OOM": the follow-up lost the 0.95 and 256 the first
+    message's args line showed, newcomer trial)."""
+    if diagnosis is not None:
+        return diagnosis.settings or {}
+    if "args: " not in text and "Namespace(" not in text:
+        return {}
+    from .tools.logs import settings_in
+
+    return settings_in(text)
+
+
+# Hiragana and katakana: a Japanese question (its kanji alone would read as Chinese).
+_KANA = re.compile(r"[\u3040-\u309f\u30a0-\u30ff]")
+
+
+def _answer_language(text: str, lang: str | None) -> tuple[str, list[str]]:
+    """(the answer's language, notes about it). A Japanese question is answered in English
+    with a note: its kanji made it Chinese, answered with no word on the language (trial)."""
+    if lang in LANGS:
+        return lang, []
+    if len(_KANA.findall(text)) >= 3:
+        return "en", [t("answer.japanese", "en")]
+    return detect_lang(text), []
+
+
+def _top_is_passage(result: Retrieval) -> bool:
+    """Whether the best match is a passage of a user's own docs (their runbook is quoted even when unsure)."""
+    return bool(result.articles) and result.articles[0].passage
+
+
 def _not_a_problem(text: str, diagnosis, only_the_log: bool, kb, lang: str) -> Answer | None:
     """The answer to what asks about no problem, or None: a healthy log alone (`ask --log
     healthy.log` is not a question about debug switches), or what the assistant knows
@@ -220,9 +262,31 @@ def _not_a_problem(text: str, diagnosis, only_the_log: bool, kb, lang: str) -> A
         clean = [t("answer.log_clean", lang, lines=diagnosis.lines)]
         clean += [f"- {c.get(lang, c['en'])}" for c in diagnosis.computed]
         return Answer(text, "\n".join(clean), lang, False, [], coverage="none")
+    if diagnosis is None and _healthy_paste(text, kb):
+        return Answer(text, t("answer.log_clean", lang, lines=len(text.splitlines())), lang, False, [], coverage="none")
     if diagnosis is None and about_the_kb(text):
         return Answer(text, _kb_overview(kb, lang), lang, False, [], coverage="none")
     return None
+
+
+def _healthy_paste(text: str, kb) -> bool:
+    """Whether the question is log lines alone, none of them a problem: `tail -3 server.log |
+    ask -` on stats lines (KV cache usage 40%, nothing waiting) was answered, as sure, with
+    "requests never return, the KV cache is full" (newcomer trial), where `ask --log` on the
+    same lines says it found nothing wrong."""
+    from .questions import might_paste
+
+    if not might_paste(text):
+        return False
+    from .cleaning import split_question
+    from .tools.logs import diagnose_text
+
+    parts = split_question(text)
+    if parts.prose or parts.errors or not parts.logs:
+        return False
+    found = diagnose_text(text, kb)
+    # Stats lines with a full KV cache and requests waiting say something is wrong, signature or not.
+    return not found.computed and not any(f.severity != "info" for f in found.findings)
 
 
 def _diagnose(log_text: str, settings: Settings, first_line: int = 1):
@@ -483,7 +547,7 @@ def compose(kb, result: Retrieval, lang: str, top_k: int, weights_over: bool = F
     if top.passage:
         parts = _passages_body(kb, result, lang, labels, cites, top_k)
     else:
-        parts = _article_body(kb, top, lang, labels, cites, weights_over)
+        parts = _article_body(kb, top, lang, labels, cites, weights_over, result.flags)
         # The asker's own settings come under the title, before the article's advice: after
         # it, a long article pushed them past the quoting limit.
         at = 2 if len(parts) > 1 and parts[1] == labels["other_lang"] else 1  # after "only in the other language"
@@ -2192,7 +2256,36 @@ def _fixes_that_add_room(text: str, labels: dict) -> str:
     return f"{labels['weights_first']}\n\n{text}"
 
 
-def _article_body(kb, art: ArticleMatch, lang: str, labels: dict, cites: _Cites, weights_over: bool = False) -> list[str]:
+_LOWER = re.compile(r"\b(?:lower|reduce|decrease|shrink)\b|调低|降低|减小|调小", re.I)
+_FLAG_IN_CELL = re.compile(r"`(--[a-z][\w-]+)")
+_STEP_CELL = re.compile(r"^(\s*)(\d+(?:\.\d+)?)\s*→\s*(\d+(?:\.\d+)?)(\s*)$")
+
+
+def _steps_from_your_values(text: str, flags: dict[str, str] | None, labels: dict) -> str:
+    """A table row that says to lower a setting by an example step ("lower `--max-model-len` |
+    4096 → 2048") gets the asker's own value beside it, and says when that value is already
+    at or below where the step ends: a server at --max-model-len 2048 and
+    --gpu-memory-utilization 0.7 read "4096 → 2048" and "0.95 → 0.8" as the way to go
+    (newcomer trial). No new figure is made up; the step stays the article's."""
+    if not flags or "→" not in text:
+        return text
+    yours = {setting_key(flag): value for flag, value in flags.items() if value}
+    out = []
+    for line in text.splitlines():
+        cells = line.split("|")
+        flag = _FLAG_IN_CELL.search(cells[1]) if line.lstrip().startswith("|") and len(cells) >= 4 else None
+        value = yours.get(setting_key(flag.group(1))) if flag and _LOWER.search(cells[1]) else None
+        step = _STEP_CELL.match(cells[2]) if value is not None else None
+        if step is not None and re.fullmatch(r"\d+(?:\.\d+)?", value):
+            said = labels["yours_low" if float(value) <= float(step.group(3)) else "yours_value"].format(value=value)
+            cells[2] = f"{step.group(1)}{step.group(2)} → {step.group(3)}{said}{step.group(4)}"  # the English label starts with its space
+            line = "|".join(cells)
+        out.append(line)
+    return "\n".join(out)
+
+
+def _article_body(kb, art: ArticleMatch, lang: str, labels: dict, cites: _Cites, weights_over: bool = False,
+                  flags: dict[str, str] | None = None) -> list[str]:
     doc_lang, other = _pick_lang(kb, art.doc_id, lang)
     chunks = kb.article_chunks(art.doc_id, doc_lang)
     title = chunks[0].title.split(" > ")[0] if chunks else art.doc_id
@@ -2215,8 +2308,8 @@ def _article_body(kb, art: ArticleMatch, lang: str, labels: dict, cites: _Cites,
         structured = True
         parts += ["", f"**{labels[label]}** {cites.ref(found[0], art.score)}", ""]
         text = "\n\n".join(c.text for c in found)
-        if kind == "fixes" and weights_over:
-            text = _fixes_that_add_room(text, labels)
+        if kind == "fixes":
+            text = _fixes_that_add_room(text, labels) if weights_over else _steps_from_your_values(text, flags, labels)
         parts += [_signature_first(text, art.signatures) if specific and kind == "fixes" else text]
     if sig and not specific:
         parts += ["", f"**{labels['signs']}** {cites.ref(sig, art.score)}", "", sig.text]

@@ -474,6 +474,14 @@ def test_under_weights_that_cannot_fit_a_table_of_memory_settings_says_it_waits(
     assert fix.index("不会让权重放进你的卡") < fix.index("`--max-model-len`")
 
 
+def test_weights_that_cannot_fit_with_no_sure_article_stand_alone(bundled_settings, bundled_kb):
+    """"Qwen2.5-14B-Instruct 单卡 A10 24GB 能跑 32k 吗" quoted the multi-GPU NCCL article,
+    unsure, under a certain note that the weights cannot fit (newcomer trial)."""
+    a = answer_question("Qwen2.5-14B-Instruct 单卡 A10 24GB 能跑 32k 吗", bundled_settings, kb=bundled_kb)
+    assert a.answer.startswith("**光权重就约 27 GiB") and "NCCL" not in a.answer and not a.citations and not a.grounded
+    assert "知识库里没有和这个问题对得上的条目" in a.answer
+
+
 def test_a_pasted_kv_cache_figure_means_the_weights_fit(bundled_settings, bundled_kb):
     """A server that sized its KV cache has loaded the weights: a bf16 count of "Qwen2.5-32B"
     on a 4090 (the asker runs a quantization the question does not name) is not said."""
@@ -492,6 +500,61 @@ def test_ask_with_a_log_quotes_the_servers_own_settings(bundled_settings, bundle
            "there is not enough KV cache space.\n")
     a = answer_question("why the preempted warnings?", bundled_settings, kb=bundled_kb, log_text=log)
     assert a.citations[0].id == "vllm-preemption" and "`--gpu-memory-utilization 0.95`" in a.answer
+
+
+def test_an_example_step_says_where_the_askers_own_value_stands(bundled_settings, bundled_kb):
+    """A server at --max-model-len 2048 and --gpu-memory-utilization 0.7 read the OOM table's
+    "4096 → 2048" and "0.95 → 0.8" as the way to go, raising the one and "lowering" the other
+    to where it was (newcomer trial). The step stays the article's; the asker's value is said
+    beside it, and whether the step would lower it at all."""
+    low = ("INFO 12-01 10:00:00 [cli_args.py:325] non-default args: {'model': 'Qwen/Qwen2.5-14B-Instruct', "
+           "'max_model_len': 2048, 'gpu_memory_utilization': 0.7, 'max_num_seqs': 32}\n"
+           "ERROR 12-01 10:05:00 [core.py:500] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.20 GiB.\n")
+    a = answer_question("it OOMed, what do I lower?", bundled_settings, kb=bundled_kb, log_text=low)
+    assert a.citations[0].id == "vllm-cuda-oom"
+    assert "| 4096 → 2048 (yours is already 2048: this step would not lower it) |" in a.answer
+    assert "| 0.95 → 0.8 (yours is already 0.7: this step would not lower it) |" in a.answer
+    high = low.replace("2048", "32768").replace("0.7", "0.95")
+    a = answer_question("显存炸了，该调哪个参数", bundled_settings, kb=bundled_kb, log_text=high)
+    assert "| 4096 → 2048（你的：32768） |" in a.answer and "| 0.95 → 0.8（你的已经是 0.95，这一步不会再降低它） |" not in a.answer
+    assert "| 8192 → 4096 |" in a.answer  # a setting the log does not show is left as written
+
+
+def test_pasted_log_lines_that_show_no_problem_are_said_to_show_none(bundled_settings, bundled_kb):
+    """`tail -3 server.log | ask -` on stats lines (KV cache 40%, nothing waiting) was answered,
+    as sure, with "requests never return, the KV cache is full" (newcomer trial); `ask --log`
+    on the same lines says it found nothing. A full KV cache with requests waiting still counts."""
+    healthy = "\n".join(["INFO 12-01 10:15:22 [loggers.py:118] Engine 000: Avg prompt throughput: 100.0 tokens/s, "
+                         "Running: 20 reqs, Waiting: 0 reqs, GPU KV cache usage: 40.0%"] * 3)
+    a = answer_question(healthy, bundled_settings, kb=bundled_kb)
+    assert not a.grounded and a.answer.startswith("No failure signature the KB knows") and not a.citations
+    full = ("INFO 12-01 10:15:22 [loggers.py:118] Engine 000: Running: 200 reqs, Waiting: 40 reqs, GPU KV cache usage: 99.8%\n"
+            "INFO 12-01 10:15:32 [loggers.py:118] Engine 000: Running: 200 reqs, Waiting: 45 reqs, GPU KV cache usage: 99.9%")
+    assert answer_question(full, bundled_settings, kb=bundled_kb).grounded
+
+
+def test_a_japanese_question_is_answered_in_english_and_says_japanese_is_not_supported(bundled_settings, bundled_kb):
+    """Kanji made "vLLMでCUDA out of memoryが出ます" a Chinese question: it was answered in
+    Chinese with no word on the language (newcomer trial)."""
+    a = answer_question("vLLMでCUDA out of memoryが出ます。どうすればいいですか", bundled_settings, kb=bundled_kb)
+    assert a.lang == "en" and a.notes and a.notes[0].startswith("Japanese is not supported")
+    assert a.citations and a.citations[0].id == "vllm-cuda-oom"
+    zh = answer_question("vLLM 启动就报 CUDA out of memory，怎么办", bundled_settings, kb=bundled_kb)
+    assert zh.lang == "zh" and not zh.notes
+
+
+def test_a_chat_follow_up_keeps_the_settings_its_first_messages_log_showed(bundled_settings, bundled_kb):
+    """A chat's first message pasted the crash log with its args line; the follow-up "I lowered
+    --max-model-len to 16384, still OOM" lost the 0.95 and 256 it showed (newcomer trial)."""
+    from assistant.interfaces.chat import thread_question
+
+    log = ("vLLM crashed, log below:\nINFO 12-01 10:00:02 [cli_args.py:325] non-default args: {'model': 'Qwen/Qwen2.5-72B-Instruct', "
+           "'tensor_parallel_size': 4, 'max_model_len': 32768, 'gpu_memory_utilization': 0.95, 'max_num_seqs': 256}\n"
+           "ERROR 12-01 10:16:02 [core.py:586] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.31 GiB.\n")
+    question = thread_question("I lowered --max-model-len to 16384, still OOM. what next?", [log])
+    a = answer_question(question, bundled_settings, kb=bundled_kb)
+    assert a.citations[0].id == "vllm-cuda-oom"
+    assert "`--max-model-len 16384`" in a.answer and "`--gpu-memory-utilization 0.95`" in a.answer and "`--max-num-seqs 256`" in a.answer
 
 
 def test_a_log_alone_is_answered_by_the_article_its_finding_names(bundled_settings, bundled_kb):

@@ -45,6 +45,14 @@ MESSAGES = {
         "zh": '知识库里没有找到能回答这个问题的内容，我不会去猜一个解决办法。',
         "en": 'I found nothing in the knowledge base that answers this question, so I will not guess a fix.',
     },
+    'yours_value': {
+        "zh": '（你的：{value}）',
+        "en": ' (yours: {value})',
+    },
+    'yours_low': {
+        "zh": '（你的已经是 {value}，这一步不会再降低它）',
+        "en": ' (yours is already {value}: this step would not lower it)',
+    },
     'weights_first': {
         "zh": '（下面这些设置不会让权重放进你的卡，见上面；等权重放得下之后，它们才有用。）',
         "en": '(None of these makes the weights fit your GPUs, as said above; they help once the weights fit.)',
@@ -165,6 +173,14 @@ MESSAGES = {
     'log_unread': {
         "zh": '日志文件有 {total}，只读了最后 {read}；更早的行没有扫描（可以先用 grep 找出出错的那段再传进来）',
         "en": 'the log file is {total}; only its last {read} was read and earlier lines were not scanned (grep out the part that failed and pass that)',
+    },
+    'weights_alone': {
+        "zh": '知识库里没有和这个问题对得上的条目；上面的数字是按问题里的模型和显卡算出来的，不依赖任何条目。',
+        "en": 'No article in the KB matches this closely; the figure above is arithmetic from the model and GPU in the question, not from an article.',
+    },
+    'japanese': {
+        "zh": '日语问题暂不支持：知识库只有中文和英文，这里用英文回答，检索也可能漏掉日语的说法。',
+        "en": 'Japanese is not supported: the KB is in Chinese and English, so this answer is in English, and retrieval may miss what was said in Japanese.',
     },
     'log_clean': {
         "zh": '这份日志（{lines} 行）里没有找到知识库认识的故障特征，也没有 ERROR 级别的异常。',

@@ -261,6 +261,16 @@ def _settings(line: str, settings: dict[str, str]) -> None:
         settings.setdefault("--" + (key_a or key_b).replace("_", "-"), "" if value == "True" else value)
 
 
+def settings_in(text: str) -> dict[str, str]:
+    """The settings a pasted start-up line shows (`non-default args: {…}`, `args: Namespace(…)`),
+    as flags: a log pasted into the question, or a chat's first message, is read like `--log`."""
+    settings: dict[str, str] = {}
+    for line in text.splitlines():
+        if _ARGS_LINE.search(line):
+            _settings(line[:MAX_ARGS_LINE], settings)
+    return settings
+
+
 def numbers_in(text: str) -> dict[str, float]:
     """The numbers worth computing with that a pasted error or log carries."""
     numbers: dict[str, float] = {}
