@@ -147,7 +147,8 @@ def answer_question(
         started = min(started, pending.started)
     loaded = time.perf_counter()
     result = search(kb.index, kb.embedder, query, RetrievalParams.from_settings(settings), query_vector=query_vector, mode=mode)
-    result.flags = {**_server_settings(text, diagnosis), **result.flags}  # what the server ran with; the question's own win
+    # What the server ran with; the question's own settings win, those it only proposes do not count.
+    result.flags = {**_server_settings(text, diagnosis), **_stated_settings(result.flags, text)}
     only_the_log = diagnosis is not None and _asks_only_about_the_log(text)
     if only_the_log:
         _the_log_decides(result, diagnosis, kb.index)
@@ -228,15 +229,18 @@ def _server_settings(text: str, diagnosis) -> dict[str, str]:
     message's args line showed, newcomer trial)."""
     if diagnosis is not None:
         return diagnosis.settings or {}
-    if "args: " not in text and "Namespace(" not in text:
+    if "args: " not in text:  # "non-default args: {", "args: Namespace("
         return {}
     from .tools.logs import settings_in
 
     return settings_in(text)
 
 
-# Hiragana and katakana: a Japanese question (its kanji alone would read as Chinese).
+# Hiragana and katakana: a Japanese question (its kanji alone would read as Chinese); Han
+# characters; and what a Chinese sentence quotes (「こんにちは」, "…"), which is not its language.
 _KANA = re.compile(r"[\u3040-\u309f\u30a0-\u30ff]")
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_QUOTED_TEXT = re.compile(r"「[^」]*」|『[^』]*』|“[^”]*”|\"[^\"]*\"|'[^'\n]*'")
 
 
 def _answer_language(text: str, lang: str | None) -> tuple[str, list[str]]:
@@ -244,7 +248,9 @@ def _answer_language(text: str, lang: str | None) -> tuple[str, list[str]]:
     with a note: its kanji made it Chinese, answered with no word on the language (trial)."""
     if lang in LANGS:
         return lang, []
-    if len(_KANA.findall(text)) >= 3:
+    own = _QUOTED_TEXT.sub(" ", text)
+    kana = len(_KANA.findall(own))
+    if kana >= 3 and kana >= 0.3 * (kana + len(_HAN.findall(own))):  # Japanese prose writes its endings in kana
         return "en", [t("answer.japanese", "en")]
     return detect_lang(text), []
 
@@ -284,9 +290,17 @@ def _healthy_paste(text: str, kb) -> bool:
     parts = split_question(text)
     if parts.prose or parts.errors or not parts.logs:
         return False
+    if _STATS_TROUBLE.search(text):
+        return False
     found = diagnose_text(text, kb)
     # Stats lines with a full KV cache and requests waiting say something is wrong, signature or not.
     return not found.computed and not any(f.severity != "info" for f in found.findings)
+
+
+# Stats lines that show trouble without any signature: requests waiting, or none generating
+# while some run (review: "Waiting: 80 reqs" at 45% KV cache usage was called healthy).
+_STATS_TROUBLE = re.compile(r"\b(?:waiting|pending|queued?)\s*[:=]\s*[1-9]|generation throughput:\s*0(?:\.0+)?\s*tokens/s.{0,40}running:\s*[1-9]",
+                            re.I)
 
 
 def _diagnose(log_text: str, settings: Settings, first_line: int = 1):
@@ -392,12 +406,12 @@ def _above_the_answer(text: str, result: Retrieval, diagnosis, calc, lang: str) 
     # A sizing question the KB has no article for still gets the arithmetic ("DeepSeek-V3 671B
     # FP8 需要几张 H200" was refused outright): the weights' floor is certain, not a guessed fix.
     if (calc is None or not calc.computed) and any(ch.isdigit() for ch in text):  # a size needs digits
-        from .calculations import asks_sizing, weights_note, weights_over_gpus
+        from .calculations import asks_sizing, weights_verdict
 
-        note = weights_note(text) if result.grounded or asks_sizing(text) else None  # "Qwen2.5-14B on one A10 24GB": no flag in the fix list makes that fit
+        # "Qwen2.5-14B on one A10 24GB": no flag in the fix list makes that fit
+        note, over = weights_verdict(text) if result.grounded or asks_sizing(text) else (None, False)
         if note is not None:
             extras.append(f"**{_sentence(note[lang])}**")
-            over = weights_over_gpus(text)
     return extras, over
 
 
@@ -2229,31 +2243,51 @@ def _signature_first(text: str, matched: list[str]) -> str:
 
 
 # A fix step that gives the weights room: more GPUs, a smaller checkpoint, or offloading.
-_ADDS_ROOM = re.compile(r"tensor[-_]parallel|pipeline[-_]parallel|quantiz|\b(?:awq|gptq|fp8|int4|int8)\b|cpu[-_]offload"
-                        r"|\b(?:more|add|another)\s+gpus?\b|\bgpus?\s+with\b|张量并行|流水线并行|量化|加卡|更多(?:的)?(?:卡|gpu)|多张卡", re.I)
-_STEP = re.compile(r"^\s*\d+[.)、]\s")
+# A fix step that gives the weights room: more GPUs, a smaller checkpoint, or offloading. Not a
+# bare "fp8": `--kv-cache-dtype fp8` shrinks the KV cache, not the weights (review).
+_ADDS_ROOM = re.compile(r"tensor[-_]parallel|pipeline[-_]parallel|quantiz|\b(?:awq|gptq|int4)\b|cpu[-_]offload"
+                        r"|\b(?:more|add|another)\s+gpus?\b|\bgpus?\s+with\b|张量并行|流水线并行|量化|加卡|多张卡"
+                        r"|更多(?:的)?\s*(?:卡|gpu)|增加\s*(?:部署)?\s*(?:卡数|卡|gpu)", re.I)
+_STEP = re.compile(r"^\s*\d+(?:[.)）]\s|、\s*)")
+
+
+def _list_end(lines: list[str], last_step: int) -> int:
+    """Where a numbered list ends: at a blank line before an unindented paragraph that is no
+    step, so what follows the list (a note, a command for all of it) is not the last step's."""
+    return next((i for i in range(last_step + 1, len(lines) - 1)
+                 if not lines[i].strip() and lines[i + 1][:1] not in ("", " ", "\t", "`")), len(lines))
 
 
 def _fixes_that_add_room(text: str, labels: dict) -> str:
     """The fix steps that can make weights fit the asker's GPUs, when the note above says
     nothing else can: under "no flag or memory setting changes that", the KV-cache article
-    still listed "lower --max-model-len" first (newcomer trial). A fix that is no numbered
-    list (the OOM article's table) is kept behind a line that says it helps only once the
-    weights fit."""
+    still listed "lower --max-model-len" first (newcomer trial). A table keeps its header and
+    the rows that add room; a fix with none is kept behind a line that says it helps only
+    once the weights fit."""
     lines = text.splitlines()
     starts = [i for i, line in enumerate(lines) if _STEP.match(line)]
     if starts:
-        # The list ends at a blank line before an unindented paragraph that is no step: what
-        # follows the list (a note, a command for all of it) stays.
-        end = next((i for i in range(starts[-1] + 1, len(lines) - 1)
-                    if not lines[i].strip() and lines[i + 1][:1] not in ("", " ", "\t", "`")), len(lines))
+        end = _list_end(lines, starts[-1])
         steps = [lines[a:b] for a, b in zip(starts, starts[1:] + [end])]
         kept = [step for step in steps if _ADDS_ROOM.search("\n".join(step))]
         if kept:
             out = [_STEP.sub(f"{n}. ", line, count=1) if k == 0 else line
                    for n, step in enumerate(kept, 1) for k, line in enumerate(step)]
             return "\n".join(lines[:starts[0]] + out + lines[end:]).strip()
+    rows = [i for i, line in enumerate(lines) if line.lstrip().startswith("|")]
+    if len(rows) > 2 and any(_ADDS_ROOM.search(lines[i]) for i in rows[2:]):
+        # header and rule, then the rows that add room ("add GPUs with --tensor-parallel-size")
+        return "\n".join(line for i, line in enumerate(lines) if i not in rows[2:] or _ADDS_ROOM.search(line)).strip()
     return f"{labels['weights_first']}\n\n{text}"
+
+
+def _stated_settings(flags: dict[str, str] | None, question: str) -> dict[str, str]:
+    """The settings the asker runs with, without those a sentence only proposes ("should I try
+    --max-model-len 2048?" is no server at 2048, review)."""
+    from .cleaning import proposed_settings
+
+    proposed = {setting_key(name) for name in proposed_settings(question)}
+    return {flag: value for flag, value in (flags or {}).items() if setting_key(flag) not in proposed}
 
 
 _LOWER = re.compile(r"\b(?:lower|reduce|decrease|shrink)\b|调低|降低|减小|调小", re.I)

@@ -1164,6 +1164,9 @@ def _zh_number(text: str) -> int | None:
 
 # "Qwen2.5-72B 32k 上下文需要几张卡", "how many GPUs for Llama-3.1-70B", "需要多少显存": a sizing
 # question that names no GPU. The weights' size is certain; the KV cache's needs the model's shape.
+# GPUs named after "on"/"in": "2x a100", "one l4", "a single 4090", "8 h100s", "two gpus".
+_ON_GPUS = (r"(?:(?:a|an|one|two|four|eight|single|my|\d+\s*[x×]?)\s+){0,2}(?:nvidia\s+|rtx\s*)?"
+            r"(?:[ahlbtv]\d{1,3}g?s?|h\d{2,3}s?|[1-5]0[5-9]0s?|mi\d{3}x?|gpus?|cards?)\b")
 _ASKS_SIZING = re.compile(r"(?:几|多少)\s*(?:张|块|个|台)?\s*(?:卡|显卡|gpus?\b|[ah]\d{2,3}\b|h20\b|4090\b)"
                           r"|(?:几|多少)\s*(?:张|块)\s*(?=[？?。]|$)"
                           r"|多少\s*显存|显存\s*(?:要|需要)\s*多(?:少|大)"
@@ -1171,9 +1174,11 @@ _ASKS_SIZING = re.compile(r"(?:几|多少)\s*(?:张|块|个|台)?\s*(?:卡|显�
                           # will it fit: "单卡 L40S 跑 Qwen2.5-32B 能起来吗", "will Qwen2.5-72B fit on 2x A100"
                           r"|能(?:不能)?(?:起来|跑起来|跑|放下|装下|部署)(?:吗|[？?])|(?:跑|放|装)得(?:动|起来|下)|够不够|够吗|够用吗"
                           r"|\bwill\s+(?:it|this|that|the\s+model|\S+)\s+fit\b|\b(?:does|would)\s+(?:it|this|that)\s+fit\b|enough\s+(?:gpu\s+)?(?:memory|vram)"
-                          # yes/no: "Can Llama-3.1-70B run on 2x A100 80GB with 32k context?", "will it start?"
-                          r"|^\s*(?:can|could)\s+(?:i\s+|we\s+)?(?:run\s+|serve\s+|load\s+|fit\s+)?\S+\s+(?:run|be\s+served|be\s+loaded|fit)\s+(?:on|in)\b"
-                          r"|^\s*(?:can|could)\s+(?:i|we)\s+(?:run|serve|load|fit)\s+\S+\s+on\b|\bwill\s+it\s+(?:start|load|run)\b"
+                          # yes/no, on GPUs: "Can Llama-3.1-70B run on 2x A100 80GB with 32k context?", "…, will it
+                          # start?"; not "can it run in docker", "will it run slower?" (review)
+                          rf"|^\s*(?:can|could)\s+(?:i\s+|we\s+)?\S+\s+(?:run|be\s+served|be\s+loaded|fit)\s+(?:on|in)\s+{_ON_GPUS}"
+                          rf"|^\s*(?:can|could)\s+(?:i|we)\s+(?:run|serve|load|fit)\s+\S+\s+(?:on|in)\s+{_ON_GPUS}"
+                          r"|\bwill\s+it\s+(?:start|load|run|fit)\s*[?？]?\s*$"
                           r"|how\s+much\s+(?:gpu\s+)?(?:memory|vram)|what\s+gpus?\s+(?:do|would|should)\s+i\s+need")
 # The common serving GPUs' classes as sold (GB) and the least memory a card of the class
 # reports (GiB): an H100 80GB has 79.6, an L40S 44.5, an A10 22.5.
@@ -1206,19 +1211,13 @@ def asks_sizing(question: str) -> bool:
 
 
 def weights_note(question: str) -> dict[str, str] | None:
-    """Said above the answer when the weights cannot fit (see `_weights_verdict`)."""
-    return _weights_verdict(question)[0]
+    """Said above the answer when the weights cannot fit (see `weights_verdict`)."""
+    return weights_verdict(question)[0]
 
 
-def weights_over_gpus(question: str) -> bool:
-    """Whether the question's own GPUs cannot hold its model's weights at all: the fix list
-    under the note must not offer settings that only tune memory ("lower --max-model-len"
-    under "no flag or memory setting changes that", newcomer trial)."""
-    return _weights_verdict(question)[1]
-
-
-def _weights_verdict(question: str) -> tuple[dict[str, str] | None, bool]:
-    """(the note, whether the asker's GPUs are too small for the weights alone). The note is
+def weights_verdict(question: str) -> tuple[dict[str, str] | None, bool]:
+    """(the note, whether the asker's GPUs are too small for the weights alone: the fix list
+    under the note then offers no setting that only tunes memory, newcomer trial). The note is
     said above the answer when a question names a model size and a GPU that cannot hold its
     weights at all ("Qwen2.5-14B on one A10 24GB, OOM, lowered --gpu-memory-utilization,
     no effect"): no flag the articles offer fixes that, and the fix list read as if one did.
@@ -1261,36 +1260,48 @@ def _weights_verdict(question: str) -> tuple[dict[str, str] | None, bool]:
     if model is not None and abs(model.params_b - params) <= params / 5:
         params = model.params_b  # "Qwen2.5-7B" has 7.61B: the name's 7 left a GiB out of its bf16 weights, and 0.35 of its AWQ ones
     weights = params * Decimal(10**9) * per_param / GIB
-    if _ASKS_SIZING.search(text) and model is not None and (kv := _context_kv(x, model)) is not None:
+    gpu, count = _asker_gpus(x, text, memories)
+    sizing = bool(_ASKS_SIZING.search(text))
+    over = gpu is not None and weights > gpu * (count or 1)  # the GPUs named cannot hold the weights at all
+    if sizing and model is not None and (kv := _context_kv(x, model)) is not None:
+        # A plan with a context: weights and KV cache per GPU class. Whether the asker's own
+        # GPUs can hold the weights still decides the fix list under it ("Can Llama-3.1-70B
+        # run on one A100 80GB with 32k context?" listed "lower --max-model-len", review).
         note = _weights_with_kv(x, params, weights, per_param, fmt, model, *kv)
-        over = _context_over_limit(x)
-        return (note if over is None else {lang: f"{note[lang]}{'。' if lang == 'zh' else '. '}{over[lang]}" for lang in LANGS}), False
-    if memories:
-        memory = memories.pop()
-        card = card_memory(x.text, memory)
-        gpu = (card[1] if card else memory) / GIB
-    else:
-        named = _one_size_card(x.text)  # "需要几张 H200": the card has one size
-        if named is None:
-            return _weights_alone(text, params, weights, per_param, fmt), False
-        gpu = named[1] / GIB
-    # The GPUs: the tensor-parallel size the extraction read (--tensor-parallel-size, -tp), else
-    # a count ("4x A100"), else one written in Chinese numerals (十二张).
-    tp = {q.value for q in x.by_label("tensor_parallel_size") if q.usable}
-    counts = {q.value for q in x.by_label("gpu_count") if q.usable}
-    zh = {_zh_number(m.group(1)) for m in _ZH_COUNT.finditer(text)} - {None}
-    count = next((int(s.pop()) for s in (tp, counts, zh) if len(s) == 1), None)
-    if weights <= gpu * (count or 1):
+        limit = _context_over_limit(x)
+        return (note if limit is None else {lang: f"{note[lang]}{'。' if lang == 'zh' else '. '}{limit[lang]}" for lang in LANGS}), over
+    if gpu is None:
+        return _weights_alone(text, params, weights, per_param, fmt), False
+    if not over:
         return None, False
     needed = _least_gpus(weights, gpu)
     values = dict(params=_plain(params), weights=f"{weights:.0f}", gpu=_gib(gpu), needed=needed, bytes=_plain(per_param),
                   fmt=_msg(f"weights.format_{fmt}"), quantize=quantize)
     note = _msg("weights.need_gpus", **values) if count is None or count == 1 else _msg(
         "weights.do_not_fit", count=count, total=_gib(gpu * count), **values)
-    if _ASKS_SIZING.search(text):  # "需要几张 A100 80G" for 128k: the weights' count is only the floor
+    if sizing:  # "需要几张 A100 80G" for 128k: the weights' count is only the floor
         on_top = _msg("weights.kv_on_top")
         note = {lang: note[lang] + on_top[lang] for lang in LANGS}
     return note, True
+
+
+def _asker_gpus(x: Extraction, text: str, memories: set[Decimal]) -> tuple[Decimal | None, int | None]:
+    """(one GPU's memory in GiB, how many) as the question names them: the memory given (the
+    card's real figure when it is sold by a round one), else a card sold in one size ("需要几张
+    H200"); the count from the tensor-parallel size the extraction read (--tensor-parallel-size,
+    -tp), else a count ("4x A100"), else one written in Chinese numerals (十二张)."""
+    if memories:
+        memory = next(iter(memories))
+        card = card_memory(x.text, memory)
+        gpu = (card[1] if card else memory) / GIB
+    else:
+        named = _one_size_card(x.text)
+        gpu = named[1] / GIB if named is not None else None
+    tp = {q.value for q in x.by_label("tensor_parallel_size") if q.usable}
+    counts = {q.value for q in x.by_label("gpu_count") if q.usable}
+    zh = {_zh_number(m.group(1)) for m in _ZH_COUNT.finditer(text)} - {None}
+    count = next((int(s.pop()) for s in (tp, counts, zh) if len(s) == 1), None)
+    return gpu, count
 
 
 # Figures only a server that has loaded its weights prints: its KV cache's size, or what a

@@ -431,6 +431,25 @@ def tried_settings(text: str) -> list[str]:
     return out
 
 
+# A sentence weighing a value rather than stating one: "should I try --max-model-len 2048 or
+# --gpu-memory-utilization 0.8?", "要不要把 --max-num-seqs 改成 64".
+_PROPOSES = re.compile(r"\b(?:should|could|would|shall)\s+(?:i|we)\b|\btry(?:ing)?\b|\bwhat if\b|\bif (?:i|we)\b|\bor\s+--"
+                       r"|要不要|是否|试试|试一下|改成[^。？?]{0,30}[吗呢?？]", re.I)
+
+
+def proposed_settings(text: str) -> set[str]:
+    """The settings (as written, without values) the asker's sentences only propose: an answer
+    must not read them as the server's ("4096 → 2048 (yours is already 2048)" to someone asking
+    whether to try 2048, review)."""
+    out: set[str] = set()
+    # The asker's own sentences: a pasted error's "Try increasing gpu_memory_utilization or
+    # decreasing max_model_len" proposes nothing of theirs.
+    for sentence in _SENTENCE_END.split("\n".join(split_question(text).prose)):
+        if _PROPOSES.search(sentence):
+            out.update(m.group(0).split("=")[0].split()[0] for m in _SETTING.finditer(sentence))
+    return out
+
+
 def without_tried_settings(text: str) -> str:
     """The text without the settings its sentences say were tried to no effect. They name the
     article the asker already followed, not the one that answers: "TP=4 hangs at start-up …

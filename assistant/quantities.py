@@ -596,8 +596,11 @@ def _in_a_name(text: str, m: re.Match) -> bool:
 
 
 _GPU_MODEL = re.compile(r"[1-5]0[5-9]0")
-# ... or an English article or count: "on a 4090", "my 4090", "one 3090" (trial: "could not tell what 4090 refers to").
-_GPU_BEFORE = re.compile(r"(?:rtx|gtx|geforce|nvidia|gpu|显卡|卡|张|块|台|用|在|\d ?[x×*]|\ba|\bone|\bmy|\bsingle) ?[:：]? ?$")
+_GPU_BEFORE = re.compile(r"(?:rtx|gtx|geforce|nvidia|gpu|显卡|卡|张|块|台|用|在|\d ?[x×*]) ?[:：]? ?$")
+# An English article or count before it names a card too ("on a 4090", "my 3090"; trial: "could
+# not tell what 4090 refers to"), unless a unit follows ("a 3070 token prompt", "one 2080-token request").
+_ARTICLE_BEFORE = re.compile(r"\b(?:a|one|my|single) $")
+_UNIT_AFTER = re.compile(r"^ ?-? ?(?:tokens?|toks?|seqs?|requests?|reqs?|blocks?|k\b|m\b|mib|gib|mb|gb|ms|s\b|words?|chars?|characters?)")
 _GPU_AFTER = re.compile(r"^ ?(?:ti|super|d)\b|^ ?[x×*] ?\d|^ ?(?:[,，、] ?)?(?:每张|每卡|单卡|显存)? ?\d+ ?(?:g|gb|gib)(?![a-z])")
 _SETTING_BEFORE = re.compile(r"[a-z_][a-z0-9_-]* ?[:=]? ?$")  # "max_model_len 2080": the number is its value
 
@@ -609,6 +612,8 @@ def _gpu_model(text: str, m: re.Match) -> bool:
         return False
     before = text[max(0, m.start() - 24):m.start()]
     if _GPU_BEFORE.search(before[-12:]):
+        return True
+    if _ARTICLE_BEFORE.search(before[-8:]) and not _UNIT_AFTER.search(text[m.end():m.end() + 12]):
         return True
     return not _SETTING_BEFORE.search(before) and bool(_GPU_AFTER.search(text[m.end():m.end() + 16]))
 

@@ -205,12 +205,14 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     "file descriptor limits": ("too many open files", "ulimit -n", "file descriptor limit", "out of file descriptors",
                                "open files limit", "nofile", "errno 24", "emfile", "文件句柄", "句柄数", "文件描述符上限",
                                "文件描述符数", "打开文件数"),
-    # The host's memory, not the GPU's: exit code 137 (SIGKILL, 128 + 9) from the kernel's or
-    # the cgroup's OOM killer. No GPU setting in a CUDA OOM article changes that (newcomer
-    # trial: answered as sure from it). Not "OOMKilled" nor "host memory" alone: askers say
-    # "OOMKilled on the GPU", and doc trees answer "32 GB RAM, it prints Killed" in other words.
-    "host memory OOM kills": ("exit code 137", "exit status 137", "exited with code 137", "exit 137", "sigkill", "signal 9",
-                              "oom-killer", "oom killer", "oom_kill", "out of memory: killed process"),
+    # A process killed from outside, exit code 137 (128 + SIGKILL 9): the kernel's or the cgroup's
+    # OOM killer (host RAM) or a failed Kubernetes probe. No GPU setting in a CUDA OOM article
+    # changes that (newcomer trial: answered as sure from it). Not "OOMKilled" nor "host memory"
+    # alone: askers say "OOMKilled on the GPU", and doc trees answer "32 GB RAM, it prints
+    # Killed" in other words; not a bare SIGKILL, which NCCL's watchdog sends after a timeout.
+    "exit code 137 (a killed process)": ("exit code 137", "exit status 137", "exited with code 137", "exit 137",
+                                         "exitcode 137", "退出码 137", "退出码137", "退出码是 137", "退出码是137",
+                                         "oom-killer", "oom killer", "oom_kill", "out of memory: killed process"),
     # Output that is garbage rather than missing or slow: a precision, kernel or template
     # problem, which no hang or memory article answers. 乱码 counts only as the model's
     # output (全是乱码, 输出乱码): alone it is as often a terminal's escape codes.

@@ -466,6 +466,21 @@ def test_under_weights_that_cannot_fit_the_fix_list_keeps_what_adds_room(bundled
     assert fix.strip().split("]", 1)[1].strip().startswith("1.")
 
 
+def test_under_weights_that_cannot_fit_a_chinese_step_that_adds_cards_is_kept():
+    """"增加部署卡数" adds cards as "deploy on more GPUs" does: the Chinese answer put "none of
+    these makes the weights fit" above it (review). A table keeps the rows that add room; a
+    bare fp8 (`--kv-cache-dtype fp8`) shrinks the KV cache, not the weights."""
+    from assistant.answer import _fixes_that_add_room
+    from assistant.i18n import texts
+
+    labels = texts("answer", "zh")
+    assert _fixes_that_add_room("1、调低 `gpu_memory_utilization`。\n2、卡数低于最小要求时，增加部署卡数。", labels) == \
+        "1. 卡数低于最小要求时，增加部署卡数。"
+    table = ("| 原因 | 办法 |\n|---|---|\n| KV Cache 满 | 调高 `--gpu-memory-utilization` |\n"
+             "| 卡不够 | 用 `--tensor-parallel-size` 加卡 |\n| KV 太大 | `--kv-cache-dtype fp8` |")
+    assert _fixes_that_add_room(table, labels) == "| 原因 | 办法 |\n|---|---|\n| 卡不够 | 用 `--tensor-parallel-size` 加卡 |"
+
+
 def test_under_weights_that_cannot_fit_a_table_of_memory_settings_says_it_waits(bundled_settings, bundled_kb):
     question = "Qwen2.5-14B 在一张 A10 24GB 上用 vllm 起，CUDA out of memory，已经把 --gpu-memory-utilization 调低了也没用"
     a = answer_question(question, bundled_settings, kb=bundled_kb)
@@ -518,6 +533,9 @@ def test_an_example_step_says_where_the_askers_own_value_stands(bundled_settings
     a = answer_question("显存炸了，该调哪个参数", bundled_settings, kb=bundled_kb, log_text=high)
     assert "| 4096 → 2048（你的：32768） |" in a.answer and "| 0.95 → 0.8（你的已经是 0.95，这一步不会再降低它） |" not in a.answer
     assert "| 8192 → 4096 |" in a.answer  # a setting the log does not show is left as written
+    proposing = answer_question("vllm CUDA out of memory at startup, should I try --max-model-len 2048 or --gpu-memory-utilization 0.8?",
+                                bundled_settings, kb=bundled_kb)
+    assert "yours" not in proposing.answer  # values the asker only weighs are not the server's (review)
 
 
 def test_pasted_log_lines_that_show_no_problem_are_said_to_show_none(bundled_settings, bundled_kb):
@@ -531,6 +549,12 @@ def test_pasted_log_lines_that_show_no_problem_are_said_to_show_none(bundled_set
     full = ("INFO 12-01 10:15:22 [loggers.py:118] Engine 000: Running: 200 reqs, Waiting: 40 reqs, GPU KV cache usage: 99.8%\n"
             "INFO 12-01 10:15:32 [loggers.py:118] Engine 000: Running: 200 reqs, Waiting: 45 reqs, GPU KV cache usage: 99.9%")
     assert answer_question(full, bundled_settings, kb=bundled_kb).grounded
+    # requests waiting at a KV usage far from full, or none generating while some run (review)
+    queued = full.replace("99.8%", "45.0%").replace("99.9%", "46.0%")
+    stalled = "\n".join(["INFO 12-01 10:15:22 [loggers.py:118] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
+                         "throughput: 0.0 tokens/s, Running: 12 reqs, Waiting: 0 reqs, GPU KV cache usage: 35.0%"] * 3)
+    for paste in (queued, stalled):
+        assert answer_question(paste, bundled_settings, kb=bundled_kb).grounded, paste
 
 
 def test_a_japanese_question_is_answered_in_english_and_says_japanese_is_not_supported(bundled_settings, bundled_kb):
@@ -541,6 +565,8 @@ def test_a_japanese_question_is_answered_in_english_and_says_japanese_is_not_sup
     assert a.citations and a.citations[0].id == "vllm-cuda-oom"
     zh = answer_question("vLLM 启动就报 CUDA out of memory，怎么办", bundled_settings, kb=bundled_kb)
     assert zh.lang == "zh" and not zh.notes
+    quoting = answer_question("vLLM 跑 Qwen2.5 生成日语时输出乱码，比如「こんにちは」变成了问号，怎么办？", bundled_settings, kb=bundled_kb)
+    assert quoting.lang == "zh" and not quoting.notes  # a Chinese question quoting Japanese (review)
 
 
 def test_a_chat_follow_up_keeps_the_settings_its_first_messages_log_showed(bundled_settings, bundled_kb):

@@ -484,7 +484,21 @@ def test_a_yes_no_sizing_question_gets_the_arithmetic(question, weights):
     assert asks_sizing(question)
     note = weights_note(question)
     assert note is not None and weights in note["en"], note
-    assert not asks_sizing("can vllm run on windows?") or weights_note("can vllm run on windows?") is None
+    for other in ("can vllm run on windows?", "Qwen2.5-72B with --enforce-eager, will it run slower?",
+                  "Can Qwen2.5-7B run in docker without --ipc=host?", "Can Qwen2.5-7B run on vLLM 0.6.3?",
+                  "I switched Llama-3.1-8B to --kv-cache-dtype fp8, will it run with the same quality?"):
+        assert not asks_sizing(other), other  # no GPU named after "on", or not a yes/no on fitting (review)
+
+
+def test_a_plan_on_gpus_that_cannot_hold_the_weights_keeps_only_what_adds_room():
+    """"Can Llama-3.1-70B run on one A100 80GB with 32k context?" gets the plan's arithmetic,
+    and the verdict that the GPU named cannot hold the weights, which decides the fix list (review)."""
+    from assistant.calculations import weights_verdict
+
+    note, over = weights_verdict("Can Llama-3.1-70B run on one A100 80GB with 32k context?")
+    assert note is not None and "132 GiB" in note["en"] and over
+    note, over = weights_verdict("Can Llama-3.1-8B run on one A100 80GB with 32k context?")
+    assert note is not None and not over
 
 
 @pytest.mark.parametrize("question, expect", [

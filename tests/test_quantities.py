@@ -175,6 +175,9 @@ def test_a_consumer_cards_model_number_is_not_a_value():
     # an article or a count before it: "could not tell what 4090 refers to" (trial)
     assert [q.value for q in extract("--max-model-len 32768 on a 4090 with a 7B AWQ model").quantities if q.value == 4090] == []
     assert [q.value for q in extract("my 3090 runs out of memory").quantities if q.value == 3090] == []
+    # ... but not a count of tokens after an article (review)
+    assert [q.value for q in extract("how many requests if each is a 3070 token prompt").quantities if q.value == 3070] == [3070]
+    assert [q.value for q in extract("one 2080-token request at a time").quantities if q.value == 2080] == [2080]
 
 
 def test_a_cards_size_after_its_model_is_its_memory():

@@ -168,8 +168,10 @@ def test_an_oom_killers_exit_code_is_a_subject_a_runbook_can_cover(tmp_path):
     from assistant.knowledge import open_kb
     from assistant.scope import unseen_entities
 
-    assert detect("vllm container killed with exit code 137, no CUDA error in log").entities == ("host memory OOM kills",)
-    assert detect("dmesg: Out of memory: Killed process 4242 (python3) while vllm loads weights").entities == ("host memory OOM kills",)
+    assert detect("vllm container killed with exit code 137, no CUDA error in log").entities == ("exit code 137 (a killed process)",)
+    assert detect("dmesg: Out of memory: Killed process 4242 (python3) while vllm loads weights").entities == ("exit code 137 (a killed process)",)
+    assert detect("vllm 容器退出码 137，日志里没有 CUDA 报错").entities == ("exit code 137 (a killed process)",)
+    assert detect("vllm 多卡推理时 NCCL watchdog 超时，然后 worker 被 SIGKILL 了").entities == ()  # the watchdog's own kill
     assert detect("my vLLM pod gets OOMKilled on the GPU right after the first few prompts").entities == ()
     assert detect("vllm CUDA out of memory at startup, killed the old process first").entities == ()
     docs = tmp_path / "docs"

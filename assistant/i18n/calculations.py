@@ -475,12 +475,12 @@ MESSAGES = {
         "en": 'bf16/fp16, as the question names no quantization',
     },
     'weights.format_8bit': {
-        "zh": '8 bit 量化；未计仍是 16 bit 的词嵌入和输出层，实际更大',
-        "en": '8-bit; the embeddings and output layer, still 16-bit, not counted, so the real size is larger',
+        "zh": '8 bit 量化；仍是 16 bit 的词嵌入和输出层也按 8 bit 算了，实际更大',
+        "en": '8-bit; the embeddings and output layer, which stay 16-bit, counted at 8 bits: the real size is larger',
     },
     'weights.format_4bit': {
-        "zh": '4 bit 量化；未计缩放参数和仍是 16 bit 的词嵌入、输出层，实际更大',
-        "en": '4-bit; the scales and the embeddings and output layer, still 16-bit, not counted, so the real size is larger',
+        "zh": '4 bit 量化；未计缩放参数，仍是 16 bit 的词嵌入和输出层也按 4 bit 算了，实际更大',
+        "en": '4-bit; scales not counted, and the embeddings and output layer, which stay 16-bit, counted at 4 bits: the real size is larger',
     },
     'default.kv_cache_ratio': {
         "zh": '问题里没有给 kv_cache_ratio，按 FastDeploy 默认值 0.75 计算',
