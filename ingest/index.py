@@ -84,7 +84,8 @@ SCHEMA = 16
 #     is a heading.
 # 27: front matter `critical` (log signatures that decide an incident at any log level) is read.
 # 28: "步骤", "流程" (and "具体步骤", "执行步骤", "操作流程", "处理流程") headings are a runbook's fixes.
-RULES = 28
+# 29: Chinese fillers and courtesies (到底, 按理说, 感觉, 大佬) are function words: no keyword.
+RULES = 29
 FAISS_TOP = 2_000
 
 

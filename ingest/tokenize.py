@@ -41,7 +41,12 @@ ZH_STOP = frozenset(
     "哪些 哪个 哪里 哪儿 多少 是否 是不是 能不能 会不会 要不要 有没有 一个 一下 一些 这个 那个 这些 "
     "那些 这样 那样 这种 那种 我 你 他 她 它 我们 你们 他们 有 没有 会 要 能 可以 应该 需要 想 请问 "
     "请 帮 帮忙 之后 以后 时候 时 后 把 被 让 给 对 中 里 上 下 现在 今天 总是 经常 其实 但是 "
-    "然后 所以 因为 如果 而且 还是 或者 已经 就是 的话 一直在".split()
+    "然后 所以 因为 如果 而且 还是 或者 已经 就是 的话 一直在 "
+    # Fillers, hedges and courtesies ("到底", "按理说", "感觉", "大佬们"): keyword coverage
+    # weighs a question's words the KB has never seen the most, as signs of a subject it
+    # lacks, and these say nothing about the subject ("服务到底能扛多少并发" was refused).
+    "到底 究竟 明明 按理 按理说 另外 整个 大概 大约 感觉 好像 似乎 估计 也许 或许 这么 那么 一看 咋 咋办 啥 "
+    "怎么回事 回事 之类 而已 比如 例如 各位 大佬 老师 谢谢 感谢 麻烦 求助 请教 问下 问一下".split()
 )
 
 

@@ -26,6 +26,16 @@ def test_chinese_is_segmented_with_the_kb_dictionary(tmp_path):
     assert tk("显存不足") == ["显存", "不足"]
 
 
+def test_chinese_fillers_are_no_keywords(tmp_path):
+    """"服务到底能扛多少并发，怎么估算？" was refused on the seeds: 到底, a word the docs never use,
+    weighed as a sign of a subject they lack. Fillers and courtesies are function words."""
+    d = tmp_path / "zh.dict"
+    d.write_text("服务 500\n并发 300\n估算 200\n", encoding="utf-8")
+    tk = Tokenizer(d)
+    assert tk("服务到底能扛多少并发") == tk("服务能扛多少并发")
+    assert "感觉" not in tk("感觉显存不够") and "大佬" not in tk("各位大佬，服务到底怎么估算并发")
+
+
 def test_typos_are_corrected_only_towards_known_terms():
     vocab = {"stuck", "download", "huggingfac", "request", "logprob", "enabl"}
     assert correct_typos(["stuk", "donwload", "huggingfc", "log-prob", "enabel", "request", "kubernetes"], vocab) == [
