@@ -959,7 +959,8 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     asked = frozenset() if _asks_for_another_setting(said) else asked_identifiers(said)
     asked |= frozenset(codes)  # "Xid 79": the row of a long code table whose first cell is 79
     passages = {id(art): _passage(kb, art, lang, labels, hits, asked, result.question) for art in (top, *others)}
-    siblings = _fix_sibling(kb, passages[id(top)][0], [*siblings, *others], said) + siblings
+    brought = _fix_sibling(kb, passages[id(top)][0], [*siblings, *others], said)
+    siblings = brought + siblings
     siblings += _followers(kb, passages[id(top)][0], [*siblings, *others])
     quoted = {key: (best, text) for key, (best, text, _rest) in passages.items()}
     room = (MAX_ANSWER_CHARS - SIBLING_RESERVE - BESIDE_RESERVE * len(beside)
@@ -985,8 +986,12 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     # A page's opening of sentences, matched beside a section further down, comes after that
     # section: it says what the page covers ("This page covers the three GPU-node incidents we
     # see most"), and led the answer ahead of the Xid section a pasted log matched (trial).
-    opening = {id(art) for art in near if art is not top and where[id(art)] == 0 and _plain_opening(kb, quoted[id(art)][0])}
-    page = sorted(near, key=lambda art: (id(art) in opening, _position(kb, quoted[id(art)][0]))) + sorted(
+    behind = {id(art) for art in near if art is not top and where[id(art)] == 0 and _plain_opening(kb, quoted[id(art)][0])}
+    # So does the page's fix brought beside a section further down that the question asked
+    # for: "how do I roll back a bad deploy" quoted "Mitigation" (scale out, eject endpoints)
+    # above the "Rollback" section it matched best (trial).
+    behind |= {id(art) for art in brought if id(art) in where and where[id(art)] < where[id(top)]}
+    page = sorted(near, key=lambda art: (id(art) in behind, _position(kb, quoted[id(art)][0]))) + sorted(
         (art for art in from_page if art not in near), key=lambda art: _position(kb, quoted[id(art)][0]))
     repeated: list[str] = []
     other_lang_said = False

@@ -85,6 +85,8 @@ def test_a_postmortems_account_of_events_is_its_timeline():
     assert "timeline" not in translate("经过测试以后还是 OOM", "zh")  # 经过 (after) at a clause's start is no account
     for plain in ("所有的经过网关的请求都返回 502", "经过是否开启 chunked prefill 的对比", "排查的经过是这样的"):  # review
         assert "timeline" not in translate(plain, "zh"), plain
+    # and its root cause: "那次故障的根因是什么" got "What went well" first (trial)
+    assert "root cause" in translate("11月3号那次故障的根因是什么", "zh")
 
 
 def test_a_chinese_question_reaches_an_english_only_passage(english_docs):

@@ -258,6 +258,22 @@ def test_a_chinese_question_for_what_happened_gets_an_english_postmortems_timeli
     assert answer.citations and answer.citations[0].section == "Timeline" and "09:52" in answer.answer
 
 
+def test_the_section_asked_for_leads_the_page_fix_brought_beside_it(tmp_path):
+    """"how do I roll back a bad deploy" quoted the runbook's "Mitigation" (scale out, eject
+    endpoints) above the "Rollback" section it matched best (newcomer trial)."""
+    runbook = ("# Gateway returns 502\n\n## Symptoms\nClients get `502 Bad Gateway` from /v1/chat/completions.\n\n"
+               "## Mitigation\n1. Scale out: `kubectl -n llm-serving scale deploy/vllm-qwen --replicas=8`.\n"
+               "2. Eject bad endpoints: `gatewayctl pool eject --pool qwen-72b --only-unhealthy`.\n\n"
+               "## Rollback\nIf the 502s started right after a deploy, roll the release back:\n\n"
+               "    helm -n llm-serving rollback vllm-qwen <previous-revision>\n")
+    other = "# GPU node drain\n\n## Steps\nCordon the node, then drain it with `kubectl drain --ignore-daemonsets`.\n"
+    settings, kb = docs_kb(tmp_path, {"gateway-502.md": runbook, "drain.md": other})
+    answer = answer_question("how do I roll back a bad deploy", settings, kb=kb)
+    assert answer.citations[0].section == "Rollback" and "helm -n llm-serving rollback" in answer.answer
+    if "--replicas=8" in answer.answer:  # the page's fix, if quoted, comes after
+        assert answer.answer.index("helm -n llm-serving rollback") < answer.answer.index("--replicas=8")
+
+
 def test_a_section_that_is_only_a_byline_is_not_cited_for_nothing(tmp_path):
     """A wiki page whose title section holds only "Owner: SRE team. Last updated …" led the
     answer with "### Rotating the inference API token [1]" and nothing under it, while
