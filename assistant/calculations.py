@@ -1312,6 +1312,9 @@ _KV_SIZED = ("kv_cache_tokens", "kv_cache_memory_gib", "max_concurrency_tokens",
 
 
 def _kv_cache_was_sized(question: str) -> bool:
+    low = question.lower()
+    if "kv cache" not in low and "blocks" not in low and "block_num" not in low:
+        return False  # no KV-cache figure can be there: the log's patterns need not run
     from .tools.logs import numbers_in
 
     numbers = numbers_in(question)

@@ -53,7 +53,8 @@ NUMBERS = {
     # FLASHINFER backends, vllm#20865).
     "derived_sliding_window": re.compile(r"greater than the derived max_model_len \(sliding_window\s*=\s*(\d+)"),
     # Earlier V1 releases say only what one full-length request needs and what is free.
-    "kv_needed_gib": re.compile(r"(\d+(?:\.\d+)?) Gi?B KV cache is needed"),
+    # (a figure starts where a digit run does: tried at every digit of "9999…" it was quadratic)
+    "kv_needed_gib": re.compile(r"(?<![\d.])(\d+(?:\.\d+)?) Gi?B KV cache is needed"),
     "kv_available_gib": re.compile(r"available KV cache memory \((\d+(?:\.\d+)?) Gi?B\)"),
 }
 # vLLM's periodic stats line, read as a pair: the most requests waiting on a line whose KV
