@@ -155,10 +155,17 @@ def _update_extra(settings: Settings, kb: Path, gone: set[Path], add) -> list[Pa
         extra = [p for p in before if p not in gone]
         for p in add:
             path = Path(p).resolve()
-            if path not in extra and path != kb:
+            if path not in extra and path != kb and covering_source([kb, *extra], path) is None:
                 extra.append(path)
         _write_extra(settings, extra)
     return extra
+
+
+def covering_source(known: list[Path], path: Path) -> Path | None:
+    """The folder among `known` that `path` lies inside: a file under an added folder is read
+    with it already. Added on its own too, it was scanned twice ("skipped 2 path(s)", the same
+    file twice) and listed as a source of its own (newcomer trial)."""
+    return next((k for k in known if k != path and k in path.parents), None)
 
 
 def get_embedder_for(settings: Settings):

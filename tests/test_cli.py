@@ -386,3 +386,10 @@ def test_ingest_refuses_a_file_of_a_type_it_cannot_read_and_does_not_save_it(tmp
     (images / ".git").mkdir()  # hidden: not counted as a doc skipped (review)
     none = run_cli(["assistant", "ingest", str(images)], env, timeout=300)
     assert none.returncode == 0 and f"warning: nothing indexed from {images} (3 file(s) skipped: " in none.stderr.decode()
+
+    # A file inside a folder already added is read with it, not added again: it was scanned
+    # twice ("skipped 2 path(s)", the same file twice) and listed as a source of its own (trial).
+    inner = run_cli(["assistant", "ingest", str(runbooks / "gizmo.md")], env, timeout=300)
+    assert inner.returncode == 0 and f"is inside {runbooks.resolve()}, which is indexed already" in inner.stderr.decode()
+    status = json.loads(run_cli(["assistant", "ingest", "--status"], env).stdout)
+    assert not any(s.endswith("gizmo.md") for s in status["sources"])

@@ -35,7 +35,7 @@ def ingest(paths: tuple[str, ...], kb: str | None, forget: tuple[str, ...], rebu
     def body() -> None:
         import shutil
 
-        from assistant.knowledge import describe, index_dir, open_kb, update_extra_sources
+        from assistant.knowledge import covering_source, describe, index_dir, open_kb, sources, update_extra_sources
 
         if build_bundled:
             _build_bundled(rebuild)
@@ -48,18 +48,22 @@ def ingest(paths: tuple[str, ...], kb: str | None, forget: tuple[str, ...], rebu
             _require_readable_file(Path(path))  # before anything is saved: one bad path adds none
         if rebuild:
             shutil.rmtree(index_dir(settings), ignore_errors=True)
+        covered = {path: covering_source(sources(settings), Path(path).resolve()) for path in paths}
+        for path, inside in covered.items():
+            if inside is not None:
+                click.echo(f"note: {path} is inside {inside}, which is indexed already; it is read with it", err=True)
         update_extra_sources(settings, add=[Path(p) for p in paths], forget=[Path(p) for p in forget])
         kb_ = open_kb(settings, progress=lambda m: click.echo(m, err=True))
         info = describe(settings)
         skipped = f"; {len(info['skipped'])} path(s) skipped (see --status)" if info["skipped"] else ""
         for path in paths:
-            _say_if_nothing_read(Path(path), info["skipped"])
+            _say_if_nothing_read(Path(path), info["skipped"], added=covered[path] is None)
         click.echo(f"{len(kb_.index.chunks)} chunks from {info['documents']} documents in {len(info['sources'])} source(s){skipped}; index {info['index_dir']}")
 
     _run(body)
 
 
-def _say_if_nothing_read(path: Path, skipped: dict[str, str]) -> None:
+def _say_if_nothing_read(path: Path, skipped: dict[str, str], added: bool = True) -> None:
     """A folder added on this call that gave the index no document (only images and JSON, or
     binary and empty .md files) is said in one line: it exited 0, among a reprinted list of
     every path ever skipped, as if it had been read (newcomer trial). It stays added, so the
@@ -74,7 +78,8 @@ def _say_if_nothing_read(path: Path, skipped: dict[str, str]) -> None:
     shown = [s.reason for s in passed if not s.reason.startswith("hidden")]
     reasons = shown + [skipped.get(str(f)) or skipped.get(str(f.resolve())) or "empty" for f in readable]
     why = f" ({len(reasons)} file(s) skipped: {next(r for r in reasons if r)})" if any(reasons) else " (no files)"
-    click.echo(f"warning: nothing indexed from {path}{why}; it stays added and is read again when its files change", err=True)
+    kept = "it stays added and is read again when its files change" if added else "its folder is read again when its files change"
+    click.echo(f"warning: nothing indexed from {path}{why}; {kept}", err=True)
 
 
 def _has_text(path: Path) -> bool:
