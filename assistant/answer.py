@@ -147,8 +147,7 @@ def answer_question(
         started = min(started, pending.started)
     loaded = time.perf_counter()
     result = search(kb.index, kb.embedder, query, RetrievalParams.from_settings(settings), query_vector=query_vector, mode=mode)
-    # What the server ran with; the question's own settings win, those it only proposes do not count.
-    result.flags = {**_server_settings(text, diagnosis), **_stated_settings(result.flags, text)}
+    result.flags = {**_server_settings(text, diagnosis), **result.flags}  # what the server ran with; the question's own win
     only_the_log = diagnosis is not None and _asks_only_about_the_log(text)
     if only_the_log:
         _the_log_decides(result, diagnosis, kb.index)
@@ -2247,7 +2246,6 @@ def _signature_first(text: str, matched: list[str]) -> str:
     return "\n\n".join(named + [p for p in paragraphs if not any(p is n for n in named)])
 
 
-# A fix step that gives the weights room: more GPUs, a smaller checkpoint, or offloading.
 # A fix step that gives the weights room: more GPUs, a smaller checkpoint, or offloading. Not a
 # bare "fp8": `--kv-cache-dtype fp8` shrinks the KV cache, not the weights (review).
 _ADDS_ROOM = re.compile(r"tensor[-_]parallel|pipeline[-_]parallel|quantiz|\b(?:awq|gptq|int4)\b|cpu[-_]offload"
@@ -2284,15 +2282,6 @@ def _fixes_that_add_room(text: str, labels: dict) -> str:
         # header and rule, then the rows that add room ("add GPUs with --tensor-parallel-size")
         return "\n".join(line for i, line in enumerate(lines) if i not in rows[2:] or _ADDS_ROOM.search(line)).strip()
     return f"{labels['weights_first']}\n\n{text}"
-
-
-def _stated_settings(flags: dict[str, str] | None, question: str) -> dict[str, str]:
-    """The settings the asker runs with, without those a sentence only proposes ("should I try
-    --max-model-len 2048?" is no server at 2048, review)."""
-    from .cleaning import proposed_settings
-
-    proposed = {setting_key(name) for name in proposed_settings(question)}
-    return {flag: value for flag, value in (flags or {}).items() if setting_key(flag) not in proposed}
 
 
 _LOWER = re.compile(r"\b(?:lower|reduce|decrease|shrink)\b|调低|降低|减小|调小", re.I)

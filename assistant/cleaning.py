@@ -155,6 +155,15 @@ def _collect_flags(line: str, flags: dict[str, str]) -> None:
             flags[name] = value
 
 
+def _collect_stated_flags(line: str, flags: dict[str, str]) -> None:
+    """The flags of a prose line's sentences that state them: one weighing a value states no
+    setting of the server's ("should I try --max-model-len 2048?" was answered "4096 → 2048
+    (yours is already 2048)", review)."""
+    for sentence in _SENTENCE_END.split(line):
+        if not _PROPOSES.search(sentence):
+            _collect_flags(sentence, flags)
+
+
 _FLAG_TO = re.compile(r"(?<![\w-])(--[a-zA-Z][\w-]{1,60}) ?(?:to|at|from \S+ to|down to|up to|改成|改为|改到|调到|调成|调为|设成|设为|设到|设置为|设置成"
                       r"|降到|降为|提到|提高到|调高到|调低到|开到|加到|拉到|给到|用到|是|为|=) ?(\d+(?:\.\d+)?)(?![\w.])")
 
@@ -227,7 +236,7 @@ def split_question(text: str) -> QuestionParts:
             line = _take_inline_commands(line, parts)
             (parts.errors if is_error and ":" in line and not _contains_cjk_sentence(line) else parts.prose).append(line)
             if "--" in line:
-                _collect_flags(line, parts.flags)
+                _collect_stated_flags(line, parts.flags)
         elif is_error:
             parts.errors.append(line)
         elif _CONFIG.match(line) or _CODE.match(line):
@@ -404,6 +413,10 @@ def _says_tried(sentence: str) -> bool:
 
 
 _SENTENCE_END = re.compile(r"(?<=[.;!?])\s+|(?<=[。；！？])|\n")
+# A sentence weighing a value rather than stating one: "should I try --max-model-len 2048 or
+# --gpu-memory-utilization 0.8?", "要不要把 --max-num-seqs 改成 64".
+_PROPOSES = re.compile(r"\b(?:should|could|would|shall)\s+(?:i|we)\b|\btry\b|\bwhat if\b|\bif (?:i|we)\b|\bor\s+--"
+                       r"|要不要|是否|试试|试一下|改成[^。？?]{0,30}[吗呢?？]", re.I)
 _SETTING = re.compile(r"(?<![\w-])(?:--[A-Za-z][\w-]{1,60}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?:\s*[= ]\s*[\d.~,-]+(?![\w.]))?")
 
 
@@ -428,25 +441,6 @@ def tried_settings(text: str) -> list[str]:
                 name = m.group(0).split("=")[0].split()[0]
                 if name not in out:
                     out.append(name)
-    return out
-
-
-# A sentence weighing a value rather than stating one: "should I try --max-model-len 2048 or
-# --gpu-memory-utilization 0.8?", "要不要把 --max-num-seqs 改成 64".
-_PROPOSES = re.compile(r"\b(?:should|could|would|shall)\s+(?:i|we)\b|\btry(?:ing)?\b|\bwhat if\b|\bif (?:i|we)\b|\bor\s+--"
-                       r"|要不要|是否|试试|试一下|改成[^。？?]{0,30}[吗呢?？]", re.I)
-
-
-def proposed_settings(text: str) -> set[str]:
-    """The settings (as written, without values) the asker's sentences only propose: an answer
-    must not read them as the server's ("4096 → 2048 (yours is already 2048)" to someone asking
-    whether to try 2048, review)."""
-    out: set[str] = set()
-    # The asker's own sentences: a pasted error's "Try increasing gpu_memory_utilization or
-    # decreasing max_model_len" proposes nothing of theirs.
-    for sentence in _SENTENCE_END.split("\n".join(split_question(text).prose)):
-        if _PROPOSES.search(sentence):
-            out.update(m.group(0).split("=")[0].split()[0] for m in _SETTING.finditer(sentence))
     return out
 
 

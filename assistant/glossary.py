@@ -63,10 +63,10 @@ TERMS: tuple[tuple[str, str], ...] = (
     ("种子", "seed"),
     ("复现 可复现 确定性", "reproducible reproducibility deterministic"),
     ("不一致 不稳定 波动 不确定性", "nondeterministic inconsistent"),
-    # Outputs that differ (between runs, with and without concurrency): English docs say
-    # "vary", "different", "differences". Not 不同, which mostly means "another" (不同的模型).
     ("根因 根本原因", "root cause"),  # a postmortem's "Root cause"
     ("时间线 时间轴 故障经过 事故经过 事件经过 故障的经过 事故的经过 事件的经过", "timeline"),  # a postmortem's account of what happened, hour by hour
+    # Outputs that differ (between runs, with and without concurrency): English docs say
+    # "vary", "different", "differences". Not 不同, which mostly means "another" (不同的模型).
     ("不一样 不相同 有差异 差异 有差别", "differ differs different difference differences vary varies variation"),
     ("思考模式 推理模式 深度思考 推理模型", "thinking reasoning"),
     ("工具调用 函数调用", "tool calling function calling"),

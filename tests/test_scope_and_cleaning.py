@@ -5,7 +5,7 @@ import pytest
 from assistant.cleaning import retrieval_text, split_question
 from assistant.scope import detect, version_mismatch
 
-from .conftest import finishes_within
+from .conftest import docs_kb, finishes_within
 
 
 def test_products_and_hardware_are_detected_in_both_languages():
@@ -162,10 +162,6 @@ def test_an_oom_killers_exit_code_is_a_subject_a_runbook_can_cover(tmp_path):
     article, and with the CUDA OOM one, whose GPU settings do nothing for host RAM (newcomer
     trial). "OOMKilled" alone is not the subject: askers say "OOMKilled on the GPU". A team
     runbook on the OOM killer covers it."""
-    from dataclasses import replace
-
-    from assistant.config import Settings
-    from assistant.knowledge import open_kb
     from assistant.scope import unseen_entities
 
     assert detect("vllm container killed with exit code 137, no CUDA error in log").entities == ("exit code 137 (a killed process)",)
@@ -174,15 +170,22 @@ def test_an_oom_killers_exit_code_is_a_subject_a_runbook_can_cover(tmp_path):
     assert detect("vllm 多卡推理时 NCCL watchdog 超时，然后 worker 被 SIGKILL 了").entities == ()  # the watchdog's own kill
     assert detect("my vLLM pod gets OOMKilled on the GPU right after the first few prompts").entities == ()
     assert detect("vllm CUDA out of memory at startup, killed the old process first").entities == ()
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "oom-killer.md").write_text(
-        "# Pod killed with exit code 137\n\n## Symptoms\nThe pod restarts with reason OOMKilled, exit code 137.\n\n"
-        "## Fix\nRaise the container memory limit to 1.5x the weights; loading maps them into host memory first.\n",
-        encoding="utf-8")
-    (docs / "gpu-oom.md").write_text("# GPU out of memory\n\nLower --gpu-memory-utilization.\n", encoding="utf-8")
-    kb = open_kb(replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "c"), progress=lambda _m: None)
+    _settings, kb = docs_kb(tmp_path, {
+        "oom-killer.md": "# Pod killed with exit code 137\n\n## Symptoms\nThe pod restarts with reason OOMKilled, exit code 137.\n\n"
+                         "## Fix\nRaise the container memory limit to 1.5x the weights; loading maps them into host memory first.\n",
+        "gpu-oom.md": "# GPU out of memory\n\nLower --gpu-memory-utilization.\n"})
     assert unseen_entities(detect("vllm pod restarts with exit code 137 while loading a 70B model"), kb.index) == []
+
+
+def test_a_sentence_that_weighs_a_value_states_no_setting():
+    """"should I try --max-model-len 2048?" is no server at 2048: its flags are not the
+    asker's settings, while the command line's are (review)."""
+    from assistant.cleaning import split_question
+
+    parts = split_question("vllm serve m --max-model-len 32768 --gpu-memory-utilization 0.9 OOMs at startup.\n"
+                           "should I try --max-model-len 2048 or --max-num-seqs 64?")
+    assert parts.flags == {"--max-model-len": "32768", "--gpu-memory-utilization": "0.9"}
+    assert split_question("I lowered --max-model-len to 8192, still OOM").flags == {"--max-model-len": "8192"}
 
 
 def test_cuda_in_an_error_message_is_not_evidence_of_an_nvidia_box():

@@ -267,8 +267,7 @@ def settings_in(text: str) -> dict[str, str]:
     as flags: a log pasted into the question, or a chat's first message, is read like `--log`."""
     settings: dict[str, str] = {}
     for line in text.splitlines():
-        if _ARGS_LINE.search(line):
-            _settings(line[:MAX_ARGS_LINE], settings)
+        _settings(line[:MAX_ARGS_LINE], settings)  # a line with no args mark gives nothing
     return settings
 
 
