@@ -411,7 +411,8 @@ def text_sections(body: str) -> list[tuple[list[str], list[_Block]]]:
     path: list[str] = []
     content: list[_Block] = []
     parts = [part for block in blocks for part in _split_at_headings(block)]
-    heads = _headings_of(parts)
+    ranks = _numbering_ranks(parts)
+    heads = _headings_of(parts, ranks)
     for block, is_heading in zip(parts, heads):
         first = block[0].strip()
         if is_heading:
@@ -422,7 +423,7 @@ def text_sections(body: str) -> list[tuple[list[str], list[_Block]]]:
             if kind == "•":
                 path = path[:1] + [first.lstrip("• ").strip()]
             elif kind == "numbered":  # "2.1 In the pod log" sits under "2. Symptoms", "3. Fix" replaces it
-                path = [p for p in path if _numbered_depth(p) < depth][:2] + [first]
+                path = [p for p in path if not _numbered_depth(p) or _rank(p, ranks) < _rank(first, ranks)][:2] + [first]
             else:
                 path = [first]
             continue
@@ -442,17 +443,45 @@ def _heading_level(heading: str) -> tuple[str, int]:
     return ("numbered", depth) if depth else ("plain", 0)
 
 
-def _nests_under(child: str, parent: str) -> bool:
+def _nests_under(child: str, parent: str, ranks: dict[tuple[str, int], int]) -> bool:
     """Whether heading `child` opens a subsection of `parent`, as text_sections nests them."""
-    (kind, depth), (parent_kind, parent_depth) = _heading_level(child), _heading_level(parent)
+    (kind, _depth), (parent_kind, _parent_depth) = _heading_level(child), _heading_level(parent)
     if kind == "•":
         return parent_kind != "•"
     if kind == "numbered":
-        return parent_kind != "numbered" or parent_depth < depth
+        return parent_kind != "numbered" or _rank(parent, ranks) < _rank(child, ranks)
     return False
 
 
-def _headings_of(parts: list[list[str]]) -> list[bool]:
+def _numbering_key(heading: str) -> tuple[str, int]:
+    return _numbering_style(heading) or "", _numbered_depth(heading)
+
+
+def _numbering_ranks(parts: list[list[str]]) -> dict[tuple[str, int], int]:
+    """The nesting order of a document's numbering styles: the style it uses first is the
+    outer one, and within a style "2.1" sits under "2.". A team's handbook numbers its parts
+    "一、", "二、" and the alerts in a part "1. LLMGateway5xxHigh": by depth alone both were
+    level 1, so "二、告警处理" read as text and the alerts lost their part (trial). Word's
+    outline order (一、 > （一） > 1. > （1）) comes out of the same rule."""
+    first_seen: dict[str, int] = {}
+    keys: set[tuple[str, int]] = set()
+    for part in parts:
+        line = part[0].strip()
+        if len(part) == 1 and _numbered_depth(line):
+            style, depth = _numbering_key(line)
+            first_seen.setdefault(style, len(first_seen))
+            keys.add((style, depth))
+    return {key: n for n, key in enumerate(sorted(keys, key=lambda k: (first_seen[k[0]], k[1])))}
+
+
+def _rank(heading: str, ranks: dict[tuple[str, int], int]) -> int:
+    """A numbered heading's level in this document (see `_numbering_ranks`); a numbering the
+    document never uses alone on a line falls back on its depth."""
+    key = _numbering_key(heading)
+    return ranks.get(key, key[1] - 1 + len(ranks))
+
+
+def _headings_of(parts: list[list[str]], ranks: dict[tuple[str, int], int]) -> list[bool]:
     """Which one-line blocks are headings. A lone short line reads like one, but in a run of
     such lines with nothing under them most are a list: "Restart procedure" over "1. Drain
     the node", "2. Restart vllm", "3. Check /health", each after a blank line, lost all four
@@ -478,7 +507,7 @@ def _headings_of(parts: list[list[str]]) -> list[bool]:
             if k == 0:
                 continue
             if k < j:
-                heads[k] = _nests_under(parts[k + 1][0].strip(), line)
+                heads[k] = _nests_under(parts[k + 1][0].strip(), line, ranks)
             elif j + 1 < len(parts):
                 heads[k] = not _goes_on_numbering(line, parts[j + 1][0])
             else:
@@ -573,7 +602,7 @@ def _split_at_headings(block: list[str]) -> list[list[str]]:
         inner = depth >= 2 or bool(_CHAPTER.match(line.strip()))
         first = (i == 0 and depth == 1 and not block[1][:1].isspace()
                  and _numbering_style(block[1].strip()) in (None, *({"arabic", "chinese", "chapter"} - {_numbering_style(line.strip())})))
-        if (inner or first) and looks_like_heading(line):
+        if (inner or first or (depth and _has_fields(block, i))) and looks_like_heading(line):
             if current:
                 out.append(current)
             out.append([line])
@@ -583,6 +612,25 @@ def _split_at_headings(block: list[str]) -> list[list[str]]:
     if current:
         out.append(current)
     return out
+
+
+# A labelled line of an item: "现象：网关 5xx 超过 5%", "处理：重启 envoy", "Action: scale out"; not
+# a URL ("http://…") or a command.
+_FIELD_LINE = re.compile(r"^(?:[\u4e00-\u9fff]{1,6}|[A-Za-z][A-Za-z ]{0,24})[：:](?!//)\s*\S")
+
+
+def _has_fields(block: list[str], i: int) -> bool:
+    """Whether the numbered line `block[i]` heads an item written as labelled lines
+    ("1. LLMGateway5xxHigh" over "现象：…", "原因：…", "处理：…"): a handbook's alerts, each
+    an entry of its own, not the steps of one procedure ("1. 先摘流" over a command). With no
+    blank line between the alerts, all of a part's alerts were one section, and any question
+    on one quoted them all (trial)."""
+    body: list[str] = []
+    for line in block[i + 1:]:
+        if _numbered_depth(line.strip()) or line[:1].isspace():
+            break
+        body.append(line)
+    return len(body) >= 2 and sum(bool(_FIELD_LINE.match(line.strip())) for line in body) >= 2
 
 
 def _numbering_style(line: str) -> str | None:

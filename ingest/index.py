@@ -85,7 +85,10 @@ SCHEMA = 16
 # 27: front matter `critical` (log signatures that decide an incident at any log level) is read.
 # 28: "步骤", "流程" (and "具体步骤", "执行步骤", "操作流程", "处理流程") headings are a runbook's fixes.
 # 29: Chinese fillers and courtesies (到底, 按理说, 感觉, 大佬) are function words: no keyword.
-RULES = 29
+# 30: plain text: numbering styles nest in the order a document first uses them ("二、" over
+#     "1. LLMGateway5xxHigh"), and a numbered item written as labelled lines ("现象：", "处理：")
+#     is a section of its own, in a block too.
+RULES = 30
 FAISS_TOP = 2_000
 
 

@@ -137,6 +137,33 @@ def test_plain_text_tab_tables_and_bullets(tmp_path):
     assert cmd and cmd[0].title.endswith("排查顺序") and "1、检查模型大小" in cmd[0].text
 
 
+def test_a_handbooks_alerts_nest_under_their_part_and_are_sections_of_their_own():
+    """A team's handbook numbers its parts "一、" and the alerts in a part "1. …", each written
+    as labelled lines. Both numberings are level 1 by depth, so "二、告警处理" read as text (glued
+    to the part above it) and, without blank lines, the part's alerts were one section:
+    any question on one alert quoted all of them (trial)."""
+    body = ("推理网关值班手册\n\n一、值班须知\n值班同学 5 分钟内响应 P1 告警。\n\n二、告警处理\n"
+            "1. LLMGateway5xxHigh\n现象：网关 5xx 比例超过 5%。\n处理：kubectl -n llm rollout restart deploy/envoy\n"
+            "2. LLMGatewayLatencyHigh\n现象：P99 超过 30 秒。\n原因：排队过长。\n处理：kubectl -n llm scale deploy/vllm --replicas=4\n\n"
+            "三、重启流程\n1. 先摘流\nkubectl cordon node-1\n2. 重启\nkubectl rollout restart deploy/vllm\n")
+    sections = {" > ".join(path[1:]): " ".join(b.text for b in blocks) for path, blocks in text_sections(body)}
+    assert list(sections) == ["一、值班须知", "二、告警处理 > 1. LLMGateway5xxHigh", "二、告警处理 > 2. LLMGatewayLatencyHigh",
+                              "三、重启流程"]
+    assert "二、" not in sections["一、值班须知"]
+    assert "deploy/envoy" in sections["二、告警处理 > 1. LLMGateway5xxHigh"]
+    assert "--replicas=4" in sections["二、告警处理 > 2. LLMGatewayLatencyHigh"]
+    assert "deploy/envoy" not in sections["二、告警处理 > 2. LLMGatewayLatencyHigh"]
+    # the steps of a procedure (a command under each) stay one list under their part
+    assert "kubectl cordon" in sections["三、重启流程"] and "deploy/vllm" in sections["三、重启流程"]
+    # blank lines between the alerts: the same sections
+    spaced = body.replace("\n2. LLMGatewayLatencyHigh", "\n\n2. LLMGatewayLatencyHigh").replace("\n1. LLM", "\n\n1. LLM")
+    assert [" > ".join(p[1:]) for p, _b in text_sections(spaced)] == list(sections)
+    # Word's outline order: "（一）" under "一、", "1." under "（一）"
+    outline = "一、部署\n\n（一）单机\n\n1. 准备\n先装驱动。\n\n2. 启动\n运行 vllm serve。\n\n（二）多机\n配置 Ray。\n"
+    assert [p for p, _b in text_sections(outline)] == [["一、部署", "（一）单机", "1. 准备"], ["一、部署", "（一）单机", "2. 启动"],
+                                                       ["一、部署", "（二）多机"]]
+
+
 def test_file_without_front_matter_gets_fallbacks(tmp_path):
     (tmp_path / "ops").mkdir()
     doc = _doc(tmp_path, "ops/restart-guide.md", "# Restarting the fleet\n\nDrain first.\n")
