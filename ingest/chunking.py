@@ -24,6 +24,7 @@ import html
 import re
 from dataclasses import dataclass
 
+from .bylines import is_byline_not_heading
 from .documents import LINK_DEST, MD_LINK, Document, content_hash
 from .records import Chunk
 
@@ -465,9 +466,13 @@ def _numbering_ranks(parts: list[list[str]]) -> dict[tuple[str, int], int]:
     outline order (一、 > （一） > 1. > （1）) comes out of the same rule."""
     first_seen: dict[str, int] = {}
     keys: set[tuple[str, int]] = set()
-    for part in parts:
+    for n, part in enumerate(parts):
         line = part[0].strip()
-        if len(part) == 1 and _numbered_depth(line):
+        # A list's items ("1. 本文适用于 vLLM 0.6" over "2. 如有问题联系平台组", each a lone line) head
+        # nothing: ranked first, they put the document's "一、部署" under them (review).
+        listed = any(0 <= m < len(parts) and len(parts[m]) == 1 and _goes_on_numbering(*(
+            (parts[m][0], line) if m < n else (line, parts[m][0]))) for m in (n - 1, n + 1))
+        if len(part) == 1 and _numbered_depth(line) and not listed:
             style, depth = _numbering_key(line)
             first_seen.setdefault(style, len(first_seen))
             keys.add((style, depth))
@@ -595,6 +600,9 @@ def _split_at_headings(block: list[str]) -> list[list[str]]:
     is not the next item of a list."""
     if len(block) == 1:
         return [block]
+    # Items written as labelled lines: once one is, each of its siblings heads an entry too,
+    # fields or not (a one-line "2. GatewayCertExpiry / 处理：…" was glued to the alert above, review).
+    fielded = {_numbering_key(line.strip()) for i, line in enumerate(block) if _numbered_depth(line.strip()) and _has_fields(block, i)}
     out: list[list[str]] = []
     current: list[str] = []
     for i, line in enumerate(block):
@@ -602,7 +610,7 @@ def _split_at_headings(block: list[str]) -> list[list[str]]:
         inner = depth >= 2 or bool(_CHAPTER.match(line.strip()))
         first = (i == 0 and depth == 1 and not block[1][:1].isspace()
                  and _numbering_style(block[1].strip()) in (None, *({"arabic", "chinese", "chapter"} - {_numbering_style(line.strip())})))
-        if (inner or first or (depth and _has_fields(block, i))) and looks_like_heading(line):
+        if (inner or first or (depth and _numbering_key(line.strip()) in fielded)) and looks_like_heading(line):
             if current:
                 out.append(current)
             out.append([line])
@@ -616,7 +624,10 @@ def _split_at_headings(block: list[str]) -> list[list[str]]:
 
 # A labelled line of an item: "现象：网关 5xx 超过 5%", "处理：重启 envoy", "Action: scale out"; not
 # a URL ("http://…") or a command.
-_FIELD_LINE = re.compile(r"^(?:[\u4e00-\u9fff]{1,6}|[A-Za-z][A-Za-z ]{0,24})[：:](?!//)\s*\S")
+_FIELD_LINE = re.compile(r"^(?:(?:现象|症状|表现|原因|根因|可能原因|处理|处理方法|处理方式|处理步骤|解决|解决方法|解决办法|解决方案|措施|"
+                         r"影响|影响范围|排查|排查方法|检查|操作|步骤|触发条件|告警条件|阈值|级别|负责人|备注|说明)(?:\s*/\s*[A-Za-z ]{2,20})?"
+                         r"|(?i:symptoms?|causes?|fix|action|impact|severity|runbook|resolution|mitigation|condition"
+                         r"|threshold|trigger|fires when|what to do|why))\s*[：:](?!//)\s*\S")
 
 
 def _has_fields(block: list[str], i: int) -> bool:
@@ -663,4 +674,8 @@ def looks_like_heading(line: str) -> bool:
         return False
     if sum(line.count(p) for p in "，,。；;") >= 2:
         return False  # a sentence, not a title
+    if _FIELD_LINE.match(line):
+        return False  # "处理：cmctl renew llm-gw-tls" is an entry's field, not its title
+    if is_byline_not_heading(line):
+        return False  # "维护：平台组 张磊 / 更新：2025-09-30" headed every section of a handbook (trial)
     return len(line.split()) <= 12

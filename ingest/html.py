@@ -36,7 +36,13 @@ def html_to_markdown(html: str) -> tuple[str, str]:
     soup = BeautifulSoup(html, "html.parser")
     title = ""
     h1 = soup.find("h1")
-    if soup.title and soup.title.get_text(strip=True):
+    # Confluence marks its page title (`<h1 id="title-heading" class="pagetitle">`) in the
+    # page header, outside the content: a page saved from the browser, whose <title> is
+    # "Platform Engineering - Confluence", was titled so in every citation (trial).
+    page_title = soup.select_one("#title-heading, h1.pagetitle")
+    if page_title is not None and page_title.get_text(strip=True):
+        title = page_title.get_text(" ", strip=True)  # read now: the header is chrome, removed below (review)
+    elif soup.title and soup.title.get_text(strip=True):
         title = soup.title.get_text(" ", strip=True)
     elif h1 is not None:
         title = h1.get_text(" ", strip=True)
@@ -56,11 +62,11 @@ def html_to_markdown(html: str) -> tuple[str, str]:
     markdown = convert_soup(content)
     if len(own) == 1:
         return own[0].get_text(" ", strip=True), markdown
+    if h1 is not None and not title:
+        title = h1.get_text(" ", strip=True)
     # Confluence titles read "Space : Page"; the page is what the reader asked about.
     if " : " in title:
         title = title.split(" : ", 1)[1].strip()
-    if h1 is not None and not title:
-        title = h1.get_text(" ", strip=True)
     return title, markdown
 
 

@@ -87,7 +87,8 @@ SCHEMA = 16
 # 29: Chinese fillers and courtesies (到底, 按理说, 感觉, 大佬) are function words: no keyword.
 # 30: plain text: numbering styles nest in the order a document first uses them ("二、" over
 #     "1. LLMGateway5xxHigh"), and a numbered item written as labelled lines ("现象：", "处理：")
-#     is a section of its own, in a block too.
+#     is a section of its own, in a block too; a byline ("维护：… / 更新：…") is never a heading;
+#     a Confluence page's header title (`h1#title-heading`) titles it, not its <title>.
 RULES = 30
 FAISS_TOP = 2_000
 

@@ -142,11 +142,15 @@ def test_a_handbooks_alerts_nest_under_their_part_and_are_sections_of_their_own(
     as labelled lines. Both numberings are level 1 by depth, so "二、告警处理" read as text (glued
     to the part above it) and, without blank lines, the part's alerts were one section:
     any question on one alert quoted all of them (trial)."""
-    body = ("推理网关值班手册\n\n一、值班须知\n值班同学 5 分钟内响应 P1 告警。\n\n二、告警处理\n"
+    body = ("推理网关值班手册\n\n维护：平台组 张磊 / 更新：2025-09-30\n\n一、值班须知\n值班同学 5 分钟内响应 P1 告警。\n\n二、告警处理\n"
             "1. LLMGateway5xxHigh\n现象：网关 5xx 比例超过 5%。\n处理：kubectl -n llm rollout restart deploy/envoy\n"
             "2. LLMGatewayLatencyHigh\n现象：P99 超过 30 秒。\n原因：排队过长。\n处理：kubectl -n llm scale deploy/vllm --replicas=4\n\n"
             "三、重启流程\n1. 先摘流\nkubectl cordon node-1\n2. 重启\nkubectl rollout restart deploy/vllm\n")
     sections = {" > ".join(path[1:]): " ".join(b.text for b in blocks) for path, blocks in text_sections(body)}
+    # the page's byline is its opening's text, not a heading over every section
+    path, blocks = text_sections(body)[0]
+    assert path == ["推理网关值班手册"] and [b.text for b in blocks] == ["维护：平台组 张磊 / 更新：2025-09-30"]
+    del sections[""]
     assert list(sections) == ["一、值班须知", "二、告警处理 > 1. LLMGateway5xxHigh", "二、告警处理 > 2. LLMGatewayLatencyHigh",
                               "三、重启流程"]
     assert "二、" not in sections["一、值班须知"]
@@ -157,7 +161,18 @@ def test_a_handbooks_alerts_nest_under_their_part_and_are_sections_of_their_own(
     assert "kubectl cordon" in sections["三、重启流程"] and "deploy/vllm" in sections["三、重启流程"]
     # blank lines between the alerts: the same sections
     spaced = body.replace("\n2. LLMGatewayLatencyHigh", "\n\n2. LLMGatewayLatencyHigh").replace("\n1. LLM", "\n\n1. LLM")
-    assert [" > ".join(p[1:]) for p, _b in text_sections(spaced)] == list(sections)
+    assert [" > ".join(p[1:]) for p, _b in text_sections(spaced)][1:] == list(sections)
+    # once one item is written as fields, its one-field sibling is an entry too, not glued to it (review)
+    glued = "二、告警处理\n1. GatewayAuthFailSpike\n现象：401 超过 5%。\n处理：按 x-tenant-id 统计\n2. GatewayCertExpiry\n处理：cmctl renew llm-gw-tls\n"
+    assert [p[-1] for p, _b in text_sections(glued)] == ["1. GatewayAuthFailSpike", "2. GatewayCertExpiry"]
+    # a procedure's steps with config lines under them stay one list; a titled field is still a heading
+    steps = "升级流程\n1. 修改配置\nmodel: qwen\ndtype: bfloat16\n2. 重启服务\nkubectl rollout restart deploy/vllm\n"
+    assert len(text_sections(steps)) == 1
+    titled = "故障复盘\n\n故障一：驱动更新后 NCCL 超时\n\n回滚驱动到 535。\n\n故障二：版本升级后 OOM\n\n把利用率调回 0.85。\n"
+    assert [p[-1] for p, _b in text_sections(titled)] == ["故障一：驱动更新后 NCCL 超时", "故障二：版本升级后 OOM"]
+    # a list in the preamble does not set the nesting order: "一、部署" heads its part (review)
+    preamble = "vLLM 部署说明\n\n1. 本文适用于 vLLM 0.6\n\n2. 如有问题联系平台组\n\n一、部署\n先装驱动。\n\n二、排障\n看日志。\n"
+    assert [p[-1:] for p, _b in text_sections(preamble)][-2:] == [["一、部署"], ["二、排障"]]
     # Word's outline order: "（一）" under "一、", "1." under "（一）"
     outline = "一、部署\n\n（一）单机\n\n1. 准备\n先装驱动。\n\n2. 启动\n运行 vllm serve。\n\n（二）多机\n配置 Ray。\n"
     assert [p for p, _b in text_sections(outline)] == [["一、部署", "（一）单机", "1. 准备"], ["一、部署", "（一）单机", "2. 启动"],

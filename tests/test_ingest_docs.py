@@ -1228,6 +1228,19 @@ def test_html_page_is_titled_by_its_own_heading_not_the_sites_title(tmp_path):
     # Without a heading of its own the page keeps its <title>, a Confluence one read as the page.
     doc = _doc(tmp_path, "bare.html", "<html><head><title>Ops : Kafka lag</title></head><body><p>Check consumer lag.</p></body></html>")
     assert doc.title == "Kafka lag"
+    # A Confluence page saved from the browser: its title is the header's pagetitle, not the
+    # <title> "Platform Engineering - Confluence" (trial)
+    saved = ("<html><head><title>Platform Engineering - Confluence</title></head><body><div id='main-header'>"
+             "<h1 id='title-heading' class='pagetitle'><span id='title-text'>Platform Engineering : GPU node maintenance"
+             "</span></h1></div><div id='main-content'><p>Drain one node at a time.</p><h2>Drain the node</h2>"
+             "<p>kubectl drain gpu-a17 --ignore-daemonsets</p></div></body></html>")
+    doc = _doc(tmp_path, "gpu.html", saved)
+    assert doc.title == "GPU node maintenance"
+    assert all("Confluence" not in c.title for c in chunk_document(doc))
+    # in a <header>, with Confluence's "with-breadcrumbs" class (chrome, removed): still its title (review)
+    doc = _doc(tmp_path, "gpu2.html", saved.replace("<div id='main-header'>", "<header>").replace("</h1></div>", "</h1></header>")
+               .replace("class='pagetitle'", "class='pagetitle with-breadcrumbs'"))
+    assert doc.title == "GPU node maintenance"
 
 
 def test_forgetting_a_path_that_was_never_added_says_so(tmp_path):
