@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from ingest.bylines import is_byline
+
 from .config import Settings
 from .i18n import t, texts
 from .questions import MAX_QUERY_CHARS, EarlyEmbedding, query_text, validate_question
@@ -130,7 +132,7 @@ def answer_question(
     started = time.perf_counter()
     text = validate_question(question, settings.max_question_bytes)
     diagnosis, log_call = _diagnose(log_text, settings, log_first_line) if log_text is not None else (None, None)  # an empty log is a log
-    query = _retrieval_query(text, diagnosis) if diagnosis is not None else _without_lesser_log_lines(text, settings)
+    query, stats_trouble = _log_query(text, diagnosis) if diagnosis is not None else (_without_lesser_log_lines(text, settings), False)
     query_vector = None
     pending = early.for_text(query_text(query)) if early is not None else None
     if kb is None:
@@ -148,7 +150,7 @@ def answer_question(
     loaded = time.perf_counter()
     result = search(kb.index, kb.embedder, query, RetrievalParams.from_settings(settings), query_vector=query_vector, mode=mode)
     result.flags = {**_server_settings(text, diagnosis), **result.flags}  # what the server ran with; the question's own win
-    only_the_log = diagnosis is not None and _asks_only_about_the_log(text)
+    only_the_log = diagnosis is not None and _asks_only_about_the_log(text) and not stats_trouble
     if only_the_log:
         _the_log_decides(result, diagnosis, kb.index)
     if trace is not None:
@@ -289,17 +291,13 @@ def _healthy_paste(text: str, kb) -> bool:
     parts = split_question(text)
     if parts.prose or parts.errors or not parts.logs:
         return False
-    if _STATS_TROUBLE.search(text):
+    from .tools.logs import STATS_TROUBLE
+
+    if STATS_TROUBLE.search(text):
         return False
     found = diagnose_text(text, kb)
     # Stats lines with a full KV cache and requests waiting say something is wrong, signature or not.
     return not found.computed and not any(f.severity != "info" for f in found.findings)
-
-
-# Stats lines that show trouble without any signature: requests waiting, or none generating
-# while some run (review: "Waiting: 80 reqs" at 45% KV cache usage was called healthy).
-_STATS_TROUBLE = re.compile(r"\b(?:waiting|pending|queued?)\s*[:=]\s*[1-9]|generation throughput:\s*0(?:\.0+)?\s*tokens/s.{0,40}running:\s*[1-9]",
-                            re.I)
 
 
 def _diagnose(log_text: str, settings: Settings, first_line: int = 1):
@@ -311,6 +309,17 @@ def _diagnose(log_text: str, settings: Settings, first_line: int = 1):
     call = ToolCall.of("diagnose_log", {"text": f"<{len(log_text.splitlines())} lines>"}, diagnosis,
                        (time.perf_counter() - t0) * 1000)
     return diagnosis, call
+
+
+def _log_query(text: str, diagnosis) -> tuple[str, bool]:
+    """`_retrieval_query`, and whether the log's last lines are stats that show trouble with
+    no finding to say so: SGLang's "Decode batch. … token usage: 0.99, … #queue-req: 63",
+    200 times over, was called a clean log, while a team's handbook quotes that very line as
+    its alert's symptom (trial). Those lines are then what retrieval reads."""
+    query = _retrieval_query(text, diagnosis)
+    if any(f.severity != "info" for f in diagnosis.findings) or not diagnosis.stats_trouble:
+        return query, False
+    return (query + "\n" + "\n".join(diagnosis.stats_trouble))[:MAX_QUERY_CHARS], True
 
 
 def _retrieval_query(text: str, diagnosis) -> str:
@@ -797,6 +806,9 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
     return "\n".join(lines), coverage
 
 
+_ASKED_AS = re.compile(r"(?:how|what|why|which|怎么|如何|为什么|怎样)", re.I)
+
+
 def _subjects(result: Retrieval, lang: str, index=None) -> list[str]:
     """The near-domain subjects the KB lacks, by name ("LoRA", "CORS"). In a Chinese answer an
     English phrase ("dashboards and alerting") is replaced by the word the asker used (告警,
@@ -812,6 +824,8 @@ def _subjects(result: Retrieval, lang: str, index=None) -> list[str]:
     def name(subject: str) -> str:
         if subject in PHRASE_SUBJECTS_ZH:  # named by a phrase ("are not supported for now"): the subject's own name reads better
             return PHRASE_SUBJECTS_ZH[subject] if lang == "zh" else subject
+        if _ASKED_AS.match(said.get(subject, "")):
+            return subject  # found by how it is asked ("how do i fine-tune"): "It has nothing on how do I fine-tune" (trial)
         if subject in said and index is not None and said[subject].lower() != subject.lower():
             from .scope import covers
 
@@ -1395,54 +1409,20 @@ def _lead(kb, best, room: int, quoted: list) -> tuple | None:
     return opening[0], text
 
 
-# "版本：V1.3    编写：推理平台组", "Owner: inference-oncall   Last reviewed: 2025-02-10",
-# "文档负责人：@王磊 ｜ 最后更新：2024-10-21": a line of short labelled fields.
-_BYLINE_FIELD = re.compile(r"(?:^|\s{2,}|\s*[｜|]\s*)[^\s：:｜|。]{1,12}(?: [^\s：:｜|。]{1,12})?[：:]\s*\S")
-_BYLINE_WORD = re.compile(r"(?i)owner|author|version|updated|reviewed|负责人|版本|编写|作者|更新|日期|参会")
-
-
-# "Created by Alice, last modified yesterday" (Confluence), "Owner: serving-oncall. Last reviewed 2026-01."
-_BYLINE_PHRASE = re.compile(r"(?i)\b(?:created by|written by|authored by|(?:last )?(?:modified|updated|edited|changed|reviewed)(?: by| on| at|\b)"
-                            r"|owners?:|maintainers?:|负责人[：:]|最后(?:更新|修改)|创建于|创建人)")
-
-
-# A short line that starts by saying who wrote or owns the page is a byline, sentence or not.
-_BYLINE_PERSON = re.compile(r"(?i)(?:authors?|owners?|maintainers?|written by|作者|负责人|编写人?|维护人)\s*[：:]\s*\S")
-
-
-# A pandoc title block's line at the top of a page: "% ramalama 7", "% Jane Doe", "% 2025-03".
-_PANDOC_TITLE = re.compile(r"^% \S.{0,60}$")
-
-
-def _is_byline(line: str) -> bool:
-    line = line.strip()
-    if not line or len(line) > 120:
-        return False
-    if _PANDOC_TITLE.match(line):
-        return True
-    if len(_BYLINE_PHRASE.findall(line)) >= 2 and len(line.split()) <= 14:
-        return True  # two byline phrases on one short line, whatever its punctuation
-    if _BYLINE_PERSON.match(line) and len(line.split()) <= 14:
-        return True  # "Author: on-call team. Duration: 47 minutes." opened a postmortem, and was quoted as its answer
-    if line.endswith(("。", ".")) or not _BYLINE_FIELD.match(line):
-        return False
-    return len(_BYLINE_FIELD.findall(line)) >= 2 or bool(_BYLINE_WORD.search(line))
-
-
 def _leading_bylines_dropped(text: str) -> str:
     """A page opening's text without the byline lines it starts with ("Created by Alice,
     last modified yesterday" was quoted as the first passage of a wiki page's answer)."""
     lines = text.split("\n")
     i = 0
-    while i < len(lines) and (not lines[i].strip() or _is_byline(lines[i])):
+    while i < len(lines) and (not lines[i].strip() or is_byline(lines[i])):
         i += 1
-    return "\n".join(lines[i:]) if any(_is_byline(line) for line in lines[:i]) else text
+    return "\n".join(lines[i:]) if any(is_byline(line) for line in lines[:i]) else text
 
 
 def _without_bylines(text: str) -> str:
     """A document's opening without its byline (owner, version, last update): quoted as the
     document's general answer, it answered nothing."""
-    return "\n".join(line for line in text.splitlines() if not _is_byline(line))
+    return "\n".join(line for line in text.splitlines() if not is_byline(line))
 
 
 def _has_prose(text: str) -> bool:
@@ -1751,9 +1731,23 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
             out.append(_tables_compacted(c.text))
         return "\n\n".join(out)
 
+    position = {c.chunk_id: i for i, c in enumerate(section)}
+
+    def written(keep: set[int]) -> str:
+        kept = _matched_subsection_first([c for i, c in enumerate(section) if i in keep], best, scores, sub_of)
+        runs = _runs(kept, position)
+        return f"\n\n{labels['gap']}\n\n".join(render(run, sub_of(runs[i - 1][-1]) if i else None) for i, run in enumerate(runs))
+
     text = render(section)
     if len(text) <= limit:
-        return text, skipped
+        # Whole, too, the subsection that matched leads the subsections before it: a handbook
+        # part's second alert ("三、SGLang 服务告警" > "2. SglangSchedulerHang") was quoted under
+        # its first, which an engineer reading the top of the answer acted on (trial). The
+        # section's own opening stays first (a warning above all its alerts), and nothing is
+        # left out, so no gap is marked (review).
+        opening = [c for c in section if not sub_of(c)]
+        rest = _matched_subsection_first([c for c in section if sub_of(c)], best, scores, sub_of)
+        return (render(opening + rest) if opening + rest != section and len(render(opening + rest)) <= limit else text), skipped
     rank = {"fixes": 1, "causes": 2, "checks": 3}
     best_id = best.chunk_id if best is not None else None
     # Cut down from the middle of a heading's text, the heading's first chunk comes next:
@@ -1764,12 +1758,6 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
     order = sorted(range(len(section)), key=lambda i: (section[i].chunk_id != best_id, section[i].chunk_id != opening,
                                                        -scores.get(section[i].chunk_id, 0.0),
                                                        not _actionable(section[i].text), rank.get(section[i].kind, 4), i))
-    position = {c.chunk_id: i for i, c in enumerate(section)}
-
-    def written(keep: set[int]) -> str:
-        kept = _matched_subsection_first([c for i, c in enumerate(section) if i in keep], best, scores, sub_of)
-        runs = _runs(kept, position)
-        return f"\n\n{labels['gap']}\n\n".join(render(run, sub_of(runs[i - 1][-1]) if i else None) for i, run in enumerate(runs))
 
     keep: set[int] = set()
     size = 0

@@ -112,9 +112,12 @@ _ASK_CONC = _ConcurrencyAsk()
 _WHAT_IF = re.compile(r"what if|(?<![a-z])if (?:i|we|you) |如果|假如|要是|改成|改为|设成|设为|调成|调到|换成|set to|lowered? to|raised? to")
 _ASK_MEMORY = re.compile(r"how much (?:gpu |kv[ -]?cache |kv |total )?(?:memory|vram|space|ram)|how (?:big|large)|memory (?:do|would|will|does) "
                          r"|memory (?:is )?(?:needed|required)|多少 ?(?:显存|内存|空间|gi?b?\b)|多大|(?:需要|要|占|吃)(?:多少)?(?:显存|内存)")
-_ASK_KV = re.compile(r"how many tokens|多少(?: ?个)? ?token|kv (?:cache )?capacity|能放多少|能缓存多少|largest max[ _-]?model[ _-]?len"
+_ASK_KV = re.compile(r"how many tokens|多少(?: ?个)? ?token|kv (?:cache )?capacity|能放多少|能缓存多少|largest (?:--)?max[ _-]?model[ _-]?len"
+                     r"|(?:largest|longest|maximum|max) (?:context|sequence)(?: length| len)? (?:for|of|on|with|i can)\b.{0,80}\d"
                      r"|max[ _-]?model[ _-]?len.{0,12}(?:最大|能开|能设|多大|多少)|(?:最大|最多)能?(?:开|设)")
-_ASK_LONGEST = re.compile(r"largest max[ _-]?model[ _-]?len|(?:highest|biggest|longest|maximum|max) (?:--)?max[ _-]?model[ _-]?len"
+# "the largest --max-model-len I can run …", "max context length for … on 1x A100" (trial)
+_ASK_LONGEST = re.compile(r"(?:largest|highest|biggest|longest|maximum|max) (?:--)?max[ _-]?model[ _-]?len"
+                          r"|(?:largest|longest|maximum|max) (?:context|sequence)(?: length| len)?\b"
                           r"|max[ _-]?model[ _-]?len.{0,12}(?:最大|最多|能开|能设|多大|多少|can i|could i|should i)"
                           r"|(?:上下文|context)(?:长度|length)?.{0,6}(?:最大|最多|最长)")
 _ASKING = re.compile(r"how (?:many|much|big|large)|多少|多大|几|\?|吗|计算|算一下|估算|compute|calculate|estimate|what(?:'s| is)")

@@ -58,7 +58,10 @@ _CODE = re.compile(
     r"^\s*(from\s+[\w.]+\s+import\b|import\s+[\w.]+|def\s+\w+\(|class\s+\w+|return\b|if\s+__name__|for\s+\w+\s+in\b|with\s+\w"
     r"|print\(|[\w.\[\]'\"]{1,80}\s*=\s*\S|[\w.]{1,80}\(.*[,(=]\s*$|\w+=[\w\"'.\[\]{}-]+,?\s*\)?\s*$|\)\s*$|#\s)"
 )
-_FLAG = re.compile(r"(?<![\w-])(--[a-zA-Z][\w-]{1,60})(?:[ =]+(?!--)([^\s\\'\"。，；：、]{1,80}|\"[^\"]{0,80}\"|'[^']{0,80}'))?")
+# A value is not the sentence going on after a flag: "the largest --max-model-len I can run" (trial).
+_FLAG = re.compile(r"(?<![\w-])(--[a-zA-Z][\w-]{1,60})(?:[ =]+(?!--)(?!(?:I|a|an|the|to|for|with|on|in|is|are|can|and|or|of|it"
+                   r"|my|we|you|that|this|at|be|if|do|does|will|should|would|so|but|when|which|fits?|works?|helps?)\b)"
+                   r"([^\s\\'\"。，；：、]{1,80}|\"[^\"]{0,80}\"|'[^']{0,80}'))?")
 _KWARG = re.compile(r"(?<![\w.-])([a-z][a-z0-9_]{2,60})\s*=\s*([\w.\-]{1,40}|\"[^\"]{0,60}\"|'[^']{0,60}')")
 _PROSE_WORDS = re.compile(r"[A-Za-z]{2,}")
 # A command line pasted inside a sentence: "server has no internet. python -m vllm… --model x",
@@ -161,7 +164,12 @@ def _collect_stated_flags(line: str, flags: dict[str, str]) -> None:
     (yours is already 2048)", review)."""
     for sentence in _SENTENCE_END.split(line):
         if not _PROPOSES.search(sentence):
-            _collect_flags(sentence, flags)
+            found: dict[str, str] = {}
+            _collect_flags(sentence, found)
+            # A flag named without a value in a question is what it asks about, not a setting:
+            # "what's the largest --max-model-len I can run?" (trial).
+            asks = _ASKS_ABOUT.search(sentence)
+            flags.update({flag: value for flag, value in found.items() if value or not asks})
 
 
 _FLAG_TO = re.compile(r"(?<![\w-])(--[a-zA-Z][\w-]{1,60}) ?(?:to|at|from \S+ to|down to|up to|改成|改为|改到|调到|调成|调为|设成|设为|设到|设置为|设置成"
@@ -198,6 +206,53 @@ def _head_and_tail(lines: list[str], head: int = 50) -> list[str]:
     return lines[:head] + lines[len(lines) - (MAX_LINES - head):]
 
 
+# A command's column output (`kubectl get pods`, `docker ps`, `ray status`): a header of
+# capitalised column names, then rows, their cells apart by two spaces or more.
+_COLUMN_GAP = re.compile(r"\s{2,}|\t")
+_COLUMN_NAME = re.compile(r"[A-Z][A-Z0-9_()%/.-]*(?: [A-Z][A-Z0-9_()%/.-]*)?")
+# A cell that says what is wrong: a pod's or a container's failing state.
+_BAD_STATE = re.compile(r"\b(?:Init:)?(?:CrashLoopBackOff|OOMKilled|Error|ImagePullBackOff|ErrImagePull|Evicted|Pending|"
+                        r"CreateContainerConfigError|CreateContainerError|ContainerStatusUnknown|NotReady|Unknown|"
+                        r"Exited \(\d+\)|Restarting \(\d+\)|unhealthy)(?!\w)")
+
+
+def _column_header(line: str) -> bool:
+    cells = _COLUMN_GAP.split(line.strip())
+    return len(cells) >= 3 and all(_COLUMN_NAME.fullmatch(c) for c in cells)
+
+
+def _column_row(line: str, columns: int) -> bool:
+    """A row under a header of `columns` columns: about as many cells, none a sentence ("The
+    first pod keeps dying.  I set the memory limit…" typed with two spaces is no row, review)."""
+    cells = _COLUMN_GAP.split(line.strip())
+    return abs(len(cells) - columns) <= 1 and not any(c.endswith((".", "?", "!", "。", "？", "！")) and " " in c for c in cells)
+
+
+def _read_fenced(line: str, is_error: bool, parts: QuestionParts) -> None:
+    """A line inside a ``` fence: an error line (not code that names one) or code."""
+    if is_error and not _CODE.match(line):
+        parts.errors.append(line)
+    else:
+        _collect_flags(line, parts.flags)
+        parts.code.append(line)
+
+
+def _read_columns(line: str, following: str, columns: int, parts: QuestionParts) -> int:
+    """A line of a command's column output goes to the logs, and its failing states to the
+    errors; returns the columns of the output being read (0: the line is not one of it).
+    `kubectl get pods` pasted above "why is the first one crashing": its header's words
+    (RESTARTS, AGE) were read as the question's and, unknown to the KB, refused it; its rows
+    say only which pod is in which state. The failing states are what is asked (trial)."""
+    header = len(_COLUMN_GAP.split(line)) if _column_header(line) else 0
+    if header and _column_row(following, header):
+        columns = header  # a header, with a row under it ("GPU  OOM  ON  H100  AGAIN" alone is a shout, not a header)
+    elif not (columns and _column_row(line, columns)):
+        return 0
+    parts.logs.append(line)
+    parts.errors.extend(dict.fromkeys(m.group(0) for m in _BAD_STATE.finditer(line)))
+    return columns
+
+
 @lru_cache(maxsize=32)
 def split_question(text: str) -> QuestionParts:
     """Sort each line of a question into prose, error, log or paste.
@@ -206,7 +261,9 @@ def split_question(text: str) -> QuestionParts:
     same question; callers read the result and never change it."""
     parts = QuestionParts()
     in_fence = False
-    for raw in _head_and_tail(text.splitlines()):
+    columns = 0  # the number of columns of a command's column output being read, 0 outside one
+    lines = _head_and_tail(text.splitlines())
+    for n, raw in enumerate(lines):
         line = raw.strip()
         if not line:
             continue
@@ -214,6 +271,9 @@ def split_question(text: str) -> QuestionParts:
             in_fence = not in_fence
             continue
         line = line[:2000]
+        columns = _read_columns(line, lines[n + 1] if n + 1 < len(lines) else "", columns, parts)
+        if columns:
+            continue
         is_error = bool(_ERROR.search(line)) and not line.lstrip().startswith("#")
         if _STACK.match(line):
             parts.code.append(line)
@@ -227,11 +287,7 @@ def split_question(text: str) -> QuestionParts:
             _collect_flags(line, parts.flags)
             parts.code.append(line)
         elif in_fence:
-            if is_error and not _CODE.match(line):
-                parts.errors.append(line)
-            else:
-                _collect_flags(line, parts.flags)
-                parts.code.append(line)
+            _read_fenced(line, is_error, parts)
         elif _is_prose(line):
             line = _take_inline_commands(line, parts)
             (parts.errors if is_error and ":" in line and not _contains_cjk_sentence(line) else parts.prose).append(line)
@@ -415,6 +471,7 @@ def _says_tried(sentence: str) -> bool:
 _SENTENCE_END = re.compile(r"(?<=[.;!?])\s+|(?<=[。；！？])|\n")
 # A sentence weighing a value rather than stating one: "should I try --max-model-len 2048 or
 # --gpu-memory-utilization 0.8?", "要不要把 --max-num-seqs 改成 64".
+_ASKS_ABOUT = re.compile(r"[?？]|\b(?:what|which|how|largest|maximum)\b|多少|多大|怎么|如何|最大", re.I)
 _PROPOSES = re.compile(r"\b(?:should|could|would|shall)\s+(?:i|we)\b|\btry\b|\bwhat if\b|\bif (?:i|we)\b|\bor\s+--"
                        r"|要不要|是否|试试|试一下|改成[^。？?]{0,30}[吗呢?？]", re.I)
 _SETTING = re.compile(r"(?<![\w-])(?:--[A-Za-z][\w-]{1,60}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?:\s*[= ]\s*[\d.~,-]+(?![\w.]))?")

@@ -255,7 +255,7 @@ TERMS: tuple[tuple[str, str], ...] = (
     ("回滚 回退", "rollback revert"),
     ("金丝雀 灰度", "canary"),
     ("发布", "rollout"),
-    ("下线", "drain decommission"),
+    ("下线 摘流", "drain decommission"),
     # Scaling down said apart: "缩容太慢" asks about scaling down, and a page's scale-down
     # settings (a cooldown window, a downscale delay) say so in those words; 扩容 keeps the
     # general words, so "scale"/"scaling" in an English question still map back to it. No bare

@@ -67,7 +67,9 @@ _PER_TOKEN_BEFORE = re.compile(r"(?:per|each|every|one|a|每个?|每一个|单�
                                r"(?:takes|needs|uses|is|costs|=|:|占用?|要|需要|是|大约|约)? ?$")
 
 # vLLM's own start-up lines, read before anything else so their numbers are not re-bound.
-_VLLM_KV_TOKENS = re.compile(r"gpu kv cache size: ?([0-9][0-9,]{0,24}) tokens")
+# Said as well as logged: "GPU KV cache size is 458,752 tokens", "458752 tokens KV cache" (trial).
+_VLLM_KV_TOKENS = re.compile(r"gpu kv cache size(?: ?:| is| ?=) ?([0-9][0-9,]{0,24}) tokens"
+                             r"|(?<![0-9,.])([0-9][0-9,]{0,24}) tokens (?:of )?(?:gpu )?kv[ -]cache\b")
 _VLLM_MAX_CONC = re.compile(r"maximum concurrency for ([0-9][0-9,]{0,24}) tokens per request: ?([0-9]{1,12}(?:\.[0-9]{1,6})?)x")
 
 NAME, MOD, NOUN, IGNORE = "name", "mod", "noun", "ignore"
@@ -542,7 +544,7 @@ def _vllm_lines(text: str) -> tuple[str, list[Quantity]]:
     found: list[Quantity] = []
     chars = list(text)
     for m in _VLLM_KV_TOKENS.finditer(text):
-        found.append(Quantity("kv_cache_tokens", Decimal(m.group(1).replace(",", "")), "count", m.group(0), m.start(), m.end()))
+        found.append(Quantity("kv_cache_tokens", Decimal((m.group(1) or m.group(2)).replace(",", "")), "count", m.group(0), m.start(), m.end()))
         chars[m.start():m.end()] = " " * (m.end() - m.start())
     for m in _VLLM_MAX_CONC.finditer(text):
         found.append(Quantity("max_concurrency_tokens", Decimal(m.group(1).replace(",", "")), "count", m.group(0), m.start(), m.end()))

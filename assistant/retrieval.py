@@ -139,6 +139,7 @@ class ArticleMatch:
     version_conflict: bool = False
     page_penalty: float = 0.0  # what the match lost for standing on a page about something else, or on a hub page (PAGE_WEIGHT, HUB_WEIGHT)
     hub_penalty: float = 0.0  # the part of page_penalty for standing on a hub page (HUB_WEIGHT)
+    quotes_the_paste: bool = False  # a team's passage quotes a log sample the pasted lines hold (no page prior then)
 
     @property
     def evidence(self) -> float:
@@ -341,6 +342,14 @@ def apply_page_prior(index: KBIndex, query_vector: np.ndarray, matches: list[Art
     hub = page_hubness(index) if passages else None
     logs = release_logs(index) if passages and not _ASKS_ABOUT_VERSIONS.search(question[:8000]) else frozenset()
     for match in matches:
+        if match.quotes_the_paste:
+            # A passage that quotes a sample of the pasted log is about it, however its page
+            # reads: a handbook of many alerts (a hub) lost its alert's section, which quotes
+            # "token usage: 0.99", to a page that shares only "SGLang" with the paste (trial).
+            # Pieces of the paste found in pages keep the prior: a name alone
+            # ("metadata.annotations", in an unrelated page's YAML) is no such sign, and where
+            # several pages hold the same error the prior tells them apart.
+            continue
         gap = closest_page - float(page_cos[rows[match.doc_id]])
         match.page_penalty = (PAGE_WEIGHT if match.passage else ARTICLE_PAGE_WEIGHT) * gap / (ceil - floor)
         if hub is not None and match.passage:
@@ -421,38 +430,100 @@ def keyword_coverage(query_terms: set[str], article_terms: set[str], doc_freq: d
     return sum(w for t, w in weights.items() if t in article_terms) / total if total > 0 else 0.0
 
 
-def pasted_in_passages(index: KBIndex, question: str, unstructured: set[str]) -> dict[tuple[str, str], list[str]]:
-    """Passage (doc id, section) → the messages the question pastes that it quotes verbatim.
+def pasted_in_passages(index: KBIndex, question: str,
+                       unstructured: set[str]) -> tuple[dict[tuple[str, str], list[str]], set[tuple[str, str]]]:
+    """(passage (doc id, section) → the messages the question pastes that it quotes verbatim,
+    the passages among them that quote a log sample the paste holds).
     A team's docs declare no log signatures, yet a troubleshooting page quotes the error it
     is about ("Service temporarily unavailable: All workers are busy"), and a pasted copy
     of that line is as sure a sign as a signature. Only documents without article structure
     are read so; the curated articles declare theirs."""
-    from .cleaning import pasted_messages
+    from .cleaning import pasted_messages, split_question
     from .names import asked_codes, states_code
     from .questions import might_paste
 
     if not unstructured:
-        return {}
+        return {}, set()
     # A code the question names ("NVRM: Xid (PCI:0000:b3:00): 48", "exit code 137") is such a
     # sign too where a page states it: a runbook's "drain on XID 48" answered a pasted kernel
     # line that shares few other words with it, and the line was refused.
     codes = asked_codes(question)
-    messages = [(m, squash(m)) for m in pasted_messages(question)] if might_paste(question) else []
+    pastes = might_paste(question)
+    messages = [(m, squash(m)) for m in pasted_messages(question)] if pastes else []
     if not messages and not codes:
-        return {}
+        return {}, set()
     squashed = derived(index, "_squashed_texts", lambda: [squash(c.text) for c in index.chunks])
+    # The other way round too: a page's quoted sample of the log ('日志出现 "token usage: 0.99"')
+    # found in the pasted lines. Cut at colons, the paste's pieces never held it whole (trial).
+    parts = split_question(question) if pastes else None
+    pasted = squash("\n".join(parts.errors + parts.logs)) if parts else ""
+    quotes = _quoted_samples(index) if pasted else {}
     hits: dict[tuple[str, str], list[str]] = {}
-    for chunk, text in zip(index.chunks, squashed):
+    sampled: set[tuple[str, str]] = set()
+    for n, (chunk, text) in enumerate(zip(index.chunks, squashed)):
         if chunk.doc_id not in unstructured:
             continue
         # The code is often the section's heading ("## XID 48 (double-bit ECC)"), not its body.
         said = [message for message, key in messages if key in text] + (
             states_code(f"{chunk.title.split(' > ')[-1]}\n{chunk.text}", codes) if codes else [])
+        samples = [sample for sample, key in quotes.get(n, ()) if _holds_sample(pasted, key)]
+        if samples:
+            sampled.add((chunk.doc_id, section_key(chunk.title)))
+        said += samples
         for message in said:
             found = hits.setdefault((chunk.doc_id, section_key(chunk.title)), [])
             if message not in found:
                 found.append(message)
-    return hits
+    return hits, sampled
+
+
+# A log line quoted in a page's text: "…", “…” or `…`, with a word, a space or colon, and no
+# flag or command ("--max-model-len", "$ kubectl …" are settings, not what a log prints).
+_QUOTED_SAMPLE = re.compile(r"[\"“`]([A-Za-z#\[][^\"”`\n]{10,118}[^\"”`\n\s])[\"”`]")
+
+
+def _holds_sample(pasted: str, key: str) -> bool:
+    """Whether the squashed paste holds a page's squashed sample, its numbers whole: the
+    sample "#new-seq: 1" is not in a healthy "#new-seq: 12" line (review)."""
+    at = pasted.find(key)
+    while at >= 0:
+        end = at + len(key)
+        if not (key[-1].isdigit() and end < len(pasted) and pasted[end].isdigit()) \
+                and not (key[0].isdigit() and at > 0 and pasted[at - 1].isdigit()):
+            return True
+        at = pasted.find(key, at + 1)
+    return False
+
+
+_COMMAND_SAMPLE = re.compile(r"(?:sudo\s+)?(?:kubectl|vllm|python3?|docker|pip3?|helm|curl|export|git|bash|sh|cd|nvidia-smi|"
+                             r"systemctl|ray|sglang|lmdeploy|gwctl|\./)\b|.*\s--?[a-z]")
+
+
+def _quoted_samples(index: KBIndex) -> dict[int, list[tuple[str, str]]]:
+    """Chunk number → the log samples its text quotes, with their squashed keys, per index."""
+    def build() -> dict[int, list[tuple[str, str]]]:
+        out: dict[int, list[tuple[str, str]]] = {}
+        for n, chunk in enumerate(index.chunks):
+            for m in _QUOTED_SAMPLE.finditer(chunk.text):
+                sample = m.group(1)
+                if (" " in sample or ":" in sample) and not _COMMAND_SAMPLE.match(sample) and len(key := squash(sample)) >= 12:
+                    out.setdefault(n, []).append((sample, key))
+        return out
+
+    return derived(index, "_quoted_samples", build)
+
+
+def _quoting_chunk_first(match: ArticleMatch) -> None:
+    """The chunk of a passage that quotes the pasted line leads it (and is cited): `ask --log`
+    with SGLang's "token usage: 0.99" lines found the handbook part whose first alert quotes
+    them, and cited its second, which shared more words with "What does this log show is
+    wrong?" (trial)."""
+    if not (match.passage and match.signatures):
+        return
+    keys = [squash(s) for s in match.signatures]
+    at = next((i for i, c in enumerate(match.chunks) if any(k in squash(c.chunk.text) for k in keys)), 0)
+    if at:
+        match.chunks.insert(0, match.chunks.pop(at))
 
 
 def signature_hits(index: KBIndex, question: str) -> dict[str, list[str]]:
@@ -614,7 +685,7 @@ def search(
     overview_ids = {m.id for m in index.docs.values() if "summary" in m.tags}
     # A passage's keyword coverage is judged on its own words, not its whole file's; only
     # passages that can still make the top of the list are tokenised.
-    quoted = pasted_in_passages(index, question, unstructured)
+    quoted, sampled = pasted_in_passages(index, question, unstructured)
     passage_pool = sorted((m for m in by_article.values() if m.passage), key=lambda m: -m.chunks[0].score)[:15]
     passage_terms = {(m.doc_id, m.passage): set(index.tokenizer(" ".join(f"{c.chunk.title} {c.chunk.text}" for c in m.chunks)))
                      for m in passage_pool}
@@ -622,6 +693,8 @@ def search(
         best = match.chunks[0]
         second = match.chunks[1].score if len(match.chunks) > 1 else 0.0
         match.signatures = sigs.get(match.doc_id, []) or quoted.get((match.doc_id, match.passage), [])
+        match.quotes_the_paste = (match.doc_id, match.passage) in sampled
+        _quoting_chunk_first(match)  # scored as it matched (`best`), cited by what it quotes
         boost = signature_boost if match.signatures else 0.0
         terms = passage_terms.get((match.doc_id, match.passage), set()) if match.passage else article_terms.get(match.doc_id, set())
         twinless = cross_terms is not None and f"{match.doc_id}:{lang}" not in index.docs

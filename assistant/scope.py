@@ -498,7 +498,10 @@ _NOT_SUBJECTS = re.compile(r"video[ -](?:memory|card|ram)|(?:connection|thread|p
                            r"|\bfirst (?:got|hit|saw)\b[^\n]{0,240}?\bafter (?:setting|changing|adding|switching|passing)\b"
                            # A LoRA merged into the weights is how the model was made, not a LoRA being served.
                            r"|\bmerged\s+(?:[\w.-]+\s+){0,3}(?:\+\s*|with\s+|and\s+)?(?:an?\s+|the\s+|its\s+)?q?lora(?:\s+adapters?|\s+weights)?"
-                           r"|\bq?lora(?:\s+adapters?|\s+weights)?\s+(?:merged|已?合并)|合并(?:了|后|过)?(?:的)?\s*q?lora|merge[_-]lora",
+                           r"|\bq?lora(?:\s+adapters?|\s+weights)?\s+(?:merged|已?合并)|合并(?:了|后|过)?(?:的)?\s*q?lora|merge[_-]lora"
+                           # vLLM's stats line prints its prefix-cache hit rate whether or not the asker
+                           # uses prefix caching: a stalled server's stats were refused as a question on it (trial).
+                           r"|(?:(?:gpu|cpu)\s+)?prefix\s+cache\s+hit\s+rate:\s*[\d.]+\s*%",
                            re.I)
 
 
@@ -634,7 +637,9 @@ def unknown_parameters(question: str, index, fields: bool = False) -> list[str]:
 
 _CLAUSE_END = re.compile(r"[,，:：;；]\s*|\s+[-—–]+\s+")
 _ASKS = re.compile(r"\b(?:how|what|which|where|why|can(?!')|could|is there|are there|does|do i|should)\b"
-                   r"|怎么|怎样|如何|能不能|能否|可不可以|可以吗|是否|吗|什么|哪|为什么|有没有|干嘛|是啥|啥意思", re.I)
+                   r"|怎么|怎样|如何|能不能|能否|可不可以|可以吗|是否|吗|什么|哪|为什么|有没有|干嘛|是啥|啥意思"
+                   # the A-not-A questions: "SGLang 要不要开 --enable-torch-compile" asks about that flag (trial)
+                   r"|(?<!只)(?<!不管)(?<!无论)(?:要不要|需不需要|该不该|用不用|开不开|加不加|值不值得)", re.I)
 # Sentence ends: ASCII punctuation before a space ("v0.8.0" and "config.json" go on), a
 # Chinese one anywhere, a line break.
 _SENTENCE_END = re.compile(r"(?<=[.!;])\s+|(?<=[?？。！；])|\n")
@@ -691,6 +696,8 @@ def kb_words(index) -> str:
     return derived(index, "_scope_words", lambda: " " + " ".join(_WORD.findall(kb_text(index)[1])) + " ")
 
 
+_PASCAL = re.compile(r"\b[A-Z][A-Za-z0-9]{1,63}\b")  # bounded: a 30k-character heading word backtracked (review)
+_NAME_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
 _CAMEL = re.compile(r"\b[a-z][a-z0-9]+(?:[A-Z][a-z0-9]+)+[A-Z]*\b")
 _CAMEL_BREAK = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
@@ -707,7 +714,14 @@ def kb_text(index) -> tuple[str, str, list[str]]:
             # an exact parameter name, a setting named after a subject covers it: its spaced
             # form ("chat Template") counts as a heading.
             spaced.update(_CAMEL_BREAK.sub(" ", w) for w in _CAMEL.findall(c.text))
-        heads = _dashed(_padded("\n".join({c.title for c in index.chunks} | spaced)))
+        titles = {c.title for c in index.chunks}
+        # An alert named in a heading ("## DsV3OutputGarbled", "1. KVCacheUsageHigh") names its
+        # subject in its parts: "dsv3 升级后输出乱码" was told the KB had nothing on garbled
+        # output, above the very section (trial).
+        for title in titles:
+            spaced.update(" ".join(parts) for w in _PASCAL.findall(title)
+                          if not w.isupper() and len(parts := _NAME_PART.findall(w)) >= 2)
+        heads = _dashed(_padded("\n".join(titles | spaced)))
         per_doc = [_dashed(_padded("\n".join(texts))) for texts in docs.values()]
         return heads, "\n".join(per_doc), per_doc
 
@@ -730,6 +744,12 @@ def covers(index, word: str, min_docs: int = 2) -> bool:
         return False
     if "-" in needle.strip("-") and " " not in needle:
         return True  # an exact parameter name (enable_prefix_caching) is specific enough
+    head_word = needle.strip().split(" ")[0]
+    if " " in needle.strip() and len(head_word) >= 3 and _found(heads, (head_word,)):
+        # A page titled by the phrase's first word that says the whole phrase: "FP8 W8A8", whose
+        # text says "FP8 quantization" twice, covers FP8 quantization ("how do I run FP8
+        # quantization on H100?" was told the docs had nothing on it, trial).
+        return True
     if min_docs <= 1 or sum(1 for text in per_doc if _found(text, (needle,))) >= min_docs:
         return True
     # One document that comes back to the subject again and again (its cause, its fix, how

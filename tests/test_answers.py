@@ -226,7 +226,9 @@ def test_an_alternatives_first_fix_from_a_table_row_and_its_log_line_read_as_pro
                              "server slows down. How do I stop a single runaway request?", bundled_settings, kb=bundled_kb)
     also = answer.answer[answer.answer.index("It could also be"):]
     assert " | " not in also
-    assert "(the log says `" in also
+    # said as the alternative's own log line: "(the log says `unhandled system error`)" under
+    # a log with no such line read as a claim about the asker's log (trial)
+    assert "(its telltale log line: `" in also and "the log says" not in also
 
 
 def test_a_pasted_kv_cache_error_gets_its_own_max_model_len(bundled_settings, bundled_kb):

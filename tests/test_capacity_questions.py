@@ -989,3 +989,20 @@ def test_the_weights_note_is_vllms_arithmetic_and_not_said_for_another_engine():
     assert weights_note("can I run Llama-2-70b on a single A100 40GB with litgpt?") is None
     assert weights_note("lmdeploy 单卡 A100 40G 能跑 Llama-2-70b 吗") is None
     assert weights_note("can I run Llama-2-70b on a single A100 40GB with vllm?") is not None
+
+
+def test_kv_capacity_said_in_a_sentence_and_the_longest_context_asked_with_a_flag():
+    """The figure vLLM logs, said in a sentence ("GPU KV cache size is 458,752 tokens",
+    "458752 tokens KV cache"), got "more numbers needed" and a FastDeploy num_blocks request;
+    "the largest --max-model-len I can run … on one A100 80GB" and "max context length for …
+    on 1x A100 80GB" got no arithmetic (trial)."""
+    for q in ("GPU KV cache size is 458,752 tokens; how many 8192-token requests run at once?",
+              "how many requests fit: 458752 tokens KV cache, 8192 per request"):
+        a = capacity_answer(q)
+        assert a is not None and not a.missing and "56" in explain(a, "en"), q
+    for q in ("what's the largest --max-model-len I can run Qwen2.5-32B-Instruct with on one A100 80GB?",
+              "max context length for Qwen2.5-32B-Instruct on 1x A100 80GB in vllm?"):
+        a = capacity_answer(q)
+        assert a is not None and a.tool == "kv_cache_capacity" and "46,956" in explain(a, "en"), q
+    # the model's own limit, no GPU named: nothing to compute
+    assert capacity_answer("what is the max context length of Qwen2.5-7B?") is None

@@ -231,7 +231,7 @@ def test_a_one_field_byline_that_ends_like_a_sentence_is_still_a_byline(tmp_path
     """A postmortem opened with "Author: on-call team. Duration: 47 minutes.": it was quoted
     after the root cause as the page's answer, and offered on its own as "It could also be"
     (newcomer trial). A sentence that only starts with the word is no byline."""
-    from assistant.answer import _is_byline
+    from ingest.bylines import is_byline as _is_byline
 
     assert _is_byline("Author: on-call team. Duration: 47 minutes.") and _is_byline("负责人：推理平台组。")
     assert not _is_byline("Authors should pin the image tag before the rollout.")
@@ -1894,3 +1894,100 @@ def test_a_section_whose_heading_contains_the_asked_name_keeps_its_subsections(t
     assert _names_entry(entry, asked) and _entry_or_asked([entry, rotating, other], entry, asked) == [entry, rotating]
     assert not _names_entry(chunk(3, "Env > Server > Hangs with SECRET_KEY", "…"), asked)
     assert not _names_entry(chunk(4, "Env > SECRET_KEY", "…"), asked)  # a section's own heading: the passage itself
+
+
+def test_an_alert_named_in_a_heading_covers_the_subject_its_name_spells(tmp_path):
+    """"## DsV3OutputGarbled" is a section on garbled output: a Chinese question about 输出乱码
+    was told the KB had nothing on garbled output, above that very section, and its fix was
+    never shown (trial). "TTFTHigh" and "KVCacheUsageHigh" spell their subjects the same way."""
+    settings, kb = docs_kb(tmp_path, {"sglang.md": dedent("""
+        # SGLang / DeepSeek-V3 runbook
+
+        Service `dsv3` runs SGLang with DeepSeek-V3 FP8 on one 8x H800 node per replica.
+
+        ## DsV3OutputGarbled
+
+        Symptoms: outputs are repeated Chinese characters or random tokens after an upgrade.
+
+        Fix: do not pass `--quantization` for the official FP8 checkpoint; check `pip show flashinfer` is 0.1.6 or newer.
+
+        ## Startup takes 20+ minutes
+
+        The log stops at `Load weight begin` while the weights stream from NFS; wait, or pre-warm the page cache.
+        """)})
+    answer = answer_question("dsv3 升级镜像后输出乱码，全是重复的字", settings, kb=kb)
+    assert answer.grounded and answer.citations[0].section.endswith("DsV3OutputGarbled")
+    assert "pip show flashinfer" in answer.answer and "乱码" not in answer.answer.split("\n")[0]
+
+
+def test_a_log_sample_a_page_quotes_is_found_in_pasted_lines(tmp_path):
+    """A handbook's alert says its log shows "token usage: 0.99"; SGLang's batch lines
+    pasted alone (`tail sglang.log | ask -`) hold that sample among other numbers. They were
+    called healthy (no problem in them), and the section was never found (trial)."""
+    settings, kb = docs_kb(tmp_path, {"值班手册.txt": (
+        "推理平台值班手册\n\n一、SGLang 告警\n\n1. SglangTokenUsageHigh\n"
+        "现象：SGLang 日志出现 \"token usage: 0.99\"，并且 #queue-req 持续大于 50。\n"
+        "处理：在网关把 dsv3 的 max_tokens 上限调到 4096；长期增加副本。\n\n"
+        "2. SglangSchedulerHang\n现象：/health 正常，但请求全部超时，日志停在 \"Prefill batch. #new-seq: 1\"。\n"
+        "处理：nvidia-smi nvlink --status 检查链路。\n\n"
+        "二、网关\n\n1. GatewayAuthFailSpike\n现象：llm-gw 返回 401 的比例超过 5%。\n处理：按 x-tenant-id 统计 401 来源。\n")})
+    line = ("[2025-10-12 03:14:0{n} TP0] Decode batch. #running-req: 40, #token: 81234, token usage: 0.99, "
+            "gen throughput (token/s): 1200.5, #queue-req: 63")
+    pasted = "\n".join(line.format(n=n) for n in range(3))
+    answer = answer_question(pasted, settings, kb=kb)
+    assert answer.grounded and answer.citations[0].section.endswith("SglangTokenUsageHigh")
+    assert "max_tokens 上限调到 4096" in answer.answer
+    # found as a signature is: the quoted sample, in the pasted lines
+    from assistant.retrieval import RetrievalParams, search
+
+    top = search(kb.index, kb.embedder, pasted, RetrievalParams.from_settings(settings)).articles[0]
+    assert top.signatures == ["token usage: 0.99"]
+    # its numbers whole: the sample "#new-seq: 1" is not in a "#new-seq: 12" line (review)
+    healthy = "[2025-10-12 03:14:07 TP3] Prefill batch. #new-seq: 12, #new-token: 8192, token usage: 0.41"
+    assert not any(a.signatures for a in search(kb.index, kb.embedder, healthy, RetrievalParams.from_settings(settings)).articles)
+    # `ask --log sglang.log` with no question: the same lines, not "no failure signature in this log"
+    from assistant.i18n import t
+
+    answer = answer_question(t("answer.log_question", "en"), settings, kb=kb, log_text=pasted + "\n")
+    assert answer.grounded and answer.citations[0].section.endswith("SglangTokenUsageHigh")
+
+
+def test_the_subsection_that_matched_leads_a_section_quoted_whole(tmp_path):
+    """A handbook part quoted whole began with its first alert, whatever the question: the
+    one asked about came second, and an engineer reading the top acted on the other (trial)."""
+    settings, kb = docs_kb(tmp_path, {"handbook.md": dedent("""
+        # Platform handbook
+
+        ## Gateway alerts
+
+        Never restart llm-gw without the platform lead's approval.
+
+        ### GatewayAuthFailSpike
+
+        The share of 401 responses is above 5%. Count the 401s by `x-tenant-id` and call that team.
+
+        ### GatewayCertExpiry
+
+        The llm-gw TLS certificate expires within 7 days. Renew it by hand: `cmctl renew llm-gw-tls -n llm-prod`.
+
+        ## Node maintenance
+
+        Drain one node at a time: `kubectl drain gpu-a17 --ignore-daemonsets`.
+        """)})
+    answer = answer_question("llm-gw TLS certificate expires in 5 days, how do I renew it?", settings, kb=kb)
+    assert answer.grounded and answer.citations[0].section.endswith("GatewayCertExpiry")
+    assert "cmctl renew" in answer.answer
+    assert "x-tenant-id" not in answer.answer or answer.answer.index("cmctl renew") < answer.answer.index("x-tenant-id")
+    # the section's own opening stays above it, and nothing was left out, so no gap is marked (review)
+    assert answer.answer.index("Never restart") < answer.answer.index("cmctl renew") and "……" not in answer.answer
+
+
+def test_a_subject_found_by_how_it_is_asked_is_named_by_its_name(tmp_path):
+    """"It has nothing on how do I fine-tune." (trial): a subject matched by a question phrase
+    is named as the subject, not as the phrase."""
+    settings, kb = docs_kb(tmp_path, {
+        "serve.md": "# Serving\n\nStart the server with `vllm serve MODEL`.\n\n## Fine-tuning notes\n\nFine-tuning is done "
+                    "elsewhere; vLLM only serves the fine-tuned weights.\n",
+        "ports.md": "# Ports\n\nThe API listens on 8000. Metrics are on /metrics.\n"})
+    answer = answer_question("how do I fine-tune llama 3 with DPO before serving it?", settings, kb=kb)
+    assert "how do I fine-tune" not in answer.answer

@@ -806,7 +806,8 @@ def test_words_that_only_look_like_contrasts_leave_the_product_asked_about():
 def test_a_sentence_that_names_a_program_is_not_cut_as_a_command():
     q = "Does vllm serve support --enable-lora with AWQ models?\nthanks"
     assert "support --enable-lora" in retrieval_text(q) and "LoRA" in detect(q).said_entities
-    assert split_question(q).flags["--enable-lora"] == ""  # "with" is the sentence, not the flag's value
+    # "with" is the sentence, not the flag's value; asked about, the flag is no setting of the asker's
+    assert "--enable-lora" not in split_question(q).flags
     slow = "Server: vllm serve Qwen/Qwen2.5-7B --enforce-eager why is it slower than without\nok"
     assert "why is it slower" in retrieval_text(slow) and "vllm serve Qwen" not in retrieval_text(slow)
     quoted = "I run `vllm serve Qwen/Qwen2-7B --max-model-len 4096` and it hangs forever\nany idea?"
@@ -881,6 +882,11 @@ def test_the_asked_settings_are_those_the_asking_sentence_names():
     assert asked_unknown_parameters("anything?", []) == []
     # Without a question mark the last sentence counts only if it asks.
     assert asked_unknown_parameters("启动报错。栈里是 spawn.py 的 spawn_main", ["spawn_main"]) == []
+    # a Chinese A-not-A question asks, with no question mark or 吗 (trial)
+    assert asked_unknown_parameters("SGLang 要不要开 --enable-torch-compile", ["--enable-torch-compile"]) == ["--enable-torch-compile"]
+    assert asked_unknown_parameters("dsv3 需不需要加 --enable-dp-attention", ["--enable-dp-attention"]) == ["--enable-dp-attention"]
+    assert asked_unknown_parameters("不管开不开 --enforce-eager 都报错", ["--enforce-eager"]) == []
+    assert asked_unknown_parameters("只要不要开 --enforce-eager 就行了", ["--enforce-eager"]) == []
 
 
 def test_a_long_paste_keeps_its_last_lines():
@@ -906,3 +912,54 @@ def test_a_question_about_a_setting_is_not_a_tried_setting():
     flags = split_question("vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 32768 gives CUDA out of memory at startup.\n"
                            "Should I lower --max-model-len to 8192 or to 16384?").flags
     assert flags["--max-model-len"] == "32768"
+
+
+def test_a_commands_column_output_is_a_paste_and_its_failing_states_are_what_is_asked():
+    """`kubectl get pods` pasted above "why is the first one crashing": its header's words
+    (RESTARTS, AGE) were read as the question's, unknown to a team's KB, and refused it (trial)."""
+    q = ("NAME                           READY   STATUS             RESTARTS      AGE\n"
+         "qwen72b-vllm-6d8f7b9c4-x2kqp   0/1     CrashLoopBackOff   7 (2m ago)    31m\n"
+         "qwen72b-vllm-6d8f7b9c4-zz91m   1/1     Running            0             3d\n"
+         "why is the first one crashing")
+    parts = split_question(q)
+    assert parts.prose == ["why is the first one crashing"] and parts.errors == ["CrashLoopBackOff"]
+    assert len(parts.logs) == 3 and retrieval_text(q) == "why is the first one crashing\nCrashLoopBackOff"
+    # a sentence after the table is prose again, and a table of healthy rows asks about no state
+    healthy = "NAME   READY   STATUS   RESTARTS   AGE\nvllm-0   1/1   Running   0   3d\nis this fine?"
+    assert split_question(healthy).errors == [] and split_question(healthy).prose == ["is this fine?"]
+    # a sentence typed with two spaces after each stop is no row of it; a shout in capitals with
+    # no row under it is no header (review)
+    typed = q.replace("why is the first one crashing", "The first pod keeps dying.  I set the limit to 64Gi.  What now?")
+    assert split_question(typed).prose == ["The first pod keeps dying.  I set the limit to 64Gi.  What now?"]
+    assert split_question("GPU  OOM  ON  H100  AGAIN\nwhy?").prose == ["GPU  OOM  ON  H100  AGAIN", "why?"]
+    assert split_question("NAME  STATUS  AGE\nvllm-0  Exited (1)  5m\nwhy").errors == ["Exited (1)"]
+
+
+def test_a_flag_is_not_given_the_word_after_it_and_a_stats_line_names_no_subject():
+    """"the largest --max-model-len I can run" was quoted back as "From your command line:
+    `--max-model-len I`"; vLLM's stats lines end in "Prefix cache hit rate: 0.0%" whether or not
+    prefix caching is used, and a stalled server's stats were refused as a question on it (trial)."""
+    assert split_question("what's the largest --max-model-len I can run on one A100?").flags == {}
+    assert split_question("I run with --enforce-eager and it hangs").flags == {"--enforce-eager": ""}
+    assert split_question("vllm serve m --max-model-len 8192 --dtype half").flags == {"--max-model-len": "8192", "--dtype": "half"}
+    stats = ("INFO 12-05 23:40:01 [loggers.py:116] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
+             "throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 57 reqs, GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%")
+    assert "prefix caching" not in detect(stats).entities
+    assert "prefix caching" in detect("how do I turn on prefix caching? the hit rate is low").entities
+
+
+def test_a_page_titled_by_a_phrases_first_word_that_says_the_phrase_covers_it(tmp_path):
+    """vLLM's "FP8 W8A8" page says "FP8 quantization" twice: "how do I run FP8 quantization on
+    H100?" was told the docs had nothing on quantization kernels (trial)."""
+    from assistant.retrieval import RetrievalParams, search
+
+    settings, kb = docs_kb(tmp_path, {
+        "fp8.md": "# FP8 W8A8\n\nvLLM supports FP8 quantization on Hopper GPUs such as the H100.\n\n"
+                  "## Quantization process\n\nRun `oneshot(model, recipe=QuantizationModifier(scheme=\"FP8_DYNAMIC\"))`, "
+                  "then serve the saved model with `vllm serve ./model-FP8-Dynamic`.\n",
+        "install.md": "# Installation\n\nInstall with `pip install vllm`. Build from source with `pip install -e .`.\n"})
+    r = search(kb.index, kb.embedder, "how do I run FP8 quantization on H100?", RetrievalParams.from_settings(settings))
+    assert r.unseen == [] and r.grounded
+    # a subject no heading names stays unknown: GPTQ is said nowhere
+    r = search(kb.index, kb.embedder, "how do I run GPTQ quantization on H100?", RetrievalParams.from_settings(settings))
+    assert "quantization kernels" in r.unseen

@@ -33,9 +33,9 @@ MESSAGES = {
         "zh": '你们自己的文档里',
         "en": 'In your own docs',
     },
-    'log_line': {
+    'log_line': {  # the alternative's own telltale line, never a claim about the asker's log (trial: "the log says" read as one)
         "zh": '日志里会有',
-        "en": 'the log says',
+        "en": 'its telltale log line:',
     },
     'first_fix': {
         "zh": '先试',

@@ -309,6 +309,7 @@ def doctor(serving_url: str | None, log_path: str | None, as_json: bool) -> None
             click.echo(json.dumps({"needs_attention": attention, "findings": [asdict(f) for f in findings]}, ensure_ascii=False))
         else:
             from rich.console import Console
+            from rich.markup import escape
             from rich.table import Table
 
             styles = {"critical": "bold red", "warning": "yellow", "info": "cyan", "ok": "green"}
@@ -316,7 +317,9 @@ def doctor(serving_url: str | None, log_path: str | None, as_json: bool) -> None
             for col in ("severity", "source", "finding", "read"):
                 table.add_column(col, overflow="fold")
             for f in findings:
-                table.add_row(f"[{styles[f.severity]}]{f.severity}[/]", f.source, f.message, f.article and f"{f.title} ({f.article})" or "")
+                # Messages quote log lines, whose "[loggers.py:116]" rich read as markup and dropped.
+                table.add_row(f"[{styles[f.severity]}]{f.severity}[/]", f.source, escape(f.message),
+                              escape(f.article and f"{f.title} ({f.article})" or ""))
             Console().print(table)
         if attention:
             sys.exit(1)

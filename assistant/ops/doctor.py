@@ -117,6 +117,12 @@ def _log_findings(report: LogDiagnosis) -> list[Finding]:
 
         out.append(Finding("info", "log", unread_note(report.unread_bytes, "en")))
     out += [Finding("info", "log", c["en"]) for c in report.computed]
+    if not any(f.severity != "info" for f in report.findings):
+        # A log with no signature said nothing at all, even where its stats showed a stalled
+        # engine (Running: 0, Waiting: 78, 0 tokens/s): doctor passed it in silence (trial).
+        out.append(Finding("warning", "log", f"no known failure signature, but its stats show trouble: "
+                                                f"{_clipped(report.stats_trouble[-1], 2 * EXAMPLE_CHARS)}")
+                   if report.stats_trouble else Finding("ok", "log", f"no known failure signature in {report.lines:,} lines"))
     return out
 
 

@@ -85,6 +85,16 @@ class LogDiagnosis:
     # The server's settings as its start-up line prints them (vLLM's "non-default args: {…}"
     # or "args: Namespace(…)"), as flags: {"--max-model-len": "65536"}.
     settings: dict[str, str] = field(default_factory=dict)
+    # The last few distinct stats lines that show trouble no signature names (STATS_TROUBLE).
+    stats_trouble: list[str] = field(default_factory=list)
+
+
+# Stats lines that show trouble without any signature: requests waiting, or none generating
+# while some run (review: "Waiting: 80 reqs" at 45% KV cache usage was called healthy); SGLang's
+# batch lines with ten or more requests queued or a token pool nearly full (trial).
+STATS_TROUBLE = re.compile(r"\b(?:waiting|pending|queued?)\s*[:=]\s*[1-9]|generation throughput:\s*0(?:\.0+)?\s*tokens/s.{0,40}running:\s*[1-9]"
+                           r"|#queue-req:\s*[1-9]\d|token usage:\s*(?:0?\.9[5-9]|1\.0)", re.I)
+STATS_LINES_KEPT = 5
 
 
 # The level a line was logged at, anywhere in its prefix: vLLM's "ERROR 11-30 …", a worker's
@@ -211,6 +221,7 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
         if not matched_articles and (fatal or level in ("ERROR", "CRITICAL", "FATAL")):  # refused requests too, as warnings
             _unmatched(line, n, found, fatal)
         _numbers(line, report.numbers)
+        _stats_trouble(line, report.stats_trouble)
         _settings(full[:MAX_ARGS_LINE], report.settings)  # an args line runs to thousands of characters
     _frames_of_crashes(lines, found, first_line)
     # Worst first; among critical lines, what the server logged as an error or died of
@@ -218,6 +229,16 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
     report.computed = computed_from(report.numbers, report.settings)
     report.findings = sorted(found.values(), key=lambda f: (SEVERITY[f.severity], not f.fatal, f.first_line))
     return report
+
+
+def _stats_trouble(line: str, kept: list[str]) -> None:
+    """Keep `line` among the last STATS_LINES_KEPT distinct stats lines that show trouble."""
+    if len(line) < 2000 and STATS_TROUBLE.search(line):
+        line = line.strip()
+        if line in kept:
+            kept.remove(line)
+        kept.append(line)
+        del kept[:-STATS_LINES_KEPT]
 
 
 def _numbers(line: str, numbers: dict[str, float]) -> None:
