@@ -518,7 +518,7 @@ def _quoting_chunk_first(match: ArticleMatch) -> None:
     with SGLang's "token usage: 0.99" lines found the handbook part whose first alert quotes
     them, and cited its second, which shared more words with "What does this log show is
     wrong?" (trial)."""
-    if not (match.passage and match.signatures):
+    if not match.quotes_the_paste:
         return
     keys = [squash(s) for s in match.signatures]
     at = next((i for i, c in enumerate(match.chunks) if any(k in squash(c.chunk.text) for k in keys)), 0)

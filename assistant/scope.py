@@ -745,10 +745,11 @@ def covers(index, word: str, min_docs: int = 2) -> bool:
     if "-" in needle.strip("-") and " " not in needle:
         return True  # an exact parameter name (enable_prefix_caching) is specific enough
     head_word = needle.strip().split(" ")[0]
-    if " " in needle.strip() and len(head_word) >= 3 and _found(heads, (head_word,)):
-        # A page titled by the phrase's first word that says the whole phrase: "FP8 W8A8", whose
-        # text says "FP8 quantization" twice, covers FP8 quantization ("how do I run FP8
-        # quantization on H100?" was told the docs had nothing on it, trial).
+    if " " in needle.strip() and re.fullmatch(r"[a-z]+\d+[a-z\d]*", head_word) and _found(heads, (head_word,)):
+        # A page titled by the phrase's first word, a format's name (FP8, INT4, W8A8), that says
+        # the whole phrase: "FP8 W8A8", whose text says "FP8 quantization" twice, covers FP8
+        # quantization ("how do I run FP8 quantization on H100?" was told the docs had nothing
+        # on it, trial). Any first word ("LoRA", "prefix") answered near-domain questions.
         return True
     if min_docs <= 1 or sum(1 for text in per_doc if _found(text, (needle,))) >= min_docs:
         return True
