@@ -163,13 +163,18 @@ def _collect_stated_flags(line: str, flags: dict[str, str]) -> None:
     setting of the server's ("should I try --max-model-len 2048?" was answered "4096 → 2048
     (yours is already 2048)", review)."""
     for sentence in _SENTENCE_END.split(line):
-        if not _PROPOSES.search(sentence):
-            found: dict[str, str] = {}
-            _collect_flags(sentence, found)
-            # A flag named without a value in a question is what it asks about, not a setting:
-            # "what's the largest --max-model-len I can run?" (trial).
-            asks = _ASKS_ABOUT.search(sentence)
-            flags.update({flag: value for flag, value in found.items() if value or not asks})
+        if _PROPOSES.search(sentence):
+            continue
+        if not _ASKS_ABOUT.search(sentence):
+            _collect_flags(sentence, flags)
+            continue
+        # A flag named without a value in a question is what it asks about, not a setting:
+        # "what's the largest --max-model-len I can run?" (trial).
+        found: dict[str, str] = {}
+        _collect_flags(sentence, found)
+        for flag, value in found.items():
+            if value:
+                flags.setdefault(flag, value)
 
 
 _FLAG_TO = re.compile(r"(?<![\w-])(--[a-zA-Z][\w-]{1,60}) ?(?:to|at|from \S+ to|down to|up to|改成|改为|改到|调到|调成|调为|设成|设为|设到|设置为|设置成"
