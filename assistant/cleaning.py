@@ -233,6 +233,16 @@ def _column_row(line: str, columns: int) -> bool:
     return abs(len(cells) - columns) <= 1 and not any(c.endswith((".", "?", "!", "。", "？", "！")) and " " in c for c in cells)
 
 
+def _stats_trouble(line: str) -> bool:
+    """A stats line that shows trouble (requests waiting, none generating): what the paste is
+    about, so retrieval reads it. Read as an informational log line, "Running: 256 reqs,
+    Waiting: 88 reqs, GPU KV cache usage: 41.2%" under "throughput dropped, is this normal?"
+    left only the sentence, which the debug-switches article answered (trial)."""
+    from .tools.logs import STATS_TROUBLE
+
+    return bool(STATS_TROUBLE.search(line))
+
+
 def _read_fenced(line: str, is_error: bool, parts: QuestionParts) -> None:
     """A line inside a ``` fence: an error line (not code that names one) or code."""
     if is_error and not _CODE.match(line):
@@ -285,9 +295,9 @@ def split_question(text: str) -> QuestionParts:
         elif is_error and _PROGRAM_SAYS.match(line):
             parts.errors.append(line)  # "vllm serve: error: argument …", "bash: nvcc: command not found"
         elif _is_status_line(_LOG_TAG.sub("", line, count=1)):
-            parts.logs.append(line)
+            (parts.errors if _stats_trouble(line) else parts.logs).append(line)
         elif _LOG_PREFIX.match(line):
-            (parts.errors if _LOG_LEVEL_PROBLEM.search(line[:80]) or is_error else parts.logs).append(line)
+            (parts.errors if _LOG_LEVEL_PROBLEM.search(line[:80]) or is_error or _stats_trouble(line) else parts.logs).append(line)
         elif _COMMAND.match(line) and not _prose_after_command_word(line) or _LITERAL.match(line):
             _collect_flags(line, parts.flags)
             parts.code.append(line)

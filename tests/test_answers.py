@@ -716,3 +716,13 @@ def test_a_refusal_names_the_field_the_question_asks_about(bundled_settings, bun
     the refusal says which asked name it has nothing on, as it does for a flag."""
     refused = answer_question("what does progressDeadlineSeconds do?", bundled_settings, kb=bundled_kb, use_llm=False)
     assert not refused.grounded and "It has nothing on `progressDeadlineSeconds`." in refused.answer
+
+
+def test_stats_showing_requests_waiting_lead_to_the_hung_requests_article(bundled_settings, bundled_kb):
+    """Running at its cap with requests waiting and the KV cache at 41% is the hung-requests
+    article's "max-num-seqs too small" row; the sentence alone got the debug switches (trial)."""
+    q = ("throughput dropped, is this normal?\nINFO 12-05 23:50:10 [loggers.py:116] Engine 000: Avg prompt throughput: "
+         "312.5 tokens/s, Avg generation throughput: 95.2 tokens/s, Running: 256 reqs, Waiting: 88 reqs, "
+         "GPU KV cache usage: 41.2%, Prefix cache hit rate: 3.1%")
+    answer = answer_question(q, bundled_settings, kb=bundled_kb)
+    assert answer.citations and answer.citations[0].id == "vllm-requests-hang"

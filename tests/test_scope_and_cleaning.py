@@ -963,3 +963,14 @@ def test_a_page_titled_by_a_phrases_first_word_that_says_the_phrase_covers_it(tm
     # a subject no heading names stays unknown: GPTQ is said nowhere
     r = search(kb.index, kb.embedder, "how do I run GPTQ quantization on H100?", RetrievalParams.from_settings(settings))
     assert "quantization kernels" in r.unseen
+
+
+def test_stats_lines_that_show_trouble_are_what_retrieval_reads():
+    """"throughput dropped, is this normal?" over vLLM's stats line (Running: 256, Waiting: 88,
+    KV cache 41%) was read as the sentence alone and answered with the debug switches; the
+    line that shows requests waiting is the evidence (trial). A healthy one stays a log line."""
+    q = ("throughput dropped, is this normal?\nINFO 12-05 23:50:10 [loggers.py:116] Engine 000: Avg prompt throughput: "
+         "312.5 tokens/s, Avg generation throughput: 95.2 tokens/s, Running: 256 reqs, Waiting: 88 reqs, GPU KV cache usage: 41.2%")
+    assert "Waiting: 88 reqs" in retrieval_text(q)
+    healthy = q.replace("Waiting: 88 reqs", "Waiting: 0 reqs")
+    assert "Waiting" not in retrieval_text(healthy) and split_question(healthy).logs
