@@ -165,15 +165,17 @@ def _collect_stated_flags(line: str, flags: dict[str, str]) -> None:
     for sentence in _SENTENCE_END.split(line):
         if _PROPOSES.search(sentence):
             continue
-        if not _ASKS_ABOUT.search(sentence):
+        asks = _ASKS_ABOUT.search(sentence)
+        if not asks:
             _collect_flags(sentence, flags)
             continue
-        # A flag named without a value in a question is what it asks about, not a setting:
-        # "what's the largest --max-model-len I can run?" (trial).
+        # A flag named without a value after the question word is what it asks about, not a
+        # setting: "what's the largest --max-model-len I can run?" (trial). Before it, it is
+        # one: "I run with --enforce-eager, why is it slow?".
         found: dict[str, str] = {}
         _collect_flags(sentence, found)
         for flag, value in found.items():
-            if value:
+            if value or sentence.find(flag) < asks.start():
                 flags.setdefault(flag, value)
 
 
@@ -486,7 +488,7 @@ def _says_tried(sentence: str) -> bool:
 _SENTENCE_END = re.compile(r"(?<=[.;!?])\s+|(?<=[。；！？])|\n")
 # A sentence weighing a value rather than stating one: "should I try --max-model-len 2048 or
 # --gpu-memory-utilization 0.8?", "要不要把 --max-num-seqs 改成 64".
-_ASKS_ABOUT = re.compile(r"[?？]|\b(?:what|which|how|largest|maximum)\b|多少|多大|怎么|如何|最大", re.I)
+_ASKS_ABOUT = re.compile(r"\b(?:what|which|how|why|does|do|is|are|can|could|largest|maximum)\b|多少|多大|怎么|如何|最大|吗", re.I)
 _PROPOSES = re.compile(r"\b(?:should|could|would|shall)\s+(?:i|we)\b|\btry\b|\bwhat if\b|\bif (?:i|we)\b|\bor\s+--"
                        r"|要不要|是否|试试|试一下|改成[^。？?]{0,30}[吗呢?？]", re.I)
 _SETTING = re.compile(r"(?<![\w-])(?:--[A-Za-z][\w-]{1,60}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?:\s*[= ]\s*[\d.~,-]+(?![\w.]))?")

@@ -941,6 +941,7 @@ def test_a_flag_is_not_given_the_word_after_it_and_a_stats_line_names_no_subject
     prefix caching is used, and a stalled server's stats were refused as a question on it (trial)."""
     assert split_question("what's the largest --max-model-len I can run on one A100?").flags == {}
     assert split_question("I run with --enforce-eager and it hangs").flags == {"--enforce-eager": ""}
+    assert split_question("I run with --enforce-eager, why is it slow?").flags == {"--enforce-eager": ""}
     assert split_question("vllm serve m --max-model-len 8192 --dtype half").flags == {"--max-model-len": "8192", "--dtype": "half"}
     stats = ("INFO 12-05 23:40:01 [loggers.py:116] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
              "throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 57 reqs, GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%")
