@@ -289,12 +289,8 @@ def _healthy_paste(text: str, kb) -> bool:
     from .tools.logs import diagnose_text
 
     parts = split_question(text)
-    if parts.prose or parts.errors or not parts.logs:
-        return False
-    from .tools.logs import STATS_TROUBLE
-
-    if STATS_TROUBLE.search(text):
-        return False
+    if parts.prose or parts.errors or parts.stats or not parts.logs:
+        return False  # stats that show trouble (requests waiting) say something is wrong, signature or not
     found = diagnose_text(text, kb)
     # Stats lines with a full KV cache and requests waiting say something is wrong, signature or not.
     return not found.computed and not any(f.severity != "info" for f in found.findings)
@@ -1731,13 +1727,6 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
             out.append(_tables_compacted(c.text))
         return "\n\n".join(out)
 
-    position = {c.chunk_id: i for i, c in enumerate(section)}
-
-    def written(keep: set[int]) -> str:
-        kept = _matched_subsection_first([c for i, c in enumerate(section) if i in keep], best, scores, sub_of)
-        runs = _runs(kept, position)
-        return f"\n\n{labels['gap']}\n\n".join(render(run, sub_of(runs[i - 1][-1]) if i else None) for i, run in enumerate(runs))
-
     text = render(section)
     if len(text) <= limit:
         # Whole, too, the subsection that matched leads the subsections before it: a handbook
@@ -1745,9 +1734,9 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
         # its first, which an engineer reading the top of the answer acted on (trial). The
         # section's own opening stays first (a warning above all its alerts), and nothing is
         # left out, so no gap is marked (review).
-        opening = [c for c in section if not sub_of(c)]
-        rest = _matched_subsection_first([c for c in section if sub_of(c)], best, scores, sub_of)
-        return (render(opening + rest) if opening + rest != section and len(render(opening + rest)) <= limit else text), skipped
+        led = [c for c in section if not sub_of(c)] + _matched_subsection_first([c for c in section if sub_of(c)], best, scores, sub_of)
+        whole = render(led) if led != section else text
+        return (whole if len(whole) <= limit else text), skipped
     rank = {"fixes": 1, "causes": 2, "checks": 3}
     best_id = best.chunk_id if best is not None else None
     # Cut down from the middle of a heading's text, the heading's first chunk comes next:
@@ -1758,6 +1747,12 @@ def _section_text(section: list, best, labels: dict, scores: dict[str, float] | 
     order = sorted(range(len(section)), key=lambda i: (section[i].chunk_id != best_id, section[i].chunk_id != opening,
                                                        -scores.get(section[i].chunk_id, 0.0),
                                                        not _actionable(section[i].text), rank.get(section[i].kind, 4), i))
+    position = {c.chunk_id: i for i, c in enumerate(section)}
+
+    def written(keep: set[int]) -> str:
+        kept = _matched_subsection_first([c for i, c in enumerate(section) if i in keep], best, scores, sub_of)
+        runs = _runs(kept, position)
+        return f"\n\n{labels['gap']}\n\n".join(render(run, sub_of(runs[i - 1][-1]) if i else None) for i, run in enumerate(runs))
 
     keep: set[int] = set()
     size = 0

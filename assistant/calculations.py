@@ -978,12 +978,9 @@ def _pasted_log_apart(question: str, log_numbers: dict[str, float] | None) -> tu
     if not might_paste(question):
         return question, log_numbers
     from .cleaning import split_question
-    from .tools.logs import STATS_TROUBLE, numbers_in
+    from .tools.logs import numbers_in
 
-    parts = split_question(question)
-    # Stats lines that show trouble are read by retrieval as errors, but they are log lines
-    # all the same: "Running: 2 reqs, Pending: 20 reqs" are the server's counts, not sessions.
-    logs = set(parts.logs) | {line for line in parts.errors if STATS_TROUBLE.search(line)}
+    logs = set(split_question(question).logs)
     if not logs:
         return question, log_numbers
     kept = "\n".join(line for line in question.splitlines() if line.strip()[:2000] not in logs)

@@ -110,6 +110,11 @@ class QuestionParts:
     prose: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # exception and error lines, problem log lines
     logs: list[str] = field(default_factory=list)  # informational log lines
+    # Those of the log lines that are stats showing trouble (requests waiting, none generating):
+    # still the log's lines and numbers, but the evidence retrieval reads ("throughput dropped,
+    # is this normal?" over "Running: 256 reqs, Waiting: 88 reqs" got the debug switches from
+    # its sentence alone, trial).
+    stats: list[str] = field(default_factory=list)
     code: list[str] = field(default_factory=list)  # code, config, command lines and stack frames
     flags: dict[str, str] = field(default_factory=dict)  # --flag → value, from commands, config and code
 
@@ -120,7 +125,7 @@ class QuestionParts:
     def query(self) -> str:
         """What retrieval should read: the prose and the error lines, in order of appearance
         as far as that matters (prose first). Falls back to everything when that is empty."""
-        parts = self.prose + self.errors
+        parts = self.prose + self.errors + self.stats
         return "\n".join(parts)
 
 
@@ -235,14 +240,17 @@ def _column_row(line: str, columns: int) -> bool:
     return abs(len(cells) - columns) <= 1 and not any(c.endswith((".", "?", "!", "。", "？", "！")) and " " in c for c in cells)
 
 
-def _stats_trouble(line: str) -> bool:
-    """A stats line that shows trouble (requests waiting, none generating): what the paste is
-    about, so retrieval reads it. Read as an informational log line, "Running: 256 reqs,
-    Waiting: 88 reqs, GPU KV cache usage: 41.2%" under "throughput dropped, is this normal?"
-    left only the sentence, which the debug-switches article answered (trial)."""
+def _read_log_line(line: str, parts: QuestionParts, problem: bool = False) -> None:
+    """A log line: an error when logged as a problem; else informational, and kept among
+    `stats` too when it shows trouble (QuestionParts)."""
     from .tools.logs import STATS_TROUBLE
 
-    return bool(STATS_TROUBLE.search(line))
+    if problem:
+        parts.errors.append(line)
+        return
+    parts.logs.append(line)
+    if STATS_TROUBLE.search(line):
+        parts.stats.append(line)
 
 
 def _read_fenced(line: str, is_error: bool, parts: QuestionParts) -> None:
@@ -297,9 +305,9 @@ def split_question(text: str) -> QuestionParts:
         elif is_error and _PROGRAM_SAYS.match(line):
             parts.errors.append(line)  # "vllm serve: error: argument …", "bash: nvcc: command not found"
         elif _is_status_line(_LOG_TAG.sub("", line, count=1)):
-            (parts.errors if _stats_trouble(line) else parts.logs).append(line)
+            _read_log_line(line, parts)
         elif _LOG_PREFIX.match(line):
-            (parts.errors if _LOG_LEVEL_PROBLEM.search(line[:80]) or is_error or _stats_trouble(line) else parts.logs).append(line)
+            _read_log_line(line, parts, problem=bool(_LOG_LEVEL_PROBLEM.search(line[:80])) or is_error)
         elif _COMMAND.match(line) and not _prose_after_command_word(line) or _LITERAL.match(line):
             _collect_flags(line, parts.flags)
             parts.code.append(line)
