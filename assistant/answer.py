@@ -163,7 +163,8 @@ def answer_question(
     if log_numbers or any(ch.isdigit() for ch in text):  # a calculation needs numbers; skip the parser otherwise
         from .calculations import capacity_answer
 
-        calc = capacity_answer(text, log_numbers)  # the tool run, or what is missing (then nothing is computed)
+        crashed = diagnosis is not None and any(f.fatal for f in diagnosis.findings)
+        calc = capacity_answer(text, log_numbers, crashed)  # the tool run, or what is missing (then nothing is computed)
     tool_calls = [c.to_dict() for c in (log_call, *(calc.calls if calc is not None else ())) if c is not None]
     fallback: FallbackReason | None = None
     llm_wanted = bool(settings.llm_base_url) and use_llm is not False
@@ -356,6 +357,7 @@ def _without_lesser_log_lines(text: str, settings: Settings) -> str:
     from .cleaning import split_question
 
     parts = split_question(text)
+    text = _without_stats_before_a_crash(text, parts)
     if len(parts.errors) < 2:
         return text
     from .tools.logs import diagnose_text
@@ -374,6 +376,31 @@ def _without_lesser_log_lines(text: str, settings: Settings) -> str:
     kept = [line for line in text.splitlines()
             if not any(sig in line.lower() for sig in lesser) or any(sig in line.lower() for sig in worse)]
     return "\n".join(kept)
+
+
+# An engine's periodic stats line: vLLM's "Avg prompt throughput: … Running: 128 reqs, Waiting: 46
+# reqs, GPU KV cache usage: 99.2%", SGLang's "Decode batch. #running-req: 64, token usage: 0.99".
+_STATS_LINE = re.compile(r"Avg (?:prompt|generation) throughput:|\bRunning:\s*\d+\s*reqs|#running-req:|#queue-req:", re.I)
+# What a question about the engine's stats lines says: the queue, throughput, the KV cache's fill.
+_ABOUT_STATS = re.compile(r"\b(?:queue[sd]?|queueing|waiting|pending|throughput|slow\w*|latency|tokens/s|kv cache usage)\b"
+                          r"|排队|等待|吞吐|慢|延迟|使用率", re.I)
+
+
+def _without_stats_before_a_crash(text: str, parts) -> str:
+    """A pasted log without its periodic stats lines when it ends in the server failing, and
+    the asker's sentences are not about the queue or throughput: `cat server.log | ask -`
+    over forty "Running: 128 reqs, Waiting: 46 reqs" lines and then a CUDA OOM traceback was
+    answered with a team page on the request queue (it quotes such a line), while `ask --log`
+    on the same lines led with the OOM. The stats were the prelude; the crash is the answer."""
+    stats = [line for line in parts.logs if _STATS_LINE.search(line)]
+    if not stats or _ABOUT_STATS.search("\n".join(parts.prose)):
+        return text
+    from .tools.logs import is_crash_line
+
+    if not any(is_crash_line(line) for line in parts.errors):
+        return text
+    drop = set(stats)
+    return "\n".join(line for line in text.splitlines() if line not in drop)
 
 
 def _reason_in(reason: str, lang: str) -> str:
@@ -400,7 +427,7 @@ def _above_the_answer(text: str, result: Retrieval, diagnosis, calc, lang: str) 
 
         extras.append(explain(calc, lang))
     if diagnosis is not None and diagnosis.findings:
-        extras.append(_log_summary(diagnosis, lang))
+        extras.append(_log_summary(diagnosis, lang, result))
     elif result.grounded or "derived max_model_len" in text:
         # "set --max-model-len 45232", from their error. The config's own limit is said even
         # when no article covers the error: it is the error's own figure, not a guessed fix.
@@ -484,11 +511,28 @@ _COMMON = frozenset("because there which where while after before about would co
                     "error errors warning using server model".split())
 
 
-def _log_summary(diagnosis, lang: str) -> str:
+def _passage_quoting(signature: str, result: Retrieval | None) -> str:
+    """The title of a retrieved passage that quotes a finding's line, for a finding no KB
+    document lists as its signature: a team's runbook rarely declares signatures, but its
+    symptom section shows the very line, and "→ no KB article on it" sat right above the
+    runbook that quotes it (trial)."""
+    # Up to its first figure, which differs from one paste to the next ("Tried to allocate 2.00 GiB").
+    needle = re.split(r"\d", signature.strip().lower(), maxsplit=1)[0].strip()[:120]
+    if result is None or len(needle) < 20:
+        return ""
+    for match in result.articles[:3]:
+        for scored in match.chunks:
+            if needle in scored.chunk.text.lower():
+                return scored.chunk.title
+    return ""
+
+
+def _log_summary(diagnosis, lang: str, result: Retrieval | None = None) -> str:
     rows = [f"**{t('answer.log_title', lang)}**", ""]
     for f in diagnosis.findings[:LOG_FINDINGS_SHOWN]:
+        home = f.article or _passage_quoting(f.signature, result) or t("answer.log_no_article", lang)
         rows.append(t("answer.log_row", lang, signature=f.signature, count=f.count, line=f.first_line,
-                      severity=f.severity, article=f.article or t("answer.log_no_article", lang)).replace("  ", " "))
+                      severity=f.severity, article=home).replace("  ", " "))
     rows += [f"- {c.get(lang, c['en'])}" for c in diagnosis.computed]
     return "\n".join(rows)
 

@@ -5,6 +5,7 @@ import pytest
 from assistant.answer import answer_question, validate_question
 from oncall_common.errors import BadQuestion
 from assistant.knowledge import open_kb
+from tests.conftest import docs_kb
 
 
 @pytest.fixture()
@@ -444,6 +445,15 @@ def test_a_feature_the_asker_rules_out_is_not_the_answer_nor_the_subject(bundled
     assert a.grounded and a.citations[0].id == first
 
 
+def test_a_ruled_out_feature_is_no_calculation_either(bundled_settings, bundled_kb):
+    """"我们没开 logprobs … free_list_len: 0" opened with the logprobs message-size calculation
+    (msgmax, sysctl) above the article that fits (trial); with logprobs on it is still computed."""
+    a = answer_question("我们没开 logprobs，FastDeploy 请求还是卡住不返回，日志里有 free_list_len: 0", bundled_settings, kb=bundled_kb)
+    assert not any(c["name"] == "logprobs_message_size" for c in a.tool_calls) and "msgmax" not in a.answer.split("\n")[0]
+    a = answer_question("FastDeploy 开了 logprobs 后请求卡住，top_logprobs 20，kernel.msgmax 8192", bundled_settings, kb=bundled_kb)
+    assert any(c["name"] == "logprobs_message_size" for c in a.tool_calls)
+
+
 def test_weights_that_cannot_fit_are_said_before_the_fix_list(bundled_settings, bundled_kb):
     question = ("still CUDA OOM during serving. already lowered --gpu-memory-utilization to 0.8 and --max-model-len to 8192, "
                 "no effect. Qwen2.5-14B on one A10 24GB")
@@ -726,3 +736,51 @@ def test_stats_showing_requests_waiting_lead_to_the_hung_requests_article(bundle
          "GPU KV cache usage: 41.2%, Prefix cache hit rate: 3.1%")
     answer = answer_question(q, bundled_settings, kb=bundled_kb)
     assert answer.citations and answer.citations[0].id == "vllm-requests-hang"
+
+
+STATS = ("INFO 04-15 20:30:{s} [loggers.py:116] Engine 000: Avg prompt throughput: 35210.4 tokens/s, Avg generation "
+         "throughput: 1402.7 tokens/s, Running: 128 reqs, Waiting: {w} reqs, GPU KV cache usage: 99.2%, Prefix cache hit rate: 58.1%")
+TEAM_PAGES = {
+    "queue-alert.md": "# RequestQueueHigh: requests waiting over the threshold\n\nFires when `vllm:num_requests_waiting > 20` "
+                      "for 3 minutes.\n\n## Symptom\n\nThe log shows:\n\n```\n" + STATS.format(s="07", w=46) + "\n```\n\n"
+                      "## Fix\n\nIf Running equals --max-num-seqs, scale out: `kubectl -n llm scale deploy/vllm --replicas=N`.\n",
+    "oom-restart.md": "# vLLM pod restarts with CUDA out of memory\n\n## Symptom\n\nThe pod is in CrashLoopBackOff and the log "
+                      "ends with:\n\n```\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n```\n\n"
+                      "## Fix\n\nCheck for leftover processes with `nvidia-smi`; lower `--gpu-memory-utilization` to 0.85 "
+                      "and add `--enforce-eager` until the pod is stable.\n",
+}
+PIPED_CRASH = "\n".join([*(STATS.format(s=f"{10 + i}", w=30 + i) for i in range(12)),
+                         "pod vllm-llama3-8b keeps restarting, here's the end of the log:",
+                         "INFO 04-18 02:11:58 [kv_cache_utils.py:634] GPU KV cache size: 467,920 tokens",
+                         "Traceback (most recent call last):",
+                         '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 390, in run_engine_core',
+                         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
+                         "of 79.10 GiB of which 1.12 GiB is free.",
+                         "we run with --gpu-memory-utilization 0.95 --max-model-len 16384"])
+
+
+def test_a_piped_log_that_ends_in_a_crash_is_answered_by_the_crash_not_its_stats_lines(tmp_path):
+    """`cat server.log | ask -`: forty stats lines showing a queue, then a CUDA OOM traceback.
+    The team's queue page (it quotes such a stats line) led, under a concurrency calculation
+    nobody asked for, while `ask --log` on the same lines led with the OOM (trial)."""
+    settings, kb = docs_kb(tmp_path, TEAM_PAGES)
+    answer = answer_question(PIPED_CRASH, settings, kb=kb)
+    assert answer.citations[0].source.endswith("oom-restart.md")
+    assert "--enforce-eager" in answer.answer
+    assert not any(c["name"] == "kv_tokens_concurrency" for c in answer.tool_calls)
+    # The same paste asked about the queue: the stats lines are the subject, and kept.
+    answer = answer_question(PIPED_CRASH + "\nbut before the crash, why were so many requests waiting?", settings, kb=kb)
+    assert answer.citations[0].source.endswith("queue-alert.md")
+    # Asked for a figure, the calculation is still made.
+    answer = answer_question(PIPED_CRASH + "\nhow many concurrent 16384-token requests fit in that KV cache?", settings, kb=kb)
+    assert any(c["name"] == "kv_tokens_concurrency" for c in answer.tool_calls)
+
+
+def test_a_log_finding_without_a_signature_names_the_passage_that_quotes_it(tmp_path):
+    """A team's runbook declares no signatures, but its symptom section shows the very line:
+    `ask --log` said "→ no KB article on it" right above that runbook (trial)."""
+    settings, kb = docs_kb(tmp_path, TEAM_PAGES)
+    log = PIPED_CRASH.replace("2.00 GiB", "4.00 GiB")  # another paste's figures
+    answer = answer_question("why does the pod keep restarting?", settings, kb=kb, log_text=log)
+    finding = next(line for line in answer.answer.splitlines() if "OutOfMemoryError" in line)
+    assert finding.endswith("→ vLLM pod restarts with CUDA out of memory > Symptom") and "no KB article" not in finding

@@ -129,6 +129,12 @@ def _level(line: str) -> str:
     return m.group(1).upper() if m else ""
 
 
+def is_crash_line(line: str) -> bool:
+    """Whether one log line is the server failing (see `_fatal`), read with its own level."""
+    line = line[:MAX_LINE]
+    return _fatal(line, _level(line))
+
+
 def _fatal(line: str, level: str) -> bool:
     """Whether a line is the server failing: it died, or an error that ends the process (at
     ERROR or worse, or a bare traceback's last line) — not a request the server refused."""
