@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable
 
 from .i18n import LANGS, catalog, pick_lang, t, texts
 from .model_shapes import ModelShape, context_limit, named_model
-from .quantities import Extraction, Quantity, extract, normalize
+from .quantities import MAX_CHARS, Extraction, Quantity, extract, normalize
 
 if TYPE_CHECKING:
     from .tools import ToolCall
@@ -868,6 +868,18 @@ _SETTING_AMOUNT = re.compile(r"\b(?:cap|capping|limit|limiting|restrict|restrict
                              r"|限制[^，,。；;？?！!\n]{0,16}?(?:多少|多大)")
 
 
+def _pastes_a_crash(question: str) -> bool:
+    """Whether the question's pasted lines show the server failing (tools/logs.is_crash_line)."""
+    from .questions import might_paste
+
+    if not might_paste(question):
+        return False
+    from .cleaning import split_question
+    from .tools.logs import is_crash_line
+
+    return any(is_crash_line(line) for line in split_question(question[:MAX_CHARS]).errors)
+
+
 def _asks_for_a_number(text: str) -> bool:
     """Whether the sentences ask for a figure, not only about a case that has sizes in it.
     "What if" words alone do not: "改成 float16 后又报 OOM", "换成 vLLM 之后占到 160G" say what
@@ -885,7 +897,6 @@ def _asking(question: str) -> str:
     pasted log cannot be told from the sentences around it (a vLLM start-up log pasted alone
     drew a "more numbers needed" block for a calculation nobody asked for)."""
     from .questions import might_paste
-    from .quantities import MAX_CHARS, normalize
 
     text = question[:MAX_CHARS]
     if might_paste(text):
@@ -911,11 +922,19 @@ def _other_engine(text: str, ours: frozenset[str] = frozenset({"fastdeploy"})) -
     return bool(products) and not ours & set(products)
 
 
+def _logprobs_ruled_out(question: str) -> bool:
+    """"我们没开 logprobs，请求还是卡住": the asker says logprobs is off, so its message size is
+    no figure to compute (it opened the answer above the article that fits, trial)."""
+    from .negation import ruled_out
+
+    return any("logprob" in name.lower() for name in ruled_out(question))
+
+
 def route(x: Extraction, facts: _Facts, asked: str) -> str | None:
     """The capacity tool a question asks for, or None when it is not a capacity question.
     `asked` is the part of the question that can ask (see `_asking`)."""
     if (_LOGPROBS.search(x.text) and (_MSG_WORDS.search(x.text) or facts.asked("msgmax") or facts.asked("msgmnb"))
-            and not _other_engine(x.text)):
+            and not _other_engine(x.text) and not _logprobs_ruled_out(x.text)):
         return "logprobs_message_size"
     t = asked
     if not t.strip():
@@ -947,7 +966,12 @@ def route(x: Extraction, facts: _Facts, asked: str) -> str | None:
     # block count; now it asks for the GPU's memory.
     known = (not logged_tokens and not facts.has("num_blocks") and not _FASTDEPLOY.search(x.text)
              and named_model(x.text) is not None)
-    memory = facts.asked("gpu_memory") or (facts.asked("weights") and not logged_tokens) or (
+    # With vLLM's own KV cache size logged, a GPU's size is no reason to estimate it again
+    # unless the asker wonders what another size would do: torch's "GPU 0 has a total capacity
+    # of 79.10 GiB" in a pasted OOM made an upper bound (30 requests) of the logged 467,920
+    # tokens' 28.
+    memory = (facts.asked("gpu_memory") and (not logged_tokens or bool(_WHAT_IF.search(t)))) or (
+        facts.asked("weights") and not logged_tokens) or (
         known and (_one_size_card(x.text) is not None or facts.asked("max_model_len")))
     if memory and _asks_anything(t):
         return "kv_cache_capacity"
@@ -987,15 +1011,21 @@ def _pasted_log_apart(question: str, log_numbers: dict[str, float] | None) -> tu
     return kept, {**numbers_in("\n".join(logs)), **(log_numbers or {})}
 
 
-def capacity_answer(question: str, log_numbers: dict[str, float] | None = None) -> CapacityAnswer | None:
+def capacity_answer(question: str, log_numbers: dict[str, float] | None = None,
+                    log_crashed: bool = False) -> CapacityAnswer | None:
     """Read a capacity question (plus numbers from its log) and run the tool it asks for, or say what
-    is missing. None when the question is not a capacity question."""
+    is missing. None when the question is not a capacity question. `log_crashed`: the log given
+    beside the question (`ask --log`) shows the server failing."""
     asked = _asking(question)
+    crashed = log_crashed or _pastes_a_crash(question)
     question, log_numbers = _pasted_log_apart(question, log_numbers)
     x = _own_line_labels(extract(question), question)
     facts = _Facts(x, log_numbers, question)
     tool = route(x, facts, asked)
-    if tool is None:
+    if tool is None or (crashed and not _asks_for_a_number(asked)):
+        # A log that states its KV cache size and ends in a CUDA OOM traceback, under "the pod
+        # keeps restarting": the concurrency it allows, which nobody asked for, led the answer
+        # above the crash (trial). Asked for ("how many requests fit?"), it is still computed.
         return None
     if (tool == "kv_cache_capacity" and _ASKS_SIZING.search(asked) and not _ASK_CONC.search(asked) and named_model(x.text) is not None
             and not facts.has("tensor_parallel_size") and not facts.has("gpu_count")):

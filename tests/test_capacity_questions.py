@@ -1006,3 +1006,14 @@ def test_kv_capacity_said_in_a_sentence_and_the_longest_context_asked_with_a_fla
         assert a is not None and a.tool == "kv_cache_capacity" and "46,956" in explain(a, "en"), q
     # the model's own limit, no GPU named: nothing to compute
     assert capacity_answer("what is the max context length of Qwen2.5-7B?") is None
+
+
+def test_a_count_of_sessions_said_with_each_ones_length_between():
+    """"64 个 32k 的会话，每 token 320 KiB，TP 4，需要多少显存" computed nothing (the README's own
+    example, asked in short Chinese, trial): 64 was bound to no noun, with "32k 的" before 会话."""
+    need = capacity_answer("64 个 32k 的会话，每 token 320 KiB，TP 4，需要多少显存").call.result
+    assert (need["total_gib"], need["per_gpu_gib"]) == (625.0, 156.25)
+    from assistant.quantities import extract
+
+    labels = [(q.text, q.label) for q in extract("50 个 8k 的会话").quantities]
+    assert labels == [("50", "sessions"), ("8k", "tokens_per_request")]
