@@ -278,9 +278,19 @@ TERMS: tuple[tuple[str, str], ...] = (
     ("审批", "approval approve"),
     ("紧急", "emergency urgent"),
     ("工单", "ticket"),
+    ("变更冻结 封网 封版", "freeze"),
+    ("周末", "weekend weekends"),
+    ("保留 留存", "retention retain"),
+    ("归档", "archive archived"),
+    ("交接", "handoff handover"),
 )
 
 _EN_WORD = re.compile(r"[a-z][a-z0-9]+")
+# Words of an English phrase that say nothing alone: "of" and "out" mapped every English
+# question with "of" in it to 显存不足 (from "out of memory"), "first" to 首字, "long" to 长文本.
+# They map back only inside their phrase (two words of a row's English side in a row).
+_PHRASE_PARTS = frozenset({"of", "out", "no", "first", "line", "found", "root", "head", "long", "single", "mixed", "half",
+                           "operating", "function", "tool", "internal", "status", "rate", "effect", "reverse", "calling"})
 
 
 @lru_cache(maxsize=1)
@@ -293,12 +303,20 @@ def _tables() -> tuple[dict[str, list[tuple[str, str]]], dict[str, str]]:
             zh_to_en.setdefault(zh[0], []).append((zh, en))
     for terms in zh_to_en.values():
         terms.sort(key=lambda pair: -len(pair[0]))
-    # An English word maps back only when one concept uses it ("gpu" is in several, so none).
+    # An English word maps back only when one concept uses it ("gpu" is in several, so none),
+    # and to all of that concept's Chinese words: a Chinese page says one of them, and which
+    # one is the writer's choice ("canary" reached only 金丝雀, never a team FAQ's 灰度发布).
     rows: dict[str, list[str]] = {}
     for zhs, en in TERMS:
         for word in set(en.split()):
-            rows.setdefault(word, []).append(zhs.split()[0])
-    en_to_zh = {word: zh[0] for word, zh in rows.items() if len(zh) == 1}
+            rows.setdefault(word, []).append(zhs)
+    en_to_zh = {word: zh[0] for word, zh in rows.items() if len(zh) == 1 and word not in _PHRASE_PARTS}
+    pairs: dict[str, list[str]] = {}
+    for zhs, en in TERMS:
+        words = en.split()
+        for pair in {f"{a} {b}" for a, b in zip(words, words[1:])}:
+            pairs.setdefault(pair, []).append(zhs)
+    en_to_zh.update({pair: zh[0] for pair, zh in pairs.items() if len(zh) == 1})
     return zh_to_en, en_to_zh
 
 
@@ -319,5 +337,6 @@ def translate(question: str, lang: str) -> list[str]:
             found.append(hit[1])
             i += len(hit[0])
     else:
-        found = [en_to_zh[w] for w in _EN_WORD.findall(question.lower()) if w in en_to_zh]
+        words = _EN_WORD.findall(question.lower())
+        found = [en_to_zh[w] for w in (*words, *(f"{a} {b}" for a, b in zip(words, words[1:]))) if w in en_to_zh]
     return list(dict.fromkeys(found))
