@@ -107,9 +107,20 @@ OVERVIEW_FACTOR = 0.9
 RULED_OUT_FACTOR = 0.5
 # Ranking scale per question language: Chinese questions score higher against every
 # passage (the band above), and a shared ceiling clipped their best matches flat.
-# A question against a passage in the other language (a Chinese question on English-only
-# docs) scores lower again; its range keeps those passages apart instead of clipping them.
-DENSE_RANGE = {"en": (0.78, 0.92), "zh": (0.85, 0.97), "cross": (0.76, 0.92)}
+# "twin": the other-language half of a translated pair (the bundled KB's articles), as tuned
+# before the shift below.
+DENSE_RANGE = {"en": (0.78, 0.92), "zh": (0.85, 0.97), "twin": (0.76, 0.92)}
+# A question against a page written only in the other language, by the question's language.
+# An English question reads 0.036 lower on a Chinese page than on its English twin (measured
+# on the bundled KB's twins: 377 real dev questions, the best chunk of the right article in
+# each language; 10th–90th percentile 0.022–0.053), so its range sits that much under the
+# English one: on one shared range (0.76–0.92) an English question's Chinese-only FAQ entry on
+# where logs are kept (0.827) ranked 21st, under English pages that shared only "vllm". A
+# Chinese question reads 0.052 lower on an English twin, but its range stays the one tuned on
+# English-only doc trees: shifted by that (0.798–0.918), Chinese questions on the AIBrix,
+# Aphrodite and api-for-open-llm docs lost 3 first passages and 4 fixes.
+EN_ON_ZH_OFFSET = 0.036
+CROSS_RANGE = {"en": (DENSE_RANGE["en"][0] - EN_ON_ZH_OFFSET, DENSE_RANGE["en"][1] - EN_ON_ZH_OFFSET), "zh": (0.76, 0.92)}
 
 
 @dataclass(frozen=True)
@@ -185,8 +196,10 @@ def section_key(title: str) -> str:
     return " > ".join(title.split(" > ")[:2])
 
 
-def dense_scale(cosine: float | np.ndarray, lang: str = "en") -> float | np.ndarray:
-    floor, ceil = DENSE_RANGE.get(lang, DENSE_RANGE["en"])
+def dense_scale(cosine: float | np.ndarray, lang: str = "en", cross: bool = False) -> float | np.ndarray:
+    """Cosine to 0..1 on the question language's range; `cross` for pages written only in
+    the other language (CROSS_RANGE)."""
+    floor, ceil = (CROSS_RANGE if cross else DENSE_RANGE).get(lang, DENSE_RANGE["en"])
     return np.clip((cosine - floor) / (ceil - floor), 0.0, 1.0)
 
 
@@ -326,8 +339,21 @@ def demote_ruled_out(question: str, matches: list[ArticleMatch], metas: dict) ->
             match.score *= RULED_OUT_FACTOR
 
 
+def _pages_only_in(index: KBIndex, lang: str) -> np.ndarray:
+    """Which pages (page_vectors' rows) are written only in `lang`, cached per index."""
+    def build() -> np.ndarray:
+        rows, _pages = page_vectors(index)
+        mask = np.zeros(len(rows), dtype=bool)
+        other = "en" if lang == "zh" else "zh"
+        for doc_id, row in rows.items():
+            mask[row] = f"{doc_id}:{lang}" in index.docs and f"{doc_id}:{other}" not in index.docs
+        return mask
+
+    return derived(index, f"_pages_only_in_{lang}", build)
+
+
 def apply_page_prior(index: KBIndex, query_vector: np.ndarray, matches: list[ArticleMatch], mode: str,
-                     question: str = "") -> None:
+                     question: str = "", lang: str = "") -> None:
     """Lower each match by its page's cosine gap to the page closest to the question
     (PAGE_WEIGHT, ARTICLE_PAGE_WEIGHT), a passage by its page's hubness (HUB_WEIGHT) and, for
     a question not about versions, a passage of release notes (RELEASE_LOG_PENALTY),
@@ -336,6 +362,12 @@ def apply_page_prior(index: KBIndex, query_vector: np.ndarray, matches: list[Art
         return
     rows, pages = page_vectors(index)
     page_cos = pages @ np.asarray(query_vector, dtype=np.float32)
+    if lang == "en":
+        # A page written only in Chinese reads EN_ON_ZH_OFFSET further from an English question than
+        # its translation would (CROSS_RANGE): without this, every such page paid ~0.13 for
+        # its language alone, and an English question never reached a Chinese-only page.
+        # (A Chinese question's English-only pages keep the prior as tuned, like their range.)
+        page_cos = page_cos + EN_ON_ZH_OFFSET * _pages_only_in(index, "zh")
     closest_page = float(page_cos.max())
     floor, ceil = DENSE_RANGE["en"]
     passages = any(m.passage for m in matches)  # curated articles need neither hubness nor release notes
@@ -642,7 +674,11 @@ def search(
     dscaled = dense_scale(dense, lang)
     other = _other_lang_mask(index, lang)
     if other.any():
-        dscaled = np.where(other, dense_scale(dense, "cross"), dscaled)
+        # A page with no version in the question's language on the shifted range; the other
+        # half of a translated pair on the range it was tuned with: it only repeats its twin,
+        # and on its twin's footing it counted as that article's second chunk.
+        dscaled = np.where(twinless_mask(index, lang), dense_scale(dense, lang, cross=True),
+                           np.where(other, dense_scale(dense, "twin"), dscaled))
 
     if mode == "dense":
         blended = dscaled
@@ -725,7 +761,7 @@ def search(
             match.relevance = match.dense + boost
 
     demote_ruled_out(question, list(by_article.values()), metas)
-    apply_page_prior(index, qvec[0], list(by_article.values()), mode, question)
+    apply_page_prior(index, qvec[0], list(by_article.values()), mode, question, lang)
     articles = team_passage_first(sorted(by_article.values(), key=lambda a: -a.score)[:limit])
     timings["search"] = (time.perf_counter() - t1) * 1000
     result = Retrieval(question, lang, mode, articles, False, timings, scope)
