@@ -540,6 +540,10 @@ def text_title(body: str) -> str:
     like a heading and either nothing sits under it before the next heading or every later
     heading is numbered (it is above them, not beside them)."""
     blocks = [part for block in _blank_line_blocks(body) for part in _split_at_headings(block)]
+    if blocks and len(blocks[0]) > 1 and all(is_byline_not_heading(line) for line in blocks[0][1:]):
+        # "Inference On-call Checklist (start of shift)" over "Last edit: jmorgan, 2025-03":
+        # the byline under a title is no text of it (the page was titled by its file name).
+        blocks[0] = blocks[0][:1]
     if len(blocks) < 2 or len(blocks[0]) != 1:
         return ""
     first = blocks[0][0].strip()

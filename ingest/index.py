@@ -89,7 +89,9 @@ SCHEMA = 16
 #     "1. LLMGateway5xxHigh"), and a numbered item written as labelled lines ("现象：", "处理：")
 #     is a section of its own, in a block too; a byline ("维护：… / 更新：…") is never a heading;
 #     a Confluence page's header title (`h1#title-heading`) titles it, not its <title>.
-RULES = 30
+# 31: plain text: a title line with a byline under it ("Last edit: jmorgan, 2025-03") still
+#     titles the page.
+RULES = 31
 FAISS_TOP = 2_000
 
 

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from ingest.chunking import chunk_document, text_sections
+from ingest.chunking import chunk_document, text_sections, text_title
 from ingest.documents import parse_document
 
 from .conftest import ARTICLE_EN, dedent
@@ -243,3 +243,15 @@ def test_entities_in_inline_code_and_escaped_ones_stay_as_written(tmp_path):
     doc = _doc(tmp_path, "page.md", "# Run\n\nRun `make &amp;&amp; make install` with &lt;prefix&gt;, and type \\&amp; as is.\n")
     text = " ".join(c.text for c in chunk_document(doc))
     assert "`make &amp;&amp; make install`" in text and "<prefix>" in text and "\\&amp;" in text
+
+
+def test_a_plain_text_title_with_a_byline_under_it_still_titles_the_page():
+    """"Inference On-call Checklist (start of shift)" over "Last edit: jmorgan, 2025-03" and
+    numbered sections: the page was titled by its file name, and its sections' names were
+    strung together as its title in topic lists (trial)."""
+    body = ("Inference On-call Checklist (start of shift)\nLast edit: jmorgan, 2025-03\n\n1. Start of shift\n"
+            "Acknowledge the PagerDuty handoff in #inference-oncall\n\n2. Health checks\n"
+            "kubectl -n llm get deploy -o wide\n\n3. End of shift\nWrite the handover note.\n")
+    assert text_title(body) == "Inference On-call Checklist (start of shift)"
+    # a second line that is text, not a byline, leaves it untitled as before
+    assert text_title(body.replace("Last edit: jmorgan, 2025-03", "Run these checks every shift, they take 10 min.")) == ""

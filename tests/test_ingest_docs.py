@@ -893,8 +893,9 @@ def test_exports_from_feishu_yuque_and_word_keep_their_sections(tmp_path):
             "日志中出现 HcclGetRootInfo, error code is 6。\n3.1.3 处理\n先执行 npu-smi info 查看残留进程。\n\n第四章 联系方式\n张工。\n")
     chunks = chunk_document(_doc(tmp_path, "runbook/手册.txt", word.encode("gbk")))
     by_text = {c.text: c.title for c in chunks}
-    assert by_text["先执行 npu-smi info 查看残留进程。"] == "手册 > 第三章 常见故障 > 3.1 HCCL 初始化失败 > 3.1.3 处理"
-    assert by_text["张工。"] == "手册 > 第四章 联系方式"
+    # titled by its first line, the byline under it notwithstanding (not by the file name, 手册)
+    assert by_text["先执行 npu-smi info 查看残留进程。"] == "昇腾推理部署手册 > 第三章 常见故障 > 3.1 HCCL 初始化失败 > 3.1.3 处理"
+    assert by_text["张工。"] == "昇腾推理部署手册 > 第四章 联系方式"
     # A numbered list stays a list.
     steps = chunk_document(_doc(tmp_path, "steps.txt", "Upgrade\n\n1. Drain the node\n2. Restart the pod\n3. Check the logs\n"))
     assert [c.title for c in steps] == ["steps > Upgrade"]
