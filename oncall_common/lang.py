@@ -39,10 +39,16 @@ def cjk_count(text: str) -> int:
 
 
 def _line_is_zh(line: str) -> bool:
-    if cjk_count(line) < 2:
+    if cjk_count(line) < 1:
         return False
     own = re.sub(_PASTED_MESSAGE, " ", re.sub(_QUOTED, " ", line))
     cjk = cjk_count(own)
+    # One Chinese word typed with Chinese punctuation is a Chinese writer: "CUDA error: an
+    # illegal memory access was encountered，vLLM 0.9.1 H20 跑 DeepSeek-R1" was answered in English.
+    if cjk >= 1 and any(ch in own for ch in "，。？！；"):
+        return True
+    if cjk_count(line) < 2:
+        return False
     # Chinese words in several places are a Chinese sentence around what was pasted, however
     # long the paste ("vllm serve 启动就报 CUDA out of memory，Tried to allocate …，命令是
     # vllm serve … --max-model-len 32768" was answered in English).
