@@ -393,3 +393,14 @@ def test_ingest_refuses_a_file_of_a_type_it_cannot_read_and_does_not_save_it(tmp
     assert inner.returncode == 0 and f"is inside {runbooks.resolve()}, which is indexed already" in inner.stderr.decode()
     status = json.loads(run_cli(["assistant", "ingest", "--status"], env).stdout)
     assert not any(s.endswith("gizmo.md") for s in status["sources"])
+
+
+def test_a_source_quoted_for_context_shows_no_zero_score():
+    """A section quoted after the matched one (the page's next) is cited unscored: its "0.00"
+    read as an error (two newcomer trials)."""
+    from assistant.answer import Citation
+    from assistant.interfaces.render import _where
+
+    cite = lambda score: Citation("d", "T", "runbooks/oom.md", "Fix", "zh", score, "…")  # noqa: E731
+    assert _where(cite(0.0)) == "runbooks/oom.md · zh"
+    assert _where(cite(0.874)) == "runbooks/oom.md · zh · 0.87"
