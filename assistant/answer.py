@@ -489,6 +489,13 @@ def _the_log_decides(result: Retrieval, diagnosis, index) -> None:
     if named is not None and result.articles[0] is not named:
         result.articles.remove(named)
         result.articles.insert(0, named)
+    if named is not None and result.grounded and named.signatures:
+        # The log's worst line is the article's own signature: no close call. `ask --log` on
+        # a FastDeploy worker log with "free_list_len: 0" three times, flagged critical,
+        # opened "Not a sure match" (trial).
+        from .refusal import SURE
+
+        result.confidence = max(result.confidence or 0.0, SURE)
 
 
 def _asks_only_about_the_log(text: str) -> bool:

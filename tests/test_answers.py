@@ -784,3 +784,22 @@ def test_a_log_finding_without_a_signature_names_the_passage_that_quotes_it(tmp_
     answer = answer_question("why does the pod keep restarting?", settings, kb=kb, log_text=log)
     finding = next(line for line in answer.answer.splitlines() if "OutOfMemoryError" in line)
     assert finding.endswith("→ vLLM pod restarts with CUDA out of memory > Symptom") and "no KB article" not in finding
+
+
+FD_WORKER_LOG = """[2025-07-14 10:03:02,117] [    INFO] - num_blocks_global: 17131
+[2025-07-14 10:03:05,004] [    INFO] - Worker process started, max_num_seqs=128, block_size=64, kv_cache_ratio=0.75
+[2025-07-14 10:15:44,512] [    INFO] - need_block_len: 1， free_list_len: 0
+[2025-07-14 10:15:44,590] [    INFO] - recover seq_id: 2， free_list_len: 144， used_list_len: 134
+[2025-07-14 10:15:45,002] [    INFO] - need_block_len: 1， free_list_len: 0
+[2025-07-14 10:15:47,221] [ WARNING] - request chatcmpl-8f1c waited 30.2s in queue
+[2025-07-14 10:15:49,876] [    INFO] - need_block_len: 1， free_list_len: 0"""
+
+
+def test_a_log_whose_worst_line_is_the_articles_signature_is_no_close_call(bundled_settings, bundled_kb):
+    """`ask --log worker.log` with no question: "free_list_len: 0" three times, flagged
+    critical and the article's own signature, opened "Not a sure match" (trial)."""
+    from assistant.i18n import t
+
+    answer = answer_question(t("answer.log_question", "en"), bundled_settings, kb=bundled_kb, log_text=FD_WORKER_LOG)
+    assert answer.citations[0].id == "fastdeploy-oom-while-serving"
+    assert answer.coverage == "full" and "Not a sure match" not in answer.answer
