@@ -444,6 +444,20 @@ def release_logs(index: KBIndex) -> frozenset[str]:
                    lambda: frozenset(meta.id for meta in index.docs.values() if not meta.structured and is_release_log(meta)))
 
 
+def _set_grounding(match: ArticleMatch, lang: str) -> None:
+    """`dense` and `grounding`, from the match's closest chunk. A Chinese-only page found by
+    an English question is judged as its English translation would be, as it is ranked
+    (CROSS_RANGE): ranked up but judged on the shared band, it was refused where its
+    translation would be answered."""
+    closest = max(match.chunks, key=lambda c: c.dense)
+    band_lang = lang if closest.chunk.lang == lang else "cross"
+    cosine = closest.dense
+    if lang == "en" and band_lang == "cross" and match.other_lang_only:
+        cosine, band_lang = cosine + EN_ON_ZH_OFFSET, "en"
+    match.dense = grounding_scale(cosine, band_lang)
+    match.grounding = grounding_scale(cosine, band_lang, PASSAGE_DENSE_BAND) if match.passage else match.dense
+
+
 def grounding_scale(cosine: float, lang: str, band: dict[str, tuple[float, float]] = DENSE_BAND) -> float:
     lo, hi = band.get(lang, band["en"])
     return float(np.clip((cosine - lo) / (hi - lo), 0.0, 1.0))
@@ -748,11 +762,8 @@ def search(
             match.version_conflict = version_mismatch(scope, meta)
             conflicts = match.product_conflict + bool(match.hardware_conflict) + match.version_conflict
             match.score -= mismatch_penalty * conflicts
-        closest = max(match.chunks, key=lambda c: c.dense)
-        band_lang = lang if closest.chunk.lang == lang else "cross"
-        match.dense = grounding_scale(closest.dense, band_lang)
-        match.grounding = grounding_scale(closest.dense, band_lang, PASSAGE_DENSE_BAND) if match.passage else match.dense
         match.other_lang_only = f"{match.doc_id}:{lang}" not in index.docs
+        _set_grounding(match, lang)
         if not match.other_lang_only:
             match.relevance = 0.5 * match.dense + 0.5 * coverage + boost
         else:

@@ -1991,3 +1991,33 @@ def test_a_subject_found_by_how_it_is_asked_is_named_by_its_name(tmp_path):
         "ports.md": "# Ports\n\nThe API listens on 8000. Metrics are on /metrics.\n"})
     answer = answer_question("how do I fine-tune llama 3 with DPO before serving it?", settings, kb=kb)
     assert "how do I fine-tune" not in answer.answer
+
+
+MIXED_TEAM_DOCS = {
+    "oncall/常见问题.md": "# 推理值班常见问题\n\n## 日志在哪里？保存多久？\n\nvLLM 和 SGLang 的日志都通过 fluent-bit 收集，节点上落盘在 "
+                          "`/data/logs/vllm/`，本地保留 7 天，之后归档到 OSS，保留 30 天。\n\n## 模型灰度发布怎么做？\n\n"
+                          "先用 `gatewayctl route weight --model <name> --canary 5` 切 5% 流量，观察 30 分钟再放量。\n\n"
+                          "## 怎么申请 GPU 配额？\n\n在资源平台提单，写明卡型和数量，组长审批。\n",
+    "runbooks/vllm-upgrade.md": "# vLLM 0.6.6 to 0.8.4 upgrade notes\n\nWhat broke when we moved vllm to 0.8: the V1 engine is on by "
+                                "default, `--disable-log-requests` was renamed, and vllm serve prints its args once.\n\n"
+                                "## What to check\n\nRun the smoke test against the new vllm image before rolling.\n",
+    "runbooks/kv-cache.md": "# Runbook: VLLMKVCacheUsageHigh\n\nFires when vllm KV cache usage stays above 0.95 for 5 minutes.\n\n"
+                            "## What to do\n\nScale out: `kubectl -n llm scale deploy/vllm --replicas=<n+2>`.\n",
+    "oncall/faq.md": "# Inference on-call FAQ\n\n## Q: Where is the HF token stored and how do we rotate it?\n\nIn Vault at "
+                     "`secret/llm/hf`; rotate it with `vault kv put` and restart the vllm pods.\n\n"
+                     "## Q: How do I tell if the model is loaded?\n\n`curl :8000/v1/models` lists it once vllm is ready.\n",
+}
+
+
+@pytest.mark.parametrize("question,expect", [
+    ("where are vllm logs kept and for how long?", "/data/logs/vllm/"),
+    ("how do we do a canary rollout of a new model?", "gatewayctl route weight"),
+])
+def test_an_english_question_reaches_a_chinese_only_page_of_a_mixed_tree(tmp_path, question, expect):
+    """A team tree with Chinese-only and English-only pages: the English question's answer
+    sits on a Chinese FAQ page. Ranked on the English range and penalised by the page prior
+    for its language alone, the entry ranked 21st, under English pages sharing "vllm", and
+    "canary" reached 金丝雀 only, never the page's 灰度发布 (trial)."""
+    settings, kb = docs_kb(tmp_path, MIXED_TEAM_DOCS)
+    answer = answer_question(question, settings, kb=kb)
+    assert answer.grounded and answer.citations[0].source == "oncall/常见问题.md" and expect in answer.answer
