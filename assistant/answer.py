@@ -211,10 +211,12 @@ def _extractive(text: str, kb, result: Retrieval, diagnosis, calc, lang: str, to
     computed = calc is not None and bool(calc.calls) and not calc.missing
     extras, weights_over = _above_the_answer(text, result, diagnosis, calc, lang)
     answer = compose(kb, result, lang, 1 if computed else top_k, weights_over)
-    if weights_over and answer.coverage == "tentative" and not _top_is_passage(result):
+    if (weights_over and answer.coverage == "tentative" and not _top_is_passage(result)) or (computed and not answer.grounded):
         # The weights cannot fit, which the note says with certainty, and no article is a
         # sure match: "Qwen2.5-14B 单卡 A10 24GB 能跑 32k 吗" quoted the multi-GPU NCCL
-        # article under it (newcomer trial). The note stands alone, said as such.
+        # article under it (newcomer trial). The note stands alone, said as such. So does a
+        # computed figure no article covers: "Qwen2.5-32B 单卡 H20 96G，32k，能并发几个" got its
+        # figure, then "I won't guess a fix", the KB's topics and an unrelated closest entry (trial).
         answer = Answer(text, t("answer.weights_alone", lang), lang, False, [], coverage="none")
     if extras:
         # The calculation and log findings come first and whole; the KB's quote gets the rest of the bound.

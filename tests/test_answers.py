@@ -803,3 +803,12 @@ def test_a_log_whose_worst_line_is_the_articles_signature_is_no_close_call(bundl
     answer = answer_question(t("answer.log_question", "en"), bundled_settings, kb=bundled_kb, log_text=FD_WORKER_LOG)
     assert answer.citations[0].id == "fastdeploy-oom-while-serving"
     assert answer.coverage == "full" and "Not a sure match" not in answer.answer
+
+
+def test_a_computed_figure_no_article_covers_stands_alone(bundled_settings, bundled_kb):
+    """"Qwen2.5-32B-Instruct 单卡 H20 96G，32k 上下文，bf16，能并发几个" got its figure, then "I
+    won't guess a fix", the KB's topic list and an unrelated closest entry (trial)."""
+    a = answer_question("Qwen2.5-32B-Instruct 单卡 H20 96G，32k 上下文，bf16，能并发几个", bundled_settings, kb=bundled_kb)
+    assert any(c["name"] == "kv_cache_capacity" for c in a.tool_calls)
+    assert "我不会去猜" not in a.answer and "覆盖的内容包括" not in a.answer
+    assert a.answer.rstrip().endswith("不依赖任何条目。") and not a.grounded
