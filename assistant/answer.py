@@ -211,13 +211,16 @@ def _extractive(text: str, kb, result: Retrieval, diagnosis, calc, lang: str, to
     computed = calc is not None and bool(calc.calls) and not calc.missing
     extras, weights_over = _above_the_answer(text, result, diagnosis, calc, lang)
     answer = compose(kb, result, lang, 1 if computed else top_k, weights_over)
-    if (weights_over and answer.coverage == "tentative" and not _top_is_passage(result)) or (computed and not answer.grounded):
+    if weights_over and answer.coverage == "tentative" and not _top_is_passage(result):
         # The weights cannot fit, which the note says with certainty, and no article is a
         # sure match: "Qwen2.5-14B 单卡 A10 24GB 能跑 32k 吗" quoted the multi-GPU NCCL
-        # article under it (newcomer trial). The note stands alone, said as such. So does a
-        # computed figure no article covers: "Qwen2.5-32B 单卡 H20 96G，32k，能并发几个" got its
-        # figure, then "I won't guess a fix", the KB's topics and an unrelated closest entry (trial).
+        # article under it (newcomer trial). The note stands alone, said as such.
         answer = Answer(text, t("answer.weights_alone", lang), lang, False, [], coverage="none")
+    elif computed and not answer.grounded and not result.unseen and not result.foreign_products:
+        # So does a computed figure no article covers: "Qwen2.5-32B 单卡 H20 96G，32k，能并发几个"
+        # got its figure, then "I won't guess a fix", the KB's topics and an unrelated closest
+        # entry (trial). A refusal that names what the KB lacks (LoRA, another product) stays.
+        answer = Answer(text, t("answer.computed_alone", lang), lang, False, [], coverage="none")
     if extras:
         # The calculation and log findings come first and whole; the KB's quote gets the rest of the bound.
         head = "\n\n".join(extras)
@@ -384,8 +387,8 @@ def _without_lesser_log_lines(text: str, settings: Settings) -> str:
 # reqs, GPU KV cache usage: 99.2%", SGLang's "Decode batch. #running-req: 64, token usage: 0.99".
 _STATS_LINE = re.compile(r"Avg (?:prompt|generation) throughput:|\bRunning:\s*\d+\s*reqs|#running-req:|#queue-req:", re.I)
 # What a question about the engine's stats lines says: the queue, throughput, the KV cache's fill.
-_ABOUT_STATS = re.compile(r"\b(?:queue[sd]?|queueing|waiting|pending|throughput|slow\w*|latency|tokens/s|kv cache usage)\b"
-                          r"|排队|等待|吞吐|慢|延迟|使用率", re.I)
+_ABOUT_STATS = re.compile(r"\b(?:queue[sd]?|queueing|waiting|pending|throughput|slow\w*|latency|tokens/s|kv cache usage"
+                          r"|hang\w*|stuck|time[sd]? ?out|timeouts?)\b|排队|等待|吞吐|慢|延迟|使用率|卡住|卡死|超时", re.I)
 
 
 def _without_stats_before_a_crash(text: str, parts) -> str:
@@ -394,15 +397,16 @@ def _without_stats_before_a_crash(text: str, parts) -> str:
     over forty "Running: 128 reqs, Waiting: 46 reqs" lines and then a CUDA OOM traceback was
     answered with a team page on the request queue (it quotes such a line), while `ask --log`
     on the same lines led with the OOM. The stats were the prelude; the crash is the answer."""
-    stats = [line for line in parts.logs if _STATS_LINE.search(line)]
+    stats = {line.strip() for line in parts.logs if _STATS_LINE.search(line)}
     if not stats or _ABOUT_STATS.search("\n".join(parts.prose)):
         return text
     from .tools.logs import is_crash_line
 
-    if not any(is_crash_line(line) for line in parts.errors):
-        return text
-    drop = set(stats)
-    return "\n".join(line for line in text.splitlines() if line not in drop)
+    crashes = {line.strip() for line in parts.errors if is_crash_line(line)}
+    lines = text.splitlines()
+    last_crash = max((i for i, line in enumerate(lines) if line.strip() in crashes), default=-1)
+    # Only what came before the crash: stats after it are the server back up and in trouble again.
+    return "\n".join(line for i, line in enumerate(lines) if i > last_crash or line.strip() not in stats)
 
 
 def _reason_in(reason: str, lang: str) -> str:
@@ -492,9 +496,9 @@ def _the_log_decides(result: Retrieval, diagnosis, index) -> None:
         result.articles.remove(named)
         result.articles.insert(0, named)
     if named is not None and result.grounded and named.signatures:
-        # The log's worst line is the article's own signature: no close call. `ask --log` on
-        # a FastDeploy worker log with "free_list_len: 0" three times, flagged critical,
-        # opened "Not a sure match" (trial).
+        # The log's worst finding is the leading article's own signature: no close call.
+        # `ask --log` on a FastDeploy worker log with "free_list_len: 0" three times opened
+        # "Not a sure match" (trial).
         from .refusal import SURE
 
         result.confidence = max(result.confidence or 0.0, SURE)

@@ -922,6 +922,12 @@ def _other_engine(text: str, ours: frozenset[str] = frozenset({"fastdeploy"})) -
     return bool(products) and not ours & set(products)
 
 
+def _says_gpu_memory(asked: str) -> bool:
+    """Whether the asker's own sentences give a GPU's memory ("On an H100 80GB, how many…"),
+    not only a pasted error ("GPU 0 has a total capacity of 79.10 GiB", review)."""
+    return extract(asked).has("gpu_memory")
+
+
 def _logprobs_ruled_out(question: str) -> bool:
     """"我们没开 logprobs，请求还是卡住": the asker says logprobs is off, so its message size is
     no figure to compute (it opened the answer above the article that fits, trial)."""
@@ -934,7 +940,7 @@ def route(x: Extraction, facts: _Facts, asked: str) -> str | None:
     """The capacity tool a question asks for, or None when it is not a capacity question.
     `asked` is the part of the question that can ask (see `_asking`)."""
     if (_LOGPROBS.search(x.text) and (_MSG_WORDS.search(x.text) or facts.asked("msgmax") or facts.asked("msgmnb"))
-            and not _other_engine(x.text) and not _logprobs_ruled_out(x.text)):
+            and not _other_engine(x.text) and not (_logprobs_ruled_out(x.text) and not _asks_for_a_number(asked))):
         return "logprobs_message_size"
     t = asked
     if not t.strip():
@@ -970,7 +976,7 @@ def route(x: Extraction, facts: _Facts, asked: str) -> str | None:
     # unless the asker wonders what another size would do: torch's "GPU 0 has a total capacity
     # of 79.10 GiB" in a pasted OOM made an upper bound (30 requests) of the logged 467,920
     # tokens' 28.
-    memory = (facts.asked("gpu_memory") and (not logged_tokens or bool(_WHAT_IF.search(t)))) or (
+    memory = (facts.asked("gpu_memory") and (not logged_tokens or bool(_WHAT_IF.search(t)) or _says_gpu_memory(t))) or (
         facts.asked("weights") and not logged_tokens) or (
         known and (_one_size_card(x.text) is not None or facts.asked("max_model_len")))
     if memory and _asks_anything(t):

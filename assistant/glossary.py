@@ -278,7 +278,6 @@ TERMS: tuple[tuple[str, str], ...] = (
     ("审批", "approval approve"),
     ("紧急", "emergency urgent"),
     ("工单", "ticket"),
-    ("变更冻结 封网 封版", "freeze"),
     ("周末", "weekend weekends"),
     ("保留 留存", "retention retain"),
     ("归档", "archive archived"),
@@ -291,6 +290,9 @@ _EN_WORD = re.compile(r"[a-z][a-z0-9]+")
 # They map back only inside their phrase (two words of a row's English side in a row).
 _PHRASE_PARTS = frozenset({"of", "out", "no", "first", "line", "found", "root", "head", "long", "single", "mixed", "half",
                            "operating", "function", "tool", "internal", "status", "rate", "effect", "reverse", "calling"})
+# Words that do not make a phrase: "out of" and "of memory" are no "out of memory" ("index out
+# of range", "80GB of memory", review); a phrase needs two words besides these.
+_GLUE = frozenset({"of", "no", "in", "on", "to", "the", "a", "an", "and", "or", "not"})
 
 
 @lru_cache(maxsize=1)
@@ -311,13 +313,18 @@ def _tables() -> tuple[dict[str, list[tuple[str, str]]], dict[str, str]]:
         for word in set(en.split()):
             rows.setdefault(word, []).append(zhs)
     en_to_zh = {word: zh[0] for word, zh in rows.items() if len(zh) == 1 and word not in _PHRASE_PARTS}
-    pairs: dict[str, list[str]] = {}
+    phrases: dict[str, list[str]] = {}
     for zhs, en in TERMS:
-        words = en.split()
-        for pair in {f"{a} {b}" for a, b in zip(words, words[1:])}:
-            pairs.setdefault(pair, []).append(zhs)
-    en_to_zh.update({pair: zh[0] for pair, zh in pairs.items() if len(zh) == 1})
+        for phrase in set(_phrases(en.split())):
+            phrases.setdefault(phrase, []).append(zhs)
+    en_to_zh.update({phrase: zh[0] for phrase, zh in phrases.items() if len(zh) == 1})
     return zh_to_en, en_to_zh
+
+
+def _phrases(words: list[str]) -> list[str]:
+    """Runs of two or three words with at least two that are not glue ("out of memory", "root cause")."""
+    runs = [words[i:i + n] for n in (2, 3) for i in range(len(words) - n + 1)]
+    return [" ".join(run) for run in runs if sum(w not in _GLUE for w in run) >= 2]
 
 
 def translate(question: str, lang: str) -> list[str]:
@@ -338,5 +345,5 @@ def translate(question: str, lang: str) -> list[str]:
             i += len(hit[0])
     else:
         words = _EN_WORD.findall(question.lower())
-        found = [en_to_zh[w] for w in (*words, *(f"{a} {b}" for a, b in zip(words, words[1:]))) if w in en_to_zh]
+        found = [en_to_zh[w] for w in (*words, *_phrases(words)) if w in en_to_zh]
     return list(dict.fromkeys(found))

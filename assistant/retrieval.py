@@ -284,10 +284,22 @@ def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarr
 
         prose = sentences(query, errors=False)
         underscored = {t for t in index.tokenizer(" ".join(_UNDERSCORED.findall(prose))) if "-" in t}
-        own_script = {t for t in tokens if any(is_cjk(ch) for ch in t)} | {
+        # (the question's own Chinese words; its translation's are counted below)
+        own_script = {t for t in query_tokens(index, query) if any(is_cjk(ch) for ch in t)} | {
             t for t in query_tokens(index, prose)
             if _IDENTIFIER.search(t) or t in underscored or ("-" in t and index.doc_freq.get(t, 0) > 0)}
-    shared = own_script | set(index.tokenizer(" ".join(extra)))
+    if lang == "zh":
+        translated = set(index.tokenizer(" ".join(extra)))
+    else:
+        # An English word brings every Chinese word of its concept (glossary.translate), and
+        # each would count as a keyword of its own that a page cannot all have: "stuck" on a
+        # page that says 卡住 covered 1 of 8, the rarest weighing most (review). A concept counts
+        # by the words of it the KB uses, or its first word when it uses none.
+        translated = set()
+        for concept in extra:
+            words = index.tokenizer(concept)
+            translated.update([w for w in words if index.doc_freq.get(w, 0) > 0] or words[:1])
+    shared = own_script | translated
     return np.where(twinless, index.keyword.scores(tokens), native), shared
 
 

@@ -12,7 +12,7 @@ import re
 # "版本：V1.3    编写：推理平台组", "Owner: inference-oncall   Last reviewed: 2025-02-10",
 # "文档负责人：@王磊 ｜ 最后更新：2024-10-21": a line of short labelled fields.
 _BYLINE_FIELD = re.compile(r"(?:^|\s{2,}|\s*[｜|]\s*)[^\s：:｜|。]{1,12}(?: [^\s：:｜|。]{1,12})?[：:]\s*\S")
-_BYLINE_WORD = re.compile(r"(?i)owner|author|version|updated|reviewed|\b(?:last )?(?:edit(?:ed)?|modified)\b|负责人|版本|编写|作者|更新|日期|参会")
+_BYLINE_WORD = re.compile(r"(?i)owner|author|version|updated|reviewed|\blast (?:edit(?:ed)?|modified)\b|负责人|版本|编写|作者|更新|日期|参会")
 
 
 # "Created by Alice, last modified yesterday" (Confluence), "Owner: serving-oncall. Last reviewed 2026-01."

@@ -45,8 +45,8 @@ def _line_is_zh(line: str) -> bool:
     cjk = cjk_count(own)
     # One Chinese word typed with Chinese punctuation is a Chinese writer: "CUDA error: an
     # illegal memory access was encountered，vLLM 0.9.1 H20 跑 DeepSeek-R1" was answered in English.
-    if cjk >= 1 and any(ch in own for ch in "，。？！；"):
-        return True
+    if cjk_count(re.sub(_PATHS, " ", own)) >= 1 and any(ch in own for ch in "，？；"):
+        return True  # not "。" alone: 'the model replies 好。 to every prompt' is English (review)
     if cjk_count(line) < 2:
         return False
     # Chinese words in several places are a Chinese sentence around what was pasted, however

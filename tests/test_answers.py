@@ -811,4 +811,17 @@ def test_a_computed_figure_no_article_covers_stands_alone(bundled_settings, bund
     a = answer_question("Qwen2.5-32B-Instruct 单卡 H20 96G，32k 上下文，bf16，能并发几个", bundled_settings, kb=bundled_kb)
     assert any(c["name"] == "kv_cache_capacity" for c in a.tool_calls)
     assert "我不会去猜" not in a.answer and "覆盖的内容包括" not in a.answer
-    assert a.answer.rstrip().endswith("不依赖任何条目。") and not a.grounded
+    assert a.answer.rstrip().endswith("上面的数字只是计算结果，不依赖任何条目。") and not a.grounded
+
+
+def test_stats_lines_after_the_crash_stay_and_an_indented_paste_is_read_the_same():
+    """Review: a paste indented four spaces dropped nothing, and stats lines logged after the
+    crash (the server back up, in trouble again) were dropped with those before it."""
+    from assistant.answer import _without_stats_before_a_crash
+    from assistant.cleaning import split_question
+
+    indented = "\n".join("    " + line for line in PIPED_CRASH.splitlines())
+    assert "Waiting: 30 reqs" not in _without_stats_before_a_crash(indented, split_question(indented))
+    after = PIPED_CRASH + "\n" + STATS.format(s="59", w=99)
+    kept = _without_stats_before_a_crash(after, split_question(after))
+    assert "Waiting: 99 reqs" in kept and "Waiting: 30 reqs" not in kept

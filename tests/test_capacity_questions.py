@@ -1017,3 +1017,16 @@ def test_a_count_of_sessions_said_with_each_ones_length_between():
 
     labels = [(q.text, q.label) for q in extract("50 个 8k 的会话").quantities]
     assert labels == [("50", "sessions"), ("8k", "tokens_per_request")]
+
+
+def test_a_logged_kv_cache_size_is_used_unless_the_asker_names_another_gpu():
+    """vLLM's logged "GPU KV cache size" answers "how many fit?" over torch's "total capacity
+    of 79.10 GiB" in a pasted OOM (trial), but a GPU the asker names in a sentence is theirs:
+    "On an H100 80GB, how many…?" was answered with the logged A10's figure (review)."""
+    log = "INFO 04-18 02:11:58 [kv_cache_utils.py:634] GPU KV cache size: 52,000 tokens\n"
+    oom = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB "
+           "of which 1.12 GiB is free.\n")
+    logged = capacity_answer(log + oom + "we run --max-model-len 16384. how many concurrent 16384-token requests fit?")
+    assert logged.tool == "kv_tokens_concurrency"
+    other = capacity_answer(log + "this log is from our A10 24GB. On an H100 80GB, how many concurrent 16k requests would fit?")
+    assert other.tool != "kv_tokens_concurrency"

@@ -75,6 +75,11 @@ def test_english_words_reach_every_chinese_word_of_their_concept():
     assert "灰度" in " ".join(translate("how do we do a canary rollout of a new model?", "en"))
     assert "回退" in " ".join(translate("rollback steps", "en"))
     assert "周末" in " ".join(translate("is there a change freeze on weekends?", "en"))
+    # "out of" and "of memory" are no "out of memory"; the whole phrase is (review)
+    for everyday in ("index out of range", "we ran out of disk", "80GB of memory on each card"):
+        assert not any("显存不足" in t for t in translate(everyday, "en")), everyday
+    assert any("显存不足" in t for t in translate("the server ran out of memory", "en"))
+    assert "卡住" in " ".join(translate("the vllm server freeze", "en"))  # "freeze" is the hang row's alone
 
 
 def test_outputs_that_differ_are_said_in_the_words_english_docs_use():
@@ -263,3 +268,14 @@ def test_an_identifier_the_other_language_page_lacks_counts_against_an_english_q
     plain = search(kb.index, kb.embedder, "the GPUMemoryHigh alert keeps firing", params)
     assert named.articles[0].passage == plain.articles[0].passage == "显存告警处理 > 告警说明"
     assert named.articles[0].coverage < plain.articles[0].coverage
+
+
+def test_an_english_word_counts_once_however_many_chinese_words_its_concept_has(tmp_path):
+    """"stuck" brings 卡住 卡死 卡在 夯住 无响应…: counted as eight keywords, a Chinese page that
+    says 卡住 covered one of them, and the rarest (absent from the KB) weighed most (review)."""
+    from .conftest import docs_kb
+
+    _settings, kb = docs_kb(tmp_path, {"卡住.md": "# 请求卡住\n\n## 处理\n\n请求卡住时先看网关日志，再重启服务：`systemctl restart vllm`。\n",
+                                       "其他.md": "# 显存\n\n## 处理\n\n显存不足时调低 gpu_memory_utilization。\n"})
+    _scores, shared = cross_keyword_scores(kb.index, "requests are stuck", "en", np.zeros(len(kb.index.chunks)))
+    assert "卡住" in shared and not {"夯住", "无响应", "不返回"} & shared

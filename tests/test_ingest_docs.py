@@ -1288,3 +1288,14 @@ def test_an_image_with_an_angle_bracket_destination_is_dropped_whole(tmp_path):
     assert MD_LINK.sub(r"\1", "See [Amdahl's law](https://w.org/wiki/X_(computing)) for it.") == "See Amdahl's law for it."
     # An angle bracket never closed before the ")" is no angle-bracket address (a review's case).
     assert MD_LINK.sub(r"\1", "See [a](<b) and <c> (d) end.") == "See a and <c> (d) end."
+
+
+def test_a_fix_line_that_edits_something_is_no_byline():
+    """"Fix: kubectl -n llm edit deploy/vllm …" was read as a byline once "edit" named one, and
+    dropped from the page's quoted opening (review); "Last edit: jmorgan, 2025-03" is one."""
+    from ingest.bylines import is_byline
+
+    assert is_byline("Last edit: jmorgan, 2025-03") and is_byline("Last modified: 2025-01-01")
+    for line in ("Fix: kubectl -n llm edit deploy/vllm and set --gpu-memory-utilization to 0.85",
+                 "Workaround: edit the deployment and drop --enforce-eager", "处理：kubectl edit cm vllm-config"):
+        assert not is_byline(line), line

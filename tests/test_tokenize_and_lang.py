@@ -75,7 +75,7 @@ def test_real_words_and_versions_are_not_corrected_into_kb_terms():
         ("RuntimeError: CUDA error: an illegal memory access was encountered，怎么办", "zh"),
         # one Chinese word typed with Chinese punctuation (trial: answered in English)
         ("CUDA error: an illegal memory access was encountered，vLLM 0.9.1 H20 跑 DeepSeek-R1", "zh"),
-        ("vLLM OOM on the 4090, why? 谢谢", "zh"),
+        ("the model replies 好。 to every prompt after the upgrade", "en"),
         # Chinese the asker quotes is not the language they write in
         ('The model keeps answering "你好你好你好" in a loop after the upgrade', "en"),
         ("vLLM prints garbage characters like 乱码 in the output when I use the chat endpoint with long prompts", "en"),

@@ -174,6 +174,10 @@ MESSAGES = {
         "zh": '日志文件有 {total}，只读了最后 {read}；更早的行没有扫描（可以先用 grep 找出出错的那段再传进来）',
         "en": 'the log file is {total}; only its last {read} was read and earlier lines were not scanned (grep out the part that failed and pass that)',
     },
+    'computed_alone': {  # a calculation answered, and no article covers the question
+        "zh": '知识库里没有讲这个问题的条目；上面的数字只是计算结果，不依赖任何条目。',
+        "en": 'No article in the KB covers this; the figure above is the calculation alone, not from an article.',
+    },
     'weights_alone': {
         "zh": '知识库里没有和这个问题对得上的条目；上面的数字是按问题里的模型和显卡算出来的，不依赖任何条目。',
         "en": 'No article in the KB matches this closely; the figure above is arithmetic from the model and GPU in the question, not from an article.',

@@ -45,7 +45,7 @@ def _sources_heading(answer: Answer) -> str:
 def _where(c) -> str:
     # A section quoted for context (the next one of the page, a passage's neighbour) was not
     # scored itself: its 0.00 read as an error (two trials).
-    return f"{c.source} · {c.lang}" + (f" · {c.score:.2f}" if c.score > 0 else "")
+    return f"{c.source} · {c.lang}" + (f" · {c.score:.2f}" if c.score != 0 else "")
 
 
 def print_answer(answer: Answer, console=None, body: bool = True) -> None:
