@@ -193,7 +193,7 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     (r"concurrent (?:requests?|sessions?|users?|connections?|streams?|conversations?|chats?)|simultaneous (?:requests?|sessions?|users?|conversations?)"
      r"|parallel (?:requests?|sessions?)|requests? at once|requests? in parallel|并发(?:请求|会话|用户|对话|数|量)?|路并发|(?:个 ?)?会话|(?:个 ?)?对话"
      # "64 个 32k 的会话": the count, with each one's length between it and the noun
-     r"|个(?= ?\d+(?:\.\d+)? ?k ?(?:tokens? ?)?的 ?(?:会话|请求|对话))"
+     r"|(?=个 ?\d+(?:\.\d+)? ?k ?(?:tokens? ?)?的 ?(?:会话|请求|对话))个"  # ends in 个: no ASCII word boundary after it (_bounded)
      r"|(?:个 ?)?用户|(?:个 ?)?请求|sessions?|conversations?|users?|requests?|reqs?|concurrency|streams?|路", _roles(("sessions", NOUN, "post"))),
     (r"(?:hidden |transformer |decoder )?layers?|层(?!数)", _roles(("num_layers", NOUN, "post"))),
     (r"kv[ _-]?heads?|key[ _-]?value[ _-]?heads?|kv ?头|个 ?kv ?heads?", _roles(("num_kv_heads", NOUN, "post"))),

@@ -1015,8 +1015,9 @@ def test_a_count_of_sessions_said_with_each_ones_length_between():
     assert (need["total_gib"], need["per_gpu_gib"]) == (625.0, 156.25)
     from assistant.quantities import extract
 
-    labels = [(q.text, q.label) for q in extract("50 个 8k 的会话").quantities]
-    assert labels == [("50", "sessions"), ("8k", "tokens_per_request")]
+    for typed in ("50 个 8k 的会话", "50个8k的会话", "50 个8k的会话"):  # however it is spaced (review)
+        labels = [(q.text, q.label) for q in extract(typed).quantities]
+        assert labels == [("50", "sessions"), ("8k", "tokens_per_request")], typed
 
 
 def test_a_logged_kv_cache_size_is_used_unless_the_asker_names_another_gpu():
