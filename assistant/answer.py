@@ -383,9 +383,6 @@ def _without_lesser_log_lines(text: str, settings: Settings) -> str:
     return "\n".join(kept)
 
 
-# An engine's periodic stats line: vLLM's "Avg prompt throughput: … Running: 128 reqs, Waiting: 46
-# reqs, GPU KV cache usage: 99.2%", SGLang's "Decode batch. #running-req: 64, token usage: 0.99".
-_STATS_LINE = re.compile(r"Avg (?:prompt|generation) throughput:|\bRunning:\s*\d+\s*reqs|#running-req:|#queue-req:", re.I)
 # What a question about the engine's stats lines says: the queue, throughput, the KV cache's fill.
 _ABOUT_STATS = re.compile(r"\b(?:queue[sd]?|queueing|waiting|pending|throughput|slow\w*|latency|tokens/s|kv cache usage"
                           r"|hang\w*|stuck|time[sd]? ?out|timeouts?)\b|排队|等待|吞吐|慢|延迟|使用率|卡住|卡死|超时", re.I)
@@ -397,10 +394,13 @@ def _without_stats_before_a_crash(text: str, parts) -> str:
     over forty "Running: 128 reqs, Waiting: 46 reqs" lines and then a CUDA OOM traceback was
     answered with a team page on the request queue (it quotes such a line), while `ask --log`
     on the same lines led with the OOM. The stats were the prelude; the crash is the answer."""
-    stats = {line.strip() for line in parts.logs if _STATS_LINE.search(line)}
+    if not parts.logs:
+        return text
+    from .tools.logs import STATS_LINE, is_crash_line
+
+    stats = {line.strip() for line in parts.logs if STATS_LINE.search(line)}
     if not stats or _ABOUT_STATS.search("\n".join(parts.prose)):
         return text
-    from .tools.logs import is_crash_line
 
     crashes = {line.strip() for line in parts.errors if is_crash_line(line)}
     lines = text.splitlines()

@@ -1023,12 +1023,12 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None,
     is missing. None when the question is not a capacity question. `log_crashed`: the log given
     beside the question (`ask --log`) shows the server failing."""
     asked = _asking(question)
-    crashed = log_crashed or _pastes_a_crash(question)
+    whole = question
     question, log_numbers = _pasted_log_apart(question, log_numbers)
     x = _own_line_labels(extract(question), question)
     facts = _Facts(x, log_numbers, question)
     tool = route(x, facts, asked)
-    if tool is None or (crashed and not _asks_for_a_number(asked)):
+    if tool is None or (not _asks_for_a_number(asked) and (log_crashed or _pastes_a_crash(whole))):
         # A log that states its KV cache size and ends in a CUDA OOM traceback, under "the pod
         # keeps restarting": the concurrency it allows, which nobody asked for, led the answer
         # above the crash (trial). Asked for ("how many requests fit?"), it is still computed.

@@ -89,6 +89,9 @@ class LogDiagnosis:
     stats_trouble: list[str] = field(default_factory=list)
 
 
+# An engine's periodic stats line, troubled or not: vLLM's "Avg prompt throughput: … Running: 128
+# reqs, Waiting: 46 reqs, GPU KV cache usage: 99.2%", SGLang's "Decode batch. #running-req: 64, …".
+STATS_LINE = re.compile(r"Avg (?:prompt|generation) throughput:|\bRunning:\s*\d+\s*reqs|#running-req:|#queue-req:", re.I)
 # Stats lines that show trouble without any signature: requests waiting, or none generating
 # while some run (review: "Waiting: 80 reqs" at 45% KV cache usage was called healthy); SGLang's
 # batch lines with ten or more requests queued or a token pool nearly full (trial).
