@@ -327,6 +327,28 @@ def _phrases(words: list[str]) -> list[str]:
     return [" ".join(run) for run in runs if sum(w not in _GLUE for w in run) >= 2]
 
 
+@lru_cache(maxsize=1)
+def _zh_rows() -> dict[str, tuple[str, ...]]:
+    return {word: tuple(zhs.split()) for zhs, _ in TERMS for word in zhs.split()}
+
+
+def kb_words(word: str, doc_freq: dict[str, int], tokenize) -> list[str]:
+    """The words a KB writes for a Chinese term it never uses: 多机 where its pages say 多节点,
+    挂了 where they say 挂掉. A question in the KB's own language met only the writer's choice
+    of synonym, which the dense model sees through and BM25 does not. The synonym is taken
+    as the KB's tokenizer splits it (多节点 is 节点 to a KB segmented by jieba), the one whose
+    rarest word the KB uses most; a word the KB uses, or one the glossary lacks, is kept."""
+    if doc_freq.get(word, 0) > 0 or word not in _zh_rows():
+        return [word]
+    best: tuple[int, list[str]] = (0, [word])
+    for other in _zh_rows()[word]:
+        parts = [t for t in tokenize(other) if t != word] if other != word else []
+        used = min((doc_freq.get(t, 0) for t in parts), default=0)
+        if used > best[0]:
+            best = (used, parts)
+    return best[1]
+
+
 def translate(question: str, lang: str) -> list[str]:
     """The other language's words for the domain terms in `question` (zh → en or en → zh),
     each once; empty when the question uses none."""

@@ -279,3 +279,42 @@ def test_an_english_word_counts_once_however_many_chinese_words_its_concept_has(
                                        "其他.md": "# 显存\n\n## 处理\n\n显存不足时调低 gpu_memory_utilization。\n"})
     _scores, shared = cross_keyword_scores(kb.index, "requests are stuck", "en", np.zeros(len(kb.index.chunks)))
     assert "卡住" in shared and not {"夯住", "无响应", "不返回"} & shared
+
+
+@pytest.fixture(scope="module")
+def chinese_docs(tmp_path_factory):
+    """A Chinese runbook that says 多节点 and 挂掉, never 多机 or 崩溃."""
+    root = tmp_path_factory.mktemp("chinese")
+    kb_dir = root / "docs"
+    kb_dir.mkdir()
+    (kb_dir / "手册.md").write_text(dedent("""
+        # 推理服务手册
+
+        ## 多节点部署
+        两台机器组成一个服务时，先在每台上设置 `GLOO_SOCKET_IFNAME=eth0`，再用 ray 拉起。
+
+        ## 服务挂掉以后
+        看 `journalctl -u infer` 里最后一条报错，按错误码查值班表。
+
+        ## 网关超时
+        网关默认 60 秒超时，长输出请求把 `GW_TIMEOUT` 调到 300。
+    """), encoding="utf-8")
+    settings = replace(Settings(), kb_dir=kb_dir, cache_dir=root / "cache")
+    return settings, open_kb(settings, progress=lambda _m: None)
+
+
+def test_a_chinese_synonym_the_kb_never_uses_is_searched_as_the_one_it_does(chinese_docs):
+    """多机 and 多节点 name one thing; a page says one of them. BM25 met only the writer's word."""
+    from assistant.glossary import kb_words
+    from assistant.retrieval import query_tokens
+
+    settings, kb = chinese_docs
+    df, tokenize = kb.index.doc_freq, kb.index.tokenizer
+    assert df.get("多机", 0) == 0 and df.get("崩溃", 0) == 0
+    assert kb_words("多机", df, tokenize) == tokenize("多节点")  # as the KB's own segmenter splits it
+    assert kb_words("崩溃", df, tokenize) == ["挂掉"]  # the KB's word of the row, wherever the row lists it
+    assert kb_words("部署", df, tokenize) == ["部署"] and kb_words("没有的词", df, tokenize) == ["没有的词"]
+    tokens = query_tokens(kb.index, "多机部署怎么配")
+    assert set(tokenize("多节点")) <= set(tokens) and "多机" not in tokens
+    answer = answer_question("多机部署怎么配网卡", settings, kb=kb)
+    assert answer.citations and "多节点部署" in answer.citations[0].section
