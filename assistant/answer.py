@@ -148,7 +148,8 @@ def answer_question(
         # of the answer's time: "total" was smaller than "embed".
         started = min(started, pending.started)
     loaded = time.perf_counter()
-    result = search(kb.index, kb.embedder, query, RetrievalParams.from_settings(settings), query_vector=query_vector, mode=mode)
+    result = search(kb.index, kb.embedder, query, RetrievalParams.from_settings(settings), query_vector=query_vector, mode=mode,
+                    platform=diagnosis.platform if diagnosis is not None else "")
     result.flags = {**_server_settings(text, diagnosis), **result.flags}  # what the server ran with; the question's own win
     only_the_log = diagnosis is not None and _asks_only_about_the_log(text) and not stats_trouble
     if only_the_log:
@@ -805,6 +806,9 @@ def _doc_label(kb, meta) -> str:
     return " · ".join(sections[:4]) or meta.title
 
 
+PLATFORM_CLOSE_COVERAGE = 0.3  # of the question's keywords in the article (0.18–0.25 for the unrelated ones the trial saw)
+
+
 def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") -> tuple[str, str]:
     """Say what the KB does and does not cover. When the symptom is covered but the
     question's platform, product or key subject is not, name both: the closest article
@@ -824,13 +828,24 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
     lines: list[str] = []
     coverage = "none"
     unseen = _said_unseen(result)
-    if top is not None and (top.hardware_conflict or ((unseen or result.foreign_products) and result.symptom_covered)):
+    # On another platform the closest article is named only when its symptom is the asker's:
+    # the log line it lists, or a share of its words. The refusal model, generous with an
+    # error line, named the multi-node NCCL article for "HIP error: invalid device function"
+    # and a TPU "RESOURCE_EXHAUSTED … hbm" (trial).
+    named = top is not None and result.symptom_covered and (
+        not top.hardware_conflict or bool(top.signatures) or top.coverage >= PLATFORM_CLOSE_COVERAGE)
+    if named and (top.hardware_conflict or unseen or result.foreign_products):
         ref = cites.ref(chunk, top.relevance)  # cited only where the text names it
     if top is not None and top.hardware_conflict:
         platforms = ", ".join(HARDWARE_NAMES.get(h, h) for h in top.hardware_conflict)
-        declared = ", ".join(HARDWARE_NAMES.get(h, h) for h in _article_hardware(kb, top.doc_id))
-        lines.append(labels["platform"].format(title=title, ref=ref, declared=declared or "NVIDIA/CUDA", platform=platforms))
-        coverage = "partial"
+        declared = ", ".join(HARDWARE_NAMES.get(h, h) for h in _article_hardware(kb, top.doc_id)) or "NVIDIA/CUDA"
+        if named:
+            lines.append(labels["platform"].format(title=title, ref=ref, declared=declared, platform=platforms))
+            coverage = "partial"
+        else:
+            # Named as "the closest article, whose fix may not apply", an unrelated one read as
+            # the topic: TPU recompilation got the multi-GPU NCCL article (trial).
+            lines.append(labels["platform_only"].format(declared=declared, platform=platforms))
     elif top is not None and (unseen or result.foreign_products) and result.symptom_covered:
         missing = ", ".join(_subjects(result, lang, kb.index) + [PRODUCT_NAMES.get(p, p) for p in result.foreign_products])
         lines.append(labels["partial"].format(title=title, ref=ref, missing=missing))

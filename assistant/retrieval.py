@@ -670,22 +670,24 @@ def search(
     *,
     query_vector: np.ndarray | None = None,
     mode: str = "hybrid",
+    platform: str = "",
 ) -> Retrieval:
     """Rank articles for a question; decide whether the KB answers it (see refusal.py).
 
     The question is read in two ways: retrieval sees its prose and error lines
     (cleaning.py), while log signatures are matched on the whole text, pasted logs
     included. Articles about another product than the one the question names, or for
-    other hardware or versions, are demoted by `mismatch_penalty`."""
+    other hardware or versions, are demoted by `mismatch_penalty`. `platform`: the hardware
+    family a log beside the question says the server runs on (tools/logs.PLATFORMS)."""
     dense_weight, bm25_weight, signature_boost = params.dense_weight, params.bm25_weight, params.signature_boost
     coverage_weight, mismatch_penalty, limit = params.coverage_weight, params.mismatch_penalty, params.limit
-    from .scope import (asked_unknown_parameters, bare_unknown_error, detect, foreign_products, hardware_mismatch,
+    from .scope import (asked_unknown_parameters, bare_unknown_error, detect, foreign_products, hardware_mismatch, on_platform,
                         product_mismatch, unknown_parameters, unseen_entities, version_mismatch)
 
     timings: dict[str, float] = {}
     lang = detect_lang(question)
     n = len(index.chunks)
-    scope = detect(question)
+    scope = on_platform(detect(question), platform)
     if n == 0:
         return Retrieval(question, lang, mode, [], False, timings, scope)
 

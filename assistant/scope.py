@@ -90,7 +90,9 @@ HARDWARE: dict[str, tuple[str, ...]] = {
     # Not "cuda": a TPU user pasting "Torch not compiled with CUDA enabled" is not on NVIDIA.
     "nvidia": ("nvidia", "a100*", "h100*", "h800*", "a800*", "h200*", "h20*", "l40*", "l20*", "4090*", "3090*", "a30*",
                "v100*", "t4", "a10*", "a6000*", "rtx*", "geforce", "tesla", "nvlink", "gb200*", "b200*", "jetson"),
-    "amd": ("rocm*", "amd", "ryzen", "strix halo", "mi200*", "mi210*", "mi250*", "mi300*", "mi308*", "mi325*", "mi355*", "radeon", "rccl", "hipblas", "hip error"),
+    "amd": ("rocm*", "amd", "ryzen", "strix halo", "mi200*", "mi210*", "mi250*", "mi300*", "mi308*", "mi325*", "mi355*", "radeon", "rccl", "hipblas", "hip error",
+            # torch on ROCm says HIP where CUDA's build says CUDA; gfx9xx/gfx1xxx are AMD's GPU targets
+            "hip out of memory", "hiperror*", "gfx90*", "gfx94*", "gfx95*", "gfx103*", "gfx110*", "gfx120*"),
     "tpu": ("tpu", "torch_xla", "pjrt", "libtpu"),
     "ascend": ("ascend", "昇腾", "npu", "910b*", "910c*", "cann", "torch_npu", "hccl", "atlas 800", "vllm-ascend"),
     "kunlun": ("kunlun", "昆仑", "kunlunxin", "p800", "xpu"),
@@ -844,6 +846,16 @@ def kb_hardware(index) -> frozenset[str]:
 def article_hardware(meta) -> frozenset[str]:
     applies = getattr(meta, "applies_to", None) or {}
     return frozenset(str(h).lower() for h in (applies.get("hardware") or []))
+
+
+def on_platform(scope: Scope, platform: str) -> Scope:
+    """The question's scope on the hardware a log beside it names (tools/logs.PLATFORMS): a
+    log's "detected platform rocm" says where the server runs when the question does not."""
+    if not platform or platform in scope.hardware:
+        return scope
+    from dataclasses import replace
+
+    return replace(scope, hardware=scope.hardware | {platform}, hardware_terms={**scope.hardware_terms, platform: platform})
 
 
 def hardware_mismatch(scope: Scope, meta) -> frozenset[str]:

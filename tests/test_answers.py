@@ -825,3 +825,47 @@ def test_stats_lines_after_the_crash_stay_and_an_indented_paste_is_read_the_same
     after = PIPED_CRASH + "\n" + STATS.format(s="59", w=99)
     kept = _without_stats_before_a_crash(after, split_question(after))
     assert "Waiting: 99 reqs" in kept and "Waiting: 30 reqs" not in kept
+
+
+def test_a_log_from_another_platform_is_not_answered_with_the_cuda_article(bundled_settings, bundled_kb):
+    """torch on ROCm raises torch.OutOfMemoryError too, and `ask --log` matched the CUDA OOM
+    article by signature: nvidia-smi checks, sure, for an MI300X, while the same log pasted
+    into the question was told the article is written for NVIDIA (trial). The log's platform
+    line, or HIP's own wording, says where the server runs."""
+    from assistant.i18n import t
+    from assistant.ops.doctor import _log_findings
+    from assistant.scope import detect
+    from assistant.tools.logs import diagnose_text
+
+    oom = ("torch.OutOfMemoryError: {} out of memory. Tried to allocate 4.00 GiB. "
+           "GPU 0 has a total capacity of 191.98 GiB of which 2.10 GiB is free.\n")
+    log = ("INFO 05-12 10:01:02 [__init__.py:239] Automatically detected platform rocm.\n"
+           "INFO 05-12 10:01:41 [model_runner.py:1140] Model loading took 131.42 GiB and 35.7 seconds\n"
+           "ERROR 05-12 10:02:10 [engine.py:448] Traceback (most recent call last):\n" + oom.format("CUDA"))
+    report = diagnose_text(log, bundled_settings)
+    assert report.platform == "amd" and report.findings[0].article == "vllm-cuda-oom"
+    a = answer_question(t("answer.log_question", "en"), bundled_settings, kb=bundled_kb, log_text=log)
+    assert not a.grounded and "AMD ROCm" in a.answer and "nvidia-smi" not in a.answer
+    assert any("AMD ROCm" in f.message for f in _log_findings(report))
+    # The same log from a CUDA box is answered as before, and says nothing of a platform.
+    cuda = log.replace("platform rocm", "platform cuda")
+    assert diagnose_text(cuda, bundled_settings).platform == "nvidia"
+    b = answer_question(t("answer.log_question", "en"), bundled_settings, kb=bundled_kb, log_text=cuda)
+    assert b.grounded and b.citations[0].id == "vllm-cuda-oom"
+    assert not any("runs on" in f.message for f in _log_findings(diagnose_text(cuda, bundled_settings)))
+    # HIP's own wording, with no platform line, is AMD too.
+    assert detect(oom.format("HIP")).hardware == {"amd"} and detect("vllm serve on gfx942 keeps dying").hardware == {"amd"}
+    assert not detect(oom.format("CUDA")).hardware
+
+
+def test_another_platforms_refusal_names_a_closest_article_only_when_it_is_close(bundled_settings, bundled_kb):
+    """"HIP error: invalid device function" and a TPU "RESOURCE_EXHAUSTED … hbm" were told the
+    closest article is the multi-node NCCL one, "written for NVIDIA/CUDA, its fix may not
+    apply": as if the topic matched (trial). An OOM on ROCm is the OOM article's symptom."""
+    far = answer_question("RuntimeError: HIP error: invalid device function when running vllm on MI250", bundled_settings, kb=bundled_kb)
+    assert not far.grounded and far.coverage == "none"
+    assert "no article close to this question" in far.answer and "AMD ROCm" in far.answer and "closest article" not in far.answer
+    near = answer_question("vllm on MI300X: CUDA out of memory at startup with max-model-len 131072", bundled_settings, kb=bundled_kb)
+    assert not near.grounded and near.coverage == "partial"
+    assert near.answer.startswith("The closest article, **vLLM: CUDA out of memory** [1]")
+

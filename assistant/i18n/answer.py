@@ -93,6 +93,10 @@ MESSAGES = {
         "zh": '最接近的条目 **{title}** {ref} 是针对 {declared} 写的。你用的是 {platform}，其中的解决办法可能不适用甚至是错的，知识库里没有针对 {platform} 的内容。',
         "en": 'The closest article, **{title}** {ref}, is written for {declared}. You are on {platform}, where its fix may not apply or may be wrong, and the KB has nothing specific for {platform}.',
     },
+    'platform_only': {
+        "zh": '这个知识库的条目是针对 {declared} 写的。你用的是 {platform}，知识库里没有针对 {platform} 的内容，也没有与这个问题相近的条目。',
+        "en": "The KB's articles are written for {declared}. You are on {platform}; the KB has nothing specific for {platform}, and no article close to this question.",
+    },
     'partial': {
         "zh": '知识库里没有关于 {missing} 的内容。最接近的条目是 **{title}** {ref}，它的解决办法不一定适用于你的情况，所以不把它当作答案。',
         "en": 'The KB has nothing on {missing}. The closest article is **{title}** {ref}; its fixes may not apply to your case, so I will not present them as the answer.',

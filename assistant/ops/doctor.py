@@ -117,6 +117,13 @@ def _log_findings(report: LogDiagnosis) -> list[Finding]:
 
         out.append(Finding("info", "log", unread_note(report.unread_bytes, "en")))
     out += [Finding("info", "log", c["en"]) for c in report.computed]
+    if report.platform and report.platform != "nvidia" and report.findings:
+        # The articles a finding names are mostly written for NVIDIA/CUDA: on a ROCm log the
+        # OOM line read "vLLM: CUDA out of memory" with nvidia-smi checks and nothing else (trial).
+        from assistant.scope import HARDWARE_NAMES
+
+        out.append(Finding("warning", "log", f"the log says the server runs on {HARDWARE_NAMES.get(report.platform, report.platform)}: "
+                                             "an article written for NVIDIA/CUDA may not apply there"))
     if not any(f.severity != "info" for f in report.findings):
         # A log with no signature said nothing at all, even where its stats showed a stalled
         # engine (Running: 0, Waiting: 78, 0 tokens/s): doctor passed it in silence (trial).
