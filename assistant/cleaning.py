@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .negation import without_ruled_out
+from .names import compound_word
 
 MAX_LINES = 400  # a paste longer than this is mostly log; the rest adds nothing but time
 
@@ -509,6 +510,9 @@ _SETTING = re.compile(r"(?<![\w-])(?:--[A-Za-z][\w-]{1,60}|[a-z][a-z0-9]*(?:_[a-
 _ALREADY = re.compile(r"already (?:set|tried|added|enabled|using|use)|i(?:'ve| have)? (?:already )?(?:tried|added)"
                       r"|we(?:'ve| have)? (?:already )?(?:tried|added)|已经(?:设|加|试|开|配)|(?<![调增])设了|设置了|试了|试过", re.I)
 _ENV_VAR = re.compile(r"(?<![\w-])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?![\w-])")
+# A flag written without its dashes: "max-model-len 已经改成 8192 了还是 OOM" (trial). Three
+# parts at least, and no English compound (names.compound_word): out-of-memory is none.
+_BARE_FLAG = re.compile(r"(?<![\w-])[a-z][a-z0-9]*(?:-[a-z0-9]+){2,}(?![\w-])")
 
 
 def tried_settings(text: str) -> list[str]:
@@ -519,7 +523,8 @@ def tried_settings(text: str) -> list[str]:
     out: list[str] = []
     for sentence in _SENTENCE_END.split(text):
         if _says_tried(sentence) or _ALREADY.search(sentence):
-            for m in (*_SETTING.finditer(sentence), *_ENV_VAR.finditer(sentence)):
+            bare = [m for m in _BARE_FLAG.finditer(sentence) if not compound_word(m.group(0))]
+            for m in (*_SETTING.finditer(sentence), *_ENV_VAR.finditer(sentence), *bare):
                 name = m.group(0).split("=")[0].split()[0]
                 if name not in out:
                     out.append(name)

@@ -35,7 +35,7 @@ def asked_identifiers(question: str) -> frozenset[str]:
     """The names, spelt alike whichever way they are written: "--max_memory_utilization"
     asked, `max_memory_utilization` in a table row; --max-num-seqs and max_num_seqs."""
     names = (m.lower().lstrip("-").replace("-", "_") for m in _IDENT.findall(question or "")
-             if not _compound_word(m) and not _abbreviation_or_host(m))
+             if not compound_word(m) and not _abbreviation_or_host(m))
     return frozenset(n for n in names if n not in _ACRONYMS)
 
 
@@ -62,7 +62,7 @@ _COMPOUNDS = frozenset("out-of-memory end-to-end up-to-date state-of-the-art out
                        "first-come-first-served out-of-range".split())
 
 
-def _compound_word(word: str) -> bool:
+def compound_word(word: str) -> bool:
     """"per-token", "token-level", "multi-gpu": English compounds, not settings; a setting
     written without its dashes has three parts or more (max-num-seqs)."""
     low = word.lower()  # "Multi-GPU" at a sentence's start is a compound too

@@ -396,6 +396,9 @@ def test_settings_the_asker_already_tried_are_said_so_and_pasted_flags_come_firs
     assert tried_settings("nvidia-smi 显存占用了 78G，启动参数 --gpu-memory-utilization 0.95，显存增加了") == []
     assert tried_settings("OSError: [Errno 98] Address already in use, VLLM_PORT=8000") == []
     assert tried_settings("I set --gpu-memory-utilization 0.98 and get torch.OutOfMemoryError") == []
+    # A flag written without its dashes is one too (trial); an English compound is not.
+    assert tried_settings("H100 上 vllm 报 CUDA out of memory，max-model-len 已经改成 8192 了还是 OOM") == ["max-model-len"]
+    assert tried_settings("lowered it, still out-of-memory and state-of-the-art tricks did not help") == []
     answer = answer_question("vllm 下载模型卡在 0% 不动 HF_ENDPOINT 设了 hf-mirror", bundled_settings, kb=bundled_kb)
     head = answer.answer.split("\n\n", 3)
     assert "HF_ENDPOINT" in head[1] and "先看其他办法" in head[1]
