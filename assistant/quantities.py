@@ -52,6 +52,8 @@ _SUM_GAP = re.compile(r" ?(?:\+|加上?|plus) ?")
 _RANGE_GAP = re.compile(r" ?(?:-|~|到|至|to) ?")
 _CHANGE_GAP = re.compile(r" ?(?:改成了?|改为|改到|换成了?|调成了?|调到|调整为|设成了?|设为|->|→|=>|changed to|set to|became|now) ?")
 _SEPARATOR = re.compile(r"[,;!?()\[\]\n]|\. ")
+# A value in brackets right after its label belongs to it: "one MI300X (192GB)" (trial).
+_OPENING = re.compile(r" ?[(（] ?")
 _POST_FILLER = re.compile(r" ?(?:个|块|张|台|层|条|路|位|of|的|x)? ?")
 _FRACTION = re.compile(r"0?\.\d+")
 _RIGHT_BEFORE = re.compile(r" ?[=:]? ?")
@@ -392,7 +394,7 @@ def _candidates(numbers: list[Quantity], labels: list[_Label], text: str) -> lis
         for j in reversed(left):  # nearest first
             lab = labels[j]
             gap = text[lab.end:q.start]
-            if lab.end < prev_end or len(gap) > PRE_GAP or _SEPARATOR.search(gap):
+            if lab.end < prev_end or len(gap) > PRE_GAP or _SEPARATOR.search(gap) and not _OPENING.fullmatch(gap):
                 break
             for ri, role in enumerate(lab.roles):
                 if role.kind == "in_out" and q.unit == "bytes":

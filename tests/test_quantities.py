@@ -232,3 +232,16 @@ def test_a_version_after_a_model_family_is_part_of_the_name(text, version):
 def test_a_size_or_a_count_after_a_model_family_is_kept(text, kept):
     """Only a version followed by a size or a variant is part of the name (review)."""
     assert kept in [q.text for q in extract(text).quantities]
+
+
+@pytest.mark.parametrize("text", ["Llama-3.1-70B on one MI300X (192GB) with max-model-len 32768",
+                                  "one A100 (40GB), max-model-len 8192", "单卡 H100（80GB），max-model-len 32768"])
+def test_a_cards_memory_in_brackets_is_its_memory(text):
+    """"one MI300X (192GB)" was "I could not tell what 192gb refers to" while "MI300X with 192GB
+    memory" was computed (trial); an H100 only passed by its known size."""
+    labels = {q.label for q in extract(text).quantities if q.unit == "bytes"}
+    assert labels == {"gpu_memory"}
+
+
+def test_brackets_still_separate_a_label_from_a_later_clause():
+    assert {q.label for q in extract("weights (as logged) 30 GiB").quantities} == {""}
