@@ -144,8 +144,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": " With tensor_parallel_size {tp} or more, the weights split to {per_gpu:.2f} GiB per GPU or less and leave room for the KV cache.",
     },
     "kv_cache_capacity.utilization_helps_more": {
-        "zh": "把 gpu_memory_utilization 调到 {util:.2f} 以上也能腾出空间。",
-        "en": " A gpu_memory_utilization above {util:.2f} would also leave room.",
+        "zh": "把 gpu_memory_utilization 调到 {util:.2f} 或更高也能腾出空间。",
+        "en": " A gpu_memory_utilization of {util:.2f} or more would also leave room.",
     },
     "kv_cache_capacity.nothing_helps_more": {
         "zh": "加卡或调高 gpu_memory_utilization 都不够：需要更小（量化）的模型、更少的其他开销，或显存更大的 GPU。",

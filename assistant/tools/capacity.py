@@ -446,7 +446,8 @@ def _weights_do_not_fit(gpu_gib: float, util: float, weights_gib: float, tp: int
     if usable > overhead_gib:  # more GPUs shrink the weights per GPU until they fit beside the overhead
         needed = math.floor(weights_gib / (usable - overhead_gib)) + 1
         text, helped = _then(text, "kv_cache_capacity.tp_helps_more", tp=needed, per_gpu=weights_gib / needed), True
-    util_needed = (weights_gib / tp + overhead_gib) / gpu_gib
+    # Rounded up, never to nearest: "above 0.93" for a need of 0.935 named a value that fails.
+    util_needed = math.ceil((weights_gib / tp + overhead_gib) / gpu_gib * 100 - 1e-9) / 100
     if util_needed < 1:  # the rest of the GPU's memory would hold them
         text, helped = _then(text, "kv_cache_capacity.utilization_helps_more", util=util_needed), True
     return text if helped else _then(text, "kv_cache_capacity.nothing_helps_more")
