@@ -319,3 +319,32 @@ def test_a_right_passage_without_the_fix_is_listed_with_the_misses():
     m = summarise([_result("en", 1), _result("en", 1, answer_ok=False)])
     assert m.answer_fix == pytest.approx(1 / 2)
     assert m.failures == ["en-1: right passage first but the fix is not in the answer — q"]
+
+
+def test_a_teams_case_is_judged_by_its_file_and_a_miss_names_the_missing_text(bundled_env, tmp_path):
+    """A team lead's trial: a case naming only its file scored file@1 1.000 but pass@1 0.000
+    and was listed "not in top 3 (got gateway)" with gateway.md first; a fix string gone stale
+    after an edit got the same words. report.json had no per-case results."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "gateway.md").write_text("# Gateway\n\n## TLS certificate expired\nThe gateway's certificate is renewed with "
+                                     "`gatewayctl cert renew --pool chat`. Check the expiry with `gatewayctl cert show`.\n\n"
+                                     "## Upstream quota\nRaise the per-tenant quota with `gatewayctl quota raise`.\n", encoding="utf-8")
+    (docs / "gpu.md").write_text("# GPU nodes\n\n## Node drained\nA drained GPU node comes back with "
+                                 "`kubectl uncordon <node>` once its Xid errors stop.\n", encoding="utf-8")
+    rows = [{"id": "x-1", "lang": "en", "question": "TLS certificate expired on the gateway", "expect_file": "gateway.md", "grounded": True},
+            {"id": "x-2", "lang": "en", "question": "how do I raise a tenant's upstream quota on the gateway?", "expect_file": "gateway.md",
+             "expect": [["gatewayctl quota set"]], "grounded": True}]
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    env = {**bundled_env, "ASSISTANT_CACHE_DIR": str(tmp_path / "cache")}
+    out = tmp_path / "out"
+    run_cli(["assistant", "eval", "--kb", str(docs), "--cases", str(cases), "--mode", "hybrid", "--out", str(out)], env, timeout=300)
+    report = json.loads((out / "report.json").read_text())
+    m = report["modes"]["hybrid"]["en"]
+    assert m["file1"] == 1.0 and m["pass1"] == 0.5  # x-1 by its file; x-2's stale string is in no file
+    (fail,) = m["failures"]
+    assert fail.startswith("x-2: right file first, but `gatewayctl quota set` is not in the answer")
+    rows_out = {r["id"]: r for r in report["results"]["hybrid"]}
+    assert rows_out["x-1"]["rank"] == 1 and rows_out["x-1"]["file_ok"] and rows_out["x-1"]["answer_has_fix"]
+    assert rows_out["x-2"]["cited_files"][0] == "gateway.md" and rows_out["x-2"]["answer_has_fix"] is False

@@ -226,7 +226,7 @@ def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, min_topi
         calibration = reliability(collected[judged])
         md = to_markdown(report, problems, cases, calibration)
         (out_dir / "report.md").write_text(md, encoding="utf-8")
-        (out_dir / "report.json").write_text(json.dumps(to_json(report, problems, cases, calibration), ensure_ascii=False, indent=1), encoding="utf-8")
+        (out_dir / "report.json").write_text(json.dumps(to_json(report, problems, cases, calibration, collected), ensure_ascii=False, indent=1), encoding="utf-8")
         click.echo(md)
         click.echo(f"reports: {out_dir / 'report.md'}, {out_dir / 'report.json'}", err=True)
         if problems:
