@@ -99,6 +99,8 @@ def test_a_body_that_is_not_json_is_told_so_in_plain_words(server):
     assert empty.status_code == 422 and empty.json()["error"] == "the request has no body"
     r = httpx.post(server.url + "/v1/ask", json={"question": "vLLM OOM", "lang": "fr"}, timeout=30)
     assert r.status_code == 422 and r.json()["error"].startswith("invalid request: lang: ") and "literal[" not in r.text
+    # One line names every accepted value, not one line per member of the union (trial).
+    assert r.json()["error"] == "invalid request: lang: Input should be 'zh', 'en' or 'auto'", r.text
 
 
 def test_openai_compatible_chat_completions(server):

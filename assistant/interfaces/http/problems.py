@@ -84,8 +84,9 @@ async def _invalid(request: Request, exc: RequestValidationError) -> JSONRespons
         # or object to extract fields from": what was wrong is the content type.
         return problem(f"the body must be JSON, not {media or 'untyped'}",
                        'send Content-Type: application/json and a JSON object such as {"question": "…"}', 415, path=request.url.path)
-    problems = []
-    for err in errors[:5]:
+    problems: list[str] = []
+    allowed: dict[str, list[str]] = {}  # a field's accepted values, over every member of its union
+    for err in errors[:8]:
         if err.get("type") == "json_invalid":
             # FastAPI locates a JSON syntax error by a bare character offset ("13: JSON decode error")
             offset = next((p for p in err.get("loc", []) if isinstance(p, int)), None)
@@ -93,7 +94,16 @@ async def _invalid(request: Request, exc: RequestValidationError) -> JSONRespons
             continue
         # pydantic names the member of a union it tried ("lang.literal['zh','en']"): the field is enough.
         where = ".".join(str(p) for p in err.get("loc", []) if p != "body" and (isinstance(p, int) or _FIELD.match(str(p))))
+        if err.get("type") == "literal_error":
+            # One line per union member read "lang: Input should be 'zh' or 'en'; lang: Input
+            # should be 'auto'" (trial): one line names every accepted value.
+            values = allowed.setdefault(where, [])
+            values += [v for v in re.findall(r"'[^']*'", str(err.get("msg"))) if v not in values]
+            continue
         problems.append(f"{where or 'body'}: {err.get('msg')}")
+    for where, values in allowed.items():
+        problems.append(f"{where or 'body'}: Input should be {', '.join(values[:-1]) + ' or ' if len(values) > 1 else ''}{values[-1]}"
+                        if values else f"{where or 'body'}: Input should be one of the documented values")
     return problem("invalid request: " + "; ".join(problems), "see /docs for the request schema", 422, path=request.url.path)
 
 
