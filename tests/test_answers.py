@@ -872,3 +872,12 @@ def test_another_platforms_refusal_names_a_closest_article_only_when_it_is_close
     assert not near.grounded and near.coverage == "partial"
     assert near.answer.startswith("The closest article, **vLLM: CUDA out of memory** [1]")
 
+
+@pytest.mark.parametrize("question", ["vllm on H100, the output from /v1/completions is cut at 16 tokens",
+                                      "vllm 的 completions 接口输出总是只有16个token就截断了"])
+def test_a_reply_cut_at_sixteen_tokens_is_max_tokens_default(bundled_settings, bundled_kb, question):
+    """Answered, sure, with the chunked-prefill article's --max-num-batched-tokens (trial): a
+    request without max_tokens stops at vLLM's default of 16."""
+    a = answer_question(question, bundled_settings, kb=bundled_kb)
+    assert a.grounded and a.citations[0].id == "vllm-generation-config-defaults"
+    assert "max_tokens" in a.answer and "16" in a.answer
