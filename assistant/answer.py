@@ -622,6 +622,11 @@ def compose(kb, result: Retrieval, lang: str, top_k: int, weights_over: bool = F
         unsure, top_k = True, max(top_k, VAGUE_ALTERNATIVES + 1)
     if top.passage:
         parts = _passages_body(kb, result, lang, labels, cites, top_k)
+        # What the asker says was tried, under the first heading; not the pasted command
+        # line, which a team's page seldom discusses. "tried flush_cache, got 400, what next?"
+        # got the first answer again, word for word (trial).
+        at = next((i + 1 for i, part in enumerate(parts[:4]) if part in (labels["other_lang"], labels["other_lang_passage"])), 1)
+        parts[at:at] = _your_settings(kb, top, lang, labels, {}, result.question)
     else:
         parts = _article_body(kb, top, lang, labels, cites, weights_over, result.flags)
         # The asker's own settings come under the title, before the article's advice: after

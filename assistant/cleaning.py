@@ -508,6 +508,8 @@ _SETTING = re.compile(r"(?<![\w-])(?:--[A-Za-z][\w-]{1,60}|[a-z][a-z0-9]*(?:_[a-
 # Not "I set --gpu-memory-utilization 0.98" (the value in use, quoted back as such), nor 已经 or
 # "already" alone ("Address already in use", 显存已经满了), nor 用了 / 加了 (占用了, 增加了).
 _ALREADY = re.compile(r"already (?:set|tried|added|enabled|using|use)|i(?:'ve| have)? (?:already )?(?:tried|added)"
+                      # a clause that starts with it: "tried flush_cache, got 400" (a chat follow-up, trial)
+                      r"|(?:^|[\n.!?;,，。；]\s*)tried\b"
                       r"|we(?:'ve| have)? (?:already )?(?:tried|added)|已经(?:设|加|试|开|配)|(?<![调增])设了|设置了|试了|试过", re.I)
 _ENV_VAR = re.compile(r"(?<![\w-])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?![\w-])")
 # A flag written without its dashes: "max-model-len 已经改成 8192 了还是 OOM" (trial). Three

@@ -2021,3 +2021,22 @@ def test_an_english_question_reaches_a_chinese_only_page_of_a_mixed_tree(tmp_pat
     settings, kb = docs_kb(tmp_path, MIXED_TEAM_DOCS)
     answer = answer_question(question, settings, kb=kb)
     assert answer.grounded and answer.citations[0].source == "oncall/常见问题.md" and expect in answer.answer
+
+
+def test_a_follow_up_that_tried_a_passages_command_is_told_so(tmp_path):
+    """A chat follow-up "tried flush_cache, got 400, what next?" under the thread's first
+    question got the first answer again, word for word (trial). A team page says what was
+    tried, as a curated article does."""
+    page = dedent("""
+        # Cache server alerts
+
+        ## Token pool almost full
+        When token usage stays above 0.95, first clear the radix cache:
+        `curl -X POST http://pod:30000/flush_cache` (only when idle; with requests in flight it returns 400).
+        If that does not help, lower `--max-running-requests` from 256 to 192.
+    """)
+    settings, kb = docs_kb(tmp_path, {"alerts.md": page})
+    first = answer_question("token usage 0.97, what do I do?", settings, kb=kb)
+    follow = answer_question("token usage 0.97, what do I do?\ntried flush_cache, got 400, what next?", settings, kb=kb)
+    assert "flush_cache" in follow.answer.split("\n\n")[1] and "already tried" in follow.answer
+    assert "already tried" not in first.answer and follow.answer != first.answer
