@@ -332,21 +332,17 @@ def _zh_rows() -> dict[str, tuple[str, ...]]:
     return {word: tuple(zhs.split()) for zhs, _ in TERMS for word in zhs.split()}
 
 
-def kb_words(word: str, doc_freq: dict[str, int], tokenize) -> list[str]:
-    """The words a KB writes for a Chinese term it never uses: 多机 where its pages say 多节点,
-    挂了 where they say 挂掉. A question in the KB's own language met only the writer's choice
-    of synonym, which the dense model sees through and BM25 does not. The synonym is taken
-    as the KB's tokenizer splits it (多节点 is 节点 to a KB segmented by jieba), the one whose
-    rarest word the KB uses most; a word the KB uses, or one the glossary lacks, is kept."""
+def kb_words(word: str, doc_freq: dict[str, int]) -> list[str]:
+    """The word a KB writes for a Chinese term it never uses: 挂了 where its pages say 挂掉,
+    起服务 where they say 启动. A question in the KB's own language met only the writer's
+    choice of synonym, which the dense model sees through and BM25 does not. Only a synonym
+    the KB has as a word of its own stands in, the one it uses most: taken as its segmenter's
+    pieces, 向量化 (an embedding) became 量化 (quantization) and a refusal an answer (review).
+    A word the KB uses, or one the glossary lacks, is kept."""
     if doc_freq.get(word, 0) > 0 or word not in _zh_rows():
         return [word]
-    best: tuple[int, list[str]] = (0, [word])
-    for other in _zh_rows()[word]:
-        parts = [t for t in tokenize(other) if t != word] if other != word else []
-        used = min((doc_freq.get(t, 0) for t in parts), default=0)
-        if used > best[0]:
-            best = (used, parts)
-    return best[1]
+    used = max((doc_freq.get(w, 0), w) for w in _zh_rows()[word])
+    return [used[1]] if used[0] > 0 else [word]
 
 
 def translate(question: str, lang: str) -> list[str]:

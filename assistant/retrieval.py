@@ -235,7 +235,7 @@ def query_tokens(index: KBIndex, text: str) -> list[str]:
     if any(is_cjk(t[0]) for t in tokens):
         from .glossary import kb_words
 
-        tokens = [w for t in tokens for w in (kb_words(t, index.doc_freq, index.tokenizer) if is_cjk(t[0]) else [t])]
+        tokens = [w for t in tokens for w in (kb_words(t, index.doc_freq) if is_cjk(t[0]) else [t])]
     if not any(t.isascii() and t.isalpha() for t in tokens):
         return tokens  # no English word: no family name, and no need to load the stemmer (60 ms)
     families = _ignored_families(index)
