@@ -513,8 +513,10 @@ _ALREADY = re.compile(r"already (?:set|tried|added|enabled|using|use)|i(?:'ve| h
                       r"|we(?:'ve| have)? (?:already )?(?:tried|added)|已经(?:设|加|试|开|配)|(?<![调增])设了|设置了|试了|试过", re.I)
 _ENV_VAR = re.compile(r"(?<![\w-])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?![\w-])")
 # A flag written without its dashes: "max-model-len 已经改成 8192 了还是 OOM" (trial). Three
-# parts at least, and no English compound (names.compound_word): out-of-memory is none.
-_BARE_FLAG = re.compile(r"(?<![\w-])[a-z][a-z0-9]*(?:-[a-z0-9]+){2,}(?![\w-])")
+# words at least, letters only, none of them glue: model and host names (qwen2-7b-instruct,
+# gpu-node-01) and English compounds (all-to-all, out-of-memory) are none (review).
+_BARE_FLAG = re.compile(r"(?<![\w-])[a-z]+(?:-[a-z]+){2,}(?![\w-])")
+_GLUE = frozenset("to of by and or the in on for a at per".split())
 
 
 def tried_settings(text: str) -> list[str]:
@@ -525,7 +527,8 @@ def tried_settings(text: str) -> list[str]:
     out: list[str] = []
     for sentence in _SENTENCE_END.split(text):
         if _says_tried(sentence) or _ALREADY.search(sentence):
-            bare = [m for m in _BARE_FLAG.finditer(sentence) if not compound_word(m.group(0))]
+            bare = [m for m in _BARE_FLAG.finditer(sentence)
+                    if not compound_word(m.group(0)) and not _GLUE & set(m.group(0).split("-"))]
             for m in (*_SETTING.finditer(sentence), *_ENV_VAR.finditer(sentence), *bare):
                 name = m.group(0).split("=")[0].split()[0]
                 if name not in out:

@@ -399,6 +399,7 @@ def test_settings_the_asker_already_tried_are_said_so_and_pasted_flags_come_firs
     # A flag written without its dashes is one too (trial); an English compound is not.
     assert tried_settings("H100 上 vllm 报 CUDA out of memory，max-model-len 已经改成 8192 了还是 OOM") == ["max-model-len"]
     assert tried_settings("lowered it, still out-of-memory and state-of-the-art tricks did not help") == []
+    assert tried_settings("tried that, still OOM on qwen2-7b-instruct and gpu-node-01, all-to-all and peer-to-peer no effect") == []
     # A clause that starts with "tried" says so too; asking whether anyone tried does not.
     assert tried_settings("tried flush_cache, got 400, what next?") == ["flush_cache"]
     assert tried_settings("has anyone tried --enforce-eager?") == [] and tried_settings("we never tried --enforce-eager") == []
