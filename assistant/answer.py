@@ -185,7 +185,11 @@ def answer_question(
         except Exception as exc:  # LLMError, or anything the client library throws
             from .llm import LLMError
 
-            reason = exc.message if isinstance(exc, LLMError) else f"the LLM call failed ({type(exc).__name__})"
+            if not isinstance(exc, LLMError):
+                import logging
+
+                logging.getLogger("assistant").warning("LLM answer failed: %s", type(exc).__name__)
+            reason = exc.message if isinstance(exc, LLMError) else "the LLM's reply could not be used"
             fallback = "llm_failed"
             notes.append(t("llm.fallback_failed", answer_lang, reason=_reason_in(reason, answer_lang)))
             tool_calls += getattr(exc, "tool_calls", [])
@@ -812,6 +816,17 @@ def _doc_label(kb, meta) -> str:
 
 
 PLATFORM_CLOSE_COVERAGE = 0.3  # of the question's keywords in the article (0.18–0.25 for the unrelated ones the trial saw)
+_PLATFORM_TAGS = frozenset({"vllm", "fastdeploy", "cuda", "nvidia", "nvidia-smi", "gpu"})  # say where, not what
+
+
+def _names_a_tag(kb, doc_id: str, question: str) -> bool:
+    """Whether the question names one of the article's subjects, as its tags list them: "vllm
+    on MI300X: OOM at startup" is the OOM article's subject in four words, too few to cover
+    a third of its keywords (review)."""
+    low = question.lower()
+    tags = {str(tag).lower() for meta in kb.index.docs.values() if meta.id == doc_id for tag in getattr(meta, "tags", ())}
+    return any(re.search(rf"(?<![\w-]){re.escape(tag)}(?![\w-])", low) if tag.isascii() else tag in low
+               for tag in tags - _PLATFORM_TAGS if len(tag) >= 2)
 
 
 def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") -> tuple[str, str]:
@@ -838,7 +853,8 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
     # error line, named the multi-node NCCL article for "HIP error: invalid device function"
     # and a TPU "RESOURCE_EXHAUSTED … hbm" (trial).
     named = top is not None and result.symptom_covered and (
-        not top.hardware_conflict or bool(top.signatures) or top.coverage >= PLATFORM_CLOSE_COVERAGE)
+        not top.hardware_conflict or bool(top.signatures) or top.coverage >= PLATFORM_CLOSE_COVERAGE
+        or _names_a_tag(kb, top.doc_id, result.question))
     if named and (top.hardware_conflict or unseen or result.foreign_products):
         ref = cites.ref(chunk, top.relevance)  # cited only where the text names it
     if top is not None and top.hardware_conflict:
@@ -849,8 +865,10 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
             coverage = "partial"
         else:
             # Named as "the closest article, whose fix may not apply", an unrelated one read as
-            # the topic: TPU recompilation got the multi-GPU NCCL article (trial).
+            # the topic: TPU recompilation got the multi-GPU NCCL article (trial). Nor are
+            # "closest topics" listed under "no article close to this question" (review).
             lines.append(labels["platform_only"].format(declared=declared, platform=platforms))
+            coverage = "far"
     elif top is not None and (unseen or result.foreign_products) and result.symptom_covered:
         missing = ", ".join(_subjects(result, lang, kb.index) + [PRODUCT_NAMES.get(p, p) for p in result.foreign_products])
         lines.append(labels["partial"].format(title=title, ref=ref, missing=missing))
@@ -870,7 +888,9 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
         if total > len(topics):
             lines.append(labels["more"].format(n=total - len(topics)))
     lines += ["", _add_docs_hint(kb, labels)]
-    if coverage == "none" and result.articles:
+    if coverage == "far":
+        coverage = "none"
+    elif coverage == "none" and result.articles:
         lines += ["", labels["closest"] + ("：" if lang == "zh" else ":")]
         for art in result.articles[:2]:
             chunk = _in_lang(kb, art, lang)  # named in the asker's language when there is a twin

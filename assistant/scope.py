@@ -92,7 +92,7 @@ HARDWARE: dict[str, tuple[str, ...]] = {
                "v100*", "t4", "a10*", "a6000*", "rtx*", "geforce", "tesla", "nvlink", "gb200*", "b200*", "jetson"),
     "amd": ("rocm*", "amd", "ryzen", "strix halo", "mi200*", "mi210*", "mi250*", "mi300*", "mi308*", "mi325*", "mi355*", "radeon", "rccl", "hipblas", "hip error",
             # torch on ROCm says HIP where CUDA's build says CUDA; gfx9xx/gfx1xxx are AMD's GPU targets
-            "hip out of memory", "hiperror*", "gfx90*", "gfx94*", "gfx95*", "gfx103*", "gfx110*", "gfx120*"),
+            "hip out of memory", "hiperror*", "gfx8*", "gfx9*", "gfx10*", "gfx11*", "gfx12*"),
     "tpu": ("tpu", "torch_xla", "pjrt", "libtpu"),
     "ascend": ("ascend", "昇腾", "npu", "910b*", "910c*", "cann", "torch_npu", "hccl", "atlas 800", "vllm-ascend"),
     "kunlun": ("kunlun", "昆仑", "kunlunxin", "p800", "xpu"),

@@ -860,6 +860,12 @@ def test_a_log_from_another_platform_is_not_answered_with_the_cuda_article(bundl
     b = answer_question(t("answer.log_question", "en"), bundled_settings, kb=bundled_kb, log_text=cuda)
     assert b.grounded and b.citations[0].id == "vllm-cuda-oom"
     assert not any("runs on" in f.message for f in _log_findings(diagnose_text(cuda, bundled_settings)))
+    # An out-of-tree platform says so as a plugin; a healthy log from one is no warning.
+    ascend = log.replace("Automatically detected platform rocm.", "Platform plugin ascend is activated")
+    assert diagnose_text(ascend, bundled_settings).platform == "ascend"
+    healthy = "INFO 05-12 10:01:02 [__init__.py:239] Automatically detected platform rocm.\nINFO started\n"
+    assert not any("runs on" in f.message for f in _log_findings(diagnose_text(healthy, bundled_settings)))
+    assert detect("vllm on gfx1151 keeps dying").hardware == {"amd"}
     # HIP's own wording, with no platform line, is AMD too.
     assert detect(oom.format("HIP")).hardware == {"amd"} and detect("vllm serve on gfx942 keeps dying").hardware == {"amd"}
     assert not detect(oom.format("CUDA")).hardware
@@ -872,6 +878,10 @@ def test_another_platforms_refusal_names_a_closest_article_only_when_it_is_close
     far = answer_question("RuntimeError: HIP error: invalid device function when running vllm on MI250", bundled_settings, kb=bundled_kb)
     assert not far.grounded and far.coverage == "none"
     assert "no article close to this question" in far.answer and "AMD ROCm" in far.answer and "closest article" not in far.answer
+    assert "Closest topics" not in far.answer  # no list of them under "no article close" (review)
+    # A short question names the subject by the article's own tag, too few words to cover it (review).
+    short = answer_question("vllm on MI300X: OOM at startup", bundled_settings, kb=bundled_kb)
+    assert short.coverage == "partial" and "**vLLM: CUDA out of memory**" in short.answer
     near = answer_question("vllm on MI300X: CUDA out of memory at startup with max-model-len 131072", bundled_settings, kb=bundled_kb)
     assert not near.grounded and near.coverage == "partial"
     assert near.answer.startswith("The closest article, **vLLM: CUDA out of memory** [1]")

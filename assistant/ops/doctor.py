@@ -117,7 +117,7 @@ def _log_findings(report: LogDiagnosis) -> list[Finding]:
 
         out.append(Finding("info", "log", unread_note(report.unread_bytes, "en")))
     out += [Finding("info", "log", c["en"]) for c in report.computed]
-    if report.platform and report.platform != "nvidia" and report.findings:
+    if report.platform and report.platform != "nvidia" and any(f.severity != "info" and f.article for f in report.findings):
         # The articles a finding names are mostly written for NVIDIA/CUDA: on a ROCm log the
         # OOM line read "vLLM: CUDA out of memory" with nvidia-smi checks and nothing else (trial).
         from assistant.scope import HARDWARE_NAMES

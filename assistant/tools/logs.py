@@ -96,8 +96,10 @@ class LogDiagnosis:
 # `ask --log` answered a ROCm log with nvidia-smi checks, sure, while the same log pasted into
 # the question was told the article is written for NVIDIA (trial). "cpu" is left out: a
 # CPU-only torch on a GPU box is the torch article's case, not another machine.
-_PLATFORM_LINE = re.compile(r"detected platform:? ?(\w+)", re.I)
-PLATFORMS = {"cuda": "nvidia", "rocm": "amd", "tpu": "tpu", "npu": "ascend", "xpu": "intel", "hpu": "intel", "neuron": "neuron"}
+# Out-of-tree platforms say "Platform plugin ascend is activated" instead (review).
+_PLATFORM_LINE = re.compile(r"detected platform:? ?(\w+)|platform plugin (\w+) is activated", re.I)
+PLATFORMS = {"cuda": "nvidia", "rocm": "amd", "tpu": "tpu", "npu": "ascend", "ascend": "ascend", "xpu": "intel", "hpu": "intel",
+             "neuron": "neuron"}
 
 
 # An engine's periodic stats line, troubled or not: vLLM's "Avg prompt throughput: … Running: 128
@@ -243,8 +245,8 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
         _numbers(line, report.numbers)
         _stats_trouble(line, report.stats_trouble)
         _settings(full[:MAX_ARGS_LINE], report.settings)  # an args line runs to thousands of characters
-        if not report.platform and "platform" in line and (m := _PLATFORM_LINE.search(line)):
-            report.platform = PLATFORMS.get(m.group(1).lower(), "")
+        if not report.platform and "latform" in line and (m := _PLATFORM_LINE.search(line)):  # (P|p)latform
+            report.platform = PLATFORMS.get((m.group(1) or m.group(2)).lower(), "")
     _frames_of_crashes(lines, found, first_line)
     # Worst first; among critical lines, what the server logged as an error or died of
     # before a warning-level symptom ("Waiting for free blocks" an hour before the crash).
