@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -140,7 +141,7 @@ def _explain(exc: Exception, settings: Settings, waited_for_first: bool) -> str:
         return "the LLM is unreachable"
     if isinstance(exc, openai.APIStatusError):
         return f"the LLM returned HTTP {exc.status_code}"
-    return f"the LLM call failed ({type(exc).__name__})"
+    return "the LLM's reply could not be used"  # the exception's name is for the log, not for the asker (trial)
 
 
 def resolve_model(client, settings: Settings) -> str:
@@ -298,6 +299,45 @@ def invented_settings(text: str, known: str) -> list[str]:
         if setting_key(name) not in seen and name not in out:
             out.append(name)
     return out
+
+
+# A figure as a word of its own: 54, 1,096,384, 0.95, 95%. Parts of names are none (H100,
+# v0.8.0, Llama-3.1-8B, 20k), nor are times and dates (10:05, 05-12).
+_FIGURE = re.compile(r"(?<![\w.:/-])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w:/-]|\.\d)|(?<![\w.,:/-])\d+(?:\.\d+)?(?![\w:/-]|[.,]\d)")
+
+
+def _figure(token: str) -> float:
+    return float(token.replace(",", ""))
+
+
+def _known_figures(known: str) -> set[float]:
+    values: set[float] = set()
+    for m in _FIGURE.finditer(known):
+        v = _figure(m.group(0))
+        # as the answer may round it, or say a share as a percentage
+        values |= {v, float(round(v)), float(math.floor(v)), round(v, 1), round(v, 2), round(v * 100, 2), round(v / 100, 4)}
+    return values
+
+
+def invented_figures(text: str, known: str) -> list[str]:
+    """The figures `text` states that nothing in `known` (the prompt: question, passages,
+    the calculation, tool results) holds, rounded or as a percentage. A fake endpoint that
+    said "about 540 requests of 20,000 tokens run at once" where the calculation gave 54 was
+    passed to the user, cited (trial): a wrong number is worse than none. Small whole numbers
+    (steps, "2 GPUs") are left alone; the model may count."""
+    seen = _known_figures(known)
+    out: list[str] = []
+    for m in _FIGURE.finditer(text):
+        token = m.group(0)
+        v = _figure(token)
+        if (v >= 10 or v != int(v)) and v not in seen and token not in out:
+            out.append(token)
+    return out
+
+
+def drop_sentences_with_figures(text: str, figures: list[str]) -> tuple[str, int]:
+    """The answer without its sentences that state any of `figures`, and how many went."""
+    return _drop_sentences(text, lambda sentence: any(m.group(0) in figures for m in _FIGURE.finditer(sentence)))
 
 
 def drop_sentences_naming(text: str, names: list[str]) -> tuple[str, int]:
@@ -552,6 +592,18 @@ def _result(content: str, messages: list, passages: list, lang: str, model: str,
         else:
             text, gone = drop_sentences_naming(text, invented)
             notes.append(i18n.t("llm.dropped_invented", lang, n=gone, names=names))
+            why = looks_like_garbage(text, prompt_text)
+            if why:
+                raise _failed(why, records)
+    figures = invented_figures(text, prompt_text + "\n" + json.dumps([r.to_dict() for r in records], ensure_ascii=False))
+    if figures:
+        names = ", ".join(figures[:4])
+        if streamed:
+            notes.append(i18n.t("llm.invented_figures_shown", lang, names=names))
+            unverified = True
+        else:
+            text, gone = drop_sentences_with_figures(text, figures)
+            notes.append(i18n.t("llm.dropped_invented_figures", lang, n=gone, names=names))
             why = looks_like_garbage(text, prompt_text)
             if why:
                 raise _failed(why, records)

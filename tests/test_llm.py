@@ -489,6 +489,26 @@ def test_a_flag_no_passage_holds_is_not_presented_as_the_kbs_fix(bundled_setting
     assert "--max-model-len" in own.answer and own.coverage == "full" and not own.notes
 
 
+def test_a_figure_nothing_backs_is_not_passed_on_as_the_answer(bundled_settings, bundled_kb):
+    """A fake endpoint answered "about 540 requests" where the calculation gave 54, and 540
+    reached the user, cited, as the LLM's answer (trial): a wrong number is worse than none."""
+    from assistant.llm import invented_figures
+
+    question = "num_blocks_global 17131, average 20k tokens per request, how many concurrent requests?"
+    wrong = "About 540 requests of 20,000 tokens run at once [1]. Size the batch from the KV cache, not from max-num-seqs [1]."
+    with ScriptedLLM([{"content": wrong}]) as llm:
+        answer = answer_question(question, _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb)
+    assert "540" not in answer.answer and any("removed 1 statement(s)" in n and "540" in n for n in answer.notes)
+    streamed: list[str] = []
+    with ScriptedLLM([{"content": wrong}]) as llm:
+        shown = answer_question(question, _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb, on_token=streamed.append)
+    assert "540" in "".join(streamed) and shown.coverage == "tentative" and any("do not use it" in n for n in shown.notes)
+    # The calculation's own figures, rounded or as a share, and small counts are no invention.
+    known = "Computed with kv_concurrency: 17131 × 64 = 1,096,384 tokens; ÷ 20000 = 54.82 → 54. gpu_memory_utilization 0.9"
+    assert invented_figures("About 54 requests (54.8 before rounding), 1,096,384 tokens, 90% of memory, in 2 steps on H100.", known) == []
+    assert invented_figures("At 10:05 on v0.8.0 with Llama-3.1-8B it used 16 GiB.", known) == ["16"]
+
+
 def test_an_answer_that_cites_nothing_falls_back_to_the_kb(bundled_settings, bundled_kb):
     """An uncited LLM answer got every passage listed as its sources, unrelated articles too,
     as a grounded, full answer."""
@@ -537,3 +557,14 @@ def test_an_answer_drawn_from_a_tool_result_needs_no_passage_citation(bundled_se
         answer = answer_question("FastDeploy num_blocks_global 17131, 20000 tokens per request: how many concurrent requests?",
                                  _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb)
     assert answer.backend.startswith("llm") and "about 54 requests" in answer.answer
+
+
+def test_an_unexpected_failure_is_said_without_the_exceptions_name(bundled_settings):
+    """A garbage endpoint's note read "the LLM call failed (AttributeError)" (trial): the
+    name is for the log. The Chinese note is translated too."""
+    from assistant.answer import _reason_in
+    from assistant.llm import _explain
+
+    reason = _explain(AttributeError("'str' object has no attribute 'choices'"), bundled_settings, False)
+    assert reason == "the LLM's reply could not be used" and "Error" not in reason
+    assert _reason_in(reason, "zh") == "大模型的回复无法使用"

@@ -18,6 +18,14 @@ MESSAGES = {
         "zh": '删去了模型回答里 {n} 句话：其中的 {names} 在知识库段落和你的问题里都没有出现（没有依据）',
         "en": 'removed {n} statement(s) of the LLM answer naming {names}, which neither the KB passages nor your question contain',
     },
+    'dropped_invented_figures': {
+        "zh": '删去了模型回答里 {n} 句话：其中的数字 {names} 在计算结果、知识库段落和你的问题里都没有（没有依据）',
+        "en": 'removed {n} statement(s) of the LLM answer stating {names}, a figure that neither the calculation, the KB passages nor your question gives',
+    },
+    'invented_figures_shown': {
+        "zh": '上面的回答里的数字 {names} 在计算结果、知识库段落和你的问题里都没有，没有依据，请勿采用',
+        "en": 'the answer above states {names}, a figure that neither the calculation, the KB passages nor your question gives: nothing backs it; do not use it',
+    },
     'invented_shown': {
         "zh": '上面的回答提到了 {names}，知识库段落和你的问题里都没有，没有依据，请勿照做',
         "en": 'the answer above names {names}, which neither the KB passages nor your question contain: nothing backs it; do not act on it',
@@ -56,7 +64,7 @@ REASONS_ZH: tuple[tuple[str, str], ...] = (
     (r"the LLM did not answer in time", "大模型没有及时响应"),
     (r"the LLM is unreachable", "连不上大模型"),
     (r"the LLM returned HTTP (\d+)", r"大模型返回 HTTP \1"),
-    (r"the LLM call failed \((\w+)\)", r"大模型调用出错（\1）"),
+    (r"the LLM's reply could not be used", "大模型的回复无法使用"),
     (r"the LLM serves no model", "大模型服务上没有模型"),
     (r"the LLM returned an empty answer", "大模型返回了空回答"),
     (r"the LLM returned unreadable text", "大模型返回了无法阅读的文字"),
