@@ -291,6 +291,8 @@ class _Facts:
             if gpus and not any(q.label == "tensor_parallel_size" for q in inside) and any(
                     q.label == "tensor_parallel_size" and not self._in_latest(q) for q in x.quantities):
                 self.follow["tensor_parallel_size"] = gpus[0]  # "…tp 2\nand with 4 GPUs?": the model is split over them
+        for text in x.garbled:
+            self._report(f"garbled:{text}", _msg("problem.garbled", text=text))
         self.log: dict[str, list[tuple[str, Decimal]]] = {}
         for raw_key, number in (log_numbers or {}).items():
             key = LOG_KEYS.get(raw_key)
@@ -339,7 +341,13 @@ class _Facts:
                 return Value(key, _number(reported), "question", q.text, q.approximate)
             if q.unit == "bytes" and q.scale in ("gb", "g", "mb", "kb", "tb"):
                 self.notes.append(_msg("binary_units", text=q.text, scale=q.scale, unit=q.scale[0].upper()))
-            if q.scale == "k" and q.unit == "count":  # "4k" tokens: 4,000 or 4,096, the answer moves by one request
+            if key == "max_model_len" and q.scale == "ki" and q.value is not None:
+                # vLLM reads --max-model-len 16K as 16384 (16k as 16000): "16K" computed as
+                # 16,000 gave 31 requests where vLLM's 16384 gives 30 (trial).
+                binary = q.value / 1000 * 1024
+                self.notes.append(_msg("binary_k", text=q.text, value=_plain(binary)))
+                return Value(key, _number(binary), "question", q.text, q.approximate)
+            if q.scale in ("k", "ki") and q.unit == "count":  # "4k" tokens: 4,000 or 4,096, the answer moves by one request
                 self.notes.append(_msg("decimal_k", text=q.text, value=_plain(q.value), binary=_plain(q.value / 1000 * 1024)))
             if logged and logged != [q.value]:
                 self.notes.append(_msg("question_over_log", key=key, logged=_plain(logged[0]), text=q.text))

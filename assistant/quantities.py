@@ -43,17 +43,23 @@ _GLUED_TP = re.compile(r"(?<![a-z])tp(?=[0-9])")  # "tp2" → "tp 2"
 
 _NUMBER = re.compile(
     r"(?<![a-z0-9_.])(-?)([0-9]{1,3}(?:,[0-9]{3})+(?![0-9])|[0-9]+)(\.[0-9]+)?(?!\.[0-9])"  # not "0.8.2", a version
-    r"(?: ?(万|千|亿|gib|gb|mib|mb|kib|kb|tib|tb|(?:k|w|m|g|b)(?![a-z])|%|[x×](?![a-z0-9])(?! ?[0-9])))?"
+    r"(?: ?(万|千|亿|gib|gb|mib|mb|kib|kb|tib|tb|ki(?![a-z])|(?:k|w|m|g|b)(?![a-z])|%|[x×](?![a-z0-9])(?! ?[0-9])))?"
 )
-_SCALES = {"万": 10_000, "w": 10_000, "千": 1_000, "k": 1_000, "亿": 100_000_000, "m": 1_000_000}
+# Digits with o, l or i typed among them, as a whole word: "5o4,608", "1o24", "2l0". Not a
+# model size or name ("7b", "qwen2.5", "h100", "gfx942"): those have no digit after the letter
+# or start with letters.
+_GARBLED = re.compile(r"(?<![a-z0-9_.\-])[0-9]+[oli][0-9][0-9,]*(?![a-z0-9_\-])")
+_SCALES = {"万": 10_000, "w": 10_000, "千": 1_000, "k": 1_000, "ki": 1_000, "亿": 100_000_000, "m": 1_000_000}
 _BYTES = {"gib": 2**30, "gb": 2**30, "g": 2**30, "mib": 2**20, "mb": 2**20, "kib": 2**10, "kb": 2**10,
           "tib": 2**40, "tb": 2**40}
 _SUM_GAP = re.compile(r" ?(?:\+|加上?|plus) ?")
 _RANGE_GAP = re.compile(r" ?(?:-|~|到|至|to) ?")
 _CHANGE_GAP = re.compile(r" ?(?:改成了?|改为|改到|换成了?|调成了?|调到|调整为|设成了?|设为|->|→|=>|changed to|set to|became|now) ?")
 _SEPARATOR = re.compile(r"[,;!?()\[\]\n]|\. ")
-# A value in brackets right after its label belongs to it: "one MI300X (192GB)" (trial).
+# A value alone in brackets right after its label belongs to it: "one MI300X (192GB)" (trial),
+# "2x H100 (80GB each)"; not "4x A100 (320GB total)" nor "(20GB free)" (review).
 _OPENING = re.compile(r" ?[(（] ?")
+_CLOSING = re.compile(r" ?(?:each|apiece|per (?:gpu|card)|每张|每卡|单卡)? ?[)）]")
 _POST_FILLER = re.compile(r" ?(?:个|块|张|台|层|条|路|位|of|的|x)? ?")
 _FRACTION = re.compile(r"0?\.\d+")
 _RIGHT_BEFORE = re.compile(r" ?[=:]? ?")
@@ -269,6 +275,7 @@ class Extraction:
     dtypes: tuple[str, ...] = ()  # dtype words, normalised and deduplicated ("bfloat16", "fp8")
     kv_cache_dtype: str | None = None
     mtp: bool | None = None  # None: MTP not mentioned
+    garbled: tuple[str, ...] = ()  # numbers with a letter typed inside them ("5o4,608"), never read as two numbers
 
     def by_label(self, label: str) -> list[Quantity]:
         return [q for q in self.quantities if q.label == label]
@@ -280,10 +287,15 @@ class Extraction:
         return [q for q in self.quantities if not q.label and q.unit in ("count", "bytes")]
 
 
+# An upper-case K after digits ("16K"), kept apart before lower-casing as "ki": vLLM reads
+# --max-model-len 16K as 16384 and 16k as 16000 (calculations.py applies it to that one value).
+_UPPER_K = re.compile(r"(?<=[0-9])K(?![A-Za-z])")
+
+
 def normalize(text: str) -> str:
     """NFKC (full-width digits and punctuation), one space for any whitespace run, digit runs cut to
     21 digits (still "too large"), ASCII lower-case. Every step is linear and keeps the text's meaning."""
-    text = _WIDE_THOUSANDS.sub(",", text[:MAX_CHARS]).translate(_PUNCT)
+    text = _UPPER_K.sub("Ki", _WIDE_THOUSANDS.sub(",", text[:MAX_CHARS]).translate(_PUNCT))
     text = unicodedata.normalize("NFKC", text)
     text = _WS.sub(" ", text)
     text = _LONG_DIGITS.sub(lambda m: m.group()[:21], text)
@@ -320,7 +332,10 @@ def _read_number(m: re.Match) -> Quantity:
     if sign and value is not None:
         problem = "negative"
         value = -value
-    return Quantity("", value, unit, m.group(0).strip(), m.start(), m.end(), scale=scale, problem=problem)
+    shown = m.group(0).strip()
+    if scale == "ki":
+        shown = shown[:-2] + "K"  # as written
+    return Quantity("", value, unit, shown, m.start(), m.end(), scale=scale, problem=problem)
 
 
 _INPUT_BEFORE = re.compile(r"(?:prompt|input|prefill|输入)s?[\s:：=]*$")
@@ -394,7 +409,8 @@ def _candidates(numbers: list[Quantity], labels: list[_Label], text: str) -> lis
         for j in reversed(left):  # nearest first
             lab = labels[j]
             gap = text[lab.end:q.start]
-            if lab.end < prev_end or len(gap) > PRE_GAP or _SEPARATOR.search(gap) and not _OPENING.fullmatch(gap):
+            if lab.end < prev_end or len(gap) > PRE_GAP or _SEPARATOR.search(gap) and not (
+                    _OPENING.fullmatch(gap) and _CLOSING.match(text, q.end)):
                 break
             for ri, role in enumerate(lab.roles):
                 if role.kind == "in_out" and q.unit == "bytes":
@@ -628,9 +644,14 @@ def extract(text: str) -> Extraction:
     """Every number in `text`, each bound to the parameter it belongs to (or to nothing)."""
     norm = normalize(text)
     scanned, special = _vllm_lines(norm)
+    # "5O4,608 tokens" (a letter O for a zero) was read as 5 blocks and 608 tokens, and a
+    # figure followed, sure (trial): such a number is named as unreadable, never split.
+    garbled = tuple(m.group(0).rstrip(",.") for m in _GARBLED.finditer(scanned))
+    if garbled:
+        scanned = _GARBLED.sub(lambda m: " " * len(m.group(0)), scanned)
     numbers = _merge([_read_number(m) for m in _NUMBER.finditer(scanned)
                       if not _in_a_name(scanned, m) and not _gpu_model(scanned, m)], scanned)
     bound = _bind(numbers, _labels(scanned), scanned)
     dtypes, kv_dtype = _dtypes(norm)
     quantities = sorted(special + bound, key=lambda q: q.start)
-    return Extraction(norm, quantities, dtypes, kv_dtype, _mtp(norm))
+    return Extraction(norm, quantities, dtypes, kv_dtype, _mtp(norm), garbled)

@@ -1031,3 +1031,27 @@ def test_a_logged_kv_cache_size_is_used_unless_the_asker_names_another_gpu():
     assert logged.tool == "kv_tokens_concurrency"
     other = capacity_answer(log + "this log is from our A10 24GB. On an H100 80GB, how many concurrent 16k requests would fit?")
     assert other.tool != "kv_tokens_concurrency"
+
+
+def test_an_unreadable_number_stops_the_calculation_and_is_named():
+    from assistant.calculations import capacity_answer
+
+    calc = capacity_answer("num_blocks_global 17l31, each request averages 20000 tokens, how many concurrent requests?")
+    assert calc is not None and not calc.computed
+    assert any("17l31" in p["en"] and "17l31" in p["zh"] for p in calc.problems)
+
+
+def test_an_upper_case_k_in_max_model_len_is_1024_as_vllm_reads_it():
+    """"drop max-model-len to 16K" was computed with 16,000 (31 requests) where vLLM's own
+    parser makes it 16384 (30). A lower-case k stays 1000, as vLLM reads it, and an average
+    request of "20K tokens" stays 20,000, as the FAQ writes it."""
+    from assistant.calculations import capacity_answer
+
+    log = {"kv_cache_tokens": 504608}
+    upper = capacity_answer("if I drop max-model-len to 16K how many concurrent?", log)
+    assert upper.computed and upper.call.result["concurrent_requests"] == 30
+    assert any("16,384" in n["en"] and "1024" in n["en"] for n in upper.notes)
+    lower = capacity_answer("if I drop max-model-len to 16k how many concurrent?", log)
+    assert lower.call.result["concurrent_requests"] == 31
+    blocks = capacity_answer("17131 blocks of 64 tokens with 20K-token requests, how many run concurrently")
+    assert blocks.call.result["concurrent_requests"] == 54 and blocks.call.arguments["avg_tokens_per_request"] == 20000

@@ -235,7 +235,8 @@ def test_a_size_or_a_count_after_a_model_family_is_kept(text, kept):
 
 
 @pytest.mark.parametrize("text", ["Llama-3.1-70B on one MI300X (192GB) with max-model-len 32768",
-                                  "one A100 (40GB), max-model-len 8192", "单卡 H100（80GB），max-model-len 32768"])
+                                  "one A100 (40GB), max-model-len 8192", "单卡 H100（80GB），max-model-len 32768",
+                                  "2x H100 (80GB each), max-model-len 8192"])
 def test_a_cards_memory_in_brackets_is_its_memory(text):
     """"one MI300X (192GB)" was "I could not tell what 192gb refers to" while "MI300X with 192GB
     memory" was computed (trial); an H100 only passed by its known size."""
@@ -243,5 +244,19 @@ def test_a_cards_memory_in_brackets_is_its_memory(text):
     assert labels == {"gpu_memory"}
 
 
-def test_brackets_still_separate_a_label_from_a_later_clause():
-    assert {q.label for q in extract("weights (as logged) 30 GiB").quantities} == {""}
+@pytest.mark.parametrize("text", ["weights (as logged) 30 GiB", "Llama-3.1-70B on 4x A100 (320GB total) with tp 4",
+                                  "Llama-3.1-8B on one A100 (20GB free), max-model-len 32768"])
+def test_brackets_still_separate_a_label_from_what_is_not_its_value(text):
+    """A total or the free memory in brackets is no card's size: 320GB read as each A100's
+    made 102 requests of what fits 15 (review)."""
+    assert "gpu_memory" not in {q.label for q in extract(text).quantities}
+
+
+def test_a_number_with_a_letter_typed_inside_is_named_never_split():
+    """"5O4,608 tokens" (a letter O for a zero) was read as 5 blocks and 608 tokens, and "about
+    0 requests" followed, sure (trial)."""
+    x = extract("GPU KV cache size: 5O4,608 tokens, max-model-len 8192 concurrency?")
+    assert x.garbled == ("5o4,608",) and [str(q.value) for q in x.quantities] == ["8192"]
+    assert extract("num_blocks_global 17l31 and 20000 tokens").garbled == ("17l31",)
+    # Names with letters and digits are no typos.
+    assert extract("qwen2.5-7b on an h100 (gfx942? no), v0.8.0 at 10:05").garbled == ()

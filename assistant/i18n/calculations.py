@@ -351,6 +351,10 @@ MESSAGES = {
         "zh": '{text} 按 {value} 计算；如果指的是 1024 的倍数，请写 {binary}',
         "en": '{text} is read as {value}; write {binary} if you mean multiples of 1024',
     },
+    'binary_k': {
+        "zh": '{text} 按 {value} 计算：vLLM 把 --max-model-len 的大写 K 当作 1024（小写 k 是 1000）',
+        "en": '{text} is read as {value}, as vLLM reads an upper-case K in --max-model-len (1024; a lower-case k is 1000)',
+    },
     'question_over_log': {
         "zh": '日志里 {key} 是 {logged}；按问题里的 {text} 计算',
         "en": "the log says {key} {logged}; the question's {text} is used",
@@ -374,6 +378,10 @@ MESSAGES = {
     'problem.not_integer': {
         "zh": '{name} 必须是整数，不能是 {text}',
         "en": '{name} must be a whole number, not {text}',
+    },
+    'problem.garbled': {
+        "zh": '{text} 读不成一个数（是不是把 0 打成了字母 O，或把 1 打成了 l？），请改正后再问',
+        "en": 'I could not read {text} as a number (a letter O typed for a zero, or l for a one?); correct it and ask again',
     },
     'problem.other': {
         "zh": '{text} 不能作为 {name}',
