@@ -176,7 +176,9 @@ def test_weights_that_do_not_fit_are_said_so_not_reported_as_zero_tokens_of_kv_c
     assert "tensor_parallel_size 2 or more" in en and "gpu_memory_utilization of" not in en
     near = kv_cache_capacity(80, 75, 131072, 0.9, max_model_len=8192)  # 75/80 = 0.9375 of the GPU would do
     assert near.weights_fit is False and near.fits_one_request is False
-    assert "gpu_memory_utilization of 0.94 or more" in near.explanation["en"] and "tensor_parallel_size 2" in near.explanation["en"]
+    # 0.9375 holds the weights, not also one 8192-token request (1 GiB): 0.95 does, and is said (review)
+    assert "gpu_memory_utilization of 0.95 or more" in near.explanation["en"] and "tensor_parallel_size 2" in near.explanation["en"]
+    assert kv_cache_capacity(80, 75, 131072, 0.95, max_model_len=8192).fits_one_request
     # A need of 0.935 is named rounded up: "above 0.93" named a value that fails (trial, TPU v5e 16 GB).
     tight = kv_cache_capacity(16, 14.96, 131072, 0.9).explanation
     assert "of 0.94 or more" in tight["en"] and "0.93" not in tight["en"] and "调到 0.94 或更高" in tight["zh"]
@@ -197,6 +199,17 @@ def test_logprobs_message_sizes_match_the_faq():
     assert not plain.fits and "kernel.msgmax=1048576" in plain.explanation["en"]
     assert logprobs_message_size(mtp=True, msgmax=1048576).fits
     assert logprobs_message_size(max_batch=1, top_logprobs=0).bytes < 8192
+
+
+def test_a_request_holds_whole_blocks():
+    """100 blocks of 64 "hold 98 requests of 65 tokens" by the token count, while
+    blocks_needed said 98 such requests need 196 blocks (trial): each takes 2 blocks."""
+    r = kv_concurrency(100, 65, 64)
+    assert r.concurrent_requests == 50 and r.formula.endswith("⌈65 ÷ 64⌉ = 2, and 100 ÷ 2 → 50")
+    assert blocks_needed(r.concurrent_requests, 65, 64).total_blocks <= 100 < blocks_needed(r.concurrent_requests + 1, 65, 64).total_blocks
+    assert kv_concurrency(17131, 8000, 128).concurrent_requests == 271  # the README's example: 274 by tokens
+    assert kv_concurrency(17131, 20000, 64).concurrent_requests == 54  # where whole blocks change nothing, nothing is added
+    assert "whole blocks" not in kv_concurrency(17131, 20000, 64).formula
 
 
 def test_capacity_texts_from_the_catalog_read_as_before():

@@ -15,6 +15,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "num_blocks × block_size ÷ 每个请求的 token 数：{steps} 个 token；{tail}{capped}",
         "en": "num_blocks × block_size ÷ tokens per request: {steps} tokens; {tail}{capped}",
     },
+    "kv_concurrency.whole_blocks_more": {
+        "zh": "；但每个请求占整数个 block：⌈{tokens} ÷ {block_size}⌉ = {per} 个，{blocks} ÷ {per} → {whole}",
+        "en": "; but a request holds whole blocks: ⌈{tokens} ÷ {block_size}⌉ = {per}, and {blocks} ÷ {per} → {whole}",
+    },
     "kv_concurrency.kv_cache": {
         "zh": "KV Cache 可缓存 {total} 个 token，平均 {tokens} token 的请求同时大约能跑 {fits} 个；更多的请求会排队，等 block 释放。",
         "en": "The KV cache holds {total} tokens, so about {fits} requests of {tokens} tokens run at once; "

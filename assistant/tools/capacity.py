@@ -104,20 +104,29 @@ def kv_concurrency(num_blocks: PositiveInt, avg_tokens_per_request: PositiveInt,
             "max_num_seqs": max_num_seqs})
     total = num_blocks * block_size
     exact = total / avg_tokens_per_request
-    fits = math.floor(exact)
+    # A request holds whole blocks: 100 blocks of 64 hold 98 requests of 65 tokens by the
+    # token count, but each takes 2 blocks, so 50 (trial; blocks_needed said so already).
+    per_request = math.ceil(avg_tokens_per_request / block_size)
+    whole = num_blocks // per_request
+    fits = min(math.floor(exact), whole)
+    by_tokens = fits
     limited = "kv_cache"
     if max_num_seqs is not None and max_num_seqs < fits:
         fits, limited = max_num_seqs, "max_num_seqs"
     steps = f"{num_blocks} × {block_size} = {_fmt(total)}"
     tail = f"{_fmt(total)} ÷ {_fmt(avg_tokens_per_request)} ≈ {exact:.2f} → {math.floor(exact)}"
-    capped = f"; min({math.floor(exact)}, max_num_seqs {max_num_seqs}) = {fits}" if limited == "max_num_seqs" else ""
-    formula = _say("kv_concurrency.formula", steps=steps, tail=tail, capped=capped)
+    capped = f"; min({by_tokens}, max_num_seqs {max_num_seqs}) = {fits}" if limited == "max_num_seqs" else ""
+    formula = _say("kv_concurrency.formula", steps=steps, tail=tail, capped="")
+    if whole < math.floor(exact):
+        formula = _then(formula, "kv_concurrency.whole_blocks_more", tokens=_fmt(avg_tokens_per_request), block_size=block_size,
+                        per=per_request, blocks=num_blocks, whole=whole)
+    formula = {lang: text + capped for lang, text in formula.items()}
     if limited == "kv_cache":
         text = _say("kv_concurrency.kv_cache", total=_fmt(total), tokens=_fmt(avg_tokens_per_request), fits=fits)
         if max_num_seqs is not None:
             text = _then(text, "kv_concurrency.flag_higher_more", max_num_seqs=max_num_seqs)
     else:
-        text = _say("kv_concurrency.capped", exact=exact, fits=fits)
+        text = _say("kv_concurrency.capped", exact=min(exact, float(whole)), fits=fits)
     return Concurrency(total, avg_tokens_per_request, round(exact, 2), fits, max_num_seqs, limited, formula["en"], text,
                        formula["zh"])
 
@@ -426,15 +435,20 @@ def kv_cache_capacity(
                         "kv_cache_capacity.too_long_more")
     if budget <= 0:
         result.weights_fit, result.fits_one_request = False, False if max_model_len else None
-        result.explanation = _weights_do_not_fit(gpu_memory_gib, gpu_memory_utilization, weights_gib, tp, overhead_gib)
+        one_request = max_model_len * kv_bytes_per_token / GIB if max_model_len else 0.0
+        result.explanation = _weights_do_not_fit(gpu_memory_gib, gpu_memory_utilization, weights_gib, tp, overhead_gib, one_request)
     elif not overhead_gib:
         result.explanation = _then(result.explanation, "kv_cache_capacity.no_overhead_more")
     return result
 
 
-def _weights_do_not_fit(gpu_gib: float, util: float, weights_gib: float, tp: int, overhead_gib: float) -> dict[str, str]:
+def _weights_do_not_fit(gpu_gib: float, util: float, weights_gib: float, tp: int, overhead_gib: float,
+                        one_request_gib: float = 0.0) -> dict[str, str]:
     """What to say when the weights leave nothing for the KV cache ("About 0 tokens fit
-    (-28.00 GiB)" read as a result): by how much, and only the changes that would help."""
+    (-28.00 GiB)" read as a result): by how much, and only the changes that would help.
+    A change helps when one request of max_model_len fits beside the weights too
+    (`one_request_gib`): "0.94 or more would leave room" for 75 GiB of weights on 80 GiB left
+    0.2 GiB of KV cache, and vLLM refuses to start with that (review)."""
     usable = gpu_gib * util
     from assistant.i18n import LANGS, t
 
@@ -443,11 +457,11 @@ def _weights_do_not_fit(gpu_gib: float, util: float, weights_gib: float, tp: int
                     usable=usable, gpu=_fmt(gpu_gib), util=util, short=weights_gib / tp + overhead_gib - usable)
             for lang in LANGS}
     helped = False
-    if usable > overhead_gib:  # more GPUs shrink the weights per GPU until they fit beside the overhead
-        needed = math.floor(weights_gib / (usable - overhead_gib)) + 1
+    if usable > overhead_gib + one_request_gib:  # more GPUs shrink the weights per GPU until they fit beside the rest
+        needed = math.floor(weights_gib / (usable - overhead_gib - one_request_gib)) + 1
         text, helped = _then(text, "kv_cache_capacity.tp_helps_more", tp=needed, per_gpu=weights_gib / needed), True
     # Rounded up, never to nearest: "above 0.93" for a need of 0.935 named a value that fails.
-    util_needed = math.ceil((weights_gib / tp + overhead_gib) / gpu_gib * 100 - 1e-9) / 100
+    util_needed = math.ceil((weights_gib / tp + overhead_gib + one_request_gib) / gpu_gib * 100 - 1e-9) / 100
     if util_needed < 1:  # the rest of the GPU's memory would hold them
         text, helped = _then(text, "kv_cache_capacity.utilization_helps_more", util=util_needed), True
     return text if helped else _then(text, "kv_cache_capacity.nothing_helps_more")
