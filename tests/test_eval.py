@@ -346,5 +346,5 @@ def test_a_teams_case_is_judged_by_its_file_and_a_miss_names_the_missing_text(bu
     (fail,) = m["failures"]
     assert fail.startswith("x-2: right file first, but `gatewayctl quota set` is not in the answer")
     rows_out = {r["id"]: r for r in report["results"]["hybrid"]}
-    assert rows_out["x-1"]["rank"] == 1 and rows_out["x-1"]["file_ok"] and rows_out["x-1"]["answer_has_fix"]
+    assert rows_out["x-1"]["rank"] == 1 and rows_out["x-1"]["file_ok"] and rows_out["x-1"]["answer_has_fix"] is None
     assert rows_out["x-2"]["cited_files"][0] == "gateway.md" and rows_out["x-2"]["answer_has_fix"] is False

@@ -60,7 +60,7 @@ class CaseResult:
         return {"id": self.case.id, "lang": self.case.lang, "in_scope": self.case.grounded, "answered": self.grounded,
                 "unsure": self.unsure, "cited": self.cited[:3], "cited_files": list(dict.fromkeys(self.cited_files))[:3],
                 "rank": self.rank, "file_ok": self.file_ok if self.case.expect_file else None,
-                "answer_has_fix": self.answer_pass if self.case.grounded else None,
+                "answer_has_fix": self.answer_pass if self.case.grounded and self.case.expect else None,  # nothing to check: not "found"
                 "confidence": None if self.confidence is None else round(self.confidence, 3), "answer_chars": self.answer_chars}
 
 
