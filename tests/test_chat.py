@@ -113,6 +113,9 @@ def test_a_follow_up_carries_the_threads_first_question():
     assert chat.thread_question("and with MTP?", ["logprobs hang", "still hangs"]) == "logprobs hang\nand with MTP?"
     assert chat.thread_question("only", ["", "only"]) == "only"  # blanks and the question itself are not earlier questions
     assert chat.thread_question("q", []) == "q"
+    # After the asker switched subject, a follow-up leans on the switch, not on the first question (trial).
+    switched = "换个问题：num_blocks_global 17131，平均 20k token，能并发多少"
+    assert chat.thread_question("那如果平均 8k 呢", ["vllm CUDA OOM", switched, "谢谢"]) == f"{switched}\n那如果平均 8k 呢"
     # A long message is a question of its own (a chat UI keeps one conversation for hours),
     # and so is one naming its product; a short follow-up fits under the byte limit whole.
     assert chat.thread_question("b" * 5000, ["a" * 5000]) == "b" * 5000

@@ -248,7 +248,11 @@ def thread_question(current: str, earlier: Iterable[str]) -> str:
     room = MAX_QUESTION_BYTES - len(current.encode("utf-8")) - 1
     if room <= 0:
         return current
-    first = asked[0].encode("utf-8")[:room].decode("utf-8", "ignore")  # cut from the first question, not the follow-up
+    # The subject is the first question, or the last message that said it starts a new one:
+    # after "换个问题：num_blocks_global 17131，平均 20k…", "那如果平均 8k 呢" got the thread's
+    # first question, a CUDA OOM (trial).
+    subject = next((text for text in reversed(asked) if _NEW_SUBJECT.search(text)), asked[0])
+    first = subject.encode("utf-8")[:room].decode("utf-8", "ignore")  # cut from the subject, not the follow-up
     return f"{first}\n{current}"
 
 
