@@ -332,6 +332,11 @@ def _zh_rows() -> dict[str, tuple[str, ...]]:
     return {word: tuple(zhs.split()) for zhs, _ in TERMS for word in zhs.split()}
 
 
+# Words every error question says (报错 "it reports an error"): swapped for a page's 错误, they
+# made that page match any error question, and two out-of-scope ones were answered (dev trees).
+_SAID_OF_ANY_ERROR = frozenset({"报错", "错误"})
+
+
 def kb_words(word: str, doc_freq: dict[str, int]) -> list[str]:
     """The word a KB writes for a Chinese term it never uses: 挂了 where its pages say 挂掉,
     起服务 where they say 启动. A question in the KB's own language met only the writer's
@@ -339,7 +344,7 @@ def kb_words(word: str, doc_freq: dict[str, int]) -> list[str]:
     the KB has as a word of its own stands in, the one it uses most: taken as its segmenter's
     pieces, 向量化 (an embedding) became 量化 (quantization) and a refusal an answer (review).
     A word the KB uses, or one the glossary lacks, is kept."""
-    if doc_freq.get(word, 0) > 0 or word not in _zh_rows():
+    if doc_freq.get(word, 0) > 0 or word not in _zh_rows() or word in _SAID_OF_ANY_ERROR:
         return [word]
     used = max((doc_freq.get(w, 0), w) for w in _zh_rows()[word])
     return [used[1]] if used[0] > 0 else [word]

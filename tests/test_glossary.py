@@ -315,6 +315,7 @@ def test_a_chinese_synonym_the_kb_never_uses_is_searched_as_the_one_it_does(chin
     assert kb_words("部署", df) == ["部署"] and kb_words("没有的词", df) == ["没有的词"]  # used, or not in the glossary: kept
     # A synonym the KB has only as pieces stands in for nothing: 向量化 is 量化 to a segmenter (review).
     assert kb_words("嵌入", {"量化": 3}) == ["嵌入"]
+    assert kb_words("报错", {"错误": 3}) == ["报错"]  # said of any error: no page's subject
     tokens = query_tokens(kb.index, "服务崩溃以后怎么查")
     assert "挂掉" in tokens and "崩溃" not in tokens
     answer = answer_question("服务崩溃以后看哪里", settings, kb=kb)
