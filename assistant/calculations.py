@@ -257,7 +257,8 @@ def _own_line_labels(x: Extraction, question: str) -> Extraction:
     if span is None:
         return x
     own = {q.start + span[0]: q for q in extract(_follow_on_line(question) or "").quantities}
-    return replace(x, quantities=[replace(q, label=own[q.start].label, unit=own[q.start].unit)
+    # its problem too: "not a whole number" was the earlier line's 并发 speaking, not 0.95's (trial)
+    return replace(x, quantities=[replace(q, label=own[q.start].label, unit=own[q.start].unit, problem=own[q.start].problem)
                                   if span[0] <= q.start < span[1] and q.start in own else q for q in x.quantities])
 
 

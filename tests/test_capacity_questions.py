@@ -1055,3 +1055,13 @@ def test_an_upper_case_k_in_max_model_len_is_1024_as_vllm_reads_it():
     assert lower.call.result["concurrent_requests"] == 31
     blocks = capacity_answer("17131 blocks of 64 tokens with 20K-token requests, how many run concurrently")
     assert blocks.call.result["concurrent_requests"] == 54 and blocks.call.arguments["avg_tokens_per_request"] == 20000
+
+
+@pytest.mark.parametrize("follow", ["and with 0.95?", "那 0.95 呢？"])
+def test_a_bare_share_after_a_chinese_question_changes_the_memory_share(follow):
+    """"and with 0.95?" after "…最多能并发多少" got the first answer again, 0.9 and all (trial): the
+    earlier line's 并发 had marked 0.95 "not a whole number", and the mark stayed."""
+    from assistant.calculations import capacity_answer
+
+    calc = capacity_answer(f"Qwen2.5-7B-Instruct 单卡 24G，max-model-len 32768，最多能并发多少\n{follow}")
+    assert calc.computed and {v.key: v.value for v in calc.values}["gpu_memory_utilization"] == 0.95
