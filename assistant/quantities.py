@@ -289,13 +289,14 @@ class Extraction:
 
 # An upper-case K after digits ("16K"), kept apart before lower-casing as "ki": vLLM reads
 # --max-model-len 16K as 16384 and 16k as 16000 (calculations.py applies it to that one value).
-_UPPER_K = re.compile(r"(?<=[0-9])K(?![A-Za-z])")
+# A number of its own only: "LLaMA-2-7B-32K" is a checkpoint's name, kept as written (CI).
+_UPPER_K = re.compile(r"(?<![\w.\-/])([0-9]+(?:\.[0-9]+)?)K(?![\w\-])")
 
 
 def normalize(text: str) -> str:
     """NFKC (full-width digits and punctuation), one space for any whitespace run, digit runs cut to
     21 digits (still "too large"), ASCII lower-case. Every step is linear and keeps the text's meaning."""
-    text = _UPPER_K.sub("Ki", _WIDE_THOUSANDS.sub(",", text[:MAX_CHARS]).translate(_PUNCT))
+    text = _UPPER_K.sub(r"\1Ki", _WIDE_THOUSANDS.sub(",", text[:MAX_CHARS]).translate(_PUNCT))
     text = unicodedata.normalize("NFKC", text)
     text = _WS.sub(" ", text)
     text = _LONG_DIGITS.sub(lambda m: m.group()[:21], text)

@@ -1053,6 +1053,9 @@ def test_an_upper_case_k_in_max_model_len_is_1024_as_vllm_reads_it():
     assert any("16,384" in n["en"] and "1024" in n["en"] for n in upper.notes)
     lower = capacity_answer("if I drop max-model-len to 16k how many concurrent?", log)
     assert lower.call.result["concurrent_requests"] == 31
+    from assistant.quantities import normalize
+
+    assert normalize("togethercomputer/LLaMA-2-7B-32K") == "togethercomputer/llama-2-7b-32k"  # a name, as written
     blocks = capacity_answer("17131 blocks of 64 tokens with 20K-token requests, how many run concurrently")
     assert blocks.call.result["concurrent_requests"] == 54 and blocks.call.arguments["avg_tokens_per_request"] == 20000
 
