@@ -310,10 +310,16 @@ def _figure(token: str) -> float:
     return float(token.replace(",", ""))
 
 
+_ANY_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+
+
 def _known_figures(known: str) -> set[float]:
     values: set[float] = set()
-    for m in _FIGURE.finditer(known):
-        v = _figure(m.group(0))
+    # Figures as words, and any run of digits inside a name or version: "since vLLM 0.8" is
+    # backed by a passage's "v0.8.0", "80 GB" by "A100-80GB".
+    tokens = [m.group(0) for m in _FIGURE.finditer(known)] + _ANY_NUMBER.findall(known)
+    for token in tokens:
+        v = _figure(token)
         # as the answer may round it, or say a share as a percentage
         values |= {v, float(round(v)), float(math.floor(v)), round(v, 1), round(v, 2), round(v * 100, 2), round(v / 100, 4)}
     return values

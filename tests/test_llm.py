@@ -507,6 +507,8 @@ def test_a_figure_nothing_backs_is_not_passed_on_as_the_answer(bundled_settings,
     known = "Computed with kv_concurrency: 17131 × 64 = 1,096,384 tokens; ÷ 20000 = 54.82 → 54. gpu_memory_utilization 0.9"
     assert invented_figures("About 54 requests (54.8 before rounding), 1,096,384 tokens, 90% of memory, in 2 steps on H100.", known) == []
     assert invented_figures("At 10:05 on v0.8.0 with Llama-3.1-8B it used 16 GiB.", known) == ["16"]
+    # A version or size a name in the prompt holds backs the answer's plain figure.
+    assert invented_figures("Since vLLM 0.8 the defaults changed; an 80 GB card holds it.", "v0.8.0 on an A100-80GB") == []
 
 
 def test_an_answer_that_cites_nothing_falls_back_to_the_kb(bundled_settings, bundled_kb):
