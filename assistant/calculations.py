@@ -262,6 +262,10 @@ def _own_line_labels(x: Extraction, question: str) -> Extraction:
                                   if span[0] <= q.start < span[1] and q.start in own else q for q in x.quantities])
 
 
+# More memory than any one GPU has (the largest, MI355X and B300, have 288 GB): a total.
+ONE_GPU_MOST_GIB = 300
+
+
 class _Facts:
     """The values of one question (and its log), with the problems found while reading them."""
 
@@ -340,6 +344,11 @@ class _Facts:
                 self.notes.append(_msg("card_memory", text=q.text, card=name.upper(), mib=f"{reported / 2**20:,.0f}",
                                        gib=f"{reported / GIB:.1f}"))
                 return Value(key, _number(reported), "question", q.text, q.approximate)
+            if key == "gpu_memory" and q.value is not None and q.value > ONE_GPU_MOST_GIB * GIB:
+                # "on one 800GB GPU" gave 403 full-length requests (trial): no GPU has that much,
+                # so it is a total, and split the wrong way it is a wrong number.
+                self._report(key, _msg("problem.gpu_memory_total", text=q.text, most=ONE_GPU_MOST_GIB))
+                return None
             if q.unit == "bytes" and q.scale in ("gb", "g", "mb", "kb", "tb"):
                 self.notes.append(_msg("binary_units", text=q.text, scale=q.scale, unit=q.scale[0].upper()))
             if key == "max_model_len" and q.scale == "ki" and q.value is not None:

@@ -1068,3 +1068,12 @@ def test_a_bare_share_after_a_chinese_question_changes_the_memory_share(follow):
 
     calc = capacity_answer(f"Qwen2.5-7B-Instruct 单卡 24G，max-model-len 32768，最多能并发多少\n{follow}")
     assert calc.computed and {v.key: v.value for v in calc.values}["gpu_memory_utilization"] == 0.95
+
+
+def test_more_memory_than_any_one_gpu_has_is_asked_about_not_computed():
+    """"on one 800GB GPU" gave 403.3 full-length requests (trial): that is a total of several."""
+    from assistant.calculations import capacity_answer
+
+    calc = capacity_answer("Qwen2.5-7B-Instruct on one 800GB GPU, max-model-len 32768, how many concurrent requests?")
+    assert not calc.computed and any("800gb" in p["en"] and "288 GB" in p["en"] for p in calc.problems)
+    assert capacity_answer("Llama-3.1-70B on one MI300X (192GB) with max-model-len 32768, how many concurrent requests?").computed

@@ -379,6 +379,10 @@ MESSAGES = {
         "zh": '{name} 必须是整数，不能是 {text}',
         "en": '{name} must be a whole number, not {text}',
     },
+    'problem.gpu_memory_total': {
+        "zh": '{text} 比任何一张卡的显存都大（目前最大约 288 GB）：像是几张卡的总和；请给出单卡显存和 tensor_parallel_size',
+        "en": "{text} is more than any one GPU has (the largest hold about 288 GB): it reads as several GPUs' total; give one GPU's memory and tensor_parallel_size",
+    },
     'problem.garbled': {
         "zh": '{text} 读不成一个数（是不是把 0 打成了字母 O，或把 1 打成了 l？），请改正后再问',
         "en": 'I could not read {text} as a number (a letter O typed for a zero, or l for a one?); correct it and ask again',
