@@ -569,6 +569,24 @@ def _tool_turn(c: dict, tools: list | None, seen: dict, records: list, notes: li
     return payload
 
 
+def _unbacked(text: str, found: list[str], drop: Callable[[str, list[str]], tuple[str, int]], keys: tuple[str, str], lang: str,
+              streamed: bool, notes: list[str], prompt_text: str, records: list) -> tuple[str, bool]:
+    """`text` without the sentences naming `found` (settings or figures nothing backs), with a
+    note; a streamed answer keeps them, flagged. Returns the text and whether it was flagged."""
+    if not found:
+        return text, False
+    names = ", ".join(found[:4])
+    if streamed:
+        notes.append(i18n.t(keys[0], lang, names=names))
+        return text, True
+    text, gone = drop(text, found)
+    notes.append(i18n.t(keys[1], lang, n=gone, names=names))
+    why = looks_like_garbage(text, prompt_text)
+    if why:
+        raise _failed(why, records)
+    return text, False
+
+
 def _result(content: str, messages: list, passages: list, lang: str, model: str, records: list, notes: list[str],
             streamed: bool = False) -> LLMResult:
     """The model's last reply as an answer: checked for garbage, citations renumbered to the
@@ -588,31 +606,15 @@ def _result(content: str, messages: list, passages: list, lang: str, model: str,
             why = looks_like_garbage(text, prompt_text)
             if why:
                 raise _failed(why, records)
-    invented = invented_settings(text, prompt_text)
-    unverified = False
-    if invented:
-        names = ", ".join(invented[:4])
-        if streamed:  # on screen already: flagged, and the answer is no sure match
-            notes.append(i18n.t("llm.invented_shown", lang, names=names))
-            unverified = True
-        else:
-            text, gone = drop_sentences_naming(text, invented)
-            notes.append(i18n.t("llm.dropped_invented", lang, n=gone, names=names))
-            why = looks_like_garbage(text, prompt_text)
-            if why:
-                raise _failed(why, records)
-    figures = invented_figures(text, prompt_text + "\n" + json.dumps([r.to_dict() for r in records], ensure_ascii=False))
-    if figures:
-        names = ", ".join(figures[:4])
-        if streamed:
-            notes.append(i18n.t("llm.invented_figures_shown", lang, names=names))
-            unverified = True
-        else:
-            text, gone = drop_sentences_with_figures(text, figures)
-            notes.append(i18n.t("llm.dropped_invented_figures", lang, n=gone, names=names))
-            why = looks_like_garbage(text, prompt_text)
-            if why:
-                raise _failed(why, records)
+    # A flag or a figure nothing given to the model holds: dropped with its sentence, or, on
+    # screen already, flagged and the answer is no sure match.
+    text, made_up_setting = _unbacked(text, invented_settings(text, prompt_text), drop_sentences_naming,
+                                      ("llm.invented_shown", "llm.dropped_invented"), lang, streamed, notes, prompt_text, records)
+    known = prompt_text + "\n" + json.dumps([r.to_dict() for r in records], ensure_ascii=False)
+    text, made_up_figure = _unbacked(text, invented_figures(text, known), drop_sentences_with_figures,
+                                     ("llm.invented_figures_shown", "llm.dropped_invented_figures"), lang, streamed, notes,
+                                     prompt_text, records)
+    unverified = made_up_setting or made_up_figure
     fixed, cited = fix_citations(text, passages, keep_numbers=streamed)
     if not cited and passages and not judged_out and not any(r.error is None for r in records):
         # An answer that cites nothing cannot be checked against the KB; listing every
