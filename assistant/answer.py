@@ -847,9 +847,10 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
         title = _display_title(chunk.title, chunk.source) if top.passage else chunk.title.split(" > ")[0]
     lines: list[str] = []
     coverage = "none"
+    far = False  # "no article close to this question": then no list of the closest either
     unseen = _said_unseen(result)
     # On another platform the closest article is named only when its symptom is the asker's:
-    # the log line it lists, or a share of its words. The refusal model, generous with an
+    # the log line it lists, a share of its words, or one of its tags. The refusal model, generous with an
     # error line, named the multi-node NCCL article for "HIP error: invalid device function"
     # and a TPU "RESOURCE_EXHAUSTED … hbm" (trial).
     named = top is not None and result.symptom_covered and (
@@ -868,7 +869,7 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
             # the topic: TPU recompilation got the multi-GPU NCCL article (trial). Nor are
             # "closest topics" listed under "no article close to this question" (review).
             lines.append(labels["platform_only"].format(declared=declared, platform=platforms))
-            coverage = "far"
+            far = True
     elif top is not None and (unseen or result.foreign_products) and result.symptom_covered:
         missing = ", ".join(_subjects(result, lang, kb.index) + [PRODUCT_NAMES.get(p, p) for p in result.foreign_products])
         lines.append(labels["partial"].format(title=title, ref=ref, missing=missing))
@@ -888,9 +889,7 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
         if total > len(topics):
             lines.append(labels["more"].format(n=total - len(topics)))
     lines += ["", _add_docs_hint(kb, labels)]
-    if coverage == "far":
-        coverage = "none"
-    elif coverage == "none" and result.articles:
+    if coverage == "none" and result.articles and not far:
         lines += ["", labels["closest"] + ("：" if lang == "zh" else ":")]
         for art in result.articles[:2]:
             chunk = _in_lang(kb, art, lang)  # named in the asker's language when there is a twin

@@ -259,12 +259,14 @@ _UNDERSCORED = re.compile(r"\w+_\w+")
 _IDENTIFIER = re.compile(r"[a-z][a-z.-]*\d|\d[\d.-]*[a-z]")
 
 
-def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarray) -> tuple[np.ndarray, set[str] | None]:
+def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarray,
+                         own: list[str] | None = None) -> tuple[np.ndarray, set[str] | None]:
     """BM25 scores where documents without a version in the question's language are scored
     on the question plus its glossary translation (glossary.py); others keep `native`.
     Also the terms such a document can share with the question: the question's own words
     written in the document's script (identifiers, flags) and the translations; None when
-    nothing was translated."""
+    nothing was translated. `own`: the question's own keywords (query_tokens), when the caller
+    has them already."""
     twinless = twinless_mask(index, lang)
     if not twinless.any():
         return native, None
@@ -289,7 +291,7 @@ def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarr
         prose = sentences(query, errors=False)
         underscored = {t for t in index.tokenizer(" ".join(_UNDERSCORED.findall(prose))) if "-" in t}
         # (the question's own Chinese words; its translation's are counted below)
-        own_script = {t for t in query_tokens(index, query) if any(is_cjk(ch) for ch in t)} | {
+        own_script = {t for t in (own if own is not None else query_tokens(index, query)) if any(is_cjk(ch) for ch in t)} | {
             t for t in query_tokens(index, prose)
             if _IDENTIFIER.search(t) or t in underscored or ("-" in t and index.doc_freq.get(t, 0) > 0)}
     if lang == "zh":
@@ -699,7 +701,7 @@ def search(
     dense = index.dense_scores(qvec[0], params.faiss_min_vectors)
 
     tokens = query_tokens(index, query)
-    keyword_raw, cross_terms = cross_keyword_scores(index, query, lang, index.keyword.scores(tokens))
+    keyword_raw, cross_terms = cross_keyword_scores(index, query, lang, index.keyword.scores(tokens), tokens)
     top_kw = float(keyword_raw.max()) if n else 0.0
     keyword = keyword_raw / top_kw if top_kw > 0 else keyword_raw
     dscaled = dense_scale(dense, lang)

@@ -106,27 +106,26 @@ def kv_concurrency(num_blocks: PositiveInt, avg_tokens_per_request: PositiveInt,
     exact = total / avg_tokens_per_request
     # A request holds whole blocks: 100 blocks of 64 hold 98 requests of 65 tokens by the
     # token count, but each takes 2 blocks, so 50 (trial; blocks_needed said so already).
+    # (never more than the token count gives: a request's blocks hold at least its tokens)
     per_request = math.ceil(avg_tokens_per_request / block_size)
-    whole = num_blocks // per_request
-    fits = min(math.floor(exact), whole)
-    by_tokens = fits
+    in_kv = fits = num_blocks // per_request
     limited = "kv_cache"
     if max_num_seqs is not None and max_num_seqs < fits:
         fits, limited = max_num_seqs, "max_num_seqs"
     steps = f"{num_blocks} × {block_size} = {_fmt(total)}"
     tail = f"{_fmt(total)} ÷ {_fmt(avg_tokens_per_request)} ≈ {exact:.2f} → {math.floor(exact)}"
-    capped = f"; min({by_tokens}, max_num_seqs {max_num_seqs}) = {fits}" if limited == "max_num_seqs" else ""
     formula = _say("kv_concurrency.formula", steps=steps, tail=tail, capped="")
-    if whole < math.floor(exact):
+    if in_kv < math.floor(exact):
         formula = _then(formula, "kv_concurrency.whole_blocks_more", tokens=_fmt(avg_tokens_per_request), block_size=block_size,
-                        per=per_request, blocks=num_blocks, whole=whole)
-    formula = {lang: text + capped for lang, text in formula.items()}
+                        per=per_request, blocks=num_blocks, whole=in_kv)
+    if limited == "max_num_seqs":  # the cap comes last, after the whole-block step
+        formula = {lang: f"{text}; min({in_kv}, max_num_seqs {max_num_seqs}) = {fits}" for lang, text in formula.items()}
     if limited == "kv_cache":
         text = _say("kv_concurrency.kv_cache", total=_fmt(total), tokens=_fmt(avg_tokens_per_request), fits=fits)
         if max_num_seqs is not None:
             text = _then(text, "kv_concurrency.flag_higher_more", max_num_seqs=max_num_seqs)
     else:
-        text = _say("kv_concurrency.capped", exact=min(exact, float(whole)), fits=fits)
+        text = _say("kv_concurrency.capped", exact=min(exact, float(in_kv)), fits=fits)
     return Concurrency(total, avg_tokens_per_request, round(exact, 2), fits, max_num_seqs, limited, formula["en"], text,
                        formula["zh"])
 
