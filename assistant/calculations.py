@@ -81,7 +81,10 @@ _NOT_GPU = r"(?! ?(?:卡|张|gpu|显卡|a100|h100|h800|h20|h200|a800|l40|4090))"
 _ASK_BLOCKS = re.compile(
     rf"(?:how many|多少|(?<!好)几)(?: ?个)?(?: ?kv)?(?: ?cache)? ?(?:blocks?|块{_NOT_GPU})"
     r"|blocks? (?:do|would|will|should|must) (?:i|we|you) need|blocks? (?:are |is )?(?:needed|required)|blocks_needed"
-    rf"|需要.{{0,8}}(?:block|块{_NOT_GPU})|(?:block|块)数? ?(?:够不够|够吗|要多少|需要多少)|number of blocks (?:needed|required)")
+    rf"|需要.{{0,8}}(?:block|块{_NOT_GPU})|(?:block|块)数? ?(?:够不够|够吗|要多少|需要多少)|number of blocks (?:needed|required)"
+    # the block count itself asked for: "num_blocks_global 是多少才能支持 100 个并发" (probe)
+    r"|(?:num_blocks(?:_global)?|total_block_num) ?(?:是|要|需要|得|至少|应该)? ?(?:多少|多大|几)"
+    r"|(?:how many|what|which) (?:num_blocks(?:_global)?|total_block_num)\b")
 _ASK_BYTES = re.compile(
     r"bytes? (?:per|/|for each|for one|of) ?(?:kv )?(?:cache )?(?:per )?token|per[ -]token (?:kv|size|bytes|memory)"
     r"|kv (?:cache )?(?:size |bytes |memory )?(?:per|/|for each|of one|of a|for one) ?token|kv_bytes_per_token"

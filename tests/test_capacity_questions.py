@@ -1077,3 +1077,15 @@ def test_more_memory_than_any_one_gpu_has_is_asked_about_not_computed():
     calc = capacity_answer("Qwen2.5-7B-Instruct on one 800GB GPU, max-model-len 32768, how many concurrent requests?")
     assert not calc.computed and any("800gb" in p["en"] and "288 GB" in p["en"] for p in calc.problems)
     assert capacity_answer("Llama-3.1-70B on one MI300X (192GB) with max-model-len 32768, how many concurrent requests?").computed
+
+
+@pytest.mark.parametrize("question", ["num_blocks_global 是多少才能支持 100 个并发？每个请求大约 4k token",
+                                      "what num_blocks_global do I need for 100 concurrent requests of 4000 tokens?"])
+def test_the_block_count_asked_for_is_computed_not_asked_back(question):
+    """"num_blocks_global 是多少才能支持 100 个并发" was answered "missing: num_blocks" (a probe):
+    the number asked for was asked back."""
+    from assistant.calculations import capacity_answer
+
+    calc = capacity_answer(question)
+    assert calc.tool == "blocks_needed" and calc.computed and calc.call.result["total_blocks"] == 6300
+    assert capacity_answer("num_blocks_global 是 17131，每个请求 4k token，能并发多少").tool == "kv_concurrency"
