@@ -612,6 +612,35 @@ def test_a_stream_is_read_to_its_end_holding_only_its_tail():
         read_tail_stream(io.BufferedReader(Zeros()))
 
 
+def test_a_long_logs_tail_keeps_its_start_up_lines(bundled_settings, tmp_path):
+    """A ROCm log over 2 MB lost its "detected platform rocm" line to the tail, and its OOM was
+    answered with nvidia-smi checks; the args line, printed once at start-up, was lost too.
+    The lines of the tail keep their numbers in the log."""
+    import io
+
+    from assistant.tools.logs import diagnose_log, diagnose_text, read_tail_stream
+
+    start = ("INFO 05-12 10:01:02 [__init__.py:239] Automatically detected platform rocm.\n"
+             "INFO 05-12 10:01:03 [api_server.py:1043] vLLM API server version 0.8.5\n"
+             "INFO 05-12 10:01:03 [cli_args.py:309] non-default args: {'max_model_len': 65536, 'gpu_memory_utilization': 0.95}\n")
+    body = "".join(f"INFO 05-12 10:02:00 [loggers.py:111] Avg prompt throughput: {i} tokens/s\n" for i in range(60_000))
+    oom = "ERROR 05-12 11:00:00 [engine.py:448] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB.\n"
+    log = tmp_path / "rocm.log"
+    log.write_text(start + body + oom)
+    assert log.stat().st_size > 2_000_000
+    report = diagnose_log(path=str(log))
+    assert report.unread_bytes > 0 and report.platform == "amd"
+    assert report.settings.get("--gpu-memory-utilization") == "0.95"
+    oom_finding = next(f for f in report.findings if f.article == "vllm-cuda-oom")
+    assert oom_finding.first_line == 3 + 60_000 + 1  # its line in the whole file
+    text, skipped, first = read_tail_stream(io.BytesIO((start + body + oom).encode()))
+    assert skipped > 0 and text.startswith("INFO 05-12 10:01:02") and "non-default args" in text
+    piped = diagnose_text(text, bundled_settings, first)
+    assert piped.platform == "amd" and next(f for f in piped.findings if f.article == "vllm-cuda-oom").first_line == 60_004
+    # A log whose start the tail reaches is read as it is.
+    assert read_tail_stream(io.BytesIO(start.encode()))[0] == start
+
+
 PRELUDE_THEN_OOM = (
     "WARNING 12-01 10:00:05 [scheduler.py:1000] Sequence group 0 is preempted by PreemptionMode.RECOMPUTE mode "
     "because there is not enough KV cache space.\n"

@@ -447,6 +447,26 @@ def diagnose_log(text: str | None = None, path: Annotated[str | None, LOCAL_PATH
 
 
 LOG_TAIL_BYTES = 2_000_000
+# The start of a log that the tail left out, read for the start-up lines alone (STARTUP_LINE):
+# where the server runs and with which settings are printed once, in the first lines, and a
+# 13 MB ROCm log was answered with nvidia-smi checks because its platform line was cut.
+STARTUP_HEAD_BYTES = 256_000
+
+
+def startup_lines(head: bytes) -> list[str]:
+    """The platform and args lines in the first bytes of a log the tail does not reach."""
+    text = head[:STARTUP_HEAD_BYTES].decode("utf-8", errors="replace")
+    return [line for line in text.splitlines()[:-1] or text.splitlines()  # the last may be cut short
+            if _PLATFORM_LINE.search(line[:MAX_LINE]) or _ARGS_LINE.search(line[:MAX_LINE])][:4]
+
+
+def with_startup(text: str, first_line: int, head_lines: list[str]) -> tuple[str, int]:
+    """The tail with the start-up lines it lacks put before it, and its first line's number
+    moved back by as many, so every line of the tail keeps its number in the log."""
+    kept = [line for line in head_lines if line not in text]
+    if not kept:
+        return text, first_line
+    return "\n".join(kept) + "\n" + text, max(1, first_line - len(kept))
 
 
 def unread_note(unread: int, lang: str) -> str:
@@ -494,11 +514,16 @@ def read_tail_located(path: str, limit: int = LOG_TAIL_BYTES, count_lines: bool 
             chunks.append(block)
             remaining -= len(block)
         data = b"".join(chunks)
+        head = b""
+        if start:
+            os.lseek(fd, 0, os.SEEK_SET)
+            head = os.read(fd, min(start, STARTUP_HEAD_BYTES))
     finally:
         os.close(fd)
     if _binary(data):
         raise ValueError(f"{path} looks like binary data, not a text log")
-    return data.decode("utf-8", errors="replace"), start, first_line
+    text, first_line = with_startup(data.decode("utf-8", errors="replace"), first_line, startup_lines(head))
+    return text, start, first_line
 
 
 def read_tail_stream(stream, limit: int = LOG_TAIL_BYTES) -> tuple[str, int, int]:
@@ -508,10 +533,13 @@ def read_tail_stream(stream, limit: int = LOG_TAIL_BYTES) -> tuple[str, int, int
     read until it does."""
     held: list[bytes] = []
     size = skipped = newlines = 0
+    head = b""
     while True:
         block = stream.read(1 << 20)
         if not block:
             break
+        if len(head) < STARTUP_HEAD_BYTES:
+            head += block[:STARTUP_HEAD_BYTES - len(head)]
         if not held and not skipped and _binary(block):  # `cat /dev/zero | ask --log -` would never end
             raise ValueError("the log on stdin looks like binary data, not a text log")
         held.append(block)
@@ -529,7 +557,8 @@ def read_tail_stream(stream, limit: int = LOG_TAIL_BYTES) -> tuple[str, int, int
         data = data[cut:]
     if _binary(data):
         raise ValueError("the log on stdin looks like binary data, not a text log")
-    return data.decode("utf-8", errors="replace"), skipped, 1 + newlines
+    text, first_line = with_startup(data.decode("utf-8", errors="replace"), 1 + newlines, startup_lines(head[:skipped]) if skipped else [])
+    return text, skipped, first_line
 
 
 def _newlines_before(fd: int, end: int) -> int:
