@@ -238,31 +238,43 @@ _JUST_A_NUMBER = re.compile(r"\W*(?:and|what about|how about|then|那么?|那如
 _MOST = {"tensor_parallel_size": 64, "gpu_count": 1024, "gpu_memory_utilization": 1, "block_size": 1024}
 
 
-def _follow_on_line(question: str) -> str | None:
-    """The question's last line when it changes an earlier value (and there is an earlier line)."""
+def _follow_on_lines(question: str) -> list[str]:
+    """The question's last lines that each change an earlier value, oldest first: a chat's
+    chain of what-ifs ("and with 0.95?", then "and with 8k tokens?") folded under its first
+    question. The first line is never one."""
     lines = [line for line in question.splitlines() if line.strip()]
-    if len(lines) < 2 or len(lines[-1]) > FOLLOW_ON_CHARS or not _FOLLOW_ON.search(lines[-1].strip()):
-        return None
-    return lines[-1]
+    chain: list[str] = []
+    for line in reversed(lines[1:]):
+        if len(line) > FOLLOW_ON_CHARS or not _FOLLOW_ON.search(line.strip()):
+            break
+        chain.append(line)
+    return chain[::-1]
 
 
-def _follow_on_span(question: str, norm: str) -> tuple[int, int] | None:
-    """Where, in the normalised text, a last line that changes an earlier value sits."""
-    line = _follow_on_line(question)
-    last = normalize(line) if line is not None else ""
-    return (len(norm) - len(last), len(norm)) if last and norm.endswith(last) else None
+def _follow_on_spans(question: str, norm: str) -> list[tuple[int, int, str]]:
+    """Where, in the normalised text, each such line sits (start, end, the line), oldest first."""
+    spans: list[tuple[int, int, str]] = []
+    end = len(norm)
+    for line in reversed(_follow_on_lines(question)):
+        last = normalize(line)
+        if not last or not norm[:end].endswith(last):
+            break
+        spans.append((end - len(last), end, line))
+        end -= len(last)
+        while end and norm[end - 1].isspace():
+            end -= 1
+    return spans[::-1]
 
 
 def _own_line_labels(x: Extraction, question: str) -> Extraction:
-    """The follow-on last line's numbers with the labels its own words give them: read with the
+    """Each follow-on line's numbers with the labels its own words give them: read with the
     message before it, "…最多能并发多少\nand with 65536?" bound 65536 to 并发 (sessions)."""
-    span = _follow_on_span(question, x.text)
-    if span is None:
-        return x
-    own = {q.start + span[0]: q for q in extract(_follow_on_line(question) or "").quantities}
+    own: dict[int, Quantity] = {}
+    for start, _end, line in _follow_on_spans(question, x.text):
+        own.update({q.start + start: q for q in extract(line).quantities})
     # its problem too: "not a whole number" was the earlier line's 并发 speaking, not 0.95's (trial)
     return replace(x, quantities=[replace(q, label=own[q.start].label, unit=own[q.start].unit, problem=own[q.start].problem)
-                                  if span[0] <= q.start < span[1] and q.start in own else q for q in x.quantities])
+                                  if q.start in own else q for q in x.quantities])
 
 
 # More memory than any one GPU has (the largest, MI355X and B300, have 288 GB): a total.
@@ -277,28 +289,11 @@ class _Facts:
         self.problems: list[dict[str, str]] = []
         self.notes: list[dict[str, str]] = []
         self._reported: set[str] = set()
-        self.latest = _follow_on_span(question, x.text) if question else None
-        self.follow: dict[str, Quantity] = {}  # a bare number of the last line, bound to the one value it can change
-        if self.latest is not None:
-            inside = [q for q in x.quantities if self._in_latest(q)]
-            bare = [q for q in inside if not q.label and q.usable and q.unit in ("count", "ratio", "bytes")]
-            if len(bare) == 1 and not any(q.label for q in inside) and _JUST_A_NUMBER.fullmatch(x.text[self.latest[0]:self.latest[1]]):
-                value = bare[0].value
-                if value is not None and 0 < value < 1:  # "and with 0.95?": a share, the memory one unless a ratio was given
-                    labels = {"kv_cache_ratio"} if x.has("kv_cache_ratio") else {"gpu_memory_utilization"}
-                else:
-                    labels = {q.label for q in x.quantities if q.label in _ADJUSTABLE and not self._in_latest(q) and q.unit == bare[0].unit
-                              and q.label not in ("gpu_memory_utilization", "kv_cache_ratio")
-                              and (value is None or value <= _MOST.get(q.label, value))}
-                if len(labels) == 1:  # "and with 32768?" after max-model-len 8192
-                    self.follow[labels.pop()] = bare[0]
-                elif labels:  # after max-model-len 8192 and max-num-seqs 256: which one it changes is asked
-                    names = {lang: t("calculations.sep.list", lang).join(_name(k, lang) for k in sorted(labels)) for lang in LANGS}
-                    self._report("follow_up", _msg("follow_up_which", value=bare[0].text, names=names))
-            gpus = [q for q in inside if q.label == "gpu_count"]
-            if gpus and not any(q.label == "tensor_parallel_size" for q in inside) and any(
-                    q.label == "tensor_parallel_size" and not self._in_latest(q) for q in x.quantities):
-                self.follow["tensor_parallel_size"] = gpus[0]  # "…tp 2\nand with 4 GPUs?": the model is split over them
+        # The follow-on lines' spans, oldest first: a later line's value replaces an earlier one.
+        self.spans = [(a, b) for a, b, _line in _follow_on_spans(question, x.text)] if question else []
+        self.follow: dict[str, Quantity] = {}  # a bare number of a follow-on line, bound to the one value it can change
+        for span in self.spans:
+            self._bind_follow_on(x, span)
         for text in x.garbled:
             self._report(f"garbled:{text}", _msg("problem.garbled", text=text))
         self.log: dict[str, list[tuple[str, Decimal]]] = {}
@@ -313,8 +308,32 @@ class _Facts:
     def asked(self, key: str) -> bool:
         return self.x.has(key)
 
-    def _in_latest(self, q: Quantity) -> bool:
-        return self.latest is not None and self.latest[0] <= q.start < self.latest[1]
+    def _bind_follow_on(self, x: Extraction, span: tuple[int, int]) -> None:
+        """What a follow-on line's lone number changes: "and with 32768?" after max-model-len 8192."""
+        inside = [q for q in x.quantities if span[0] <= q.start < span[1]]
+        before = [q for q in x.quantities if q.start < span[0]]
+        bare = [q for q in inside if not q.label and q.usable and q.unit in ("count", "ratio", "bytes")]
+        if len(bare) == 1 and not any(q.label for q in inside) and _JUST_A_NUMBER.fullmatch(x.text[span[0]:span[1]]):
+            value = bare[0].value
+            if value is not None and 0 < value < 1:  # "and with 0.95?": a share, the memory one unless a ratio was given
+                labels = {"kv_cache_ratio"} if x.has("kv_cache_ratio") else {"gpu_memory_utilization"}
+            else:
+                labels = {q.label for q in before if q.label in _ADJUSTABLE and q.unit == bare[0].unit
+                          and q.label not in ("gpu_memory_utilization", "kv_cache_ratio")
+                          and (value is None or value <= _MOST.get(q.label, value))}
+            if len(labels) == 1:
+                self.follow[labels.pop()] = bare[0]
+            elif labels:  # after max-model-len 8192 and max-num-seqs 256: which one it changes is asked
+                names = {lang: t("calculations.sep.list", lang).join(_name(k, lang) for k in sorted(labels)) for lang in LANGS}
+                self._report("follow_up", _msg("follow_up_which", value=bare[0].text, names=names))
+        gpus = [q for q in inside if q.label == "gpu_count"]
+        if gpus and not any(q.label == "tensor_parallel_size" for q in inside) and any(
+                q.label == "tensor_parallel_size" for q in before):
+            self.follow["tensor_parallel_size"] = gpus[0]  # "…tp 2\nand with 4 GPUs?": the model is split over them
+
+    def _stage(self, q: Quantity) -> int:
+        """0 for the question's own values, n for the nth follow-on line's."""
+        return next((n for n, (a, b) in enumerate(self.spans, 1) if a <= q.start < b), 0)
 
     def get(self, key: str) -> Value | None:
         """The one value for `key`. Two different values, a range or a bad number become a problem
@@ -328,9 +347,10 @@ class _Facts:
             self._problem(key, bad[0])
             return None
         values = sorted({q.value for q in found})
-        later = [q for q in found if self._in_latest(q)] if key in _ADJUSTABLE or key == "gpu_count" else []
+        top = max((self._stage(q) for q in found), default=0) if key in _ADJUSTABLE or key == "gpu_count" else 0
+        later = [q for q in found if top and self._stage(q) == top]
         if len(values) > 1 and later and len({q.value for q in later}) == 1 and len(later) < len(found):
-            old = next(q for q in found if not self._in_latest(q))
+            old = max((q for q in found if self._stage(q) < top), key=self._stage)  # the value it replaces
             note = _msg("follow_up_value", name=_names(key), new=later[0].text, old=old.text)
             if note not in self.notes:  # each planner of a chain asks again
                 self.notes.append(note)

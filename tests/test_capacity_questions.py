@@ -763,6 +763,11 @@ def test_a_table_figure_is_not_computed_for_a_question_that_asks_for_none():
      "kv_tokens_concurrency", "concurrent_requests", 14, "in place of 8192"),
     ("GPU KV cache size: 458,752 tokens. With --max-model-len 8192 how many concurrent requests?\n那如果 max-model-len 改成 16k 呢",
      "kv_tokens_concurrency", "concurrent_requests", 28, "in place of 8192"),
+    # a chain of follow-ups: each replaces the value before it, the middle one's change kept
+    ("GPU KV cache size: 200,000 tokens. each request 2000 tokens, how many concurrent?\nand with 4000 tokens per request?\nand with 8000?",
+     "kv_tokens_concurrency", "concurrent_requests", 25, "8000, in place of 4000"),
+    ("Qwen2.5-7B on a 4090, max-model-len 32768, how many concurrent requests?\nand with 0.95?\nand with 16384?",
+     "kv_cache_capacity", "max_concurrency_at_max_model_len", 9.84, "in place of 32768"),
     ("GPU KV cache size: 1,310,720 tokens. how many 32k requests can run at once?", "kv_tokens_concurrency", "concurrent_requests", 40, None),
     ("GPU KV cache size: 1,310,720 tokens，最多同时跑几个 32k 的请求", "kv_tokens_concurrency", "concurrent_requests", 40, None),
     # 8192 × 16 tokens over 1,500 in + 500 out: 65 (the sum was read as one input of 2,000 and output asked for)

@@ -113,6 +113,13 @@ def test_a_follow_up_carries_the_threads_first_question():
     assert chat.thread_question("and with MTP?", ["logprobs hang", "still hangs"]) == "logprobs hang\nand with MTP?"
     assert chat.thread_question("only", ["", "only"]) == "only"  # blanks and the question itself are not earlier questions
     assert chat.thread_question("q", []) == "q"
+    # A chain of what-ifs keeps its middle change: "and with 32768?" after "and with 0.95?" was
+    # computed at the first question's 0.9. A follow-up with no value ("still hangs") adds nothing.
+    sizing = "H100 80GB, Llama-3-8B bf16, max-model-len 8192, how many concurrent requests fit?"
+    chained = chat.thread_question("and with 32768?", [sizing, "and with 0.95?", "thanks"])
+    assert chained == f"{sizing}\nand with 0.95?\nand with 32768?"
+    assert chat.thread_question("and 9?", ["q", "and 1?", "and 2?", "and 3?", "and 4?"]) == "q\nand 2?\nand 3?\nand 4?\nand 9?"
+    assert chat.thread_question("and 9?", ["q" * 8000, "and 1?"]).endswith("\nand 1?\nand 9?")
     # After the asker switched subject, a follow-up leans on the switch, not on the first question (trial).
     switched = "换个问题：num_blocks_global 17131，平均 20k token，能并发多少"
     assert chat.thread_question("那如果平均 8k 呢", ["vllm CUDA OOM", switched, "谢谢"]) == f"{switched}\n那如果平均 8k 呢"
