@@ -555,8 +555,32 @@ def _plan_kv_concurrency(f: _Facts) -> _Plan:
     plan.need("num_blocks", "num_blocks", f.get("num_blocks"))
     _request_tokens(plan, "avg_tokens_per_request", allow_max_model_len=True)
     _block_size(plan)
+    _blocks_at_new_size(plan)
     plan.optional("max_num_seqs", f.get("max_num_seqs"))
     return plan
+
+
+def _blocks_at_new_size(plan: _Plan) -> None:
+    """A follow-up's new block_size under a block count the server logged at the old one: the
+    KV memory is the same, so the blocks are fewer or more. "那 block_size 改成 128 呢" after
+    num_blocks_global 17131 computed 17131 blocks of 128, twice the tokens (probe)."""
+    f = plan.facts
+    sizes = f.x.by_label("block_size") + ([f.follow["block_size"]] if "block_size" in f.follow else [])
+    changed = [q for q in sizes if f._stage(q)]
+    blocks = f.x.by_label("num_blocks")
+    if not changed or "num_blocks" not in plan.args or "block_size" not in plan.args or any(f._stage(q) for q in blocks):
+        return
+    earlier = [q for q in sizes if not f._stage(q)]
+    old = int(earlier[-1].value) if earlier else (16 if _framework(f) == "vllm" else 64)
+    new = plan.args["block_size"]
+    if old == new or not new:
+        return
+    counted = plan.args["num_blocks"]
+    plan.args["num_blocks"] = counted * old // new
+    plan.values = [v for v in plan.values if v.key != "num_blocks"]
+    plan.values.insert(0, Value("num_blocks", plan.args["num_blocks"], "derived", f"{_plain(counted)} × {old} ÷ {new}"))
+    plan.notes.append(_msg("blocks_at_new_size" if earlier else "blocks_at_default_size", blocks=_plain(counted), old=old, new=new,
+                           new_blocks=_plain(plan.args["num_blocks"]), engine="vLLM" if old == 16 else "FastDeploy"))
 
 
 def _plan_blocks_needed(f: _Facts) -> _Plan:

@@ -768,6 +768,11 @@ def test_a_table_figure_is_not_computed_for_a_question_that_asks_for_none():
      "kv_tokens_concurrency", "concurrent_requests", 25, "8000, in place of 4000"),
     ("Qwen2.5-7B on a 4090, max-model-len 32768, how many concurrent requests?\nand with 0.95?\nand with 16384?",
      "kv_cache_capacity", "max_concurrency_at_max_model_len", 9.84, "in place of 32768"),
+    # a new block_size under a logged block count: the same KV memory in fewer, bigger blocks (109 was twice the tokens)
+    ("FastDeploy num_blocks_global 17131，平均每个请求 20k token，能并发多少\n那 block_size 改成 128 呢",
+     "kv_concurrency", "concurrent_requests", 54, "default block_size 64"),
+    ("we have 8192 blocks of 16 tokens, avg 2000 tokens per request, how many concurrent?\nand with block size 32?",
+     "kv_concurrency", "concurrent_requests", 65, "at block_size 32 it holds 4,096 blocks"),
     ("GPU KV cache size: 1,310,720 tokens. how many 32k requests can run at once?", "kv_tokens_concurrency", "concurrent_requests", 40, None),
     ("GPU KV cache size: 1,310,720 tokens，最多同时跑几个 32k 的请求", "kv_tokens_concurrency", "concurrent_requests", 40, None),
     # 8192 × 16 tokens over 1,500 in + 500 out: 65 (the sum was read as one input of 2,000 and output asked for)

@@ -514,6 +514,14 @@ MESSAGES = {
         "zh": '{name} 按最后一句的 {new} 计算，替换了前面的 {old}',
         "en": '{name} is the last line\'s {new}, in place of {old} from before',
     },
+    'blocks_at_new_size': {
+        "zh": '{blocks} 个 block 是按 block_size {old} 统计的；KV Cache 显存不变，换成 block_size {new} 就是 {new_blocks} 个 block（token 总量不变）',
+        "en": '{blocks} blocks were counted at block_size {old}; the KV-cache memory stays the same, so at block_size {new} it holds {new_blocks} blocks (the same tokens)',
+    },
+    'blocks_at_default_size': {
+        "zh": '{blocks} 个 block 按 {engine} 默认的 block_size {old} 统计（问题里没写）；KV Cache 显存不变，换成 block_size {new} 就是 {new_blocks} 个 block（token 总量不变）',
+        "en": "{blocks} blocks taken as counted at {engine}'s default block_size {old} (the question does not say); the KV-cache memory stays the same, so at block_size {new} it holds {new_blocks} blocks (the same tokens)",
+    },
     'follow_up_which': {
         "zh": '最后一句的 {value} 要替换前面的哪个值：{names}？',
         "en": "which value does the last line's {value} replace: {names}?",
