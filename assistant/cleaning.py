@@ -301,7 +301,9 @@ def split_question(text: str) -> QuestionParts:
         if columns:
             continue
         is_error = bool(_ERROR.search(line)) and not line.lstrip().startswith("#")
-        if _STACK.match(line):
+        if _LOG_TAG.fullmatch(line):
+            parts.logs.append(line)  # a process tag alone ("(EngineCore_0 pid=679800)" before a \r bar): no words of the asker's
+        elif _STACK.match(line):
             parts.code.append(line)
         elif is_error and _PROGRAM_SAYS.match(line):
             parts.errors.append(line)  # "vllm serve: error: argument …", "bash: nvcc: command not found"

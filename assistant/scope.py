@@ -687,9 +687,13 @@ def bare_unknown_error(question: str, index) -> bool:
         return False
     words = _WORD.findall(_EXCEPTION_TYPE.sub(" ", " ".join(lines)).lower())
     pairs = [f" {a} {b} " for a, b in zip(words, words[1:])]
-    if len(pairs) < 3:
-        return False  # too short to judge ("ValueError: bad input")
     text = kb_words(index)
+    if len(pairs) < 3:
+        # Too short for word pairs: its longer words, none of which the KB uses
+        # ("jinja2.exceptions.UndefinedError: 'guideline' is undefined", trial). "ValueError:
+        # bad input" stays unjudged.
+        long_words = [w for w in words if len(w) > 4]
+        return len(long_words) >= 2 and not any(f" {w} " in text for w in long_words)
     return sum(pair in text for pair in pairs) / len(pairs) < UNKNOWN_ERROR_COVERAGE
 
 

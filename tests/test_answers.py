@@ -871,6 +871,29 @@ def test_a_log_from_another_platform_is_not_answered_with_the_cuda_article(bundl
     assert not detect(oom.format("CUDA")).hardware
 
 
+def test_a_tagged_log_pasted_or_read_leads_with_its_crash(bundled_settings, bundled_kb):
+    """vLLM V1 tags each line with its process ("(EngineCore_0 pid=679800) "). Pasted
+    (`cat server.log | ask -`), the tag alone on a line was read as the asker's words, shared
+    them with the preemption warning, and kept that warning above the CUDA OOM it preceded.
+    A crash no article covers, read with `ask --log`, is said as such, not answered with the
+    nearest article (a chat template's jinja2 error got the debug-switches article)."""
+    from assistant.i18n import t
+
+    tag = "(EngineCore_0 pid=679800) "
+    log = ("(APIServer pid=679631) INFO 08-22 21:30:01 [api_server.py:1755] vLLM API server version 0.10.1\n" + tag + "\n"
+           "Loading safetensors checkpoint shards: 100% Completed | 4/4 [00:04<00:00,  1.2it/s]\n"
+           + tag + "WARNING 08-22 21:31:10 [scheduler.py:1560] Sequence group 12 is preempted by PreemptionMode.RECOMPUTE mode "
+           "because there is not enough KV cache space. This can affect the end-to-end performance.\n"
+           + tag + "ERROR 08-22 21:31:40 [core.py:632] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. "
+           "GPU 0 has a total capacity of 44.53 GiB of which 263.25 MiB is free.\n")
+    assert answer_question(log, bundled_settings, kb=bundled_kb).citations[0].id == "vllm-cuda-oom"
+    jinja = ('ERROR:    Exception in ASGI application\nTraceback (most recent call last):\n  File "/usr/lib/python3/jinja2/runtime.py", '
+             "line 852, in _fail_with_undefined_error\n    raise self._undefined_exception(self._undefined_message)\n"
+             "jinja2.exceptions.UndefinedError: 'guideline' is undefined\n")
+    a = answer_question(t("answer.log_question", "en"), bundled_settings, kb=bundled_kb, log_text=jinja)
+    assert not a.grounded and "UndefinedError" in a.answer
+
+
 def test_another_platforms_refusal_names_a_closest_article_only_when_it_is_close(bundled_settings, bundled_kb):
     """"HIP error: invalid device function" and a TPU "RESOURCE_EXHAUSTED … hbm" were told the
     closest article is the multi-node NCCL one, "written for NVIDIA/CUDA, its fix may not

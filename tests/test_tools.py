@@ -612,6 +612,47 @@ def test_a_stream_is_read_to_its_end_holding_only_its_tail():
         read_tail_stream(io.BufferedReader(Zeros()))
 
 
+def test_a_crash_is_seen_whatever_its_exception_and_process_tag(bundled_settings):
+    """A trial's real logs: a traceback ending in a ValueError, a crash behind vLLM's
+    "(EngineCore pid=N)" tag or torch's "[rank0]:", an AssertionError with no message were
+    no finding at all, and `ask --log` answered from the question alone."""
+    from assistant.tools.logs import diagnose_text, is_crash_line
+
+    def top(log):
+        findings = diagnose_text(log, bundled_settings).findings
+        return (findings[0].severity, findings[0].fatal, findings[0].article, findings[0].signature) if findings else None
+
+    awq = ('Traceback (most recent call last):\n  File "/usr/lib/python3.10/dist-packages/vllm/config.py", line 203, in _verify\n'
+           "    raise ValueError(\nValueError: The quantization method awq is not supported for the current GPU. "
+           "Minimum capability: 75. Current capability: 70.\n")
+    assert top(awq)[:3] == ("critical", True, "") and top(awq)[3].startswith("ValueError: The quantization method awq")
+    tagged = top("(EngineCore pid=1426191) torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n")
+    assert tagged[:2] == ("critical", True) and tagged[3].startswith("torch.AcceleratorError")
+    assert top("[rank0]: RuntimeError: NCCL error: unhandled system error\n")[:2] == ("critical", True)
+    assert top("(VllmWorker TP1 pid=88) ERROR 05-16 07:10:58 [core.py:398] AssertionError\n")[:4] == ("critical", True, "", "AssertionError")
+    assert is_crash_line("(EngineCore_0 pid=679800) ERROR 08-22 [core.py:632] torch.OutOfMemoryError: CUDA out of memory.")
+    # A request the server refused is no crash, tagged or bare.
+    assert not is_crash_line("ValueError: This model's maximum context length is 4096 tokens. However, you requested 5000 tokens")
+    assert not is_crash_line("(APIServer pid=1) INFO 08-22 [api_server.py:1] vLLM API server version 0.10.1")
+    # Lines as `grep -n` counts them: a progress bar's \r is no new line; a CRLF log reads the same.
+    bars = "Loading shards:  0%\rLoading shards: 50%\rLoading shards: 100%\n"
+    oom = "ERROR 05-12 11:00:00 [engine.py:448] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB.\n"
+    assert diagnose_text(bars + oom, bundled_settings).findings[0].first_line == 2
+    assert diagnose_text((bars + oom).replace("\n", "\r\n"), bundled_settings).findings[0].first_line == 2
+
+
+def test_a_piped_question_longer_than_a_megabyte_keeps_its_end(bundled_env):
+    """`cat server.log | ask -` read the first megabyte of a 1.5 MB log and answered from that
+    part's last lines: the crash at its end was never read (trial)."""
+    rows = [f"INFO 11-30 02:17:46 [loggers.py:116] Avg prompt throughput: {i}.0 tokens/s, padding padding padding" for i in range(16_000)]
+    log = "\n".join(rows) + "\nERROR 11-30 03:00:00 [core.py:632] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB.\n"
+    assert len(log) > 1_400_000
+    proc = run_cli(["ask", "--json", "-"], bundled_env, stdin=log.encode())
+    data = json.loads(proc.stdout)
+    assert data["citations"][0]["id"] == "vllm-cuda-oom", data["answer"][:300]
+    assert any(f"the input is {len(log)} bytes" in n for n in data["notes"])
+
+
 def test_a_long_logs_tail_keeps_its_start_up_lines(bundled_settings, tmp_path):
     """A ROCm log over 2 MB lost its "detected platform rocm" line to the tail, and its OOM was
     answered with nvidia-smi checks; the args line, printed once at start-up, was lost too.

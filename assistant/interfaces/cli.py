@@ -84,11 +84,13 @@ def settings_for(kb: str | None, **overrides):
     return load_settings(kb_dir=Path(kb) if kb else None, **overrides)
 
 
-def _log_tail(text: str, max_bytes: int, notes: list[str]) -> str:
+def _log_tail(text: str, max_bytes: int, notes: list[str], total: int = 0) -> str:
     """The last whole lines of text that fit in max_bytes (unchanged when it fits); what was
-    left out is said in `notes` (stderr, and the JSON answer's notes)."""
+    left out is said in `notes` (stderr, and the JSON answer's notes). `total`: the input's
+    size when text is already its end."""
     if len(text.strip().encode("utf-8")) <= max_bytes:
         return text
+    whole = max(total, len(text.encode("utf-8")))
     kept: list[str] = []
     size = 0
     for line in reversed(text.strip().splitlines()):
@@ -101,10 +103,10 @@ def _log_tail(text: str, max_bytes: int, notes: list[str]) -> str:
         # One line longer than the limit (a paragraph pasted without breaks): its end, cut at
         # a character boundary, rather than nothing.
         end = text.strip().splitlines()[-1].encode("utf-8")[-max_bytes:].decode("utf-8", errors="ignore")
-        notes.append(f"the input is {len(text.encode('utf-8'))} bytes on one line; answering from its last "
+        notes.append(f"the input is {whole} bytes on one line; answering from its last "
                      f"{len(end)} characters (use --log FILE to diagnose a whole log)")
         return end
-    notes.append(f"the input is {len(text.encode('utf-8'))} bytes; answering from its last {len(kept)} lines "
+    notes.append(f"the input is {whole} bytes; answering from its last {len(kept)} lines "
                  f"(use --log FILE to diagnose a whole log)")
     return "\n".join(reversed(kept))
 
@@ -115,18 +117,43 @@ def read_question(words: tuple[str, ...], max_bytes: int, notes: list[str] | Non
     A log piped in (`tail -n 50 server.log | ask -`) easily passes the question limit; its
     last lines, where the error usually is, are kept, and a note in `notes` says so."""
     if words == ("-",) or not words and not sys.stdin.isatty():
-        raw = sys.stdin.buffer.read(1_000_000)
+        raw, total = _stdin_tail(STDIN_QUESTION_BYTES)
         if b"\x00" in raw:
             raise BadQuestion("the input looks like binary data, not a question", "paste text, not a binary file")
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise BadQuestion("the input is not valid UTF-8 text", "paste text, not a binary file") from exc
-        return _log_tail(text, max_bytes, notes if notes is not None else [])
+        return _log_tail(text, max_bytes, notes if notes is not None else [], total)
     text = " ".join(words)
     if any("\udc80" <= ch <= "\udcff" for ch in text):  # undecodable bytes in argv
         raise BadQuestion("the question is not valid UTF-8 text")
     return text
+
+
+STDIN_QUESTION_BYTES = 1_000_000
+
+
+def _stdin_tail(limit: int) -> tuple[bytes, int]:
+    """The end of stdin, from a line start, at most `limit` bytes of it: a log piped in
+    (`cat server.log | ask -`) ends in what went wrong. Reading its first megabyte dropped a
+    crash at the end of a 1.5 MB log (trial)."""
+    held: list[bytes] = []
+    size = total = 0
+    cut = False
+    while block := sys.stdin.buffer.read(1 << 20):
+        held.append(block)
+        size += len(block)
+        total += len(block)
+        while size - len(held[0]) >= limit:
+            size -= len(held.pop(0))
+            cut = True
+    data = b"".join(held)
+    if len(data) > limit:
+        data, cut = data[-limit:], True
+    if cut:  # from the first whole line: a multi-byte character or a line cut in two is no input
+        data = data[data.find(b"\n") + 1:] if b"\n" in data else data[-limit // 2:].lstrip(bytes(range(0x80, 0xc0)))
+    return data, total
 
 
 EXAMPLES = """examples:

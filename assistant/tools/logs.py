@@ -125,9 +125,10 @@ _DEATH = re.compile(r"EngineDeadError|engine is already dead|is already dead, te
                     r"|Segmentation fault|core dumped|\bKilled\b|Fatal Python error", re.I)
 # The exception a traceback ends in: "RuntimeError: CUDA error: an illegal memory access…".
 # (The name starts after no word character or dot: on a long dotted run the search stayed linear.)
-_EXCEPTION = re.compile(rf"(?<![\w.])({EXCEPTION_NAME}): (\S.{{3,200}})")
+# An exception raised with no message is its name alone ("[core.py:398] AssertionError", trial).
+_EXCEPTION = re.compile(rf"(?<![\w.])({EXCEPTION_NAME})(?:: (\S.{{3,200}})|\s*$)")
 # A bare traceback's last line: Python prints it with no level.
-_BARE_EXCEPTION = re.compile(rf"^\s*{EXCEPTION_NAME}: ")
+_BARE_EXCEPTION = re.compile(rf"^\s*{EXCEPTION_NAME}(?:: |\s*$)")
 # Exceptions that end the process, not one request: a client's ValueError about its context
 # length is logged at ERROR by a server that goes on serving.
 _CRASH = re.compile(r"CUDA error|NCCL|illegal memory|out of memory|OutOfMemoryError|RuntimeError|AssertionError"
@@ -140,6 +141,19 @@ _REFUSED_REQUEST = re.compile(r"However, you requested|However, your (?:request|
 MAX_LINE = 2000  # characters of a line the patterns read (a 2 MB line of junk is not a log line)
 
 
+# The process a line came from, which vLLM and torch.distributed put before the line:
+# "(EngineCore_0 pid=679800) ", "(VllmWorker TP0 pid=12) ", "(RayWorkerWrapper pid=9, ip=10.0.0.2) ",
+# "[rank0]: ". "(EngineCore pid=1) torch.AcceleratorError: CUDA error: an illegal memory
+# access" was no bare traceback line, and the crash went unseen (trial).
+_PROCESS_TAG = re.compile(r"^\s*(?:\([\w.\-]{1,40}(?: [\w.\-]{1,20})?(?: (?:pid|rank)=\d{1,10})+(?:, ip=[\w.:]{1,45})?\)\s*"
+                          r"|\[rank\d{1,5}\]:\s*)+")
+
+
+def untagged(line: str) -> str:
+    """The line without the process tag in front of it."""
+    return _PROCESS_TAG.sub("", line, count=1) if line[:1] in "([ \t" else line
+
+
 def _level(line: str) -> str:
     m = _LEVEL.search(_ANSI.sub("", line[:LEVEL_PREFIX + 40])[:LEVEL_PREFIX])
     return m.group(1).upper() if m else ""
@@ -147,7 +161,7 @@ def _level(line: str) -> str:
 
 def is_crash_line(line: str) -> bool:
     """Whether one log line is the server failing (see `_fatal`), read with its own level."""
-    line = line[:MAX_LINE]
+    line = untagged(line[:MAX_LINE])
     return _fatal(line, _level(line))
 
 
@@ -156,7 +170,12 @@ def _fatal(line: str, level: str) -> bool:
     ERROR or worse, or a bare traceback's last line) — not a request the server refused."""
     if _DEATH.search(line):
         return True
-    if level in ("ERROR", "CRITICAL", "FATAL") or (not level and _BARE_EXCEPTION.match(line)):
+    if not level and _BARE_EXCEPTION.match(line):
+        # A traceback's last line, printed with no level: what the process died of, whatever
+        # its class ("ValueError: The quantization method awq is not supported for the current
+        # GPU" was no finding at all), unless it is a request the server refused.
+        return not _REFUSED_REQUEST.search(line)
+    if level in ("ERROR", "CRITICAL", "FATAL"):
         return level in ("CRITICAL", "FATAL") or bool(_CRASH.search(line))
     return False
 
@@ -209,11 +228,16 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
     """Findings in a log. kb names the index whose signatures count: Settings, a KB from
     open_kb, a KB directory path, or None for the configured KB. first_line is the number
     in the file of text's first line (the tail of a long log starts deep inside it)."""
-    lines = text.splitlines()
+    # Lines as `grep -n` counts them: a progress bar's \r is no new line (an OOM on line 4 was
+    # reported at line 9, trial).
+    lines = [line.removesuffix("\r") for line in text.split("\n")]  # a CRLF log's lines end in \r
+    if lines and not lines[-1]:
+        lines.pop()
     report = LogDiagnosis(len(lines))
     sigs = [(s, a, _norm(s), info, decisive) for s, a, info, decisive in kb_signatures(kb)]
     found: dict[str, LogFinding] = {}
     for n, full in enumerate(lines, first_line):
+        full = untagged(full)
         line = full[:MAX_LINE]
         low = _norm(line)
         level = _level(line)
@@ -411,7 +435,7 @@ def _unmatched(line: str, n: int, found: dict[str, LogFinding], fatal: bool) -> 
     if m is None and death is None:
         return
     message = re.sub(r"^.{0,80}?\]\s+", "", line.strip(), count=1)  # less "ERROR 11-30 02:17:46 [engine.py:160] "
-    text = (f"{m.group(1)}: {m.group(2).strip()}" if m and not death else message)[:160]
+    text = ((f"{m.group(1)}: {m.group(2).strip()}" if m.group(2) else m.group(1)) if m and not death else message)[:160]
     key = "|" + re.sub(r"\d+", "#", text)
     if key in found:
         found[key].count += 1
