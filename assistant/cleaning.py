@@ -291,7 +291,7 @@ def split_question(text: str) -> QuestionParts:
     lines = _head_and_tail(text.splitlines())
     for n, raw in enumerate(lines):
         line = raw.strip()
-        if not line:
+        if not line or _LOG_TAG.fullmatch(line):  # a process tag alone ("(EngineCore_0 pid=679800)" before a \r bar)
             continue
         if _FENCE.match(line):
             in_fence = not in_fence
@@ -301,9 +301,7 @@ def split_question(text: str) -> QuestionParts:
         if columns:
             continue
         is_error = bool(_ERROR.search(line)) and not line.lstrip().startswith("#")
-        if _LOG_TAG.fullmatch(line):
-            parts.logs.append(line)  # a process tag alone ("(EngineCore_0 pid=679800)" before a \r bar): no words of the asker's
-        elif _STACK.match(line):
+        if _STACK.match(line):
             parts.code.append(line)
         elif is_error and _PROGRAM_SAYS.match(line):
             parts.errors.append(line)  # "vllm serve: error: argument …", "bash: nvcc: command not found"
