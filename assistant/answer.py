@@ -336,12 +336,21 @@ def _retrieval_query(text: str, diagnosis) -> str:
     with it while the log findings (and `doctor --log`) led with the OOM."""
     problems = [f for f in (diagnosis.findings if diagnosis else []) if f.severity != "info"]
     if not problems:
+        if diagnosis is not None and diagnosis.last_line and _STUCK.search(text):
+            # A hang logs no error: where the log stopped says what it was doing. "stuck at
+            # shard 5/99 for 30 minutes, no error" with the log was refused; with its last
+            # line, the loading article answered (trial).
+            return (text + "\n" + diagnosis.last_line)[:MAX_QUERY_CHARS]
         return text
     # Findings come most severe first (what the server logged as an error or died of
     # before any warning-level symptom); a lesser one stays when the question is about it.
     lesser = _lesser_findings(problems, _stems(text))
     lines = [f.example for f in problems if f not in lesser][:LOG_LINES_IN_QUERY]
     return (text + "\n" + "\n".join(lines))[:MAX_QUERY_CHARS]
+
+
+_STUCK = re.compile(r"\b(?:hang\w*|hung|stuck|frozen|freez\w*|no (?:error|output|progress)|nothing happens)\b"
+                    r"|卡住|卡死|卡在|不动|没反应|没有报错|无报错|没报错", re.I)
 
 
 def _lesser_findings(problems: list, asked: set[str]) -> list:

@@ -894,6 +894,20 @@ def test_a_tagged_log_pasted_or_read_leads_with_its_crash(bundled_settings, bund
     assert not a.grounded and "UndefinedError" in a.answer
 
 
+def test_a_hangs_log_says_where_it_stopped(bundled_settings, bundled_kb):
+    """A hang logs no error: "stuck at shard 5/99 for 30 minutes, no error" with a log ending
+    in the shard-loading progress bar was refused, its log no help (trial). The log's last
+    line (a \\r progress bar's last state) joins the search when the question says it hangs."""
+    from assistant.tools.logs import diagnose_text
+
+    log = ("INFO 03-12 09:00:00 [model_runner.py:1000] Starting to load model /models/Qwen3-235B...\n"
+           + "".join(f"Loading safetensors checkpoint shards:   {i}% Completed | {i}/99 [00:0{i}<01:53,  1.16s/it]\r" for i in range(6))
+           + "\n")
+    assert diagnose_text(log, bundled_settings).last_line.startswith("Loading safetensors checkpoint shards:   5% Completed | 5/99")
+    a = answer_question("stuck at shard 5/99 for 30 minutes, no error", bundled_settings, kb=bundled_kb, log_text=log)
+    assert a.grounded and a.citations[0].id == "vllm-hang-download-or-load"
+
+
 def test_another_platforms_refusal_names_a_closest_article_only_when_it_is_close(bundled_settings, bundled_kb):
     """"HIP error: invalid device function" and a TPU "RESOURCE_EXHAUSTED … hbm" were told the
     closest article is the multi-node NCCL one, "written for NVIDIA/CUDA, its fix may not

@@ -89,6 +89,9 @@ class LogDiagnosis:
     stats_trouble: list[str] = field(default_factory=list)
     # The hardware family the server said it runs on (scope.HARDWARE's keys), "" when unsaid.
     platform: str = ""
+    # The log's last line that is not a stats line: where a server that hangs stopped
+    # ("Loading safetensors checkpoint shards:   5% Completed | 5/99"), a progress bar's last state.
+    last_line: str = ""
 
 
 # vLLM names its platform in its first lines ("Automatically detected platform rocm."). On AMD,
@@ -178,6 +181,17 @@ def _fatal(line: str, level: str) -> bool:
     if level in ("ERROR", "CRITICAL", "FATAL"):
         return level in ("CRITICAL", "FATAL") or bool(_CRASH.search(line))
     return False
+
+
+def _last_line(lines: list[str]) -> str:
+    for line in reversed(lines[-LAST_LINES:]):
+        last = untagged(_ANSI.sub("", line[-MAX_LINE:].rstrip("\r").split("\r")[-1])).strip()
+        if last and not STATS_LINE.search(last):
+            return last[:300]
+    return ""
+
+
+LAST_LINES = 20  # of a log's end, looked at for its last line that is not a stats line
 
 
 def _kb_settings(kb: object):
@@ -271,6 +285,7 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
         _settings(full[:MAX_ARGS_LINE], report.settings)  # an args line runs to thousands of characters
         if not report.platform and "latform" in line and (m := _PLATFORM_LINE.search(line)):  # (P|p)latform
             report.platform = PLATFORMS.get((m.group(1) or m.group(2)).lower(), "")
+    report.last_line = _last_line(lines)
     _frames_of_crashes(lines, found, first_line)
     # Worst first; among critical lines, what the server logged as an error or died of
     # before a warning-level symptom ("Waiting for free blocks" an hour before the crash).
