@@ -631,6 +631,9 @@ def test_a_crash_is_seen_whatever_its_exception_and_process_tag(bundled_settings
     assert top("[rank0]: RuntimeError: NCCL error: unhandled system error\n")[:2] == ("critical", True)
     assert top("(VllmWorker TP1 pid=88) ERROR 05-16 07:10:58 [core.py:398] AssertionError\n")[:4] == ("critical", True, "", "AssertionError")
     assert is_crash_line("(EngineCore_0 pid=679800) ERROR 08-22 [core.py:632] torch.OutOfMemoryError: CUDA out of memory.")
+    # Start-up failing, the cause in another file: FastDeploy's engine says so at ERROR with no exception.
+    assert top("ERROR    2025-08-01 13:47:52,704 3233322 engine.py[line:206] Failed to launch worker processes, "
+               "check log/workerlog.* for more details.\n")[:3] == ("critical", True, "")
     # A request the server refused is no crash, tagged or bare.
     assert not is_crash_line("ValueError: This model's maximum context length is 4096 tokens. However, you requested 5000 tokens")
     assert not is_crash_line("(APIServer pid=1) INFO 08-22 [api_server.py:1] vLLM API server version 0.10.1")

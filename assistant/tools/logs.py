@@ -125,7 +125,9 @@ LEVEL_PREFIX = 100  # characters of a line that can hold its level
 # The server going down, whatever the log level says.
 _DEATH = re.compile(r"EngineDeadError|engine is already dead|is already dead, terminating|terminating server process"
                     r"|EngineCore (?:encountered|failed)|Engine process failed|worker.{0,40}(?:died|exited unexpectedly)"
-                    r"|Segmentation fault|core dumped|\bKilled\b|Fatal Python error", re.I)
+                    r"|Segmentation fault|core dumped|\bKilled\b|Fatal Python error"
+                    # start-up failing: FastDeploy's engine and vLLM V1's, with the cause in another log or above
+                    r"|Failed to launch worker|Engine core initialization failed|failed to start (?:the )?(?:engine|server)", re.I)
 # The exception a traceback ends in: "RuntimeError: CUDA error: an illegal memory access…".
 # (The name starts after no word character or dot: on a long dotted run the search stayed linear.)
 # An exception raised with no message is its name alone ("[core.py:398] AssertionError", trial).
