@@ -57,7 +57,7 @@ _CONFIG = re.compile(
 )
 _CODE = re.compile(
     r"^\s*(from\s+[\w.]+\s+import\b|import\s+[\w.]+|def\s+\w+\(|class\s+\w+|return\b|if\s+__name__|for\s+\w+\s+in\b|with\s+\w"
-    r"|print\(|[\w.\[\]'\"]{1,80}\s*=\s*\S|[\w.]{1,80}\(.*[,(=]\s*$|\w+=[\w\"'.\[\]{}-]+,?\s*\)?\s*$|\)\s*$|#\s)"
+    r"|print\(|[\w.]{1,80}\(\S{0,80}\)(?:\.\w+\(\S{0,80}\))*\s*$|[\w.\[\]'\"]{1,80}\s*=\s*\S|[\w.]{1,80}\(.*[,(=]\s*$|\w+=[\w\"'.\[\]{}-]+,?\s*\)?\s*$|\)\s*$|#\s)"
 )
 # A value is not the sentence going on after a flag: "the largest --max-model-len I can run" (trial).
 _FLAG = re.compile(r"(?<![\w-])(--[a-zA-Z][\w-]{1,60})(?:[ =]+(?!--)(?!(?:I|a|an|the|to|for|with|on|in|is|are|can|and|or|of|it"
@@ -130,12 +130,17 @@ class QuestionParts:
         return "\n".join(parts)
 
 
+_LIST_ITEM = re.compile(r"-\s+(?:--?[\w-]+(?:=\S*)?|\"[^\"]*\"|'[^']*'|[\w./:@+-]+)\s*$")
+
+
 def _is_prose(line: str) -> bool:
     """A sentence, not a paste: Chinese text, or several plain words with few symbols."""
     from oncall_common.lang import cjk_count
 
     if cjk_count(line) >= 2:
         return True
+    if _LIST_ITEM.match(line):
+        return False  # "- --tensor-parallel-size", '- "40960"': a compose file's command, one item a line
     words = _PROSE_WORDS.findall(line)
     symbols = sum(1 for ch in line if ch in "=()[]{}<>_/\\:;\"'`$|")
     return len(words) >= 3 and symbols <= max(2, len(words) // 2)
@@ -290,8 +295,9 @@ def split_question(text: str) -> QuestionParts:
     columns = 0  # the number of columns of a command's column output being read, 0 outside one
     lines = _head_and_tail(text.splitlines())
     for n, raw in enumerate(lines):
-        line = raw.strip()
-        if not line or _LOG_TAG.fullmatch(line):  # a process tag alone ("(EngineCore_0 pid=679800)" before a \r bar)
+        # Read without the process tag vLLM puts before each line: "(EngineCore pid=1)   File …" is a stack frame.
+        line = _LOG_TAG.sub("", raw, count=1).strip() if raw.lstrip().startswith("(") else raw.strip()
+        if not line:
             continue
         if _FENCE.match(line):
             in_fence = not in_fence
@@ -321,7 +327,7 @@ def split_question(text: str) -> QuestionParts:
                 _collect_stated_flags(line, parts.flags)
         elif is_error:
             parts.errors.append(line)
-        elif _CONFIG.match(line) or _CODE.match(line):
+        elif _CONFIG.match(line) or _CODE.match(line) or _LIST_ITEM.match(line):
             _collect_flags(line, parts.flags)
             parts.code.append(line)
         else:

@@ -241,7 +241,15 @@ def test_version_bounds_in_applies_to():
       "Only one GPU fills up and then it runs out of memory. How do I split the model over all eight?"),
      ("cargo", "target/release", "meta-llama"), ("8 x A100, built with", "How do I split the model"),
      {"--features": "cuda flash-attn", "--port": "1234"}),
-], ids=["vllm-python-docker", "any-program"])
+    # vLLM V1's tagged trace and a compose file's command, one item a line (trial: each item was prose).
+    (("(EngineCore pid=1426191)   File \"/usr/lib/python3/torch/cuda/graphs.py\", line 139, in replay\n"
+      "(EngineCore pid=1426191)     super().replay()\n"
+      "(EngineCore pid=1426191) torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n"
+      "  command:\n    - serve\n    - Qwen/Qwen3-32B-AWQ\n    - --tensor-parallel-size\n    - \"2\"\n    - --disable-custom-all-reduce\n"
+      "this crashes after a few minutes of traffic on 2x RTX 3090, what do I do?"),
+     ("graphs.py", "super()", "Qwen3-32B-AWQ", "- serve", "\"2\"", "custom-all-reduce", "EngineCore"),
+     ("illegal memory access", "this crashes after"), {"--tensor-parallel-size": ""}),
+], ids=["vllm-python-docker", "any-program", "tagged-trace-compose"])
 def test_pasted_command_config_and_stack_frames_leave_the_query(question, gone, kept, flags):
     query = retrieval_text(question)
     assert not [g for g in gone if g in query] and all(k in query for k in kept)

@@ -629,6 +629,10 @@ def test_a_crash_is_seen_whatever_its_exception_and_process_tag(bundled_settings
     tagged = top("(EngineCore pid=1426191) torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n")
     assert tagged[:2] == ("critical", True) and tagged[3].startswith("torch.AcceleratorError")
     assert top("[rank0]: RuntimeError: NCCL error: unhandled system error\n")[:2] == ("critical", True)
+    # The tag keeps a frame's indent: a crash through torch's graph replay names the CUDA-graph article, as one.
+    graph = ('(EngineCore pid=7)   File "/usr/lib/python3/torch/cuda/graphs.py", line 139, in replay\n(EngineCore pid=7)     super().replay()\n'
+             "(EngineCore pid=7) torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n")
+    assert top(graph)[:3] == ("critical", True, "vllm-cuda-graph-errors")
     assert top("(VllmWorker TP1 pid=88) ERROR 05-16 07:10:58 [core.py:398] AssertionError\n")[:4] == ("critical", True, "", "AssertionError")
     assert is_crash_line("(EngineCore_0 pid=679800) ERROR 08-22 [core.py:632] torch.OutOfMemoryError: CUDA out of memory.")
     # Start-up failing, the cause in another file: FastDeploy's engine says so at ERROR with no exception.

@@ -150,8 +150,8 @@ MAX_LINE = 2000  # characters of a line the patterns read (a 2 MB line of junk i
 # "(EngineCore_0 pid=679800) ", "(VllmWorker TP0 pid=12) ", "(RayWorkerWrapper pid=9, ip=10.0.0.2) ",
 # "[rank0]: ". "(EngineCore pid=1) torch.AcceleratorError: CUDA error: an illegal memory
 # access" was no bare traceback line, and the crash went unseen (trial).
-_PROCESS_TAG = re.compile(r"^\s*(?:\([\w.\-]{1,40}(?: [\w.\-]{1,20})?(?: (?:pid|rank)=\d{1,10})+(?:, ip=[\w.:]{1,45})?\)\s*"
-                          r"|\[rank\d{1,5}\]:\s*)+")
+_PROCESS_TAG = re.compile(r"^\s*(?:\([\w.\-]{1,40}(?: [\w.\-]{1,20})?(?: (?:pid|rank)=\d{1,10})+(?:, ip=[\w.:]{1,45})?\) ?"
+                          r"|\[rank\d{1,5}\]: ?)+")  # one space: a stack frame keeps its indent
 
 
 def untagged(line: str) -> str:
@@ -435,7 +435,7 @@ def _frames_of_crashes(lines: list[str], found: dict[str, LogFinding], first_lin
     for f in found.values():
         if f.fatal or f.severity == "info":
             continue
-        line = lines[f.first_line - first_line]
+        line = untagged(lines[f.first_line - first_line])
         if line[:1].isspace() and any(0 < c - f.first_line <= TRACEBACK_LINES for c in crashes):
             f.severity, f.fatal = "critical", True
 
