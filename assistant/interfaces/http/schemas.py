@@ -103,8 +103,9 @@ class ChatRequest(BaseModel):
     model: Text = MODEL_NAME
     messages: list[ChatMessage] = Field(..., min_length=1)
     stream: bool = False
-    temperature: float | None = None
-    max_tokens: int | None = None
+    temperature: float | None = Field(None, description="Accepted for OpenAI clients and not applied: the assistant's own LLM settings decide.")
+    max_tokens: int | None = Field(None, description="Accepted for OpenAI clients and not applied: a KB answer cut at N tokens would cut its fix "
+                                   "(answers stay under 3,000 characters).")
     n: int | None = Field(None, description="Only 1: the KB gives one answer (a client asking for 3 was given 1 without a word).")
 
     @model_validator(mode="after")
