@@ -55,8 +55,13 @@ def _line_is_zh(line: str) -> bool:
     if cjk >= 4 and len(re.findall(_CJK_RUN, re.sub(_PATHS, " ", own))) >= 2:
         return True
     # One Chinese character for every three English words of the asker's own: a Chinese frame
-    # around English names and numbers ("A100 80G 用 vLLM 跑 qwen-7b-chat") is Chinese.
-    return cjk >= 2 and cjk >= 0.3 * len(_WORD.findall(own))
+    # around English names and numbers ("A100 80G 用 vLLM 跑 qwen-7b-chat") is Chinese. A command
+    # line's flags, their values and paths are pasted, not written: "vllm serve Qwen/Qwen2.5-72B-Instruct
+    # --tensor-parallel-size 4 --max-model-len 131072 启动报" was answered in English (trial).
+    written = re.sub(_PATHS, " ", re.sub(_FLAG_ARG, " ", own))
+    words = _WORD.findall(written)
+    cjk = cjk_count(written)  # not a flag's value ("--served-model-name 千问") nor a path's ("/data/模型")
+    return cjk >= 2 and cjk >= 0.3 * len(words)
 
 
 # Two Chinese characters or more standing as words, not inside a path or a name
@@ -64,6 +69,9 @@ def _line_is_zh(line: str) -> bool:
 # (Strings, compiled by `re` on first use, as above.)
 _CJK_RUN = "(?<![A-Za-z0-9_.-])[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{2,}(?![A-Za-z0-9_.-])"
 _PATHS = r"\S*[/\\]\S*"
+# A flag and its value: "--max-model-len 131072" of "--max-model-len 131072启动报", "--served-model-name 千问".
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_FLAG_ARG = f"(?<!\\S)--?[A-Za-z][\\w.-]*(?:[= ](?!-)(?:[^\\s{_CJK}]+|[{_CJK}]+(?!\\S)))?"  # a Chinese value stands alone
 
 
 def detect_lang(text: str) -> str:

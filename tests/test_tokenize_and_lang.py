@@ -79,6 +79,12 @@ def test_real_words_and_versions_are_not_corrected_into_kb_terms():
         # Chinese the asker quotes is not the language they write in
         ('The model keeps answering "你好你好你好" in a loop after the upgrade', "en"),
         ("vLLM prints garbage characters like 乱码 in the output when I use the chat endpoint with long prompts", "en"),
+        # a command line's flags, values and paths are pasted: the few Chinese words after it are the asker's (trial)
+        ("vllm serve Qwen/Qwen2.5-72B-Instruct --tensor-parallel-size 4 --max-model-len 131072 启动报\n"
+         "ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in KV cache (98304).", "zh"),
+        ("vllm serve Qwen/Qwen2.5-32B-Instruct --gpu-memory-utilization 0.95 --max-model-len 32768 起不来", "zh"),
+        ("--max-model-len 131072启动报错", "zh"),
+        ("vllm serve --served-model-name 千问 fails with 404 on /v1/chat/completions, why?", "en"),
     ],
 )
 def test_language_detection(text, lang):
