@@ -1087,6 +1087,9 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None,
     """Read a capacity question (plus numbers from its log) and run the tool it asks for, or say what
     is missing. None when the question is not a capacity question. `log_crashed`: the log given
     beside the question (`ask --log`) shows the server failing."""
+    from .questions import FD
+
+    question = FD.sub("FastDeploy", question)  # "FD 起 32k": FastDeploy's logs and defaults
     asked = _asking(question)
     whole = question
     question, log_numbers = _pasted_log_apart(question, log_numbers)

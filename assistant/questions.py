@@ -7,6 +7,7 @@ retrieval and loads the index, so a cold start pays for the two side by side.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 
@@ -17,14 +18,21 @@ from oncall_common.errors import BadQuestion, QuestionTooLarge
 MAX_QUERY_CHARS = 8000
 
 
+# FastDeploy as its users write it ("FD 起 32k 的服务，最多并发多少", trial); "ulimit fd" and
+# "open fds" are file descriptors, in lower case.
+FD = re.compile(r"(?<![A-Za-z0-9_$-])FD(?![A-Za-z0-9_=-])")
+
+
 def query_text(question: str) -> str:
-    """What the dense model embeds: the question's prose and error lines (pasted code,
-    config and command lines are left out, see cleaning.py), cut to what e5 reads."""
+    """What retrieval reads (embedded, and tokenised for keywords): the question's prose and
+    error lines (pasted code, config and command lines are left out, see cleaning.py), cut to
+    what e5 reads. "FD" is searched as the FastDeploy the KB writes: "FD 起 --max-model-len 32768，
+    最多能并发多少" got a vLLM article the word "FastDeploy" did not."""
     if not might_paste(question):
-        return question[:2000]
+        return FD.sub("FastDeploy", question[:2000])
     from .cleaning import retrieval_text
 
-    return retrieval_text(question)[:2000]
+    return FD.sub("FastDeploy", retrieval_text(question)[:2000])
 
 
 # The programs cleaning._INLINE_COMMAND cuts out of a sentence, as plain substrings: a cheap

@@ -590,13 +590,17 @@ def _quoting_chunk_first(match: ArticleMatch) -> None:
 
 
 def signature_hits(index: KBIndex, question: str) -> dict[str, list[str]]:
-    """Article id → signatures found verbatim (whitespace- and width-insensitive)."""
+    """Article id → signatures found verbatim (whitespace- and width-insensitive). A signature
+    of one word is found as written: squashed, Paddle's "Out of memory error on GPU 0" was
+    torch's OutOfMemoryError, and a FastDeploy question got the vLLM OOM article (trial)."""
     squashed = squash(question)
+    spaced = re.sub(r"\s+", " ", normalize(question))
     hits: dict[str, list[str]] = {}
     for meta in index.docs.values():
         for sig in meta.signatures:
             s = squash(sig)
-            if len(s) >= 6 and s in squashed and sig not in hits.get(meta.id, []):
+            found = s in squashed if any(ch.isspace() for ch in sig.strip()) else s in spaced
+            if len(s) >= 6 and found and sig not in hits.get(meta.id, []):
                 hits.setdefault(meta.id, []).append(sig)
     return hits
 

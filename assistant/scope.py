@@ -17,12 +17,14 @@ from ingest.index import derived
 from oncall_common.lang import is_cjk
 
 from .names import EXCEPTION_NAME
-from .questions import MAX_QUERY_CHARS
+from .questions import FD as _FD, MAX_QUERY_CHARS
 
 # Product names as people write them. Keys match the KB's `product` front matter.
 PRODUCTS: dict[str, tuple[str, ...]] = {
     "vllm": ("vllm", "vllm-openai", "vllm serve", "samplingparams", "asyncllmengine", "llmengine", "enginecore", "enginecore_core"),
-    "fastdeploy": ("fastdeploy", "fast deploy", "paddlepaddle", "paddle inference", "fd_", "ernie-4.5", "ernie 4.5"),
+    # ERNIE-4.5 is served with it; "FD", what its users call it, is `_FD` (upper case only).
+    "fastdeploy": ("fastdeploy", "fast deploy", "paddlepaddle", "paddle inference", "fd_", "ernie-4.5", "ernie 4.5", "ernie4.5",
+                   "ernie-45", "ernie4_5"),
     "sglang": ("sglang",),
     "tensorrt-llm": ("tensorrt-llm", "tensorrt_llm", "trt-llm", "trtllm"),
     "tgi": ("text-generation-inference", "huggingface tgi", "tgi"),
@@ -428,10 +430,17 @@ def _mentions(haystack: str, needle: str):
 _AFTER_UPGRADE = re.compile(r"(?:after|since) (?:i |we )?(?:upgrad|updat)|升级[^，。,.;；!?？]{0,16}?(?:后|之后|以后)")
 
 
+# A line of FastDeploy's own log ("ERROR    2026-04-19 19:22:38,720 4358  engine.py[line:160] Failed to
+# launch worker processes"): pasted with "这是啥", it got vLLM's debug switches (trial).
+_FD_LOG_LINE = re.compile(r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} +\d+ +\w+\.py\[line:\d+\]")
+
+
 def detect(question: str) -> Scope:
     """Products, hardware, versions and near-domain entities named in the question."""
     text = _padded(question[:MAX_QUERY_CHARS])
     products = frozenset(p for p, names in PRODUCTS.items() if _found(text, names))
+    if _FD.search(question[:MAX_QUERY_CHARS]) or _FD_LOG_LINE.search(question[:MAX_QUERY_CHARS]):
+        products |= {"fastdeploy"}
     contrasted = frozenset(p for p in products if _only_contrasted(text, PRODUCTS[p]))
     contrasted |= _in_passing(question[:MAX_QUERY_CHARS], products - contrasted)
     hardware_terms = {h: hit for h, names in HARDWARE.items() if (hit := _found(text, names))}
@@ -674,6 +683,8 @@ _BARE_ERROR = re.compile(rf"^\s*(?:{EXCEPTION_NAME}|ERROR|CRITICAL|FATAL)\b[:\s]
 _EXCEPTION_TYPE = re.compile(rf"(?<![\w.]){EXCEPTION_NAME}\b:?")
 _WORD = re.compile(r"[a-z][a-z0-9]+")
 UNKNOWN_ERROR_COVERAGE = 0.3
+_JUST_ASKING = re.compile(r"(?:这是啥|这是什么|这是什么意思|什么意思|啥意思|怎么回事|怎么办|咋办|咋整|求助|为什么|why|help|"
+                          r"what(?:'s| is| does) (?:this|that|it)(?: mean)?|any ideas?|what happened)\W{0,4}", re.I)
 
 
 def bare_unknown_error(question: str, index) -> bool:
@@ -683,6 +694,9 @@ def bare_unknown_error(question: str, index) -> bool:
     processes, for sharing "RuntimeError" and "CUDA error". The measure is the share of the
     message's word pairs found anywhere in the KB; a message it explains shares most."""
     lines = [line for line in question.strip().splitlines() if line.strip()]
+    # "这是啥" or "what is this?" above it says nothing of its own: FastDeploy's "Failed to
+    # launch worker processes" under "这是啥" got an article on concurrency (trial).
+    lines = [line for line in lines if not _JUST_ASKING.fullmatch(line.strip())]
     if not lines or len(lines) > 3 or not all(_BARE_ERROR.match(line) for line in lines):
         return False
     words = _WORD.findall(_EXCEPTION_TYPE.sub(" ", " ".join(lines)).lower())

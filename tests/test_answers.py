@@ -46,6 +46,35 @@ def test_exact_log_signature_wins(tiny_settings, tiny):
     assert "Widget queue is full" in answer.answer  # "how to recognise it" section quoted
 
 
+def test_a_one_word_signature_is_found_as_written(bundled_kb):
+    """Squashed, Paddle's "Out of memory error on GPU 0" was torch's OutOfMemoryError: a
+    FastDeploy start-up OOM got the vLLM OOM article over FastDeploy's (trial). A signature of
+    several words still matches however the log wrapped it."""
+    from assistant.retrieval import signature_hits
+
+    index = bundled_kb.index
+    assert "vllm-cuda-oom" not in signature_hits(index, "开 cudagraph 启动时 capture 阶段 OOM，Out of memory error on GPU 0")
+    assert "vllm-cuda-oom" in signature_hits(index, "torch.OutOfMemoryError: CUDA out of\n  memory. Tried to allocate 2 GiB")
+    assert signature_hits(index, "RuntimeError: CUDA out of\nmemory")["vllm-cuda-oom"] == ["CUDA out of memory"]
+
+
+def test_fastdeploy_as_its_users_write_it(bundled_settings, bundled_kb):
+    """A Chinese FastDeploy on-call engineer's words (trial): "FD" for FastDeploy got vLLM
+    articles, a line of FastDeploy's own log was read as no product's, and "这是啥" above an
+    error the KB never words made it a question to answer with the nearest article."""
+    from assistant.scope import detect
+
+    assert detect("FD 2.2 的 kv-cache-ratio 默认是多少").products == {"fastdeploy"}
+    assert not detect("ulimit fd 65535 and too many open fds").products  # file descriptors
+    line = "ERROR    2026-04-19 19:22:38,720 4358  engine.py[line:160] Failed to launch worker processes, check log/workerlog.* for more details."
+    assert detect(line).products == {"fastdeploy"}
+    a = _ask(bundled_settings, bundled_kb, "Qwen2.5-7B-Instruct 单卡 A10 24G，FD 起 --max-model-len 32768，最多能并发多少")
+    assert a.citations[0].id.startswith("fastdeploy-")
+    assert not _ask(bundled_settings, bundled_kb, "这是啥\n" + line).grounded
+    assert not _ask(bundled_settings, bundled_kb, "what is this?\nRuntimeError: CUDA error: an illegal memory access was encountered").grounded
+    assert _ask(bundled_settings, bundled_kb, "这是啥\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB").grounded
+
+
 def test_citation_numbers_in_the_text_match_the_list(bundled_settings, bundled_kb):
     answer = _ask(bundled_settings, bundled_kb, "为什么推理卡住")
     used = {int(n) for n in re.findall(r"\[(\d+)\]", answer.answer)}

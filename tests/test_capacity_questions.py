@@ -773,6 +773,8 @@ def test_a_table_figure_is_not_computed_for_a_question_that_asks_for_none():
      "kv_concurrency", "concurrent_requests", 54, "default block_size 64"),
     ("we have 8192 blocks of 16 tokens, avg 2000 tokens per request, how many concurrent?\nand with block size 32?",
      "kv_concurrency", "concurrent_requests", 65, "at block_size 32 it holds 4,096 blocks"),
+    # "FD" is FastDeploy: its block size 64, not vLLM's 16 (trial)
+    ("FD 起服务，num_blocks 17131，平均每个请求 3k 输入 1k 输出，能并发多少", "kv_concurrency", "concurrent_requests", 271, None),
     ("GPU KV cache size: 1,310,720 tokens. how many 32k requests can run at once?", "kv_tokens_concurrency", "concurrent_requests", 40, None),
     ("GPU KV cache size: 1,310,720 tokens，最多同时跑几个 32k 的请求", "kv_tokens_concurrency", "concurrent_requests", 40, None),
     # 8192 × 16 tokens over 1,500 in + 500 out: 65 (the sum was read as one input of 2,000 and output asked for)

@@ -428,8 +428,8 @@ MESSAGES = {
         "en": 'are the {heads} heads KV heads (num_key_value_heads)? With GQA there are fewer KV heads than attention heads',
     },
     'default.gpu_memory_utilization': {
-        "zh": '问题里没有给 gpu_memory_utilization，按 vLLM 默认值 0.9 计算',
-        "en": "gpu_memory_utilization 0.9 is vLLM's default, used because the question does not give it",
+        "zh": '问题里没有给 gpu_memory_utilization，按默认值 0.9 计算（vLLM 和 FastDeploy 都是 0.9）',
+        "en": "gpu_memory_utilization 0.9 is the default (vLLM's and FastDeploy's alike), used because the question does not give it",
     },
     'per_gpu_kv': {
         "zh": '{given} 是整个模型每 token 的 KV，还是 TP {tp} 时每张卡的？请给出每张卡的数值',

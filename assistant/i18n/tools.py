@@ -114,8 +114,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "About {tokens} tokens of KV cache fit per GPU ({budget:.2f} GiB).",
     },
     "kv_cache_capacity.no_overhead_more": {
-        "zh": "这是上限：激活峰值、CUDA Graph 等非 KV 显存这里按 0 算（不知道多少）；vLLM 启动日志里的 “GPU KV cache size: N tokens” 才是实际值。",
-        "en": " This is an upper bound: activations, CUDA graphs and other non-KV memory (not known here) were counted as 0; the \"GPU KV cache size: N tokens\" line of vLLM's start-up log is the real figure.",
+        "zh": "这是上限：激活峰值、CUDA Graph 等非 KV 显存这里按 0 算（不知道多少）；实际值看启动日志：vLLM 的 “GPU KV cache size: N tokens”，FastDeploy 的 num_blocks_global × block_size。",
+        "en": " This is an upper bound: activations, CUDA graphs and other non-KV memory (not known here) were counted as 0; the start-up log has the real figure: vLLM's \"GPU KV cache size: N tokens\", FastDeploy's num_blocks_global × block_size.",
     },
     "kv_cache_capacity.concurrency_more": {
         "zh": "；{tokens} ÷ {max_model_len} = 按 max_model_len 同时 {concurrency:.2f} 个请求",
