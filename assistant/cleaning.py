@@ -506,7 +506,9 @@ _SENTENCE_END = re.compile(r"(?<=[.;!?])\s+|(?<=[。；！？])|\n")
 _ASKS_ABOUT = re.compile(r"\b(?:what|which|how|why|does|do|is|are|can|could|largest|maximum)\b|多少|多大|怎么|如何|最大|吗", re.I)
 _PROPOSES = re.compile(r"\b(?:should|could|would|shall)\s+(?:i|we)\b|\btry\b|\bwhat if\b|\bif (?:i|we)\b|\bor\s+--"
                        r"|要不要|是否|试试|试一下|改成[^。？?]{0,30}[吗呢?？]", re.I)
-_SETTING = re.compile(r"(?<![\w-])(?:--[A-Za-z][\w-]{1,60}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?:\s*[= ]\s*[\d.~,-]+(?![\w.]))?")
+# A kernel setting too: "kernel.msgmax 已经调到 1048576 了" (trial).
+_SETTING = re.compile(r"(?<![\w-])(?:--[A-Za-z][\w-]{1,60}|(?:kernel|vm|net)(?:\.[a-z][a-z0-9_]*)+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)"
+                      r"(?:\s*[= ]\s*[\d.~,-]+(?![\w.]))?")
 
 
 # A sentence saying a setting is already in place: "HF_ENDPOINT 设了 hf-mirror", "I already set
@@ -516,7 +518,7 @@ _SETTING = re.compile(r"(?<![\w-])(?:--[A-Za-z][\w-]{1,60}|[a-z][a-z0-9]*(?:_[a-
 _ALREADY = re.compile(r"already (?:set|tried|added|enabled|using|use)|i(?:'ve| have)? (?:already )?(?:tried|added)"
                       # a clause that starts with it: "tried flush_cache, got 400" (a chat follow-up, trial)
                       r"|(?:^|[\n.!?;,，。；]\s*)tried\b"
-                      r"|we(?:'ve| have)? (?:already )?(?:tried|added)|已经(?:设|加|试|开|配)|(?<![调增])设了|设置了|试了|试过", re.I)
+                      r"|we(?:'ve| have)? (?:already )?(?:tried|added)|已经(?:设|加|试|开|配|调|改|换)|(?<![调增])设了|设置了|试了|试过", re.I)
 _ENV_VAR = re.compile(r"(?<![\w-])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?![\w-])")
 # A flag written without its dashes: "max-model-len 已经改成 8192 了还是 OOM" (trial). Three
 # words at least, letters only, none of them glue: model and host names (qwen2-7b-instruct,

@@ -75,6 +75,17 @@ def test_fastdeploy_as_its_users_write_it(bundled_settings, bundled_kb):
     assert _ask(bundled_settings, bundled_kb, "这是啥\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB").grounded
 
 
+def test_a_message_that_fits_the_askers_msgmax_is_not_answered_as_that_limit(bundled_settings, bundled_kb):
+    """"n=2 hangs, kernel.msgmax is already 1048576": the calculation said the message fits,
+    and the article on that limit still led, sure, telling them to raise it (trial). The
+    raised setting is said back as tried, and the article is quoted as unsure."""
+    a = _ask(bundled_settings, bundled_kb, "FD 开了 --enable-logprob，n=1 正常，请求里 n=2 就 hang 住不返回。kernel.msgmax 已经调到 1048576 了。")
+    assert a.grounded and a.coverage == "tentative" and "kernel.msgmax，这篇文章说的原因多半不是你遇到的" in a.answer
+    assert "`kernel.msgmax`" in a.answer.split("**可能原因**")[0].split("### ")[-1]  # said back as tried, above the cause
+    b = _ask(bundled_settings, bundled_kb, "FastDeploy 开了 logprobs 之后请求卡住，kernel.msgmax 是默认的 8192")
+    assert b.coverage == "full" and "多半不是你遇到的" not in b.answer
+
+
 def test_citation_numbers_in_the_text_match_the_list(bundled_settings, bundled_kb):
     answer = _ask(bundled_settings, bundled_kb, "为什么推理卡住")
     used = {int(n) for n in re.findall(r"\[(\d+)\]", answer.answer)}

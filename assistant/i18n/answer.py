@@ -178,6 +178,13 @@ MESSAGES = {
         "zh": '日志文件有 {total}，只读了最后 {read}；更早的行没有扫描（可以先用 grep 找出出错的那段再传进来）',
         "en": 'the log file is {total}; only its last {read} was read and earlier lines were not scanned (grep out the part that failed and pass that)',
     },
+    'limit_not_the_cause': {  # the message-size calculation says the asker's limit already holds it
+        "zh": '**按上面的数值计算，消息没有超过你的 kernel.msgmax，这篇文章说的原因多半不是你遇到的**；下面只作参考'
+              '（如果你的 max_batch 或 top_logprobs 比上面用的大，请写进问题重新计算）。',
+        "en": '**With the values above the message fits under your kernel.msgmax, so the cause this article describes is unlikely '
+              'to be yours**; it is quoted for reference (if your max_batch or top_logprobs is larger than the values used, '
+              'put them in the question to compute again).',
+    },
     'computed_alone': {  # a calculation answered, and no article covers the question
         "zh": '知识库里没有讲这个问题的条目；上面的数字只是计算结果，不依赖任何条目。',
         "en": 'No article in the KB covers this; the figure above is the calculation alone, not from an article.',
