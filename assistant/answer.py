@@ -150,7 +150,7 @@ def answer_question(
     loaded = time.perf_counter()
     result = search(kb.index, kb.embedder, query, RetrievalParams.from_settings(settings), query_vector=query_vector, mode=mode,
                     platform=diagnosis.platform if diagnosis is not None else "")
-    result.flags = {**_server_settings(text, diagnosis), **result.flags}  # what the server ran with; the question's own win
+    result.flags = _after_follow_ons(text, {**_server_settings(text, diagnosis), **result.flags})  # the question's own win
     only_the_log = diagnosis is not None and _asks_only_about_the_log(text) and not stats_trouble
     if only_the_log:
         _the_log_decides(result, diagnosis, kb.index)
@@ -237,6 +237,28 @@ def _extractive(text: str, kb, result: Retrieval, diagnosis, calc, lang: str, to
         rest = max(MAX_ANSWER_CHARS - len(head) - 2, MAX_ANSWER_CHARS // 3)
         answer.answer = head + "\n\n" + _bounded(answer.answer, rest, texts("answer", lang))
     return answer
+
+
+def _after_follow_ons(text: str, flags: dict[str, str]) -> dict[str, str]:
+    """The settings as a chat's what-ifs leave them: "那如果 max-model-len 改成 16k 呢" under
+    "--max-model-len 32768" was answered under "your command line: `--max-model-len 32768`"
+    (trial). A value a follow-on line gives replaces the earlier one; a setting it names with
+    no value it could parse is left out rather than shown stale."""
+    if not flags or "\n" not in text.strip():
+        return flags
+    from .calculations import follow_on_lines
+    from .cleaning import split_question
+
+    out = dict(flags)
+    for line in follow_on_lines(text):
+        given = split_question(line).flags
+        low = line.lower().replace("_", "-")
+        for flag in list(out):
+            if flag in given:
+                out[flag] = given[flag]
+            elif flag.lstrip("-").replace("_", "-").lower() in low:
+                del out[flag]
+    return out
 
 
 def _server_settings(text: str, diagnosis) -> dict[str, str]:

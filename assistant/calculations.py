@@ -238,7 +238,7 @@ _JUST_A_NUMBER = re.compile(r"\W*(?:and|what about|how about|then|那么?|那如
 _MOST = {"tensor_parallel_size": 64, "gpu_count": 1024, "gpu_memory_utilization": 1, "block_size": 1024}
 
 
-def _follow_on_lines(question: str) -> list[str]:
+def follow_on_lines(question: str) -> list[str]:
     """The question's last lines that each change an earlier value, oldest first: a chat's
     chain of what-ifs ("and with 0.95?", then "and with 8k tokens?") folded under its first
     question. The first line is never one."""
@@ -255,7 +255,7 @@ def _follow_on_spans(question: str, norm: str) -> list[tuple[int, int, str]]:
     """Where, in the normalised text, each such line sits (start, end, the line), oldest first."""
     spans: list[tuple[int, int, str]] = []
     end = len(norm)
-    for line in reversed(_follow_on_lines(question)):
+    for line in reversed(follow_on_lines(question)):
         last = normalize(line)
         if not last or not norm[:end].endswith(last):
             break

@@ -506,8 +506,9 @@ _SENTENCE_END = re.compile(r"(?<=[.;!?])\s+|(?<=[。；！？])|\n")
 _ASKS_ABOUT = re.compile(r"\b(?:what|which|how|why|does|do|is|are|can|could|largest|maximum)\b|多少|多大|怎么|如何|最大|吗", re.I)
 _PROPOSES = re.compile(r"\b(?:should|could|would|shall)\s+(?:i|we)\b|\btry\b|\bwhat if\b|\bif (?:i|we)\b|\bor\s+--"
                        r"|要不要|是否|试试|试一下|改成[^。？?]{0,30}[吗呢?？]", re.I)
-# A kernel setting too: "kernel.msgmax 已经调到 1048576 了" (trial).
-_SETTING = re.compile(r"(?<![\w-])(?:--[A-Za-z][\w-]{1,60}|(?:kernel|vm|net)(?:\.[a-z][a-z0-9_]*)+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)"
+# A kernel setting too: "kernel.msgmax 已经调到 1048576 了"; not a log's field, "还是刷 free_list_len: 0" (trial).
+_SETTING = re.compile(r"(?<![\w-])(?:--[A-Za-z][\w-]{1,60}|(?:kernel|vm|net)(?:\.[a-z][a-z0-9_]*)+"
+                      r"|[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?!\w)(?!\s?[:：]))"
                       r"(?:\s*[= ]\s*[\d.~,-]+(?![\w.]))?")
 
 

@@ -86,6 +86,21 @@ def test_a_message_that_fits_the_askers_msgmax_is_not_answered_as_that_limit(bun
     assert b.coverage == "full" and "多半不是你遇到的" not in b.answer
 
 
+def test_a_chats_what_if_leaves_no_stale_setting_and_a_log_field_is_no_tried_setting(bundled_settings, bundled_kb):
+    """"那如果 max-model-len 改成 16k 呢" under "--max-model-len 32768" was answered under "your
+    command line: `--max-model-len 32768`"; "试过了，还是刷 free_list_len: 0" listed the log's
+    field as a setting tried (trial)."""
+    from assistant.cleaning import tried_settings
+
+    a = _ask(bundled_settings, bundled_kb, "Qwen2.5-7B-Instruct 单卡 L40S 48G，FastDeploy --max-model-len 32768，最多能并发多少\n"
+                                           "那如果 max-model-len 改成 16k 呢")
+    assert "`--max-model-len 32768`" not in a.answer.split("### ", 1)[-1]
+    b = _ask(bundled_settings, bundled_kb, "vllm serve Qwen2.5-7B --max-model-len 32768 --gpu-memory-utilization 0.9，单卡 L40S 48G，"
+                                           "最多能并发多少\nand with --gpu-memory-utilization 0.95?")
+    assert "`--gpu-memory-utilization 0.95`" in b.answer and "`--gpu-memory-utilization 0.9`" not in b.answer
+    assert tried_settings("export ENABLE_V1_KVCACHE_SCHEDULER=1 试过了，还是刷 free_list_len: 0，下一步呢") == ["ENABLE_V1_KVCACHE_SCHEDULER"]
+
+
 def test_citation_numbers_in_the_text_match_the_list(bundled_settings, bundled_kb):
     answer = _ask(bundled_settings, bundled_kb, "为什么推理卡住")
     used = {int(n) for n in re.findall(r"\[(\d+)\]", answer.answer)}
