@@ -597,7 +597,8 @@ _FLAG_RUN = re.compile(r"(?:--[A-Za-z][\w-]{1,60}(?:[ =](?!-|(?:and|or|but|with|
 
 # Parameter names as people write them in a sentence: a flag (--max-concurrent-requests),
 # a snake_case field (cache_max_entry_count) or an environment variable (FD_LOG_DIR).
-_PARAMETER = re.compile(r"(?<![\w/.-])(?:--[A-Za-z][\w-]{2,60}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?![\w/]|\.\w)")
+# Not a C++ name: "terminate called after throwing an instance of 'std::runtime_error'" (trial).
+_PARAMETER = re.compile(r"(?<![\w/.:-])(?:--[A-Za-z][\w-]{2,60}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?![\w/]|\.\w)")
 # And, as Kubernetes manifests, Helm values and JSON configs name them, a camelCase field
 # (`progressDeadlineSeconds`, `storageUri`, `loadBalancerIP`). Kept apart: the refusal model
 # was fitted on the names above, and counted as one more unknown setting a field refused a

@@ -833,6 +833,9 @@ def test_parameters_the_sentences_name_that_the_kb_never_writes_are_unknown(bund
     # Settings inside a pasted command or traceback are not what the sentence asks about.
     pasted = "vllm crashes at start-up, why?\nvllm serve m --max-concurrent-requests 4 --foo-bar-baz 2\n"
     assert unknown_parameters(pasted, bundled_kb.index) == []
+    # A C++ type a crash names is no setting (trial: a refusal said the KB had nothing on `runtime_error`).
+    assert unknown_parameters("卡在 Loading layers 96%，terminate called after throwing an instance of 'std::runtime_error'，怎么办",
+                              bundled_kb.index) == []
     # File names and module paths are not parameters.
     assert unknown_parameters("the error comes from async_engine.py in lmdeploy", bundled_kb.index) == []
 
