@@ -1379,11 +1379,17 @@ def weights_verdict(question: str) -> tuple[dict[str, str] | None, bool]:
         return (note if limit is None else {lang: f"{note[lang]}{'。' if lang == 'zh' else '. '}{limit[lang]}" for lang in LANGS}), over
     if gpu is None:
         return _weights_alone(text, params, weights, per_param, fmt), False
-    if not over:
-        return None, False
     needed = _least_gpus(weights, gpu)
     values = dict(params=_plain(params), weights=f"{weights:.0f}", gpu=_gib(gpu), needed=needed, bytes=_plain(per_param),
                   fmt=_msg(f"weights.format_{fmt}"), quantize=quantize)
+    if not over:
+        if not sizing:
+            return None, False
+        # "ERNIE-4.5-21B-A3B bf16 跑 32k 需要几张卡？A800 80G": a model the table does not know
+        # got an OOM article and no figure (trial). The weights' floor is sure; the KV cache is not.
+        floor = _msg("weights.fit_floor", **{**values, "needed": _least_gpus(weights, gpu * Decimal("0.9"))})
+        on_top = _msg("weights.kv_on_top")
+        return {lang: floor[lang] + on_top[lang] for lang in LANGS}, False
     note = _msg("weights.need_gpus", **values) if count is None or count == 1 else _msg(
         "weights.do_not_fit", count=count, total=_gib(gpu * count), **values)
     if sizing:  # "需要几张 A100 80G" for 128k: the weights' count is only the floor

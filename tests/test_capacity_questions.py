@@ -490,6 +490,19 @@ def test_a_yes_no_sizing_question_gets_the_arithmetic(question, weights):
         assert not asks_sizing(other), other  # no GPU named after "on", or not a yes/no on fitting (review)
 
 
+def test_a_sizing_question_on_a_model_the_table_lacks_gets_the_weights_floor():
+    """"ERNIE-4.5-21B-A3B-Paddle bf16 跑 32k 上下文需要几张卡？A800 80G" got an OOM article and no
+    figure (trial): the model is not in the built-in table, but its weights' floor is sure."""
+    from assistant.calculations import weights_verdict
+
+    note, over = weights_verdict("ERNIE-4.5-21B-A3B-Paddle bf16 跑 32k 上下文需要几张卡？A800 80G")
+    assert note is not None and not over
+    assert "光权重约 39 GiB（21B 参数 × 2 字节" in note["zh"] and "至少要 1 张 80 GiB 的卡" in note["zh"] and "KV Cache 还要另外的显存" in note["zh"]
+    # 75 GiB of weights on an 80 GiB card: 0.9 of it is 72, so two (a power of two)
+    assert "at least 2 GPU(s) of 80 GiB" in weights_verdict("a 40B model in bf16: how many A100 80GB GPUs for 8k context?")[0]["en"]
+    assert weights_verdict("ERNIE-4.5-21B-A3B bf16 on an A800 80G keeps OOMing at start-up")[0] is None  # no sizing asked
+
+
 def test_a_plan_on_gpus_that_cannot_hold_the_weights_keeps_only_what_adds_room():
     """"Can Llama-3.1-70B run on one A100 80GB with 32k context?" gets the plan's arithmetic,
     and the verdict that the GPU named cannot hold the weights, which decides the fix list (review)."""

@@ -471,6 +471,12 @@ MESSAGES = {
               'At gpu_memory_utilization {util} of each GPU, those two alone take at least {counts} (`--tensor-parallel-size` takes '
               'powers of two); that is a floor: activations and CUDA graphs need memory too, so the real need is often higher',
     },
+    'weights.fit_floor': {
+        "zh": '光权重约 {weights} GiB（{params}B 参数 × {bytes} 字节，{fmt}），按每张卡的 gpu_memory_utilization 0.9 算，'
+              '只放权重至少要 {needed} 张 {gpu} GiB 的卡',
+        "en": 'the weights are about {weights} GiB ({params}B parameters × {bytes} bytes, {fmt}): at gpu_memory_utilization 0.9 '
+              'of each GPU, the weights alone take at least {needed} GPU(s) of {gpu} GiB',
+    },
     'weights.kv_on_top': {
         "zh": '。这只是放下权重的下限：上下文和并发请求的 KV Cache 还要另外的显存（每 token 2 × 层数 × KV 头数 × '
               'head_dim × 字节数，看模型的 config.json），长上下文往往还要再多几张卡',
