@@ -362,18 +362,18 @@ def _retrieval_query(text: str, diagnosis) -> str:
     critical line: a preemption warning before a CUDA OOM is its prelude, and the answer led
     with it while the log findings (and `doctor --log`) led with the OOM."""
     problems = [f for f in (diagnosis.findings if diagnosis else []) if f.severity != "info"]
-    if not problems:
-        if diagnosis is not None and diagnosis.last_line and _STUCK.search(text):
-            # A hang logs no error: where the log stopped says what it was doing. "stuck at
-            # shard 5/99 for 30 minutes, no error" with the log was refused; with its last
-            # line, the loading article answered (trial).
-            return (text + "\n" + diagnosis.last_line)[:MAX_QUERY_CHARS]
-        return text
-    # Findings come most severe first (what the server logged as an error or died of
-    # before any warning-level symptom); a lesser one stays when the question is about it.
-    lesser = _lesser_findings(problems, _stems(text))
-    lines = [f.example for f in problems if f not in lesser][:LOG_LINES_IN_QUERY]
-    return (text + "\n" + "\n".join(lines))[:MAX_QUERY_CHARS]
+    lines: list[str] = []
+    if problems:
+        # Findings come most severe first (what the server logged as an error or died of
+        # before any warning-level symptom); a lesser one stays when the question is about it.
+        lesser = _lesser_findings(problems, _stems(text))
+        lines = [f.example for f in problems if f not in lesser][:LOG_LINES_IN_QUERY]
+    if diagnosis is not None and diagnosis.last_line and _STUCK.search(text) and not any(f.fatal for f in problems):
+        # A hang logs no error: where the log stopped says what it was doing. "stuck at
+        # shard 5/99 for 30 minutes, no error" with the log was refused; with its last line,
+        # the loading article answered (trial), also beside a client's dropped request (review).
+        lines.append(diagnosis.last_line)
+    return (text + "\n" + "\n".join(lines))[:MAX_QUERY_CHARS] if lines else text
 
 
 _STUCK = re.compile(r"\b(?:hang\w*|hung|stuck|frozen|freez\w*|no (?:error|output|progress)|nothing happens)\b"
@@ -517,8 +517,12 @@ def _uncovered_crash(diagnosis, index) -> bool:
     from .scope import bare_unknown_error
 
     top = next((f for f in diagnosis.findings if f.severity != "info"), None)
-    if top is None or not top.fatal or top.article or any(f.fatal and f.article for f in diagnosis.findings):
+    if top is None or top.article:
+        return False
+    if any(f.article for f in diagnosis.findings if f.severity != "info" and (f.fatal or not top.fatal)):
         return False  # a crash whose traceback passes through a KB signature (self.graph.replay()) is covered
+    # Not only a crash: every request failing on a chat template's jinja2 error is no less
+    # the log's subject, when nothing else in it has an article.
     return bare_unknown_error(top.signature, index)
 
 

@@ -238,6 +238,11 @@ _JUST_A_NUMBER = re.compile(r"\W*(?:and|what about|how about|then|那么?|那如
 _MOST = {"tensor_parallel_size": 64, "gpu_count": 1024, "gpu_memory_utilization": 1, "block_size": 1024}
 
 
+def is_follow_on(line: str) -> bool:
+    """Whether a line changes an earlier value ("and with 0.95?", "那如果 max-model-len 改成 16k 呢")."""
+    return len(line) <= FOLLOW_ON_CHARS and bool(_FOLLOW_ON.search(line.strip()))
+
+
 def follow_on_lines(question: str) -> list[str]:
     """The question's last lines that each change an earlier value, oldest first: a chat's
     chain of what-ifs ("and with 0.95?", then "and with 8k tokens?") folded under its first
@@ -245,7 +250,7 @@ def follow_on_lines(question: str) -> list[str]:
     lines = [line for line in question.splitlines() if line.strip()]
     chain: list[str] = []
     for line in reversed(lines[1:]):
-        if len(line) > FOLLOW_ON_CHARS or not _FOLLOW_ON.search(line.strip()):
+        if not is_follow_on(line):
             break
         chain.append(line)
     return chain[::-1]
@@ -383,7 +388,7 @@ class _Facts:
             if q.scale in ("k", "ki") and q.unit == "count":  # "4k" tokens: 4,000 or 4,096, the answer moves by one request
                 self.notes.append(_msg("decimal_k", text=q.text, value=_plain(q.value), binary=_plain(q.value / 1000 * 1024)))
             if logged and logged != [q.value]:
-                self.notes.append(_msg("question_over_log", key=key, logged=_plain(logged[0]), text=q.text))
+                self.notes.append(_msg("question_over_log", setting=key, logged=_plain(logged[0]), text=q.text))
             return Value(key, _number(q.value), "question", q.text, q.approximate)
         if len(logged) > 1:
             self._report(key, _msg("log_gives_several", name=_names(key), values=_join((_plain(v) for v in logged), "and")))
@@ -561,26 +566,37 @@ def _plan_kv_concurrency(f: _Facts) -> _Plan:
 
 
 def _blocks_at_new_size(plan: _Plan) -> None:
-    """A follow-up's new block_size under a block count the server logged at the old one: the
-    KV memory is the same, so the blocks are fewer or more. "那 block_size 改成 128 呢" after
-    num_blocks_global 17131 computed 17131 blocks of 128, twice the tokens (probe)."""
+    """A new block_size under a block count the server logged at the old one: the KV memory is
+    the same, so the blocks are fewer or more. "那 block_size 改成 128 呢" after num_blocks_global
+    17131 computed 17131 blocks of 128, twice the tokens (probe); so did a question's block_size
+    over a log's num_blocks_global and block_size 64 (review)."""
     f = plan.facts
-    sizes = f.x.by_label("block_size") + ([f.follow["block_size"]] if "block_size" in f.follow else [])
-    changed = [q for q in sizes if f._stage(q)]
-    blocks = f.x.by_label("num_blocks")
-    if not changed or "num_blocks" not in plan.args or "block_size" not in plan.args or any(f._stage(q) for q in blocks):
+    if "num_blocks" not in plan.args or not plan.args.get("block_size"):
         return
-    earlier = [q for q in sizes if not f._stage(q)]
-    old = int(earlier[-1].value) if earlier else (16 if _framework(f) == "vllm" else 64)
+    sizes = f.x.by_label("block_size") + ([f.follow["block_size"]] if "block_size" in f.follow else [])
+    blocks = f.x.by_label("num_blocks")
+    logged = [int(value) for _raw, value in f.log.get("block_size", ())]
+    if any(f._stage(q) for q in blocks):
+        return  # the follow-up gives the blocks too
+    if blocks and any(f._stage(q) for q in sizes):  # the question's own count, a later line's size
+        earlier = [q for q in sizes if not f._stage(q)]
+        old, source = (int(earlier[-1].value), "blocks_at_new_size") if earlier else (
+            (logged[-1], "blocks_at_new_size") if logged else (16 if _framework(f) == "vllm" else 64, "blocks_at_default_size"))
+    elif not blocks and sizes and logged:  # the log's count, at the log's size
+        old, source = logged[-1], "blocks_at_new_size"
+    elif not blocks and any(f._stage(q) for q in sizes):  # the log's count, its size unsaid
+        old, source = (16 if _framework(f) == "vllm" else 64), "blocks_at_default_size"
+    else:
+        return
     new = plan.args["block_size"]
-    if old == new or not new:
+    if old == new:
         return
     counted = plan.args["num_blocks"]
     plan.args["num_blocks"] = counted * old // new
     plan.values = [v for v in plan.values if v.key != "num_blocks"]
     plan.values.insert(0, Value("num_blocks", plan.args["num_blocks"], "derived", f"{_plain(counted)} × {old} ÷ {new}"))
-    plan.notes.append(_msg("blocks_at_new_size" if earlier else "blocks_at_default_size", blocks=_plain(counted), old=old, new=new,
-                           new_blocks=_plain(plan.args["num_blocks"]), engine="vLLM" if old == 16 else "FastDeploy"))
+    plan.notes.append(_msg(source, blocks=_plain(counted), old=old, new=new, new_blocks=_plain(plan.args["num_blocks"]),
+                           engine="vLLM" if old == 16 else "FastDeploy"))
 
 
 def _plan_blocks_needed(f: _Facts) -> _Plan:

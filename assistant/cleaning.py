@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .negation import without_ruled_out
-from .names import compound_word
+from .names import PROCESS_TAG, compound_word
 
 MAX_LINES = 400  # a paste longer than this is mostly log; the rest adds nothing but time
 
@@ -34,7 +34,8 @@ _ERROR = re.compile(
     r")",
     re.I,
 )
-_LOG_PREFIX = re.compile(r"^\s*(\(\w{1,40}(\s+pid=\d{1,10})?\)\s*)?(\[?\d{4}-\d{2}-\d{2}|\[?\d{2}-\d{2}\s\d{2}:\d{2}|(INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\b|\[(INFO|DEBUG|WARNING|WARN|ERROR)\])")
+# (and torch's c10 lines, "[W1002 09:16:04.123456789 ProcessGroupNCCL.cpp:1538] Warning: …", trial)
+_LOG_PREFIX = re.compile(r"^\s*(\(\w{1,40}(\s+pid=\d{1,10})?\)\s*)?(\[?\d{4}-\d{2}-\d{2}|\[?\d{2}-\d{2}\s\d{2}:\d{2}|\[[IWEF]\d{4} \d{2}:\d{2}:\d{2}|(INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\b|\[(INFO|DEBUG|WARNING|WARN|ERROR)\])")
 _LOG_LEVEL_PROBLEM = re.compile(r"\b(WARNING|WARN|ERROR|CRITICAL|FATAL)\b")
 _COMMAND = re.compile(
     r"^\s*(\$\s|#\s*\$|>>>\s|%\s|[\w.@~:/-]{1,120}\$\s|(sudo\s)?(python3?|vllm|docker|docker-compose|kubectl|pip3?|uv|conda|torchrun|deepspeed|"
@@ -57,7 +58,7 @@ _CONFIG = re.compile(
 )
 _CODE = re.compile(
     r"^\s*(from\s+[\w.]+\s+import\b|import\s+[\w.]+|def\s+\w+\(|class\s+\w+|return\b|if\s+__name__|for\s+\w+\s+in\b|with\s+\w"
-    r"|print\(|[\w.]{1,80}\(\S{0,80}\)(?:\.\w+\(\S{0,80}\))*\s*$|[\w.\[\]'\"]{1,80}\s*=\s*\S|[\w.]{1,80}\(.*[,(=]\s*$|\w+=[\w\"'.\[\]{}-]+,?\s*\)?\s*$|\)\s*$|#\s)"
+    r"|print\(|[\w.]{1,80}\([^\s)]{0,80}\)(?:\.\w+\([^\s)]{0,80}\))*\s*$|[\w.\[\]'\"]{1,80}\s*=\s*\S|[\w.]{1,80}\(.*[,(=]\s*$|\w+=[\w\"'.\[\]{}-]+,?\s*\)?\s*$|\)\s*$|#\s)"
 )
 # A value is not the sentence going on after a flag: "the largest --max-model-len I can run" (trial).
 _FLAG = re.compile(r"(?<![\w-])(--[a-zA-Z][\w-]{1,60})(?:[ =]+(?!--)(?!(?:I|a|an|the|to|for|with|on|in|is|are|can|and|or|of|it"
@@ -101,7 +102,9 @@ def _is_status_line(line: str) -> bool:
     return True
 
 # A log line's source tag: "(RayWorkerWrapper pid=880)", "(autoscaler +7s)".
-_LOG_TAG = re.compile(r"^\s*\([\w.\-]{1,40}(?:\s+(?:pid=\d{1,10}|\+\d{1,6}m?s))?\)\s*")
+# (and a bare source tag, "(raylet) "), then torch's "[rank0]:" (trial: "(VllmWorker TP0 pid=240) INFO …" was prose)
+_LOG_TAG = re.compile(rf"^\s*(?:{PROCESS_TAG}|\([\w.\-]{{1,40}}\))+\s*")
+_PROCESS_TAG = re.compile(rf"^\s*(?:{PROCESS_TAG})+")  # on every line: not "(FastDeploy) requests hang" (review)
 
 
 @dataclass
@@ -130,7 +133,17 @@ class QuestionParts:
         return "\n".join(parts)
 
 
-_LIST_ITEM = re.compile(r"-\s+(?:--?[\w-]+(?:=\S*)?|\"[^\"]*\"|'[^']*'|[\w./:@+-]+)\s*$")
+# A compose command's item: a flag, a quoted value, a path or a model id ("- Qwen/Qwen3-32B-AWQ"); not a
+# bullet of the asker's ("- hangs", "- ROCm", review).
+_LIST_ITEM = re.compile(r"-\s+(?:--?[\w-]+(?:=\S*)?|\"[^\"]*\"|'[^']*'|[\w.:@+-]*/[\w./:@+-]*)\s*$")
+
+
+def _in_yaml_list(line: str, parts: QuestionParts) -> bool:
+    """One word of a YAML list under a paste's "command:" ("- serve"), not a bullet of the asker's."""
+    return bool(_ONE_ITEM.match(line)) and bool(parts.code) and (parts.code[-1].endswith(":") or parts.code[-1].startswith("- "))
+
+
+_ONE_ITEM = re.compile(r"-\s+\S+\s*$")
 
 
 def _is_prose(line: str) -> bool:
@@ -296,7 +309,7 @@ def split_question(text: str) -> QuestionParts:
     lines = _head_and_tail(text.splitlines())
     for n, raw in enumerate(lines):
         # Read without the process tag vLLM puts before each line: "(EngineCore pid=1)   File …" is a stack frame.
-        line = _LOG_TAG.sub("", raw, count=1).strip() if raw.lstrip().startswith("(") else raw.strip()
+        line = _PROCESS_TAG.sub("", raw, count=1).strip() if raw.lstrip()[:1] in "([" else raw.strip()
         if not line:
             continue
         if _FENCE.match(line):
@@ -327,7 +340,7 @@ def split_question(text: str) -> QuestionParts:
                 _collect_stated_flags(line, parts.flags)
         elif is_error:
             parts.errors.append(line)
-        elif _CONFIG.match(line) or _CODE.match(line) or _LIST_ITEM.match(line):
+        elif _CONFIG.match(line) or _CODE.match(line) or _LIST_ITEM.match(line) or _in_yaml_list(line, parts):
             _collect_flags(line, parts.flags)
             parts.code.append(line)
         else:

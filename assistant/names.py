@@ -21,6 +21,12 @@ MODEL_FAMILIES = frozenset(
 # that a search over a long dotted run stays linear: log diagnosis and scope build on it.
 EXCEPTION_NAME = r"(?:[A-Za-z_][\w.]{0,80})?(?:Error|Exception)"
 
+# The process a log line came from, which vLLM, Ray and torch.distributed put before the line:
+# "(EngineCore_0 pid=679800) ", "(VllmWorker TP0 pid=12) ", "(RayWorkerWrapper pid=9, ip=10.0.0.2) ",
+# "(autoscaler +7s) ", "[rank0]: ". One space after it: a stack frame keeps its indent.
+PROCESS_TAG = (r"(?:\([\w.\-]{1,40}(?: [\w.\-]{1,20})?(?:(?: (?:pid|rank)=\d{1,10})+(?:, ip=[\w.:]{1,45})?| \+\d{1,6}m?s)\) ?"
+               r"|\[rank\d{1,5}\]: ?)")
+
 # Names a question asks about by their exact spelling: FD_DISABLED_RECOVER, kernel.msgmax,
 # --max-num-seqs, NCCL. Plain words ("default", "timeout") are not: every row says them.
 _IDENT = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]+|[A-Za-z][A-Za-z0-9]*(?:[_.-][A-Za-z0-9]+)+|\b[A-Z][A-Z0-9]{2,}\b")

@@ -101,6 +101,35 @@ def test_a_chats_what_if_leaves_no_stale_setting_and_a_log_field_is_no_tried_set
     assert tried_settings("export ENABLE_V1_KVCACHE_SCHEDULER=1 试过了，还是刷 free_list_len: 0，下一步呢") == ["ENABLE_V1_KVCACHE_SCHEDULER"]
 
 
+def test_a_whole_v1_log_piped_in_is_answered_by_its_error(bundled_settings, bundled_kb):
+    """`tail -n 50 server.log | ask -` on a vLLM V1 log: "(VllmWorker TP0 pid=240) INFO …" lines and
+    torch's "[rank0]:[W1002 …] Warning:" were read as the asker's words, and their torch.compile and
+    destroy_process_group refused the KV-cache error the KB words exactly (trial)."""
+    worker = "(VllmWorker TP0 pid=240) INFO 10-02 "
+    log = "\n".join([
+        worker + "09:14:24 [parallel_state.py:1208] rank 0 in world size 2 is assigned as DP rank 0, PP rank 0, TP rank 0, EP rank 0",
+        worker + "09:14:25 [gpu_model_runner.py:2602] Starting to load model meta-llama/Llama-3.1-70B-Instruct...",
+        worker + "09:14:25 [cuda.py:366] Using Flash Attention backend on V1 engine.",
+        worker + "09:14:26 [weight_utils.py:392] Using model weights format ['*.safetensors']",
+        worker + "09:15:29 [default_loader.py:267] Loading weights took 62.81 seconds",
+        worker + "09:15:30 [gpu_model_runner.py:2653] Model loading took 65.7194 GiB and 64.102 seconds",
+        worker + "09:15:41 [backends.py:548] Using cache directory: /root/.cache/vllm/torch_compile_cache/1a2b3c4d5e/rank_0_0/backbone "
+                 "for vLLM's torch.compile",
+        worker + "09:15:41 [backends.py:559] Dynamo bytecode transform time: 10.92 s",
+        worker + "09:15:52 [backends.py:197] Compiling a graph for dynamic shape takes 10.33 s",
+        worker + "09:16:01 [monitor.py:34] torch.compile takes 21.25 s in total",
+        worker + "09:16:03 [gpu_worker.py:298] Available KV cache memory: 4.51 GiB",
+        "(EngineCore_0 pid=212) ERROR 10-02 09:16:03 [core.py:708]     raise ValueError(",
+        "(EngineCore_0 pid=212) ERROR 10-02 09:16:03 [core.py:708] ValueError: To serve at least one request with the models's max seq "
+        "len (131072), (20.00 GiB KV cache is needed, which is larger than the available KV cache memory (4.51 GiB). Based on the "
+        "available memory, the estimated maximum model length is 29520. Try increasing `gpu_memory_utilization` or decreasing "
+        "`max_model_len` when initializing the engine.",
+        "[rank0]:[W1002 09:16:04.123456789 ProcessGroupNCCL.cpp:1538] Warning: WARNING: destroy_process_group() was not called before "
+        "program exit, which can leak resources."])
+    a = _ask(bundled_settings, bundled_kb, log)
+    assert a.grounded and a.citations[0].id == "vllm-kv-cache-insufficient-for-max-model-len", a.answer[:300]
+
+
 def test_citation_numbers_in_the_text_match_the_list(bundled_settings, bundled_kb):
     answer = _ask(bundled_settings, bundled_kb, "为什么推理卡住")
     used = {int(n) for n in re.findall(r"\[(\d+)\]", answer.answer)}

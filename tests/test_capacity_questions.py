@@ -789,6 +789,7 @@ def test_a_table_figure_is_not_computed_for_a_question_that_asks_for_none():
     # "FD" is FastDeploy: its block size 64, not vLLM's 16 (trial)
     ("FD 起服务，num_blocks 17131，平均每个请求 3k 输入 1k 输出，能并发多少", "kv_concurrency", "concurrent_requests", 271, None),
     ("GPU KV cache size: 1,310,720 tokens. how many 32k requests can run at once?", "kv_tokens_concurrency", "concurrent_requests", 40, None),
+    ("we have 8192 blocks, block size 32, avg 2000 tokens per request, how many concurrent?", "kv_concurrency", "concurrent_requests", 130, None),
     ("GPU KV cache size: 1,310,720 tokens，最多同时跑几个 32k 的请求", "kv_tokens_concurrency", "concurrent_requests", 40, None),
     # 8192 × 16 tokens over 1,500 in + 500 out: 65 (the sum was read as one input of 2,000 and output asked for)
     ("we have 8192 blocks of 16 tokens, avg prompt 1.5k + 500 output, max-num-seqs 256, how many concurrent?",
@@ -805,6 +806,16 @@ def test_newcomer_capacity_phrasings_are_computed(question, tool, key, expected,
     assert answer.call.result[key] == expected
     if note:
         assert any(note in n["en"] for n in answer.notes)
+
+
+@pytest.mark.parametrize("question", ["block_size 128，平均每个请求 20k token，能并发多少",
+                                      "平均每个请求 20k token，能并发多少\n那 block_size 改成 128 呢"])
+def test_a_block_size_over_a_logged_block_count_recounts_the_blocks(question):
+    """num_blocks_global 17131 and block_size 64 in the log, 128 in the question: 17131 blocks
+    of 128 were twice the tokens (review); the same memory holds 8565 of them."""
+    answer = capacity_answer(question, {"num_blocks_global": 17131, "block_size": 64})
+    assert answer is not None and answer.computed and answer.call.result["concurrent_requests"] == 54
+    assert any("counted at block_size 64" in n["en"] for n in answer.notes)
 
 
 def test_a_follow_up_number_that_could_change_two_values_is_asked_about():

@@ -120,6 +120,9 @@ def test_a_follow_up_carries_the_threads_first_question():
     assert chained == f"{sizing}\nand with 0.95?\nand with 32768?"
     assert chat.thread_question("and 9?", ["q", "and 1?", "and 2?", "and 3?", "and 4?"]) == "q\nand 2?\nand 3?\nand 4?\nand 9?"
     assert chat.thread_question("and 9?", ["q" * 8000, "and 1?"]).endswith("\nand 1?\nand 9?")
+    # Only what-ifs: an observation in between made 16384 ambiguous (review).
+    assert chat.thread_question("and with 16384?", [sizing, "and with 0.95?", "we see 30 requests waiting"]) == \
+        f"{sizing}\nand with 0.95?\nand with 16384?"
     # After the asker switched subject, a follow-up leans on the switch, not on the first question (trial).
     switched = "换个问题：num_blocks_global 17131，平均 20k token，能并发多少"
     assert chat.thread_question("那如果平均 8k 呢", ["vllm CUDA OOM", switched, "谢谢"]) == f"{switched}\n那如果平均 8k 呢"

@@ -256,6 +256,13 @@ def test_pasted_command_config_and_stack_frames_leave_the_query(question, gone, 
     assert {k: split_question(question).flags[k] for k in flags} == flags
 
 
+def test_the_askers_bullets_and_parentheses_stay_prose():
+    """One-word bullets ("- hangs", "- ROCm") and "(FastDeploy)" at a line's start were taken for a
+    compose file's items and a process tag (review)."""
+    assert split_question("what can cause this? symptoms:\n- hangs\n- logprobs\n- FastDeploy").prose[1:] == ["- hangs", "- logprobs", "- FastDeploy"]
+    assert split_question("(FastDeploy) requests hang after logprobs\nERROR 2025 boom").prose == ["(FastDeploy) requests hang after logprobs"]
+
+
 def test_a_sentence_about_a_program_is_not_a_command_line():
     """"llama-server crashes with -c 8192" is a sentence: the words before the flag say so."""
     for sentence in ("llama-server crashes with -c 8192 on my box", "vllm hangs after --enable-prefix-caching",

@@ -648,6 +648,16 @@ def test_a_crash_is_seen_whatever_its_exception_and_process_tag(bundled_settings
     assert diagnose_text((bars + oom).replace("\n", "\r\n"), bundled_settings).findings[0].first_line == 2
 
 
+def test_a_piped_question_of_one_long_line_or_binary_is_answered_or_refused_at_once(bundled_env):
+    """A one-line input over a megabyte became an empty question; `cat /dev/zero | ask -` read
+    until it was killed (review)."""
+    long_line = ("why does vllm hang " * 80_000 + "\n").encode()
+    proc = run_cli(["ask", "--json", "-"], bundled_env, stdin=long_line)
+    assert proc.returncode == 0 and "on one line" in " ".join(json.loads(proc.stdout)["notes"])
+    proc = run_cli(["ask", "-"], bundled_env, stdin=b"\x00" * 3_000_000)
+    assert proc.returncode == 2 and b"binary" in proc.stderr
+
+
 def test_a_piped_question_longer_than_a_megabyte_keeps_its_end(bundled_env):
     """`cat server.log | ask -` read the first megabyte of a 1.5 MB log and answered from that
     part's last lines: the crash at its end was never read (trial)."""
@@ -658,6 +668,43 @@ def test_a_piped_question_longer_than_a_megabyte_keeps_its_end(bundled_env):
     data = json.loads(proc.stdout)
     assert data["citations"][0]["id"] == "vllm-cuda-oom", data["answer"][:300]
     assert any(f"the input is {len(log)} bytes" in n for n in data["notes"])
+
+
+def test_a_traceback_printed_for_one_request_is_no_crash(bundled_settings):
+    """Any bare exception line was taken for the process dying (review): a client gone
+    (CancelledError under "Exception in ASGI application", ConnectionResetError) or a chat
+    template refusing one request is a warning; a start-up ValueError is still the crash."""
+    from assistant.tools.logs import diagnose_text
+
+    def top(log):
+        f = diagnose_text(log, bundled_settings).findings[0]
+        return f.severity, f.fatal
+
+    asgi = ('ERROR:    Exception in ASGI application\nTraceback (most recent call last):\n  File "x.py", line 1, in f\n'
+            "    await x\nasyncio.exceptions.CancelledError\nINFO:     127.0.0.1 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n")
+    assert top(asgi) == ("warning", False)
+    assert top("ConnectionResetError: [Errno 104] Connection reset by peer\n") == ("warning", False)
+    template = ("ERROR 10-02 09:00:00 [serving_chat.py:200] Error in preprocessing prompt inputs\nTraceback (most recent call last):\n"
+                '  File "x", line 1\njinja2.exceptions.TemplateError: Conversation roles must alternate user/assistant\n')
+    assert top(template) == ("warning", False)
+    startup = 'Traceback (most recent call last):\n  File "/usr/lib/python3/vllm/config.py", line 203\nValueError: The quantization method awq is not supported for the current GPU.\n'
+    assert top(startup) == ("critical", True)
+    assert top(template + "INFO 10-02 09:01:00 [api_server.py:1] shutting down\n" + startup) == ("critical", True)
+
+
+def test_a_log_appended_across_restarts_keeps_its_last_runs_settings(tmp_path):
+    """The head's args line was put before a tail that has its own run's args line, and the
+    first value read won: 65536 and 0.9 reported where the last run used 32768 and 0.95 (review)."""
+    from assistant.tools.logs import diagnose_log, startup_lines
+
+    first = "INFO 05-12 10:01:03 [cli_args.py:309] non-default args: {'max_model_len': 65536, 'gpu_memory_utilization': 0.9}\n"
+    again = "INFO 05-12 12:01:03 [cli_args.py:309] non-default args: {'max_model_len': 32768, 'gpu_memory_utilization': 0.95}\n"
+    body = "".join(f"INFO 05-12 10:02:00 [loggers.py:111] Avg prompt throughput: {i} tokens/s\n" for i in range(60_000))
+    log = tmp_path / "restarts.log"
+    log.write_text(first + body + again + "INFO started\n")
+    assert diagnose_log(path=str(log)).settings["--max-model-len"] == "32768"
+    platform = "INFO 05-12 10:01:02 [__init__.py:239] Automatically detected platform rocm.\n"
+    assert len(startup_lines((platform + first).encode())) == 2  # a head ending on a whole line keeps its last
 
 
 def test_a_long_logs_tail_keeps_its_start_up_lines(bundled_settings, tmp_path):

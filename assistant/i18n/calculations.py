@@ -356,8 +356,8 @@ MESSAGES = {
         "en": '{text} is read as {value}, as vLLM reads an upper-case K in --max-model-len (1024; a lower-case k is 1000)',
     },
     'question_over_log': {
-        "zh": '日志里 {key} 是 {logged}；按问题里的 {text} 计算',
-        "en": "the log says {key} {logged}; the question's {text} is used",
+        "zh": '日志里 {setting} 是 {logged}；按问题里的 {text} 计算',
+        "en": "the log says {setting} {logged}; the question's {text} is used",
     },
     'log_gives_several': {
         "zh": '日志里 {name} 有多个值（{values}），用哪一个？',

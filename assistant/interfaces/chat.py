@@ -252,10 +252,13 @@ def thread_question(current: str, earlier: Iterable[str]) -> str:
     # after "换个问题：num_blocks_global 17131，平均 20k…", "那如果平均 8k 呢" got the thread's
     # first question, a CUDA OOM (trial).
     at = next((n for n in range(len(asked) - 1, -1, -1) if _NEW_SUBJECT.search(asked[n])), 0)
-    # The follow-ups since then that carry a value come along, oldest first: "and with 0.95?" then
-    # "and with 32768?" computed 32768 at the first question's 0.9, the middle change lost. A
-    # "thanks" or "still hangs" adds nothing to search with. The oldest go first when there is no room.
-    chain = [text for text in asked[at + 1:] if _follow_up(text) and any(c.isdigit() for c in text)][-FOLLOW_UP_CHAIN:]
+    # The what-ifs since then come along, oldest first: "and with 0.95?" then "and with 32768?"
+    # computed 32768 at the first question's 0.9, the middle change lost. Only what the
+    # calculation reads as a change: "we see 30 requests waiting" in the chain made 16384 ambiguous
+    # (review), and "thanks" adds nothing to search with. The oldest go first when there is no room.
+    from assistant.calculations import is_follow_on
+
+    chain = [text for text in asked[at + 1:] if _follow_up(text) and is_follow_on(text)][-FOLLOW_UP_CHAIN:]
     while chain and len("\n".join([*chain, current]).encode("utf-8")) >= room:
         chain.pop(0)
     room -= sum(len(text.encode("utf-8")) + 1 for text in chain)

@@ -142,6 +142,8 @@ def _stdin_tail(limit: int) -> tuple[bytes, int]:
     size = total = 0
     cut = False
     while block := sys.stdin.buffer.read(1 << 20):
+        if not total and b"\x00" in block[:65536]:
+            return block, len(block)  # `cat /dev/zero | ask -` never ends: its first block says what it is
         held.append(block)
         size += len(block)
         total += len(block)
@@ -152,7 +154,11 @@ def _stdin_tail(limit: int) -> tuple[bytes, int]:
     if len(data) > limit:
         data, cut = data[-limit:], True
     if cut:  # from the first whole line: a multi-byte character or a line cut in two is no input
-        data = data[data.find(b"\n") + 1:] if b"\n" in data else data[-limit // 2:].lstrip(bytes(range(0x80, 0xc0)))
+        newline = data.find(b"\n")
+        if 0 <= newline < len(data) - 1 and data[newline + 1:].strip():
+            data = data[newline + 1:]
+        else:  # one line longer than the limit: its end, from a character's start
+            data = data[-limit // 2:].lstrip(bytes(range(0x80, 0xc0)))
     return data, total
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Annotated
 
 from assistant.i18n import both
-from assistant.names import EXCEPTION_NAME, setting_key
+from assistant.names import EXCEPTION_NAME, PROCESS_TAG, setting_key
 
 from . import LOCAL_PATH, tool
 
@@ -143,6 +143,12 @@ MAX_UNMATCHED = 3
 # "ERROR … [core.py:396] ValueError: To serve at least one request …".
 _REFUSED_REQUEST = re.compile(r"However, you requested|However, your (?:request|prompt)|BadRequestError|\bError code: 4\d\d\b"
                               r"|\bHTTP/1\.[01]\" 4\d\d\b|is too long and exceeds limit of")
+# A log record saying the traceback under it is one request's ("ERROR:    Exception in ASGI
+# application", vLLM's "Error in preprocessing prompt inputs"), and exceptions of a client gone.
+_REQUEST_FAILED = re.compile(r"Exception in ASGI application|Error in preprocessing|Error in (?:chat )?completion"
+                             r"|Exception in callback|while (?:handling|processing) (?:the |a )?request", re.I)
+_CLIENT_SIDE = re.compile(r"\s*(?:asyncio\.(?:exceptions\.)?)?CancelledError|\s*(?:ConnectionResetError|BrokenPipeError"
+                          r"|ConnectionAbortedError|ClientDisconnect|starlette\.requests\.ClientDisconnect)\b")
 MAX_LINE = 2000  # characters of a line the patterns read (a 2 MB line of junk is not a log line)
 
 
@@ -150,8 +156,7 @@ MAX_LINE = 2000  # characters of a line the patterns read (a 2 MB line of junk i
 # "(EngineCore_0 pid=679800) ", "(VllmWorker TP0 pid=12) ", "(RayWorkerWrapper pid=9, ip=10.0.0.2) ",
 # "[rank0]: ". "(EngineCore pid=1) torch.AcceleratorError: CUDA error: an illegal memory
 # access" was no bare traceback line, and the crash went unseen (trial).
-_PROCESS_TAG = re.compile(r"^\s*(?:\([\w.\-]{1,40}(?: [\w.\-]{1,20})?(?: (?:pid|rank)=\d{1,10})+(?:, ip=[\w.:]{1,45})?\) ?"
-                          r"|\[rank\d{1,5}\]: ?)+")  # one space: a stack frame keeps its indent
+_PROCESS_TAG = re.compile(rf"^\s*(?:{PROCESS_TAG})+")
 
 
 def untagged(line: str) -> str:
@@ -252,12 +257,19 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
     report = LogDiagnosis(len(lines))
     sigs = [(s, a, _norm(s), info, decisive) for s, a, info, decisive in kb_signatures(kb)]
     found: dict[str, LogFinding] = {}
+    in_request = False  # inside the traceback the server printed for one request it failed
     for n, full in enumerate(lines, first_line):
         full = untagged(full)
         line = full[:MAX_LINE]
         low = _norm(line)
         level = _level(line)
-        fatal = _fatal(line, level)
+        if level:
+            in_request = bool(_REQUEST_FAILED.search(line))
+        bare = not level and bool(_BARE_EXCEPTION.match(line))
+        # A traceback's last line ends the process, but not one printed for a request the
+        # server failed ("Exception in ASGI application" … CancelledError) nor a client gone (review).
+        request_error = bare and (in_request or bool(_CLIENT_SIDE.match(line)))
+        fatal = _fatal(line, level) and not request_error
         # A request the server refused (a client's ValueError logged at ERROR: "maximum context
         # length is 32768 tokens. However, you requested 40000") is not the server failing.
         error = fatal or (level in ("ERROR", "CRITICAL", "FATAL") and not _REFUSED_REQUEST.search(line))
@@ -280,7 +292,7 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
                 if SEVERITY[severity] < SEVERITY[seen.severity]:  # first seen as a warning, later as an error
                     seen.severity = severity
                 seen.fatal = seen.fatal or (error and severity == "critical")
-        if not matched_articles and (fatal or level in ("ERROR", "CRITICAL", "FATAL")):  # refused requests too, as warnings
+        if not matched_articles and (fatal or request_error or level in ("ERROR", "CRITICAL", "FATAL")):  # refused requests too, as warnings
             _unmatched(line, n, found, fatal)
         _numbers(line, report.numbers)
         _stats_trouble(line, report.stats_trouble)
@@ -488,7 +500,7 @@ def diagnose_log(text: str | None = None, path: Annotated[str | None, LOCAL_PATH
 
 
 LOG_TAIL_BYTES = 2_000_000
-# The start of a log that the tail left out, read for the start-up lines alone (STARTUP_LINE):
+# The start of a log that the tail left out, read for the start-up lines alone (`startup_lines`):
 # where the server runs and with which settings are printed once, in the first lines, and a
 # 13 MB ROCm log was answered with nvidia-smi checks because its platform line was cut.
 STARTUP_HEAD_BYTES = 256_000
@@ -497,14 +509,19 @@ STARTUP_HEAD_BYTES = 256_000
 def startup_lines(head: bytes) -> list[str]:
     """The platform and args lines in the first bytes of a log the tail does not reach."""
     text = head[:STARTUP_HEAD_BYTES].decode("utf-8", errors="replace")
-    return [line for line in text.splitlines()[:-1] or text.splitlines()  # the last may be cut short
-            if _PLATFORM_LINE.search(line[:MAX_LINE]) or _ARGS_LINE.search(line[:MAX_LINE])][:4]
+    lines = text.split("\n")
+    if not text.endswith("\n"):
+        lines = lines[:-1] or lines  # the last is cut short, where the tail or the head's limit begins
+    return [line for line in lines if _PLATFORM_LINE.search(line[:MAX_LINE]) or _ARGS_LINE.search(line[:MAX_LINE])][:4]
 
 
 def with_startup(text: str, first_line: int, head_lines: list[str]) -> tuple[str, int]:
     """The tail with the start-up lines it lacks put before it, and its first line's number
     moved back by as many, so every line of the tail keeps its number in the log."""
-    kept = [line for line in head_lines if line not in text]
+    # A log appended to across restarts has its own run's lines in the tail: those win (review).
+    kinds = (_PLATFORM_LINE, _ARGS_LINE)
+    kept = [line for line in head_lines if line not in text
+            and not any(kind.search(line[:MAX_LINE]) and kind.search(text) for kind in kinds)]
     if not kept:
         return text, first_line
     return "\n".join(kept) + "\n" + text, max(1, first_line - len(kept))
