@@ -21,7 +21,9 @@ from .questions import FD as _FD, MAX_QUERY_CHARS
 
 # Product names as people write them. Keys match the KB's `product` front matter.
 PRODUCTS: dict[str, tuple[str, ...]] = {
-    "vllm": ("vllm", "vllm-openai", "vllm serve", "samplingparams", "asyncllmengine", "llmengine", "enginecore", "enginecore_core"),
+    # and what only vLLM's log prints ("GPU KV cache size: 115,328 tokens": a FastDeploy article answered it, trial)
+    "vllm": ("vllm", "vllm-openai", "vllm serve", "samplingparams", "asyncllmengine", "llmengine", "enginecore", "enginecore_core",
+             "gpu kv cache size", "maximum concurrency for"),
     # ERNIE-4.5 is served with it; "FD", what its users call it, is `_FD` (upper case only).
     "fastdeploy": ("fastdeploy", "fast deploy", "paddlepaddle", "paddle inference", "fd_", "ernie-4.5", "ernie 4.5", "ernie4.5",
                    "ernie-45", "ernie4_5"),

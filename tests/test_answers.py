@@ -66,6 +66,11 @@ def test_fastdeploy_as_its_users_write_it(bundled_settings, bundled_kb):
 
     assert detect("FD 2.2 的 kv-cache-ratio 默认是多少").products == {"fastdeploy"}
     assert not detect("ulimit fd 65535 and too many open fds").products  # file descriptors
+    # What only vLLM's log prints names vLLM: a FastDeploy article answered it (trial).
+    assert detect("GPU KV cache size: 115,328 tokens on one H100, requests average 4k tokens total").products == {"vllm"}
+    c = _ask(bundled_settings, bundled_kb, "GPU KV cache size: 115,328 tokens on one H100, requests average 4k tokens total. "
+                                           "how many requests can run at once?")
+    assert c.citations[0].id.startswith("vllm-")
     line = "ERROR    2026-04-19 19:22:38,720 4358  engine.py[line:160] Failed to launch worker processes, check log/workerlog.* for more details."
     assert detect(line).products == {"fastdeploy"}
     a = _ask(bundled_settings, bundled_kb, "Qwen2.5-7B-Instruct 单卡 A10 24G，FD 起 --max-model-len 32768，最多能并发多少")
