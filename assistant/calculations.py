@@ -502,16 +502,21 @@ def _framework(facts: _Facts) -> str:
     return "vllm" if _VLLM.search(text) or "kv_cache_tokens" in facts.log or vllm_blocks else "fastdeploy"
 
 
+# The engines' defaults the answers use when the question does not say: vLLM's and FastDeploy's
+# gpu_memory_utilization, and each engine's KV-cache block size.
+DEFAULT_UTILIZATION = Decimal("0.9")
+DEFAULT_BLOCK_SIZE = {"vllm": 16, "fastdeploy": 64}
+
+
 def _block_size(plan: _Plan) -> None:
     value = plan.facts.get("block_size")
     if value is not None:
         plan.need("block_size", "block_size", value)
     elif "block_size" in plan.facts._reported:
         return  # given twice, or as a range: asked about, never defaulted
-    elif _framework(plan.facts) == "vllm":
-        plan.default("block_size", "block_size", 16, _msg("default.block_size_vllm"))
     else:
-        plan.default("block_size", "block_size", 64, _msg("default.block_size_fastdeploy"))
+        engine = _framework(plan.facts)
+        plan.default("block_size", "block_size", DEFAULT_BLOCK_SIZE[engine], _msg(f"default.block_size_{engine}"))
 
 
 def _request_tokens(plan: _Plan, arg: str, allow_max_model_len: bool = False) -> None:
@@ -580,14 +585,16 @@ def _blocks_at_new_size(plan: _Plan) -> None:
         return  # the follow-up gives the blocks too
     if blocks and any(f._stage(q) for q in sizes):  # the question's own count, a later line's size
         earlier = [q for q in sizes if not f._stage(q)]
-        old, source = (int(earlier[-1].value), "blocks_at_new_size") if earlier else (
-            (logged[-1], "blocks_at_new_size") if logged else (16 if _framework(f) == "vllm" else 64, "blocks_at_default_size"))
+        old = int(earlier[-1].value) if earlier else logged[-1] if logged else None
     elif not blocks and sizes and logged:  # the log's count, at the log's size
-        old, source = logged[-1], "blocks_at_new_size"
+        old = logged[-1]
     elif not blocks and any(f._stage(q) for q in sizes):  # the log's count, its size unsaid
-        old, source = (16 if _framework(f) == "vllm" else 64), "blocks_at_default_size"
+        old = None
     else:
         return
+    engine = _framework(f)
+    source = "blocks_at_new_size" if old is not None else "blocks_at_default_size"
+    old = old if old is not None else DEFAULT_BLOCK_SIZE[engine]
     new = plan.args["block_size"]
     if old == new:
         return
@@ -596,7 +603,7 @@ def _blocks_at_new_size(plan: _Plan) -> None:
     plan.values = [v for v in plan.values if v.key != "num_blocks"]
     plan.values.insert(0, Value("num_blocks", plan.args["num_blocks"], "derived", f"{_plain(counted)} × {old} ÷ {new}"))
     plan.notes.append(_msg(source, blocks=_plain(counted), old=old, new=new, new_blocks=_plain(plan.args["num_blocks"]),
-                           engine="vLLM" if old == 16 else "FastDeploy"))
+                           engine="vLLM" if engine == "vllm" else "FastDeploy"))
 
 
 def _plan_blocks_needed(f: _Facts) -> _Plan:
@@ -778,7 +785,7 @@ def _plan_kv_capacity(f: _Facts) -> list[_Plan]:
     if util is not None:
         plan.need("gpu_memory_utilization", "gpu_memory_utilization", util, float)
     elif "gpu_memory_utilization" not in f._reported:
-        plan.default("gpu_memory_utilization", "gpu_memory_utilization", 0.9, _msg("default.gpu_memory_utilization"))
+        plan.default("gpu_memory_utilization", "gpu_memory_utilization", float(DEFAULT_UTILIZATION), _msg("default.gpu_memory_utilization"))
     if f.has("max_model_len") or not any(f.asked(k) for k in ("tokens_per_request", "input_tokens", "output_tokens")):
         plan.optional("max_model_len", f.get("max_model_len"))
     else:  # "how many 8k requests can it hold at once": the concurrency at that length (trial)
@@ -1403,7 +1410,7 @@ def weights_verdict(question: str) -> tuple[dict[str, str] | None, bool]:
             return None, False
         # "ERNIE-4.5-21B-A3B bf16 跑 32k 需要几张卡？A800 80G": a model the table does not know
         # got an OOM article and no figure (trial). The weights' floor is sure; the KV cache is not.
-        floor = _msg("weights.fit_floor", **{**values, "needed": _least_gpus(weights, gpu * Decimal("0.9"))})
+        floor = _msg("weights.fit_floor", **{**values, "needed": _least_gpus(weights, gpu * DEFAULT_UTILIZATION)})
         on_top = _msg("weights.kv_on_top")
         return {lang: floor[lang] + on_top[lang] for lang in LANGS}, False
     note = _msg("weights.need_gpus", **values) if count is None or count == 1 else _msg(
@@ -1482,7 +1489,7 @@ def _weights_with_kv(x: Extraction, params: Decimal, weights: Decimal, per_param
     # vLLM uses gpu_memory_utilization of each GPU (0.9 unless set): two A100 80G hold 144 GiB,
     # not 160, and "at least 2" for 145 GiB could not start (trial).
     shares = {q.value for q in x.by_label("gpu_memory_utilization") if q.usable and 0 < q.value <= 1}
-    util = shares.pop() if len(shares) == 1 else Decimal("0.9")
+    util = shares.pop() if len(shares) == 1 else DEFAULT_UTILIZATION
     counts = {"en": ", ".join(f"{_least_gpus(total, gib * util)} × {name}" for name, gib in sizes),
               "zh": "、".join(f"{name} 的卡 {_least_gpus(total, gib * util)} 张" for name, gib in sizes)}
     per_token = model.kv_bytes_per_token(_kv_dtype_bytes(x))
