@@ -135,31 +135,23 @@ STDIN_QUESTION_BYTES = 1_000_000
 
 
 def _stdin_tail(limit: int) -> tuple[bytes, int]:
-    """The end of stdin, from a line start, at most `limit` bytes of it: a log piped in
-    (`cat server.log | ask -`) ends in what went wrong. Reading its first megabyte dropped a
-    crash at the end of a 1.5 MB log (trial)."""
-    held: list[bytes] = []
-    size = total = 0
-    cut = False
-    while block := sys.stdin.buffer.read(1 << 20):
-        if not total and b"\x00" in block[:65536]:
-            return block, len(block)  # `cat /dev/zero | ask -` never ends: its first block says what it is
-        held.append(block)
-        size += len(block)
-        total += len(block)
-        while size - len(held[0]) >= limit:
-            size -= len(held.pop(0))
-            cut = True
-    data = b"".join(held)
-    if len(data) > limit:
-        data, cut = data[-limit:], True
-    if cut:  # from the first whole line: a multi-byte character or a line cut in two is no input
+    """The end of stdin, from a line start, at most `limit` bytes of it, and stdin's size: a
+    log piped in (`cat server.log | ask -`) ends in what went wrong. Reading its first megabyte
+    dropped a crash at the end of a 1.5 MB log (trial)."""
+    from assistant.tools.logs import stream_tail
+
+    try:
+        tail = stream_tail(sys.stdin.buffer, limit)
+    except ValueError as exc:
+        raise BadQuestion("the input looks like binary data, not a question", "paste text, not a binary file") from exc
+    data = tail.data
+    if tail.skipped:  # from the first whole line: a multi-byte character or a line cut in two is no input
         newline = data.find(b"\n")
         if 0 <= newline < len(data) - 1 and data[newline + 1:].strip():
             data = data[newline + 1:]
         else:  # one line longer than the limit: its end, from a character's start
             data = data[-limit // 2:].lstrip(bytes(range(0x80, 0xc0)))
-    return data, total
+    return data, tail.skipped + len(tail.data)
 
 
 EXAMPLES = """examples:

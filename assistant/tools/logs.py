@@ -584,22 +584,28 @@ def read_tail_located(path: str, limit: int = LOG_TAIL_BYTES, count_lines: bool 
     return text, start, first_line
 
 
-def read_tail_stream(stream, limit: int = LOG_TAIL_BYTES) -> tuple[str, int, int]:
-    """`read_tail_located` for a pipe (`kubectl logs pod | ask --log - "why"`): read to the
-    end, holding only the last `limit` bytes, and count the newlines of what was passed over
-    so findings keep their line in the log. A stream that never ends (`kubectl logs -f`) is
-    read until it does."""
+@dataclass
+class StreamTail:
+    """The last bytes of a stream, and what was passed over to reach them."""
+
+    data: bytes
+    skipped: int  # bytes before `data`
+    newlines: int  # newlines in them
+    head: bytes  # the stream's first STARTUP_HEAD_BYTES
+
+
+def stream_tail(stream, limit: int) -> StreamTail:
+    """Read a stream to its end holding only its last `limit` bytes. Binary data is refused at
+    its first block: `cat /dev/zero | ask -` would never end. A stream that never ends
+    (`kubectl logs -f`) is read until it does."""
     held: list[bytes] = []
     size = skipped = newlines = 0
     head = b""
-    while True:
-        block = stream.read(1 << 20)
-        if not block:
-            break
+    while block := stream.read(1 << 20):
         if len(head) < STARTUP_HEAD_BYTES:
             head += block[:STARTUP_HEAD_BYTES - len(head)]
-        if not held and not skipped and _binary(block):  # `cat /dev/zero | ask --log -` would never end
-            raise ValueError("the log on stdin looks like binary data, not a text log")
+        if not held and not skipped and _binary(block):
+            raise ValueError("the input on stdin looks like binary data, not text")
         held.append(block)
         size += len(block)
         while size - len(held[0]) >= limit:  # whole blocks the tail no longer needs
@@ -613,10 +619,19 @@ def read_tail_stream(stream, limit: int = LOG_TAIL_BYTES) -> tuple[str, int, int
         newlines += data[:cut].count(b"\n")
         skipped += cut
         data = data[cut:]
-    if _binary(data):
+    return StreamTail(data, skipped, newlines, head)
+
+
+def read_tail_stream(stream, limit: int = LOG_TAIL_BYTES) -> tuple[str, int, int]:
+    """`read_tail_located` for a pipe (`kubectl logs pod | ask --log - "why"`): its last `limit`
+    bytes, with the newlines of what was passed over counted so findings keep their line in
+    the log."""
+    tail = stream_tail(stream, limit)
+    if _binary(tail.data):
         raise ValueError("the log on stdin looks like binary data, not a text log")
-    text, first_line = with_startup(data.decode("utf-8", errors="replace"), 1 + newlines, startup_lines(head[:skipped]) if skipped else [])
-    return text, skipped, first_line
+    text, first_line = with_startup(tail.data.decode("utf-8", errors="replace"), 1 + tail.newlines,
+                                    startup_lines(tail.head[:tail.skipped]) if tail.skipped else [])
+    return text, tail.skipped, first_line
 
 
 def _newlines_before(fd: int, end: int) -> int:
