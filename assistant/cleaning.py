@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .negation import without_ruled_out
-from .names import PROCESS_TAG, compound_word
+from .names import PROCESS_TAG, compound_word, untagged
 
 MAX_LINES = 400  # a paste longer than this is mostly log; the rest adds nothing but time
 
@@ -104,7 +104,6 @@ def _is_status_line(line: str) -> bool:
 # A log line's source tag: "(RayWorkerWrapper pid=880)", "(autoscaler +7s)".
 # (and a bare source tag, "(raylet) "), then torch's "[rank0]:" (trial: "(VllmWorker TP0 pid=240) INFO …" was prose)
 _LOG_TAG = re.compile(rf"^\s*(?:{PROCESS_TAG}|\([\w.\-]{{1,40}}\))+\s*")
-_PROCESS_TAG = re.compile(rf"^\s*(?:{PROCESS_TAG})+")  # on every line: not "(FastDeploy) requests hang" (review)
 
 
 @dataclass
@@ -309,7 +308,8 @@ def split_question(text: str) -> QuestionParts:
     lines = _head_and_tail(text.splitlines())
     for n, raw in enumerate(lines):
         # Read without the process tag vLLM puts before each line: "(EngineCore pid=1)   File …" is a stack frame.
-        line = _PROCESS_TAG.sub("", raw, count=1).strip() if raw.lstrip()[:1] in "([" else raw.strip()
+        # (names.untagged: not "(FastDeploy) requests hang", review)
+        line = untagged(raw.lstrip()).strip()
         if not line:
             continue
         if _FENCE.match(line):

@@ -26,6 +26,13 @@ EXCEPTION_NAME = r"(?:[A-Za-z_][\w.]{0,80})?(?:Error|Exception)"
 # "(autoscaler +7s) ", "[rank0]: ". One space after it: a stack frame keeps its indent.
 PROCESS_TAG = (r"(?:\([\w.\-]{1,40}(?: [\w.\-]{1,20})?(?:(?: (?:pid|rank)=\d{1,10})+(?:, ip=[\w.:]{1,45})?| \+\d{1,6}m?s)\) ?"
                r"|\[rank\d{1,5}\]: ?)")
+_PROCESS_TAGS = re.compile(rf"^\s*(?:{PROCESS_TAG})+")
+
+
+def untagged(line: str) -> str:
+    """The line without the process tag in front of it: "(EngineCore pid=1) torch.AcceleratorError:
+    CUDA error" is a bare traceback line, and "(EngineCore pid=1)   File …" a stack frame."""
+    return _PROCESS_TAGS.sub("", line, count=1) if line[:1] in "([ \t" else line
 
 # Names a question asks about by their exact spelling: FD_DISABLED_RECOVER, kernel.msgmax,
 # --max-num-seqs, NCCL. Plain words ("default", "timeout") are not: every row says them.

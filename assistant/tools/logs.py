@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Annotated
 
 from assistant.i18n import both
-from assistant.names import EXCEPTION_NAME, PROCESS_TAG, setting_key
+from assistant.names import EXCEPTION_NAME, setting_key, untagged
 
 from . import LOCAL_PATH, tool
 
@@ -150,18 +150,6 @@ _REQUEST_FAILED = re.compile(r"Exception in ASGI application|Error in preprocess
 _CLIENT_SIDE = re.compile(r"\s*(?:asyncio\.(?:exceptions\.)?)?CancelledError|\s*(?:ConnectionResetError|BrokenPipeError"
                           r"|ConnectionAbortedError|ClientDisconnect|starlette\.requests\.ClientDisconnect)\b")
 MAX_LINE = 2000  # characters of a line the patterns read (a 2 MB line of junk is not a log line)
-
-
-# The process a line came from, which vLLM and torch.distributed put before the line:
-# "(EngineCore_0 pid=679800) ", "(VllmWorker TP0 pid=12) ", "(RayWorkerWrapper pid=9, ip=10.0.0.2) ",
-# "[rank0]: ". "(EngineCore pid=1) torch.AcceleratorError: CUDA error: an illegal memory
-# access" was no bare traceback line, and the crash went unseen (trial).
-_PROCESS_TAG = re.compile(rf"^\s*(?:{PROCESS_TAG})+")
-
-
-def untagged(line: str) -> str:
-    """The line without the process tag in front of it."""
-    return _PROCESS_TAG.sub("", line, count=1) if line[:1] in "([ \t" else line
 
 
 def _level(line: str) -> str:
