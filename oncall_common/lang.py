@@ -67,10 +67,10 @@ def _line_is_zh(line: str) -> bool:
 # Two Chinese characters or more standing as words, not inside a path or a name
 # ("/data/模型/千问72B" is no sentence).
 # (Strings, compiled by `re` on first use, as above.)
-_CJK_RUN = "(?<![A-Za-z0-9_.-])[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{2,}(?![A-Za-z0-9_.-])"
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # the ranges of `is_cjk`, for a pattern
+_CJK_RUN = f"(?<![A-Za-z0-9_.-])[{_CJK}]{{2,}}(?![A-Za-z0-9_.-])"
 _PATHS = r"\S*[/\\]\S*"
 # A flag and its value: "--max-model-len 131072" of "--max-model-len 131072启动报", "--served-model-name 千问".
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _FLAG_ARG = f"(?<!\\S)--?[A-Za-z][\\w.-]*(?:[= ](?!-)(?:[^\\s{_CJK}]+|[{_CJK}]+(?!\\S)))?"  # a Chinese value stands alone
 
 
