@@ -140,6 +140,9 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
      r"|context[ _-]?window|最大长度|max(?:imum)? length|序列长度|full[ -]length|满长度", _roles(("max_model_len", MOD, "pre"))),
     # A context named after its length as often as before it: "128k 上下文", "上下文 32k", "128k context".
     (r"上下文|(?<=[\dkm] )context\b(?! each| per)", _roles(("max_model_len", MOD, "both"))),
+    # "3k prompt + 1k output tokens": a prompt or input written right after its number, in such a
+    # pair, counts that number's tokens (it was read as the whole request, and asked back).
+    (r"\s(?<=[\dk]\s)(?:prompts?|inputs?)(?= ?(?:\+|and|plus|&|,|/) ?\d)", _roles(("input_tokens", NOUN, "post"))),
     # nouns that need a modifier-like phrase before them
     (r"-?tokens? ?(?:per|/|each|an?|every) ?(?:request|req|session|user|query|prompt|sequence|seq|conversation)s?"
      r"|-?tokens? (?:requests?|sessions?|prompts?|sequences?|conversations?)|tokens? each|token ?的请求|token ?的会话|token ?/ ?请求|token ?每个?请求"

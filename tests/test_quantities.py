@@ -34,6 +34,10 @@ def labels(text: str) -> dict[str, Decimal | None]:
     ("each request 4k input + 1k output", {"input_tokens": 4000, "output_tokens": 1000}),
     ("4k input and 1k output per request", {"input_tokens": 4000, "output_tokens": 1000}),
     ("每个请求 4k 输入 + 1k 输出", {"input_tokens": 4000, "output_tokens": 1000}),
+    # "prompt" right after its number in such a pair: it was read as the whole request ("3k prompts")
+    ("each request is 3k prompt + 1k output tokens", {"input_tokens": 3000, "output_tokens": 1000}),
+    ("3k prompt, 1k output", {"input_tokens": 3000, "output_tokens": 1000}),
+    ("how many 32k prompts fit", {"tokens_per_request": 32000}),
     ("how many blocks do I need for 100 sessions of 16k tokens", {"sessions": 100, "tokens_per_request": 16000}),
     ("要撑 50 并发至少要多少 block", {"sessions": 50}),
     ("num_blocks_global: 17131", {"num_blocks": 17131}),
