@@ -404,3 +404,38 @@ def test_a_source_quoted_for_context_shows_no_zero_score():
     cite = lambda score: Citation("d", "T", "runbooks/oom.md", "Fix", "zh", score, "…")  # noqa: E731
     assert _where(cite(0.0)) == "runbooks/oom.md · zh"
     assert _where(cite(0.874)) == "runbooks/oom.md · zh · 0.87"
+
+
+def test_a_followed_log_on_stdin_is_answered_once_it_falls_silent(bundled_env):
+    """`kubectl logs -f pod | ask -` never ends: ask waited forever with nothing on screen. Once
+    the pipe has sent a log and stays silent, that log is answered, with a line saying why."""
+    log = b"INFO 11-30 12:00:01 engine.py:301] Waiting for free blocks in KV cache\n" * 3
+    cmd = [sys.executable, "-c", "import sys; sys.argv[0]='ask'; from assistant.interfaces.cli import ask_main as m; m()", "--json", "-"]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=bundled_env, cwd=ROOT)
+    try:
+        proc.stdin.write(log)
+        proc.stdin.flush()  # and the writer stays, as `-f` does: stdout ends when ask does
+        out = proc.stdout.read()
+        assert proc.wait(timeout=60) == 0, proc.stderr.read().decode()
+    finally:
+        proc.stdin.close()
+        proc.kill()
+    data = json.loads(out)
+    assert data["citations"][0]["id"] == "vllm-requests-hang"
+    assert any("without ending" in note and "-f" in note for note in data["notes"]), data["notes"]
+
+
+def test_doctor_reads_a_piped_log_as_ask_does(bundled_env):
+    """`kubectl logs pod | assistant doctor --log -` opened a file named "-" and failed."""
+    log = ("Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n"
+           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 224.00 MiB.\n").encode()
+    data = json.loads(run_cli(["assistant", "doctor", "--json", "--log", "-"], bundled_env, stdin=log).stdout)
+    logs = [f for f in data["findings"] if f["source"] == "log"]
+    assert any(f["article"] == "vllm-cuda-oom" and "line 3" in f["message"] for f in logs), logs
+    empty = json.loads(run_cli(["assistant", "doctor", "--json", "--log", "-"], bundled_env, stdin=b"").stdout)
+    assert any(f["source"] == "log" and "empty" in f["message"] for f in empty["findings"])
+
+
+def test_an_empty_log_is_said_not_dropped(bundled_env):
+    data = parse_json(run_cli(["ask", "--json", "--log", "-", "why did it crash"], bundled_env, stdin=b""))
+    assert data["notes"][0] == "the log (stdin) is empty; answering from the question alone"

@@ -1087,3 +1087,46 @@ def test_serving_status_refuses_a_wait_out_of_range_by_name(timeout_s):
     never answers held a server thread: the wait is bounded, and said so."""
     call = call_tool("serving_status", {"base_url": "http://127.0.0.1:9", "timeout_s": timeout_s})
     assert call.error == "timeout_s must be over 0 and at most 30 seconds"
+
+
+def test_a_pipe_is_read_until_it_ends_falls_silent_or_passes_its_limit():
+    """`kubectl logs -f` never ends and `yes` never falls silent: both were read forever."""
+    import io
+    import os
+    import threading
+    import time
+
+    from assistant.tools.logs import stream_tail
+
+    read_fd, write_fd = os.pipe()
+
+    def follow():  # a followed log: some lines, then silence with the pipe still open
+        os.write(write_fd, b"line one\nline two\n")
+        time.sleep(3)
+        os.close(write_fd)
+
+    writer = threading.Thread(target=follow)
+    writer.start()
+    with os.fdopen(read_fd, "rb") as stream:
+        started = time.monotonic()
+        tail = stream_tail(stream, 1000, idle=0.3)
+        assert tail.stopped == "idle" and tail.data == b"line one\nline two\n" and time.monotonic() - started < 2.5
+    writer.join()
+
+    read_fd, write_fd = os.pipe()
+
+    def endless():
+        try:
+            while True:
+                os.write(write_fd, b"y\n" * 4096)
+        except OSError:  # the reader is gone
+            os.close(write_fd)
+
+    writer = threading.Thread(target=endless)
+    writer.start()
+    with os.fdopen(read_fd, "rb") as stream:
+        tail = stream_tail(stream, 1000, idle=5, most=200_000)
+    writer.join()
+    assert tail.stopped == "size" and len(tail.data) == 1000 and tail.skipped >= 199_000
+    ended = stream_tail(io.BytesIO(b"a whole log\n"), 1000)
+    assert ended.stopped == "" and ended.data == b"a whole log\n"

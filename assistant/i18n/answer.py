@@ -174,6 +174,18 @@ MESSAGES = {
         "zh": '知识库里没有对应的文章',
         "en": 'no KB article on it',
     },
+    'log_empty': {
+        "zh": '日志（{log}）是空的，只按问题回答',
+        "en": 'the log ({log}) is empty; answering from the question alone',
+    },
+    'stdin_idle': {
+        "zh": 'stdin 读了 {read} 后 {seconds} 秒没有新内容、也没有结束（`-f` 跟随的日志？），按已读到的部分回答；要读完整的日志，去掉 `-f`，或用 `tail -n 2000`',
+        "en": 'stdin sent {read} and then nothing for {seconds} s without ending (a followed log, `-f`?); answering from what was read. Drop `-f`, or pipe `tail -n 2000`, to pass a log that ends',
+    },
+    'stdin_endless': {
+        "zh": 'stdin 读了 {read} 还没有结束，只按最后读到的部分回答；请用 `tail -n 2000` 传日志的结尾',
+        "en": 'stdin had not ended after {read}; answering from the last part read. Pipe `tail -n 2000 FILE` to pass a log\'s end',
+    },
     'log_unread': {
         "zh": '日志文件有 {total}，只读了最后 {read}；更早的行没有扫描（可以先用 grep 找出出错的那段再传进来）',
         "en": 'the log file is {total}; only its last {read} was read and earlier lines were not scanned (grep out the part that failed and pass that)',

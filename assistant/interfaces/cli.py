@@ -60,9 +60,14 @@ def read_log(path: str, notes: list[str] | None = None, lang: str = "en") -> tup
     from assistant.tools.logs import read_tail_located, read_tail_stream, unread_note
 
     try:
-        text, unread, first_line = read_tail_stream(sys.stdin.buffer) if path == "-" else read_tail_located(path)
+        text, unread, first_line = (read_tail_stream(sys.stdin.buffer, notes=notes, lang=lang) if path == "-"
+                                    else read_tail_located(path))
         if unread and notes is not None:
             notes.append(unread_note(unread, lang))
+        if not text.strip() and notes is not None:  # it was dropped without a word
+            from assistant.i18n import t
+
+            notes.append(t("answer.log_empty", lang, log="stdin" if path == "-" else path))
         return text, first_line
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
         # The path the asker typed: bad input (exit 2), as a binary log is.
@@ -117,7 +122,7 @@ def read_question(words: tuple[str, ...], max_bytes: int, notes: list[str] | Non
     A log piped in (`tail -n 50 server.log | ask -`) easily passes the question limit; its
     last lines, where the error usually is, are kept, and a note in `notes` says so."""
     if words == ("-",) or not words and not sys.stdin.isatty():
-        raw, total = _stdin_tail(STDIN_QUESTION_BYTES)
+        raw, total = _stdin_tail(STDIN_QUESTION_BYTES, notes)
         if b"\x00" in raw:
             raise BadQuestion("the input looks like binary data, not a question", "paste text, not a binary file")
         try:
@@ -134,16 +139,19 @@ def read_question(words: tuple[str, ...], max_bytes: int, notes: list[str] | Non
 STDIN_QUESTION_BYTES = 1_000_000
 
 
-def _stdin_tail(limit: int) -> tuple[bytes, int]:
+def _stdin_tail(limit: int, notes: list[str] | None = None) -> tuple[bytes, int]:
     """The end of stdin, from a line start, at most `limit` bytes of it, and stdin's size: a
     log piped in (`cat server.log | ask -`) ends in what went wrong. Reading its first megabyte
-    dropped a crash at the end of a 1.5 MB log (trial)."""
-    from assistant.tools.logs import stream_tail
+    dropped a crash at the end of a 1.5 MB log (trial). A followed log (`kubectl logs -f`) is
+    answered once it falls silent, with a line in `notes` saying so."""
+    from assistant.tools.logs import stopped_note, stream_tail
 
     try:
         tail = stream_tail(sys.stdin.buffer, limit)
     except ValueError as exc:
         raise BadQuestion("the input looks like binary data, not a question", "paste text, not a binary file") from exc
+    if tail.stopped and notes is not None:
+        notes.append(stopped_note(tail, "zh" if _zh(tail.data[-4000:].decode("utf-8", errors="ignore")) else "en"))
     data = tail.data
     if tail.skipped:  # from the first whole line: a multi-byte character or a line cut in two is no input
         newline = data.find(b"\n")

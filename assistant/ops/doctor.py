@@ -133,6 +133,24 @@ def _log_findings(report: LogDiagnosis) -> list[Finding]:
     return out
 
 
+def _stdin_log_findings(settings: Settings) -> list[Finding]:
+    """The log piped into `doctor --log -`: it was opened as a file named "-" and failed."""
+    import sys
+
+    from assistant.tools.logs import diagnose_text, read_tail_stream
+
+    notes: list[str] = []
+    try:
+        text, unread, first_line = read_tail_stream(sys.stdin.buffer, notes=notes)
+    except (OSError, ValueError) as exc:
+        return [Finding("warning", "log", f"diagnose_log failed: cannot read the log on stdin: {exc}")]
+    if not text.strip():
+        return [Finding("warning", "log", "the log on stdin is empty: pipe one in, e.g. `kubectl logs POD | assistant doctor --log -`")]
+    report = diagnose_text(text, settings, first_line)
+    report.unread_bytes = unread
+    return [Finding("info", "log", note) for note in notes] + _log_findings(report)
+
+
 def run_doctor(settings: Settings, serving_url: str | None = None, log_path: str | None = None) -> list[Finding]:
     from assistant.tools import call_tool
 
@@ -140,7 +158,9 @@ def run_doctor(settings: Settings, serving_url: str | None = None, log_path: str
     steps = [("gpu", "gpu_status", {}, _gpu_findings), ("host", "host_status", {}, _host_findings)]
     if serving_url:
         steps.append(("serving", "serving_status", {"base_url": serving_url}, _serving_findings))
-    if log_path:
+    if log_path == "-":  # `kubectl logs pod | assistant doctor --log -`, as `ask --log -` reads it
+        findings += _stdin_log_findings(settings)
+    elif log_path:
         steps.append(("log", "diagnose_log", {"path": log_path}, _log_findings))
     for source, name, args, interpret in steps:
         call = call_tool(name, args, timeout=settings.tool_timeout)

@@ -580,16 +580,55 @@ class StreamTail:
     skipped: int  # bytes before `data`
     newlines: int  # newlines in them
     head: bytes  # the stream's first STARTUP_HEAD_BYTES
+    stopped: str = ""  # "" at the stream's end; "idle" or "size" when reading stopped before it
 
 
-def stream_tail(stream, limit: int) -> StreamTail:
+# A followed log (`kubectl logs -f pod | ask -`, `tail -f`) never ends: once it has said something
+# and then falls silent this long, what it said is answered. Before, `ask -` waited forever with
+# nothing on screen. `yes | ask -` never falls silent; it stops at STREAM_MOST_BYTES.
+STREAM_IDLE_SECONDS = 3.0
+STREAM_MOST_BYTES = 1 << 30
+
+
+def _pipe(stream) -> int | None:
+    """The file descriptor of a pipe or socket behind `stream`, which may fall silent without
+    ending; None for a file, a terminal (a paste ends with Ctrl-D) or an in-memory stream."""
+    import os
+    import stat
+
+    try:
+        fd = stream.fileno()
+        mode = os.fstat(fd).st_mode
+    except (AttributeError, OSError, ValueError):
+        return None
+    return fd if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) else None
+
+
+def _silent(fd: int, seconds: float) -> bool:
+    import select
+
+    return not select.select([fd], [], [], seconds)[0]
+
+
+def stream_tail(stream, limit: int, idle: float = STREAM_IDLE_SECONDS, most: int = STREAM_MOST_BYTES) -> StreamTail:
     """Read a stream to its end holding only its last `limit` bytes. Binary data is refused at
-    its first block: `cat /dev/zero | ask -` would never end. A stream that never ends
-    (`kubectl logs -f`) is read until it does."""
+    its first block: `cat /dev/zero | ask -` would never end. A pipe that has sent something and
+    then stays silent for `idle` seconds (a followed log), or has sent `most` bytes, is read no
+    further; `stopped` says which."""
+    import os
+
+    fd = _pipe(stream)
     held: list[bytes] = []
     size = skipped = newlines = 0
     head = b""
-    while block := stream.read(1 << 20):
+    stopped = ""
+    while True:
+        if fd is not None and held and _silent(fd, idle):
+            stopped = "idle"
+            break
+        block = os.read(fd, 1 << 20) if fd is not None else stream.read(1 << 20)
+        if not block:
+            break
         if len(head) < STARTUP_HEAD_BYTES:
             head += block[:STARTUP_HEAD_BYTES - len(head)]
         if not held and not skipped and _binary(block):
@@ -601,22 +640,39 @@ def stream_tail(stream, limit: int) -> StreamTail:
             size -= len(old)
             skipped += len(old)
             newlines += old.count(b"\n")
+        if skipped + size >= most:
+            stopped = "size"
+            break
     data = b"".join(held)
     if len(data) > limit:
         cut = len(data) - limit
         newlines += data[:cut].count(b"\n")
         skipped += cut
         data = data[cut:]
-    return StreamTail(data, skipped, newlines, head)
+    return StreamTail(data, skipped, newlines, head, stopped)
 
 
-def read_tail_stream(stream, limit: int = LOG_TAIL_BYTES) -> tuple[str, int, int]:
+def stopped_note(tail: StreamTail, lang: str) -> str:
+    """The line saying stdin was answered before it ended, and how to pass a log that ends."""
+    from assistant.i18n import t
+
+    size = tail.skipped + len(tail.data)
+    read = f"{size / 1e6:.1f} MB" if size >= 100_000 else f"{size:,} bytes"
+    if tail.stopped == "idle":
+        return t("answer.stdin_idle", lang, seconds=f"{STREAM_IDLE_SECONDS:g}", read=read)
+    return t("answer.stdin_endless", lang, read=read)
+
+
+def read_tail_stream(stream, limit: int = LOG_TAIL_BYTES, notes: list[str] | None = None,
+                     lang: str = "en") -> tuple[str, int, int]:
     """`read_tail_located` for a pipe (`kubectl logs pod | ask --log - "why"`): its last `limit`
     bytes, with the newlines of what was passed over counted so findings keep their line in
-    the log."""
+    the log. `notes` gets a line when the pipe was not read to its end."""
     tail = stream_tail(stream, limit)
     if _binary(tail.data):
         raise ValueError("the log on stdin looks like binary data, not a text log")
+    if tail.stopped and notes is not None:
+        notes.append(stopped_note(tail, lang))
     text, first_line = with_startup(tail.data.decode("utf-8", errors="replace"), 1 + tail.newlines,
                                     startup_lines(tail.head[:tail.skipped]) if tail.skipped else [])
     return text, tail.skipped, first_line
