@@ -231,7 +231,7 @@ def build_index(
         _report_skipped(skipped, progress)
         stats = {str(p.resolve()): _stat(str(p.resolve())) for p, _, _ in files}  # as read, before any later edit
         # Files passed over for their content are still candidates for the freshness check.
-        skipped_content = {s.path: s.reason for s in skipped if s.reason in ("binary", "empty") or s.reason.startswith("not text")}
+        skipped_content = {s.path: s.reason for s in skipped if s.reason == "empty" or s.reason.startswith(("binary", "not text"))}
         for path in skipped_content:
             stats[path] = _stat(path)
         docs: list[Document] = pair_twins([parse_document(p, root, raw) for p, root, raw in files])

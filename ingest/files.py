@@ -123,10 +123,16 @@ def read_text(raw: bytes) -> tuple[str | None, str]:
     """
     if b"\x00" in raw[:8192]:
         return None, "binary"
+    kind = next((name for magic, name in _MAGIC if raw.startswith(magic)), None)
+    if kind:  # an image or archive saved under a text name: its bytes were indexed and quoted (trial)
+        return None, f"binary ({kind})"
     try:
         return raw.decode("utf-8-sig"), ""
     except UnicodeDecodeError:
         pass
+    mixed = _utf8_with_strays(raw)
+    if mixed is not None:
+        return mixed, ""
     order = ("gb18030", "cp1252") if _looks_chinese(raw) else ("cp1252", "gb18030")
     for encoding in order:
         try:
@@ -137,6 +143,30 @@ def read_text(raw: bytes) -> tuple[str | None, str]:
             return None, "binary"
         return text, ""
     return None, "not text (neither UTF-8, GB18030 nor Windows-1252)"
+
+
+def _utf8_with_strays(raw: bytes) -> str | None:
+    """UTF-8 with a few Windows-1252 bytes pasted in (a curly quote from an email): its UTF-8
+    read as UTF-8 and the stray bytes as Windows-1252. Read whole as Windows-1252, every
+    "Café" became "CafÃ©" (trial). None when most non-ASCII bytes are not UTF-8."""
+    import codecs
+
+    strict = raw.decode("utf-8-sig", errors="replace")
+    invalid = strict.count("\ufffd")
+    valid = sum(1 for ch in strict if ord(ch) > 0x7F) - invalid
+    # A GB18030 file reads as a few valid UTF-8 pairs among many invalid bytes; Windows-1252
+    # text almost never holds a valid UTF-8 sequence at all.
+    if valid <= invalid and not (valid and not _looks_chinese(raw)):
+        return None
+    codecs.register_error("kb_cp1252", lambda exc: (exc.object[exc.start:exc.end].decode("cp1252", errors="replace"), exc.end))
+    return raw.decode("utf-8-sig", errors="kb_cp1252")
+
+
+# The first bytes of files that are never text, whatever their name says.
+_MAGIC = ((b"\x89PNG\r\n\x1a\n", "PNG image"), (b"\xff\xd8\xff", "JPEG image"), (b"GIF87a", "GIF image"), (b"GIF89a", "GIF image"),
+          (b"%PDF-", "PDF"), (b"PK\x03\x04", "zip archive"), (b"\x1f\x8b", "gzip archive"), (b"\x7fELF", "executable"),
+          (b"\xfd7zXZ\x00", "xz archive"), (b"7z\xbc\xaf\x27\x1c", "7z archive"),
+          (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "Office document"), (b"SQLite format 3\x00", "SQLite database"))
 
 
 def _looks_chinese(raw: bytes) -> bool:

@@ -956,6 +956,23 @@ def test_windows_encodings_are_read_as_what_they_are(tmp_path):
     assert not [m for m in messages if "restart.md" in m or "zh.md" in m]
 
 
+def test_utf8_with_stray_bytes_keeps_its_utf8_and_an_image_named_md_is_skipped(tmp_path):
+    """A UTF-8 runbook with a curly quote pasted from an email was read whole as Windows-1252
+    ("Café" became "CafÃ©"); a PNG saved as .md was indexed and quoted as an answer (trial)."""
+    from ingest.files import read_text
+
+    text, why = read_text("Warm up after each rollout. Café notes, 显存 90%.\n".encode() + b"\x93quoted\x94\n")
+    assert why == "" and "Café notes, 显存 90%." in text and "“quoted”" in text
+    assert read_text("中文文档，显存不足。".encode("gb18030")) == ("中文文档，显存不足。", "")
+    docs = tmp_path / "docs"
+    _doc(docs, "ok.md", "# Restarting the server\n\nLower `--gpu-memory-utilization` to 0.85 and restart.\n")
+    _doc(docs, "diagram.md", b"\x89PNG\r\n\x1a\n" + b"D" * 4000)
+    messages: list[str] = []
+    _, kb = _build(tmp_path, docs, messages=messages)
+    assert {c.source for c in kb.index.chunks} == {"ok.md"}
+    assert any("diagram.md: binary (PNG image)" in m for m in messages), messages
+
+
 # ---------------------------------------------------------------- metadata
 
 
