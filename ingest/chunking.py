@@ -42,7 +42,8 @@ SECTION_KINDS = {
     "修复": "fixes", "修复方法": "fixes", "解决步骤": "fixes", "规避方法": "fixes",
     "procedure": "fixes", "steps": "fixes", "actions": "fixes", "操作步骤": "fixes", "处置": "fixes", "处置步骤": "fixes",
     "应对措施": "fixes", "步骤": "fixes", "具体步骤": "fixes", "执行步骤": "fixes", "流程": "fixes", "操作流程": "fixes",
-    "处理流程": "fixes",
+    "处理流程": "fixes", "处理": "fixes", "处理措施": "fixes", "处理建议": "fixes", "应急处理": "fixes", "应急措施": "fixes",
+    "解决措施": "fixes", "解决思路": "fixes",
     "why": "causes", "root cause": "causes", "root causes": "causes", "根因": "causes", "根本原因": "causes",
     "how people ask": "questions", "常见问法": "questions",
 }

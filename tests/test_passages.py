@@ -520,6 +520,8 @@ def test_a_chinese_runbooks_steps_follow_its_when_this_applies_section(tmp_path)
     from ingest.chunking import section_kind
 
     assert [section_kind(h) for h in ("步骤", "操作流程", "处理流程", "3. 具体步骤")] == ["fixes"] * 4
+    # a bare 处理 is the commonest Chinese "what to do" heading; it was never quoted as the fix (trial)
+    assert [section_kind(h) for h in ("处理", "4. 处理措施", "应急处理")] == ["fixes"] * 3
     page = ("# GPU 节点下线流程\n\n## 适用场景\n\n- 节点出现 Xid 79（GPU has fallen off the bus）或 Xid 48\n"
             "- `nvidia-smi` 显示某张卡 `ERR!`\n\n## 步骤\n\n1. 先打污点：`kubectl taint nodes <node> gpu-maint=true:NoSchedule`\n"
             "2. 驱逐：`kubectl drain <node> --ignore-daemonsets --grace-period=120`\n\n## 注意\n\n不要在高峰期操作。\n")
