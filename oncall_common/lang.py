@@ -71,7 +71,10 @@ _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # the ranges of `is_cjk`, for 
 _CJK_RUN = f"(?<![A-Za-z0-9_.-])[{_CJK}]{{2,}}(?![A-Za-z0-9_.-])"
 _PATHS = r"\S*[/\\]\S*"
 # A flag and its value: "--max-model-len 131072" of "--max-model-len 131072启动报", "--served-model-name 千问".
-_FLAG_ARG = f"(?<!\\S)--?[A-Za-z][\\w.-]*(?:[= ](?!-)(?:[^\\s{_CJK}]+|[{_CJK}]+(?!\\S)))?"  # a Chinese value stands alone
+# A Chinese value stands alone, and asks nothing: "SGLang 的 --enable-dp-attention 什么时候该开" was
+# answered in English, its question read as the flag's value (trial).
+_ASKING = "什么|怎么|如何|为何|吗|呢|是否|能否|可以|应该|该|要不要|有没有|多少|哪"
+_FLAG_ARG = f"(?<!\\S)--?[A-Za-z][\\w.-]*(?:[= ](?!-)(?:[^\\s{_CJK}]+|(?!\\S*(?:{_ASKING}))[{_CJK}]+(?!\\S)))?"
 
 
 def detect_lang(text: str) -> str:

@@ -85,6 +85,9 @@ def test_real_words_and_versions_are_not_corrected_into_kb_terms():
         ("vllm serve Qwen/Qwen2.5-32B-Instruct --gpu-memory-utilization 0.95 --max-model-len 32768 起不来", "zh"),
         ("--max-model-len 131072启动报错", "zh"),
         ("vllm serve --served-model-name 千问 fails with 404 on /v1/chat/completions, why?", "en"),
+        # a question after a flag is no value of it (trial)
+        ("SGLang 的 --enable-dp-attention 什么时候该开", "zh"),
+        ("vllm 的 --max-model-len 怎么设", "zh"),
     ],
 )
 def test_language_detection(text, lang):
