@@ -291,6 +291,10 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
     "dashboards and alerting": ("#dashboard*", "#alert*", "#grafana", "#告警", "#监控面板", "#看板"),
     # A page on tool calling ("Deploy with Tool Calling Support") covers tool_choice too.
     "tool calling": ("tool calling", "function calling", "工具调用", "函数调用"),
+    # A runbook headed "Pod OOMKilled (host memory)", whose symptoms show `Exit Code:    137`,
+    # covers exit code 137: "pod OOMKilled exit code 137" was refused above it (trial).
+    "exit code 137 (a killed process)": ("#oomkilled", "#oom killed", "#oom-killed", "#oom killer", "#oom-killer",
+                                         "#exit code 137", "#host memory", "#主机内存", "#内存溢出被杀"),
     # A "Configure speech-to-text" page covers the Whisper model asked about.
     "speech models": ("#speech", "speech-to-text", "speech to text", "transcription*", "/v1/audio", "whisper"),
     # Docs with a "… from source" heading ("Build wheel from source") cover building from

@@ -1561,6 +1561,22 @@ def test_a_faq_heading_on_dashboards_covers_the_grafana_asked_about(tmp_path):
     assert unseen_entities(detect("where are the grafana dashboards for the canary"), bare.index) == ["dashboards and alerting"]
 
 
+def test_a_runbook_on_oomkilled_pods_covers_exit_code_137(tmp_path):
+    """"pod OOMKilled exit code 137" was refused as "nothing on exit code 137" above the team's
+    runbook "Pod OOMKilled (host memory)", whose symptoms show `Exit Code:    137` (trial)."""
+    from assistant.scope import detect, unseen_entities
+
+    pages = {"oom.md": "# Pod OOMKilled (host memory)\n\n## Symptoms\n\n```\nLast State: Terminated\n  Reason: OOMKilled\n"
+                       "  Exit Code:    137\n```\n\n## Fix\n\nRaise `resources.limits.memory` to 64Gi.\n",
+             "serve.md": "# Serving\n\nStart the server with `gadget serve MODEL`.\n"}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    _settings, kb = docs_kb(tmp_path / "a", pages)
+    assert unseen_entities(detect("pod OOMKilled exit code 137"), kb.index) == []
+    _settings, bare = docs_kb(tmp_path / "b", {"serve.md": pages["serve.md"], "ops.md": "# Ops\n\nRestart with `gadget restart`.\n"})
+    assert unseen_entities(detect("pod OOMKilled exit code 137"), bare.index) == ["exit code 137 (a killed process)"]
+
+
 def test_a_fix_section_named_for_its_case_follows_the_matched_symptoms(tmp_path):
     """A pasted log line matches "Symptoms"; the commands are under "Fix on our cluster", a
     heading the exact list of fix names did not know, and the answer quoted no fix (trial)."""
