@@ -391,7 +391,10 @@ def apply_page_prior(index: KBIndex, query_vector: np.ndarray, matches: list[Art
     passages = any(m.passage for m in matches)  # curated articles need neither hubness nor release notes
     hub = page_hubness(index) if passages else None
     logs = release_logs(index) if passages and not _ASKS_ABOUT_VERSIONS.search(question[:8000]) else frozenset()
+    incidents = incident_reports(index) if passages and not _ASKS_ABOUT_INCIDENTS.search(question[:8000]) else frozenset()
     for match in matches:
+        # An incident report tells the story of the error, whether or not it quotes the paste.
+        incident = RELEASE_LOG_PENALTY if match.passage and match.doc_id in incidents else 0.0
         if match.quotes_the_paste:
             # A passage that quotes a sample of the pasted log is about it, however its page
             # reads: a handbook of many alerts (a hub) lost its alert's section, which quotes
@@ -399,9 +402,11 @@ def apply_page_prior(index: KBIndex, query_vector: np.ndarray, matches: list[Art
             # Pieces of the paste found in pages keep the prior: a name alone
             # ("metadata.annotations", in an unrelated page's YAML) is no such sign, and where
             # several pages hold the same error the prior tells them apart.
+            match.page_penalty = incident
+            match.score -= incident
             continue
         gap = closest_page - float(page_cos[rows[match.doc_id]])
-        match.page_penalty = (PAGE_WEIGHT if match.passage else ARTICLE_PAGE_WEIGHT) * gap / (ceil - floor)
+        match.page_penalty = incident + (PAGE_WEIGHT if match.passage else ARTICLE_PAGE_WEIGHT) * gap / (ceil - floor)
         if hub is not None and match.passage:
             match.hub_penalty = HUB_WEIGHT * float(hub[rows[match.doc_id]]) / (ceil - floor)
             match.page_penalty += match.hub_penalty
@@ -454,6 +459,34 @@ def is_release_log(page) -> bool:
 
     title = page.title.split(" > ", 1)[0].strip("*_ ")
     return bool(_RELEASE_LOG_TITLE.match(title)) or PurePath(page.source).stem.lower() in _RELEASE_LOG_FILE
+
+
+# A team's postmortem tells the story of an incident and names every error met on the way
+# ("… the new vLLM pods crash-looped with MetadataIncompleteBuffer"): its summary and timeline
+# led the answer to that error above the runbook that fixes it (trial). Its passages lose
+# RELEASE_LOG_PENALTY too, unless the question asks about incidents. A postmortem is known by
+# its title, or by two of an incident report's sections.
+_INCIDENT_TITLE = re.compile(r"post[ -]?mortem|incident (?:report|review|retro\w*|analysis)|\brca\b|复盘|事故报告|故障报告|事故分析"
+                             r"|故障分析|事后分析|事故总结|故障总结", re.I)
+_INCIDENT_SECTIONS = frozenset({"timeline", "timeline (utc)", "impact", "customer impact", "root cause", "root causes",
+                                "action items", "follow-ups", "follow-up actions", "lessons learned", "what went well",
+                                "what went wrong", "detection", "时间线", "影响", "影响范围", "根因", "根本原因", "改进项", "后续改进",
+                                "改进措施", "经验教训", "故障时间线", "事故时间线"})
+_ASKS_ABOUT_INCIDENTS = re.compile(r"\b(?:post[ -]?mortems?|incidents?|outages?|what happened|last time|rca)\b"
+                                   r"|复盘|事故|故障报告|上次|之前那次|那次", re.I)
+
+
+def incident_reports(index: KBIndex) -> frozenset[str]:
+    """The ids of the documents that are incident reports (postmortems), cached per index."""
+    def build() -> frozenset[str]:
+        sections: dict[str, set[str]] = {}
+        for chunk in index.chunks:
+            parts = chunk.title.split(" > ")
+            sections.setdefault(chunk.doc_id, set()).update(p.strip("*_ ").lower() for p in parts[1:])
+        return frozenset(meta.id for meta in index.docs.values() if not meta.structured
+                         and (_INCIDENT_TITLE.search(meta.title) or len(sections.get(meta.id, set()) & _INCIDENT_SECTIONS) >= 2))
+
+    return derived(index, "_incident_reports", build)
 
 
 def release_logs(index: KBIndex) -> frozenset[str]:

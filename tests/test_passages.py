@@ -1561,6 +1561,28 @@ def test_a_faq_heading_on_dashboards_covers_the_grafana_asked_about(tmp_path):
     assert unseen_entities(detect("where are the grafana dashboards for the canary"), bare.index) == ["dashboards and alerting"]
 
 
+def test_the_runbook_that_fixes_an_error_leads_the_postmortem_that_tells_of_it(tmp_path):
+    """A postmortem names every error met on the way; its summary led the answer to
+    "MetadataIncompleteBuffer" and the runbook's fix was never quoted (trial). Asked about the
+    incident, the postmortem still leads."""
+    error = "safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer"
+    pages = {
+        "runbooks/model-cache.md": f"# Model cache disk full\n\n## Symptoms\n\n- vLLM pods crash-loop with `{error}`\n"
+                                   "- the model-sync job fails with `No space left on device`\n\n## Fix\n\n"
+                                   "1. Free space: `huggingface-cli delete-cache`.\n2. Re-run the sync job.\n",
+        "postmortems/2025-06-20.md": "# Postmortem: rollout blocked by a full model cache (2025-06-20)\n\n## Summary\n\n"
+                                     "The Qwen rollout failed: model-sync hit `No space left on device`, left a partial safetensors blob, "
+                                     f"and the new vLLM pods crash-looped with `{error}`. On-call re-downloaded twice.\n\n"
+                                     "## Timeline\n\n- 02:03 model-sync fails.\n- 02:40 pods crash-loop, MetadataIncompleteBuffer.\n\n"
+                                     "## Root cause\n\nNo retention on the model cache volume.\n",
+        "serve.md": "# Serving\n\nStart the server with `vllm serve MODEL`.\n"}
+    settings, kb = docs_kb(tmp_path, pages)
+    answer = answer_question("new vLLM pods crash-looped with MetadataIncompleteBuffer", settings, kb=kb, use_llm=False)
+    assert answer.citations[0].source == "runbooks/model-cache.md" and "huggingface-cli delete-cache" in answer.answer
+    told = answer_question("what happened in the MetadataIncompleteBuffer incident?", settings, kb=kb, use_llm=False)
+    assert told.citations[0].source == "postmortems/2025-06-20.md"
+
+
 def test_a_runbook_on_oomkilled_pods_covers_exit_code_137(tmp_path):
     """"pod OOMKilled exit code 137" was refused as "nothing on exit code 137" above the team's
     runbook "Pod OOMKilled (host memory)", whose symptoms show `Exit Code:    137` (trial)."""

@@ -1130,3 +1130,26 @@ def test_a_pipe_is_read_until_it_ends_falls_silent_or_passes_its_limit():
     assert tail.stopped == "size" and len(tail.data) == 1000 and tail.skipped >= 199_000
     ended = stream_tail(io.BytesIO(b"a whole log\n"), 1000)
     assert ended.stopped == "" and ended.data == b"a whole log\n"
+
+
+def test_a_traceback_logged_line_by_line_ends_in_its_cause(bundled_settings):
+    """vLLM logs a start-up traceback at ERROR, line by line, under "EngineCore failed to
+    start": its last line ("safetensors_rust.SafetensorError: … MetadataIncompleteBuffer") was
+    a warning below the wrapper lines, and the answer searched with the wrappers alone (trial).
+    One logged for a request ("Error in preprocessing prompt inputs") stays a warning."""
+    from assistant.tools.logs import diagnose_text
+
+    prefix = "ERROR 06-20 02:41:26 [core.py:396] "
+    log = (f"{prefix}EngineCore failed to start.\n{prefix}Traceback (most recent call last):\n"
+           f'{prefix}  File "/usr/lib/vllm/weight_utils.py", line 468, in safetensors_weights_iterator\n'
+           f"{prefix}    with safe_open(st_file, framework=\"pt\") as f:\n"
+           f"{prefix}safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer\n"
+           "RuntimeError: Engine core initialization failed. See root cause above.\n")
+    findings = diagnose_text(log, bundled_settings).findings
+    assert [(f.severity, f.fatal) for f in findings] == [("critical", True)] * 3
+    assert findings[0].signature.startswith("safetensors_rust.SafetensorError")  # the cause before its wrappers
+    request = ("ERROR 06-20 02:41:26 [serving_chat.py:200] Error in preprocessing prompt inputs\n"
+               "ERROR 06-20 02:41:26 [serving_chat.py:200] Traceback (most recent call last):\n"
+               'ERROR 06-20 02:41:26 [serving_chat.py:200]   File "/usr/lib/vllm/serving_chat.py", line 190, in create\n'
+               "ERROR 06-20 02:41:26 [serving_chat.py:200] jinja2.exceptions.TemplateError: Conversation roles must alternate\n")
+    assert not any(f.fatal for f in diagnose_text(request, bundled_settings).findings if "TemplateError" in f.signature)

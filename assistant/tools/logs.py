@@ -246,18 +246,29 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
     sigs = [(s, a, _norm(s), info, decisive) for s, a, info, decisive in kb_signatures(kb)]
     found: dict[str, LogFinding] = {}
     in_request = False  # inside the traceback the server printed for one request it failed
+    logged: bool | None = None  # inside a traceback logged line by line: whether for one request
     for n, full in enumerate(lines, first_line):
         full = untagged(full)
         line = full[:MAX_LINE]
         low = _norm(line)
         level = _level(line)
+        before = in_request
         if level:
             in_request = bool(_REQUEST_FAILED.search(line))
+        if level and "Traceback (most recent call last)" in line:
+            logged = before or in_request
         bare = not level and bool(_BARE_EXCEPTION.match(line))
         # A traceback's last line ends the process, but not one printed for a request the
         # server failed ("Exception in ASGI application" … CancelledError) nor a client gone (review).
         request_error = bare and (in_request or bool(_CLIENT_SIDE.match(line)))
         fatal = _fatal(line, level) and not request_error
+        if logged is not None and level in ("ERROR", "CRITICAL", "FATAL") and _BARE_EXCEPTION.match(_message(line)):
+            # The same for a traceback logged at ERROR, line by line, under "EngineCore failed
+            # to start": its "safetensors_rust.SafetensorError: … MetadataIncompleteBuffer" was
+            # a warning, and the answer searched with the wrapper lines alone (trial).
+            request_error = logged or bool(_CLIENT_SIDE.match(_message(line)))
+            fatal = (fatal or not (request_error or _REFUSED_REQUEST.search(line))) and not request_error
+            logged = None
         # A request the server refused (a client's ValueError logged at ERROR: "maximum context
         # length is 32768 tokens. However, you requested 40000") is not the server failing.
         error = fatal or (level in ("ERROR", "CRITICAL", "FATAL") and not _REFUSED_REQUEST.search(line))
@@ -292,8 +303,20 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
     # Worst first; among critical lines, what the server logged as an error or died of
     # before a warning-level symptom ("Waiting for free blocks" an hour before the crash).
     report.computed = computed_from(report.numbers, report.settings)
-    report.findings = sorted(found.values(), key=lambda f: (SEVERITY[f.severity], not f.fatal, f.first_line))
+    # A wrapper ("EngineCore failed to start", "See root cause above") comes after the cause it wraps.
+    report.findings = sorted(found.values(), key=lambda f: (SEVERITY[f.severity], not f.fatal, bool(_WRAPPER.search(f.signature)),
+                                                           f.first_line))
     return report
+
+
+# Start-up failures that only wrap their cause, logged above or in another file.
+_WRAPPER = re.compile(r"EngineCore failed|Engine core initialization failed|Failed to launch worker|Engine process failed"
+                      r"|failed to start (?:the )?(?:engine|server)|See root cause above", re.I)
+
+
+def _message(line: str) -> str:
+    """A log line less its prefix: "ERROR 11-30 02:17:46 [engine.py:160] " and the like."""
+    return re.sub(r"^.{0,80}?\]\s+", "", line.strip(), count=1)
 
 
 def _stats_trouble(line: str, kept: list[str]) -> None:
@@ -451,7 +474,7 @@ def _unmatched(line: str, n: int, found: dict[str, LogFinding], fatal: bool) -> 
     death = _DEATH.search(line)
     if m is None and death is None:
         return
-    message = re.sub(r"^.{0,80}?\]\s+", "", line.strip(), count=1)  # less "ERROR 11-30 02:17:46 [engine.py:160] "
+    message = _message(line)
     text = ((f"{m.group(1)}: {m.group(2).strip()}" if m.group(2) else m.group(1)) if m and not death else message)[:160]
     key = "|" + re.sub(r"\d+", "#", text)
     if key in found:
