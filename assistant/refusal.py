@@ -318,6 +318,8 @@ def decide(result, min_relevance: float) -> tuple[bool, float | None, bool]:
     ruled = 0.0
     if top.hardware_conflict or result.foreign_products:
         return False, ruled, covered
+    if getattr(result, "unknown_codes", ()):
+        return False, ruled, covered  # "Xid 43" beside runbooks on Xid 48 and 79: another fault, another fix
     if getattr(result, "unknown_error", False):
         return False, ruled, False  # a bare error the KB never words: no article explains it, however close one reads
     if _only_asks_about(result.question, getattr(result, "unknown_params", ()) or ()):

@@ -171,6 +171,7 @@ class Retrieval:
     foreign_products: list[str] = field(default_factory=list)  # named products this KB has nothing on
     kb_coverage: float = 0.0  # IDF-weighted share of the question's keywords the KB has at all
     unknown_terms: list[str] = field(default_factory=list)  # names in the question the KB never uses (Kafka, PostgreSQL…)
+    unknown_codes: list[str] = field(default_factory=list)  # "xid 43": a code the KB numbers elsewhere, never with this number
     unknown_params: list[str] = field(default_factory=list)  # flags, fields, env vars the asker names that the KB never writes
     # Of those and the camelCase fields the KB never writes (scope._FIELD), the ones the asking
     # sentence names (scope.asked_unknown_parameters): the answer says the KB lacks them.
@@ -392,9 +393,12 @@ def apply_page_prior(index: KBIndex, query_vector: np.ndarray, matches: list[Art
     hub = page_hubness(index) if passages else None
     logs = release_logs(index) if passages and not _ASKS_ABOUT_VERSIONS.search(question[:8000]) else frozenset()
     incidents = incident_reports(index) if passages and not _ASKS_ABOUT_INCIDENTS.search(question[:8000]) else frozenset()
+    retired = retired_pages(index) if passages else frozenset()
     for match in matches:
-        # An incident report tells the story of the error, whether or not it quotes the paste.
-        incident = RELEASE_LOG_PENALTY if match.passage and match.doc_id in incidents else 0.0
+        # An incident report tells the story of the error, whether or not it quotes the paste;
+        # a page that says it is retired points at its successor.
+        incident = ((RETIRED_PENALTY if match.doc_id in retired else RELEASE_LOG_PENALTY if match.doc_id in incidents else 0.0)
+                    if match.passage else 0.0)
         if match.quotes_the_paste:
             # A passage that quotes a sample of the pasted log is about it, however its page
             # reads: a handbook of many alerts (a hub) lost its alert's section, which quotes
@@ -487,6 +491,34 @@ def incident_reports(index: KBIndex) -> frozenset[str]:
                          and (_INCIDENT_TITLE.search(meta.title) or len(sections.get(meta.id, set()) & _INCIDENT_SECTIONS) >= 2))
 
     return derived(index, "_incident_reports", build)
+
+
+# A page that says of itself that it is retired ("Old page. The current procedure is in the
+# runbooks repo. Kept for history.", "本文档已废弃"): its old steps led the answer above the
+# current doc (trial). Only the page speaking of itself, in its title or first lines: "the
+# --foo flag is deprecated" is a fact the page teaches.
+_RETIRED = re.compile(r"\b(?:this|the) (?:page|doc|document|article|runbook|guide|procedure) (?:is|has been) (?:now )?"
+                      r"(?:deprecated|obsolete|outdated|out of date|superseded|archived|retired|no longer (?:maintained|valid|current))"
+                      r"|\bold page\b|\bkept (?:only )?for (?:history|reference)\b|^\W*(?:deprecated|obsolete|outdated|archived)\W*[:：.!]"
+                      r"|^\s*[\[(（【]?\s*(?:deprecated|obsolete|outdated|archived|old)\s*[\])）】]"
+                      r"|(?:本|此|该)(?:文档|文章|页面?|手册|流程)(?:已|已经)(?:废弃|过时|弃用|停止维护|不再维护|迁移)|已废弃|已过时|仅作历史参考|仅供历史参考",
+                      re.I | re.M)
+
+
+RETIRED_PENALTY = 0.3
+
+
+def retired_pages(index: KBIndex) -> frozenset[str]:
+    """The ids of the documents that say they are retired, cached per index."""
+    def build() -> frozenset[str]:
+        opening: dict[str, str] = {}
+        for chunk in index.chunks:
+            if chunk.doc_id not in opening:
+                opening[chunk.doc_id] = chunk.text[:400]
+        return frozenset(meta.id for meta in index.docs.values() if not meta.structured
+                         and (_RETIRED.search(meta.title) or _RETIRED.search(opening.get(meta.id, ""))))
+
+    return derived(index, "_retired_pages", build)
 
 
 def release_logs(index: KBIndex) -> frozenset[str]:
@@ -678,6 +710,34 @@ def unknown_names(index: KBIndex, query: str, lang: str) -> list[str]:
     return names
 
 
+# A numbered code whose number says what went wrong: "Xid 43" (an application fault) is no
+# "Xid 48" (a double-bit ECC error), yet a runbook on Xid 48 answered it as sure, with its
+# drain-the-node fix (trial). A code the KB numbers elsewhere but never with this number is
+# unknown to it, like a name.
+_CODE = re.compile(r"\b(xid|errno|exit code|exit status|error code|错误码|退出码)\s*[:#=]?\s*(\d{1,4})\b", re.I)
+
+
+def unknown_codes(index: KBIndex, text: str) -> list[str]:
+    """The numbered codes of `text` ("Xid 43", "exit code 3") that the KB writes with other
+    numbers only ("Xid 48", "Xid 63 / 64"); a code the KB never numbers is left to the rest."""
+    from .scope import kb_text
+
+    out: list[str] = []
+    body = None
+    for m in _CODE.finditer(text):
+        kind, number = m.group(1).lower(), m.group(2)
+        if body is None:
+            heads, body, _ = kb_text(index)
+            body = heads + "\n" + body
+        spaced = re.escape(kind).replace("\\ ", r"\s*")
+        numbered = re.compile(rf"{spaced}\s*[:#=]?\s*(?:\d{{1,4}}\s*(?:/|,|、|or|and|或|和)\s*)*(\d{{1,4}})\b")
+        seen = {n for found in numbered.finditer(body) for n in re.findall(r"\d{1,4}", found.group(0))}
+        said = f"{m.group(1)} {number}"  # as the asker wrote it: "Xid 43"
+        if seen and number not in seen and said.lower() not in {o.lower() for o in out}:
+            out.append(said)
+    return out
+
+
 # Units people write after a number ("24 MiB", "剩余 512 MiB"): no subject.
 _UNITS = frozenset({"kib", "mib", "gib", "tib", "kb", "mb", "gb", "tb", "ms"})
 
@@ -832,7 +892,8 @@ def search(
     articles = team_passage_first(sorted(by_article.values(), key=lambda a: -a.score)[:limit])
     timings["search"] = (time.perf_counter() - t1) * 1000
     result = Retrieval(question, lang, mode, articles, False, timings, scope)
-    result.unseen = unseen
+    result.unknown_codes = unknown_codes(index, _URL.sub(" ", query))
+    result.unseen = unseen + [c for c in result.unknown_codes if c not in unseen]
     result.query_vector = qvec[0]
     result.embedder = str(getattr(embedder, "name", ""))
     result.foreign_products = sorted(foreign_products(scope, index))

@@ -1583,6 +1583,42 @@ def test_the_runbook_that_fixes_an_error_leads_the_postmortem_that_tells_of_it(t
     assert told.citations[0].source == "postmortems/2025-06-20.md"
 
 
+def test_a_page_that_says_it_is_retired_is_ranked_below_the_current_one(tmp_path):
+    """An old wiki page ("Old page. The current procedure is in the runbooks repo. Kept for
+    history.") led the answer with its old steps above the current doc (trial); a page that
+    teaches that a flag is deprecated is no retired page."""
+    from assistant.retrieval import retired_pages
+
+    pages = {"wiki/hf-token-rotation.md": "# Rotating the HF token\n\nOld page. The current procedure is in docs/hf-token.md. "
+                                          "Kept for history.\n\n## Steps\n\n1. Write the new token to Vault at `secret/hf`.\n",
+             "docs/hf-token.md": "# Hugging Face token expired or revoked\n\n## Fix: rotate the token\n\n"
+                                 "`kubectl create secret generic hf-token --from-literal=token=$NEW | kubectl apply -f -`\n",
+             "flags.md": "# Server flags\n\nThe `--foo` flag is deprecated: use `--bar`.\n\n## --bar\n\nSets the bar.\n",
+             "zh.md": "# 旧版扩容流程\n\n本文档已废弃，新流程见 scale.md。\n\n## 步骤\n\n1. 手工改副本数。\n"}
+    settings, kb = docs_kb(tmp_path, pages)
+    assert retired_pages(kb.index) == {"wiki-hf-token-rotation", "zh"}
+    answer = answer_question("how do I rotate the Hugging Face token?", settings, kb=kb, use_llm=False)
+    assert answer.citations[0].source == "docs/hf-token.md", [c.source for c in answer.citations]
+
+
+def test_a_code_the_runbooks_number_otherwise_is_not_answered_with_their_fix(tmp_path):
+    """"Xid 43" was answered as sure with the Xid 48 runbook's drain-the-node fix (trial):
+    another number is another fault."""
+    pages = {"gpu.md": "# GPU node alerts\n\n## GPUDoubleBitECC (Xid 48)\n\nThe GPU stopped processing: CUDA calls fail and dmesg "
+                       "shows `NVRM: Xid (PCI:0000:3b:00): 48`. What to do: cordon and drain the node, then `nvidia-smi -r`.\n\n## GPURowRemapPending (Xid 63 / 64)\n\nRow remapping is pending. Fix: reboot the node "
+                       "in the next maintenance window.\n\n## GPU fell off the bus (Xid 79)\n\nFix: power-cycle the node.\n",
+             "serve.md": "# Serving\n\nStart the server with `vllm serve MODEL`.\n"}
+    settings, kb = docs_kb(tmp_path, pages)
+    from assistant.retrieval import unknown_codes
+
+    assert unknown_codes(kb.index, "Xid 43 and Xid 64, exit code 3") == ["Xid 43"]  # "exit code" is numbered nowhere
+    unknown = answer_question("Xid 43 GPU stopped processing, what should I do?", settings, kb=kb, use_llm=False)
+    assert not unknown.grounded and "nvidia-smi -r" not in unknown.answer
+    for known, fix in (("Xid 48 on node gpu-17, what now?", "nvidia-smi -r"), ("节点报 Xid 64 了怎么办", "reboot the node")):
+        answer = answer_question(known, settings, kb=kb, use_llm=False)
+        assert answer.grounded and fix in answer.answer, known
+
+
 def test_a_runbook_on_oomkilled_pods_covers_exit_code_137(tmp_path):
     """"pod OOMKilled exit code 137" was refused as "nothing on exit code 137" above the team's
     runbook "Pod OOMKilled (host memory)", whose symptoms show `Exit Code:    137` (trial)."""
