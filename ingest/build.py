@@ -173,6 +173,21 @@ def embed_text(chunk: Chunk) -> str:
     return f"{chunk.title}\n{chunk.text}"
 
 
+BULK_CHUNKS = 100
+
+
+def _name_the_bulk(sources: list[str], progress) -> None:
+    """Say which file most of the embedding is for: a 1.9 MB log dump committed beside the
+    runbooks made the next `ask` wait four minutes, and nothing said why (trial)."""
+    from collections import Counter
+
+    if not sources:
+        return
+    source, count = Counter(sources).most_common(1)[0]
+    if count >= BULK_CHUNKS and count * 2 > len(sources):
+        progress(f"{source}: {count} of them; a log dump or generated page? list it in .kbignore to leave it out")
+
+
 def _report_skipped(skipped: list[Skipped], progress: Progress) -> None:
     if not skipped:
         return
@@ -258,6 +273,7 @@ def build_index(
         tokens = sum(estimate_tokens(t) for t in texts)
         if todo:
             progress(f"embedding {len(todo)} of {len(chunks)} chunks (~{tokens:,} tokens) from {len(docs)} documents…")
+            _name_the_bulk([chunks[i].source for i in todo], progress)
             vectors[todo] = _embed(embedder, texts, threads or min(4, os.cpu_count() or 1), progress)
         timings["embed_s"] = time.perf_counter() - t0
 

@@ -80,8 +80,12 @@ def survey(root: Path) -> tuple[list[Path], list[Skipped]]:
         candidates.sort()
     else:
         return [], [Skipped(str(root), "does not exist")]
+    ignored = _ignore_patterns(root)
     out: list[Path] = []
     for path in candidates:
+        if ignored and _ignored(path, root, ignored):
+            skipped.append(Skipped(str(path), f"listed in {IGNORE_FILE}"))
+            continue
         suffix = path.suffix.lower()
         if suffix not in SUFFIXES:
             skipped.append(Skipped(str(path), f"unknown type ({suffix or 'no extension'})"))
@@ -107,6 +111,34 @@ def _about_the_tree(path: Path, root: Path) -> bool:
     if root.is_file() or stem.lower().replace("-", "_") not in META_STEMS:
         return False
     return stem.isupper() or path.parent == root
+
+
+# Paths a team leaves out of its KB, one glob per line, in a file at the tree's root:
+# "*.log", "dumps/", "drafts/**". A log dump committed beside the runbooks cost minutes of
+# embedding on every change (trial).
+IGNORE_FILE = ".kbignore"
+
+
+def _ignore_patterns(root: Path) -> list[str]:
+    try:
+        lines = (root / IGNORE_FILE).read_text(encoding="utf-8", errors="replace").splitlines() if root.is_dir() else []
+    except OSError:
+        return []
+    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+
+
+def _ignored(path: Path, root: Path, patterns: list[str]) -> bool:
+    from fnmatch import fnmatch
+
+    rel = path.relative_to(root).as_posix()
+    for pattern in patterns:
+        pattern = pattern.lstrip("/")
+        if pattern.endswith("/"):  # a folder, anywhere in the tree
+            if rel.startswith(pattern) or f"/{pattern}" in f"/{rel}":
+                return True
+        elif fnmatch(rel, pattern) or fnmatch(path.name, pattern):  # fnmatch's * crosses folders: "drafts/*" holds drafts/a/b.md
+            return True
+    return False
 
 
 def find_files(root: Path) -> list[Path]:

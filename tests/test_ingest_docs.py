@@ -956,6 +956,28 @@ def test_windows_encodings_are_read_as_what_they_are(tmp_path):
     assert not [m for m in messages if "restart.md" in m or "zh.md" in m]
 
 
+def test_a_kbignore_leaves_files_out_and_the_bulk_of_the_embedding_is_named(tmp_path):
+    """A 1.9 MB log dump committed beside the runbooks made the next `ask` embed for four
+    minutes, with no word of which file, and no way to leave it out but to delete it (trial)."""
+    from ingest import build
+
+    docs = tmp_path / "docs"
+    _doc(docs, "ok.md", "# Restarting the server\n\nLower `--gpu-memory-utilization` to 0.85 and restart.\n")
+    _doc(docs, "dumps/nccl-debug.md", "# NCCL dump\n\nNCCL INFO ring 0\n")
+    _doc(docs, "drafts/a/todo.md", "# TODO\n\nwrite it\n")
+    _doc(docs, "run.log.md", "# a log\n\nINFO started\n")
+    _doc(docs, ".kbignore", "# left out\ndumps/\ndrafts/*\n*.log.md\n")
+    messages: list[str] = []
+    _, kb = _build(tmp_path, docs, messages=messages)
+    assert {c.source for c in kb.index.chunks} == {"ok.md"}
+    assert sum("listed in .kbignore" in m for m in messages) == 3, messages
+    said: list[str] = []
+    build._name_the_bulk(["dump.md"] * 120 + ["ok.md"] * 10, said.append)
+    assert said == ["dump.md: 120 of them; a log dump or generated page? list it in .kbignore to leave it out"]
+    build._name_the_bulk(["a.md"] * 60 + ["b.md"] * 60, said.append)
+    assert len(said) == 1
+
+
 def test_utf8_with_stray_bytes_keeps_its_utf8_and_an_image_named_md_is_skipped(tmp_path):
     """A UTF-8 runbook with a curly quote pasted from an email was read whole as Windows-1252
     ("Café" became "CafÃ©"); a PNG saved as .md was indexed and quoted as an answer (trial)."""
