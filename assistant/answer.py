@@ -724,10 +724,32 @@ def _team_passage(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites
         close = art.relevance >= ALTERNATIVE_RELEVANCE * top.relevance and art.evidence >= top.evidence - TEAM_NOTE_MARGIN
         if second or close:
             best, text, _rest = _passage(kb, art, lang, labels)
-            quote = _bounded(_tidy(text), TEAM_NOTE_CHARS, labels)
             return ["", f"**{labels['your_docs']}:** {_display_title(best.title, best.source)} {cites.ref(best, art.score)}",
-                    "", quote]
+                    "", _team_quote(_tidy(text), labels)]
     return []
+
+
+# A fix the section names in bold or as a heading: "**Fix**", "#### 处理".
+_FIX_LABEL = re.compile(r"^(?:#{2,6}\s*|\*\*)(?:fix(?:es)?|the fix|what to do|resolution|remediation|mitigation|workarounds?|solutions?|steps"
+                        r"|处理|处理方法|处理办法|处理步骤|解决|解决办法|解决方法|解决方案|修复|操作步骤)(?:\*\*)?\s*[:：]?\s*(?:\*\*)?\s*$",
+                        re.I | re.M)
+
+
+def _team_quote(text: str, labels: dict) -> str:
+    """A team's section, briefly: its opening and, where the section has one, its fix. Cut at
+    TEAM_NOTE_CHARS from the top, "Symptoms" and "Why" filled it and the team's own fix (their
+    standard 0.90, their leftover-pod check) stayed behind the citation (trial)."""
+    if len(text) <= TEAM_NOTE_CHARS:
+        return text
+    fix = _FIX_LABEL.search(text)
+    if fix is None or fix.start() < TEAM_NOTE_CHARS // 2:
+        return _bounded(text, TEAM_NOTE_CHARS, labels)
+    opening = text[:fix.start()].strip().split("\n\n")
+    head = "\n\n".join(opening[:2]) if len("\n\n".join(opening[:2])) <= TEAM_NOTE_CHARS // 3 else opening[0]
+    head = _bounded(head, TEAM_NOTE_CHARS // 3, labels).rstrip()
+    while head.endswith((":", "：")) and "\n" in head:  # "ends with:" over a log line left out
+        head = head.rsplit("\n", 1)[0].rstrip()
+    return head + "\n\n" + _bounded(text[fix.start():], TEAM_NOTE_CHARS, labels)
 
 
 OTHER_PRODUCT_LINES = 3  # the lines quoted for a second product the question names

@@ -1284,6 +1284,30 @@ def test_a_teams_runbook_section_leads_the_curated_article_it_nearly_ties_with(t
     assert "How people ask" not in answer.answer
 
 
+def test_a_teams_section_quoted_beside_the_article_keeps_its_fix(tmp_path):
+    """Quoted from the top, a team section's Symptoms and Why filled the note and its Fix
+    (their leftover-pod check, their standard 0.90) stayed behind the citation (trial)."""
+    log = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB. GPU 0 has a total capacity of 79.10 GiB "
+           "of which 1.12 GiB is free. Including non-PyTorch memory, this process has 77.96 GiB memory in use.")
+    settings, kb = _bundled_with_runbook(tmp_path, "vllm-serving.md", (
+        "# vLLM serving runbook\n\n## Pod crash-looping at start-up (CUDA out of memory)\n\n**Symptoms**\n\n"
+        "- Alert `VLLMPodCrashLooping`; `kubectl get pods` shows `CrashLoopBackOff`.\n- `kubectl logs --previous` ends with:\n\n"
+        f"```\n{log}\n```\n\n**Why**\n\nSomeone raised `--gpu-memory-utilization` to 0.95+ or another process (a stuck old pod, "
+        "a debug container) still holds memory on the GPU. CUDA graph capture needs memory outside the vLLM budget.\n\n"
+        "**Fix**\n\n1. Look for a leftover process with `nvidia-smi --query-compute-apps=pid,used_memory --format=csv` and delete "
+        "the old pod with `--grace-period=0 --force`.\n2. Otherwise set `--gpu-memory-utilization 0.90` (our standard).\n\n"
+        "## Model downloads\n\nModels come from our internal mirror; set `HF_ENDPOINT=http://models.internal:8080`.\n"))
+    answer = answer_question(f"vllm pod in CrashLoopBackOff: {log}", settings, kb=kb)
+    assert "--grace-period=0 --force" in answer.answer and "(our standard)" in answer.answer
+    assert len(answer.answer) <= MAX_ANSWER_CHARS
+    # quoted as a note under the curated article, the fix is what is kept
+    from assistant.answer import TEAM_NOTE_CHARS, _team_quote
+
+    text = "\n\n".join(c.text for c in kb.index.chunks if c.source == "vllm-serving.md" and "Pod crash-looping" in c.title)
+    note = _team_quote(text, {"more": "(more in the cited source)"})
+    assert "(our standard)" in note and note.startswith("**Symptoms**") and len(note) <= TEAM_NOTE_CHARS * 1.5
+
+
 def test_a_teams_own_section_on_the_problem_is_quoted_after_the_curated_article(tmp_path):
     """"推理卡住" went to the bundled hang article, rightly, and the team's own section of
     that name (their dashboard, their restart command, their channel) was not mentioned at
