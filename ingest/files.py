@@ -83,24 +83,29 @@ def survey(root: Path) -> tuple[list[Path], list[Skipped]]:
     ignored = _ignore_patterns(root)
     out: list[Path] = []
     for path in candidates:
-        if ignored and _ignored(path, root, ignored):
-            skipped.append(Skipped(str(path), f"listed in {IGNORE_FILE}"))
-            continue
-        suffix = path.suffix.lower()
-        if suffix not in SUFFIXES:
-            skipped.append(Skipped(str(path), f"unknown type ({suffix or 'no extension'})"))
-            continue
-        if _about_the_tree(path, root):
-            skipped.append(Skipped(str(path), "about the tree, not documentation (provenance, licence or authors)"))
-            continue
-        size = _size(path)
-        if size < 0:
-            skipped.append(Skipped(str(path), "not a readable regular file"))
-        elif size > MAX_FILE_BYTES:
-            skipped.append(Skipped(str(path), f"too big ({size / 1e6:.1f} MB > {MAX_FILE_BYTES / 1e6:.0f} MB)"))
+        why = _why_not(path, root, ignored)
+        if why:
+            skipped.append(Skipped(str(path), why))
         else:
             out.append(path)
     return out, skipped
+
+
+def _why_not(path: Path, root: Path, ignored: list[str]) -> str:
+    """Why a file found in the tree is not read ("" when it is)."""
+    if ignored and _ignored(path, root, ignored):
+        return f"listed in {IGNORE_FILE}"
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        return f"unknown type ({suffix or 'no extension'})"
+    if _about_the_tree(path, root):
+        return "about the tree, not documentation (provenance, licence or authors)"
+    size = _size(path)
+    if size < 0:
+        return "not a readable regular file"
+    if size > MAX_FILE_BYTES:
+        return f"too big ({size / 1e6:.1f} MB > {MAX_FILE_BYTES / 1e6:.0f} MB)"
+    return ""
 
 
 def _about_the_tree(path: Path, root: Path) -> bool:
