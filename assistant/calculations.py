@@ -570,13 +570,13 @@ def _plan_kv_concurrency(f: _Facts) -> _Plan:
     return plan
 
 
-def _blocks_at_new_size(plan: _Plan) -> None:
+def _blocks_at_new_size(plan: _Plan, arg: str = "num_blocks") -> None:
     """A new block_size under a block count the server logged at the old one: the KV memory is
     the same, so the blocks are fewer or more. "那 block_size 改成 128 呢" after num_blocks_global
     17131 computed 17131 blocks of 128, twice the tokens (probe); so did a question's block_size
     over a log's num_blocks_global and block_size 64 (review)."""
     f = plan.facts
-    if "num_blocks" not in plan.args or not plan.args.get("block_size"):
+    if arg not in plan.args or not plan.args.get("block_size"):
         return
     sizes = f.x.by_label("block_size") + ([f.follow["block_size"]] if "block_size" in f.follow else [])
     blocks = f.x.by_label("num_blocks")
@@ -598,11 +598,11 @@ def _blocks_at_new_size(plan: _Plan) -> None:
     new = plan.args["block_size"]
     if old == new:
         return
-    counted = plan.args["num_blocks"]
-    plan.args["num_blocks"] = counted * old // new
+    counted = plan.args[arg]
+    plan.args[arg] = counted * old // new
     plan.values = [v for v in plan.values if v.key != "num_blocks"]
-    plan.values.insert(0, Value("num_blocks", plan.args["num_blocks"], "derived", f"{_plain(counted)} × {old} ÷ {new}"))
-    plan.notes.append(_msg(source, blocks=_plain(counted), old=old, new=new, new_blocks=_plain(plan.args["num_blocks"]),
+    plan.values.insert(0, Value("num_blocks", plan.args[arg], "derived", f"{_plain(counted)} × {old} ÷ {new}"))
+    plan.notes.append(_msg(source, blocks=_plain(counted), old=old, new=new, new_blocks=_plain(plan.args[arg]),
                            engine="vLLM" if engine == "vllm" else "FastDeploy"))
 
 
@@ -884,6 +884,7 @@ def _plan_decode(f: _Facts) -> _Plan:
     elif "kv_cache_ratio" not in f._reported:
         plan.default("kv_cache_ratio", "kv_cache_ratio", 0.75, _msg("default.kv_cache_ratio"))
     _block_size(plan)
+    _blocks_at_new_size(plan, "total_blocks")  # a log's 17220 blocks of 64 are 8610 of 128 (trial: 551 for 275)
     out = f.get("output_tokens")
     if out is not None:
         plan.need("output_tokens", "avg_output_tokens", out)

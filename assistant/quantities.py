@@ -205,7 +205,9 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
      r"|parallel (?:requests?|sessions?)|requests? at once|requests? in parallel|并发(?:请求|会话|用户|对话|数|量)?|路并发|(?:个 ?)?会话|(?:个 ?)?对话"
      # "64 个 32k 的会话": the count, with each one's length between it and the noun
      r"|(?=个 ?\d+(?:\.\d+)? ?k ?(?:tokens? ?)?的 ?(?:会话|请求|对话))个"  # ends in 个: no ASCII word boundary after it (_bounded)
-     r"|(?:个 ?)?用户|(?:个 ?)?请求|sessions?|conversations?|users?|requests?|reqs?|concurrency|streams?|路", _roles(("sessions", NOUN, "post"))),
+     # "at 128 seqs" is a count of sequences (it was read as 128 blocks from "out of blocks" before it, trial)
+     r"|(?:个 ?)?用户|(?:个 ?)?请求|sessions?|conversations?|users?|requests?|reqs?|seqs?|sequences?|concurrency|streams?|路",
+     _roles(("sessions", NOUN, "post"))),
     (r"(?:hidden |transformer |decoder )?layers?|层(?!数)", _roles(("num_layers", NOUN, "post"))),
     (r"kv[ _-]?heads?|key[ _-]?value[ _-]?heads?|kv ?头|个 ?kv ?heads?", _roles(("num_kv_heads", NOUN, "post"))),
     (r"attention heads?|q heads?|query heads?|heads?|注意力头|个头|头(?!维度|数)", _roles(("num_attention_heads", NOUN, "post"))),

@@ -818,6 +818,15 @@ def test_a_block_size_over_a_logged_block_count_recounts_the_blocks(question):
     assert any("counted at block_size 64" in n["en"] for n in answer.notes)
 
 
+def test_the_decode_budget_recounts_a_logged_block_count_at_a_new_block_size():
+    """FastDeploy's log: 17220 blocks of 64, kv_cache_ratio 0.75; "block_size 改成 128" computed
+    17220 blocks of 128, 551 sequences for the 275 the same memory holds (trial)."""
+    answer = capacity_answer("block_size 改成 128 的话，平均每请求 3k 输入 1k 输出，能并发多少",
+                             {"total_block_num": 17220, "block_size": 64, "kv_cache_ratio": 0.75, "prefill_kvcache_block_num": 12915})
+    assert answer is not None and answer.computed and answer.call.name == "fastdeploy_decode_budget"
+    assert answer.call.arguments["total_blocks"] == 8610 and answer.call.result["max_num_seqs_supported"] == 275
+
+
 def test_a_follow_up_number_that_could_change_two_values_is_asked_about():
     answer = capacity_answer("GPU KV cache size: 458,752 tokens. With --max-model-len 8192 and max-num-seqs 256 how many "
                              "concurrent requests?\nand with 32768?")

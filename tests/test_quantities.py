@@ -38,6 +38,8 @@ def labels(text: str) -> dict[str, Decimal | None]:
     ("each request is 3k prompt + 1k output tokens", {"input_tokens": 3000, "output_tokens": 1000}),
     ("3k prompt, 1k output", {"input_tokens": 3000, "output_tokens": 1000}),
     ("how many 32k prompts fit", {"tokens_per_request": 32000}),
+    # a count of sequences, not of the blocks named before it (trial)
+    ("will decode run out of blocks at 128 seqs?", {"sessions": 128}),
     ("how many blocks do I need for 100 sessions of 16k tokens", {"sessions": 100, "tokens_per_request": 16000}),
     ("要撑 50 并发至少要多少 block", {"sessions": 50}),
     ("num_blocks_global: 17131", {"num_blocks": 17131}),
