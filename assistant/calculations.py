@@ -893,6 +893,12 @@ def _plan_decode(f: _Facts) -> _Plan:
     return plan
 
 
+# The logprobs message's sizes that FastDeploy fixes when it is built, not per request: its
+# msgsnd sends (MAX_BSZ * (K + 1) + 2) * 4 + … bytes with MAX_BSZ 512 and K 20 as macros
+# (custom_ops/gpu_ops/save_output_msg_with_topk.cc), the FAQ formula's 512 and 20.
+_COMPILED_SIZES = frozenset({"max_batch", "top_logprobs"})
+
+
 def _plan_logprobs(f: _Facts) -> _Plan:
     plan = _Plan("logprobs_message_size", f)
     mtp = bool(f.x.mtp)
@@ -908,7 +914,13 @@ def _plan_logprobs(f: _Facts) -> _Plan:
         if key == "mtp_tokens" and not mtp:
             continue
         value = f.get(key)
-        if value is not None:
+        if value is not None and key in _COMPILED_SIZES and value.value < example:
+            # The message holds 512 slots of 20 logprobs whatever a request asks: "top_logprobs=5"
+            # computed 40,976 B, "fits under 65536", an all-clear for a hang still to come (trial).
+            plan.args[key] = example
+            plan.values.append(Value(key, example, "default", "FastDeploy's fixed message size"))
+            plan.notes.append(_msg("compiled_size", setting=key, given=value.written, size=example))
+        elif value is not None:
             plan.need(key, key, value)
         elif key not in f._reported:
             plan.args[key] = example

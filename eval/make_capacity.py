@@ -239,8 +239,10 @@ COMPUTED = [
     ("en-msg-02", "en", "logprobs", "With logprobs and msgmnb 16777216, how many messages fit in one queue?", None,
      "logprobs_message_size", {"mtp": False, "max_batch": 512, "top_logprobs": 20, "msgmax": 8192, "msgmnb": 16777216},
      "messages_per_queue"),
+    # FastDeploy sends the message at its built-in size (MAX_BSZ 512, K 20 in save_output_msg_with_topk.cc's
+    # msgsnd), whatever a request's top_logprobs: a smaller one is no smaller message (trial).
     ("zh-msg-02", "zh", "logprobs", "logprobs 开了 top_logprobs 5，max_batch 256，消息多大，kernel.msgmax 65536 够不够", None,
-     "logprobs_message_size", {"mtp": False, "max_batch": 256, "top_logprobs": 5, "msgmax": 65536}, "bytes"),
+     "logprobs_message_size", {"mtp": False, "max_batch": 512, "top_logprobs": 20, "msgmax": 65536}, "bytes"),
     # ---- phrasings a newcomer trial found unread (nineteenth stop)
     ("en-blocks-conv", "en", "inverse", "vllm with block_size 16, we need 200 concurrent conversations of 4k tokens each, "
      "how many KV blocks is that?", None, "blocks_needed", {"sessions": 200, "tokens_per_session": 4000, "block_size": 16},

@@ -1134,3 +1134,13 @@ def test_the_block_count_asked_for_is_computed_not_asked_back(question):
     calc = capacity_answer(question)
     assert calc.tool == "blocks_needed" and calc.computed and calc.call.result["total_blocks"] == 6300
     assert capacity_answer("num_blocks_global 是 17131，每个请求 4k token，能并发多少").tool == "kv_concurrency"
+
+
+def test_a_smaller_top_logprobs_does_not_shrink_fastdeploys_message():
+    """"top_logprobs=5, msgmax 65536" computed 40,976 B, "fits", and the article turned unsure:
+    an all-clear for a hang still to come. The message holds 512 slots of 20 logprobs whatever
+    a request asks (trial)."""
+    answer = capacity_answer("FastDeploy logprobs with top_logprobs=5 and max batch 64, msgmax is 65536 — does the message fit?")
+    assert answer is not None and answer.computed and answer.call.result["bytes"] == 133136 and not answer.call.result["fits"]
+    assert answer.call.arguments["top_logprobs"] == 20 and answer.call.arguments["max_batch"] == 512
+    assert any("whatever a request's top_logprobs" in n["en"] for n in answer.notes)

@@ -508,6 +508,10 @@ MESSAGES = {
         "zh": '问题里没有提到 MTP，按未开启计算（开启 MTP 时单条消息 {mtp_bytes} 字节）',
         "en": 'MTP is taken as off because the question does not mention it (with MTP one message is {mtp_bytes} bytes)',
     },
+    'compiled_size': {
+        "zh": 'FastDeploy 的消息按固定大小发送（FAQ 公式里的 512 个槽位、每个 20 个 logprobs 是编译时定好的），与请求里的 {setting} 无关：问题里的 {given} 不会让消息变小，仍按 {size} 计算',
+        "en": "FastDeploy sends the message at a fixed size (the FAQ formula's 512 slots of 20 logprobs each are set when it is built), whatever a request's {setting}: the question's {given} does not make it smaller, so {size} is used",
+    },
     'faq_example': {
         "zh": '问题里没有给出，按 FastDeploy FAQ 的示例值计算：{values}',
         "en": "{values} are the FastDeploy FAQ's example values, used because the question does not give them",
