@@ -171,7 +171,7 @@ class Retrieval:
     foreign_products: list[str] = field(default_factory=list)  # named products this KB has nothing on
     kb_coverage: float = 0.0  # IDF-weighted share of the question's keywords the KB has at all
     unknown_terms: list[str] = field(default_factory=list)  # names in the question the KB never uses (Kafka, PostgreSQL…)
-    unknown_codes: list[str] = field(default_factory=list)  # "xid 43": a code the KB numbers elsewhere, never with this number
+    unknown_codes: list[str] = field(default_factory=list)  # "Xid 43": a code the KB numbers elsewhere, never with this number
     unknown_params: list[str] = field(default_factory=list)  # flags, fields, env vars the asker names that the KB never writes
     # Of those and the camelCase fields the KB never writes (scope._FIELD), the ones the asking
     # sentence names (scope.asked_unknown_parameters): the answer says the KB lacks them.
@@ -713,13 +713,14 @@ def unknown_names(index: KBIndex, query: str, lang: str) -> list[str]:
 # A numbered code whose number says what went wrong: "Xid 43" (an application fault) is no
 # "Xid 48" (a double-bit ECC error), yet a runbook on Xid 48 answered it as sure, with its
 # drain-the-node fix (trial). A code the KB numbers elsewhere but never with this number is
-# unknown to it, like a name.
-_CODE = re.compile(r"\b(xid|errno|exit code|exit status|error code|错误码|退出码)\s*[:#=]?\s*(\d{1,4})\b", re.I)
+# unknown to it, like a name. Only Xid: an exit code or an errno is as often a side line of a
+# pasted log ("exited with exit code 1" under a CUDA OOM) as the fault asked about.
+_CODE = re.compile(r"\b(xid)\s*[:#=]?\s*(\d{1,4})\b", re.I)
 
 
 def unknown_codes(index: KBIndex, text: str) -> list[str]:
-    """The numbered codes of `text` ("Xid 43", "exit code 3") that the KB writes with other
-    numbers only ("Xid 48", "Xid 63 / 64"); a code the KB never numbers is left to the rest."""
+    """The Xid codes of `text` ("Xid 43") that the KB writes with other numbers only ("Xid 48",
+    "Xid 63 / 64"); where the KB numbers no Xid, the rest of the retrieval judges."""
     from .scope import kb_text
 
     out: list[str] = []

@@ -1635,7 +1635,7 @@ def test_a_code_the_runbooks_number_otherwise_is_not_answered_with_their_fix(tmp
     settings, kb = docs_kb(tmp_path, pages)
     from assistant.retrieval import unknown_codes
 
-    assert unknown_codes(kb.index, "Xid 43 and Xid 64, exit code 3") == ["Xid 43"]  # "exit code" is numbered nowhere
+    assert unknown_codes(kb.index, "Xid 43 and Xid 64, exit code 3") == ["Xid 43"]  # an exit code is not judged
     unknown = answer_question("Xid 43 GPU stopped processing, what should I do?", settings, kb=kb, use_llm=False)
     assert not unknown.grounded and "nvidia-smi -r" not in unknown.answer
     for known, fix in (("Xid 48 on node gpu-17, what now?", "nvidia-smi -r"), ("节点报 Xid 64 了怎么办", "reboot the node")):
