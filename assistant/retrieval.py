@@ -496,13 +496,13 @@ def incident_reports(index: KBIndex) -> frozenset[str]:
 # A page that says of itself that it is retired ("Old page. The current procedure is in the
 # runbooks repo. Kept for history.", "本文档已废弃"): its old steps led the answer above the
 # current doc (trial). Only the page speaking of itself, in its title or first lines: "the
-# --foo flag is deprecated" is a fact the page teaches.
+# --foo flag is deprecated" is a fact the page teaches, and so is a plugin's "> **Deprecated:**
+# use single-profile-handler instead" (llm-d: the page that answers "is this still recommended?").
 _RETIRED = re.compile(r"\b(?:this|the) (?:page|doc|document|article|runbook|guide|procedure) (?:is|has been) (?:now )?"
                       r"(?:deprecated|obsolete|outdated|out of date|superseded|archived|retired|no longer (?:maintained|valid|current))"
-                      r"|\bold page\b|\bkept (?:only )?for (?:history|reference)\b|^\W*(?:deprecated|obsolete|outdated|archived)\W*[:：.!]"
-                      r"|^\s*[\[(（【]?\s*(?:deprecated|obsolete|outdated|archived|old)\s*[\])）】]"
-                      r"|(?:本|此|该)(?:文档|文章|页面?|手册|流程)(?:已|已经)(?:废弃|过时|弃用|停止维护|不再维护|迁移)|已废弃|已过时|仅作历史参考|仅供历史参考",
-                      re.I | re.M)
+                      r"|\bold page\b|\bkept (?:only )?for (?:history|reference)\b"
+                      r"|(?:本|此|该)(?:文档|文章|页面?|手册|流程)(?:已|已经)(?:废弃|过时|弃用|停止维护|不再维护|迁移)|仅作历史参考|仅供历史参考",
+                      re.I)
 
 
 RETIRED_PENALTY = 0.3
@@ -714,13 +714,16 @@ def unknown_names(index: KBIndex, query: str, lang: str) -> list[str]:
 # "Xid 48" (a double-bit ECC error), yet a runbook on Xid 48 answered it as sure, with its
 # drain-the-node fix (trial). A code the KB numbers elsewhere but never with this number is
 # unknown to it, like a name. Only Xid: an exit code or an errno is as often a side line of a
-# pasted log ("exited with exit code 1" under a CUDA OOM) as the fault asked about.
+# pasted log ("exited with exit code 1" under a CUDA OOM) as the fault asked about. Only where
+# the KB's titles number them (a section per Xid): docs that show one Xid as an example of all
+# answer another ("XidCriticalError: Xid=94 … marking device as unhealthy", GPU Operator's
+# troubleshooting page, was refused).
 _CODE = re.compile(r"\b(xid)\s*[:#=]?\s*(\d{1,4})\b", re.I)
 
 
 def unknown_codes(index: KBIndex, text: str) -> list[str]:
-    """The Xid codes of `text` ("Xid 43") that the KB writes with other numbers only ("Xid 48",
-    "Xid 63 / 64"); where the KB numbers no Xid, the rest of the retrieval judges."""
+    """The Xid codes of `text` ("Xid 43") that the KB's titles write with other numbers only
+    ("… (Xid 48)", "… (Xid 63 / 64)"); where no title numbers an Xid, the rest of retrieval judges."""
     from .scope import kb_text
 
     out: list[str] = []
@@ -728,8 +731,9 @@ def unknown_codes(index: KBIndex, text: str) -> list[str]:
     for m in _CODE.finditer(text):
         kind, number = m.group(1).lower(), m.group(2)
         if body is None:
-            heads, body, _ = kb_text(index)
-            body = heads + "\n" + body
+            # Numbered in titles only: runbooks with a section per Xid answer by number; a page
+            # that shows "Xid=79" as an example of any Xid error answers Xid 94 as well.
+            body = kb_text(index)[0]
         spaced = re.escape(kind).replace("\\ ", r"\s*")
         numbered = re.compile(rf"{spaced}\s*[:#=]?\s*(?:\d{{1,4}}\s*(?:/|,|、|or|and|或|和)\s*)*(\d{{1,4}})\b")
         seen = {n for found in numbered.finditer(body) for n in re.findall(r"\d{1,4}", found.group(0))}

@@ -1618,6 +1618,7 @@ def test_a_page_that_says_it_is_retired_is_ranked_below_the_current_one(tmp_path
              "docs/hf-token.md": "# Hugging Face token expired or revoked\n\n## Fix: rotate the token\n\n"
                                  "`kubectl create secret generic hf-token --from-literal=token=$NEW | kubectl apply -f -`\n",
              "flags.md": "# Server flags\n\nThe `--foo` flag is deprecated: use `--bar`.\n\n## --bar\n\nSets the bar.\n",
+             "plugin.md": "# DataParallel Profile Handler\n\n> **Deprecated:** Use `single-profile-handler` instead.\n\nRoutes requests.\n",
              "zh.md": "# 旧版扩容流程\n\n本文档已废弃，新流程见 scale.md。\n\n## 步骤\n\n1. 手工改副本数。\n"}
     settings, kb = docs_kb(tmp_path, pages)
     assert retired_pages(kb.index) == {"wiki-hf-token-rotation", "zh"}
@@ -1641,6 +1642,12 @@ def test_a_code_the_runbooks_number_otherwise_is_not_answered_with_their_fix(tmp
     for known, fix in (("Xid 48 on node gpu-17, what now?", "nvidia-smi -r"), ("节点报 Xid 64 了怎么办", "reboot the node")):
         answer = answer_question(known, settings, kb=kb, use_llm=False)
         assert answer.grounded and fix in answer.answer, known
+    # A page showing one Xid as an example of any answers another: GPU Operator's troubleshooting page was refused.
+    (tmp_path / "b").mkdir()
+    _settings, example = docs_kb(tmp_path / "b", {"gpu.md": "# Troubleshooting\n\n## GPU marked unhealthy\n\nThe device plugin logs "
+                                                          "`XidCriticalError: Xid=79 on Device=GPU-1; marking device as unhealthy`. "
+                                                          "Check `sudo dmesg | grep -i xid`.\n"})
+    assert unknown_codes(example.index, "Xid=94 on Device=GPU-3; marking device as unhealthy") == []
 
 
 def test_a_runbook_on_oomkilled_pods_covers_exit_code_137(tmp_path):
