@@ -23,7 +23,10 @@ _WORD = re.compile(r"[A-Za-z]{2,}")
 # memory is not enough 怎么解决" is asked in Chinese: the message ends before 怎么). Kept as
 # strings: `re` compiles them on first use, only for lines with Chinese in them.
 _QUOTED = r"`[^`\n]*`|\"[^\"\n]*\"|'[^'\n]{6,}'"
-_PASTED_MESSAGE = (r"(?:\b[A-Za-z_.]*(?:Error|Exception|Warning)\b|\b(?:ERROR|WARNING|WARN|INFO|Traceback)\b)"
+# "CUDA error: …", "HIP error: …", "NCCL error: …" right after a Chinese word are pasted too ("A100
+# 上 vllm 报 CUDA error: an illegal memory access was encountered" was answered in English).
+_PASTED_MESSAGE = (r"(?:\b[A-Za-z_.]*(?:Error|Exception|Warning)\b|\b(?:ERROR|WARNING|WARN|INFO|Traceback)\b"
+                   r"|(?<=[\u4e00-\u9fff]) ?[A-Z][A-Za-z0-9_]* error:)"
                    "[^。！？；，\n\u4e00-\u9fff]*")
 
 

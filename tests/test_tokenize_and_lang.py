@@ -88,6 +88,10 @@ def test_real_words_and_versions_are_not_corrected_into_kb_terms():
         # a question after a flag is no value of it (trial)
         ("SGLang 的 --enable-dp-attention 什么时候该开", "zh"),
         ("vllm 的 --max-model-len 怎么设", "zh"),
+        # "CUDA error: …" is pasted like "RuntimeError: …": the few Chinese words around it are the asker's
+        ("A100 上 vllm 报 CUDA error: an illegal memory access was encountered", "zh"),
+        ("ROCm MI300X 上 vllm 报 HIP error: invalid device function", "zh"),
+        ("vllm prints CUDA error: out of memory when it sees 你好", "en"),
     ],
 )
 def test_language_detection(text, lang):
