@@ -1570,19 +1570,29 @@ def test_a_teams_section_on_the_pasted_error_is_shown_after_a_long_article_that_
     assert len(answer.answer) <= 3000
 
 
-def test_a_faq_heading_on_dashboards_covers_the_grafana_asked_about(tmp_path):
-    """"where are the grafana dashboards for the canary" was refused as "nothing on dashboards
-    and alerting" beside a FAQ entry headed "Where are the dashboards?" (newcomer trial)."""
+@pytest.mark.parametrize("page, question, subject", [
+    # "where are the grafana dashboards for the canary" was refused as "nothing on dashboards and
+    # alerting" beside a FAQ entry headed "Where are the dashboards?" (newcomer trial).
+    ("# On-call FAQ\n\n## Q: Where are the dashboards?\n\nGrafana folder \"LLM Serving\": `chat-prod / canary`.\n",
+     "where are the grafana dashboards for the canary", "dashboards and alerting"),
+    # "pod OOMKilled exit code 137" was refused as "nothing on exit code 137" above the team's
+    # runbook "Pod OOMKilled (host memory)", whose symptoms show `Exit Code:    137` (trial).
+    ("# Pod OOMKilled (host memory)\n\n## Symptoms\n\n```\nLast State: Terminated\n  Reason: OOMKilled\n"
+     "  Exit Code:    137\n```\n\n## Fix\n\nRaise `resources.limits.memory` to 64Gi.\n",
+     "pod OOMKilled exit code 137", "exit code 137 (a killed process)"),
+])
+def test_a_heading_on_the_subject_covers_what_is_asked_by_another_name(tmp_path, page, question, subject):
+    """A subject the question names by one word is covered by a page headed by another of its
+    words; a KB without such a page still lacks it."""
     from assistant.scope import detect, unseen_entities
 
-    faq = {"faq.md": "# On-call FAQ\n\n## Q: Where are the dashboards?\n\nGrafana folder \"LLM Serving\": `chat-prod / canary`.\n",
-           "serve.md": "# Serving\n\nStart the server with `gadget serve MODEL`.\n"}
+    serve = "# Serving\n\nStart the server with `gadget serve MODEL`.\n"
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    _settings, kb = docs_kb(tmp_path / "a", faq)
-    assert unseen_entities(detect("where are the grafana dashboards for the canary"), kb.index) == []
-    _settings, bare = docs_kb(tmp_path / "b", {"serve.md": faq["serve.md"], "ops.md": "# Ops\n\nRestart with `gadget restart`.\n"})
-    assert unseen_entities(detect("where are the grafana dashboards for the canary"), bare.index) == ["dashboards and alerting"]
+    _settings, kb = docs_kb(tmp_path / "a", {"page.md": page, "serve.md": serve})
+    assert unseen_entities(detect(question), kb.index) == []
+    _settings, bare = docs_kb(tmp_path / "b", {"serve.md": serve, "ops.md": "# Ops\n\nRestart with `gadget restart`.\n"})
+    assert unseen_entities(detect(question), bare.index) == [subject]
 
 
 def test_the_runbook_that_fixes_an_error_leads_the_postmortem_that_tells_of_it(tmp_path):
@@ -1648,22 +1658,6 @@ def test_a_code_the_runbooks_number_otherwise_is_not_answered_with_their_fix(tmp
                                                           "`XidCriticalError: Xid=79 on Device=GPU-1; marking device as unhealthy`. "
                                                           "Check `sudo dmesg | grep -i xid`.\n"})
     assert unknown_codes(example.index, "Xid=94 on Device=GPU-3; marking device as unhealthy") == []
-
-
-def test_a_runbook_on_oomkilled_pods_covers_exit_code_137(tmp_path):
-    """"pod OOMKilled exit code 137" was refused as "nothing on exit code 137" above the team's
-    runbook "Pod OOMKilled (host memory)", whose symptoms show `Exit Code:    137` (trial)."""
-    from assistant.scope import detect, unseen_entities
-
-    pages = {"oom.md": "# Pod OOMKilled (host memory)\n\n## Symptoms\n\n```\nLast State: Terminated\n  Reason: OOMKilled\n"
-                       "  Exit Code:    137\n```\n\n## Fix\n\nRaise `resources.limits.memory` to 64Gi.\n",
-             "serve.md": "# Serving\n\nStart the server with `gadget serve MODEL`.\n"}
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    _settings, kb = docs_kb(tmp_path / "a", pages)
-    assert unseen_entities(detect("pod OOMKilled exit code 137"), kb.index) == []
-    _settings, bare = docs_kb(tmp_path / "b", {"serve.md": pages["serve.md"], "ops.md": "# Ops\n\nRestart with `gadget restart`.\n"})
-    assert unseen_entities(detect("pod OOMKilled exit code 137"), bare.index) == ["exit code 137 (a killed process)"]
 
 
 def test_a_fix_section_named_for_its_case_follows_the_matched_symptoms(tmp_path):
