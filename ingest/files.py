@@ -9,6 +9,7 @@ so `assistant ingest` can list what it skipped.
 
 from __future__ import annotations
 
+import codecs
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,7 +140,7 @@ def _ignored(path: Path, root: Path, patterns: list[str]) -> bool:
     for pattern in patterns:
         pattern = pattern.lstrip("/")
         if pattern.endswith("/"):  # a folder, anywhere in the tree
-            if rel.startswith(pattern) or f"/{pattern}" in f"/{rel}":
+            if f"/{pattern}" in f"/{rel}":
                 return True
         elif fnmatch(rel, pattern) or fnmatch(path.name, pattern):  # fnmatch's * crosses folders: "drafts/*" holds drafts/a/b.md
             return True
@@ -186,17 +187,22 @@ def _utf8_with_strays(raw: bytes) -> str | None:
     """UTF-8 with a few Windows-1252 bytes pasted in (a curly quote from an email): its UTF-8
     read as UTF-8 and the stray bytes as Windows-1252. Read whole as Windows-1252, every
     "Café" became "CafÃ©" (trial). None when most non-ASCII bytes are not UTF-8."""
-    import codecs
-
     strict = raw.decode("utf-8-sig", errors="replace")
     invalid = strict.count("\ufffd")
     valid = sum(1 for ch in strict if ord(ch) > 0x7F) - invalid
-    # A GB18030 file reads as a few valid UTF-8 pairs among many invalid bytes; Windows-1252
-    # text almost never holds a valid UTF-8 sequence at all.
-    if valid <= invalid and not (valid and not _looks_chinese(raw)):
+    # Windows-1252 text almost never holds a valid UTF-8 sequence at all; a GB18030 file reads
+    # as a few valid UTF-8 pairs among many invalid bytes.
+    if valid == 0 or (valid <= invalid and _looks_chinese(raw)):
         return None
-    codecs.register_error("kb_cp1252", lambda exc: (exc.object[exc.start:exc.end].decode("cp1252", errors="replace"), exc.end))
-    return raw.decode("utf-8-sig", errors="kb_cp1252")
+    return raw.decode("utf-8-sig", errors=_STRAYS_AS_CP1252)
+
+
+def _stray_as_cp1252(exc: UnicodeDecodeError) -> tuple[str, int]:
+    return exc.object[exc.start:exc.end].decode("cp1252", errors="replace"), exc.end
+
+
+_STRAYS_AS_CP1252 = "kb_cp1252"
+codecs.register_error(_STRAYS_AS_CP1252, _stray_as_cp1252)
 
 
 # The first bytes of files that are never text, whatever their name says.
