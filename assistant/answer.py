@@ -729,10 +729,15 @@ def _team_passage(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites
     return []
 
 
-# A fix the section names in bold or as a heading: "**Fix**", "#### 处理".
-_FIX_LABEL = re.compile(r"^(?:#{2,6}\s*|\*\*)(?:fix(?:es)?|the fix|what to do|resolution|remediation|mitigation|workarounds?|solutions?|steps"
-                        r"|处理|处理方法|处理办法|处理步骤|解决|解决办法|解决方法|解决方案|修复|操作步骤)(?:\*\*)?\s*[:：]?\s*(?:\*\*)?\s*$",
-                        re.I | re.M)
+# A label on a line of its own, in bold or as a heading: "**Fix**", "#### 处理", "**Why:**".
+_LABEL_LINE = re.compile(r"^(?:#{2,6}\s*(.+?)|\*\*([^*\n]+?)\s*[:：]?\*\*)\s*[:：]?\s*$", re.M)
+
+
+def _fix_label(text: str):
+    """The first line of `text` that labels a fix, by the section names ingest knows."""
+    from ingest.chunking import section_kind
+
+    return next((m for m in _LABEL_LINE.finditer(text) if section_kind(m.group(1) or m.group(2)) == "fixes"), None)
 
 
 def _team_quote(text: str, labels: dict) -> str:
@@ -741,7 +746,7 @@ def _team_quote(text: str, labels: dict) -> str:
     standard 0.90, their leftover-pod check) stayed behind the citation (trial)."""
     if len(text) <= TEAM_NOTE_CHARS:
         return text
-    fix = _FIX_LABEL.search(text)
+    fix = _fix_label(text)
     if fix is None or fix.start() < TEAM_NOTE_CHARS // 2:
         return _bounded(text, TEAM_NOTE_CHARS, labels)
     opening = text[:fix.start()].strip().split("\n\n")
