@@ -225,6 +225,16 @@ def twinless_mask(index: KBIndex, lang: str) -> np.ndarray:
 
 
 
+def _writes_mostly_in(index: KBIndex, lang: str) -> bool:
+    """Whether most of the KB's documents have a version in `lang`, cached per index."""
+    def build() -> dict[str, bool]:
+        ids = {meta.id for meta in index.docs.values()}
+        return {code: 2 * len({m.id for k, m in index.docs.items() if k.endswith(":" + code)}) > len(ids)
+                for code in ("en", "zh")}
+
+    return derived(index, "_writes_mostly_in", build).get(lang, False)
+
+
 def query_tokens(index: KBIndex, text: str) -> list[str]:
     """The question's keywords, typos mended, without bare model family names: "Llama 3
     runs out of memory" is about memory. A KB's examples name models too ("vllm serve
@@ -258,6 +268,8 @@ def _ignored_families(index: KBIndex) -> frozenset[str]:
 _UNDERSCORED = re.compile(r"\w+_\w+")
 # A name with letters and digits (h100, qwen2.5, xid79); a bare number, time or date is none (review).
 _IDENTIFIER = re.compile(r"[a-z][a-z.-]*\d|\d[\d.-]*[a-z]")
+# ALL-CAPS (OOM, NCCL) or with a capital inside (DCGMExporterDown, vLLM): a name, not a word.
+_CAPITALISED = re.compile(r"\b(?:[A-Z]{2,}[A-Za-z]*|[A-Za-z]+[a-z][A-Z][A-Za-z]*)\b")
 
 
 def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarray,
@@ -292,9 +304,13 @@ def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarr
         prose = sentences(query, errors=False)
         underscored = {t for t in index.tokenizer(" ".join(_UNDERSCORED.findall(prose))) if "-" in t}
         # (the question's own Chinese words; its translation's are counted below)
+        # Names written in capitals (DCGMExporterDown, OOM, NVLink) are written so in Chinese
+        # pages too: a Chinese GPU section "covered" the DCGMExporterDown alert through
+        # 告警 and 处理 alone, above the English alert table that names it (trial).
+        named = set(index.tokenizer(" ".join(_CAPITALISED.findall(prose))))
         own_script = {t for t in (own if own is not None else query_tokens(index, query)) if any(is_cjk(ch) for ch in t)} | {
             t for t in query_tokens(index, prose)
-            if _IDENTIFIER.search(t) or t in underscored or ("-" in t and index.doc_freq.get(t, 0) > 0)}
+            if _IDENTIFIER.search(t) or t in underscored or t in named or ("-" in t and index.doc_freq.get(t, 0) > 0)}
     if lang == "zh":
         translated = set(index.tokenizer(" ".join(extra)))
     else:
@@ -306,6 +322,14 @@ def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarr
         for concept in extra:
             words = index.tokenizer(concept)
             translated.update([w for w in words if index.doc_freq.get(w, 0) > 0] or words[:1])
+        if _writes_mostly_in(index, lang):
+            # A word no page uses, in a KB mostly written in the asker's language, is one the
+            # Chinese page lacks too: it names a subject the KB never takes up. Left out, a
+            # Chinese on-call handbook covered "Postgres replication lag alert is firing" in
+            # full through 告警 (alert) alone, and answered it as sure (trial). In a KB written
+            # mostly in Chinese, an English word it never uses says nothing of the sort.
+            own_script |= {t for t in (own if own is not None else query_tokens(index, query))
+                           if t.isascii() and t.isalpha() and not index.doc_freq.get(t)}
     shared = own_script | translated
     return np.where(twinless, index.keyword.scores(tokens), native), shared
 

@@ -2124,6 +2124,37 @@ def test_an_english_question_reaches_a_chinese_only_page_of_a_mixed_tree(tmp_pat
     assert answer.grounded and answer.citations[0].source == "oncall/常见问题.md" and expect in answer.answer
 
 
+HANDBOOK_TREE = {
+    "handbook/值班手册.txt": "推理平台值班手册\n\n一、vLLM 服务告警\n\n1. KV Cache 使用率告警\n现象：vllm:gpu_cache_usage_perc 持续高于 0.95。\n"
+                            "处理：扩容副本，或调低 --max-num-seqs。\n\n2. 请求卡住告警\n现象：请求不返回，/health 正常。\n处理：先看 "
+                            "num_requests_waiting，再重启实例。\n\n二、GPU 节点告警\n\n1. Xid 48 告警\n现象：dmesg 出现 Xid 48。\n"
+                            "处理：驱逐节点上的 Pod，报修。\n",
+    "runbooks/gpu-alerts.md": "# GPU alerts\n\n## DCGMExporterDown\n\nThe dcgm-exporter pod is not scraped. Fix: restart the "
+                              "daemonset with `kubectl -n gpu-operator rollout restart ds/nvidia-dcgm-exporter`.\n\n"
+                              "## GPUTemperatureHigh\n\nAbove 85 C for 10 minutes. Fix: check the fans and drain the node.\n",
+    "runbooks/vllm.md": "# vLLM runbook\n\n## Requests hang\n\nThe KV cache is full and requests wait. Fix: scale out.\n",
+    "runbooks/disk.md": "# Model cache disk full\n\nOSError: [Errno 28] No space left on device. Fix: prune old revisions.\n",
+}
+
+
+@pytest.mark.parametrize("question,expect", [
+    ("Postgres replication lag alert is firing, what should I do?", None),  # no page speaks of Postgres
+    ("DCGMExporterDown alert, how to fix", "runbooks/gpu-alerts.md"),
+])
+def test_a_chinese_only_page_does_not_cover_what_the_english_asker_names(tmp_path, question, expect):
+    """An English question on a Chinese handbook is judged on the words both can share, and
+    "Postgres", "replication" and "lag", unknown to every page, were not among them: the
+    handbook covered the Postgres alert in full through 告警 (alert) and answered it as sure.
+    A name in capitals (DCGMExporterDown) is written the same in a Chinese page, so a page
+    that lacks it does not cover it either (trial)."""
+    settings, kb = docs_kb(tmp_path, HANDBOOK_TREE)
+    answer = answer_question(question, settings, kb=kb)
+    if expect is None:
+        assert not answer.grounded, answer.answer[:300]
+    else:
+        assert answer.grounded and answer.citations[0].source == expect, answer.answer[:300]
+
+
 def test_a_follow_up_that_tried_a_passages_command_is_told_so(tmp_path):
     """A chat follow-up "tried flush_cache, got 400, what next?" under the thread's first
     question got the first answer again, word for word (trial). A team page says what was
