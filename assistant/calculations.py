@@ -33,7 +33,7 @@ GIB = Decimal(2**30)
 # 81,920 MiB, a 4090 24,564) are not listed: read as GiB, they are right already.
 CARD_MEMORY = {"a10": (24, 23028), "a10g": (24, 23028), "l4": (24, 23034), "l40": (48, 46068), "l40s": (48, 46068),
                "t4": (16, 15360), "h100": (80, 81559), "h800": (80, 81559), "h20": (96, 97871), "h200": (141, 143771),
-               "l20": (48, 46068)}
+               "l20": (48, 46068), "a40": (48, 46068)}
 
 
 def _card_pattern(names, plural: str = "") -> re.Pattern:
@@ -45,12 +45,12 @@ def _card_pattern(names, plural: str = "") -> re.Pattern:
 _CARD = _card_pattern(CARD_MEMORY)
 # Cards whose sold figure is their binary memory already: named beside a listed one, the figure
 # may be theirs ("an A100 80GB, moved off our H100 box").
-_OTHER_CARD = re.compile(r"(?<![a-z0-9])(?:a100|a800|a6000|a40|a30|4090|3090|v100|mi\d{3}x?|910b?)(?![a-z0-9])")
+_OTHER_CARD = re.compile(r"(?<![a-z0-9])(?:a100|a800|a6000|a30|4090|3090|v100|mi\d{3}x?|910b?)(?![a-z0-9])")
 
 
 # Cards sold in one memory size, so named alone they say it (MiB as nvidia-smi reports): a
 # sizing question names the card, not its memory ("DeepSeek-V3 FP8 需要几张 H200").
-ONE_SIZE_CARDS = {**{card: mib for card, (_sold, mib) in CARD_MEMORY.items()}, "4090": 24564, "3090": 24576}
+ONE_SIZE_CARDS = {**{card: mib for card, (_sold, mib) in CARD_MEMORY.items()}, "4090": 24564, "3090": 24576, "a6000": 49140}
 _ONE_SIZE_CARD = _card_pattern(ONE_SIZE_CARDS, plural="(?:s|es)?")
 
 
@@ -77,7 +77,7 @@ def card_memory(text: str, value: Decimal) -> tuple[str, Decimal] | None:
 
 # ---------------------------------------------------------------- what the question asks
 # Bounded patterns on normalised text (see quantities.normalize): linear time.
-_NOT_GPU = r"(?! ?(?:卡|张|gpu|显卡|a100|h100|h800|h20|h200|a800|l40|4090))"  # "多少块卡" counts GPUs
+_NOT_GPU = r"(?! ?(?:卡|张|gpu|显卡|a100|h100|h800|h20|h200|a800|l40|a40|a6000|4090))"  # "多少块卡" counts GPUs
 _ASK_BLOCKS = re.compile(
     rf"(?:how many|多少|(?<!好)几)(?: ?个)?(?: ?kv)?(?: ?cache)? ?(?:blocks?|块{_NOT_GPU})"
     r"|blocks? (?:do|would|will|should|must) (?:i|we|you) need|blocks? (?:are |is )?(?:needed|required)|blocks_needed"
@@ -1183,7 +1183,31 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None,
         if call.error:
             answer.error = call.error
             break
+    _note_batch_ceiling(answer, facts)
     return answer
+
+
+# The batch ceiling each engine has when nobody sets it (the KB's capacity articles say them).
+_DEFAULT_CEILING = {"vllm": 256, "fastdeploy": 8}
+# Tools whose figures are one engine's whatever the question names.
+_ENGINE_OF_TOOL = {"kv_tokens_concurrency": "vllm", "kv_cache_capacity": "vllm", "fastdeploy_decode_budget": "fastdeploy"}
+
+
+def _note_batch_ceiling(answer: CapacityAnswer, facts: "_Facts") -> None:
+    """A concurrency the KV cache allows is not one the server runs: "Qwen2.5-7B on one H100,
+    how many concurrent?" was told 262.9 full-length requests at once, where vLLM schedules
+    256 unless --max-num-seqs says more, and FastDeploy decodes 8 (trial). Said beside the
+    figure when it passes the default and the question sets no ceiling."""
+    if answer.error or not answer.calls or facts.has("max_num_seqs"):
+        return
+    result = answer.calls[-1].value
+    fits = next((getattr(result, name) for name in ("concurrent_requests", "max_num_seqs_supported",
+                                                      "max_concurrency_at_max_model_len") if getattr(result, name, None) is not None), None)
+    engine = _ENGINE_OF_TOOL.get(answer.tool) if answer.engine not in _DEFAULT_CEILING else answer.engine
+    if fits is None or engine is None or getattr(result, "limited_by", "kv_cache") != "kv_cache":
+        return
+    if fits > _DEFAULT_CEILING[engine]:
+        answer.notes.append(_msg(f"ceiling.{engine}"))
 
 
 # A log line's date and time ("05-12 09:59:01", "2024-05-12T09:59:01.123") are not values to ask about.
@@ -1309,11 +1333,11 @@ def _zh_number(text: str) -> int | None:
 # question that names no GPU. The weights' size is certain; the KV cache's needs the model's shape.
 # GPUs named after "on"/"in": "2x a100", "one l4", "a single 4090", "8 h100s", "two gpus".
 _ON_GPUS = (r"(?:(?:a|an|one|two|four|eight|single|my|\d+\s*[x×]?)\s+){0,2}(?:nvidia\s+|rtx\s*)?"
-            r"(?:[ahlbtv]\d{1,3}g?s?|h\d{2,3}s?|[1-5]0[5-9]0s?|mi\d{3}x?|gpus?|cards?)\b")
-_ASKS_SIZING = re.compile(r"(?:几|多少)\s*(?:张|块|个|台)?\s*(?:卡|显卡|gpus?\b|[ah]\d{2,3}\b|h20\b|4090\b)"
+            r"(?:[ahlbtv]\d{1,3}g?s?|h\d{2,3}s?|a6000s?|[1-5]0[5-9]0s?|mi\d{3}x?|gpus?|cards?)\b")
+_ASKS_SIZING = re.compile(r"(?:几|多少)\s*(?:张|块|个|台)?\s*(?:卡|显卡|gpus?\b|[ah]\d{2,3}\b|h20\b|a6000\b|4090\b)"
                           r"|(?:几|多少)\s*(?:张|块)\s*(?=[？?。]|$)"
                           r"|多少\s*显存|显存\s*(?:要|需要)\s*多(?:少|大)"
-                          r"|how\s+many\s+(?:gpus?|cards|[ah]\d{2,3}s?|devices)\b|number\s+of\s+gpus"
+                          r"|how\s+many\s+(?:gpus?|cards|[ah]\d{2,3}s?|a6000s?|devices)\b|number\s+of\s+gpus"
                           # will it fit: "单卡 L40S 跑 Qwen2.5-32B 能起来吗", "will Qwen2.5-72B fit on 2x A100"
                           r"|能(?:不能)?(?:起来|跑起来|跑|放下|装下|部署)(?:吗|[？?])|(?:跑|放|装)得(?:动|起来|下)|够不够|够吗|够用吗"
                           r"|\bwill\s+(?:it|this|that|the\s+model|\S+)\s+fit\b|\b(?:does|would)\s+(?:it|this|that)\s+fit\b|enough\s+(?:gpu\s+)?(?:memory|vram)"

@@ -195,7 +195,7 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     # nouns: what is counted
     # A card's model counts GPUs before it and sizes their memory after it ("8 张 A100 80G"); a
     # share after it is not the memory's ("A100 90%": busy, not gpu_memory_utilization).
-    (r"(?:(?:块|张|台|个) ?)?(?:a100s?|h100s?|h800s?|h20|h200s?|a800s?|l40s?|l20|l4|4090s?|3090s?|v100s?|t4|a10g?|mi300x?|910b)",
+    (r"(?:(?:块|张|台|个) ?)?(?:a100s?|h100s?|h800s?|h20|h200s?|a800s?|l40s?|l20|l4|a6000s?|a40s?|a30s?|4090s?|3090s?|v100s?|t4|a10g?|mi300x?|910b)",
      _roles(("gpus", NOUN, "post"), ("gpu_size", MOD, "pre"))),
     (r"(?:(?:块|张|台|个) ?)?(?:gpus?|cards?|显卡|卡(?!住|顿|死)|昇腾)", _roles(("gpus", NOUN, "post"))),
     (r"blocks?|个 ?block|块(?!大小)", _roles(("num_blocks", NOUN, "post"))),

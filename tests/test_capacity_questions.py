@@ -149,6 +149,25 @@ def test_the_cap_by_max_num_seqs_says_the_rest_queue():
     assert answer.call.result["limited_by"] == "max_num_seqs" and "queue" in explain(answer, "en")
 
 
+@pytest.mark.parametrize("question,ceiling", [
+    ("Qwen2.5-7B-Instruct on one H100 80GB, max-model-len 4096, how many concurrent requests can it serve?", "256 by default"),
+    ("vllm 日志 GPU KV cache size: 1,200,000 tokens，max-model-len 4096 能并发多少", "默认 256"),
+    ("17131 blocks, 2000 tokens per request, how many concurrent requests on FastDeploy?", "defaults to 8"),
+    ("17131 blocks, 2000 tokens per request, --max-num-seqs 256: how many concurrent requests?", None),  # set: its own cap
+    ("vllm 日志 GPU KV cache size: 200,000 tokens，max-model-len 4096 能并发多少", None),  # 48: under the default
+])
+def test_a_concurrency_over_the_default_batch_ceiling_says_the_rest_queue(question, ceiling):
+    """"262.9 full-length requests at once" on one H100 is what the KV cache holds; vLLM
+    schedules 256 unless --max-num-seqs says more, and FastDeploy decodes 8 (trial)."""
+    answer = capacity_answer(question)
+    assert answer is not None and answer.computed
+    notes = " ".join(n["zh"] + n["en"] for n in answer.notes)
+    if ceiling is None:
+        assert "max-num-seqs requests at once" not in notes and "defaults to 8" not in notes
+    else:
+        assert ceiling in notes and ("queue" in notes or "排队" in notes)
+
+
 def test_the_llm_gets_the_same_result_or_is_told_not_to_guess():
     computed = capacity_answer("num_blocks_global 9000, block_size 128, 32000 tokens per request, how many concurrent?")
     assert "9000 × 128 = 1,152,000" in computed.context() and "36" in computed.context()
@@ -612,6 +631,9 @@ def test_review_cases_of_the_inverse_and_of_flags_in_sentences():
     ("A100 80GB, weights 15 GiB, kv bytes per token 131072, how many tokens of KV cache?", 80.0),  # 81,920 MiB: binary already
     ("A10 22GB, weights 15 GiB, kv bytes per token 131072, how many tokens of KV cache?", 22.0),  # the asker's own figure
     ("A10 or L4 24GB, weights 15 GiB, kv bytes per token 131072, how many tokens of KV cache?", 24.0),  # several cards: as written
+    ("A40 48GB, weights 15 GiB, kv bytes per token 131072, how many tokens of KV cache?", 44.988),  # 46,068 MiB
+    # "RTX A6000 48GB" asked for the GPU memory, and "48gb" was a number nobody could place (trial)
+    ("RTX A6000 48GB, weights 15 GiB, kv bytes per token 131072, how many tokens of KV cache?", 48.0),
 ])
 def test_a_card_sold_by_a_round_figure_is_computed_with_the_memory_it_reports(question, gib):
     """"A10 24GB" was read as 24 GiB; the card reports 23,028 MiB, and the KV cache is what is
@@ -619,7 +641,14 @@ def test_a_card_sold_by_a_round_figure_is_computed_with_the_memory_it_reports(qu
     call = capacity_call(question)
     assert call is not None and call.arguments["gpu_memory_gib"] == gib, call.arguments
     notes = " ".join(n["en"] for n in capacity_answer(question).notes)
-    assert ("nvidia-smi reports" in notes) == (gib not in (80.0, 22.0, 24.0)), notes
+    assert ("nvidia-smi reports" in notes) == (gib not in (80.0, 22.0, 24.0, 48.0)), notes
+
+
+def test_an_a6000_named_alone_says_its_memory():
+    """"Qwen2.5-7B on one A6000, max-model-len 8192" asked for the GPU memory: the card comes
+    in one size, 49,140 MiB as nvidia-smi reports it."""
+    call = capacity_call("Qwen2.5-7B-Instruct on one A6000, max-model-len 8192, how many concurrent?")
+    assert call is not None and abs(call.arguments["gpu_memory_gib"] - 47.988) < 0.001, call.arguments
 
 
 def test_a_sizing_question_naming_the_gpu_says_the_weights_count_is_only_the_floor():

@@ -512,6 +512,14 @@ MESSAGES = {
         "zh": 'FastDeploy 的消息按固定大小发送（FAQ 公式里的 512 个槽位、每个 20 个 logprobs 是编译时定好的），与请求里的 {setting} 无关：问题里的 {given} 不会让消息变小，仍按 {size} 计算',
         "en": "FastDeploy sends the message at a fixed size (the FAQ formula's 512 slots of 20 logprobs each are set when it is built), whatever a request's {setting}: the question's {given} does not make it smaller, so {size} is used",
     },
+    'ceiling.vllm': {
+        "zh": '这是 KV Cache 装得下的数量；vLLM 同时调度的请求数还受 --max-num-seqs 限制：默认 256（较新的 V1 版本在 70 GiB 以上、非 A100 的卡上是 1024），超出的请求排队。要用满这些 KV Cache，请调高 --max-num-seqs',
+        "en": 'that is what the KV cache holds; vLLM also schedules at most --max-num-seqs requests at once: 256 by default (1024 in recent V1 releases on GPUs of 70 GiB or more that are not A100s), and the rest queue. To use this KV cache, raise --max-num-seqs',
+    },
+    'ceiling.fastdeploy': {
+        "zh": '这是 KV Cache 装得下的数量；FastDeploy 解码阶段的并发上限 max_num_seqs 默认只有 8，没有设置时最多 8 个请求同时解码，其余排队（FAQ 建议配置为 128）',
+        "en": "that is what the KV cache holds; FastDeploy's decode ceiling max_num_seqs defaults to 8, so unless it is set, at most 8 requests decode at once and the rest queue (the FAQ suggests 128)",
+    },
     'faq_example': {
         "zh": '问题里没有给出，按 FastDeploy FAQ 的示例值计算：{values}',
         "en": "{values} are the FastDeploy FAQ's example values, used because the question does not give them",
