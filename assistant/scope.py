@@ -100,7 +100,7 @@ HARDWARE: dict[str, tuple[str, ...]] = {
     "tpu": ("tpu", "torch_xla", "pjrt", "libtpu"),
     "ascend": ("ascend", "昇腾", "npu", "910b*", "910c*", "cann", "torch_npu", "hccl", "atlas 800", "vllm-ascend"),
     "kunlun": ("kunlun", "昆仑", "kunlunxin", "p800", "xpu"),
-    "intel": ("gaudi", "habana", "hpu", "ipex", "intel gpu", "arc a770", "intel xpu", "intel arc"),
+    "intel": ("gaudi*", "habana*", "hpu", "ipex", "intel gpu", "arc a770", "intel xpu", "intel arc"),
     "hygon": ("dcu", "海光", "hygon"),
     "metax": ("metax", "沐曦"),
     "iluvatar": ("iluvatar", "天数"),

@@ -24,6 +24,9 @@ def test_other_accelerators_engines_and_near_domain_subjects_are_named():
     by name alone."""
     assert detect("摩尔线程 MTT S4000 能跑 vllm 吗").hardware == {"moore threads"}
     assert detect("寒武纪 MLU370 上部署报错").hardware == {"cambricon"}
+    # "Gaudi2" alone got a CUDA article, where "Intel Gaudi2 (HPU)" was told the KB is for NVIDIA (trial)
+    assert detect("Gaudi2 box, vllm-fork: startup warmup takes 20+ minutes").hardware == {"intel"}
+    assert detect("Gaudi3 上跑 vllm").hardware == {"intel"}
     assert detect("Is pipeline parallelism supported in DeepSpeed-MII?").products == {"deepspeed-mii"}
     assert detect("TGI returns 422 for long prompts").products == {"tgi"}
     assert detect("ovms 启动报错").products == {"openvino model server"}
