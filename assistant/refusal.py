@@ -347,6 +347,8 @@ def tentative(result) -> bool:
         return False
     if getattr(result, "asked_unknown", None):
         return True  # asks about a name the KB never writes: what it quotes may not cover it
+    if getattr(result, "unworded_error", False):
+        return True  # the pasted error is worded as the KB never words one: the article may be another error's
     lean = getattr(result, "exemplar_lean", None)
     if lean is not None and lean >= EXEMPLAR_HEDGE:
         return True  # nearer the out-of-scope questions than the answered ones, though not by enough to refuse

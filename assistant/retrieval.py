@@ -181,6 +181,7 @@ class Retrieval:
     symptom_covered: bool = False  # the KB would answer but for an unknown subject, product or platform
     flags: dict[str, str] = field(default_factory=dict)  # --flag values pasted in the question
     unknown_error: bool = False  # the question is a bare error message the KB never words (scope.bare_unknown_error)
+    unworded_error: bool = False  # the error lines pasted with it are worded as the KB never words them (scope.unworded_error)
     query_vector: object = None  # the question's embedding (refusal.py compares it with labelled questions)
     embedder: str = ""  # the name of the embedder that made it
     exemplar_lean: float | None = None  # refusal.exemplar_lean: nearer out-of-scope questions (>0) or answered ones
@@ -810,7 +811,7 @@ def search(
     dense_weight, bm25_weight, signature_boost = params.dense_weight, params.bm25_weight, params.signature_boost
     coverage_weight, mismatch_penalty, limit = params.coverage_weight, params.mismatch_penalty, params.limit
     from .scope import (asked_unknown_parameters, bare_unknown_error, detect, foreign_products, hardware_mismatch, on_platform,
-                        product_mismatch, unknown_parameters, unseen_entities, version_mismatch)
+                        product_mismatch, unknown_parameters, unseen_entities, unworded_error, version_mismatch)
 
     timings: dict[str, float] = {}
     lang = detect_lang(question)
@@ -933,6 +934,7 @@ def search(
     fields = unknown_parameters(question, index, fields=True)
     result.asked_unknown = asked_unknown_parameters(question, [*result.unknown_params, *fields])
     result.unknown_error = not sigs and bare_unknown_error(question, index)
+    result.unworded_error = not sigs and unworded_error(question, index)
     if "--" in question or "=" in question:
         from .cleaning import split_question
 

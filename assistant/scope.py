@@ -718,6 +718,29 @@ def bare_unknown_error(question: str, index) -> bool:
     return sum(pair in text for pair in pairs) / len(pairs) < UNKNOWN_ERROR_COVERAGE
 
 
+_ERROR_START = re.compile(rf"(?<![\w.])(?:{EXCEPTION_NAME}|ERROR|CRITICAL|FATAL)\b[:\s]")
+
+
+def unworded_error(question: str, index) -> bool:
+    """Whether the error lines pasted with a question are worded the way the KB never words
+    them (under UNKNOWN_ERROR_COVERAGE of their word pairs anywhere in the KB), whatever is
+    said around them. Not a refusal: a question about an error the KB explains in other
+    words is still answered (a third of such answers were right on the dev data). It marks
+    the answer as a close call: "ImportError: libcudart.so.12: cannot open shared object
+    file" was answered, as sure, with the multi-GPU NCCL article (trial)."""
+    from .cleaning import split_question
+
+    shares = []
+    for line in split_question(question[:20_000]).errors[:10]:
+        start = _ERROR_START.search(line)
+        words = _WORD.findall(_EXCEPTION_TYPE.sub(" ", line[start.start():] if start else line).lower())
+        pairs = [f" {a} {b} " for a, b in zip(words, words[1:])]
+        if len(pairs) >= 3:
+            text = kb_words(index)
+            shares.append(sum(pair in text for pair in pairs) / len(pairs))
+    return bool(shares) and max(shares) < UNKNOWN_ERROR_COVERAGE
+
+
 def kb_words(index) -> str:
     """The KB's text as its words only, space-separated, built once per loaded index."""
     return derived(index, "_scope_words", lambda: " " + " ".join(_WORD.findall(kb_text(index)[1])) + " ")

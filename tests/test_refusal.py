@@ -393,6 +393,18 @@ def test_a_bare_error_the_kb_never_words_is_refused(bundled_settings, bundled_kb
         assert answer.citations[0].id == first
 
 
+@pytest.mark.parametrize("question, tentative", [
+    ("vllm serve fails: ImportError: libcudart.so.12: cannot open shared object file: No such file or directory "
+     "(host has CUDA 11.8 driver 520)", True),  # the NCCL article answered it as sure (trial)
+    ("vllm 启动报错 torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", False),  # the KB's own words
+])
+def test_an_answer_to_an_error_the_kb_never_words_is_a_close_call(bundled_settings, bundled_kb, question, tentative):
+    """An error pasted inside a sentence, worded as no article words one, is still answered
+    (the KB may explain it in other words) but not as sure."""
+    answer = answer_question(question, bundled_settings, kb=bundled_kb, use_llm=False)
+    assert answer.grounded and (answer.coverage == "tentative") is tentative
+
+
 def test_a_close_call_is_answered_but_says_it_is_not_sure(bundled_settings, bundled_kb):
     """A question sharing only words with an article (a slow-tokenizer warning against the
     chunked-prefill article) scores over the cut but under SURE: the answer is given, marked
