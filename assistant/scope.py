@@ -151,8 +151,22 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     "vision/OCR model serving": ("paddleocr", "ocr", "uie", "yolo", "ppyoloe", "simple-serving", "detection model", "目标检测"),
     "multimodal inputs": ("multimodal", "multi-modal", "vision", "image_url", "video", "audio", "pixel_values",
                           "limit_mm_per_prompt", "limit-mm-per-prompt", "image(s)", "images per", "multiple images", "多模态", "图片", "图像",
-                          "视觉", "多张图", "一张图", "两张图", "几张图", "三张图"),  # "超过一张图就报错": images counted per request
+                          "视觉", "多张图", "一张图", "两张图", "几张图", "三张图",
+                          # the vision tower's frames in a pasted traceback ("inside visual.forward -> patch_embed")
+                          "patch_embed", "visual.forward", "vision_tower", "visual encoder", "视觉塔", "视觉编码器"),  # "超过一张图就报错": images counted per request
     "IPv6 networking": ("ipv6",),
+    # A pod the scheduler cannot place never started: no serving setting explains it. Only the
+    # pod's words ("vLLM request 一直 pending" is a hung request, not an unscheduled pod).
+    "GPU scheduling on Kubernetes": ("insufficient nvidia.com/gpu", "nodes are available", "failedscheduling",
+                                     "untolerated taint", "pod pending", "pod is pending", "pods pending", "pod stuck pending",
+                                     "pod stuck in pending", "pods stuck in pending", "pod 一直 pending", "pod一直pending",
+                                     "pod 一直处于 pending", "pod 一直是 pending", "pod 卡在 pending"),
+    # The CUDA runtime's own libraries and the driver under them: an install or image mismatch,
+    # which no serving article answers ("ImportError: libcudart.so.12: cannot open shared
+    # object file" got the multi-GPU NCCL article, as sure; trial).
+    "CUDA libraries and driver versions": ("libcudart*", "libcublas*", "libcudnn*", "libnvrtc*", "libnvjitlink*", "libcusparse*",
+                                           "libcufft*", "driver version is insufficient", "driver/library version mismatch",
+                                           "cudaerrorinsufficientdriver", "cuda_error_system_driver_mismatch"),
     "embedding and rerank models": ("embedding model", "embedding 模型", "embedding模型", "embeddings endpoint", "embedding endpoint",
                                     "embeddings api", "embedding api", "/v1/embeddings", "pooling", "rerank", "reranker",
                                     "task embed", "--task embed", "向量模型", "嵌入模型", "重排"),
@@ -282,6 +296,12 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
                                    "#升级方法", "#版本升级", "#升级步骤", "#升级流程", "#升级指南", "#升级 vllm",
                                    "pip install -u", "pip install --upgrade", "pip install vllm=="),
     "proxies and gateways": ("gateway", "proxy", "nginx", "load balancer", "网关", "代理"),
+    # Docs with a scheduling section, or on the device plugin that advertises nvidia.com/gpu,
+    # cover an unscheduled pod (HAMi's, KAITO's, the GPU Operator's).
+    "GPU scheduling on Kubernetes": ("#schedul*", "#调度*", "nvidia.com/gpu", "device plugin", "device-plugin"),
+    # Docs on installing CUDA libraries (cuDNN, cuBLAS, the toolkit, LD_LIBRARY_PATH) cover them.
+    "CUDA libraries and driver versions": ("cudnn", "cublas", "cuda toolkit", "ld_library_path", "#cuda 版本", "#driver*",
+                                           "#cuda version*", "libcudart*"),
     # Docs with an "Embeddings" section cover the "embeddings endpoint" asked about; the word
     # in running text does not ("cached image embeddings", "the embedding layer"). A leading
     # "#" marks a core word that counts only in a title or heading.

@@ -215,6 +215,30 @@ def test_an_uncovered_subject_gets_a_partial_answer_not_the_fix(bundled_settings
     assert answer.confidence is not None and answer.confidence < refusal.load_model().threshold
 
 
+@pytest.mark.parametrize("question, subject", [
+    ("k8s: vllm pod stuck Pending: 0/8 nodes are available: 8 Insufficient nvidia.com/gpu. nodes do have GPUs",
+     "GPU scheduling on Kubernetes"),
+    ("k8s 上 vllm 的 pod 一直 Pending，事件里 0/8 nodes are available: 8 Insufficient nvidia.com/gpu，节点明明有卡",
+     "GPU scheduling on Kubernetes"),
+    ("vllm serve fails: ImportError: libcudart.so.12: cannot open shared object file: No such file or directory",
+     "CUDA libraries and driver versions"),
+    ("Qwen2.5-VL-72B TP=4: torch.OutOfMemoryError only when users upload 4K screenshots; text-only requests are fine. "
+     "traceback is inside visual.forward -> patch_embed", "multimodal inputs"),
+])
+def test_a_covered_symptom_with_an_uncovered_cause_is_not_answered_as_sure(bundled_settings, bundled_kb, question, subject):
+    """Lookalikes a newcomer found answered as sure: an unscheduled pod got the multi-node NCCL
+    article, a missing CUDA library the multi-GPU NCCL one, a vision-encoder OOM the KV-cache
+    levers. Each names a subject the bundled KB never covers; a request "一直 pending" is still
+    a hung request."""
+    answer = answer_question(question, bundled_settings, kb=bundled_kb, use_llm=False)
+    from assistant.retrieval import RetrievalParams, search
+
+    assert not answer.grounded
+    assert subject in search(bundled_kb.index, bundled_kb.embedder, question, RetrievalParams.from_settings(bundled_settings)).unseen
+    hung = answer_question("vLLM request 一直 pending 不返回", bundled_settings, kb=bundled_kb, use_llm=False)
+    assert hung.grounded and hung.citations[0].id == "vllm-requests-hang"
+
+
 @pytest.mark.parametrize("question", ["How to enable speculative decoding in vLLM?", "vLLM 怎么开启投机解码？"])
 def test_a_passing_remark_on_an_uncovered_subject_does_not_answer_a_short_question_on_it(bundled_settings, bundled_kb, question):
     """The logprobs article says speculative decoding once, in passing: a short how-to on it
