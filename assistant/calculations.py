@@ -958,6 +958,10 @@ _FIGURE = re.compile(r"how (?:much|big|large)|多少|多大|(?<!好)几个(?:请
 # more than 100"): a stated load with a problem asks for the problem's fix.
 _CONC_FIGURE = re.compile(r"how many|多少|(?<!好)几个(?=[^，。；,;.!！\n]{0,30}(?:[?？]|$))|几路|(?:最大|最多|能|可以)(?:同时|并发)|max(?:imum)? concurrency|what concurrency"
                           r"|concurrency (?:can|will|would|do|does)|(?:will|would|does|do|can|could)\b[^.?!\n]{0,40}\bfit\b|\bfits?\b[^.!\n]{0,40}\?"
+                          # a load and a card, asked whether one takes the other: "need 50 concurrent 8k
+                          # requests, will a single A100 40GB do it?" computed nothing (trial)
+                          r"|(?:will|would|can|could)\b[^.?!\n]{0,40}\b(?:do it|handle (?:it|that|this|them|the load)|cope|keep up"
+                          r"|take (?:it|that|the load)|hold (?:it|that|them)|sustain (?:it|that|this))\b[^.!\n]{0,20}\?"
                           r"|(?<![\"'=])capacity|容量|能跑几|能撑")
 
 
@@ -1183,8 +1187,32 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None,
         if call.error:
             answer.error = call.error
             break
+    _note_asked_load(answer, facts)
     _note_batch_ceiling(answer, facts)
     return answer
+
+
+def _note_asked_load(answer: CapacityAnswer, facts: "_Facts") -> None:
+    """"Need 50 concurrent 8k requests, will a single A100 40GB do it?" was told 21.5 full-length
+    requests fit at once, and the 50 asked about was left to the reader (trial): the load the
+    question states is set against the KV cache computed, first among the notes."""
+    if answer.error or not answer.calls or answer.tool not in ("kv_cache_capacity", "kv_tokens_concurrency"):
+        return
+    counts = facts.x.by_label("sessions")
+    if len(counts) != 1 or counts[0].value is None or counts[0].problem:
+        return
+    call, result = answer.calls[-1], answer.calls[-1].value
+    if answer.tool == "kv_cache_capacity":
+        tokens, kv, fits = call.arguments.get("max_model_len"), result.kv_tokens, result.max_concurrency_at_max_model_len
+    else:
+        tokens, kv, fits = result.tokens_per_request, result.kv_cache_tokens, result.exact
+    if not tokens or fits is None or not getattr(result, "weights_fit", True):
+        return
+    sessions = int(counts[0].value)
+    need = sessions * int(tokens)
+    key = "load.fits" if need <= kv else "load.over"
+    answer.notes.insert(0, _msg(key, sessions=_plain(sessions), tokens=_plain(tokens), need=_plain(need), kv=_plain(kv),
+                                fits=_plain(math.floor(fits))))
 
 
 # The batch ceiling each engine has when nobody sets it (the KB's capacity articles say them).

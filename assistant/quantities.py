@@ -139,7 +139,8 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     (r"max[ _-]?model[ _-]?len(?:gth)?|max[ _-]?seq[ _-]?len|max[ _-]?context(?:[ _-]?len(?:gth)?)?|上下文长度|context[ _-]?length"
      r"|context[ _-]?window|最大长度|max(?:imum)? length|序列长度|full[ -]length|满长度", _roles(("max_model_len", MOD, "pre"))),
     # A context named after its length as often as before it: "128k 上下文", "上下文 32k", "128k context".
-    (r"上下文|(?<=[\dkm] )context\b(?! each| per)", _roles(("max_model_len", MOD, "both"))),
+    # ("32k ctx" too: it was left out of "两张4090 tp2 32k ctx 能跑几个并发", whose concurrency went unsaid; trial)
+    (r"上下文|(?<=[\dkm] )(?:context|ctx)\b(?! each| per)", _roles(("max_model_len", MOD, "both"))),
     # "3k prompt + 1k output tokens": a prompt or input written right after its number, in such a
     # pair, counts that number's tokens (it was read as the whole request, and asked back).
     (r"\s(?<=[\dk]\s)(?:prompts?|inputs?)(?= ?(?:\+|and|plus|&|,|/) ?\d)", _roles(("input_tokens", NOUN, "post"))),
@@ -150,7 +151,11 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
      # a length in k before the thing counted: "how many 32k requests", "50 个 8k 的会话"
      r"|\s(?<=\dk\s)(?:requests?|reqs?|prompts?|sequences?|seqs|sessions?|conversations?|chats?)\b"
      r"(?!\s*(?:(?:per|a|an|each|every|/)\s*(?:day|hour|hr|minute|min|second|sec|s|24h)\b|at once|concurrent|simultaneous|in parallel|daily))"
-     r"|\s(?<=\dk\s)的 ?(?:请求|会话|对话|序列)|的(?<=\dk的) ?(?:请求|会话|对话|序列)",
+     r"|\s(?<=\dk\s)的 ?(?:请求|会话|对话|序列)|的(?<=\dk的) ?(?:请求|会话|对话|序列)"
+     # "50 个 8k 并发", "100 个 4k 请求": each of them is 8k long ("1k 并发" alone is a thousand at once;
+     # 8k and 4k were read as 8,000 and 4,000 sessions, trial)
+     r"|\s?(?:" + "|".join(rf"(?<=个{gap}{digits}k{space})" for gap in ("", " ") for digits in (r"\d", r"\d\d", r"\d\d\d")
+                          for space in ("", r"\s")) + ")(?:的 ?)?(?:并发|请求|会话|对话)",
      _roles(("tokens_per_request", NOUN, "post"))),
     # A rate is no count of concurrent sessions: "10k requests per day", "日活 3000 用户", "2000 sessions a day".
     (r"(?:requests?|reqs?|sessions?|users?|calls?|queries|conversations?|chats?) ?(?:per|a|an|each|every|/) ?(?:day|hour|hr|week|month|24h)\b"
@@ -204,9 +209,12 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     (r"concurrent (?:requests?|sessions?|users?|connections?|streams?|conversations?|chats?)|simultaneous (?:requests?|sessions?|users?|conversations?)"
      r"|parallel (?:requests?|sessions?)|requests? at once|requests? in parallel|并发(?:请求|会话|用户|对话|数|量)?|路并发|(?:个 ?)?会话|(?:个 ?)?对话"
      # "64 个 32k 的会话": the count, with each one's length between it and the noun
-     r"|(?=个 ?\d+(?:\.\d+)? ?k ?(?:tokens? ?)?的 ?(?:会话|请求|对话))个"  # ends in 个: no ASCII word boundary after it (_bounded)
+     # ("50 个 8k 并发" too: 8k was read as 8,000 sessions; trial)
+     r"|(?=个 ?\d+(?:\.\d+)? ?k ?(?:tokens? ?)?(?:的 ?)?(?:会话|请求|对话|并发))个"  # ends in 个: no ASCII word boundary after it (_bounded)
      # "at 128 seqs" is a count of sequences (it was read as 128 blocks from "out of blocks" before it, trial)
-     r"|(?:个 ?)?用户|(?:个 ?)?请求|sessions?|conversations?|users?|requests?|reqs?|seqs?|sequences?|concurrency|streams?|路",
+     r"|(?:个 ?)?用户|(?:个 ?)?请求|sessions?|conversations?|users?|requests?|reqs?|seqs?|sequences?|concurrency|streams?|路"
+     # "50 concurrent 8k requests": the count, with each one's length between it and the noun
+     r"|concurrent(?= \d+(?:\.\d+)? ?k\b ?-?(?:tokens? )?(?:requests?|reqs?|sessions?|users?|prompts?|chats?|conversations?)\b)",
      _roles(("sessions", NOUN, "post"))),
     (r"(?:hidden |transformer |decoder )?layers?|层(?!数)", _roles(("num_layers", NOUN, "post"))),
     (r"kv[ _-]?heads?|key[ _-]?value[ _-]?heads?|kv ?头|个 ?kv ?heads?", _roles(("num_kv_heads", NOUN, "post"))),

@@ -168,6 +168,22 @@ def test_a_concurrency_over_the_default_batch_ceiling_says_the_rest_queue(questi
         assert ceiling in notes and ("queue" in notes or "排队" in notes)
 
 
+@pytest.mark.parametrize("question,expect", [
+    ("need 50 concurrent 8k requests on Llama-3.1-8B-Instruct, will a single A100 40GB do it?",
+     ("400,000 tokens", "172,384", "do not fit", "about 21")),
+    ("Llama-3.1-8B-Instruct 单张 A100 40G 能撑住 50 个 8k 并发吗", ("400,000 个 token", "放不下", "约 21 个")),
+    ("Llama-3.1-8B-Instruct 单张 A100 40G 能撑住 10 个 8k 并发吗", ("80,000 个 token", "放得下")),
+    ("GPU KV cache size: 1,200,000 tokens. 64 sessions of 32k, will they fit?", ("2,048,000 tokens", "do not fit", "about 37")),
+])
+def test_the_load_a_question_states_is_set_against_the_kv_cache(question, expect):
+    """"Will a single A100 40GB do 50 concurrent 8k requests?" computed nothing in English and,
+    in Chinese, read 8k as 8,000 sessions and left the 50 to the reader (trial)."""
+    answer = capacity_answer(question)
+    assert answer is not None and answer.computed, answer and answer.missing
+    notes = " ".join(n["zh"] + " " + n["en"] for n in answer.notes)
+    assert all(e in notes for e in expect), notes
+
+
 def test_the_llm_gets_the_same_result_or_is_told_not_to_guess():
     computed = capacity_answer("num_blocks_global 9000, block_size 128, 32000 tokens per request, how many concurrent?")
     assert "9000 × 128 = 1,152,000" in computed.context() and "36" in computed.context()

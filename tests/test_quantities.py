@@ -66,6 +66,12 @@ def labels(text: str) -> dict[str, Decimal | None]:
     ("GPU KV cache size: 34,952 tokens", {"kv_cache_tokens": 34952}),
     ("Maximum concurrency for 8,192 tokens per request: 4.27x", {"max_concurrency_tokens": 8192, "max_concurrency_x": Decimal("4.27")}),
     ("top_logprobs 5, max_batch 256", {"top_logprobs": 5, "max_batch": 256}),
+    # a count, then each one's length: 8k and 4k were 8,000 and 4,000 sessions (trial)
+    ("单张 A100 40G 能撑住 50 个 8k 并发吗", {"gpu_memory": 40 * 2**30, "sessions": 50, "tokens_per_request": 8000}),
+    ("100个4k请求需要多少block", {"sessions": 100, "tokens_per_request": 4000}),
+    ("能不能扛住 1k 并发", {"sessions": 1000}),  # a thousand at once
+    # "32k ctx" is the context (it was left out, and the concurrency asked for went unsaid)
+    ("两张4090 tp2 32k ctx 能跑几个并发", {"tensor_parallel_size": 2, "max_model_len": 32000}),
 ])
 def test_each_number_is_bound_to_its_label(text, expected):
     assert labels(text) == {k: Decimal(v) for k, v in expected.items()}
