@@ -801,13 +801,38 @@ def kb_text(index) -> tuple[str, str, list[str]]:
 SUBJECT_MENTIONS = 3
 
 
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+_COMMAND = re.compile(r"^\s*(?:\$\s*|#\s+|>\s*)?([a-z][a-z0-9_.-]{1,30})\s+[\w-]")
+
+
+def shown_commands(index) -> frozenset[str]:
+    """The programs a KB shows being run: the first word of each line in its fenced code
+    blocks ("helm install gpu-operator …"), built once per loaded index."""
+    def build() -> frozenset[str]:
+        found: set[str] = set()
+        for chunk in index.chunks:
+            fenced = False
+            for line in chunk.text.splitlines():
+                if _FENCE.match(line):
+                    fenced = not fenced
+                elif fenced and (m := _COMMAND.match(line)):
+                    found.add(m.group(1))
+        return frozenset(found)
+
+    return derived(index, "_shown_commands", build)
+
+
 def covers(index, word: str, min_docs: int = 2) -> bool:
     """A KB covers a subject when a title or heading names it, or two of its documents do;
     one passing remark ("unlike speculative decoding, …") is not coverage, while one
-    mention of an exact parameter name is."""
+    mention of an exact parameter name is, and so is a program the KB shows being run:
+    "helm 怎么装" was told the KB had nothing on helm, above the section whose code block is
+    the `helm install` asked for (trial)."""
     heads, body, per_doc = kb_text(index)
     needle = _dashed(word)
     if _found(heads, (needle,)):
+        return True
+    if word.strip().lower() in shown_commands(index):
         return True
     first = _found(body, (needle,))
     if not first:

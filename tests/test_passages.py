@@ -2155,6 +2155,27 @@ def test_a_chinese_only_page_does_not_cover_what_the_english_asker_names(tmp_pat
         assert answer.grounded and answer.citations[0].source == expect, answer.answer[:300]
 
 
+def test_a_program_the_docs_show_being_run_is_covered(tmp_path):
+    """"装 gpu-operator 时驱动用宿主机自带的，helm 怎么装" was told the KB had nothing on helm,
+    above the section whose code block is the very `helm install` (trial). A word in prose
+    alone is still a passing remark."""
+    docs = {
+        "vendor/gpu-operator.md": "# GPU Operator notes\n\n## Install\n\nWe keep the host driver:\n\n```\n"
+                                  "helm install gpu-operator nvidia/gpu-operator -n gpu-operator --set driver.enabled=false\n```\n",
+        "runbooks/vllm.md": "# vLLM runbook\n\n## Requests hang\n\nScale out the deployment.\n",
+        "runbooks/nccl.md": "# NCCL timeouts\n\n## Fix\n\nSet NCCL_SOCKET_IFNAME=bond0.\n",
+    }
+    from assistant.scope import covers
+
+    settings, kb = docs_kb(tmp_path, docs)
+    assert covers(kb.index, "helm") and not covers(kb.index, "kustomize")
+    answer = answer_question("装 gpu-operator 时驱动用宿主机自带的，helm 怎么装", settings, kb=kb)
+    assert answer.grounded and "helm install gpu-operator" in answer.answer
+    (tmp_path / "prose").mkdir()
+    _, prose = docs_kb(tmp_path / "prose", {**docs, "vendor/gpu-operator.md": "# GPU Operator notes\n\nSome teams use helm.\n"})
+    assert not covers(prose.index, "helm")
+
+
 def test_a_follow_up_that_tried_a_passages_command_is_told_so(tmp_path):
     """A chat follow-up "tried flush_cache, got 400, what next?" under the thread's first
     question got the first answer again, word for word (trial). A team page says what was

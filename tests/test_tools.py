@@ -1132,6 +1132,23 @@ def test_a_pipe_is_read_until_it_ends_falls_silent_or_passes_its_limit():
     assert ended.stopped == "" and ended.data == b"a whole log\n"
 
 
+def test_a_glog_style_error_line_is_an_error(bundled_settings):
+    """torch's c10d logs "[rank9]:[E708 15:22:31.118 ProcessGroupNCCL.cpp:616] … Watchdog caught
+    collective operation timeout" with glog's level letter, not a word: the log read as having
+    "no ERROR-level exception", above a team postmortem quoting the line (trial)."""
+    from assistant.tools.logs import diagnose_text
+
+    log = ("NCCL INFO NET/Socket : Using [0]docker0:172.17.0.1<0>\n"
+           "[rank9]:[E708 15:22:31.118 ProcessGroupNCCL.cpp:616] [Rank 9] Watchdog caught collective operation timeout: "
+           "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600031 milliseconds "
+           "before timing out.\n"
+           "I0708 15:22:31.200000 123 other.cc:10] all fine here\n")
+    findings = diagnose_text(log, bundled_settings).findings
+    assert any("Watchdog caught collective operation timeout" in f.signature and f.first_line == 2 and f.severity == "critical"
+               for f in findings), findings
+    assert not any("all fine" in f.signature for f in findings)
+
+
 def test_a_traceback_logged_line_by_line_ends_in_its_cause(bundled_settings):
     """vLLM logs a start-up traceback at ERROR, line by line, under "EngineCore failed to
     start": its last line ("safetensors_rust.SafetensorError: … MetadataIncompleteBuffer") was

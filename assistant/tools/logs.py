@@ -125,7 +125,7 @@ LEVEL_PREFIX = 100  # characters of a line that can hold its level
 # The server going down, whatever the log level says.
 _DEATH = re.compile(r"EngineDeadError|engine is already dead|is already dead, terminating|terminating server process"
                     r"|EngineCore (?:encountered|failed)|Engine process failed|worker.{0,40}(?:died|exited unexpectedly)"
-                    r"|Segmentation fault|core dumped|\bKilled\b|Fatal Python error"
+                    r"|Segmentation fault|core dumped|\bKilled\b|Fatal Python error|terminate called after throwing"
                     # start-up failing: FastDeploy's engine and vLLM V1's, with the cause in another log or above
                     r"|Failed to launch worker|Engine core initialization failed|failed to start (?:the )?(?:engine|server)", re.I)
 # The exception a traceback ends in: "RuntimeError: CUDA error: an illegal memory access…".
@@ -152,9 +152,21 @@ _CLIENT_SIDE = re.compile(r"\s*(?:asyncio\.(?:exceptions\.)?)?CancelledError|\s*
 MAX_LINE = 2000  # characters of a line the patterns read (a 2 MB line of junk is not a log line)
 
 
+# glog's level letter before the date, as C++ code and torch's c10d log it ("E0708 15:22:31.118
+# 12 file.cc:616]", "[rank9]:[E708 15:22:31.118 ProcessGroupNCCL.cpp:616] … Watchdog caught
+# collective operation timeout"): the watchdog's timeout read as no error at all, and `ask --log`
+# found nothing in a log a team's postmortem quotes line for line (trial).
+_GLOG = re.compile(r"(?:^|[\s\]:\[])([EFWI])\d{3,4} \d{1,2}:\d{2}:\d{2}")
+_GLOG_LEVELS = {"E": "ERROR", "F": "FATAL", "W": "WARNING", "I": "INFO"}
+
+
 def _level(line: str) -> str:
-    m = _LEVEL.search(_ANSI.sub("", line[:LEVEL_PREFIX + 40])[:LEVEL_PREFIX])
-    return m.group(1).upper() if m else ""
+    head = _ANSI.sub("", line[:LEVEL_PREFIX + 40])[:LEVEL_PREFIX]
+    m = _LEVEL.search(head)
+    if m:
+        return m.group(1).upper()
+    g = _GLOG.search(head)
+    return _GLOG_LEVELS[g.group(1)] if g else ""
 
 
 def is_crash_line(line: str) -> bool:
@@ -472,8 +484,8 @@ def _unmatched(line: str, n: int, found: dict[str, LogFinding], fatal: bool) -> 
     request when MAX_UNMATCHED are listed."""
     m = _EXCEPTION.search(line)
     death = _DEATH.search(line)
-    if m is None and death is None:
-        return
+    if m is None and death is None and not fatal:
+        return  # (a fatal line with neither: torch's "[E708 …] Watchdog caught collective operation timeout")
     message = _message(line)
     text = ((f"{m.group(1)}: {m.group(2).strip()}" if m.group(2) else m.group(1)) if m and not death else message)[:160]
     key = "|" + re.sub(r"\d+", "#", text)
