@@ -383,6 +383,35 @@ def demote_ruled_out(question: str, matches: list[ArticleMatch], metas: dict) ->
             match.score *= RULED_OUT_FACTOR
 
 
+# An alert's or an env var's name: three capitalised parts (KVCacheUsageHigh, GPUMemoryHigh) or
+# UPPER_SNAKE of three words (FD_DISABLED_RECOVER). Not flags or snake_case settings, which a
+# parameter table heads as often as the runbook section that explains them (one file@1 lost
+# net on the dev trees with them).
+_HEADING_NAME = re.compile(r"(?<![\w-])(?:[A-Za-z][A-Za-z0-9]{7,}|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){2,})(?![\w-])")
+
+
+def _alert_like(name: str) -> bool:
+    if "_" in name:
+        return True
+    return sum(ch.isupper() for ch in name) >= 3 and any(ch.islower() for ch in name) and bool(re.search(r"[a-z][A-Z]", name))
+HEADING_NAME_BONUS = 0.08
+MIN_NAME = 6
+
+
+def favour_named_headings(query: str, matches: list[ArticleMatch]) -> None:
+    """A passage headed by the name the question asks about (an alert, an env var, a flag)
+    before one that mentions it: "KVCacheUsageHigh 告警了怎么处理" led with the P99 latency
+    section of an on-call handbook, whose last bullet names KVCacheUsageHigh, above the
+    section titled by it (trial). Passages only; curated articles are whole."""
+    names = {m.group(0).lower() for m in _HEADING_NAME.finditer(query[:8000]) if len(m.group(0)) >= MIN_NAME and _alert_like(m.group(0))}
+    if not names:
+        return
+    for match in matches:
+        heading = match.passage.split(" > ", 1)[-1].lower()  # the section's own heading, or a page's title
+        if match.passage and any(name in heading for name in names):
+            match.score += HEADING_NAME_BONUS
+
+
 def _pages_only_in(index: KBIndex, lang: str) -> np.ndarray:
     """Which pages (page_vectors' rows) are written only in `lang`, cached per index."""
     def build() -> np.ndarray:
@@ -918,6 +947,7 @@ def search(
             match.relevance = match.dense + boost
 
     demote_ruled_out(question, list(by_article.values()), metas)
+    favour_named_headings(query, list(by_article.values()))
     apply_page_prior(index, qvec[0], list(by_article.values()), mode, question, lang)
     articles = team_passage_first(sorted(by_article.values(), key=lambda a: -a.score)[:limit])
     timings["search"] = (time.perf_counter() - t1) * 1000

@@ -2155,6 +2155,29 @@ def test_a_chinese_only_page_does_not_cover_what_the_english_asker_names(tmp_pat
         assert answer.grounded and answer.citations[0].source == expect, answer.answer[:300]
 
 
+def test_the_section_headed_by_the_alert_asked_about_is_favoured():
+    """"KVCacheUsageHigh 告警了怎么处理" led with an on-call handbook's P99 latency section, whose
+    last bullet names KVCacheUsageHigh, above the section titled by it (trial). An alert's or an
+    env var's name in a section's own heading lifts it; a word like DeepSeek or a flag does not."""
+    from assistant.retrieval import HEADING_NAME_BONUS, ArticleMatch, favour_named_headings
+
+    def matches():
+        return [ArticleMatch("handbook", 0.80, 0.0, passage="推理服务告警处理手册 > 4. P99LatencyHigh（P99 TTFT"),
+                ArticleMatch("handbook", 0.78, 0.0, passage="推理服务告警处理手册 > 1. KVCacheUsageHigh（KV cache 使用率"),
+                ArticleMatch("KVCacheUsageHigh-runbook", 0.5, 0.0),  # a curated article is whole: no bonus
+                ArticleMatch("env", 0.5, 0.0, passage="参数表 > FD_DISABLED_RECOVER")]
+
+    named = matches()
+    favour_named_headings("KVCacheUsageHigh 告警了怎么处理", named)
+    assert [round(m.score, 3) for m in named] == [0.80, round(0.78 + HEADING_NAME_BONUS, 3), 0.5, 0.5]
+    env = matches()
+    favour_named_headings("FD_DISABLED_RECOVER 是干什么的", env)
+    assert env[3].score == pytest.approx(0.5 + HEADING_NAME_BONUS)
+    plain = matches()
+    favour_named_headings("DeepSeek 上 --max-num-seqs 设多少", plain)
+    assert [m.score for m in plain] == [m.score for m in matches()]
+
+
 def test_a_program_the_docs_show_being_run_is_covered(tmp_path):
     """"装 gpu-operator 时驱动用宿主机自带的，helm 怎么装" was told the KB had nothing on helm,
     above the section whose code block is the very `helm install` (trial). A word in prose
