@@ -664,6 +664,11 @@ def _dtype(plan: _Plan) -> None:
 
 
 def _plan_kv_bytes(f: _Facts) -> _Plan:
+    if not any(f.asked(key) for key in ("num_layers", "num_kv_heads", "head_dim", "kv_lora_rank", "qk_rope_head_dim",
+                                        "hidden_size", "num_attention_heads")) and (model := named_model(f.x.text)) is not None:
+        # "Qwen2.5-72B 每个 token 的 KV cache 多大" asked for the layers, KV heads and head_dim the
+        # built-in table has, above a team page that gives 320 KiB (trial)
+        return _plan_model_shape(f, model)
     plan = _Plan("kv_bytes_per_token", f)
     plan.need("num_layers", "num_layers", f.get("num_layers"))
     if f.asked("kv_lora_rank") or f.asked("qk_rope_head_dim"):  # MLA (DeepSeek): one latent per token, no KV heads

@@ -184,6 +184,19 @@ def test_the_load_a_question_states_is_set_against_the_kv_cache(question, expect
     assert all(e in notes for e in expect), notes
 
 
+@pytest.mark.parametrize("question,bytes_", [
+    ("Qwen2.5-72B 每个 token 的 KV cache 多大", 327_680),
+    ("Qwen2.5-72B KV cache bytes per token with --kv-cache-dtype fp8?", 163_840),
+    ("Qwen2.5-7B kv bytes per token at tp 2", 57_344),
+])
+def test_a_named_model_gives_its_kv_bytes_per_token_from_the_table(question, bytes_):
+    """"Qwen2.5-72B 每个 token 的 KV cache 多大" asked for the layers, KV heads and head_dim the
+    built-in table holds, above a team page that said 320 KiB (trial)."""
+    answer = capacity_answer(question)
+    assert answer is not None and answer.computed, answer and answer.missing
+    assert answer.call.result["bytes_per_token"] == bytes_
+
+
 def test_the_llm_gets_the_same_result_or_is_told_not_to_guess():
     computed = capacity_answer("num_blocks_global 9000, block_size 128, 32000 tokens per request, how many concurrent?")
     assert "9000 × 128 = 1,152,000" in computed.context() and "36" in computed.context()
