@@ -553,6 +553,8 @@ def _bind(numbers: list[Quantity], labels: list[_Label], text: str) -> list[Quan
             continue  # a name and a noun both decide what a number is; the nearest one does
         if numbers[ni].unit == "params":
             continue  # a model's size ("Qwen2.5-72B") takes no label: "72b 上下文 32k" left 32k without its 上下文
+        if role.kind == "gpus" and numbers[ni].scale in ("k", "m", "w", "万"):
+            continue  # no count of GPUs is written "128k": "要几张H20 才能跑 128k 上下文" sized 128,000 H20s (trial)
         if category == MOD and role.kind in _BYTES_MODS and numbers[ni].unit != "bytes":
             continue  # "需要多少显存 128k 上下文": a memory word says nothing of a count beside it
         slots[ni][category] = role.kind if role.category != IGNORE else "ignore"

@@ -72,6 +72,8 @@ def labels(text: str) -> dict[str, Decimal | None]:
     ("能不能扛住 1k 并发", {"sessions": 1000}),  # a thousand at once
     # "32k ctx" is the context (it was left out, and the concurrency asked for went unsaid)
     ("两张4090 tp2 32k ctx 能跑几个并发", {"tensor_parallel_size": 2, "max_model_len": 32000}),
+    # no count of GPUs is written "128k": it was 128,000 H20s, and the sizing counted the weights only
+    ("Qwen2.5-72B-Instruct 要几张H20 才能跑 128k 上下文", {"max_model_len": 128000}),
 ])
 def test_each_number_is_bound_to_its_label(text, expected):
     assert labels(text) == {k: Decimal(v) for k, v in expected.items()}
