@@ -124,7 +124,8 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
      r"|(?:cpu|kv[ _-]?cache|cache|bandwidth|compute|sm|average|avg|mean|shows?|showing) ?(?:gpu ?)?util(?:i[sz]ation)?",
      _roles(("ignore", IGNORE, "pre"))),
     # Shortened names of the flag: "gpu util 0.92", a bare "利用率 0.9" (only a fraction right after).
-    (r"(?<![a-z] )gpu[ _-]?util(?:i[sz]ation)?|(?<![\w\u4e00-\u9fff])(?<![a-z] )利用率|显存使用率",
+    # ("util 0.95 instead of 0.92": the bare word, with a fraction right after, trial)
+    (r"(?<![a-z] )gpu[ _-]?util(?:i[sz]ation)?|(?<![a-z] )(?<![\w-])util(?![\w-])|(?<![\w\u4e00-\u9fff])(?<![a-z] )利用率|显存使用率",
      _roles(("utilization_loose", NAME, "pre"))),
     (r"top[ _-]?logprobs|num[ _-]?logprobs|logprobs", _roles(("top_logprobs", NAME, "pre"))),
     (r"max[ _-]?batch(?:[ _-]?size)?|max[ _-]?bsz|batch[ _-]?slots?", _roles(("max_batch", NAME, "pre"))),

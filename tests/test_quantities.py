@@ -72,6 +72,9 @@ def labels(text: str) -> dict[str, Decimal | None]:
     ("能不能扛住 1k 并发", {"sessions": 1000}),  # a thousand at once
     # "32k ctx" is the context (it was left out, and the concurrency asked for went unsaid)
     ("两张4090 tp2 32k ctx 能跑几个并发", {"tensor_parallel_size": 2, "max_model_len": 32000}),
+    # the flag's bare short name, a fraction right after ("util 0.95 instead of 0.92", trial); not a CPU's
+    ("one L40S, util 0.95, weights 15 GiB", {"gpu_memory_utilization": Decimal("0.95"), "weights": 15 * 2**30}),
+    ("cpu util 0.9, weights 15 GiB", {"weights": 15 * 2**30}),
     # no count of GPUs is written "128k": it was 128,000 H20s, and the sizing counted the weights only
     ("Qwen2.5-72B-Instruct 要几张H20 才能跑 128k 上下文", {"max_model_len": 128000}),
 ])
