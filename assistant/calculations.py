@@ -967,6 +967,8 @@ _CONC_FIGURE = re.compile(r"how many|多少|(?<!好)几个(?=[^，。；,;.!！\
                           # requests, will a single A100 40GB do it?" computed nothing (trial)
                           r"|(?:will|would|can|could)\b[^.?!\n]{0,40}\b(?:do it|handle (?:it|that|this|them|the load)|cope|keep up"
                           r"|take (?:it|that|the load)|hold (?:it|that|them)|sustain (?:it|that|this))\b[^.!\n]{0,20}\?"
+                          # "… util 0.95 instead of 0.92: KV tokens and concurrency at 32k?" (trial)
+                          r"|\bkv (?:cache )?tokens and concurrency\b[^.!\n]{0,40}\?|\bconcurrency (?:at|for|with) \d[^.!\n]{0,30}\?"
                           r"|(?<![\"'=])capacity|容量|能跑几|能撑")
 
 

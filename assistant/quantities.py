@@ -140,6 +140,9 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     (r"max[ _-]?model[ _-]?len(?:gth)?|max[ _-]?seq[ _-]?len|max[ _-]?context(?:[ _-]?len(?:gth)?)?|上下文长度|context[ _-]?length"
      r"|context[ _-]?window|最大长度|max(?:imum)? length|序列长度|full[ -]length|满长度", _roles(("max_model_len", MOD, "pre"))),
     # A context named after its length as often as before it: "128k 上下文", "上下文 32k", "128k context".
+    # "concurrency at 32k": the length the concurrency is asked at, not 32,000 sessions (trial)
+    (r"(?<=concurrency )at(?= \d+(?:\.\d+)? ?k\b)|(?<=concurrent )at(?= \d+(?:\.\d+)? ?k\b)",
+     _roles(("max_model_len", NAME, "pre"))),
     # ("32k ctx" too: it was left out of "两张4090 tp2 32k ctx 能跑几个并发", whose concurrency went unsaid; trial)
     (r"上下文|(?<=[\dkm] )(?:context|ctx)\b(?! each| per)", _roles(("max_model_len", MOD, "both"))),
     # "3k prompt + 1k output tokens": a prompt or input written right after its number, in such a

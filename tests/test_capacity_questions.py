@@ -184,6 +184,15 @@ def test_the_load_a_question_states_is_set_against_the_kv_cache(question, expect
     assert all(e in notes for e in expect), notes
 
 
+def test_a_what_if_on_the_memory_share_is_computed():
+    """"Qwen2.5-14B-Instruct on one L40S, util 0.95 instead of 0.92: KV tokens and concurrency at
+    32k?" computed nothing: neither "util" nor the question were read (trial)."""
+    answer = capacity_answer("Qwen2.5-14B-Instruct on one L40S, util 0.95 instead of 0.92: KV tokens and concurrency at 32k?")
+    assert answer is not None and answer.computed
+    assert answer.call.arguments["gpu_memory_utilization"] == 0.95 and answer.call.result["kv_tokens"] == 83_872
+    assert answer.call.arguments["max_model_len"] == 32_000
+
+
 @pytest.mark.parametrize("question,bytes_", [
     ("Qwen2.5-72B 每个 token 的 KV cache 多大", 327_680),
     ("Qwen2.5-72B KV cache bytes per token with --kv-cache-dtype fp8?", 163_840),

@@ -75,6 +75,9 @@ def labels(text: str) -> dict[str, Decimal | None]:
     # the flag's bare short name, a fraction right after ("util 0.95 instead of 0.92", trial); not a CPU's
     ("one L40S, util 0.95, weights 15 GiB", {"gpu_memory_utilization": Decimal("0.95"), "weights": 15 * 2**30}),
     ("cpu util 0.9, weights 15 GiB", {"weights": 15 * 2**30}),
+    # the length a concurrency is asked at, not 32,000 sessions; a count of sequences stays a count
+    ("KV tokens and concurrency at 32k?", {"max_model_len": 32000}),
+    ("concurrency at 128 seqs", {"sessions": 128}),
     # no count of GPUs is written "128k": it was 128,000 H20s, and the sizing counted the weights only
     ("Qwen2.5-72B-Instruct 要几张H20 才能跑 128k 上下文", {"max_model_len": 128000}),
 ])
