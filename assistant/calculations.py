@@ -523,6 +523,15 @@ def _request_tokens(plan: _Plan, arg: str, allow_max_model_len: bool = False) ->
     """Tokens of one request: a stated total, or input + output, or plain "N tokens"; never input alone."""
     f = plan.facts
     total, given_in, given_out = f.get("tokens_per_request"), f.get("input_tokens"), f.get("output_tokens")
+    if total is not None and (given_in is not None or given_out is not None) and _restated_later(f):
+        # A chat follow-up "what about avg 4k tokens per request?" after "2k 输入 + 6k 输出" states
+        # the request anew; it was asked which of the two was right (trial).
+        parts = " + ".join(v.written for v in (given_in, given_out) if v is not None)
+        note = _msg("follow_up_value", name=_names("tokens_per_request"), new=total.written, old=parts)
+        if note not in f.notes:
+            f.notes.append(note)
+        plan.need("tokens_per_request", arg, total)
+        return
     if given_in is not None and given_out is not None:
         summed = given_in.value + given_out.value
         if total is not None and total.value != summed:
@@ -558,6 +567,14 @@ def _request_tokens(plan: _Plan, arg: str, allow_max_model_len: bool = False) ->
         return
     if "tokens_per_request" not in f._reported:
         plan.missing.append("tokens_per_request")
+
+
+def _restated_later(f: _Facts) -> bool:
+    """Whether a follow-on line gives the request's total tokens after the input and output
+    were given before it."""
+    totals = [f._stage(q) for q in f.x.by_label("tokens_per_request")]
+    parts = [f._stage(q) for q in f.x.by_label("input_tokens") + f.x.by_label("output_tokens")]
+    return bool(totals) and bool(parts) and min(totals) > max(parts)
 
 
 def _plan_kv_concurrency(f: _Facts) -> _Plan:

@@ -184,6 +184,21 @@ def test_the_load_a_question_states_is_set_against_the_kv_cache(question, expect
     assert all(e in notes for e in expect), notes
 
 
+def test_a_follow_up_that_restates_the_request_replaces_its_input_and_output():
+    """Turn 3 of a chat, "what about avg 4k tokens per request?", after "2k 输入 + 6k 输出" and a
+    block-size change, was asked back which total was right (trial); it restates the request."""
+    from assistant.interfaces import chat
+
+    first = "fastdeploy num_blocks_global: 17131, block_size 64, 平均每个请求 2k 输入 + 6k 输出，能并发多少？"
+    question = chat.thread_question("what about avg 4k tokens per request?", [first, "那如果 block_size 改成 128 呢"])
+    answer = capacity_answer(question)
+    assert answer is not None and answer.computed, answer and answer.problems
+    assert answer.call.result["concurrent_requests"] == 267  # 8,565 blocks of 128; ⌈4,000 ÷ 128⌉ = 32 each
+    assert any("4k" in n["en"] and "2k + 6k" in n["en"] for n in answer.notes)
+    same_line = capacity_answer("17131 blocks, 2k input + 6k output, 4k tokens per request: how many concurrent?")
+    assert same_line is not None and not same_line.computed  # said at once, the two disagree: asked
+
+
 def test_a_what_if_on_the_memory_share_is_computed():
     """"Qwen2.5-14B-Instruct on one L40S, util 0.95 instead of 0.92: KV tokens and concurrency at
     32k?" computed nothing: neither "util" nor the question were read (trial)."""
