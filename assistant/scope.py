@@ -161,6 +161,10 @@ ENTITIES: dict[str, tuple[str, ...]] = {
                                      "untolerated taint", "pod pending", "pod is pending", "pods pending", "pod stuck pending",
                                      "pod stuck in pending", "pods stuck in pending", "pod 一直 pending", "pod一直pending",
                                      "pod 一直处于 pending", "pod 一直是 pending", "pod 卡在 pending"),
+    # A pod the kubelet evicts for the node's disk or memory: "The node was low on resource:
+    # ephemeral-storage" was answered, as sure, from the multi-node NCCL article (a probe).
+    "Kubernetes evictions": ("ephemeral-storage", "ephemeral storage", "was evicted", "pod evicted", "pods evicted", "got evicted",
+                             "being evicted", "evicted pod*", "low on resource", "diskpressure", "memorypressure", "被驱逐"),
     # The CUDA runtime's own libraries and the driver under them: an install or image mismatch,
     # which no serving article answers ("ImportError: libcudart.so.12: cannot open shared
     # object file" got the multi-GPU NCCL article, as sure; trial).
@@ -299,6 +303,8 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
     # Docs with a scheduling section, or on the device plugin that advertises nvidia.com/gpu,
     # cover an unscheduled pod (HAMi's, KAITO's, the GPU Operator's).
     "GPU scheduling on Kubernetes": ("#schedul*", "#调度*", "nvidia.com/gpu", "device plugin", "device-plugin"),
+    # Docs with a section on evictions, or on the pod's ephemeral storage, cover them.
+    "Kubernetes evictions": ("#evict*", "#驱逐*", "ephemeral-storage"),
     # Docs on installing CUDA libraries (cuDNN, cuBLAS, the toolkit, LD_LIBRARY_PATH) cover them.
     "CUDA libraries and driver versions": ("cudnn", "cublas", "cuda toolkit", "ld_library_path", "#cuda 版本", "#driver*",
                                            "#cuda version*", "libcudart*"),

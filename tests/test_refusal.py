@@ -224,6 +224,7 @@ def test_an_uncovered_subject_gets_a_partial_answer_not_the_fix(bundled_settings
      "CUDA libraries and driver versions"),
     ("Qwen2.5-VL-72B TP=4: torch.OutOfMemoryError only when users upload 4K screenshots; text-only requests are fine. "
      "traceback is inside visual.forward -> patch_embed", "multimodal inputs"),
+    ("Our vLLM pod keeps getting evicted: The node was low on resource: ephemeral-storage", "Kubernetes evictions"),
 ])
 def test_a_covered_symptom_with_an_uncovered_cause_is_not_answered_as_sure(bundled_settings, bundled_kb, question, subject):
     """Lookalikes a newcomer found answered as sure: an unscheduled pod got the multi-node NCCL
