@@ -388,27 +388,29 @@ def demote_ruled_out(question: str, matches: list[ArticleMatch], metas: dict) ->
 # parameter table heads as often as the runbook section that explains them (one file@1 lost
 # net on the dev trees with them).
 _HEADING_NAME = re.compile(r"(?<![\w-])(?:[A-Za-z][A-Za-z0-9]{7,}|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){2,})(?![\w-])")
+HEADING_NAME_BONUS = 0.08
 
 
 def _alert_like(name: str) -> bool:
+    """UPPER_SNAKE, or CamelCase with three capitals ("DeepSeek", "FastDeploy" are no alerts)."""
     if "_" in name:
         return True
     return sum(ch.isupper() for ch in name) >= 3 and any(ch.islower() for ch in name) and bool(re.search(r"[a-z][A-Z]", name))
-HEADING_NAME_BONUS = 0.08
-MIN_NAME = 6
 
 
 def favour_named_headings(query: str, matches: list[ArticleMatch]) -> None:
-    """A passage headed by the name the question asks about (an alert, an env var, a flag)
-    before one that mentions it: "KVCacheUsageHigh 告警了怎么处理" led with the P99 latency
-    section of an on-call handbook, whose last bullet names KVCacheUsageHigh, above the
-    section titled by it (trial). Passages only; curated articles are whole."""
-    names = {m.group(0).lower() for m in _HEADING_NAME.finditer(query[:8000]) if len(m.group(0)) >= MIN_NAME and _alert_like(m.group(0))}
+    """A passage headed by the alert or env var the question names before one that mentions
+    it: "KVCacheUsageHigh 告警了怎么处理" led with the P99 latency section of an on-call
+    handbook, whose last bullet names KVCacheUsageHigh, above the section titled by it
+    (trial). Passages only; curated articles are whole."""
+    names = {m.group(0).lower() for m in _HEADING_NAME.finditer(query[:8000]) if _alert_like(m.group(0))}
     if not names:
         return
     for match in matches:
+        if not match.passage:
+            continue
         heading = match.passage.split(" > ", 1)[-1].lower()  # the section's own heading, or a page's title
-        if match.passage and any(name in heading for name in names):
+        if any(name in heading for name in names):
             match.score += HEADING_NAME_BONUS
 
 
