@@ -162,8 +162,12 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
                           for space in ("", r"\s")) + ")(?:的 ?)?(?:并发|请求|会话|对话)",
      _roles(("tokens_per_request", NOUN, "post"))),
     # A rate is no count of concurrent sessions: "10k requests per day", "日活 3000 用户", "2000 sessions a day".
-    (r"(?:requests?|reqs?|sessions?|users?|calls?|queries|conversations?|chats?) ?(?:per|a|an|each|every|/) ?(?:day|hour|hr|week|month|24h)\b"
-     r"|(?:requests?|users?|sessions?) (?:daily|a day)|daily (?:active )?(?:users?|requests?|sessions?)|日活(?:跃)?(?:用户)?|每天|每日|一天|每小时|每月|\bdau\b",
+    # Per second or minute too ("200 requests per second of 2k each", "每秒 10 个请求"): a rate needs
+    # the requests' duration to say how many run at once, and was read as 200 at once (review).
+    (r"(?:requests?|reqs?|sessions?|users?|calls?|queries|conversations?|chats?) ?(?:per|a|an|each|every|/) ?"
+     r"(?:day|hour|hr|week|month|24h|second|sec|minute|min)\b"
+     r"|(?:requests?|users?|sessions?) (?:daily|a day)|daily (?:active )?(?:users?|requests?|sessions?)|日活(?:跃)?(?:用户)?|每天|每日|一天|每小时|每月"
+     r"|每秒(?:钟)?|每分钟|\bdau\b",
      _roles(("ignore", IGNORE, "both"))),
     # "200 个并发，每个请求 2k 输入": the whole "每个请求" says per request, so 请求 is no count of requests.
     (r"(?:sessions?|requests?|users?|conversations?|并发) of|(?:个 ?)?会话, ?每个?(?:请求|会话|用户)?|(?:个 ?)?并发, ?每个?(?:请求|会话|用户)?",

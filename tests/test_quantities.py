@@ -78,6 +78,9 @@ def labels(text: str) -> dict[str, Decimal | None]:
     # the length a concurrency is asked at, not 32,000 sessions; a count of sequences stays a count
     ("KV tokens and concurrency at 32k?", {"max_model_len": 32000}),
     ("concurrency at 128 seqs", {"sessions": 128}),
+    # a rate is no count of requests at once, per second as per day (review)
+    ("200 requests per second of 2k each", {"tokens_per_request": 2000}),
+    ("每秒 10 个请求，每个 2k，能并发多少", {"tokens_per_request": 2000}),
     # no count of GPUs is written "128k": it was 128,000 H20s, and the sizing counted the weights only
     ("Qwen2.5-72B-Instruct 要几张H20 才能跑 128k 上下文", {"max_model_len": 128000}),
 ])
