@@ -709,6 +709,17 @@ def _plan_kv_bytes(f: _Facts) -> _Plan:
     return plan
 
 
+# A KV cache's dtype said in words, not as the flag: "fp8 KV cache", "kv cache fp8", "KV cache 用 FP8".
+# (The model's own format, "an FP8 model", says nothing of its KV cache: vLLM's auto keeps bf16.)
+_KV_DTYPE_WORDS = re.compile(r"(fp8(?:_e4m3|_e5m2)?|int8)[ _-]?kv\b|kv[ _-]?cache ?(?:用|使用|设为|设成|改成|改为|是|为|in|as|=|:)? ?"
+                             r"(fp8(?:_e4m3|_e5m2)?|int8)\b")
+
+
+def _kv_dtype_in_words(text: str) -> str | None:
+    m = _KV_DTYPE_WORDS.search(text)
+    return (m.group(1) or m.group(2)) if m else None
+
+
 def _plan_model_shape(f: _Facts, model: ModelShape) -> _Plan:
     """kv_bytes_per_token from the built-in table of published shapes ("Qwen2.5-7B" names
     28 layers, 4 KV heads, head_dim 128), for a question that names the model but not them."""
@@ -716,9 +727,10 @@ def _plan_model_shape(f: _Facts, model: ModelShape) -> _Plan:
     for key, value, field_name in (("num_layers", model.layers, "num_hidden_layers"), ("num_kv_heads", model.kv_heads, "num_key_value_heads"),
                                    ("head_dim", model.head_dim, "head_dim")):
         plan.need(key, key, Value(key, value, "model", f"{model.name} config.json `{field_name}`"))
-    if f.x.kv_cache_dtype:
-        plan.args["dtype"] = f.x.kv_cache_dtype
-        plan.values.append(Value("dtype", f.x.kv_cache_dtype, "question", "--kv-cache-dtype"))
+    said = f.x.kv_cache_dtype or _kv_dtype_in_words(f.x.text)
+    if said:
+        plan.args["dtype"] = said
+        plan.values.append(Value("dtype", said, "question", "--kv-cache-dtype" if f.x.kv_cache_dtype else f"{said} KV cache"))
     else:  # vLLM's --kv-cache-dtype auto keeps the model's bf16, whatever format its weights are in
         plan.args["dtype"] = "bfloat16"
         plan.values.append(Value("dtype", "bfloat16", "model", f"{model.name} `torch_dtype`, --kv-cache-dtype auto"))
@@ -982,7 +994,9 @@ _CONC_FIGURE = re.compile(r"how many|多少|(?<!好)几个(?=[^，。；,;.!！\
                           r"|concurrency (?:can|will|would|do|does)|(?:will|would|does|do|can|could)\b[^.?!\n]{0,40}\bfit\b|\bfits?\b[^.!\n]{0,40}\?"
                           # a load and a card, asked whether one takes the other: "need 50 concurrent 8k
                           # requests, will a single A100 40GB do it?" computed nothing (trial)
-                          r"|(?:will|would|can|could)\b[^.?!\n]{0,40}\b(?:do it|handle (?:it|that|this|them|the load)|cope|keep up"
+                          # (a card named between them: "how can we handle this?" asks for a fix, review)
+                          r"|(?:will|would|can|could)\b(?: it\b|[^.?!\n]{0,30}?\b(?:[ahlbtv]\d{1,3}g?s?|h\d{2,3}s?|a6000s?|[1-5]0[5-9]0s?|gpus?|cards?)\b)"
+                          r"[^.?!\n]{0,20}?\b(?:do it|handle (?:it|that|this|them|the load)|cope|keep up"
                           r"|take (?:it|that|the load)|hold (?:it|that|them)|sustain (?:it|that|this))\b[^.!\n]{0,20}\?"
                           # "… util 0.95 instead of 0.92: KV tokens and concurrency at 32k?" (trial)
                           r"|\bkv (?:cache )?tokens and concurrency\b[^.!\n]{0,40}\?|\bconcurrency (?:at|for|with) \d[^.!\n]{0,30}\?"
@@ -1227,21 +1241,31 @@ def _note_asked_load(answer: CapacityAnswer, facts: "_Facts") -> None:
         return
     call, result = answer.calls[-1], answer.calls[-1].value
     if answer.tool == "kv_cache_capacity":
-        tokens, kv, fits = call.arguments.get("max_model_len"), result.kv_tokens, result.max_concurrency_at_max_model_len
+        tokens, kv = call.arguments.get("max_model_len"), result.kv_tokens
+        # Requests as long as the question says, not the context limit: "max-model-len 32768, 100
+        # users averaging 2k tokens each" was told 100 × 32,768 does not fit (review).
+        lengths = {q.value for q in facts.x.by_label("tokens_per_request") if q.usable}
+        if len(lengths) == 1:
+            tokens = int(lengths.pop())
+        elif facts.x.by_label("tokens_per_request"):
+            return
     else:
-        tokens, kv, fits = result.tokens_per_request, result.kv_cache_tokens, result.exact
-    if not tokens or fits is None or not getattr(result, "weights_fit", True):
+        tokens, kv = result.tokens_per_request, result.kv_cache_tokens
+    if not tokens or not getattr(result, "weights_fit", True):
         return
+    fits = kv / int(tokens)
     sessions = int(counts[0].value)
     need = sessions * int(tokens)
     key = "load.fits" if need <= kv else "load.over"
     answer.notes.insert(0, _msg(key, sessions=_plain(sessions), tokens=_plain(tokens), need=_plain(need), kv=_plain(kv),
                                 fits=_plain(math.floor(fits))))
+    if min(sessions, math.floor(fits)) > _DEFAULT_CEILING["vllm"] and not facts.has("max_num_seqs"):
+        answer.notes.insert(1, _msg("ceiling.vllm"))  # held by the KV cache, not all scheduled at once
 
 
 # The batch ceiling each engine has when nobody sets it (the KB's capacity articles say them).
 _DEFAULT_CEILING = {"vllm": 256, "fastdeploy": 8}
-# Tools whose figures are one engine's whatever the question names.
+# The engine a tool's figures belong to when the question names none.
 _ENGINE_OF_TOOL = {"kv_tokens_concurrency": "vllm", "kv_cache_capacity": "vllm", "fastdeploy_decode_budget": "fastdeploy"}
 
 
@@ -1258,8 +1282,9 @@ def _note_batch_ceiling(answer: CapacityAnswer, facts: "_Facts") -> None:
     engine = _ENGINE_OF_TOOL.get(answer.tool) if answer.engine not in _DEFAULT_CEILING else answer.engine
     if fits is None or engine is None or getattr(result, "limited_by", "kv_cache") != "kv_cache":
         return
-    if fits > _DEFAULT_CEILING[engine]:
-        answer.notes.append(_msg(f"ceiling.{engine}"))
+    note = _msg(f"ceiling.{engine}")
+    if fits > _DEFAULT_CEILING[engine] and note not in answer.notes:
+        answer.notes.append(note)
 
 
 # A log line's date and time ("05-12 09:59:01", "2024-05-12T09:59:01.123") are not values to ask about.

@@ -141,10 +141,13 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
      r"|context[ _-]?window|最大长度|max(?:imum)? length|序列长度|full[ -]length|满长度", _roles(("max_model_len", MOD, "pre"))),
     # A context named after its length as often as before it: "128k 上下文", "上下文 32k", "128k context".
     # "concurrency at 32k": the length the concurrency is asked at, not 32,000 sessions (trial)
-    (r"(?<=concurrency )at(?= \d+(?:\.\d+)? ?k\b)|(?<=concurrent )at(?= \d+(?:\.\d+)? ?k\b)",
+    # Only a length that ends the clause or names the context: "at 8k input + 1k output" is the
+    # request's two parts, "at 5k users" a count (review).
+    (r"(?<=concurrency )at(?= \d+(?:\.\d+)? ?ki?(?: ?(?:tokens?|context|ctx))? ?(?:[?.,;!]|$))"
+     r"|(?<=concurrent )at(?= \d+(?:\.\d+)? ?ki?(?: ?(?:tokens?|context|ctx))? ?(?:[?.,;!]|$))",
      _roles(("max_model_len", NAME, "pre"))),
     # ("32k ctx" too: it was left out of "两张4090 tp2 32k ctx 能跑几个并发", whose concurrency went unsaid; trial)
-    (r"上下文|(?<=[\dkm] )(?:context|ctx)\b(?! each| per)", _roles(("max_model_len", MOD, "both"))),
+    (r"上下文|(?<=[\dkmi] )(?:context|ctx)\b(?! each| per)|\bctx(?= ?\d)", _roles(("max_model_len", MOD, "both"))),
     # "3k prompt + 1k output tokens": a prompt or input written right after its number, in such a
     # pair, counts that number's tokens (it was read as the whole request, and asked back).
     (r"\s(?<=[\dk]\s)(?:prompts?|inputs?)(?= ?(?:\+|and|plus|&|,|/) ?\d)", _roles(("input_tokens", NOUN, "post"))),
@@ -153,12 +156,14 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
      r"|-?tokens? (?:requests?|sessions?|prompts?|sequences?|conversations?)|tokens? each|token ?的请求|token ?的会话|token ?/ ?请求|token ?每个?请求"
      r"|(?:tokens? (?:of )?)?context each|(?:tokens? (?:of )?)?context per (?:request|user|session|conversation)"
      # a length in k before the thing counted: "how many 32k requests", "50 个 8k 的会话"
-     r"|\s(?<=\dk\s)(?:requests?|reqs?|prompts?|sequences?|seqs|sessions?|conversations?|chats?)\b"
+     r"|\s(?:(?<=\dk\s)|(?<=\dki\s))(?:requests?|reqs?|prompts?|sequences?|seqs|sessions?|conversations?|chats?)\b"
      r"(?!\s*(?:(?:per|a|an|each|every|/)\s*(?:day|hour|hr|minute|min|second|sec|s|24h)\b|at once|concurrent|simultaneous|in parallel|daily))"
-     r"|\s(?<=\dk\s)的 ?(?:请求|会话|对话|序列)|的(?<=\dk的) ?(?:请求|会话|对话|序列)"
+     r"|\s(?:(?<=\dk\s)|(?<=\dki\s))的 ?(?:请求|会话|对话|序列)|的(?:(?<=\dk的)|(?<=\dki的)) ?(?:请求|会话|对话|序列)"
      # "50 个 8k 并发", "100 个 4k 请求": each of them is 8k long ("1k 并发" alone is a thousand at once;
      # 8k and 4k were read as 8,000 and 4,000 sessions, trial)
-     r"|\s?(?:" + "|".join(rf"(?<=个{gap}{digits}k{space})" for gap in ("", " ") for digits in (r"\d", r"\d\d", r"\d\d\d")
+     # (not after 这个/那个/整个: "这个 1k 并发" is a thousand at once, review)
+     r"|\s?(?:" + "|".join(rf"(?<=个{gap}{digits}{k}{space})(?<![这那整哪某每]个{gap}{digits}{k}{space})"
+                          for gap in ("", " ") for digits in (r"\d", r"\d\d", r"\d\d\d") for k in ("k", "ki")
                           for space in ("", r"\s")) + ")(?:的 ?)?(?:并发|请求|会话|对话)",
      _roles(("tokens_per_request", NOUN, "post"))),
     # A rate is no count of concurrent sessions: "10k requests per day", "日活 3000 用户", "2000 sessions a day".
@@ -218,11 +223,11 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
      r"|parallel (?:requests?|sessions?)|requests? at once|requests? in parallel|并发(?:请求|会话|用户|对话|数|量)?|路并发|(?:个 ?)?会话|(?:个 ?)?对话"
      # "64 个 32k 的会话": the count, with each one's length between it and the noun
      # ("50 个 8k 并发" too: 8k was read as 8,000 sessions; trial)
-     r"|(?=个 ?\d+(?:\.\d+)? ?k ?(?:tokens? ?)?(?:的 ?)?(?:会话|请求|对话|并发))个"  # ends in 个: no ASCII word boundary after it (_bounded)
+     r"|(?<![这那整哪某每])(?=个 ?\d+(?:\.\d+)? ?ki? ?(?:tokens? ?)?(?:的 ?)?(?:会话|请求|对话|并发))个"  # ends in 个: no ASCII word boundary after it (_bounded)
      # "at 128 seqs" is a count of sequences (it was read as 128 blocks from "out of blocks" before it, trial)
      r"|(?:个 ?)?用户|(?:个 ?)?请求|sessions?|conversations?|users?|requests?|reqs?|seqs?|sequences?|concurrency|streams?|路"
      # "50 concurrent 8k requests": the count, with each one's length between it and the noun
-     r"|concurrent(?= \d+(?:\.\d+)? ?k\b ?-?(?:tokens? )?(?:requests?|reqs?|sessions?|users?|prompts?|chats?|conversations?)\b)",
+     r"|concurrent(?= \d+(?:\.\d+)? ?ki?\b ?-?(?:tokens? )?(?:requests?|reqs?|sessions?|users?|prompts?|chats?|conversations?)\b)",
      _roles(("sessions", NOUN, "post"))),
     (r"(?:hidden |transformer |decoder )?layers?|层(?!数)", _roles(("num_layers", NOUN, "post"))),
     (r"kv[ _-]?heads?|key[ _-]?value[ _-]?heads?|kv ?头|个 ?kv ?heads?", _roles(("num_kv_heads", NOUN, "post"))),
@@ -561,7 +566,7 @@ def _bind(numbers: list[Quantity], labels: list[_Label], text: str) -> list[Quan
             continue  # a name and a noun both decide what a number is; the nearest one does
         if numbers[ni].unit == "params":
             continue  # a model's size ("Qwen2.5-72B") takes no label: "72b 上下文 32k" left 32k without its 上下文
-        if role.kind == "gpus" and numbers[ni].scale in ("k", "m", "w", "万"):
+        if role.kind == "gpus" and numbers[ni].scale in ("k", "ki", "m", "w", "万"):
             continue  # no count of GPUs is written "128k": "要几张H20 才能跑 128k 上下文" sized 128,000 H20s (trial)
         if category == MOD and role.kind in _BYTES_MODS and numbers[ni].unit != "bytes":
             continue  # "需要多少显存 128k 上下文": a memory word says nothing of a count beside it

@@ -228,12 +228,11 @@ def twinless_mask(index: KBIndex, lang: str) -> np.ndarray:
 
 def _writes_mostly_in(index: KBIndex, lang: str) -> bool:
     """Whether most of the KB's documents have a version in `lang`, cached per index."""
-    def build() -> dict[str, bool]:
+    def build() -> bool:
         ids = {meta.id for meta in index.docs.values()}
-        return {code: 2 * len({m.id for k, m in index.docs.items() if k.endswith(":" + code)}) > len(ids)
-                for code in ("en", "zh")}
+        return 2 * len({m.id for k, m in index.docs.items() if k.endswith(":" + lang)}) > len(ids)
 
-    return derived(index, "_writes_mostly_in", build).get(lang, False)
+    return derived(index, f"_writes_mostly_in_{lang}", build)
 
 
 def query_tokens(index: KBIndex, text: str) -> list[str]:

@@ -163,8 +163,10 @@ ENTITIES: dict[str, tuple[str, ...]] = {
                                      "pod 一直处于 pending", "pod 一直是 pending", "pod 卡在 pending"),
     # A pod the kubelet evicts for the node's disk or memory: "The node was low on resource:
     # ephemeral-storage" was answered, as sure, from the multi-node NCCL article (a probe).
-    "Kubernetes evictions": ("ephemeral-storage", "ephemeral storage", "was evicted", "pod evicted", "pods evicted", "got evicted",
-                             "being evicted", "evicted pod*", "low on resource", "diskpressure", "memorypressure", "被驱逐"),
+    # The pod's words only: a prefix cache's blocks "were evicted" too (review).
+    "Kubernetes evictions": ("ephemeral-storage", "ephemeral storage", "pod was evicted", "pod evicted", "pods evicted",
+                             "pod got evicted", "pod keeps getting evicted", "pod is being evicted", "evicted pod*",
+                             "low on resource", "diskpressure", "memorypressure", "pod 被驱逐", "pod被驱逐", "pod 一直被驱逐"),
     # The CUDA runtime's own libraries and the driver under them: an install or image mismatch,
     # which no serving article answers ("ImportError: libcudart.so.12: cannot open shared
     # object file" got the multi-GPU NCCL article, as sure; trial).
@@ -744,7 +746,7 @@ def bare_unknown_error(question: str, index) -> bool:
     return sum(pair in text for pair in pairs) / len(pairs) < UNKNOWN_ERROR_COVERAGE
 
 
-_ERROR_START = re.compile(rf"(?<![\w.])(?:{EXCEPTION_NAME}|ERROR|CRITICAL|FATAL)\b[:\s]")
+_ERROR_START = re.compile(rf"(?<![\w.])(?:{EXCEPTION_NAME}|ERROR|CRITICAL|FATAL)\b[:\s]")  # _BARE_ERROR, anywhere in the line
 
 
 def unworded_error(question: str, index) -> bool:
@@ -811,6 +813,12 @@ _FENCE = re.compile(r"^\s*(?:```|~~~)")
 _COMMAND = re.compile(r"^\s*(?:\$\s*|>\s*)?([a-z][a-z0-9_.-]{1,30})\s+[\w-]")  # ("# …" is a comment)
 
 
+# Subjects named by the program that serves them: a KB that runs `helm install` covers helm.
+# Only these: any first word of a code line is not a program ("if", "import", and `yarn install`
+# is no YaRN, review).
+_CLI_SUBJECTS = frozenset({"helm", "kubectl", "kustomize", "kuberay", "docker", "podman", "ray", "nvidia-smi"})
+
+
 def shown_commands(index) -> frozenset[str]:
     """The programs a KB shows being run: the first word of each line in its fenced code
     blocks ("helm install gpu-operator …"), built once per loaded index."""
@@ -838,7 +846,7 @@ def covers(index, word: str, min_docs: int = 2) -> bool:
     needle = _dashed(word)
     if _found(heads, (needle,)):
         return True
-    if word.strip().lower() in shown_commands(index):
+    if word.strip().lower() in _CLI_SUBJECTS and word.strip().lower() in shown_commands(index):
         return True
     first = _found(body, (needle,))
     if not first:

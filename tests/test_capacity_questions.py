@@ -174,6 +174,11 @@ def test_a_concurrency_over_the_default_batch_ceiling_says_the_rest_queue(questi
     ("Llama-3.1-8B-Instruct 单张 A100 40G 能撑住 50 个 8k 并发吗", ("400,000 个 token", "放不下", "约 21 个")),
     ("Llama-3.1-8B-Instruct 单张 A100 40G 能撑住 10 个 8k 并发吗", ("80,000 个 token", "放得下")),
     ("GPU KV cache size: 1,200,000 tokens. 64 sessions of 32k, will they fit?", ("2,048,000 tokens", "do not fit", "about 37")),
+    # requests as long as the question says, not max_model_len (review: "100 requests of 32,768 … do not fit")
+    ("Qwen2.5-7B on one H100 80GB, max-model-len 32768, 100 concurrent users averaging 2k tokens each, will it handle that?",
+     ("200,000 tokens", "they fit", "up to 538")),
+    ("Qwen2.5-7B on one H100 80GB, max-model-len 32768, 300 concurrent users averaging 2k tokens each, will it handle that?",
+     ("600,000 tokens", "they fit", "256 by default")),  # held, but not all scheduled at once
 ])
 def test_the_load_a_question_states_is_set_against_the_kv_cache(question, expect):
     """"Will a single A100 40GB do 50 concurrent 8k requests?" computed nothing in English and,
@@ -199,6 +204,14 @@ def test_a_follow_up_that_restates_the_request_replaces_its_input_and_output():
     assert same_line is not None and not same_line.computed  # said at once, the two disagree: asked
 
 
+def test_asking_how_to_handle_it_asks_for_a_fix_not_a_figure():
+    """"How can we handle this?" under a pasted CUDA OOM opened with a KV-cache calculation (review):
+    whether a card takes a load is asked with the card, or of "it"."""
+    oom = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+           "79.15 GiB of which 1.2 GiB is free. Qwen2.5-7B on one H100 80GB, max-model-len 32768.\nHow can we handle this?")
+    assert capacity_answer(oom) is None
+
+
 def test_a_what_if_on_the_memory_share_is_computed():
     """"Qwen2.5-14B-Instruct on one L40S, util 0.95 instead of 0.92: KV tokens and concurrency at
     32k?" computed nothing: neither "util" nor the question were read (trial)."""
@@ -212,6 +225,9 @@ def test_a_what_if_on_the_memory_share_is_computed():
     ("Qwen2.5-72B 每个 token 的 KV cache 多大", 327_680),
     ("Qwen2.5-72B KV cache bytes per token with --kv-cache-dtype fp8?", 163_840),
     ("Qwen2.5-7B kv bytes per token at tp 2", 57_344),
+    # a KV cache's dtype said in words (review: 128 KiB, the bf16 figure)
+    ("Llama-3.1-8B fp8 KV cache: how many bytes per token?", 65_536),
+    ("Qwen2.5-72B KV cache 用 FP8，每个 token 多大", 163_840),
 ])
 def test_a_named_model_gives_its_kv_bytes_per_token_from_the_table(question, bytes_):
     """"Qwen2.5-72B 每个 token 的 KV cache 多大" asked for the layers, KV heads and head_dim the

@@ -2187,11 +2187,14 @@ def test_a_program_the_docs_show_being_run_is_covered(tmp_path):
                                   "helm install gpu-operator nvidia/gpu-operator -n gpu-operator --set driver.enabled=false\n```\n",
         "runbooks/vllm.md": "# vLLM runbook\n\n## Requests hang\n\nScale out the deployment.\n",
         "runbooks/nccl.md": "# NCCL timeouts\n\n## Fix\n\nSet NCCL_SOCKET_IFNAME=bond0.\n",
+        "web/console.md": "# Web console\n\n## Build\n\n```\nyarn install --frozen-lockfile\n```\n",
     }
     from assistant.scope import covers
 
     settings, kb = docs_kb(tmp_path, docs)
     assert covers(kb.index, "helm") and not covers(kb.index, "kustomize")
+    # only programs that name a subject: `yarn install` in a web app's docs is no YaRN (review)
+    assert not covers(kb.index, "yarn")
     answer = answer_question("装 gpu-operator 时驱动用宿主机自带的，helm 怎么装", settings, kb=kb)
     assert answer.grounded and "helm install gpu-operator" in answer.answer
     (tmp_path / "prose").mkdir()

@@ -78,6 +78,14 @@ def labels(text: str) -> dict[str, Decimal | None]:
     # the length a concurrency is asked at, not 32,000 sessions; a count of sequences stays a count
     ("KV tokens and concurrency at 32k?", {"max_model_len": 32000}),
     ("concurrency at 128 seqs", {"sessions": 128}),
+    # review: the request's parts after "concurrency at"; 这个 before 个; an upper-case K
+    ("max concurrency at 8k input + 1k output?", {"input_tokens": 8000, "output_tokens": 1000}),
+    ("what is the concurrency at 5k users?", {"sessions": 5000}),
+    ("这个 1k 并发、每个请求 4k token", {"sessions": 1000, "tokens_per_request": 4000}),
+    ("50 个 8K 并发", {"sessions": 50, "tokens_per_request": 8000}),
+    ("50 concurrent 8K requests", {"sessions": 50, "tokens_per_request": 8000}),
+    ("要几张H20 才能跑 128K 上下文", {"max_model_len": 128000}),  # (read as 131,072 where vLLM would: calculations)
+    ("ctx 32k", {"max_model_len": 32000}),
     # a rate is no count of requests at once, per second as per day (review)
     ("200 requests per second of 2k each", {"tokens_per_request": 2000}),
     ("每秒 10 个请求，每个 2k，能并发多少", {"tokens_per_request": 2000}),

@@ -236,6 +236,9 @@ def test_a_covered_symptom_with_an_uncovered_cause_is_not_answered_as_sure(bundl
 
     assert not answer.grounded
     assert subject in search(bundled_kb.index, bundled_kb.embedder, question, RetrievalParams.from_settings(bundled_settings)).unseen
+    from assistant.scope import detect
+
+    assert "Kubernetes evictions" not in detect("The cached prefix block was evicted before the second request arrived").entities
     hung = answer_question("vLLM request 一直 pending 不返回", bundled_settings, kb=bundled_kb, use_llm=False)
     assert hung.grounded and hung.citations[0].id == "vllm-requests-hang"
 

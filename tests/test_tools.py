@@ -1147,6 +1147,8 @@ def test_a_glog_style_error_line_is_an_error(bundled_settings):
     assert any("Watchdog caught collective operation timeout" in f.signature and f.first_line == 2 and f.severity == "critical"
                for f in findings), findings
     assert not any("all fine" in f.signature for f in findings)
+    undated = "[E ProcessGroupNCCL.cpp:475] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7)\n"
+    assert any(f.severity == "critical" for f in diagnose_text(undated, bundled_settings).findings)  # torch 2.0/2.1 (review)
 
 
 def test_a_traceback_logged_line_by_line_ends_in_its_cause(bundled_settings):

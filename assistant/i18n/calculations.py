@@ -513,12 +513,12 @@ MESSAGES = {
         "en": "FastDeploy sends the message at a fixed size (the FAQ formula's 512 slots of 20 logprobs each are set when it is built), whatever a request's {setting}: the question's {given} does not make it smaller, so {size} is used",
     },
     'load.fits': {
-        "zh": '问题里的 {sessions} 个 {tokens} token 的请求共需 {need} 个 token 的 KV Cache，在算出的 {kv} 个之内：放得下（最多同时 {fits} 个）',
-        "en": 'the {sessions} requests of {tokens} tokens asked about need {need} tokens of KV cache, within the {kv} computed: they fit (up to {fits} at once)',
+        "zh": '问题里的 {sessions} 个 {tokens} token 的请求共需 {need} 个 token 的 KV Cache，在算出的 {kv} 个之内：放得下（KV Cache 最多能放 {fits} 个）',
+        "en": 'the {sessions} requests of {tokens} tokens asked about need {need} tokens of KV cache, within the {kv} computed: they fit (the KV cache holds up to {fits} of them)',
     },
     'load.over': {
-        "zh": '问题里的 {sessions} 个 {tokens} token 的请求共需 {need} 个 token 的 KV Cache，超过算出的 {kv} 个：放不下，同时只能跑约 {fits} 个，其余排队；要放下全部，需要更多显存（加卡做张量并行）或更短的请求',
-        "en": 'the {sessions} requests of {tokens} tokens asked about need {need} tokens of KV cache, more than the {kv} computed: they do not fit; about {fits} run at once and the rest wait. Holding them all takes more memory (more GPUs with tensor parallelism) or shorter requests',
+        "zh": '问题里的 {sessions} 个 {tokens} token 的请求共需 {need} 个 token 的 KV Cache，超过算出的 {kv} 个：放不下，KV Cache 同时只能放约 {fits} 个，其余排队；要放下全部，需要更多显存（加卡做张量并行）或更短的请求',
+        "en": 'the {sessions} requests of {tokens} tokens asked about need {need} tokens of KV cache, more than the {kv} computed: they do not fit; the KV cache holds about {fits} at once and the rest wait. Holding them all takes more memory (more GPUs with tensor parallelism) or shorter requests',
     },
     'ceiling.vllm': {
         "zh": '这是 KV Cache 装得下的数量；vLLM 同时调度的请求数还受 --max-num-seqs 限制：默认 256（较新的 V1 版本在 70 GiB 以上、非 A100 的卡上是 1024），超出的请求排队。要用满这些 KV Cache，请调高 --max-num-seqs',

@@ -156,7 +156,8 @@ MAX_LINE = 2000  # characters of a line the patterns read (a 2 MB line of junk i
 # 12 file.cc:616]", "[rank9]:[E708 15:22:31.118 ProcessGroupNCCL.cpp:616] … Watchdog caught
 # collective operation timeout"): the watchdog's timeout read as no error at all, and `ask --log`
 # found nothing in a log a team's postmortem quotes line for line (trial).
-_GLOG = re.compile(r"(?:^|[\s\]:\[])([EFWI])\d{3,4} \d{1,2}:\d{2}:\d{2}")
+# (torch 2.0/2.1 logs it with no date: "[E ProcessGroupNCCL.cpp:475] … Watchdog caught …", review)
+_GLOG = re.compile(r"(?:^|[\s\]:\[])([EFWI])\d{3,4} \d{1,2}:\d{2}:\d{2}|\[([EFW]) [\w.]+\.(?:cpp|cc|cu|h|hpp|py):\d+\]")
 _GLOG_LEVELS = {"E": "ERROR", "F": "FATAL", "W": "WARNING", "I": "INFO"}
 
 
@@ -166,7 +167,7 @@ def _level(line: str) -> str:
     if m:
         return m.group(1).upper()
     g = _GLOG.search(head)
-    return _GLOG_LEVELS[g.group(1)] if g else ""
+    return _GLOG_LEVELS[g.group(1) or g.group(2)] if g else ""
 
 
 def is_crash_line(line: str) -> bool:
