@@ -289,6 +289,7 @@ def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarr
     if not extra:
         return native, None
     tokens = query_tokens(index, query + "\n" + " ".join(extra))
+    own = own if own is not None else query_tokens(index, query)
     # Identifiers are written the same in both scripts: a Chinese page about the H100 says
     # "H100". Left out of an English question's shareable terms, "how do I request more H100
     # quota" was fully covered by a Chinese page on hung requests, through 请求 alone. An
@@ -308,7 +309,7 @@ def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarr
         # pages too: a Chinese GPU section "covered" the DCGMExporterDown alert through
         # 告警 and 处理 alone, above the English alert table that names it (trial).
         named = set(index.tokenizer(" ".join(_CAPITALISED.findall(prose))))
-        own_script = {t for t in (own if own is not None else query_tokens(index, query)) if any(is_cjk(ch) for ch in t)} | {
+        own_script = {t for t in own if any(is_cjk(ch) for ch in t)} | {
             t for t in query_tokens(index, prose)
             if _IDENTIFIER.search(t) or t in underscored or t in named or ("-" in t and index.doc_freq.get(t, 0) > 0)}
     if lang == "zh":
@@ -328,8 +329,7 @@ def cross_keyword_scores(index: KBIndex, query: str, lang: str, native: np.ndarr
             # Chinese on-call handbook covered "Postgres replication lag alert is firing" in
             # full through 告警 (alert) alone, and answered it as sure (trial). In a KB written
             # mostly in Chinese, an English word it never uses says nothing of the sort.
-            own_script |= {t for t in (own if own is not None else query_tokens(index, query))
-                           if t.isascii() and t.isalpha() and not index.doc_freq.get(t)}
+            own_script |= {t for t in own if t.isascii() and t.isalpha() and not index.doc_freq.get(t)}
     shared = own_script | translated
     return np.where(twinless, index.keyword.scores(tokens), native), shared
 

@@ -713,8 +713,11 @@ def asked_unknown_parameters(question: str, unknown: list[str]) -> list[str]:
             if re.search(rf"(?<![A-Za-z0-9_-]){re.escape(name)}(?![A-Za-z0-9_-])", text)]
 
 
-# A line that is nothing but an error: "RuntimeError: CUDA error: …", "torch.OutOfMemoryError: …".
-_BARE_ERROR = re.compile(rf"^\s*(?:{EXCEPTION_NAME}|ERROR|CRITICAL|FATAL)\b[:\s]")
+# An error's start: "RuntimeError: CUDA error: …", "torch.OutOfMemoryError: …", "ERROR …"; a line
+# that starts with one is nothing but an error.
+_ERROR_HEAD = rf"(?:{EXCEPTION_NAME}|ERROR|CRITICAL|FATAL)\b[:\s]"
+_BARE_ERROR = re.compile(rf"^\s*{_ERROR_HEAD}")
+_ERROR_START = re.compile(rf"(?<![\w.]){_ERROR_HEAD}")
 _EXCEPTION_TYPE = re.compile(rf"(?<![\w.]){EXCEPTION_NAME}\b:?")
 _WORD = re.compile(r"[a-z][a-z0-9]+")
 UNKNOWN_ERROR_COVERAGE = 0.3
@@ -734,19 +737,25 @@ def bare_unknown_error(question: str, index) -> bool:
     lines = [line for line in lines if not _JUST_ASKING.fullmatch(line.strip())]
     if not lines or len(lines) > 3 or not all(_BARE_ERROR.match(line) for line in lines):
         return False
-    words = _WORD.findall(_EXCEPTION_TYPE.sub(" ", " ".join(lines)).lower())
-    pairs = [f" {a} {b} " for a, b in zip(words, words[1:])]
-    text = kb_words(index)
-    if len(pairs) < 3:
+    words, share = _worded_share(" ".join(lines), index)
+    if share is None:
         # Too short for word pairs: its longer words, none of which the KB uses
         # ("jinja2.exceptions.UndefinedError: 'guideline' is undefined", trial). "ValueError:
         # bad input" stays unjudged.
         long_words = [w for w in words if len(w) > 4]
-        return len(long_words) >= 2 and not any(f" {w} " in text for w in long_words)
-    return sum(pair in text for pair in pairs) / len(pairs) < UNKNOWN_ERROR_COVERAGE
+        return len(long_words) >= 2 and not any(f" {w} " in kb_words(index) for w in long_words)
+    return share < UNKNOWN_ERROR_COVERAGE
 
 
-_ERROR_START = re.compile(rf"(?<![\w.])(?:{EXCEPTION_NAME}|ERROR|CRITICAL|FATAL)\b[:\s]")  # _BARE_ERROR, anywhere in the line
+def _worded_share(message: str, index) -> tuple[list[str], float | None]:
+    """An error message's words (exception names left out) and the share of its word pairs
+    found anywhere in the KB; None when it has fewer than three pairs."""
+    words = _WORD.findall(_EXCEPTION_TYPE.sub(" ", message).lower())
+    pairs = [f" {a} {b} " for a, b in zip(words, words[1:])]
+    if len(pairs) < 3:
+        return words, None
+    text = kb_words(index)
+    return words, sum(pair in text for pair in pairs) / len(pairs)
 
 
 def unworded_error(question: str, index) -> bool:
@@ -759,13 +768,11 @@ def unworded_error(question: str, index) -> bool:
     from .cleaning import split_question
 
     shares = []
-    for line in split_question(question[:20_000]).errors[:10]:
+    for line in split_question(question).errors[:10]:  # (cached: retrieval split it already)
         start = _ERROR_START.search(line)
-        words = _WORD.findall(_EXCEPTION_TYPE.sub(" ", line[start.start():] if start else line).lower())
-        pairs = [f" {a} {b} " for a, b in zip(words, words[1:])]
-        if len(pairs) >= 3:
-            text = kb_words(index)
-            shares.append(sum(pair in text for pair in pairs) / len(pairs))
+        _words, share = _worded_share(line[start.start():] if start else line, index)
+        if share is not None:
+            shares.append(share)
     return bool(shares) and max(shares) < UNKNOWN_ERROR_COVERAGE
 
 
