@@ -1454,6 +1454,11 @@ def asks_sizing(question: str) -> bool:
     return bool(_ASKS_SIZING.search(normalize(question)))
 
 
+# A rate of requests ("每秒 200 个 2k 请求", "200 req/s"): how many run at once depends on how long
+# each takes, which the question does not say; the sizing beside it is for the requests counted.
+_RATE = re.compile(r"每秒(?:钟)?|每分钟|(?:requests?|reqs?|queries|calls?) ?(?:per|/|a|an|each|every) ?(?:second|sec|s|minute|min)\b|\bqps\b|\brps\b")
+
+
 def weights_note(question: str) -> dict[str, str] | None:
     """Said above the answer when the weights cannot fit (see `weights_verdict`)."""
     return weights_verdict(question)[0]
@@ -1512,8 +1517,7 @@ def weights_verdict(question: str) -> tuple[dict[str, str] | None, bool]:
         # GPUs can hold the weights still decides the fix list under it ("Can Llama-3.1-70B
         # run on one A100 80GB with 32k context?" listed "lower --max-model-len", review).
         note = _weights_with_kv(x, params, weights, per_param, fmt, model, *kv)
-        limit = _context_over_limit(x)
-        return (note if limit is None else {lang: f"{note[lang]}{'。' if lang == 'zh' else '. '}{limit[lang]}" for lang in LANGS}), over
+        return _followed(note, _context_over_limit(x), _msg("weights.rate") if _RATE.search(text) else None), over
     if gpu is None:
         return _weights_alone(text, params, weights, per_param, fmt), False
     needed = _least_gpus(weights, gpu)
@@ -1611,6 +1615,14 @@ def _weights_with_kv(x: Extraction, params: Decimal, weights: Decimal, per_param
                 fmt=_msg(f"weights.format_{fmt}"), model=model.name, tokens=f"{tokens:,}",
                 requests={"zh": str(requests), "en": "one request" if requests == 1 else f"{requests} requests"},
                 per_token=f"{per_token / 1024:g}", kv=_gib(kv), total=_gib(total), counts=counts, util=_plain(util))
+
+
+def _followed(note: dict[str, str], *extras: dict[str, str] | None) -> dict[str, str]:
+    """The note with each further sentence after it, in each language."""
+    for extra in extras:
+        if extra is not None:
+            note = {lang: f"{note[lang]}{'。' if lang == 'zh' else '. '}{extra[lang]}" for lang in LANGS}
+    return note
 
 
 def _least_gpus(weights: Decimal, gpu: Decimal) -> int:

@@ -66,6 +66,10 @@ _RIGHT_BEFORE = re.compile(r" ?[=:]? ?")
 _BUSY = re.compile(r"nvidia-smi|\bsmi\b|shows|showing|显示|监控|dashboard|grafana")
 _APPROX = re.compile(r"大概|大约|约|~|≈|about|around|roughly|approx|左右|上下|估计|差不多")
 _AFTER_APPROX = re.compile(r" ?(?:左右|上下|or so|-ish)")
+# A length in k with no word of its own, right after a model's size or a verb of serving, is the
+# context the model is run at: "8 张 A100 跑 Qwen2.5-72B 32k 能有多少并发", "serving llama-3-70b at
+# 32k", "跑 32k". It was left unread and the concurrency asked back (trial).
+_RUN_AT = re.compile(r"(?:\d(?:\.\d+)?b|跑|运行|部署|开到?|run(?:ning)?|serv(?:e|ing)|deploy(?:ing)?|at) ?$")
 # A size said to be per token, right beside the number, is the KV bytes per token whatever
 # else is near: "KV cache 320 KiB per token" was read as a 320 KiB KV cache, and "each token
 # takes 128 KB of KV cache" too.
@@ -170,7 +174,7 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     # Per second or minute too ("200 requests per second of 2k each", "每秒 10 个请求"): a rate needs
     # the requests' duration to say how many run at once, and was read as 200 at once (review).
     (r"(?:requests?|reqs?|sessions?|users?|calls?|queries|conversations?|chats?) ?(?:per|a|an|each|every|/) ?"
-     r"(?:day|hour|hr|week|month|24h|second|sec|minute|min)\b"
+     r"(?:day|hour|hr|week|month|24h|second|sec|s|minute|min)\b"
      r"|(?:requests?|users?|sessions?) (?:daily|a day)|daily (?:active )?(?:users?|requests?|sessions?)|日活(?:跃)?(?:用户)?|每天|每日|一天|每小时|每月"
      r"|每秒(?:钟)?|每分钟|\bdau\b",
      _roles(("ignore", IGNORE, "both"))),
@@ -575,6 +579,8 @@ def _bind(numbers: list[Quantity], labels: list[_Label], text: str) -> list[Quan
     out = []
     for q, slot in zip(numbers, slots):
         label, unit = _resolve(q, slot.get(NAME, ""), slot.get(MOD, ""), slot.get(NOUN, ""))
+        if not label and not slot and unit == "count" and q.scale in ("k", "ki") and _RUN_AT.search(text, 0, q.start):
+            label = "max_model_len"
         tail = _SEPARATOR.split(text[q.end:q.end + 32], 1)[0]  # "32000 tokens per request 左右"
         approx = bool(_APPROX.search(text[max(0, q.start - 8):q.start])) or bool(_AFTER_APPROX.search(tail))
         if unit == "bytes" and label in ("", "kv_cache_memory", "gpu_memory") and q.value is not None and q.value < PER_TOKEN_MAX and (

@@ -1031,6 +1031,10 @@ def test_rates_are_no_concurrent_sessions_and_fp4_is_four_bit():
     assert [q.label for q in extract("10k requests per day").quantities] == [""]
     note = weights_note("Qwen2.5-72B with 32k context, 2000 sessions per day: how many H100 do we need?")
     assert note is not None and "one request" in note["en"] and "4 × H100" in note["en"]  # 145.2 GiB over 71.7 GiB per H100
+    # A rate beside a sizing: the KV cache is only for the requests counted, and it says so.
+    rate = weights_note("Qwen2.5-7B 在 A100 上每秒 200 个 2k 请求要几张卡")
+    assert rate is not None and "1 个 2,000 token" in rate["zh"] and "到达速率" in rate["zh"] and "arrival rate" in rate["en"]
+    assert "arrival rate" not in weights_note("Qwen2.5-7B with 2k context, 200 concurrent requests: how many A100?")["en"]
     fp4 = capacity_answer("nvidia/Llama-3.3-70B-Instruct-FP4 on one H200, max-model-len 8192, how many concurrent requests?")
     assert fp4 is not None and "weights" in fp4.missing  # not 131.5 GiB of bf16 that "do not fit"
 

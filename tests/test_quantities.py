@@ -91,6 +91,12 @@ def labels(text: str) -> dict[str, Decimal | None]:
     ("每秒 10 个请求，每个 2k，能并发多少", {"tokens_per_request": 2000}),
     # no count of GPUs is written "128k": it was 128,000 H20s, and the sizing counted the weights only
     ("Qwen2.5-72B-Instruct 要几张H20 才能跑 128k 上下文", {"max_model_len": 128000}),
+    # a bare length right after the model's size or a verb of serving is its context (trial);
+    # "req/s" is a rate like "requests per second"
+    ("8 张 A100 跑 Qwen2.5-72B 32k 能有多少并发", {"gpu_count": 8, "max_model_len": 32000}),
+    ("serving llama-3-70b at 32k on 4 H100, max concurrency?", {"gpu_count": 4, "max_model_len": 32000}),
+    ("8 张 A100 跑 32k 能有多少并发", {"gpu_count": 8, "max_model_len": 32000}),
+    ("Qwen2.5-72B at 50 req/s of 4k each", {"tokens_per_request": 4000}),
 ])
 def test_each_number_is_bound_to_its_label(text, expected):
     assert labels(text) == {k: Decimal(v) for k, v in expected.items()}
