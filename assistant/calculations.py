@@ -715,6 +715,13 @@ _KV_DTYPE_WORDS = re.compile(r"(fp8(?:_e4m3|_e5m2)?|int8)[ _-]?kv\b|kv[ _-]?cach
                              r"(fp8(?:_e4m3|_e5m2)?|int8)\b")
 
 
+def _without_kv_dtype(text: str) -> str:
+    """The text without what it says of the KV cache's dtype, flag or words, so that the format
+    left is the weights': "Qwen2.5-7B, fp8 KV cache" is a bf16 checkpoint (its weights were
+    asked for as if unknown, and a sizing counted them at one byte)."""
+    return _KV_DTYPE_WORDS.sub(" ", _KV_DTYPE.sub(" ", text))
+
+
 def _kv_dtype_in_words(text: str) -> str | None:
     m = _KV_DTYPE_WORDS.search(text)
     return (m.group(1) or m.group(2)) if m else None
@@ -776,7 +783,7 @@ def _table_weights(f: _Facts) -> Value | None:
     quantized checkpoint (AWQ, FP8, GGUF…): those keep some layers in bf16 and add scales, so
     parameters × bits is no sure figure, and vLLM's "Model loading took" is asked for instead."""
     model = named_model(f.x.text)
-    text = _KV_DTYPE.sub(" ", f.x.text)
+    text = _without_kv_dtype(f.x.text)
     if model is None or _FOUR_BIT.search(text) or _EIGHT_BIT.search(text) or _GGUF_TYPE.search(text) or _OWN_FORMAT.search(text):
         return None
     weights = model.params_b * Decimal(10**9) * 2
@@ -1475,7 +1482,7 @@ def weights_verdict(question: str) -> tuple[dict[str, str] | None, bool]:
     count (or one), it says how many such GPUs the weights need at least, rounded up to a
     power of two as tensor-parallel sizes are, which holds whatever the asker has."""
     x = extract(question)
-    text = _KV_DTYPE.sub(" ", x.text)
+    text = _without_kv_dtype(x.text)
     if _other_engine(x.text, frozenset({"vllm", "fastdeploy"})):
         # "Llama-2-70b on one A100 40GB with litgpt?": its manual runs it in 4-bit (bnb.nf4-dq) on
         # one card; "no flag changes that, use --tensor-parallel-size" is vLLM's arithmetic (trial)
@@ -1577,7 +1584,8 @@ def _kv_cache_was_sized(question: str) -> bool:
 
 def _kv_dtype_bytes(x: Extraction) -> int:
     """Bytes per KV element: 1 with an fp8/int8 --kv-cache-dtype, else 2 (vLLM's auto keeps bf16)."""
-    return 1 if x.kv_cache_dtype and "8" in x.kv_cache_dtype else 2
+    said = x.kv_cache_dtype or _kv_dtype_in_words(x.text)  # the flag, or "fp8 KV cache" in words (it was bf16's 320 KiB)
+    return 1 if said and "8" in said else 2
 
 
 def _context_kv(x: Extraction, model: ModelShape) -> tuple[int, int, Decimal] | None:

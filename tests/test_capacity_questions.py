@@ -1246,3 +1246,20 @@ def test_a_smaller_top_logprobs_does_not_shrink_fastdeploys_message():
     assert answer is not None and answer.computed and answer.call.result["bytes"] == 133136 and not answer.call.result["fits"]
     assert answer.call.arguments["top_logprobs"] == 20 and answer.call.arguments["max_batch"] == 512
     assert any("whatever a request's top_logprobs" in n["en"] for n in answer.notes)
+
+
+def test_a_kv_dtype_said_in_words_is_the_kv_caches_not_the_weights():
+    """"Qwen2.5-7B …, fp8 kv cache, how many concurrent?" asked for the weights, as if the
+    checkpoint were fp8 (and the chat follow-up "用 fp8 kv cache 呢" asked back the same way);
+    a sizing counted the KV cache at bf16's 320 KiB per token (trial)."""
+    from assistant.calculations import weights_note
+
+    for question in ("Qwen2.5-7B on one H100, max-model-len 32768, fp8 kv cache, how many concurrent?",
+                     "Qwen2.5-7B 单卡 H100，max-model-len 32768，能并发多少？\n用 fp8 kv cache 呢"):
+        answer = capacity_answer(question)
+        assert answer is not None and not answer.missing, question
+        assert answer.calls[-1].value.kv_tokens == 2153599  # 57.51 GiB ÷ 28,672 B: fp8's half of 56 KiB
+    # an FP8 checkpoint is still one whose weights are not parameters × 2 bytes
+    assert "weights" in capacity_answer("Qwen2.5-7B FP8 on one H100, max-model-len 32768, how many concurrent?").missing
+    note = weights_note("Qwen2.5-72B 32k 上下文 fp8 kv cache 要几张 H100")
+    assert "每 token 160 KiB" in note["zh"] and "按 bf16/fp16 算" in note["zh"] and "H100 的卡 2 张" in note["zh"]
