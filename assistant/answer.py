@@ -2451,7 +2451,13 @@ def _steps_from_your_values(text: str, flags: dict[str, str] | None, labels: dic
         value = yours.get(setting_key(flag.group(1))) if flag and _LOWER.search(cells[1]) else None
         step = _STEP_CELL.match(cells[2]) if value is not None else None
         if step is not None and re.fullmatch(r"\d+(?:\.\d+)?", value):
-            said = labels["yours_low" if float(value) <= float(step.group(3)) else "yours_value"].format(value=value)
+            key = "yours_low" if float(value) <= float(step.group(3)) else "yours_value"
+            halves = step.group(2).isdigit() and step.group(3).isdigit() and int(step.group(2)) == 2 * int(step.group(3))
+            if key == "yours_value" and halves and value.isdigit() and int(value) > int(step.group(2)):
+                # The step halves: "4096 → 2048" beside a server at 32768 read as "go to 2048";
+                # the same step from the asker's value is 16384 (trial).
+                key = "yours_step"
+            said = labels[key].format(value=value, next=int(value) // 2 if value.isdigit() else value)
             cells[2] = f"{step.group(1)}{step.group(2)} → {step.group(3)}{said}{step.group(4)}"  # the English label starts with its space
             line = "|".join(cells)
         out.append(line)

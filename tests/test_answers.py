@@ -629,7 +629,7 @@ def test_an_example_step_says_where_the_askers_own_value_stands(bundled_settings
     """A server at --max-model-len 2048 and --gpu-memory-utilization 0.7 read the OOM table's
     "4096 → 2048" and "0.95 → 0.8" as the way to go, raising the one and "lowering" the other
     to where it was (newcomer trial). The step stays the article's; the asker's value is said
-    beside it, and whether the step would lower it at all."""
+    beside it, and whether the step would lower it at all; a halving step, from the asker's value."""
     low = ("INFO 12-01 10:00:00 [cli_args.py:325] non-default args: {'model': 'Qwen/Qwen2.5-14B-Instruct', "
            "'max_model_len': 2048, 'gpu_memory_utilization': 0.7, 'max_num_seqs': 32}\n"
            "ERROR 12-01 10:05:00 [core.py:500] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.20 GiB.\n")
@@ -639,7 +639,8 @@ def test_an_example_step_says_where_the_askers_own_value_stands(bundled_settings
     assert "| 0.95 → 0.8 (yours is already 0.7: this step would not lower it) |" in a.answer
     high = low.replace("2048", "32768").replace("0.7", "0.95")
     a = answer_question("显存炸了，该调哪个参数", bundled_settings, kb=bundled_kb, log_text=high)
-    assert "| 4096 → 2048（你的：32768） |" in a.answer and "| 0.95 → 0.8（你的已经是 0.95，这一步不会再降低它） |" not in a.answer
+    # the step halves: from 32768 the same step is 16384, not 2048 (trial)
+    assert "| 4096 → 2048（你的：32768，同样减半是 16384） |" in a.answer and "| 0.95 → 0.8（你的已经是 0.95，这一步不会再降低它） |" not in a.answer
     assert "| 8192 → 4096 |" in a.answer  # a setting the log does not show is left as written
     proposing = answer_question("vllm CUDA out of memory at startup, should I try --max-model-len 2048 or --gpu-memory-utilization 0.8?",
                                 bundled_settings, kb=bundled_kb)

@@ -49,6 +49,10 @@ MESSAGES = {
         "zh": '（你的：{value}）',
         "en": ' (yours: {value})',
     },
+    'yours_step': {
+        "zh": '（你的：{value}，同样减半是 {next}）',
+        "en": ' (yours: {value}; the same halving step is {next})',
+    },
     'yours_low': {
         "zh": '（你的已经是 {value}，这一步不会再降低它）',
         "en": ' (yours is already {value}: this step would not lower it)',
