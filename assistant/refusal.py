@@ -326,8 +326,12 @@ def decide(result, min_relevance: float) -> tuple[bool, float | None, bool]:
         return False, ruled, False  # "--json", "what does --foobar do": a setting the KB never writes
     if p >= cut:
         result.exemplar_lean = exemplar_lean(result)
-        if _over_gate(result.exemplar_lean):
-            return False, ruled, False  # reads like the out-of-scope questions, not like the answered ones
+        if _over_gate(result.exemplar_lean) and not x["signature"]:
+            # Reads like the out-of-scope questions, not like the answered ones. Not over the
+            # top article's own log line, quoted: that is at most a close call (`tentative`).
+            # "No available shared memory broadcast block found in 60 seconds … keeps printing
+            # every minute" was refused, while the line alone was answered (trial).
+            return False, ruled, False
     return p >= cut, p, covered
 
 

@@ -173,6 +173,26 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     "CUDA libraries and driver versions": ("libcudart*", "libcublas*", "libcudnn*", "libnvrtc*", "libnvjitlink*", "libcusparse*",
                                            "libcufft*", "driver version is insufficient", "driver/library version mismatch",
                                            "cudaerrorinsufficientdriver", "cuda_error_system_driver_mismatch"),
+    # The GPU itself failing: a fault to drain or reset the card for, which no serving setting
+    # answers ("dmesg shows 'NVRM: Xid 79, GPU has fallen off the bus'" under a CUDA-graph
+    # traceback was told to run with --enforce-eager, as sure; trial). Only the Xids that name
+    # hardware (48 and 94/95 ECC, 63/64 row remapping, 74 NVLink, 79 off the bus, 92, 119/120 GSP):
+    # an Xid 13 beside an illegal memory access is the kernel's fault, answered by a CUDA-graph article.
+    "GPU hardware faults (Xid, ECC)": ("fallen off the bus", "ecc error*", "uncorrectable ecc", "double bit ecc", "double-bit ecc",
+                                       "volatile dbe", "dbe count", "row remap*", "remapped rows", "xid 48", "xid 63", "xid 64",
+                                       "xid 74", "xid 79", "xid 92", "xid 94", "xid 95", "xid 119", "xid 120", "掉卡"),
+    # Access to a gated model on the Hugging Face Hub: a token or an accepted licence, which no
+    # mirror or cache setting gives ("401 Client Error … Cannot access gated repo" got the
+    # download article's HF_ENDPOINT mirror, as sure; trial). The error's words only: a "gated
+    # model" run offline is a download question the KB may answer.
+    "Hugging Face access tokens": ("cannot access gated repo", "gated repo", "401 client error", "403 client error",
+                                   "401 unauthorized", "403 forbidden", "hf_token", "hugging_face_hub_token", "huggingface-cli login",
+                                   "hf auth login", "accept the license", "accept the licence", "access to model", "is restricted"),
+    # What serving costs in money, not in memory: "how much would it cost per million tokens on
+    # AWS p4d" got the preemption article (trial). Not "cost" alone: "the memory cost exceeded 11GB".
+    "cost and pricing": ("cost per million", "per million tokens", "price per", "pricing", "how much would it cost",
+                         "how much does it cost", "how much will it cost", "cost per hour", "cost per token", "per gpu-hour",
+                         "多少钱", "价格", "费用", "推理成本", "每百万 token", "每百万token"),
     "embedding and rerank models": ("embedding model", "embedding 模型", "embedding模型", "embeddings endpoint", "embedding endpoint",
                                     "embeddings api", "embedding api", "/v1/embeddings", "pooling", "rerank", "reranker",
                                     "task embed", "--task embed", "向量模型", "嵌入模型", "重排"),
@@ -277,7 +297,12 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     # Generation that never ends: the model's EOS and stop tokens, not a hung server.
     "stop tokens and EOS": ("eos token", "eos_token", "eos_token_id", "stop token", "stop tokens", "stop_token", "停不下来", "停不住",
                             "不会停止", "无法停止输出", "一直输出停不", "never stops generating", "doesn't stop generating",
-                            "does not stop generating", "won't stop generating", "keeps generating until"),
+                            "does not stop generating", "won't stop generating", "keeps generating until",
+                            # said of the output, with the token it prints or the sentence it repeats ("the model
+                            # never stops, it keeps printing <|im_end|>" was answered, as sure, as a hung request)
+                            "model never stops", "generation never ends", "generation never stops", "output never ends",
+                            "never stops at", "<|im_end|>", "<|endoftext|>", "<|eot_id|>", "keeps repeating", "repeats the same",
+                            "repeating the same", "一直重复", "重复输出", "复读"),
     # Running past the model's trained context (RoPE scaling, YaRN).
     "context extension (RoPE/YaRN)": ("rope_scaling", "rope scaling", "rope-scaling", "rope_theta", "rope-theta", "yarn",
                                       "max_position_embeddings", "context extension", "extend the context", "扩展上下文", "上下文扩展"),
@@ -305,6 +330,11 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
     # Docs with a scheduling section, or on the device plugin that advertises nvidia.com/gpu,
     # cover an unscheduled pod (HAMi's, KAITO's, the GPU Operator's).
     "GPU scheduling on Kubernetes": ("#schedul*", "#调度*", "nvidia.com/gpu", "device plugin", "device-plugin"),
+    # Docs on Xid errors or ECC (a GPU health page, a device plugin's) cover a failing GPU.
+    "GPU hardware faults (Xid, ECC)": ("xid", "ecc", "fallen off the bus", "dcgm"),
+    # Docs that say how to pass a Hugging Face token cover a gated model's 401.
+    "Hugging Face access tokens": ("hf_token", "hugging_face_hub_token", "huggingface-cli login", "hf auth login", "gated",
+                                   "access token*", "hf token*", "huggingface token*", "hugging face token*"),
     # Docs with a section on evictions, or on the pod's ephemeral storage, cover them.
     "Kubernetes evictions": ("#evict*", "#驱逐*", "ephemeral-storage"),
     # Docs on installing CUDA libraries (cuDNN, cuBLAS, the toolkit, LD_LIBRARY_PATH) cover them.
@@ -343,6 +373,8 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
                           "#thinking", "思考模式"),
 }
 PHRASE_SUBJECTS_ZH = {"new model support": "新模型架构的支持", "bf16 on older GPUs": "旧 GPU 上的 bf16",
+                      "GPU hardware faults (Xid, ECC)": "GPU 硬件故障（Xid、ECC）",
+                      "Hugging Face access tokens": "Hugging Face 访问令牌（gated 模型）", "cost and pricing": "成本与价格",
                       "stop tokens and EOS": "停止符与 EOS", "context extension (RoPE/YaRN)": "上下文扩展（RoPE/YaRN）",
                       "proxies and gateways": "代理与网关", "tool calling": "工具调用（tool calling）",
                       "embedding and rerank models": "embedding 与 rerank 模型",
@@ -352,7 +384,7 @@ PHRASE_SUBJECTS_ZH = {"new model support": "新模型架构的支持", "bf16 on 
 # of them is a core word.
 PHRASINGS = frozenset({"several models on one GPU", "tokenizers", "IPv6 networking", "CORS",
                        "rate limiting", "saving logs to a file", "autoscaling", "GPU partitioning (MIG)",
-                       "multi-node serving"})
+                       "multi-node serving", "cost and pricing"})
 
 
 def core_terms(entity: str) -> tuple[str, ...]:
@@ -725,6 +757,20 @@ _JUST_ASKING = re.compile(r"(?:这是啥|这是什么|这是什么意思|什么�
                           r"what(?:'s| is| does) (?:this|that|it)(?: mean)?|any ideas?|what happened)\W{0,4}", re.I)
 
 
+# The asker's own clause after a pasted error on its line: "… when vllm tries to download",
+# "… inside our container", ". our box is air-gapped": two words at least after the first.
+_PROSE_TAIL = re.compile(r"(?:\s|[.,;]\s+)(?:when|whenever|while|every time|each time|inside our|in our|on our|our|my)"
+                         r"(?:\s+[a-z][\w'-]*){2,}", re.I)
+
+
+_PATH = re.compile(r"(?<![\w:])(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]*)+")
+
+
+def _without_prose_tail(line: str) -> str:
+    tail = _PROSE_TAIL.search(line)
+    return line[:tail.start()] if tail else line
+
+
 def bare_unknown_error(question: str, index) -> bool:
     """Whether the question is only a pasted error (a line or two, nothing said around it)
     whose wording the KB mostly never uses: "RuntimeError: CUDA error: an illegal memory
@@ -737,7 +783,10 @@ def bare_unknown_error(question: str, index) -> bool:
     lines = [line for line in lines if not _JUST_ASKING.fullmatch(line.strip())]
     if not lines or len(lines) > 3 or not all(_BARE_ERROR.match(line) for line in lines):
         return False
-    words, share = _worded_share(" ".join(lines), index)
+    # Only the error is scored, not the asker's clause after it: "PermissionError: [Errno 13]
+    # Permission denied: '/root/.cache/huggingface/hub' when vllm tries to download as a non-root
+    # user" was refused for the KB's not wording "vllm tries to download" (either half alone was answered, trial).
+    words, share = _worded_share(" ".join(_without_prose_tail(line) for line in lines), index)
     if share is None:
         # Too short for word pairs: its longer words, none of which the KB uses
         # ("jinja2.exceptions.UndefinedError: 'guideline' is undefined", trial). "ValueError:
@@ -750,7 +799,10 @@ def bare_unknown_error(question: str, index) -> bool:
 def _worded_share(message: str, index) -> tuple[list[str], float | None]:
     """An error message's words (exception names left out) and the share of its word pairs
     found anywhere in the KB; None when it has fewer than three pairs."""
-    words = _WORD.findall(_EXCEPTION_TYPE.sub(" ", message).lower())
+    # A path is where it happened, not how the error is worded: "Permission denied:
+    # '/home/app/.cache/huggingface/hub/models--Qwen'" scored home-app, app-cache… as wording the
+    # KB never uses, where '/root/.cache/huggingface/hub' passed (trial).
+    words = _WORD.findall(_PATH.sub(" ", _EXCEPTION_TYPE.sub(" ", message)).lower())
     pairs = [f" {a} {b} " for a, b in zip(words, words[1:])]
     if len(pairs) < 3:
         return words, None

@@ -243,6 +243,51 @@ def test_a_covered_symptom_with_an_uncovered_cause_is_not_answered_as_sure(bundl
     assert hung.grounded and hung.citations[0].id == "vllm-requests-hang"
 
 
+@pytest.mark.parametrize("question, subject", [
+    ("RuntimeError: CUDA error: unspecified launch failure, trace goes through torch/cuda/graphs.py replay, "
+     "and dmesg shows 'NVRM: Xid 79, GPU has fallen off the bus'", "GPU hardware faults (Xid, ECC)"),
+    ("vllm serve meta-llama/Llama-3.1-8B-Instruct fails: 401 Client Error. Cannot access gated repo for url "
+     "https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/resolve/main/config.json", "Hugging Face access tokens"),
+    ("the model never stops, it keeps printing <|im_end|> and then starts a new user turn. Qwen2.5 served via vllm /v1/completions",
+     "stop tokens and EOS"),
+    ("how much would it cost per million tokens to serve llama-3-70b with vllm on AWS p4d?", "cost and pricing"),
+])
+def test_a_cause_the_kb_never_covers_said_beside_a_covered_symptom_is_no_sure_answer(bundled_settings, bundled_kb, question, subject):
+    """A newcomer's lookalikes answered as sure: a GPU fallen off the bus got --enforce-eager from
+    the CUDA-graph article (its traceback is that article's signature), a gated repo's 401 the
+    download article's mirror, output that never stops the hung-request levers, a price the
+    preemption article."""
+    from assistant.retrieval import RetrievalParams, search
+
+    answer = answer_question(question, bundled_settings, kb=bundled_kb, use_llm=False)
+    assert answer.coverage != "full"
+    assert subject in search(bundled_kb.index, bundled_kb.embedder, question, RetrievalParams.from_settings(bundled_settings)).unseen
+    # A gated model run offline is still the download article's question; an Xid 13 beside an
+    # illegal memory access in graph replay is still the CUDA-graph article's.
+    offline = answer_question("running a gated model (meta-llama) on a box that should not reach the internet. vllm serve "
+                              "--download-dir /some_local_directory still tries to hit HF. how do I load purely locally?",
+                              bundled_settings, kb=bundled_kb, use_llm=False)
+    assert offline.grounded and offline.citations[0].id in ("vllm-hang-download-or-load", "vllm-model-loading-stuck")
+    from assistant.scope import detect
+
+    assert not detect("dual 3090 TP=2, crashes during CUDA graph replay with an illegal memory access, dmesg shows Xid 13").entities
+
+
+@pytest.mark.parametrize("question", [
+    # the asker's clause after the error was scored as the error's wording
+    "PermissionError: [Errno 13] Permission denied: '/root/.cache/huggingface/hub' when vllm tries to download as a non-root user",
+    # a path is no wording: '/home/app/…' failed where '/root/…' passed
+    "PermissionError: [Errno 13] Permission denied: '/home/app/.cache/huggingface/hub/models--Qwen' inside our vllm container",
+    # the top article's own log line: the exemplar gate refused it (it is at most a close call)
+    "INFO shm_broadcast.py:548] No available shared memory broadcast block found in 60 seconds. This typically happens "
+    "when some processes are hanging... keeps printing every minute, no requests going through",
+])
+def test_a_covered_error_pasted_with_the_askers_words_is_answered(bundled_settings, bundled_kb, question):
+    """False refusals a newcomer found: each was answered when the error came alone."""
+    answer = answer_question(question, bundled_settings, kb=bundled_kb, use_llm=False)
+    assert answer.grounded and answer.citations[0].id in ("vllm-model-loading-stuck", "vllm-debug-switches")
+
+
 @pytest.mark.parametrize("question", ["How to enable speculative decoding in vLLM?", "vLLM 怎么开启投机解码？"])
 def test_a_passing_remark_on_an_uncovered_subject_does_not_answer_a_short_question_on_it(bundled_settings, bundled_kb, question):
     """The logprobs article says speculative decoding once, in passing: a short how-to on it
