@@ -353,6 +353,8 @@ def tentative(result) -> bool:
         return True  # asks about a name the KB never writes: what it quotes may not cover it
     if getattr(result, "unworded_error", False):
         return True  # the pasted error is worded as the KB never words one: the article may be another error's
+    if getattr(result, "quiet_stats", False):
+        return True  # its own engine figures show nothing queued: an article on a full cache or queue may not be its case
     lean = getattr(result, "exemplar_lean", None)
     if lean is not None and lean >= EXEMPLAR_HEDGE:
         return True  # nearer the out-of-scope questions than the answered ones, though not by enough to refuse

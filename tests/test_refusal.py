@@ -557,3 +557,21 @@ def _team_kb(tmp_path, name: str, text: str):
     (docs / name).write_text(text, encoding="utf-8")
     settings = _replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "cache")
     return open_kb(settings, progress=lambda _m: None), RetrievalParams.from_settings(settings)
+
+
+def test_engine_figures_that_show_nothing_queued_make_a_queue_article_a_close_call(bundled_settings, bundled_kb):
+    """"stalls at ~100 concurrent requests, but the vllm stats line only shows Running: 3 reqs,
+    Pending: 0" was answered, as sure, with the hung-requests article's KV-cache levers: the
+    asker's own figures rule out its cause (trial). A full cache with requests waiting is its case."""
+    from assistant.tools.logs import quiet_stats
+
+    quiet = answer_question("our python client with openai SDK stalls at ~100 concurrent requests, but the vllm stats line only "
+                            "shows Running: 3 reqs, Pending: 0. requests just sit on the client side",
+                            bundled_settings, kb=bundled_kb, use_llm=False)
+    assert quiet.grounded and quiet.coverage == "tentative"
+    full = answer_question("requests hang, stats: Running: 256 reqs, Waiting: 40 reqs, GPU KV cache usage: 99.1%",
+                           bundled_settings, kb=bundled_kb, use_llm=False)
+    assert full.grounded and full.coverage == "full" and full.citations[0].id == "vllm-requests-hang"
+    assert quiet_stats("Running: 20 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.5%")
+    assert not quiet_stats("Running: 20 reqs, Waiting: 0 reqs, GPU KV cache usage: 97.5%")
+    assert not quiet_stats("requests hang, nothing in the log")
