@@ -1418,7 +1418,10 @@ def _zh_number(text: str) -> int | None:
 # GPUs named after "on"/"in": "2x a100", "one l4", "a single 4090", "8 h100s", "two gpus".
 _ON_GPUS = (r"(?:(?:a|an|one|two|four|eight|single|my|\d+\s*[x×]?)\s+){0,2}(?:nvidia\s+|rtx\s*)?"
             r"(?:[ahlbtv]\d{1,3}g?s?|h\d{2,3}s?|a6000s?|[1-5]0[5-9]0s?|mi\d{3}x?|gpus?|cards?)\b")
-_ASKS_SIZING = re.compile(r"(?:几|多少)\s*(?:张|块|个|台)?\s*(?:卡|显卡|gpus?\b|[ah]\d{2,3}\b|h20\b|a6000\b|4090\b)"
+# ("几张 80G 的卡": a card's memory between the count and the card; it was read as no sizing
+# question, and the weights' floor, 2 cards, said without the 32k context's KV cache; trial)
+_ASKS_SIZING = re.compile(r"(?:几|多少)\s*(?:张|块|个|台)?\s*(?:\d+\s*g(?:i?b)?\s*(?:显存)?\s*(?:的)?\s*)?"
+                          r"(?:卡|显卡|gpus?\b|[ah]\d{2,3}\b|h20\b|a6000\b|4090\b)"
                           r"|(?:几|多少)\s*(?:张|块)\s*(?=[？?。]|$)"
                           r"|多少\s*显存|显存\s*(?:要|需要)\s*多(?:少|大)"
                           r"|how\s+many\s+(?:gpus?|cards|[ah]\d{2,3}s?|a6000s?|devices)\b|number\s+of\s+gpus"

@@ -1263,3 +1263,13 @@ def test_a_kv_dtype_said_in_words_is_the_kv_caches_not_the_weights():
     assert "weights" in capacity_answer("Qwen2.5-7B FP8 on one H100, max-model-len 32768, how many concurrent?").missing
     note = weights_note("Qwen2.5-72B 32k 上下文 fp8 kv cache 要几张 H100")
     assert "每 token 160 KiB" in note["zh"] and "按 bf16/fp16 算" in note["zh"] and "H100 的卡 2 张" in note["zh"]
+
+
+def test_a_cards_memory_between_the_count_and_the_card_is_still_a_sizing_question():
+    """"Qwen2.5-72B 32k 需要几张 80G 的卡" said the weights' floor, 2 cards, without the 32k
+    context's KV cache; "需要几张卡" counted it and said 4 (trial)."""
+    from assistant.calculations import weights_note
+
+    for question in ("Qwen2.5-72B 32k 需要几张 80G 的卡", "Qwen2.5-72B 32k 需要几张 80GB 显存的卡"):
+        note = weights_note(question)["zh"]
+        assert "9.8 GiB" in note and "4 张" in note and "至少要 2 张" not in note, question
