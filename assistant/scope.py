@@ -185,9 +185,10 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     # mirror or cache setting gives ("401 Client Error … Cannot access gated repo" got the
     # download article's HF_ENDPOINT mirror, as sure; trial). The error's words only: a "gated
     # model" run offline is a download question the KB may answer.
-    "Hugging Face access tokens": ("cannot access gated repo", "gated repo", "401 client error", "403 client error",
-                                   "401 unauthorized", "403 forbidden", "hf_token", "hugging_face_hub_token", "huggingface-cli login",
-                                   "hf auth login", "accept the license", "accept the licence", "access to model", "is restricted"),
+    # (Not a bare 401 or 403: a browser's CORS refusal is a "403 Forbidden" too.)
+    "Hugging Face access tokens": ("cannot access gated repo", "gated repo", "hf_token", "hugging_face_hub_token",
+                                   "huggingface-cli login", "hf auth login", "accept the license", "accept the licence",
+                                   "access to model"),
     # What serving costs in money, not in memory: "how much would it cost per million tokens on
     # AWS p4d" got the preemption article (trial). Not "cost" alone: "the memory cost exceeded 11GB".
     "cost and pricing": ("cost per million", "per million tokens", "price per", "pricing", "how much would it cost",
@@ -301,8 +302,12 @@ ENTITIES: dict[str, tuple[str, ...]] = {
                             # said of the output, with the token it prints or the sentence it repeats ("the model
                             # never stops, it keeps printing <|im_end|>" was answered, as sure, as a hung request)
                             "model never stops", "generation never ends", "generation never stops", "output never ends",
-                            "never stops at", "<|im_end|>", "<|endoftext|>", "<|eot_id|>", "keeps repeating", "repeats the same",
-                            "repeating the same", "一直重复", "重复输出", "复读"),
+                            "never stops at", "<|im_end|>", "<|endoftext|>", "<|eot_id|>"),
+    # Output that repeats itself: sampling penalties, which a KB on generation defaults may well
+    # cover ("重复输出，一直生成到 max_tokens … repetition_penalty=1.0" is answered by the article on
+    # sampling defaults; as a stop-token question it was refused).
+    "repetitive output": ("keeps repeating", "repeats the same", "repeating the same", "repeats itself", "repeating itself",
+                          "一直重复", "重复输出", "复读"),
     # Running past the model's trained context (RoPE scaling, YaRN).
     "context extension (RoPE/YaRN)": ("rope_scaling", "rope scaling", "rope-scaling", "rope_theta", "rope-theta", "yarn",
                                       "max_position_embeddings", "context extension", "extend the context", "扩展上下文", "上下文扩展"),
@@ -330,11 +335,17 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
     # Docs with a scheduling section, or on the device plugin that advertises nvidia.com/gpu,
     # cover an unscheduled pod (HAMi's, KAITO's, the GPU Operator's).
     "GPU scheduling on Kubernetes": ("#schedul*", "#调度*", "nvidia.com/gpu", "device plugin", "device-plugin"),
+    # Docs on penalties, or on the default sampling parameters (generation_config.json sets them),
+    # cover repeating output: "经常重复输出 … 怎么让 vLLM 用上模型自带的默认采样参数" is the
+    # sampling-defaults article's question.
+    "repetitive output": ("repetition_penalty", "repetition penalty", "presence_penalty", "frequency_penalty", "重复惩罚",
+                          "generation_config*", "generation-config", "sampling param*", "采样参数"),
     # Docs on Xid errors or ECC (a GPU health page, a device plugin's) cover a failing GPU.
     "GPU hardware faults (Xid, ECC)": ("xid", "ecc", "fallen off the bus", "dcgm"),
     # Docs that say how to pass a Hugging Face token cover a gated model's 401.
     "Hugging Face access tokens": ("hf_token", "hugging_face_hub_token", "huggingface-cli login", "hf auth login", "gated",
-                                   "access token*", "hf token*", "huggingface token*", "hugging face token*"),
+                                   "access token*", "hf token*", "huggingface token*", "hugging face token*", "huggingface-login",
+                                   "huggingface login", "hugging face login", "login token*"),
     # Docs with a section on evictions, or on the pod's ephemeral storage, cover them.
     "Kubernetes evictions": ("#evict*", "#驱逐*", "ephemeral-storage"),
     # Docs on installing CUDA libraries (cuDNN, cuBLAS, the toolkit, LD_LIBRARY_PATH) cover them.
@@ -374,7 +385,7 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
 }
 PHRASE_SUBJECTS_ZH = {"new model support": "新模型架构的支持", "bf16 on older GPUs": "旧 GPU 上的 bf16",
                       "GPU hardware faults (Xid, ECC)": "GPU 硬件故障（Xid、ECC）",
-                      "Hugging Face access tokens": "Hugging Face 访问令牌（gated 模型）", "cost and pricing": "成本与价格",
+                      "Hugging Face access tokens": "Hugging Face 访问令牌（gated 模型）", "cost and pricing": "成本与价格", "repetitive output": "重复输出",
                       "stop tokens and EOS": "停止符与 EOS", "context extension (RoPE/YaRN)": "上下文扩展（RoPE/YaRN）",
                       "proxies and gateways": "代理与网关", "tool calling": "工具调用（tool calling）",
                       "embedding and rerank models": "embedding 与 rerank 模型",
@@ -493,6 +504,10 @@ def _mentions(haystack: str, needle: str):
         i = haystack.find(word, i + 1)
 
 
+# No length cap on the request: "没传 max_tokens", "without max_tokens", "max_tokens 没设".
+_UNCAPPED = re.compile(r"(?:没|未|没有|不)(?:传|设|设置|指定|加|带|给)了?\s*`?max_tokens|max_tokens`?\s*(?:也)?(?:没|未|没有)"
+                       r"|(?:no|without|didn't set|did not set|not setting|never set|not passing|unset)\s+(?:a\s+|the\s+|any\s+)?`?max_tokens")
+_SPECIAL_TOKENS = frozenset({"<|im_end|>", "<|endoftext|>", "<|eot_id|>", "eos token", "eos_token", "eos_token_id"})
 _AFTER_UPGRADE = re.compile(r"(?:after|since) (?:i |we )?(?:upgrad|updat)|升级[^，。,.;；!?？]{0,16}?(?:后|之后|以后)")
 
 
@@ -534,6 +549,12 @@ def detect(question: str) -> Scope:
         # upgrade is the setting of a symptom, which the KB may answer (review).
         del terms["upgrading to a new release"]
         in_prose = [e for e in in_prose if e != "upgrading to a new release"]
+    if "stop tokens and EOS" in terms and _UNCAPPED.search(text) and terms["stop tokens and EOS"] not in {_dashed(t) for t in _SPECIAL_TOKENS}:
+        # "一直在生成停不下来，客户端没传 max_tokens": a request with no length cap runs long, which
+        # the KB's max_tokens fix answers; it was refused as a question on stop tokens (trial).
+        # A special token printed in the output is still the stop tokens' question.
+        del terms["stop tokens and EOS"]
+        in_prose = [e for e in in_prose if e != "stop tokens and EOS"]
     if terms.get("vision/OCR model serving") == "ocr" and (products - contrasted) & (ENGINES - {"fastdeploy"}):
         # On an LLM engine, OCR is what a vision-language model is asked to do (GOT-OCR, "用
         # Qwen2.5-VL 做 OCR"), not the detection/recognition pipelines the subject is about.

@@ -575,3 +575,49 @@ def test_engine_figures_that_show_nothing_queued_make_a_queue_article_a_close_ca
     assert quiet_stats("Running: 20 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.5%")
     assert not quiet_stats("Running: 20 reqs, Waiting: 0 reqs, GPU KV cache usage: 97.5%")
     assert not quiet_stats("requests hang, nothing in the log")
+
+
+def test_a_log_line_the_asker_says_is_absent_is_no_signature_hit(bundled_kb):
+    """"日志里没有 Waiting for free blocks" scored the hung-requests article's signature at
+    0.98 (trial): what the asker says is not in the log rules that article's cause out."""
+    from assistant.retrieval import signature_hits
+
+    said = signature_hits(bundled_kb.index, "vllm 请求卡住，日志一直刷 Waiting for free blocks in KV cache")
+    assert "vllm-requests-hang" in said
+    for absent in ("vllm 请求卡住，日志里没有 Waiting for free blocks in KV cache，KV cache 使用率只有 15%",
+                   "requests hang but there is no 'Waiting for free blocks in KV cache' in the log"):
+        assert "vllm-requests-hang" not in signature_hits(bundled_kb.index, absent), absent
+    # a signature that starts with "No" is still one
+    assert signature_hits(bundled_kb.index, "No available shared memory broadcast block found in 60 seconds")
+
+
+@pytest.mark.parametrize("text, quiet", [
+    ("vllm 跑了两天之后响应越来越慢，重启就好了，KV cache 使用率才 20%，也没有抢占日志", True),
+    ("vllm 越跑越慢，没有 preempted 的日志，KV cache usage 一直在 30% 左右", True),
+    ("vllm 请求卡住，running 3 个，pending 0 个，KV 用了 12%", True),
+    ("KV cache usage 99%, pending 30", False),
+    ("requests pending 30s then time out", False),  # a duration, not a queue
+    ("GPU KV cache usage: 97.0%", False),
+])
+def test_engine_figures_said_in_prose_are_read(text, quiet):
+    """The figures as Chinese askers type them: in prose they were not read, and "KV cache 使用率才
+    20%" pulled a KV article in at full confidence (trial)."""
+    from assistant.tools.logs import quiet_stats
+
+    assert quiet_stats(text) is quiet
+
+
+def test_a_request_with_no_length_cap_is_no_stop_token_question(bundled_settings, bundled_kb):
+    """"一直在生成停不下来，客户端没传 max_tokens" was refused as a question on stop tokens; the
+    KB's max_tokens fix answers it (trial). A special token in the output is still stop tokens';
+    repeating output is its own subject, which a KB on repetition_penalty covers."""
+    from assistant.scope import detect
+
+    uncapped = answer_question("有个请求一直在生成停不下来，占着卡十几分钟，客户端没传 max_tokens", bundled_settings,
+                               kb=bundled_kb, use_llm=False)
+    assert uncapped.grounded and uncapped.citations[0].id == "vllm-requests-hang"
+    assert detect("the model never stops, it keeps printing <|im_end|>, we don't set max_tokens").entities == ("stop tokens and EOS",)
+    assert detect("Qwen2 经常重复输出，一直生成到 max_tokens").entities == ("repetitive output",)
+    repeats = answer_question("Qwen2-72B-AWQ 用 vLLM 部署后经常重复输出，一直生成到 max_tokens；请求里没传采样参数时 vLLM 用的是 "
+                              "repetition_penalty=1.0，是不是默认采样参数的问题？", bundled_settings, kb=bundled_kb, use_llm=False)
+    assert repeats.grounded and repeats.citations[0].id == "vllm-generation-config-defaults"

@@ -667,6 +667,14 @@ def test_flags_written_in_a_sentence_keep_their_values_without_its_punctuation()
     ("CUDA graph is not used, decode is slow", []),  # a symptom
     ("vllm is not using my GPU", []),
     ("FP8 is not on Ampere?", []),
+    # more ways of saying it is off (trial): each got the feature's own article, as sure
+    ("FastDeploy 请求卡住，logprobs 是关着的", ["logprobs"]),
+    ("FastDeploy 推理卡住，没用 logprobs", ["logprobs"]),
+    ("prefix caching 没开，还是慢", ["prefix caching"]),
+    ("关掉了 prefix caching 还是慢", ["prefix caching"]),
+    ("enable_prefix_caching=False and still slow", ["enable_prefix_caching"]),
+    ("加了 --enforce-eager 关了 cuda graph，还是报错", []),  # 关了 takes what follows; --enforce-eager was added
+    ("改了 max-num-seqs 也没用 KV cache 还是满", []),  # 也没用: it did not help
 ])
 def test_features_the_asker_rules_out(text, names):
     from assistant.negation import ruled_out, without_ruled_out
