@@ -30,6 +30,9 @@ _PASTED_MESSAGE = (r"(?:\b[A-Za-z_.]*(?:Error|Exception|Warning)\b|\b(?:ERROR|WA
                    "[^。！？；，\n\u4e00-\u9fff]*")
 
 
+_REPORTED = "(?:报错?|提示|出现了?|显示|返回了?|遇到了?|抛出?了?|打印出?)\\s*[:：]?\\s*(?=[A-Za-z0-9])[^\u4e00-\u9fff]*$"
+
+
 def is_cjk(ch: str) -> bool:
     """CJK ideographs (Extension A, Unified, Compatibility). A code-point test rather than a
     regex class: compiling a class over these ranges costs ~2 ms in every process."""
@@ -52,6 +55,10 @@ def _line_is_zh(line: str) -> bool:
         return True  # not "。" alone: 'the model replies 好。 to every prompt' is English (review)
     if cjk_count(line) < 2:
         return False
+    # What follows a Chinese verb of reporting is pasted, whatever it starts with: "客户端报 400：This
+    # model's maximum context length is 8192 tokens…" and "调 chat 接口报 As of transformers v4.44, …"
+    # were answered in English (trial). The asker's words are the Chinese before it.
+    own = re.sub(_REPORTED, " ", own)
     # Chinese words in several places are a Chinese sentence around what was pasted, however
     # long the paste ("vllm serve 启动就报 CUDA out of memory，Tried to allocate …，命令是
     # vllm serve … --max-model-len 32768" was answered in English).

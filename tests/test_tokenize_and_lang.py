@@ -143,3 +143,17 @@ def test_a_chinese_sentence_around_a_long_paste_is_chinese():
     # Chinese in a path or a model's name is no Chinese sentence
     assert detect_lang("I run vllm serve /data/模型/千问72B --tensor-parallel-size 4 and it fails with a long error, "
                        "how do I fix it?") == "en"
+
+
+def test_what_follows_a_chinese_verb_of_reporting_is_pasted():
+    """"客户端报 400：This model's maximum context length is 8192 tokens…" and "调 chat 接口报 As of
+    transformers v4.44, …" were answered in English: a few Chinese words, then a long English
+    message that does not start as an exception's name (trial)."""
+    from oncall_common.lang import detect_lang
+
+    assert detect_lang("客户端报 400：This model's maximum context length is 8192 tokens. However, you requested 9000 tokens "
+                       "(5000 in the messages, 4000 in the completion). Please reduce the length of the messages.") == "zh"
+    assert detect_lang("调 chat 接口报 As of transformers v4.44, default chat template is no longer allowed, so you must "
+                       "provide a chat template if the tokenizer does not define one.") == "zh"
+    # an English sentence that quotes the word is English
+    assert detect_lang("I see 报错 in the log when starting vllm with tp 2 on our cluster, what should I check first?") == "en"
