@@ -521,7 +521,7 @@ _PROPOSES = re.compile(r"\b(?:should|could|would|shall)\s+(?:i|we)\b|\btry\b|\bw
                        r"|要不要|是否|试试|试一下|改成[^。？?]{0,30}[吗呢?？]", re.I)
 # A kernel setting too: "kernel.msgmax 已经调到 1048576 了"; not a log's field, "还是刷 free_list_len: 0" (trial).
 _SETTING = re.compile(r"(?<![\w-])(?:--[A-Za-z][\w-]{1,60}|(?:kernel|vm|net)(?:\.[a-z][a-z0-9_]*)+"
-                      r"|[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?!\w)(?!\s?[:：]))"
+                      r"|[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?!\w)(?!\.\w)(?!\s?[:：]))"  # not a file's name: worker_process.log (trial)
                       r"(?:\s*[= ]\s*[\d.~,-]+(?![\w.]))?")
 
 

@@ -328,6 +328,9 @@ def test_a_change_then_the_failure_still_there_is_a_tried_setting():
 
     assert tried_settings("I lowered --max-model-len to 8192, still OOM after that") == ["--max-model-len"]
     assert tried_settings("调小了 --max-num-seqs 还是 OOM") == ["--max-num-seqs"]
+    # a log file's name is no setting ("worker_process" was said to be tried, trial)
+    assert tried_settings("FastDeploy max-num-seqs 设了 128 还是在排队，worker_process.log 里 num_blocks_global: 17131") == [
+        "max-num-seqs"]
     # Nothing was changed: a state described, or 加载 / 调用 / 开始, which only look like 加 / 调 / 开.
     for said in ("vllm serve --max-model-len 8192 is still loading after 30 min", "--max-model-len 8192 加载到一半还是卡住",
                  "用 --max-model-len 8192 调用接口还是超时", "--tensor-parallel-size 4 开始加载后还是卡住"):
