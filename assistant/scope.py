@@ -204,6 +204,11 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     "Ray clusters": ("ray cluster", "ray start", "ray://", "kuberay", "raylet"),
     # Kubernetes as the subject (its objects and tools), not as where vLLM happens to run.
     "Kubernetes": ("helm", "helm chart", "kubectl", "ingress", "kuberay", "daemonset", "statefulset"),
+    # A probe that restarts the pod while the model loads: the probe's timing is the fix
+    # (startupProbe, initialDelaySeconds), which a slow-load article does not give ("readiness
+    # probe 一直失败然后被重启，模型加载要十分钟" got it, as sure; trial).
+    "Kubernetes probes": ("readiness probe*", "readinessprobe", "liveness probe*", "livenessprobe", "startup probe*", "startupprobe",
+                          "initialdelayseconds", "failurethreshold", "探针"),
     "pipeline and expert parallelism": ("pipeline-parallel", "pipeline_parallel", "expert parallel", "expert-parallel", "enable-expert-parallel"),
     "multi-node serving": ("multi-node", "multinode", "multiple nodes", "multiple hosts", "multiple machines", "across machines",
                            "across nodes", "two nodes", "two machines", "多机", "多台机器", "多节点", "两台机器"),
@@ -385,7 +390,7 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
 }
 PHRASE_SUBJECTS_ZH = {"new model support": "新模型架构的支持", "bf16 on older GPUs": "旧 GPU 上的 bf16",
                       "GPU hardware faults (Xid, ECC)": "GPU 硬件故障（Xid、ECC）",
-                      "Hugging Face access tokens": "Hugging Face 访问令牌（gated 模型）", "cost and pricing": "成本与价格", "repetitive output": "重复输出",
+                      "Hugging Face access tokens": "Hugging Face 访问令牌（gated 模型）", "cost and pricing": "成本与价格", "Kubernetes probes": "Kubernetes 探针（probe）", "repetitive output": "重复输出",
                       "stop tokens and EOS": "停止符与 EOS", "context extension (RoPE/YaRN)": "上下文扩展（RoPE/YaRN）",
                       "proxies and gateways": "代理与网关", "tool calling": "工具调用（tool calling）",
                       "embedding and rerank models": "embedding 与 rerank 模型",
@@ -395,7 +400,7 @@ PHRASE_SUBJECTS_ZH = {"new model support": "新模型架构的支持", "bf16 on 
 # of them is a core word.
 PHRASINGS = frozenset({"several models on one GPU", "tokenizers", "IPv6 networking", "CORS",
                        "rate limiting", "saving logs to a file", "autoscaling", "GPU partitioning (MIG)",
-                       "multi-node serving", "cost and pricing"})
+                       "multi-node serving", "cost and pricing", "Kubernetes probes"})
 
 
 def core_terms(entity: str) -> tuple[str, ...]:

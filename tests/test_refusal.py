@@ -251,6 +251,7 @@ def test_a_covered_symptom_with_an_uncovered_cause_is_not_answered_as_sure(bundl
     ("the model never stops, it keeps printing <|im_end|> and then starts a new user turn. Qwen2.5 served via vllm /v1/completions",
      "stop tokens and EOS"),
     ("how much would it cost per million tokens to serve llama-3-70b with vllm on AWS p4d?", "cost and pricing"),
+    ("k8s 上 vllm pod 的 readiness probe 一直失败然后被重启，模型加载要十分钟", "Kubernetes probes"),
 ])
 def test_a_cause_the_kb_never_covers_said_beside_a_covered_symptom_is_no_sure_answer(bundled_settings, bundled_kb, question, subject):
     """A newcomer's lookalikes answered as sure: a GPU fallen off the bus got --enforce-eager from
