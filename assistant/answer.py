@@ -611,7 +611,7 @@ def _from_llm(text, result, kb, settings, lang, use_tools, diagnosis, calc, on_t
     answer = Answer(text, out.text, lang, result.grounded and out.covered, citations, out.tool_calls, f"llm:{out.model}", notes=out.notes)
     if not out.covered:
         answer.coverage = "none"
-    elif tentative(result) or out.unverified:
+    elif tentative(result) or out.unverified or (result.articles and _tried_its_fixes(kb, result.articles[0], lang, text)):
         answer.coverage = "tentative"
         if result.asked_unknown:  # the model's text is on screen already: which asked name the KB lacks goes in a note
             answer.notes.append(_asked_unknown_line(result.asked_unknown, lang))
@@ -659,7 +659,7 @@ def compose(kb, result: Retrieval, lang: str, top_k: int, weights_over: bool = F
         return answer
 
     top = result.articles[0]
-    unsure = tentative(result)
+    unsure = tentative(result) or _tried_its_fixes(kb, top, lang, result.question)
     vague = not top.passage and _vague(result)
     tail: list[str] = []
     if vague:
@@ -1028,6 +1028,40 @@ def _article_hardware(kb, doc_id: str) -> list[str]:
     return []
 
 
+def _article_text(kb, art: ArticleMatch, lang: str) -> str:
+    doc_lang, _ = _pick_lang(kb, art.doc_id, lang)
+    return "\n".join(c.text for c in kb.article_chunks(art.doc_id, doc_lang)).lower().replace("_", "-")
+
+
+def _setting_in(text: str, name: str) -> bool:
+    """Whether an article's text (`_article_text`) writes a setting. A one-word setting (--host,
+    --port, --model) must appear as a setting, not as the word every article uses: an OOM
+    answer quoted back "--host 0.0.0.0, --port 8000"."""
+    word = setting_key(name)
+    if "-" not in word:
+        # "--ipc" written as a flag is one ("加了 --ipc=host 还是不行"), though "ipc" is short.
+        long_enough = len(word) >= 4 or (name.startswith("--") and len(word) >= 2)
+        return long_enough and (f"--{word}" in text or re.search(rf"\b{re.escape(word)}\s*[=:]", text) is not None)
+    return len(word) >= 4 and word in text
+
+
+TRIED_ENOUGH = 2
+
+
+def _tried_its_fixes(kb, art: ArticleMatch, lang: str, question: str) -> bool:
+    """Whether the asker says they tried TRIED_ENOUGH or more of the settings the article
+    writes: "--ipc=host、--shm-size=16g 都加了，NCCL_P2P_DISABLE=1 也试过，还是报 NCCL error" was
+    given those three as the fix, as sure (trial). The article may still hold the answer, so
+    it is a close call, not a refusal."""
+    from .cleaning import tried_settings
+
+    tried = tried_settings(question) if question else []
+    if len(tried) < TRIED_ENOUGH or art.passage:
+        return False
+    text = _article_text(kb, art, lang)
+    return sum(1 for name in tried if _setting_in(text, name)) >= TRIED_ENOUGH
+
+
 def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[str, str], question: str = "") -> list[str]:
     """Flags pasted with the question that the article talks about, quoted back as facts:
     "you run with `--gpu-memory-utilization 0.97`" makes "lower it" concrete. Settings the
@@ -1038,19 +1072,11 @@ def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[s
     tried = tried_settings(question) if question else []
     if not flags and not tried:
         return []
-    doc_lang, _ = _pick_lang(kb, art.doc_id, lang)
-    text = "\n".join(c.text for c in kb.article_chunks(art.doc_id, doc_lang)).lower().replace("_", "-")
-
+    text = _article_text(kb, art, lang)
     bare = setting_key
+
     def in_article(name: str) -> bool:
-        # A one-word setting (--host, --port, --model) must appear as a setting, not as the
-        # word every article uses: an OOM answer quoted back "--host 0.0.0.0, --port 8000".
-        word = bare(name)
-        if "-" not in word:
-            # "--ipc" written as a flag is one ("加了 --ipc=host 还是不行"), though "ipc" is short.
-            long_enough = len(word) >= 4 or (name.startswith("--") and len(word) >= 2)
-            return long_enough and (f"--{word}" in text or re.search(rf"\b{re.escape(word)}\s*[=:]", text) is not None)
-        return len(word) >= 4 and word in text
+        return _setting_in(text, name)
 
     # A setting pasted with its value stays under "your command line", value and all, even
     # when a sentence says it was tried: lowering that value may still be the fix.

@@ -1022,3 +1022,14 @@ def test_a_reply_cut_at_sixteen_tokens_is_max_tokens_default(bundled_settings, b
     a = answer_question(question, bundled_settings, kb=bundled_kb)
     assert a.grounded and a.citations[0].id == "vllm-generation-config-defaults"
     assert "max_tokens" in a.answer and "16" in a.answer
+
+
+def test_an_article_whose_fixes_the_asker_tried_is_a_close_call(bundled_settings, bundled_kb):
+    """"--ipc=host、--shm-size=16g 都加了，NCCL_P2P_DISABLE=1 也试过，还是报 NCCL error" was given
+    those three as the fix, as sure (trial). The article is still shown, with what was tried said."""
+    tried = answer_question("多卡 NCCL 报错，--ipc=host、--shm-size=16g 都加了，NCCL_P2P_DISABLE=1 也试过，nvidia-smi topo -m "
+                            "也正常，还是报 NCCL error", bundled_settings, kb=bundled_kb, use_llm=False)
+    assert tried.grounded and tried.coverage == "tentative" and tried.citations[0].id == "vllm-nccl-error-multi-gpu"
+    assert "NCCL_P2P_DISABLE" in tried.answer.split("**可能原因**")[0]  # said as tried, above the article's advice
+    fresh = answer_question("多卡起 vllm 报 NCCL error，怎么办", bundled_settings, kb=bundled_kb, use_llm=False)
+    assert fresh.coverage == "full"
