@@ -24,14 +24,15 @@ _RULED_OUT = re.compile(
     rf"|(?:(?<![\w-])(?:not|never)|n't)\s+(?:using|use|enabled?|enabling|turned on|turning on)\s+"
     rf"(?:any\s+|the\s+)?(?P<en>{_NAME_WORD}(?:[ -]{_NAME_WORD})?)"
     rf"|(?P<before>{_NAME_WORD})\s+(?:is|are|was|were)(?:\s+|n't\s+)(?:not\s+)?(?<=not |n't )(?:enabled|turned on|in use)\b"
-    # More Chinese ways of saying it is off ("logprobs 是关着的", "没用 logprobs", "关了 cuda graph",
-    # "prefix caching 没开"; each got the article on the very feature, as sure, trial), and a
-    # switch written false. Not "也没用" / "都没用" / "还是没用": a change that did not help.
+    # More Chinese ways of saying it is off ("logprobs 是关着的", "没用 logprobs", "已经关了 prefix
+    # caching", "prefix caching 没开"; each got the article on the very feature, as sure, trial).
+    # Not "也没用" / "都没用" / "还是没用": a change that did not help;
+    # nor "怎么关闭 X" / "关掉 X 就好了": X is then the subject, or the culprit (review of the dev trees).
     rf"|(?<![也都还])没用(?:过|了)?\s*(?P<zh_used>{_NAME_WORD}(?:[ _-]{_NAME_WORD})?)"
-    rf"|(?:关掉|关闭|关)了?\s*(?P<zh_off>{_NAME_WORD}(?:[ _-]{_NAME_WORD})?)"
+    rf"|(?:已经?|早就)(?:关掉|关闭|关)了?\s*(?P<zh_off>{_NAME_WORD}(?:[ _-]{_NAME_WORD})?)"
     rf"|(?P<before_zh>{_NAME_WORD}(?:[ _-]{_NAME_WORD})?)\s*(?:是|已经?|也)?\s*(?:关着的?|关掉了|关闭了?|关了|没开|没打开|没有开|没启用|没有启用|未开启|未启用)"
     r"(?!\s*(?:--)?[A-Za-z])"  # "加了 --enforce-eager 关了 cuda graph": 关了 takes what follows it
-    rf"|(?P<off>{_NAME_WORD})\s*[=:]\s*(?:false|off)\b",
+    r"(?!\s*(?:就|之后|以后|后|的话))",  # "batching 关了就没问题": turning it off is the remedy, it is the culprit
     re.I)
 # What a negation names that is no feature: a product ("也没有用 vllm"), a symptom, the hardware,
 # or a sentence's own words ("not using my GPU").
@@ -41,10 +42,10 @@ _NOT_A_FEATURE = re.compile(r"(?i)(?:my|our|your|the|by|any|it|this|that)\b|(?:v
 
 # What every negation above contains: most questions have none, and are not scanned further
 # (retrieval, subject detection and the query cleaner each ask).
-_CUE = re.compile(r"没|未|关|not\b|n't|never|false|off\b", re.I)
+_CUE = re.compile(r"没|未|关|not\b|n't|never", re.I)
 
 
-_NAMED_GROUPS = ("zh", "en", "before", "zh_used", "zh_off", "before_zh", "off")
+_NAMED_GROUPS = ("zh", "en", "before", "zh_used", "zh_off", "before_zh")
 
 
 def _ruled_out_names(text: str):

@@ -674,8 +674,12 @@ def test_flags_written_in_a_sentence_keep_their_values_without_its_punctuation()
     ("FastDeploy 请求卡住，logprobs 是关着的", ["logprobs"]),
     ("FastDeploy 推理卡住，没用 logprobs", ["logprobs"]),
     ("prefix caching 没开，还是慢", ["prefix caching"]),
-    ("关掉了 prefix caching 还是慢", ["prefix caching"]),
-    ("enable_prefix_caching=False and still slow", ["enable_prefix_caching"]),
+    ("已经关掉了 prefix caching 还是慢", ["prefix caching"]),
+    ("怎么关闭 qwen3 的思考过程", []),  # asked for: the subject
+    ("调用 API 时用 chat_template_kwargs 关 thinking", []),
+    ("关掉 batching 就没问题，是哪个参数导致 503", []),  # the remedy: batching is the culprit
+    ("batching 关了就好了", []),
+    ("save_trans: False, save_lightllm: True", []),  # a config's values: what the question is about
     ("加了 --enforce-eager 关了 cuda graph，还是报错", []),  # 关了 takes what follows; --enforce-eager was added
     ("改了 max-num-seqs 也没用 KV cache 还是满", []),  # 也没用: it did not help
 ])
