@@ -659,7 +659,8 @@ def compose(kb, result: Retrieval, lang: str, top_k: int, weights_over: bool = F
         return answer
 
     top = result.articles[0]
-    unsure = tentative(result) or _tried_its_fixes(kb, top, lang, result.question)
+    # (Not when the weights cannot fit: the note above says no setting helps, and the article stays.)
+    unsure = tentative(result) or (not weights_over and _tried_its_fixes(kb, top, lang, result.question))
     vague = not top.passage and _vague(result)
     tail: list[str] = []
     if vague:
@@ -1055,7 +1056,7 @@ def _tried_its_fixes(kb, art: ArticleMatch, lang: str, question: str) -> bool:
     it is a close call, not a refusal."""
     from .cleaning import tried_settings
 
-    tried = tried_settings(question) if question else []
+    tried = tried_settings(question, explicit=True) if question else []
     if len(tried) < TRIED_ENOUGH or art.passage:
         return False
     text = _article_text(kb, art, lang)

@@ -711,8 +711,11 @@ def _plan_kv_bytes(f: _Facts) -> _Plan:
 
 # A KV cache's dtype said in words, not as the flag: "fp8 KV cache", "kv cache fp8", "KV cache 用 FP8".
 # (The model's own format, "an FP8 model", says nothing of its KV cache: vLLM's auto keeps bf16.)
-_KV_DTYPE_WORDS = re.compile(r"(fp8(?:_e4m3|_e5m2)?|int8)[ _-]?kv\b|kv[ _-]?cache ?(?:用|使用|设为|设成|改成|改为|是|为|in|as|=|:)? ?"
+# Not a checkpoint's own format before "KV cache" ("Qwen2.5-72B-Instruct-FP8 KV cache": its weights
+# are FP8, review), and not one the asker says is off ("without fp8 kv cache", "没开 fp8 kv cache").
+_KV_DTYPE_WORDS = re.compile(r"(?<![\w-])(fp8(?:_e4m3|_e5m2)?|int8)[ _-]?kv\b|kv[ _-]?cache ?(?:用|使用|设为|设成|改成|改为|是|为|in|as|=|:)? ?"
                              r"(fp8(?:_e4m3|_e5m2)?|int8)\b")
+_KV_DTYPE_DENIED = re.compile(r"(?:(?<![a-z])(?:no|not|without|never|don't use|do not use)|不用|没用|没开|不开|没有开|没有用|关了|关掉)\s*$")
 
 
 def _without_kv_dtype(text: str) -> str:
@@ -724,7 +727,9 @@ def _without_kv_dtype(text: str) -> str:
 
 def _kv_dtype_in_words(text: str) -> str | None:
     m = _KV_DTYPE_WORDS.search(text)
-    return (m.group(1) or m.group(2)) if m else None
+    if m is None or _KV_DTYPE_DENIED.search(text[max(0, m.start() - 16):m.start()]):
+        return None
+    return m.group(1) or m.group(2)
 
 
 def _plan_model_shape(f: _Facts, model: ModelShape) -> _Plan:
@@ -1466,7 +1471,10 @@ def asks_sizing(question: str) -> bool:
 
 # A rate of requests ("每秒 200 个 2k 请求", "200 req/s"): how many run at once depends on how long
 # each takes, which the question does not say; the sizing beside it is for the requests counted.
-_RATE = re.compile(r"每秒(?:钟)?|每分钟|(?:requests?|reqs?|queries|calls?) ?(?:per|/|a|an|each|every) ?(?:second|sec|s|minute|min)\b|\bqps\b|\brps\b")
+# Requests, not tokens: "每秒输出 50 个 token" is a decode speed (review).
+_RATE = re.compile(r"(?:每秒|每分钟)(?:钟)?\s*(?:有|来|进来|处理|发|打)?\s*\d*\s*(?:[kK万千])?\s*(?:个|条|次)?\s*(?:\d+\s*[kK]\s*(?:的)?\s*)?(?:请求|调用|query|queries|requests?)"
+                   r"|(?:请求|调用)\s*(?:数)?\s*\d*\s*(?:个|条|次)?\s*(?:/|每)\s*(?:秒|分钟)"
+                   r"|(?:requests?|reqs?|queries|calls?) ?(?:per|/|a|an|each|every) ?(?:second|sec|s|minute|min)\b|\bqps\b|\brps\b")
 
 
 def weights_note(question: str) -> dict[str, str] | None:

@@ -541,13 +541,22 @@ _BARE_FLAG = re.compile(r"(?<![\w-])[a-z]+(?:-[a-z]+){2,}(?![\w-])")
 _GLUE = frozenset("to of by and or the in on for a at per".split())
 
 
-def tried_settings(text: str) -> list[str]:
+# The failure still there, and nothing said of a change: "重启了仍然报 …", "same error" (review).
+_ONLY_PERSISTS = re.compile(r"still the same|same (?:result|error|thing)|还是一样|也不行|还是不行|依然|仍然", re.I)
+
+
+def tried_settings(text: str, explicit: bool = False) -> list[str]:
     """The flags, parameters and environment variables the asker's sentences say were tried,
-    set already, or of no effect, as written (`--enforce-eager`, `max_num_seqs`, `HF_ENDPOINT`)."""
+    set already, or of no effect, as written (`--enforce-eager`, `max_num_seqs`, `HF_ENDPOINT`).
+    `explicit`: only sentences that say so in words of trying or changing, not one where the
+    failure merely persists ("… --max-model-len 32768 … 重启了仍然报 OOM" is the command in use)."""
     if not (_TRIED.search(text) or _CHANGED_STILL.search(text) or _ALREADY.search(text)):
         return []
     out: list[str] = []
     for sentence in _SENTENCE_END.split(text):
+        if explicit and not (_ALREADY.search(sentence) or (_CHANGED_STILL.search(sentence) and not _ASKING_WHAT_IF.search(sentence))
+                             or _TRIED.search(_ONLY_PERSISTS.sub(" ", sentence))):
+            continue
         if _says_tried(sentence) or _ALREADY.search(sentence):
             bare = [m for m in _BARE_FLAG.finditer(sentence)
                     if not compound_word(m.group(0)) and not _GLUE & set(m.group(0).split("-"))]

@@ -28,11 +28,14 @@ _RULED_OUT = re.compile(
     # caching", "prefix caching 没开"; each got the article on the very feature, as sure, trial).
     # Not "也没用" / "都没用" / "还是没用": a change that did not help;
     # nor "怎么关闭 X" / "关掉 X 就好了": X is then the subject, or the culprit (review of the dev trees).
-    rf"|(?<![也都还])没用(?:过|了)?\s*(?P<zh_used>{_NAME_WORD}(?:[ _-]{_NAME_WORD})?)"
+    # (没用 X only as a clause of its own: "调到 0.8 没用 max_model_len 改到 8192 也不行" is "did not help", review.)
+    rf"|(?:^|(?<=[，,。；;！!？?\n])|(?<=我们)|(?<=我))\s*没用(?:过|了)?\s*(?P<zh_used>{_NAME_WORD}(?:[ _-]{_NAME_WORD})?)"
+    r"(?=\s*(?:[，,。；;！!？?\n]|$))"
     rf"|(?:已经?|早就)(?:关掉|关闭|关)了?\s*(?P<zh_off>{_NAME_WORD}(?:[ _-]{_NAME_WORD})?)"
-    rf"|(?P<before_zh>{_NAME_WORD}(?:[ _-]{_NAME_WORD})?)\s*(?:是|已经?|也)?\s*(?:关着的?|关掉了|关闭了?|关了|没开|没打开|没有开|没启用|没有启用|未开启|未启用)"
+    rf"|(?<!被)(?<!被 )(?P<before_zh>{_NAME_WORD}(?:[ _-]{_NAME_WORD})?)\s*(?:是|已经?|也)?\s*(?:关着的?|关掉了|关闭了?|关了|没开|没打开|没有开|没启用|没有启用|未开启|未启用)"
     r"(?!\s*(?:--)?[A-Za-z])"  # "加了 --enforce-eager 关了 cuda graph": 关了 takes what follows it
-    r"(?!\s*(?:就|之后|以后|后|的话))",  # "batching 关了就没问题": turning it off is the remedy, it is the culprit
+    # "batching 关了就没问题", "logprobs 没开的时候一切正常": without it all is well, it is the culprit (review)
+    r"(?!\s*(?:就|之后|以后|后|的话|的时候|时候|时|之前|以前|前))",
     re.I)
 # What a negation names that is no feature: a product ("也没有用 vllm"), a symptom, the hardware,
 # or a sentence's own words ("not using my GPU").

@@ -69,7 +69,11 @@ _AFTER_APPROX = re.compile(r" ?(?:左右|上下|or so|-ish)")
 # A length in k with no word of its own, right after a model's size or a verb of serving, is the
 # context the model is run at: "8 张 A100 跑 Qwen2.5-72B 32k 能有多少并发", "serving llama-3-70b at
 # 32k", "跑 32k". It was left unread and the concurrency asked back (trial).
-_RUN_AT = re.compile(r"(?:\d(?:\.\d+)?b|跑|运行|部署|开到?|run(?:ning)?|serv(?:e|ing)|deploy(?:ing)?|at) ?$")
+# Only where what follows asks about it or ends the clause: "at 2k qps", "跑 2k 条数据", "部署 2k
+# 个副本", "running 4k concurrent" are other counts, and "max_num_batched_tokens 开到 8k" another
+# setting (review). "at" only after the model's size: "throughput drops at 2k" names no context.
+_RUN_AT = re.compile(r"(?:\d(?:\.\d+)?b|跑|运行|部署|run(?:ning)?|serv(?:e|ing)|deploy(?:ing)?|\d(?:\.\d+)?b\S* at) ?$")
+_RUN_AT_NEXT = re.compile(r"\s*(?:[,，。.?？;；!！:：]|$|能|有多少|的话|需要|要|需|上下文|长度|context|ctx|on\b|with\b|how\b|max\b|what\b|in\b)")
 # A size said to be per token, right beside the number, is the KV bytes per token whatever
 # else is near: "KV cache 320 KiB per token" was read as a 320 KiB KV cache, and "each token
 # takes 128 KB of KV cache" too.
@@ -579,7 +583,8 @@ def _bind(numbers: list[Quantity], labels: list[_Label], text: str) -> list[Quan
     out = []
     for q, slot in zip(numbers, slots):
         label, unit = _resolve(q, slot.get(NAME, ""), slot.get(MOD, ""), slot.get(NOUN, ""))
-        if not label and not slot and unit == "count" and q.scale in ("k", "ki") and _RUN_AT.search(text, 0, q.start):
+        if (not label and not slot and unit == "count" and q.scale in ("k", "ki") and _RUN_AT.search(text, 0, q.start)
+                and _RUN_AT_NEXT.match(text, q.end)):
             label = "max_model_len"
         tail = _SEPARATOR.split(text[q.end:q.end + 32], 1)[0]  # "32000 tokens per request 左右"
         approx = bool(_APPROX.search(text[max(0, q.start - 8):q.start])) or bool(_AFTER_APPROX.search(tail))

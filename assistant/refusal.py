@@ -339,6 +339,18 @@ _FILLER = re.compile(r"\b(?:what|does|do|is|are|the|a|an|mean|means|meaning|for|
                      r"|是什么|干什么|做什么|什么意思|有什么用|作用|参数|怎么用|怎么设置|的|[?？.。!！:：`'\"\s]", re.I)
 
 
+# What an article or passage on a full KV cache or a queue says: its advice assumes requests wait.
+_QUEUE_PREMISE = re.compile(r"waiting for free blocks|preempt|free[_ ]list[_ ]len|kv cache (?:is )?full|kv cache usage|kv cache 满"
+                            r"|满了|排队|队列|抢占|pending|waiting|queue", re.I)
+
+
+def _on_a_full_queue(result) -> bool:
+    """Whether the best match's matched text speaks of a full cache or a queue: engine figures
+    that show nothing queued say nothing against an OOM or an NCCL article (review)."""
+    top = result.articles[0] if result.articles else None
+    return top is not None and any(_QUEUE_PREMISE.search(c.chunk.text) for c in top.chunks)
+
+
 def tentative(result) -> bool:
     """Whether an answer the KB gives is a close call (see `SURE`). Without a fitted model
     there is no probability to judge by, and no answer is marked. A question that names the
@@ -353,7 +365,7 @@ def tentative(result) -> bool:
         return True  # asks about a name the KB never writes: what it quotes may not cover it
     if getattr(result, "unworded_error", False):
         return True  # the pasted error is worded as the KB never words one: the article may be another error's
-    if getattr(result, "quiet_stats", False):
+    if getattr(result, "quiet_stats", False) and _on_a_full_queue(result):
         return True  # its own engine figures show nothing queued: an article on a full cache or queue may not be its case
     lean = getattr(result, "exemplar_lean", None)
     if lean is not None and lean >= EXEMPLAR_HEDGE:

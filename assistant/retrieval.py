@@ -714,9 +714,12 @@ def _quoting_chunk_first(match: ArticleMatch) -> None:
 # 'Waiting for free blocks' in the log" scored that article's signature at confidence 0.98 (trial).
 # The clause after the cue is left out. Not a bare "no": "No available shared memory broadcast
 # block found" and "No CUDA GPUs are available" are signatures themselves.
-_NEGATED_CLAUSE = re.compile(r"(?:没有|没看到|没看见|没出现|没发现|没见到|不是)\s*[^，,。;；\n]{0,120}"
+# Only a clause that says a line is not seen: "没有成功" or "是不是 KV cache 不够？" negate no log line
+# (review); the clause ends at any punctuation.
+_NEGATED_CLAUSE = re.compile(r"(?:(?:日志|log|输出|里面|里)(?:也|都|并|根本)?(?:没有|没)|没看到|没看见|没出现|没发现|没见到|没打印|没有看到|没有出现|没有打印)"
+                             r"\s*[^，,。;；\n？?：:!！]{0,120}"
                              r"|(?<![\w-])(?:there (?:is|are|was|were) no|there's no|(?:do|did)(?:n't| not) see|never see|not seeing"
-                             r"|no sign of|without any)\b[^,;\n]{0,120}", re.I)
+                             r"|no sign of)\b[^,;\n?:!]{0,120}", re.I)
 
 
 def signature_hits(index: KBIndex, question: str) -> dict[str, list[str]]:

@@ -186,14 +186,14 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     # download article's HF_ENDPOINT mirror, as sure; trial). The error's words only: a "gated
     # model" run offline is a download question the KB may answer.
     # (Not a bare 401 or 403: a browser's CORS refusal is a "403 Forbidden" too.)
-    "Hugging Face access tokens": ("cannot access gated repo", "gated repo", "hf_token", "hugging_face_hub_token",
-                                   "huggingface-cli login", "hf auth login", "accept the license", "accept the licence",
-                                   "access to model"),
+    # (Not HF_TOKEN itself: `docker run -e HF_TOKEN=…` starts many a question on something else; review.)
+    "Hugging Face access tokens": ("cannot access gated repo", "gated repo", "huggingface-cli login", "hf auth login",
+                                   "accept the license", "accept the licence", "access to model"),
     # What serving costs in money, not in memory: "how much would it cost per million tokens on
     # AWS p4d" got the preemption article (trial). Not "cost" alone: "the memory cost exceeded 11GB".
-    "cost and pricing": ("cost per million", "per million tokens", "price per", "pricing", "how much would it cost",
-                         "how much does it cost", "how much will it cost", "cost per hour", "cost per token", "per gpu-hour",
-                         "多少钱", "价格", "费用", "推理成本", "每百万 token", "每百万token"),
+    # Nor "how much does it cost" (in GPU memory) or 降低推理成本 (by serving more): the money's own words (review).
+    "cost and pricing": ("cost per million", "per million tokens", "price per", "pricing", "cost per hour", "cost per token",
+                         "per gpu-hour", "多少钱", "价格", "每百万 token", "每百万token"),
     "embedding and rerank models": ("embedding model", "embedding 模型", "embedding模型", "embeddings endpoint", "embedding endpoint",
                                     "embeddings api", "embedding api", "/v1/embeddings", "pooling", "rerank", "reranker",
                                     "task embed", "--task embed", "向量模型", "嵌入模型", "重排"),
@@ -345,6 +345,9 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
     # sampling-defaults article's question.
     "repetitive output": ("repetition_penalty", "repetition penalty", "presence_penalty", "frequency_penalty", "重复惩罚",
                           "generation_config*", "generation-config", "sampling param*", "采样参数"),
+    # Subjects that are phrasings (PHRASINGS), named by their own name in a Chinese answer.
+    "cost and pricing": ENTITIES["cost and pricing"],
+    "Kubernetes probes": ENTITIES["Kubernetes probes"],
     # Docs on Xid errors or ECC (a GPU health page, a device plugin's) cover a failing GPU.
     "GPU hardware faults (Xid, ECC)": ("xid", "ecc", "fallen off the bus", "dcgm"),
     # Docs that say how to pass a Hugging Face token cover a gated model's 401.
@@ -509,16 +512,25 @@ def _mentions(haystack: str, needle: str):
         i = haystack.find(word, i + 1)
 
 
-# No length cap on the request: "没传 max_tokens", "without max_tokens", "max_tokens 没设".
-_UNCAPPED = re.compile(r"(?:没|未|没有|不)(?:传|设|设置|指定|加|带|给)了?\s*`?max_tokens|max_tokens`?\s*(?:也)?(?:没|未|没有)"
-                       r"|(?:no|without|didn't set|did not set|not setting|never set|not passing|unset)\s+(?:a\s+|the\s+|any\s+)?`?max_tokens")
-_SPECIAL_TOKENS = frozenset({"<|im_end|>", "<|endoftext|>", "<|eot_id|>", "eos token", "eos_token", "eos_token_id"})
 _AFTER_UPGRADE = re.compile(r"(?:after|since) (?:i |we )?(?:upgrad|updat)|升级[^，。,.;；!?？]{0,16}?(?:后|之后|以后)")
 
 
 # A line of FastDeploy's own log ("ERROR    2026-04-19 19:22:38,720 4358  engine.py[line:160] Failed to
 # launch worker processes"): pasted with "这是啥", it got vLLM's debug switches (trial).
 _FD_LOG_LINE = re.compile(r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} +\d+ +\w+\.py\[line:\d+\]")
+
+
+# A subject the asker says is absent or fine: "no ECC errors … no Xid 79, but it still OOMs",
+# "liveness probe 一直是通过的" (review: each hedged an answer the KB gives).
+_DENIED_BEFORE = re.compile(r"(?:(?<![a-z])(?:no|not|without|never)|没有|没|无|不是)\s*(?:[a-z][\w-]*\s+){0,2}$")
+_FINE_AFTER_SUBJECT = re.compile(r"\s*(?:一直|也|都)?\s*(?:是)?\s*(?:通过的?|正常|没问题|好的|ok\b|passes|passing|is fine|are fine|works)")
+
+
+def _only_denied(text: str, needle: str) -> bool:
+    """Whether every mention of a subject in `text` is denied or said to be fine."""
+    spans = [(i, i + len(needle.rstrip("*"))) for i in _mentions(text, needle)]
+    return bool(spans) and all(_DENIED_BEFORE.search(text[max(0, i - 24):i]) or _FINE_AFTER_SUBJECT.match(text, j)
+                               for i, j in spans)
 
 
 def detect(question: str) -> Scope:
@@ -544,7 +556,7 @@ def detect(question: str) -> Scope:
     in_prose: list[str] = []
     for entity, names in ENTITIES.items():
         needles = tuple(_dashed(n) for n in names)
-        hit = _found(said, needles)
+        hit = next((n for n in needles if _found(said, (n,)) and not _only_denied(said, n)), None)
         if hit:
             terms[entity] = hit
             if _found(prose, needles):
@@ -554,12 +566,6 @@ def detect(question: str) -> Scope:
         # upgrade is the setting of a symptom, which the KB may answer (review).
         del terms["upgrading to a new release"]
         in_prose = [e for e in in_prose if e != "upgrading to a new release"]
-    if "stop tokens and EOS" in terms and _UNCAPPED.search(text) and terms["stop tokens and EOS"] not in {_dashed(t) for t in _SPECIAL_TOKENS}:
-        # "一直在生成停不下来，客户端没传 max_tokens": a request with no length cap runs long, which
-        # the KB's max_tokens fix answers; it was refused as a question on stop tokens (trial).
-        # A special token printed in the output is still the stop tokens' question.
-        del terms["stop tokens and EOS"]
-        in_prose = [e for e in in_prose if e != "stop tokens and EOS"]
     if terms.get("vision/OCR model serving") == "ocr" and (products - contrasted) & (ENGINES - {"fastdeploy"}):
         # On an LLM engine, OCR is what a vision-language model is asked to do (GOT-OCR, "用
         # Qwen2.5-VL 做 OCR"), not the detection/recognition pipelines the subject is about.
@@ -789,7 +795,9 @@ _PROSE_TAIL = re.compile(r"(?:\s|[.,;]\s+)(?:when|whenever|while|every time|each
                          r"(?:\s+[a-z][\w'-]*){2,}", re.I)
 
 
-_PATH = re.compile(r"(?<![\w:])(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]*)+")
+# A quoted path: the asker's own file ('/home/app/.cache/…'); a source location in brackets
+# ("[/pytorch/third_party/gloo/…/pair.cc:144]") is part of how the error reads.
+_PATH = re.compile(r"(?<=['\"‘“])(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]*)*(?=['\"’”])")
 
 
 def _without_prose_tail(line: str) -> str:
@@ -825,7 +833,7 @@ def bare_unknown_error(question: str, index) -> bool:
 def _worded_share(message: str, index) -> tuple[list[str], float | None]:
     """An error message's words (exception names left out) and the share of its word pairs
     found anywhere in the KB; None when it has fewer than three pairs."""
-    # A path is where it happened, not how the error is worded: "Permission denied:
+    # A quoted path is where it happened, not how the error is worded: "Permission denied:
     # '/home/app/.cache/huggingface/hub/models--Qwen'" scored home-app, app-cache… as wording the
     # KB never uses, where '/root/.cache/huggingface/hub' passed (trial).
     words = _WORD.findall(_PATH.sub(" ", _EXCEPTION_TYPE.sub(" ", message)).lower())

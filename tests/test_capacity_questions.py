@@ -1033,8 +1033,8 @@ def test_rates_are_no_concurrent_sessions_and_fp4_is_four_bit():
     assert note is not None and "one request" in note["en"] and "4 × H100" in note["en"]  # 145.2 GiB over 71.7 GiB per H100
     # A rate beside a sizing: the KV cache is only for the requests counted, and it says so.
     rate = weights_note("Qwen2.5-7B 在 A100 上每秒 200 个 2k 请求要几张卡")
-    assert rate is not None and "1 个 2,000 token" in rate["zh"] and "到达速率" in rate["zh"] and "arrival rate" in rate["en"]
-    assert "arrival rate" not in weights_note("Qwen2.5-7B with 2k context, 200 concurrent requests: how many A100?")["en"]
+    assert rate is not None and "1 个 2,000 token" in rate["zh"] and "到达速率" in rate["zh"] and "request rate" in rate["en"]
+    assert "request rate" not in weights_note("Qwen2.5-7B with 2k context, 200 concurrent requests: how many A100?")["en"]
     fp4 = capacity_answer("nvidia/Llama-3.3-70B-Instruct-FP4 on one H200, max-model-len 8192, how many concurrent requests?")
     assert fp4 is not None and "weights" in fp4.missing  # not 131.5 GiB of bf16 that "do not fit"
 
@@ -1273,3 +1273,16 @@ def test_a_cards_memory_between_the_count_and_the_card_is_still_a_sizing_questio
     for question in ("Qwen2.5-72B 32k 需要几张 80G 的卡", "Qwen2.5-72B 32k 需要几张 80GB 显存的卡"):
         note = weights_note(question)["zh"]
         assert "9.8 GiB" in note and "4 张" in note and "至少要 2 张" not in note, question
+
+
+def test_a_checkpoints_fp8_or_a_denied_fp8_kv_cache_is_not_the_kv_caches_dtype():
+    """"Qwen2.5-72B-Instruct-FP8 KV cache" lost the checkpoint's FP8 (135 GiB of bf16 weights), and
+    "without fp8 kv cache" counted 1 byte per element (review); "每秒输出 50 个 token" is no request rate."""
+    from assistant.calculations import weights_note
+
+    fp8_checkpoint = weights_note("Qwen2.5-72B-Instruct-FP8 KV cache 32k 上下文要几张 H100？")["zh"]
+    assert "68 GiB" in fp8_checkpoint and "135 GiB" not in fp8_checkpoint
+    assert "320 KiB" in weights_note("Llama-3.1-70B with 32k context, how many H100s without fp8 kv cache?")["en"]
+    denied = capacity_answer("Qwen2.5-7B 单卡 A100 80G，max-model-len 32k，没开 fp8 kv cache，能同时跑多少个请求？")
+    assert denied.calls[-1].value.max_concurrency_at_max_model_len == 33.84  # bf16's 56 KiB, not fp8's 28
+    assert "到达速率" not in weights_note("Llama-3.1-70B 32k 上下文要几张 H100？要求每秒输出 50 个 token")["zh"]

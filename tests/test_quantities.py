@@ -97,6 +97,10 @@ def labels(text: str) -> dict[str, Decimal | None]:
     ("serving llama-3-70b at 32k on 4 H100, max concurrency?", {"gpu_count": 4, "max_model_len": 32000}),
     ("8 张 A100 跑 32k 能有多少并发", {"gpu_count": 8, "max_model_len": 32000}),
     ("Qwen2.5-72B at 50 req/s of 4k each", {"tokens_per_request": 4000}),
+    # (review) other counts and settings after the same words are no context
+    ("How many H100s do I need to serve Llama-3-70B at 2k qps?", {}),
+    ("Qwen2.5-7B 单卡 A100 80G，max_num_batched_tokens 开到 8k，最多能同时跑多少个请求？", {"gpu_memory": 80 * 2**30}),
+    ("部署 2k 个副本", {}), ("跑 2k 条数据", {}), ("throughput drops at 2k", {}), ("vllm running 4k concurrent", {}),
 ])
 def test_each_number_is_bound_to_its_label(text, expected):
     assert labels(text) == {k: Decimal(v) for k, v in expected.items()}

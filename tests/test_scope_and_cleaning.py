@@ -328,6 +328,11 @@ def test_a_change_then_the_failure_still_there_is_a_tried_setting():
 
     assert tried_settings("I lowered --max-model-len to 8192, still OOM after that") == ["--max-model-len"]
     assert tried_settings("调小了 --max-num-seqs 还是 OOM") == ["--max-num-seqs"]
+    # explicitly: the command in use, with the failure still there after a restart, is no tried fix (review)
+    assert tried_settings("vllm serve m --max-model-len 32768 --gpu-memory-utilization 0.95 重启了仍然报 CUDA out of memory",
+                          explicit=True) == []
+    assert tried_settings("--ipc=host、--shm-size=16g 都加了，NCCL_P2P_DISABLE=1 也试过，还是报 NCCL error", explicit=True) == [
+        "--ipc", "--shm-size", "NCCL_P2P_DISABLE"]
     # a log file's name is no setting ("worker_process" was said to be tried, trial)
     assert tried_settings("FastDeploy max-num-seqs 设了 128 还是在排队，worker_process.log 里 num_blocks_global: 17131") == [
         "max-num-seqs"]
@@ -679,6 +684,12 @@ def test_flags_written_in_a_sentence_keep_their_values_without_its_punctuation()
     ("调用 API 时用 chat_template_kwargs 关 thinking", []),
     ("关掉 batching 就没问题，是哪个参数导致 503", []),  # the remedy: batching is the culprit
     ("batching 关了就好了", []),
+    # (review) without it all is well: the culprit; 被 X 关闭: X acted; 没用 as "did not help"
+    ("FastDeploy 请求会卡住不返回，logprobs 没开的时候一切正常", []),
+    ("prefix caching 没开之前是好的", []),
+    ("连接被 nginx 关闭了", []),
+    ("gpu_memory_utilization 调到 0.8 没用 max_model_len 改到 8192 也不行", []),
+    ("我们没用 LoRA，vllm 启动 OOM", ["LoRA"]),
     ("save_trans: False, save_lightllm: True", []),  # a config's values: what the question is about
     ("加了 --enforce-eager 关了 cuda graph，还是报错", []),  # 关了 takes what follows; --enforce-eager was added
     ("改了 max-num-seqs 也没用 KV cache 还是满", []),  # 也没用: it did not help

@@ -472,10 +472,11 @@ MESSAGES = {
               'powers of two); that is a floor: activations and CUDA graphs need memory too, so the real need is often higher',
     },
     'weights.rate': {
-        "zh": '每秒多少个请求是到达速率，不是同时在跑的请求数：同时在跑的约为 速率 × 每个请求从进到出的秒数；上面只算了这些请求的 KV Cache，'
+        "zh": '每秒（或每分钟）多少个请求是到达速率，不是同时在跑的请求数：同时在跑的约为 速率 × 每个请求从进到出的时长；上面只算了这些请求的 KV Cache，'
               '同时在跑的数目确定后再按它乘上去',
-        "en": 'Requests per second is an arrival rate, not how many run at once: those in flight are about the rate × the seconds each '
-              'request takes end to end; the KV cache above is only for the requests counted, so multiply it by the number in flight',
+        "en": 'A request rate (per second or minute) is how fast requests arrive, not how many run at once: those in flight are about the '
+              'rate × the time each request takes end to end; the KV cache above is only for the requests counted, so multiply it by the '
+              'number in flight',
     },
     'weights.fit_floor': {
         "zh": '光权重约 {weights} GiB（{params}B 参数 × {bytes} 字节，{fmt}），按每张卡的 gpu_memory_utilization 0.9 算，'
