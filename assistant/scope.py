@@ -204,11 +204,6 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     "Ray clusters": ("ray cluster", "ray start", "ray://", "kuberay", "raylet"),
     # Kubernetes as the subject (its objects and tools), not as where vLLM happens to run.
     "Kubernetes": ("helm", "helm chart", "kubectl", "ingress", "kuberay", "daemonset", "statefulset"),
-    # A probe that restarts the pod while the model loads: the probe's timing is the fix
-    # (startupProbe, initialDelaySeconds), which a slow-load article does not give ("readiness
-    # probe 一直失败然后被重启，模型加载要十分钟" got it, as sure; trial).
-    "Kubernetes probes": ("readiness probe*", "readinessprobe", "liveness probe*", "livenessprobe", "startup probe*", "startupprobe",
-                          "initialdelayseconds", "failurethreshold", "探针"),
     "pipeline and expert parallelism": ("pipeline-parallel", "pipeline_parallel", "expert parallel", "expert-parallel", "enable-expert-parallel"),
     "multi-node serving": ("multi-node", "multinode", "multiple nodes", "multiple hosts", "multiple machines", "across machines",
                            "across nodes", "two nodes", "two machines", "多机", "多台机器", "多节点", "两台机器"),
@@ -347,7 +342,6 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
                           "generation_config*", "generation-config", "sampling param*", "采样参数"),
     # Subjects that are phrasings (PHRASINGS), named by their own name in a Chinese answer.
     "cost and pricing": ENTITIES["cost and pricing"],
-    "Kubernetes probes": ENTITIES["Kubernetes probes"],
     # Docs on Xid errors or ECC (a GPU health page, a device plugin's) cover a failing GPU.
     "GPU hardware faults (Xid, ECC)": ("xid", "ecc", "fallen off the bus", "dcgm"),
     # Docs that say how to pass a Hugging Face token cover a gated model's 401.
@@ -393,7 +387,7 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
 }
 PHRASE_SUBJECTS_ZH = {"new model support": "新模型架构的支持", "bf16 on older GPUs": "旧 GPU 上的 bf16",
                       "GPU hardware faults (Xid, ECC)": "GPU 硬件故障（Xid、ECC）",
-                      "Hugging Face access tokens": "Hugging Face 访问令牌（gated 模型）", "cost and pricing": "成本与价格", "Kubernetes probes": "Kubernetes 探针（probe）", "repetitive output": "重复输出",
+                      "Hugging Face access tokens": "Hugging Face 访问令牌（gated 模型）", "cost and pricing": "成本与价格", "repetitive output": "重复输出",
                       "stop tokens and EOS": "停止符与 EOS", "context extension (RoPE/YaRN)": "上下文扩展（RoPE/YaRN）",
                       "proxies and gateways": "代理与网关", "tool calling": "工具调用（tool calling）",
                       "embedding and rerank models": "embedding 与 rerank 模型",
@@ -403,7 +397,7 @@ PHRASE_SUBJECTS_ZH = {"new model support": "新模型架构的支持", "bf16 on 
 # of them is a core word.
 PHRASINGS = frozenset({"several models on one GPU", "tokenizers", "IPv6 networking", "CORS",
                        "rate limiting", "saving logs to a file", "autoscaling", "GPU partitioning (MIG)",
-                       "multi-node serving", "cost and pricing", "Kubernetes probes"})
+                       "multi-node serving", "cost and pricing"})
 
 
 def core_terms(entity: str) -> tuple[str, ...]:

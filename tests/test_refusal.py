@@ -251,7 +251,6 @@ def test_a_covered_symptom_with_an_uncovered_cause_is_not_answered_as_sure(bundl
     ("the model never stops, it keeps printing <|im_end|> and then starts a new user turn. Qwen2.5 served via vllm /v1/completions",
      "stop tokens and EOS"),
     ("how much would it cost per million tokens to serve llama-3-70b with vllm on AWS p4d?", "cost and pricing"),
-    ("k8s 上 vllm pod 的 readiness probe 一直失败然后被重启，模型加载要十分钟", "Kubernetes probes"),
 ])
 def test_a_cause_the_kb_never_covers_said_beside_a_covered_symptom_is_no_sure_answer(bundled_settings, bundled_kb, question, subject):
     """A newcomer's lookalikes answered as sure: a GPU fallen off the bus got --enforce-eager from
@@ -632,8 +631,6 @@ def test_repeating_output_is_its_own_subject_covered_by_docs_on_sampling_default
     # a hardware fault ruled out, a probe that passes: no subject
     ("nvidia-smi shows no ECC errors and dmesg has no Xid 79, but vllm still crashes with torch.OutOfMemoryError: "
      "CUDA out of memory", "vllm-cuda-oom"),
-    ("k8s 上的 vllm pod，liveness probe 一直是通过的，但是请求都卡住不返回，日志一直刷 Waiting for free blocks in KV cache",
-     "vllm-requests-hang"),
     # idle engine figures beside an OOM say nothing against the OOM article
     ("vLLM 启动后第一个请求就报 torch.OutOfMemoryError: CUDA out of memory，当时 Running: 0 reqs, Waiting: 0 reqs", "vllm-cuda-oom"),
 ])
