@@ -712,10 +712,9 @@ def _quoting_chunk_first(match: ArticleMatch) -> None:
 
 # A log line the asker says is not there: "日志里没有 Waiting for free blocks", "there is no
 # 'Waiting for free blocks' in the log" scored that article's signature at confidence 0.98 (trial).
-# The clause after the cue is left out. Not a bare "no": "No available shared memory broadcast
-# block found" and "No CUDA GPUs are available" are signatures themselves.
-# Only a clause that says a line is not seen: "没有成功" or "是不是 KV cache 不够？" negate no log line
-# (review); the clause ends at any punctuation.
+# The clause after the cue is left out, to its punctuation. Only a clause that says a line is not
+# seen: "没有成功" and "是不是 KV cache 不够？" negate no log line (review), and a bare "no" is none:
+# "No available shared memory broadcast block found" is a signature itself.
 _NEGATED_CLAUSE = re.compile(r"(?:(?:日志|log|输出|里面|里)(?:也|都|并|根本)?(?:没有|没)|没看到|没看见|没出现|没发现|没见到|没打印|没有看到|没有出现|没有打印)"
                              r"\s*[^，,。;；\n？?：:!！]{0,120}"
                              r"|(?<![\w-])(?:there (?:is|are|was|were) no|there's no|(?:do|did)(?:n't| not) see|never see|not seeing"

@@ -516,7 +516,8 @@ _FD_LOG_LINE = re.compile(r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +\d{4}-\d\d-
 
 # A subject the asker says is absent or fine: "no ECC errors … no Xid 79, but it still OOMs",
 # "liveness probe 一直是通过的" (review: each hedged an answer the KB gives).
-_DENIED_BEFORE = re.compile(r"(?:(?<![a-z])(?:no|not|without|never)|没有|没|无|不是)\s*(?:[a-z][\w-]*\s+){0,2}$")
+# (Not the question forms 有没有 and 是不是: "有没有 LoRA 的文档", "是不是 ECC 错误" ask about the subject.)
+_DENIED_BEFORE = re.compile(r"(?:(?<![a-z])(?:no|not|without|never)|(?<!有)没有?|(?<!有)无|(?<!是)不是)\s*(?:[a-z][\w-]*\s+){0,2}$")
 _FINE_AFTER_SUBJECT = re.compile(r"\s*(?:一直|也|都)?\s*(?:是)?\s*(?:通过的?|正常|没问题|好的|ok\b|passes|passing|is fine|are fine|works)")
 
 

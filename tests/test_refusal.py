@@ -643,6 +643,11 @@ def test_what_a_question_only_mentions_does_not_hedge_its_answer(bundled_setting
 def test_cost_words_that_are_not_money_are_no_pricing_subject():
     from assistant.scope import detect
 
+    # (the question forms 有没有 / 是不是 ask about a subject; they do not deny it)
+    assert detect("有没有 LoRA 的文档").entities == ("LoRA",)
+    assert detect("是不是 ECC error 导致的").entities == ("GPU hardware faults (Xid, ECC)",)
+    assert detect("没有 ECC error，但是 OOM").entities == ()
+
     assert "cost and pricing" not in detect("我们想降低推理成本，vllm 怎么调参数提高并发和吞吐？").entities
     assert "cost and pricing" not in detect("raise --max-model-len to 32768, how much does it cost in GPU memory?").entities
     assert "cost and pricing" in detect("what is the cost per million tokens on AWS p4d?").entities
