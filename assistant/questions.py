@@ -119,3 +119,30 @@ class EarlyEmbedding:
     def for_text(self, text: str) -> Background | None:
         """The pending result if it was started for this exact text (a log changes the query)."""
         return self.pending if text == self.text else None
+
+
+# The engine's own figures, quoted in a question ("the stats line only shows Running: 3 reqs,
+# Pending: 0"): nothing waits, and the KV cache, where given, is far from full.
+# Said in prose as often: "pending 0 个", "KV cache 使用率才 20%", "KV 用了 12%" (trial).
+# (Strings: compiled by `re` on first use, not at `ask`'s import.)
+_QUEUE = r"(?i)\b(?:waiting|pending|queued?)\s*[:=]?\s*(\d+)(?!\s*(?:%|s\b|ms\b|秒|分钟))"
+_KV_USAGE = (r"(?i)kv[ _-]?(?:cache|缓存)?\s*(?:usage|使用率|占用率?|利用率|用了|占了|用量)\s*(?:只有|才|一直在|一直|大概|约|就|是|:|=)*\s*"
+             r"(\d+(?:\.\d+)?)\s*%")
+QUIET_KV_PCT = 50.0
+
+
+def quiet_stats(text: str) -> bool:
+    """Whether the engine figures a text quotes show a server with nothing queued and, where
+    the KV cache's use is given, at most QUIET_KV_PCT of it in use: a question that says so has ruled
+    out a full KV cache or a long queue itself. "stalls at ~100 concurrent requests, but the
+    vllm stats line only shows Running: 3 reqs, Pending: 0" was answered, as sure, with the
+    hung-requests article's KV-cache levers (trial)."""
+    queues = [int(m.group(1)) for m in re.finditer(_QUEUE, text)]
+    usage = [float(m.group(1)) for m in re.finditer(_KV_USAGE, text)]
+    return bool(queues or usage) and not any(queues) and all(u <= QUIET_KV_PCT for u in usage) and not _stats_trouble(text)
+
+
+def _stats_trouble(text: str) -> bool:
+    from .tools.logs import STATS_TROUBLE
+
+    return bool(STATS_TROUBLE.search(text))

@@ -182,7 +182,7 @@ class Retrieval:
     flags: dict[str, str] = field(default_factory=dict)  # --flag values pasted in the question
     unknown_error: bool = False  # the question is a bare error message the KB never words (scope.bare_unknown_error)
     unworded_error: bool = False  # the error lines pasted with it are worded as the KB never words them (scope.unworded_error)
-    quiet_stats: bool = False  # the engine figures it quotes show nothing queued (tools.logs.quiet_stats)
+    quiet_stats: bool = False  # the engine figures it quotes show nothing queued (questions.quiet_stats)
     query_vector: object = None  # the question's embedding (refusal.py compares it with labelled questions)
     embedder: str = ""  # the name of the embedder that made it
     exemplar_lean: float | None = None  # refusal.exemplar_lean: nearer out-of-scope questions (>0) or answered ones
@@ -980,7 +980,7 @@ def search(
     result.asked_unknown = asked_unknown_parameters(question, [*result.unknown_params, *fields])
     result.unknown_error = not sigs and bare_unknown_error(question, index)
     result.unworded_error = not sigs and unworded_error(question, index)
-    from .tools.logs import quiet_stats
+    from .questions import quiet_stats
 
     result.quiet_stats = quiet_stats(question)
     if "--" in question or "=" in question:

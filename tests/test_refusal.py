@@ -563,7 +563,7 @@ def test_engine_figures_that_show_nothing_queued_make_a_queue_article_a_close_ca
     """"stalls at ~100 concurrent requests, but the vllm stats line only shows Running: 3 reqs,
     Pending: 0" was answered, as sure, with the hung-requests article's KV-cache levers: the
     asker's own figures rule out its cause (trial). A full cache with requests waiting is its case."""
-    from assistant.tools.logs import quiet_stats
+    from assistant.questions import quiet_stats
 
     quiet = answer_question("our python client with openai SDK stalls at ~100 concurrent requests, but the vllm stats line only "
                             "shows Running: 3 reqs, Pending: 0. requests just sit on the client side",
@@ -602,7 +602,7 @@ def test_a_log_line_the_asker_says_is_absent_is_no_signature_hit(bundled_kb):
 def test_engine_figures_said_in_prose_are_read(text, quiet):
     """The figures as Chinese askers type them: in prose they were not read, and "KV cache 使用率才
     20%" pulled a KV article in at full confidence (trial)."""
-    from assistant.tools.logs import quiet_stats
+    from assistant.questions import quiet_stats
 
     assert quiet_stats(text) is quiet
 

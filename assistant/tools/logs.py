@@ -114,24 +114,6 @@ STATS_LINE = re.compile(r"Avg (?:prompt|generation) throughput:|\bRunning:\s*\d+
 STATS_TROUBLE = re.compile(r"\b(?:waiting|pending|queued?)\s*[:=]\s*[1-9]|generation throughput:\s*0(?:\.0+)?\s*tokens/s.{0,40}running:\s*[1-9]"
                            r"|#queue-req:\s*[1-9]\d|token usage:\s*(?:0?\.9[5-9]|1\.0)", re.I)
 STATS_LINES_KEPT = 5
-# The engine's own figures, quoted in a question ("the stats line only shows Running: 3 reqs,
-# Pending: 0"): nothing waits, and the KV cache, where given, is far from full.
-# Said in prose as often: "pending 0 个", "KV cache 使用率才 20%", "KV 用了 12%" (trial).
-_QUEUE = re.compile(r"\b(?:waiting|pending|queued?)\s*[:=]?\s*(\d+)(?!\s*(?:%|s\b|ms\b|秒|分钟))", re.I)
-_KV_USAGE = re.compile(r"kv[ _-]?(?:cache|缓存)?\s*(?:usage|使用率|占用率?|利用率|用了|占了|用量)\s*(?:只有|才|一直在|一直|大概|约|就|是|:|=)*\s*"
-                       r"(\d+(?:\.\d+)?)\s*%", re.I)
-QUIET_KV_PCT = 50.0
-
-
-def quiet_stats(text: str) -> bool:
-    """Whether the engine figures a text quotes show a server with nothing queued and, where
-    the KV cache's use is given, at most QUIET_KV_PCT of it in use: a question that says so has ruled
-    out a full KV cache or a long queue itself. "stalls at ~100 concurrent requests, but the
-    vllm stats line only shows Running: 3 reqs, Pending: 0" was answered, as sure, with the
-    hung-requests article's KV-cache levers (trial)."""
-    queues = [int(m.group(1)) for m in _QUEUE.finditer(text)]
-    usage = [float(m.group(1)) for m in _KV_USAGE.finditer(text)]
-    return bool(queues or usage) and not any(queues) and all(u <= QUIET_KV_PCT for u in usage) and not STATS_TROUBLE.search(text)
 
 
 # The level a line was logged at, anywhere in its prefix: vLLM's "ERROR 11-30 …", a worker's
