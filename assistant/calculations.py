@@ -1133,7 +1133,7 @@ def route(x: Extraction, facts: _Facts, asked: str) -> str | None:
     # tokens' 28.
     memory = (facts.asked("gpu_memory") and (not logged_tokens or bool(_WHAT_IF.search(t)) or _says_gpu_memory(t))) or (
         facts.asked("weights") and not logged_tokens) or (
-        known and (_one_size_card(x.text) is not None or facts.asked("max_model_len")))
+        known and (_one_size_card(x.text) is not None or facts.asked("max_model_len") or bool(_ASK_CONC.search(t))))
     if memory and _asks_anything(t):
         return "kv_cache_capacity"
     if _ASK_BYTES.search(t) or (shape and _asks_anything(t)):

@@ -1286,3 +1286,13 @@ def test_a_checkpoints_fp8_or_a_denied_fp8_kv_cache_is_not_the_kv_caches_dtype()
     denied = capacity_answer("Qwen2.5-7B 单卡 A100 80G，max-model-len 32k，没开 fp8 kv cache，能同时跑多少个请求？")
     assert denied.calls[-1].value.max_concurrency_at_max_model_len == 33.84  # bf16's 56 KiB, not fp8's 28
     assert "到达速率" not in weights_note("Llama-3.1-70B 32k 上下文要几张 H100？要求每秒输出 50 个 token")["zh"]
+
+
+def test_a_known_models_concurrency_with_no_gpu_named_asks_for_the_gpu():
+    """"Qwen2.5-7B 单卡能并发多少" named no card: no calculation was offered, and the multi-GPU
+    NCCL article answered, marked unsure (an end-of-stop probe). The model's shape is known; the
+    GPU's memory is what is missing, and the answer now says so."""
+    for question in ("Qwen2.5-7B 单卡能并发多少", "how many concurrent requests can Qwen2.5-7B handle?"):
+        answer = capacity_answer(question)
+        assert answer is not None and answer.tool == "kv_cache_capacity" and answer.missing == ["gpu_memory"], question
+    assert capacity_answer("Qwen2.5-7B 怎么部署") is None  # no figure asked
