@@ -712,10 +712,10 @@ def _plan_kv_bytes(f: _Facts) -> _Plan:
 # A KV cache's dtype said in words, not as the flag: "fp8 KV cache", "kv cache fp8", "KV cache 用 FP8".
 # (The model's own format, "an FP8 model", says nothing of its KV cache: vLLM's auto keeps bf16.)
 # Not a checkpoint's own format before "KV cache" ("Qwen2.5-72B-Instruct-FP8 KV cache": its weights
-# are FP8, review), and not one the asker says is off ("without fp8 kv cache", "没开 fp8 kv cache").
+# are FP8, review), and not one the asker says is off ("without fp8 kv cache", "没开 fp8 kv cache";
+# negation.denied_before).
 _KV_DTYPE_WORDS = re.compile(r"(?<![\w-])(fp8(?:_e4m3|_e5m2)?|int8)[ _-]?kv\b|kv[ _-]?cache ?(?:用|使用|设为|设成|改成|改为|是|为|in|as|=|:)? ?"
                              r"(fp8(?:_e4m3|_e5m2)?|int8)\b")
-_KV_DTYPE_DENIED = re.compile(r"(?:(?<![a-z])(?:no|not|without|never|don't use|do not use)|不用|没用|没开|不开|没有开|没有用|关了|关掉)\s*$")
 
 
 def _without_kv_dtype(text: str) -> str:
@@ -726,8 +726,10 @@ def _without_kv_dtype(text: str) -> str:
 
 
 def _kv_dtype_in_words(text: str) -> str | None:
+    from .negation import denied_before
+
     m = _KV_DTYPE_WORDS.search(text)
-    if m is None or _KV_DTYPE_DENIED.search(text[max(0, m.start() - 16):m.start()]):
+    if m is None or denied_before(text, m.start()):
         return None
     return m.group(1) or m.group(2)
 

@@ -73,3 +73,17 @@ def without_ruled_out(text: str) -> str:
         out += [text[pos:start], " "]
         pos = start + len(name)
     return "".join(out) + text[pos:]
+
+
+# A term said, right before it, to be absent or off: "no ECC errors … no Xid 79", "without fp8
+# kv cache", "没开 fp8 kv cache", with up to two words between. Not the question forms 有没有 and
+# 是不是 ("有没有 LoRA 的文档" asks about LoRA), nor 也没用 ("did not help"), nor 关掉 ("怎么关掉思考模式"
+# asks for it).
+_DENIED = re.compile(r"(?:(?<![a-z])(?:no|not|without|never|don't use|do not use)|(?<!有)没有(?:开|用)?|(?<![有也都还])没(?:用|开)?"
+                     r"|(?<!有)无|(?<!是)不是|不用|不开)\s*(?:[a-z][\w-]*\s+){0,2}$", re.I)
+
+
+def denied_before(text: str, at: int) -> bool:
+    """Whether what starts at `at` in `text` is said, right before it, to be absent or off."""
+    return _DENIED.search(text, max(0, at - 24), at) is not None
+

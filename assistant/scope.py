@@ -515,18 +515,17 @@ _AFTER_UPGRADE = re.compile(r"(?:after|since) (?:i |we )?(?:upgrad|updat)|升级
 _FD_LOG_LINE = re.compile(r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} +\d+ +\w+\.py\[line:\d+\]")
 
 
-# A subject the asker says is absent or fine: "no ECC errors … no Xid 79, but it still OOMs",
-# "liveness probe 一直是通过的" (review: each hedged an answer the KB gives).
-# (Not the question forms 有没有 and 是不是: "有没有 LoRA 的文档", "是不是 ECC 错误" ask about the subject.)
-_DENIED_BEFORE = re.compile(r"(?:(?<![a-z])(?:no|not|without|never)|(?<!有)没有?|(?<!有)无|(?<!是)不是)\s*(?:[a-z][\w-]*\s+){0,2}$")
+# A subject the asker says is absent or fine: "no ECC errors … no Xid 79, but it still OOMs"
+# (negation.denied_before), "liveness probe 一直是通过的" (review: each hedged an answer the KB gives).
 _FINE_AFTER_SUBJECT = re.compile(r"\s*(?:一直|也|都)?\s*(?:是)?\s*(?:通过的?|正常|没问题|好的|ok\b|passes|passing|is fine|are fine|works)")
 
 
 def _only_denied(text: str, needle: str) -> bool:
     """Whether every mention of a subject in `text` is denied or said to be fine."""
     spans = [(i, i + len(needle.rstrip("*"))) for i in _mentions(text, needle)]
-    return bool(spans) and all(_DENIED_BEFORE.search(text[max(0, i - 24):i]) or _FINE_AFTER_SUBJECT.match(text, j)
-                               for i, j in spans)
+    from .negation import denied_before
+
+    return bool(spans) and all(denied_before(text, i) or _FINE_AFTER_SUBJECT.match(text, j) for i, j in spans)
 
 
 def detect(question: str) -> Scope:
@@ -813,10 +812,10 @@ def bare_unknown_error(question: str, index) -> bool:
     lines = [line for line in lines if not _JUST_ASKING.fullmatch(line.strip())]
     if not lines or len(lines) > 3 or not all(_BARE_ERROR.match(line) for line in lines):
         return False
-    # Only the error is scored, not the asker's clause after it: "PermissionError: [Errno 13]
-    # Permission denied: '/root/.cache/huggingface/hub' when vllm tries to download as a non-root
-    # user" was refused for the KB's not wording "vllm tries to download" (either half alone was answered, trial).
-    words, share = _worded_share(" ".join(_without_prose_tail(line) for line in lines), index)
+    # Only the error is scored, not the asker's clause after it (`_worded_share`): "PermissionError:
+    # [Errno 13] Permission denied: '/root/.cache/huggingface/hub' when vllm tries to download as a
+    # non-root user" was refused for the KB's not wording "vllm tries to download" (trial).
+    words, share = _worded_share("\n".join(lines), index)
     if share is None:
         # Too short for word pairs: its longer words, none of which the KB uses
         # ("jinja2.exceptions.UndefinedError: 'guideline' is undefined", trial). "ValueError:
@@ -832,6 +831,8 @@ def _worded_share(message: str, index) -> tuple[list[str], float | None]:
     # A quoted path is where it happened, not how the error is worded: "Permission denied:
     # '/home/app/.cache/huggingface/hub/models--Qwen'" scored home-app, app-cache… as wording the
     # KB never uses, where '/root/.cache/huggingface/hub' passed (trial).
+    # Nor is the asker's clause after it on its line (`_PROSE_TAIL`).
+    message = " ".join(_without_prose_tail(line) for line in message.splitlines())
     words = _WORD.findall(_PATH.sub(" ", _EXCEPTION_TYPE.sub(" ", message)).lower())
     pairs = [f" {a} {b} " for a, b in zip(words, words[1:])]
     if len(pairs) < 3:

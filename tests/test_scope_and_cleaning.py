@@ -1022,3 +1022,16 @@ def test_stats_lines_that_show_trouble_are_what_retrieval_reads():
     assert "Waiting: 88 reqs" in retrieval_text(q)
     healthy = q.replace("Waiting: 88 reqs", "Waiting: 0 reqs")
     assert "Waiting" not in retrieval_text(healthy) and split_question(healthy).logs
+
+
+@pytest.mark.parametrize("text, term, denied", [
+    ("no ecc errors", "ecc", True), ("没有 xid 79", "xid", True), ("没开 fp8 kv cache", "fp8", True),
+    ("without fp8 kv cache", "fp8", True),
+    ("有没有 lora 的文档", "lora", False), ("是不是 ecc 错误", "ecc", False),  # questions about the term
+    ("改了也没用 lora 还是报错", "lora", False), ("怎么关掉思考模式", "思考", False),
+])
+def test_a_term_said_to_be_absent_or_off_right_before_it(text, term, denied):
+    """One reading for subjects (scope) and a KV cache's dtype (calculations)."""
+    from assistant.negation import denied_before
+
+    assert denied_before(text, text.index(term)) is denied
