@@ -195,6 +195,11 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     # Nor "how much does it cost" (in GPU memory) or 降低推理成本 (by serving more): the money's own words (review).
     "cost and pricing": ("cost per million", "per million tokens", "price per", "pricing", "cost per hour", "cost per token",
                          "per gpu-hour", "多少钱", "价格", "每百万 token", "每百万token"),
+    # Keeping the service up when a node or worker goes away: a question of fault tolerance, which
+    # no start-up NCCL article answers ("ncclRemoteError — one spot node got reclaimed, how do we make
+    # vllm survive a node going away?" got its NCCL_P2P_DISABLE and --ipc=host, as sure; probe).
+    "fault tolerance": ("fault toleran*", "fault-toleran*", "survive a node", "node failure*", "node going away", "node goes away",
+                        "node got reclaimed", "spot node*", "spot instance*", "preemptible", "容错", "节点故障", "节点挂了", "抢占式实例"),
     "embedding and rerank models": ("embedding model", "embedding 模型", "embedding模型", "embeddings endpoint", "embedding endpoint",
                                     "embeddings api", "embedding api", "/v1/embeddings", "pooling", "rerank", "reranker",
                                     "task embed", "--task embed", "向量模型", "嵌入模型", "重排"),
@@ -343,6 +348,7 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
                           "generation_config*", "generation-config", "sampling param*", "采样参数"),
     # Subjects that are phrasings (PHRASINGS), named by their own name in a Chinese answer.
     "cost and pricing": ENTITIES["cost and pricing"],
+    "fault tolerance": ENTITIES["fault tolerance"],
     # Docs on Xid errors or ECC (a GPU health page, a device plugin's) cover a failing GPU.
     "GPU hardware faults (Xid, ECC)": ("xid", "ecc", "fallen off the bus", "dcgm"),
     # Docs that say how to pass a Hugging Face token cover a gated model's 401.
@@ -388,7 +394,7 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
 }
 PHRASE_SUBJECTS_ZH = {"new model support": "新模型架构的支持", "bf16 on older GPUs": "旧 GPU 上的 bf16",
                       "GPU hardware faults (Xid, ECC)": "GPU 硬件故障（Xid、ECC）",
-                      "Hugging Face access tokens": "Hugging Face 访问令牌（gated 模型）", "cost and pricing": "成本与价格", "repetitive output": "重复输出",
+                      "Hugging Face access tokens": "Hugging Face 访问令牌（gated 模型）", "cost and pricing": "成本与价格", "fault tolerance": "容错（节点或 worker 故障）", "repetitive output": "重复输出",
                       "stop tokens and EOS": "停止符与 EOS", "context extension (RoPE/YaRN)": "上下文扩展（RoPE/YaRN）",
                       "proxies and gateways": "代理与网关", "tool calling": "工具调用（tool calling）",
                       "embedding and rerank models": "embedding 与 rerank 模型",
@@ -398,7 +404,7 @@ PHRASE_SUBJECTS_ZH = {"new model support": "新模型架构的支持", "bf16 on 
 # of them is a core word.
 PHRASINGS = frozenset({"several models on one GPU", "tokenizers", "IPv6 networking", "CORS",
                        "rate limiting", "saving logs to a file", "autoscaling", "GPU partitioning (MIG)",
-                       "multi-node serving", "cost and pricing"})
+                       "multi-node serving", "cost and pricing", "fault tolerance"})
 
 
 def core_terms(entity: str) -> tuple[str, ...]:

@@ -251,12 +251,14 @@ def test_a_covered_symptom_with_an_uncovered_cause_is_not_answered_as_sure(bundl
     ("the model never stops, it keeps printing <|im_end|> and then starts a new user turn. Qwen2.5 served via vllm /v1/completions",
      "stop tokens and EOS"),
     ("how much would it cost per million tokens to serve llama-3-70b with vllm on AWS p4d?", "cost and pricing"),
+    ("NCCL error: remote process exited or there was a network error, ncclRemoteError — one spot node got reclaimed, "
+     "how do we make vllm survive a node going away?", "fault tolerance"),
 ])
 def test_a_cause_the_kb_never_covers_said_beside_a_covered_symptom_is_no_sure_answer(bundled_settings, bundled_kb, question, subject):
     """A newcomer's lookalikes answered as sure: a GPU fallen off the bus got --enforce-eager from
     the CUDA-graph article (its traceback is that article's signature), a gated repo's 401 the
     download article's mirror, output that never stops the hung-request levers, a price the
-    preemption article."""
+    preemption article, a node lost at run time the start-up NCCL fixes (end-of-stop probe)."""
     from assistant.retrieval import RetrievalParams, search
 
     answer = answer_question(question, bundled_settings, kb=bundled_kb, use_llm=False)
