@@ -660,7 +660,9 @@ def compose(kb, result: Retrieval, lang: str, top_k: int, weights_over: bool = F
 
     top = result.articles[0]
     # (Not when the weights cannot fit: the note above says no setting helps, and the article stays.)
-    unsure = tentative(result) or (not weights_over and _tried_its_fixes(kb, top, lang, result.question))
+    hedged = tentative(result)
+    tried = not hedged and not weights_over and _tried_its_fixes(kb, top, lang, result.question)
+    unsure = hedged or tried
     vague = not top.passage and _vague(result)
     tail: list[str] = []
     if vague:
@@ -690,7 +692,7 @@ def compose(kb, result: Retrieval, lang: str, top_k: int, weights_over: bool = F
             for art in alternatives:
                 tail += _alternative(kb, art, lang, labels, cites)
     if unsure:
-        parts = [labels["vague" if vague else "unsure_passages" if top.passage else "unsure"], "", *parts]
+        parts = [labels["vague" if vague else "unsure_passages" if top.passage else "unsure_tried" if tried else "unsure"], "", *parts]
         if result.asked_unknown:  # say which part of the question nothing below answers
             parts[1:1] = ["", _asked_unknown_line(result.asked_unknown, lang)]
     body = "\n".join(parts).strip()
@@ -1057,10 +1059,28 @@ def _tried_its_fixes(kb, art: ArticleMatch, lang: str, question: str) -> bool:
     from .cleaning import tried_settings
 
     tried = tried_settings(question, explicit=True) if question else []
-    if len(tried) < TRIED_ENOUGH or art.passage:
+    if not tried or art.passage:
         return False
+    if any(_setting_in(_first_fix(kb, art, lang), name) for name in tried):
+        return True
     text = _article_text(kb, art, lang)
     return sum(1 for name in tried if _setting_in(text, name)) >= TRIED_ENOUGH
+
+
+_NEXT_ITEM = re.compile(r"\n\s*2[.)、]\s")
+
+
+def _first_fix(kb, art: ArticleMatch, lang: str) -> str:
+    """The article's first fix, as `_article_text` writes it. Tried already, it leaves the
+    article a close call on its own: "已经加了 --enforce-eager 还是报 illegal memory access" was
+    given the CUDA-graph article as sure, its first fix being that very flag (Left list)."""
+    doc_lang, _ = _pick_lang(kb, art.doc_id, lang)
+    fixes = _section(kb.article_chunks(art.doc_id, doc_lang), "fixes")
+    if fixes is None:
+        return ""
+    text = fixes.text
+    end = _NEXT_ITEM.search(text)
+    return (text[:end.start()] if end else text[:400]).lower().replace("_", "-")
 
 
 def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[str, str], question: str = "") -> list[str]:

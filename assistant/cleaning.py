@@ -505,7 +505,9 @@ _TRIED = re.compile(r"no effect|did(?:n't| not) (?:help|work|change)|does(?:n't|
 _CHANGED_STILL = re.compile(r"\b(?:lowered|reduced|raised|increased|bumped|dropped|changed|added|set|switched|disabled)\b[^.;!?\n]{0,80}"
                             r"\bstill\b(?! (?:fine|ok|good|enough|right|valid))"
                             r"|(?:调(?!用|度|试)|改|加(?!载|速)|设(?!备|计)|(?<!下)降|减|换|开了|开启|关了|关闭|关掉)[^。；！？\n]{0,40}"
-                            r"还是\s*(?:不行|没用|一样|会?\s*(?:oom|报错|卡|崩|失败|超时|慢|很慢|挂))", re.I)
+                            r"还是\s*(?:不行|没用|一样|会?\s*(?:oom|报错|卡|崩|失败|超时|慢|很慢|挂)"
+                            # the error itself after it: "加了 --ipc=host 之后还是 NCCL error", "还是报 illegal memory access"
+                            r"|(?:报|出现?)\s*\S|[\w .:-]{0,30}?(?:error|exception|failed|错误))", re.I)
 _ASKING_WHAT_IF = re.compile(r"\bif\b|\bshould\b|\bwould\b|\bwill\b|\bor\b|如果|假如|假设|要是|要不要|是否|[?？]\s*$|[吗呢]\W*$", re.I)
 
 

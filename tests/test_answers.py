@@ -493,15 +493,17 @@ def test_settings_the_asker_already_tried_are_said_so_and_pasted_flags_come_firs
     assert tried_settings("tried flush_cache, got 400, what next?") == ["flush_cache"]
     assert tried_settings("has anyone tried --enforce-eager?") == [] and tried_settings("we never tried --enforce-eager") == []
     answer = answer_question("vllm 下载模型卡在 0% 不动 HF_ENDPOINT 设了 hf-mirror", bundled_settings, kb=bundled_kb)
+    # HF_ENDPOINT is the article's first fix: tried, it makes the answer a close call, said why.
+    assert answer.coverage == "tentative" and answer.answer.startswith("**不一定对症。** 你已经试过")
     head = answer.answer.split("\n\n", 3)
-    assert "HF_ENDPOINT" in head[1] and "先看其他办法" in head[1]
+    assert "HF_ENDPOINT" in head[2] and "先看其他办法" in head[2]
     oom = answer_question("vllm serve Qwen/Qwen2.5-72B --tensor-parallel-size 4 --gpu-memory-utilization 0.98 --max-num-seqs 512\n"
                           "torch.OutOfMemoryError: CUDA out of memory during CUDA graph capture", bundled_settings, kb=bundled_kb)
     assert "`--gpu-memory-utilization 0.98`" in oom.answer.split("\n\n", 3)[1]
     # A chat follow-up naming the setting it changed, with no value: tried, not "your command line".
     follow = answer_question("vllm 启动报 CUDA out of memory，Qwen2.5-32B 单卡 A100 80G\n调了 --max-model-len 也没用，还是不行，接下来呢？",
                              bundled_settings, kb=bundled_kb)
-    head = follow.answer.split("\n\n", 3)[1]
+    head = follow.answer.split("**可能原因**")[0]
     assert "`--max-model-len`" in head and "先看其他办法" in head and "命令行" not in head
 
 
@@ -1033,3 +1035,18 @@ def test_an_article_whose_fixes_the_asker_tried_is_a_close_call(bundled_settings
     assert "NCCL_P2P_DISABLE" in tried.answer.split("**可能原因**")[0]  # said as tried, above the article's advice
     fresh = answer_question("多卡起 vllm 报 NCCL error，怎么办", bundled_settings, kb=bundled_kb, use_llm=False)
     assert fresh.coverage == "full"
+
+
+def test_an_article_whose_first_fix_the_asker_tried_is_a_close_call(bundled_settings, bundled_kb):
+    """"已经加了 --enforce-eager 还是报 illegal memory access" was given the CUDA-graph article as
+    sure, its first fix being that very flag. One tried fix that is not the first leaves it sure."""
+    tried = answer_question("已经加了 --enforce-eager 还是报 CUDA error: an illegal memory access was encountered",
+                            bundled_settings, kb=bundled_kb, use_llm=False)
+    assert tried.grounded and tried.coverage == "tentative" and tried.citations[0].id == "vllm-cuda-graph-errors"
+    assert tried.answer.startswith("**不一定对症。** 你已经试过这篇的主要办法")
+    assert "`--enforce-eager`" in tried.answer.split("**可能原因**")[0]
+    fresh = answer_question("报 CUDA error: an illegal memory access was encountered，在 graph replay 附近",
+                            bundled_settings, kb=bundled_kb, use_llm=False)
+    assert fresh.grounded and fresh.coverage == "full" and fresh.citations[0].id == "vllm-cuda-graph-errors"
+    second = answer_question("多卡起 vllm，加了 --ipc=host 之后还是 NCCL error", bundled_settings, kb=bundled_kb, use_llm=False)
+    assert second.citations[0].id == "vllm-nccl-error-multi-gpu" and second.coverage == "full"

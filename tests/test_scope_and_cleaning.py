@@ -328,6 +328,10 @@ def test_a_change_then_the_failure_still_there_is_a_tried_setting():
 
     assert tried_settings("I lowered --max-model-len to 8192, still OOM after that") == ["--max-model-len"]
     assert tried_settings("调小了 --max-num-seqs 还是 OOM") == ["--max-num-seqs"]
+    # the error itself after 还是 (Left list): the flag had been quoted as "your command line"
+    assert tried_settings("加了 --ipc=host 之后还是 NCCL error", explicit=True) == ["--ipc"]
+    assert tried_settings("加了 --enforce-eager 还是报 illegal memory access", explicit=True) == ["--enforce-eager"]
+    assert tried_settings("--gpu-memory-utilization 设成 0.9 还是 0.95 好", explicit=True) == []
     # explicitly: the command in use, with the failure still there after a restart, is no tried fix (review)
     assert tried_settings("vllm serve m --max-model-len 32768 --gpu-memory-utilization 0.95 重启了仍然报 CUDA out of memory",
                           explicit=True) == []

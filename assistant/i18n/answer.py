@@ -65,6 +65,10 @@ MESSAGES = {
         "zh": '**不一定对症。** 这是知识库里最接近的条目，但未必是你遇到的问题：先对照它说的症状和日志，确认一致再按下面的办法处理。',
         "en": '**Not a sure match.** This is the closest article in the KB, but it may not be your case: check its symptoms and log lines against yours before you apply the fix.',
     },
+    'unsure_tried': {
+        "zh": '**不一定对症。** 你已经试过这篇的主要办法：下面其余的办法可能还有用，但你的问题也可能是知识库没写到的其他原因。',
+        "en": '**Not a sure match.** You already tried this article\'s main fix: its other fixes below may still help, but your case may have a cause the KB does not cover.',
+    },
     'asked_unknown': {
         "zh": '你问到的 {names} 在知识库里没有出现过：下面的内容未必涉及这一点，只能作参考。',
         "en": 'The knowledge base never mentions {names}, which your question asks about: what follows may not cover that.',
