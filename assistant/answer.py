@@ -611,7 +611,9 @@ def _from_llm(text, result, kb, settings, lang, use_tools, diagnosis, calc, on_t
     answer = Answer(text, out.text, lang, result.grounded and out.covered, citations, out.tool_calls, f"llm:{out.model}", notes=out.notes)
     if not out.covered:
         answer.coverage = "none"
-    elif tentative(result) or out.unverified or (result.articles and _tried_its_fixes(kb, result.articles[0], lang, text)):
+    elif tentative(result) or out.unverified or (result.articles and (_tried_its_fixes(kb, result.articles[0], lang, text)
+                                                                     or _unsaid_oom(kb, result.articles[0], text)
+                                                                     or _denied_symptom(result.articles[0], text))):
         answer.coverage = "tentative"
         if result.asked_unknown:  # the model's text is on screen already: which asked name the KB lacks goes in a note
             answer.notes.append(_asked_unknown_line(result.asked_unknown, lang))
@@ -661,8 +663,10 @@ def compose(kb, result: Retrieval, lang: str, top_k: int, weights_over: bool = F
     top = result.articles[0]
     # (Not when the weights cannot fit: the note above says no setting helps, and the article stays.)
     hedged = tentative(result)
-    tried = not hedged and not weights_over and _tried_its_fixes(kb, top, lang, result.question)
-    unsure = hedged or tried
+    ruled_out = None if hedged else _denied_symptom(top, result.question)
+    unsaid = not hedged and not ruled_out and _unsaid_oom(kb, top, result.question)
+    tried = not (hedged or ruled_out or unsaid or weights_over) and _tried_its_fixes(kb, top, lang, result.question)
+    unsure = hedged or bool(ruled_out) or unsaid or tried
     vague = not top.passage and _vague(result)
     tail: list[str] = []
     if vague:
@@ -692,7 +696,10 @@ def compose(kb, result: Retrieval, lang: str, top_k: int, weights_over: bool = F
             for art in alternatives:
                 tail += _alternative(kb, art, lang, labels, cites)
     if unsure:
-        parts = [labels["vague" if vague else "unsure_passages" if top.passage else "unsure_tried" if tried else "unsure"], "", *parts]
+        lead = labels["vague" if vague else "unsure_passages" if top.passage else "unsure_tried" if tried else "unsure_oom" if unsaid else "unsure"]
+        if ruled_out and not vague:
+            lead = labels["unsure_denied"].format(what=labels[f"failure_{ruled_out}"])
+        parts = [lead, "", *parts]
         if result.asked_unknown:  # say which part of the question nothing below answers
             parts[1:1] = ["", _asked_unknown_line(result.asked_unknown, lang)]
     body = "\n".join(parts).strip()
@@ -1065,6 +1072,38 @@ def _tried_its_fixes(kb, art: ArticleMatch, lang: str, question: str) -> bool:
         return True
     text = _article_text(kb, art, lang)
     return sum(1 for name in tried if _setting_in(text, name)) >= TRIED_ENOUGH
+
+
+# What a text that deals with running out of memory writes: the error, or the memory knobs
+# and the KV cache that an article on memory tunes.
+_ON_MEMORY = re.compile(r"\boom\b|out of memory|outofmemory|显存(?:不足|不够|溢出)|内存不足|内存溢出"
+                        r"|gpu-memory-utilization|kv[ -]?cache|kv 缓存")
+
+
+def _unsaid_oom(kb, art: ArticleMatch, question: str) -> bool:
+    """Whether the question is about running out of memory and the cited document, in every
+    language it has, never deals with memory: its subject matched, not its symptom.
+    "prompt_logprobs=20 makes vllm OOM" was given the logprobs-nondeterminism article as sure,
+    "2080TI 跑 32B-GPTQ 一直报显存不足" the CPU-only torch one (Left list, dev)."""
+    from .symptoms import denied, named
+
+    if "oom" not in named(question) or "oom" in denied(question):
+        return False
+    text = "\n".join(c.text for lang in kb.article_langs(art.doc_id) for c in kb.article_chunks(art.doc_id, lang))
+    return bool(text) and not _ON_MEMORY.search(text.lower().replace("_", "-"))
+
+
+def _denied_symptom(art: ArticleMatch, question: str) -> str | None:
+    """The failure the best match's title names that the asker says does not happen: "请求也没有
+    卡住" under "requests get stuck after enabling logprobs", "nothing hangs" under "requests
+    never return" (trial: both answered as sure, 0.96–0.97)."""
+    from .symptoms import denied, named
+
+    said_not = denied(question)
+    if not said_not or not art.chunks:
+        return None
+    title = art.passage or art.chunks[0].chunk.title.split(" > ")[0]
+    return next((name for name in ("hang", "oom", "preempt", "slow") if name in said_not and name in named(title)), None)
 
 
 _NEXT_ITEM = re.compile(r"\n\s*2[.)、]\s")

@@ -502,12 +502,16 @@ _TRIED = re.compile(r"no effect|did(?:n't| not) (?:help|work|change)|does(?:n't|
 # --max-num-seqs 还是 OOM"; not "still loading after 30 min" (nothing changed), 加载, 调用, 设备 or
 # 下降 (no change of a setting), nor 还是 as "or" ("设成 0.9 还是 0.95"). Only in a statement: "If I
 # set --max-model-len 8192, will it still OOM?" and "还是会 OOM 吗" ask (review).
-_CHANGED_STILL = re.compile(r"\b(?:lowered|reduced|raised|increased|bumped|dropped|changed|added|set|switched|disabled)\b[^.;!?\n]{0,80}"
+_CHANGED_STILL = re.compile(r"(?:\b(?:lowered|reduced|raised|increased|bumped|dropped|changed|added|set|switched|disabled)\b"
+                            # or a state said of it: "VLLM_WORKER_MULTIPROC_METHOD=spawn is exported, still …", "cuda graphs
+                            # are off (enforce_eager=True) and we still get …" (trial)
+                            r"|\b(?:is|are|was|were)\s+(?:already\s+)?(?:set|exported|enabled|disabled|on|off|configured)\b)"
+                            r"(?:[^.;!?\n]|\.(?=\d)){0,80}"  # "kv_cache_ratio=0.5 … still": a decimal point ends no sentence
                             r"\bstill\b(?! (?:fine|ok|good|enough|right|valid))"
                             r"|(?:调(?!用|度|试)|改|加(?!载|速)|设(?!备|计)|(?<!下)降|减|换|开了|开启|关了|关闭|关掉)[^。；！？\n]{0,40}"
                             r"还是\s*(?:不行|没用|一样|会?\s*(?:oom|报错|卡|崩|失败|超时|慢|很慢|挂)"
                             # the error itself after it: "加了 --ipc=host 之后还是 NCCL error", "还是报 illegal memory access"
-                            r"|(?:报|出现?)\s*\S|[\w .:-]{0,30}?(?:error|exception|failed|错误))", re.I)
+                            r"|(?:报|出现?)\s*\S|[\w .:-]{0,30}?(?:error|exception|failed|错误)|一直|在?刷)", re.I)
 _ASKING_WHAT_IF = re.compile(r"\bif\b|\bshould\b|\bwould\b|\bwill\b|\bor\b|如果|假如|假设|要是|要不要|是否|[?？]\s*$|[吗呢]\W*$", re.I)
 
 
@@ -531,7 +535,7 @@ _SETTING = re.compile(r"(?<![\w-])(?:--[A-Za-z][\w-]{1,60}|(?:kernel|vm|net)(?:\
 # --enforce-eager". With _TRIED, the settings an answer should not offer as news.
 # Not "I set --gpu-memory-utilization 0.98" (the value in use, quoted back as such), nor 已经 or
 # "already" alone ("Address already in use", 显存已经满了), nor 用了 / 加了 (占用了, 增加了).
-_ALREADY = re.compile(r"already (?:set|tried|added|enabled|using|use)|i(?:'ve| have)? (?:already )?(?:tried|added)"
+_ALREADY = re.compile(r"already (?:set|tried|added|enabled|disabled|using|use|pass|passing|export|exported|have)\b|i(?:'ve| have)? (?:already )?(?:tried|added)"
                       # a clause that starts with it: "tried flush_cache, got 400" (a chat follow-up, trial)
                       r"|(?:^|[\n.!?;,，。；]\s*)tried\b"
                       r"|we(?:'ve| have)? (?:already )?(?:tried|added)|已经(?:设|加|试|开|配|调|改|换)|(?<![调增])设了|设置了|试了|试过", re.I)

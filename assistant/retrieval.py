@@ -183,6 +183,7 @@ class Retrieval:
     unknown_error: bool = False  # the question is a bare error message the KB never words (scope.bare_unknown_error)
     unworded_error: bool = False  # the error lines pasted with it are worded as the KB never words them (scope.unworded_error)
     quiet_stats: bool = False  # the engine figures it quotes show nothing queued (questions.quiet_stats)
+    denied_signatures: set[str] = field(default_factory=set)  # articles whose log line the question says is absent
     query_vector: object = None  # the question's embedding (refusal.py compares it with labelled questions)
     embedder: str = ""  # the name of the embedder that made it
     exemplar_lean: float | None = None  # refusal.exemplar_lean: nearer out-of-scope questions (>0) or answered ones
@@ -715,18 +716,29 @@ def _quoting_chunk_first(match: ArticleMatch) -> None:
 # The clause after the cue is left out, to its punctuation. Only a clause that says a line is not
 # seen: "没有成功" and "是不是 KV cache 不够？" negate no log line (review), and a bare "no" is none:
 # "No available shared memory broadcast block found" is a signature itself.
-_NEGATED_CLAUSE = re.compile(r"(?:(?:日志|log|输出|里面|里)(?:也|都|并|根本)?(?:没有|没)|没看到|没看见|没出现|没发现|没见到|没打印|没有看到|没有出现|没有打印)"
+_NEGATED_CLAUSE = re.compile(r"(?:(?:日志|log|输出|里面|里)(?:也|都|并|根本|从来|压根|一直)?(?:没有|没)|没看到|没看见|没出现|没发现|没见到|没打印|没有看到|没有出现|没有打印"
+                             # 没有 right before a log line's own words: "没有 free_list_len 日志", "从来没有 free_list_len: 0" (trial)
+                             r"|(?<![有是])(?:从来|根本|压根|并|也|都)?没有?(?=\s*[A-Za-z_]))"
                              r"\s*[^，,。;；\n？?：:!！]{0,120}"
                              r"|(?<![\w-])(?:there (?:is|are|was|were) no|there's no|(?:do|did)(?:n't| not) see|never see|not seeing"
                              r"|no sign of)\b[^,;\n?:!]{0,120}", re.I)
 
 
-def signature_hits(index: KBIndex, question: str) -> dict[str, list[str]]:
+def denied_signatures(index: KBIndex, question: str) -> set[str]:
+    """The articles one of whose log lines the question names only to say it is absent ("日志里
+    从来没有 free_list_len: 0，但跑几个小时就 OOM"): the asker has ruled that article's case out."""
+    if not _NEGATED_CLAUSE.search(question):
+        return set()
+    return set(signature_hits(index, question, keep_negated=True)) - set(signature_hits(index, question))
+
+
+def signature_hits(index: KBIndex, question: str, keep_negated: bool = False) -> dict[str, list[str]]:
     """Article id → signatures found verbatim (whitespace- and width-insensitive). A signature
     of one word is found as written: squashed, Paddle's "Out of memory error on GPU 0" was
     torch's OutOfMemoryError, and a FastDeploy question got the vLLM OOM article (trial).
     One the question says is absent is no hit (`_NEGATED_CLAUSE`)."""
-    question = _NEGATED_CLAUSE.sub(" ", question)
+    if not keep_negated:
+        question = _NEGATED_CLAUSE.sub(" ", question)
     squashed = squash(question)
     spaced = re.sub(r"\s+", " ", normalize(question))
     hits: dict[str, list[str]] = {}
@@ -983,6 +995,7 @@ def search(
     from .questions import quiet_stats
 
     result.quiet_stats = quiet_stats(question)
+    result.denied_signatures = denied_signatures(index, question)
     if "--" in question or "=" in question:
         from .cleaning import split_question
 

@@ -332,6 +332,15 @@ def test_a_change_then_the_failure_still_there_is_a_tried_setting():
     assert tried_settings("加了 --ipc=host 之后还是 NCCL error", explicit=True) == ["--ipc"]
     assert tried_settings("加了 --enforce-eager 还是报 illegal memory access", explicit=True) == ["--enforce-eager"]
     assert tried_settings("--gpu-memory-utilization 设成 0.9 还是 0.95 好", explicit=True) == []
+    # a state said of it, a decimal in the sentence, "already pass", 还是一直刷 (trial)
+    assert tried_settings("I already pass --generation-config vllm and answers are still worse", explicit=True) == ["--generation-config"]
+    assert tried_settings("I set kv_cache_ratio=0.5 and ENABLE_V1_KVCACHE_SCHEDULER=1 already, still free_list_len: 0",
+                          explicit=True) == ["kv_cache_ratio", "ENABLE_V1_KVCACHE_SCHEDULER"]
+    assert tried_settings("ENABLE_V1_KVCACHE_SCHEDULER=1 开了，kv_cache_ratio 也降到 0.5 了，日志还是一直刷 free_list_len: 0",
+                          explicit=True) == ["kv_cache_ratio", "ENABLE_V1_KVCACHE_SCHEDULER"]
+    assert tried_settings("VLLM_WORKER_MULTIPROC_METHOD=spawn is exported, still RuntimeError: Cannot re-initialize CUDA",
+                          explicit=True) == ["VLLM_WORKER_MULTIPROC_METHOD"]
+    assert tried_settings("vllm serve --max-model-len 8192 is still loading after 30 min", explicit=True) == []
     # explicitly: the command in use, with the failure still there after a restart, is no tried fix (review)
     assert tried_settings("vllm serve m --max-model-len 32768 --gpu-memory-utilization 0.95 重启了仍然报 CUDA out of memory",
                           explicit=True) == []

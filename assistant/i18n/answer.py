@@ -69,6 +69,18 @@ MESSAGES = {
         "zh": '**不一定对症。** 你已经试过这篇的主要办法：下面其余的办法可能还有用，但你的问题也可能是知识库没写到的其他原因。',
         "en": '**Not a sure match.** You already tried this article\'s main fix: its other fixes below may still help, but your case may have a cause the KB does not cover.',
     },
+    'unsure_oom': {
+        "zh": '**不一定对症。** 你问的是显存不足（OOM），这一篇却从没讲到显存：它和你的问题只是话题相近，不一定是你的原因。',
+        "en": '**Not a sure match.** You ask about running out of memory, which this article never deals with: it shares a subject with your question, not necessarily its cause.',
+    },
+    'unsure_denied': {
+        "zh": '**不一定对症。** 你说没有{what}，而{what}正是下面这一篇讲的现象：它和你的问题只是话题相近，未必是你的原因。',
+        "en": '**Not a sure match.** You say there is no {what}, which is the very symptom of the article below: it shares a subject with your question, not necessarily its cause.',
+    },
+    'failure_hang': {"zh": '卡住', "en": 'hang'},
+    'failure_oom': {"zh": '显存不足（OOM）', "en": 'out-of-memory error'},
+    'failure_preempt': {"zh": '抢占', "en": 'preemption'},
+    'failure_slow': {"zh": '变慢', "en": 'slowness'},
     'asked_unknown': {
         "zh": '你问到的 {names} 在知识库里没有出现过：下面的内容未必涉及这一点，只能作参考。',
         "en": 'The knowledge base never mentions {names}, which your question asks about: what follows may not cover that.',

@@ -1,0 +1,58 @@
+"""The failure a text names: a hang, running out of memory, slowness. Retrieval matches a
+question to an article by its subject (logprobs, the KV cache, NCCL) as much as by its
+symptom, so a question can share an article's subject and say its symptom does not happen:
+"FastDeploy 开了 logprobs，请求没有卡住，就是吞吐掉了一半" got the logprobs-hang article's
+msgmax fix as sure (trial). Knowing which failure a title names, and which one the asker
+denies, makes such an answer a close call. (Strings compiled on first use: `ask` imports
+this on every question.)"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+# Each failure as askers and titles write it. Few words, each unambiguous: "卡" alone is also a
+# GPU card, "slow" is slowness in any language.
+FAILURES = {
+    "hang": r"\bhang(?:s|ing)?\b|\bhung\b|\bstuck\b|\bstall(?:s|ed|ing)?\b|\bfreez(?:e|es|ing)\b|never return"
+            r"|卡住|卡死|卡主|夯住|无响应|没响应|没有响应|不返回|不动",
+    "oom": r"\bOOM\b|out of (?:gpu )?memory|OutOfMemory|显存(?:不足|不够|溢出|爆了|炸了)|爆显存|(?<!主机)内存不足|内存溢出",
+    "preempt": r"\bpreempt(?:ed|ion|s|ing)?\b|被?抢占",
+    "slow": r"\bslow(?:er|ly|ness)?\b|poor performance|性能差|很慢|变慢|太慢|慢了",
+}
+# Said not to happen, right before it: "请求也没有卡住", "nothing hangs", "no OOM", "不卡", "并不慢".
+_DENIED_BEFORE = (r"(?:(?<![有是])没有?|从来没有?|并没有?|也没有?|都没有?|不是|不|并不"
+                  r"|(?<![\w-])(?:no|not|nothing|never|doesn't|does not|didn't|did not|isn't|is not|aren't|are not|without|neither|nor)"
+                  r"(?:\s+(?:a|any|an|really|even|seem to|seems to|get|getting|been|actually))?)\s*$")
+
+
+# A denial that is the whole phrase: "请求不卡", "也没卡" (卡 alone names no hang: 4 卡, 卡住).
+_FLAT_DENIALS = {"hang": r"(?:不|没)卡(?=[\s，,。.；;！!？?了的啊]|$)"}
+
+
+@lru_cache(maxsize=None)
+def _pattern(name: str) -> re.Pattern:
+    return re.compile(FAILURES[name], re.I)
+
+
+@lru_cache(maxsize=1)
+def _denied_before() -> re.Pattern:
+    return re.compile(_DENIED_BEFORE, re.I)
+
+
+def named(text: str) -> set[str]:
+    """The failures a text names at all (a title, a heading)."""
+    return {name for name in FAILURES if _pattern(name).search(text)}
+
+
+def denied(text: str) -> set[str]:
+    """The failures the text says do not happen, and names nowhere else as happening: "没有卡住，
+    就是慢" denies a hang; "卡住了，不是 OOM" denies OOM only; "not stuck at first, then it hangs"
+    denies nothing."""
+    out = set()
+    for name in FAILURES:
+        said = [m.start() for m in _pattern(name).finditer(text)]
+        flat = name in _FLAT_DENIALS and re.search(_FLAT_DENIALS[name], text)
+        if (said or flat) and all(_denied_before().search(text, max(0, at - 16), at) for at in said):
+            out.add(name)
+    return out

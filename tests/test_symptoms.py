@@ -1,0 +1,42 @@
+"""The failure a question names, and the one it says does not happen (symptoms.py)."""
+
+import pytest
+
+from assistant.symptoms import denied, named
+
+
+@pytest.mark.parametrize("text, said, not_said", [
+    ("FastDeploy 开 logprobs 之后没有卡住，就是吞吐掉了一半", {"hang"}, {"hang"}),
+    ("throughput is great, nothing hangs and no preemption warnings", {"hang", "preempt"}, {"hang", "preempt"}),
+    ("卡住了，不是 OOM", {"hang", "oom"}, {"oom"}),
+    ("not stuck at first, then it hangs", {"hang"}, set()),  # said as happening too: not denied
+    ("请求不卡，返回也正常", set(), {"hang"}),
+    ("4 卡 A100 跑 72B，卡顿明显", set(), set()),  # 卡 alone is a card
+    ("requests hang after enabling logprobs", {"hang"}, set()),
+    ("vllm is not slow, but outputs differ", {"slow"}, {"slow"}),
+])
+def test_a_failure_named_and_one_said_not_to_happen(text, said, not_said):
+    assert named(text) == said and denied(text) == not_said
+
+
+@pytest.mark.parametrize("question, lead", [
+    ("FastDeploy 开 logprobs 之后没有卡住，也能正常返回，就是吞吐掉了一半多", "**不一定对症。** 你说没有卡住"),
+    ("vllm shows GPU KV cache usage: 100.0%, throughput is great, nothing hangs and no preemption warnings. is this a problem?",
+     "**Not a sure match.**"),
+    ("FastDeploy 跑几个小时显存慢慢涨，最后 OOM；日志里从来没有 free_list_len: 0", "**不一定对症。**"),
+])
+def test_an_article_whose_own_symptom_or_log_line_the_asker_denies_is_a_close_call(bundled_settings, bundled_kb, question, lead):
+    """"请求也没有卡住" under the logprobs-hang article, "日志里从来没有 free_list_len: 0" under the
+    one on that line: both answered as sure at 0.97 (trial). Said as happening, they stay sure."""
+    from assistant.answer import answer_question
+
+    answer = answer_question(question, bundled_settings, kb=bundled_kb, use_llm=False)
+    assert answer.grounded and answer.coverage == "tentative" and answer.answer.startswith(lead)
+
+
+@pytest.mark.parametrize("question", ["FastDeploy 开了 logprobs 之后请求卡住了，一直不返回", "FastDeploy 日志一直刷 free_list_len: 0",
+                                      "vllm requests preempted, log shows PreemptionMode.RECOMPUTE"])
+def test_the_same_symptom_said_as_happening_stays_sure(bundled_settings, bundled_kb, question):
+    from assistant.answer import answer_question
+
+    assert answer_question(question, bundled_settings, kb=bundled_kb, use_llm=False).coverage == "full"
