@@ -151,6 +151,9 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     "vision/OCR model serving": ("paddleocr", "ocr", "uie", "yolo", "ppyoloe", "simple-serving", "detection model", "目标检测"),
     "multimodal inputs": ("multimodal", "multi-modal", "vision", "image_url", "video", "audio", "pixel_values",
                           "limit_mm_per_prompt", "limit-mm-per-prompt", "image(s)", "images per", "multiple images", "多模态", "图片", "图像",
+                          # pictures given to the model, and the vision models by name ("20+ images per request on
+                          # Qwen2.5-VL", "large images to llava", trial); a Docker image is not one (_NOT_SUBJECTS)
+                          "images", "an image", "image input*", "image token*", "llava*", "-vl",
                           "视觉", "多张图", "一张图", "两张图", "几张图", "三张图",  # "超过一张图就报错": images counted per request
                           # the vision tower's frames in a pasted traceback ("inside visual.forward -> patch_embed")
                           "patch_embed", "visual.forward", "vision_tower", "visual encoder", "视觉塔", "视觉编码器"),
@@ -600,7 +603,11 @@ def architectures(question: str) -> tuple[str, ...]:
 # English (GPU memory, not video input), a connection pool is not a pooling model,
 # "见下面图片" points at a screenshot of the error, not at an image the model is given, and
 # "after fine-tuning our model" / "SFT 后的模型" is the model's history, not the question.
-_NOT_SUBJECTS = re.compile(r"video[ -](?:memory|card|ram)|(?:connection|thread|process|worker)[ -]pool(?:ing|s)?"
+_NOT_SUBJECTS = re.compile(r"video[ -](?:memory|card|ram)"
+                           r"|(?:docker|container|base|prebuilt|pre-built|official|oci|nightly|release|cached|cuda|vllm|sglang|our|the)"
+                           r"[ -](?:[\w.:/-]+ )?images?\b|\b(?:pull|push|build|tag|load|save|rebuild|pulled|pushed|built)(?:ing|ed)?[ -]"
+                           r"(?:the |an |our )?images?\b|\ban image (?:of|tag|registry|pull)"
+                           r"|(?:connection|thread|process|worker)[ -]pool(?:ing|s)?"
                            r"|(?:见|如|看|附|贴)(?:下|上)?(?:面|方)?(?:的)?(?:截)?图片?|图片所示|截图"
                            r"|after (?:fine-?tuning|finetuning|sft)\b|\bsft\s*(?:后|过|完|之后)|\bsft(?:'d|ed)?\s+(?:model|checkpoint|weights)"
                            # An error already fixed ("先是报 …，改成 dtype=float16 后又报 …", "first got …, after setting …").

@@ -539,10 +539,15 @@ def test_words_that_only_contain_a_subject_do_not_name_it():
     is not a fine-tuning question."""
     for q in ("vllm startup fails: video memory is full, CUDA out of memory", "vllm 启动就 OOM，报错见下面图片",
               "报错截图如下图片所示：CUDA out of memory", "connection pooling in the gateway makes vllm requests hang",
-              "after fine-tuning our model, vllm serve OOMs at startup", "我们 SFT 后的 Qwen2 模型用 vllm 起服务直接 OOM"):
+              "after fine-tuning our model, vllm serve OOMs at startup", "我们 SFT 后的 Qwen2 模型用 vllm 起服务直接 OOM",
+              # a Docker image is no picture
+              "we pull the vllm/vllm-openai images from a mirror and the container OOMs", "docker images for vllm 0.8 crash at start",
+              "rebuilt the images, still Torch not compiled with CUDA enabled"):
         assert detect(q).entities == (), q
     for q in ("一次传三张图片就报错", "video input with qwen2-vl fails", "how many images per prompt can I send",
-              "把之前的截图都带上，请求里超过一张图就 400，单张图没事"):
+              "把之前的截图都带上，请求里超过一张图就 400，单张图没事",
+              # pictures and vision models by name (trial)
+              "CUDA out of memory when I send large images to llava", "Qwen2.5-VL-7B OOMs only with 20+ images per request"):
         assert detect(q).entities == ("multimodal inputs",), q
     assert detect("how do I run SFT on Qwen2 before serving it with vllm?").entities == ("fine-tuning",)
 
