@@ -1130,8 +1130,9 @@ def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[s
     from .cleaning import tried_settings
 
     tried = tried_settings(question) if question else []
+    over = _context_overflow(question, labels)
     if not flags and not tried:
-        return []
+        return over
     text = _article_text(kb, art, lang)
     bare = setting_key
 
@@ -1157,7 +1158,25 @@ def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[s
             out += _near_ceiling(flags, labels)
     if said:
         out += ["", f"**{labels['tried']}:** " + ", ".join(said[:6])]
-    return out
+    return over + out
+
+
+# vLLM's 400 for a request longer than the context, with the asker's numbers in it.
+_CONTEXT_OVERFLOW = re.compile(r"maximum context length is (\d+) tokens\. However, you requested (\d+) tokens "
+                               r"\((\d+) in the messages, (\d+) in the completion\)")
+
+
+def _context_overflow(question: str, labels: dict) -> list[str]:
+    """The most `max_tokens` can be with the asker's own numbers: the article writes "≤ N − X"
+    beside its example line (8192 / 1120), and the asker's 32768 / 1792 were left to do by hand (trial)."""
+    m = _CONTEXT_OVERFLOW.search(question)
+    if m is None:
+        return []
+    limit, requested, messages, completion = (int(g) for g in m.groups())
+    if messages >= limit or messages + completion != requested:
+        return []  # a prompt alone over the limit, or numbers that do not add up: nothing to compute
+    return ["", f"**{labels['yours_numbers']}:** " + labels["context_overflow"].format(
+        limit=limit, messages=messages, most=limit - messages, asked=completion)]
 
 
 _RAISE_UTILIZATION = re.compile(r"(?:raise|increase|higher|调高|提高|加大)[^\n]{0,40}gpu-memory-utilization")

@@ -48,6 +48,12 @@ _TITLED = ("tab", "tab-item", "group-tab", "code-tab", "card", "grid-item-card",
 _WRAPPERS = ("tabs", "tab-set", "grid", "grid-item", "hlist", "glossary", "versionadded", "versionchanged",
              "deprecated", "seealso", "centered", "container", "div", "md-tab-set", "md-tab-item", "details",
              "rst-class", "cssclass", "productionlist", "toggle", "collapse", "admonition-todo", "todo")
+# Sphinx's object descriptions: the argument is the name documented (`.. option:: --tokenizer_mode`,
+# `.. envvar:: VLLM_PORT`), the content what it does. Read as unknown wrappers, the name was lost,
+# and a question on that flag found a description with no flag in it (analysis of the dev trees).
+_DESCRIBED = ("option", "cmdoption", "envvar", "confval", "describe", "object", "program", "function", "class", "method",
+              "attribute", "data", "py:function", "py:class", "py:method", "py:attribute", "py:data", "c:function",
+              "c:macro", "cpp:function", "cpp:class")
 # Build tags of a translated build: `.. only:: zh_cn` is text for another language's docs.
 _OTHER_LANGUAGE_TAGS = {"zh", "zh_cn", "zh_CN", "zh-cn", "cn", "zh_tw", "ja", "ko", "fr", "de", "es", "ru", "pt"}
 # Code blocks under their Sphinx names (docutils has `code`; these take the same arguments).
@@ -64,9 +70,9 @@ def _register() -> None:
     from docutils.parsers.rst import directives
 
     _register_roles()
-    dropped, wrapper, titled, only, code_block, image = _directive_classes()
+    dropped, wrapper, titled, only, code_block, image, described = _directive_classes()
     for names, cls in ((_DROP_DIRECTIVES, dropped), (_WRAPPERS, wrapper), (_TITLED, titled), (_CODE_DIRECTIVES, code_block),
-                       (("only",), only), (("image", "figure"), image)):
+                       (("only",), only), (("image", "figure"), image), (_DESCRIBED, described)):
         for name in names:
             directives.register_directive(name, cls)
 
@@ -120,7 +126,7 @@ def _register_roles() -> None:
 
 
 def _directive_classes():
-    """(dropped, wrapper, titled, only, code block, image) directive classes, built once docutils is imported."""
+    """(dropped, wrapper, titled, only, code block, image, described) directive classes, built once docutils is imported."""
     from docutils import nodes
     from docutils.parsers.rst import Directive, directives
 
@@ -198,7 +204,20 @@ def _directive_classes():
                 out.append(node)
             return out
 
-    return Dropped, Wrapper, Titled, Only, CodeBlock, Image
+    class Described(Wrapper):
+        """An object description: the documented name, as code, then what the page says of it."""
+
+        def run(self):
+            node = nodes.container()
+            for signature in (self.arguments[0].splitlines() if self.arguments else []):
+                if signature.strip():
+                    name = nodes.paragraph()
+                    name += nodes.literal(text=signature.strip())
+                    node += name
+            self.state.nested_parse(self.content, self.content_offset, node)
+            return [node]
+
+    return Dropped, Wrapper, Titled, Only, CodeBlock, Image, Described
 
 
 def rst_to_markdown(text: str) -> tuple[str, str]:

@@ -290,10 +290,10 @@ def test_a_quoted_log_line_with_its_own_remedy_leads_the_answer(bundled_settings
          "(0.9, 71.24 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.")
     answer = answer_question(q, bundled_settings, kb=bundled_kb)
     head = answer.answer.split("**Likely cause**")[0]
-    assert "**Your log line**" in head and "free the GPU" in head and "nvidia-smi" in head
+    assert "**What this article says about the log line you name**" in head and "free the GPU" in head and "nvidia-smi" in head
     # A bare signature ("CUDA out of memory") has no remedy of its own: the article reads as before.
     plain = answer_question("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", bundled_settings, kb=bundled_kb)
-    assert "**Your log line**" not in plain.answer and plain.answer.index("**Likely cause**") < plain.answer.index("**Fix**")
+    assert "**What this article says about the log line you name**" not in plain.answer and plain.answer.index("**Likely cause**") < plain.answer.index("**Fix**")
 
 
 def test_a_hint_cut_from_a_sentence_never_leaves_a_code_span_open():
@@ -1062,6 +1062,20 @@ def test_an_oom_question_on_a_document_that_never_deals_with_memory_is_a_close_c
     team = answer_question("tokenizer service OOM with long prompts", settings, kb=kb)
     assert team.grounded and team.citations[0].source.endswith("tokenizer.md") and team.coverage == "tentative"
     assert answer_question("GPU memory high alert, lower what?", settings, kb=kb).coverage == "full"
+
+
+def test_a_context_length_400_gets_the_most_max_tokens_can_be_with_the_askers_numbers(bundled_settings, bundled_kb):
+    """The article writes "≤ N − X" beside its example (8192 / 1120): the asker's 32768 / 1792
+    were left to work out, under a heading that read as if the example were their line (trial)."""
+    line = ("This model's maximum context length is 32768 tokens. However, you requested 33792 tokens "
+            "(1792 in the messages, 32000 in the completion)")
+    zh = answer_question("客户端报 400: " + line, bundled_settings, kb=bundled_kb, use_llm=False)
+    assert "`max_tokens` 最多 32768 − 1792 = 30976（你要的是 32000）" in zh.answer
+    assert "你贴的这行日志" not in zh.answer
+    en = answer_question("clients get 400: " + line, bundled_settings, kb=bundled_kb, use_llm=False)
+    assert "at most 32768 − 1792 = 30976" in en.answer
+    odd = answer_question("clients get 400: " + line.replace("33792", "40000"), bundled_settings, kb=bundled_kb, use_llm=False)
+    assert "30976" not in odd.answer  # numbers that do not add up: nothing computed
 
 
 def test_an_article_whose_first_fix_the_asker_tried_is_a_close_call(bundled_settings, bundled_kb):

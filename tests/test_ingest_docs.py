@@ -237,6 +237,26 @@ def test_a_sphinx_tree_answers_with_its_rst_page_cited(tmp_path):
     assert "GATEWAY_READ_TIMEOUT" in answer.answer and ".. " not in answer.answer and ":ref:" not in answer.answer
 
 
+def test_an_rst_option_or_envvar_description_keeps_the_name_it_documents(tmp_path):
+    """`.. option:: --tokenizer_mode` was an unknown directive: its text was kept and the flag
+    lost, so a question naming the flag found a description without it (analysis of the trees)."""
+    doc = _doc(tmp_path, "args.rst", dedent("""
+        Server arguments
+        ================
+
+        .. option:: --tokenizer_mode
+
+            Tokenizer loading mode: ``slow`` or ``fast`` (default).
+
+        .. envvar:: LIGHTLLM_PORT
+
+           The port the server listens on.
+        """))
+    text = "\n".join(c.text for c in chunk_document(doc))
+    assert "`--tokenizer_mode`" in text and "Tokenizer loading mode" in text
+    assert "`LIGHTLLM_PORT`" in text and text.index("`LIGHTLLM_PORT`") < text.index("listens on")
+
+
 def test_rst_table_of_contents_badges_and_tab_options_do_not_leak(tmp_path):
     """`.. contents::` put a list of the page's headings at its top and a link back to it
     in every heading ("Android SDK > [Prerequisite](#toc-entry-2)" as an answer's title);

@@ -14,8 +14,8 @@ MESSAGES = {
         "en": 'Check next',
     },
     'your_line': {
-        "zh": '你贴的这行日志',
-        "en": 'Your log line',
+        "zh": '这篇对你提到的这行日志的说明',
+        "en": 'What this article says about the log line you name',
     },
     'signs': {
         "zh": '怎么确认',
@@ -64,6 +64,11 @@ MESSAGES = {
     'unsure': {
         "zh": '**不一定对症。** 这是知识库里最接近的条目，但未必是你遇到的问题：先对照它说的症状和日志，确认一致再按下面的办法处理。',
         "en": '**Not a sure match.** This is the closest article in the KB, but it may not be your case: check its symptoms and log lines against yours before you apply the fix.',
+    },
+    'yours_numbers': {"zh": '按你的数字', "en": 'With your numbers'},
+    'context_overflow': {
+        "zh": '上下文上限 {limit}，消息占 {messages}，所以 `max_tokens` 最多 {limit} − {messages} = {most}（你要的是 {asked}）。',
+        "en": 'the context holds {limit} tokens and the messages take {messages}, so `max_tokens` can be at most {limit} − {messages} = {most} (you asked for {asked}).',
     },
     'unsure_tried': {
         "zh": '**不一定对症。** 你已经试过这篇的主要办法：下面其余的办法可能还有用，但你的问题也可能是知识库没写到的其他原因。',
