@@ -209,15 +209,21 @@ def _directive_classes():
 
         def run(self):
             node = nodes.container()
-            for signature in (self.arguments[0].splitlines() if self.arguments else []):
-                if signature.strip():
-                    name = nodes.paragraph()
-                    name += nodes.literal(text=signature.strip())
-                    node += name
+            node += _names_documented(nodes, self.arguments[0] if self.arguments else "")
             self.state.nested_parse(self.content, self.content_offset, node)
             return [node]
 
     return Dropped, Wrapper, Titled, Only, CodeBlock, Image, Described
+
+
+def _names_documented(nodes, argument: str) -> list:
+    """An object description's names (one per line: `-p, --port`), each a paragraph of code."""
+    out = []
+    for signature in filter(None, (line.strip() for line in argument.splitlines())):
+        name = nodes.paragraph()
+        name += nodes.literal(text=signature)
+        out.append(name)
+    return out
 
 
 def rst_to_markdown(text: str) -> tuple[str, str]:
