@@ -2219,3 +2219,27 @@ def test_a_follow_up_that_tried_a_passages_command_is_told_so(tmp_path):
     follow = answer_question("token usage 0.97, what do I do?\ntried flush_cache, got 400, what next?", settings, kb=kb)
     assert "flush_cache" in follow.answer.split("\n\n")[1] and "already tried" in follow.answer
     assert "already tried" not in first.answer and follow.answer != first.answer
+
+
+def test_of_two_copies_of_a_guide_the_one_whose_path_names_the_asked_model_comes_first(tmp_path):
+    """A team's tree keeps one copy of a guide per model or release, sharing every other word:
+    "InternVL2-40B-AWQ … per-GPU memory" got internvl2.5's copy by 0.009 (analysis of the trees)."""
+    from dataclasses import replace
+
+    from assistant.answer import answer_question
+    from assistant.config import Settings
+    from assistant.knowledge import open_kb
+
+    docs = tmp_path / "docs"
+    guide = ("# Deployment\n\n## Serving with LMDeploy\nServe the AWQ model with `lmdeploy serve api_server ./model "
+             "--model-format awq --cache-max-entry-count 0.2` on one 24 GB GPU; lower the ratio if memory runs short.\n")
+    for release in ("internvl2.0", "internvl2.5"):  # the same words: only the path tells them apart
+        (docs / release).mkdir(parents=True)
+        (docs / release / "deployment.md").write_text(guide, encoding="utf-8")
+    (docs / "faq.md").write_text("# FAQ\n\n## Install\nRun `pip install lmdeploy`.\n", encoding="utf-8")
+    settings = replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "cache")
+    kb = open_kb(settings, progress=lambda _m: None)
+    for question, path in (("InternVL2-40B-AWQ with lmdeploy on one 24GB 4090: which cache-max-entry-count?", "internvl2.0/deployment.md"),
+                           ("InternVL2.5-AWQ with lmdeploy on one 24GB 4090: which cache-max-entry-count?", "internvl2.5/deployment.md")):
+        answer = answer_question(question, settings, kb=kb)
+        assert answer.grounded and answer.citations[0].source == path, question
