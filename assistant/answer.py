@@ -1233,7 +1233,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     # What the sentences (and error lines) name, not a pasted config or command: a setting
     # the asker already uses is no sign that its row alone answers.
     said = sentences(result.question)
-    asked = frozenset() if _asks_for_another_setting(said) else asked_identifiers(said)
+    asked = frozenset() if _asks_for_another_setting(said) else asked_identifiers(said) - _tried_names(said)
     asked |= frozenset(codes)  # "Xid 79": the row of a long code table whose first cell is 79
     passages = {id(art): _passage(kb, art, lang, labels, hits, asked, result.question) for art in (top, *others)}
     brought = _fix_sibling(kb, passages[id(top)][0], [*siblings, *others], said)
@@ -2174,6 +2174,15 @@ _ANOTHER_SETTING = re.compile(
     rf"|\b(?:which|what)\s+(?:other\s+|extra\s+)?{_SETTING_WORD}\b(?!\s+(?:is|does|do)\s+[`'\"]?-*[\w.]*[_.-])"
     rf"|\bis there (?:a|an|any)\s+(?:\w+\s+)?{_SETTING_WORD}\b",
     re.I)
+
+
+def _tried_names(said: str) -> frozenset[str]:
+    """The settings the sentences say were tried, spelt as `asked_identifiers` spells them: no sign
+    of the row that answers. "HTTP 413 … I already raised --max-client-batch-size" was quoted that
+    row of the arguments table, and not --payload-limit's (analysis of the dev trees)."""
+    from .cleaning import tried_settings
+
+    return frozenset(name.lower().lstrip("-").replace("-", "_") for name in tried_settings(said, explicit=True))
 
 
 def _asks_for_another_setting(said: str) -> bool:

@@ -2243,3 +2243,28 @@ def test_of_two_copies_of_a_guide_the_one_whose_path_names_the_asked_model_comes
                            ("InternVL2.5-AWQ with lmdeploy on one 24GB 4090: which cache-max-entry-count?", "internvl2.5/deployment.md")):
         answer = answer_question(question, settings, kb=kb)
         assert answer.grounded and answer.citations[0].source == path, question
+
+
+def test_a_setting_the_asker_tried_does_not_pick_the_row_quoted_from_a_long_table(tmp_path):
+    """"HTTP 413 … I already raised --max-client-batch-size" was quoted that row of the arguments
+    table, not the one that answers (analysis of the dev trees): a tried setting is no sign."""
+    from dataclasses import replace
+
+    from assistant.answer import answer_question
+    from assistant.config import Settings
+    from assistant.knowledge import open_kb
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    rows = [("--max-client-batch-size", "Maximum number of inputs a client can send in a single request", "32"),
+            *[(f"--option-{n}", f"Tuning knob number {n} of the router", str(n)) for n in range(1, 13)],
+            ("--payload-limit", "Payload size limit in bytes: requests with a larger body get 413 Payload Too Large", "2000000")]
+    table = "\n".join(f"| `{flag}` | {text} | {default} |" for flag, text, default in rows)
+    (docs / "cli.md").write_text("# CLI arguments\n\n## Router arguments\n\n| Argument | Description | Default |\n|---|---|---|\n"
+                                 + table + "\n", encoding="utf-8")
+    (docs / "install.md").write_text("# Install\n\n## Docker\nRun `docker run -p 8080:80 router:latest`.\n", encoding="utf-8")
+    settings = replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "cache")
+    answer = answer_question("router returns 413 Payload Too Large for big embedding batches. I already raised "
+                             "--max-client-batch-size to 256, still 413", settings, kb=open_kb(settings, progress=lambda _m: None))
+    assert answer.grounded and answer.citations[0].source == "cli.md"
+    assert "--payload-limit" in answer.answer
