@@ -699,6 +699,8 @@ def compose(kb, result: Retrieval, lang: str, top_k: int, weights_over: bool = F
         lead = labels["vague" if vague else "unsure_passages" if top.passage else "unsure_tried" if tried else "unsure_oom" if unsaid else "unsure"]
         if ruled_out and not vague:
             lead = labels["unsure_denied"].format(what=labels[f"failure_{ruled_out}"])
+        elif hedged and not vague and not top.passage and top.doc_id in result.denied_signatures:
+            lead = labels["unsure_denied_line"]
         parts = [lead, "", *parts]
         if result.asked_unknown:  # say which part of the question nothing below answers
             parts[1:1] = ["", _asked_unknown_line(result.asked_unknown, lang)]
@@ -1080,6 +1082,9 @@ _ON_MEMORY = re.compile(r"\boom\b|out of memory|outofmemory|显存(?:不足|不�
                         r"|gpu-memory-utilization|kv[ -]?cache|kv 缓存")
 
 
+_MEMORY_WORD = re.compile(r"memory|显存|内存|vram")
+
+
 def _unsaid_oom(kb, art: ArticleMatch, question: str) -> bool:
     """Whether the question is about running out of memory and the cited document, in every
     language it has, never deals with memory: its subject matched, not its symptom.
@@ -1089,8 +1094,17 @@ def _unsaid_oom(kb, art: ArticleMatch, question: str) -> bool:
 
     if "oom" not in named(question) or "oom" in denied(question):
         return False
-    text = "\n".join(c.text for lang in kb.article_langs(art.doc_id) for c in kb.article_chunks(art.doc_id, lang))
-    return bool(text) and not _ON_MEMORY.search(text.lower().replace("_", "-"))
+    texts_ = ["\n".join(c.text for c in kb.article_chunks(art.doc_id, lang)).lower().replace("_", "-")
+              for lang in kb.article_langs(art.doc_id)]
+    # A document that speaks of memory at least twice in one language deals with it, in its own
+    # words (a model's README: "显存", "VRAM"); one remark ("float32 needs more memory") does not.
+    deals = any(_ON_MEMORY.search(text) or len(_MEMORY_WORD.findall(text)) >= 2 for text in texts_)
+    return bool(texts_) and not deals
+
+
+# A title that only suspects the failure ("vLLM seems stuck: debug logging switches") is about
+# something else: "vllm is not stuck, but I want debug logging" is its question (review).
+_HEDGED_FAILURE = re.compile(r"seems? (?:to be )?(?:stuck|hung|to hang)|looks? stuck|疑似卡[死住]", re.I)
 
 
 def _denied_symptom(art: ArticleMatch, question: str) -> str | None:
@@ -1102,7 +1116,7 @@ def _denied_symptom(art: ArticleMatch, question: str) -> str | None:
     said_not = denied(question)
     if not said_not or not art.chunks:
         return None
-    title = art.passage or art.chunks[0].chunk.title.split(" > ")[0]
+    title = _HEDGED_FAILURE.sub(" ", art.passage or art.chunks[0].chunk.title.split(" > ")[0])
     return next((name for name in ("hang", "oom", "preempt", "slow") if name in said_not and name in named(title)), None)
 
 
@@ -1117,9 +1131,12 @@ def _first_fix(kb, art: ArticleMatch, lang: str) -> str:
     fixes = _section(kb.article_chunks(art.doc_id, doc_lang), "fixes")
     if fixes is None:
         return ""
-    text = fixes.text
+    # Only a numbered list has a first fix: a table of fixes (the OOM article's) is one whole.
+    text = re.sub(r"^#+ [^\n]*\n", "", fixes.text.lstrip())
     end = _NEXT_ITEM.search(text)
-    return (text[:end.start()] if end else text[:400]).lower().replace("_", "-")
+    if not re.match(r"\s*1[.)、]\s", text) or end is None:
+        return ""
+    return text[:end.start()].lower().replace("_", "-")
 
 
 def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[str, str], question: str = "") -> list[str]:
@@ -1162,8 +1179,8 @@ def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[s
 
 
 # vLLM's 400 for a request longer than the context, with the asker's numbers in it.
-_CONTEXT_OVERFLOW = re.compile(r"maximum context length is (\d+) tokens\. However, you requested (\d+) tokens "
-                               r"\((\d+) in the messages, (\d+) in the completion\)")
+_CONTEXT_OVERFLOW = re.compile(r"maximum context length is (\d+) tokens\.\s+However,\s+you requested (\d+) tokens\s+"
+                               r"\((\d+) in the messages,\s+(\d+) in the completion\)")
 
 
 def _context_overflow(question: str, labels: dict) -> list[str]:

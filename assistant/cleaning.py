@@ -505,7 +505,7 @@ _TRIED = re.compile(r"no effect|did(?:n't| not) (?:help|work|change)|does(?:n't|
 _CHANGED_STILL = re.compile(r"(?:\b(?:lowered|reduced|raised|increased|bumped|dropped|changed|added|set|switched|disabled)\b"
                             # or a state said of it: "VLLM_WORKER_MULTIPROC_METHOD=spawn is exported, still …", "cuda graphs
                             # are off (enforce_eager=True) and we still get …" (trial)
-                            r"|\b(?:is|are|was|were)\s+(?:already\s+)?(?:set|exported|enabled|disabled|on|off|configured)\b)"
+                            r"|\b(?:is|are|was|were)\s+(?:already\s+)?(?:set|exported|enabled|disabled|off|configured)\b)"
                             r"(?:[^.;!?\n]|\.(?=\d)){0,80}"  # "kv_cache_ratio=0.5 … still": a decimal point ends no sentence
                             r"\bstill\b(?! (?:fine|ok|good|enough|right|valid))"
                             r"|(?:调(?!用|度|试)|改|加(?!载|速)|设(?!备|计)|(?<!下)降|减|换|开了|开启|关了|关闭|关掉)[^。；！？\n]{0,40}"

@@ -367,6 +367,8 @@ def tentative(result) -> bool:
         return True  # the pasted error is worded as the KB never words one: the article may be another error's
     if getattr(result, "quiet_stats", False) and _on_a_full_queue(result):
         return True  # its own engine figures show nothing queued: an article on a full cache or queue may not be its case
+    if getattr(result, "unanchored", False):
+        return True  # Chinese prose matched an English-only page on no rare word of its own
     if result.articles and result.articles[0].doc_id in getattr(result, "denied_signatures", ()):
         return True  # the asker says the best article's own log line is not in their log
     lean = getattr(result, "exemplar_lean", None)

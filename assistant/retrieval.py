@@ -184,6 +184,7 @@ class Retrieval:
     unworded_error: bool = False  # the error lines pasted with it are worded as the KB never words them (scope.unworded_error)
     quiet_stats: bool = False  # the engine figures it quotes show nothing queued (questions.quiet_stats)
     denied_signatures: set[str] = field(default_factory=set)  # articles whose log line the question says is absent
+    unanchored: bool = False  # a Chinese question's best passage, English only, shares none of its rare words (`unanchored`)
     query_vector: object = None  # the question's embedding (refusal.py compares it with labelled questions)
     embedder: str = ""  # the name of the embedder that made it
     exemplar_lean: float | None = None  # refusal.exemplar_lean: nearer out-of-scope questions (>0) or answered ones
@@ -421,6 +422,9 @@ def favour_named_headings(query: str, matches: list[ArticleMatch]) -> None:
 # the copies share every other word (analysis of the dev trees: 30 of 228 wrong files sure).
 PATH_TIE = 0.06
 _NAME_TOKEN = re.compile(r"[a-z][a-z.]*\d[a-z0-9.]*")
+# A number format is no model or release: "fp8" names the features/quantization/fp8.md page and the
+# question's format, not which model's copy (angelslim-005 lost its Qwen-VL page to it, dev).
+_FORMAT_TOKEN = re.compile(r"(?:fp|bf|int|uint|nvfp|mxfp|q|w\d+a)\d+(?:[a-z0-9.]*)")
 
 
 def _named_tokens(text: str) -> set[str]:
@@ -432,7 +436,7 @@ def _named_tokens(text: str) -> set[str]:
     for token in re.split(r"[^a-z0-9.]+", text):
         token = token.strip(".")
         token = re.sub(r"(?<=\d)\.0$", "", token)
-        if _NAME_TOKEN.fullmatch(token):
+        if _NAME_TOKEN.fullmatch(token) and not _FORMAT_TOKEN.fullmatch(token):
             out.add(token)
     return out
 
@@ -752,20 +756,58 @@ def _quoting_chunk_first(match: ArticleMatch) -> None:
 # The clause after the cue is left out, to its punctuation. Only a clause that says a line is not
 # seen: "没有成功" and "是不是 KV cache 不够？" negate no log line (review), and a bare "no" is none:
 # "No available shared memory broadcast block found" is a signature itself.
-_NEGATED_CLAUSE = re.compile(r"(?:(?:日志|log|输出|里面|里)(?:也|都|并|根本|从来|压根|一直)?(?:没有|没)|没看到|没看见|没出现|没发现|没见到|没打印|没有看到|没有出现|没有打印"
-                             # 没有 right before a log line's own words: "没有 free_list_len 日志", "从来没有 free_list_len: 0" (trial)
-                             r"|(?<![有是])(?:从来|根本|压根|并|也|都)?没有?(?=\s*[A-Za-z_]))"
+_NEGATED_CLAUSE = re.compile(r"(?:(?:日志|log|输出|里面|里)(?:也|都|并|根本|从来|压根|一直)?(?:没有|没)|没看到|没看见|没出现|没发现|没见到|没打印|没有看到|没有出现|没有打印)"
                              r"\s*[^，,。;；\n？?：:!！]{0,120}"
+                             # 没有 right before a log line's own words, to the next Chinese word: "没有 free_list_len 日志",
+                             # "从来没有 free_list_len: 0" (trial); not "一直没 response 日志里一直刷 Waiting for …" (review)
+                             r"|(?<![有是])(?:从来|根本|压根|并|也|都)?没有?\s*[A-Za-z_][^\u4e00-\u9fff，,。;；\n？?!！]{0,80}"
                              r"|(?<![\w-])(?:there (?:is|are|was|were) no|there's no|(?:do|did)(?:n't| not) see|never see|not seeing"
                              r"|no sign of)\b[^,;\n?:!]{0,120}", re.I)
+
+
+# A word "rare" in a tree: in at most this share of its documents (or two of them). A name
+# with dashes or underscores (a flag, an env var: `xinference-model-src`) is one however
+# many pages repeat it.
+RARE_SHARE = 0.05
+_IDENTIFIER_TERM = re.compile(r"\w[-_]\w.*[-_]|\w{3,}[-_]\w{3,}")
+
+
+def unanchored(index: KBIndex, top: ArticleMatch | None, terms: set[str], passage_terms: dict) -> bool:
+    """Whether the best match is a passage of an English-only page that holds none of the
+    question's rare Latin words (a flag, a command, a model, or a glossary translation of its
+    Chinese). Chinese prose alone then picked a page by a loan word or a model name, as sure:
+    "xinference 管理员密码忘了，有命令行能重置吗" got the code walkthrough (trial on team trees).
+    On the dev trees, of the Chinese questions answered as sure from an English-only page, 98 of
+    185 such unanchored answers were out of scope or another file, against 49 of 200 anchored."""
+    if top is None or not top.passage or not top.other_lang_only:
+        return False
+    limit = max(2, RARE_SHARE * len(index.terms))
+    rare = {t for t in terms if t.isascii() and len(t) >= 3 and 0 < index.doc_freq.get(t, 0)
+            and (index.doc_freq[t] <= limit or _IDENTIFIER_TERM.search(t))}
+    said = passage_terms.get((top.doc_id, top.passage))
+    if said is None:
+        said = set(index.tokenizer(" ".join(f"{c.chunk.title} {c.chunk.text}" for c in top.chunks)))
+    return not rare & said
 
 
 def denied_signatures(index: KBIndex, question: str) -> set[str]:
     """The articles one of whose log lines the question names only to say it is absent ("日志里
     从来没有 free_list_len: 0，但跑几个小时就 OOM"): the asker has ruled that article's case out."""
-    if not _NEGATED_CLAUSE.search(question):
+    negated = [m.group(0) for m in _NEGATED_CLAUSE.finditer(question)]
+    if not negated:
         return set()
-    return set(signature_hits(index, question, keep_negated=True)) - set(signature_hits(index, question))
+    out = set(signature_hits(index, question, keep_negated=True)) - set(signature_hits(index, question))
+    # Or the line's own name alone, said absent and named nowhere else: "日志里没有 free_list_len 日志" (review).
+    rest = _NEGATED_CLAUSE.sub(" ", question)
+    for meta in index.docs.values():
+        for sig in meta.signatures:
+            names = [n for n in _SIGNATURE_NAME.findall(sig) if "_" in n]
+            if any(n in clause and n not in rest for n in names for clause in negated):
+                out.add(meta.id)
+    return out
+
+
+_SIGNATURE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{7,}")
 
 
 def signature_hits(index: KBIndex, question: str, keep_negated: bool = False) -> dict[str, list[str]]:
@@ -1032,6 +1074,8 @@ def search(
     from .questions import quiet_stats
 
     result.quiet_stats = quiet_stats(question)
+    result.unanchored = lang == "zh" and unanchored(index, articles[0] if articles else None, query_terms | (cross_terms or set()),
+                                                    passage_terms)
     result.denied_signatures = denied_signatures(index, question)
     if "--" in question or "=" in question:
         from .cleaning import split_question

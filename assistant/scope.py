@@ -149,11 +149,13 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     "several models on one GPU": ("two models", "multiple models", "several models", "second model", "another model on the same gpu",
                                   "两个模型", "多个模型", "两个 vllm", "两个vllm", "再起一个"),
     "vision/OCR model serving": ("paddleocr", "ocr", "uie", "yolo", "ppyoloe", "simple-serving", "detection model", "目标检测"),
-    "multimodal inputs": ("multimodal", "multi-modal", "vision", "image_url", "video", "audio", "pixel_values",
+    # (A model family's name before the generic words: the first word found is the one judged against the KB,
+    # and Yi-VL's docs name LLaVA in a heading but never say "vision" twice; dev.)
+    "multimodal inputs": ("multimodal", "multi-modal", "llava*", "vision", "image_url", "video", "audio", "pixel_values",
                           "limit_mm_per_prompt", "limit-mm-per-prompt", "image(s)", "images per", "multiple images", "多模态", "图片", "图像",
                           # pictures given to the model, and the vision models by name ("20+ images per request on
                           # Qwen2.5-VL", "large images to llava", trial); a Docker image is not one (_NOT_SUBJECTS)
-                          "images", "an image", "image input*", "image token*", "llava*", "-vl",
+                          "images", "an image", "image input*", "image token*",
                           "视觉", "多张图", "一张图", "两张图", "几张图", "三张图",  # "超过一张图就报错": images counted per request
                           # the vision tower's frames in a pasted traceback ("inside visual.forward -> patch_embed")
                           "patch_embed", "visual.forward", "vision_tower", "visual encoder", "视觉塔", "视觉编码器"),
@@ -604,9 +606,11 @@ def architectures(question: str) -> tuple[str, ...]:
 # "见下面图片" points at a screenshot of the error, not at an image the model is given, and
 # "after fine-tuning our model" / "SFT 后的模型" is the model's history, not the question.
 _NOT_SUBJECTS = re.compile(r"video[ -](?:memory|card|ram)"
-                           r"|(?:docker|container|base|prebuilt|pre-built|official|oci|nightly|release|cached|cuda|vllm|sglang|our|the)"
-                           r"[ -](?:[\w.:/-]+ )?images?\b|\b(?:pull|push|build|tag|load|save|rebuild|pulled|pushed|built)(?:ing|ed)?[ -]"
-                           r"(?:the |an |our )?images?\b|\ban image (?:of|tag|registry|pull)"
+                           r"|(?:docker|container|base|prebuilt|pre-built|official|oci|nightly|release|cached|cuda|vllm|sglang)"
+                           r"[ -](?:[\w.:/-]+ )?images?\b"
+                           r"|\b(?:pull|push|build|built|rebuild|rebuilt|tag|upgrad|updat|publish|mak|made|creat)\w*[ -]"
+                           r"(?:(?:the|an|a|our|my|new|latest|all|these|those|both|two)\s+)?(?:[\w.:/-]+ )?images?\b"
+                           r"|\ban image (?:of|tag|registry|pull|from)"
                            r"|(?:connection|thread|process|worker)[ -]pool(?:ing|s)?"
                            r"|(?:见|如|看|附|贴)(?:下|上)?(?:面|方)?(?:的)?(?:截)?图片?|图片所示|截图"
                            r"|after (?:fine-?tuning|finetuning|sft)\b|\bsft\s*(?:后|过|完|之后)|\bsft(?:'d|ed)?\s+(?:model|checkpoint|weights)"

@@ -21,9 +21,14 @@ FAILURES = {
     "slow": r"\bslow(?:er|ly|ness)?\b|poor performance|性能差|很慢|变慢|太慢|慢了",
 }
 # Said not to happen, right before it: "请求也没有卡住", "nothing hangs", "no OOM", "不卡", "并不慢".
-_DENIED_BEFORE = (r"(?:(?<![有是])没有?|从来没有?|并没有?|也没有?|都没有?|不是|不|并不"
-                  r"|(?<![\w-])(?:no|not|nothing|never|doesn't|does not|didn't|did not|isn't|is not|aren't|are not|without|neither|nor)"
-                  r"(?:\s+(?:a|any|an|really|even|seem to|seems to|get|getting|been|actually))?)\s*$")
+_DENIED_BEFORE = (r"(?:(?<![有是])没有?报?|从来没有?|并没有?|也没有?|都没有?|(?<!是)不是|(?<![是能会要])不|并不"
+                  r"|(?<![\w-])(?:no|not|nothing|never|doesn't|does not|didn't|did not|don't|do not|won't|will not|isn't|is not"
+                  r"|aren't|are not|wasn't|was not|weren't|were not|neither|nor)"
+                  r"(?:\s+(?:a|any|an|really|even|seem to|seems to|get|gets|getting|been|actually))?)\s*$")
+# Said gone after it: "OOM 没有了", "the hang went away".
+_GONE_AFTER = r"^\s*(?:没有了|没了|消失了|不见了|也没了|is gone|are gone|went away|no longer)"
+# Wanted, not denied: "怎么才能不卡住", "how to serve 72B without OOM", "避免 OOM", "是不是卡住了".
+_GOAL_BEFORE = r"才能|才可以|才会|如何|怎么|怎样|避免|防止|确保|保证|能不能|会不会|是不是|是否|\bhow\b|\bavoid|\bprevent|\bso that\b|\bensure|\bwithout\b"
 
 
 # A denial that is the whole phrase: "请求不卡", "也没卡" (卡 alone names no hang: 4 卡, 卡住).
@@ -40,6 +45,24 @@ def _denied_before() -> re.Pattern:
     return re.compile(_DENIED_BEFORE, re.I)
 
 
+@lru_cache(maxsize=1)
+def _gone_after() -> re.Pattern:
+    return re.compile(_GONE_AFTER, re.I)
+
+
+@lru_cache(maxsize=1)
+def _goal_before() -> re.Pattern:
+    return re.compile(_GOAL_BEFORE, re.I)
+
+
+def _said_not(text: str, start: int, end: int) -> bool:
+    """Whether the failure at text[start:end] is said not to happen, not wanted away or asked about."""
+    before = text[max(0, start - 16):start]
+    if _goal_before().search(text[max(0, start - 24):start]):
+        return False
+    return bool(_denied_before().search(before) or _gone_after().search(text[end:end + 12]))
+
+
 def named(text: str) -> set[str]:
     """The failures a text names at all (a title, a heading)."""
     return {name for name in FAILURES if _pattern(name).search(text)}
@@ -51,8 +74,10 @@ def denied(text: str) -> set[str]:
     denies nothing."""
     out = set()
     for name in FAILURES:
-        said = [m.start() for m in _pattern(name).finditer(text)]
+        said = list(_pattern(name).finditer(text))
         flat = name in _FLAT_DENIALS and re.search(_FLAT_DENIALS[name], text)
-        if (said or flat) and all(_denied_before().search(text, max(0, at - 16), at) for at in said):
+        if flat and _goal_before().search(text[max(0, flat.start() - 24):flat.start()]):
+            flat = None
+        if (said or flat) and all(_said_not(text, m.start(), m.end()) for m in said):
             out.add(name)
     return out

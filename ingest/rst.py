@@ -51,9 +51,10 @@ _WRAPPERS = ("tabs", "tab-set", "grid", "grid-item", "hlist", "glossary", "versi
 # Sphinx's object descriptions: the argument is the name documented (`.. option:: --tokenizer_mode`,
 # `.. envvar:: VLLM_PORT`), the content what it does. Read as unknown wrappers, the name was lost,
 # and a question on that flag found a description with no flag in it (analysis of the dev trees).
-_DESCRIBED = ("option", "cmdoption", "envvar", "confval", "describe", "object", "program", "function", "class", "method",
-              "attribute", "data", "py:function", "py:class", "py:method", "py:attribute", "py:data", "c:function",
-              "c:macro", "cpp:function", "cpp:class")
+_DESCRIBED = ("option", "cmdoption", "std:option", "std:cmdoption", "envvar", "std:envvar", "confval", "describe", "object",
+              "program", "function", "class", "method", "attribute", "data", "exception", "py:function", "py:class",
+              "py:method", "py:attribute", "py:data", "py:exception", "py:property", "c:function", "c:macro",
+              "cpp:function", "cpp:class")
 # Build tags of a translated build: `.. only:: zh_cn` is text for another language's docs.
 _OTHER_LANGUAGE_TAGS = {"zh", "zh_cn", "zh_CN", "zh-cn", "cn", "zh_tw", "ja", "ko", "fr", "de", "es", "ru", "pt"}
 # Code blocks under their Sphinx names (docutils has `code`; these take the same arguments).

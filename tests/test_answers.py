@@ -1074,6 +1074,9 @@ def test_a_context_length_400_gets_the_most_max_tokens_can_be_with_the_askers_nu
     assert "你贴的这行日志" not in zh.answer
     en = answer_question("clients get 400: " + line, bundled_settings, kb=bundled_kb, use_llm=False)
     assert "at most 32768 − 1792 = 30976" in en.answer
+    wrapped = answer_question("clients get 400:\n" + line.replace(". However,", ".  However,\n"), bundled_settings, kb=bundled_kb,
+                              use_llm=False)
+    assert "at most 32768 − 1792 = 30976" in wrapped.answer  # two spaces, a line break (review)
     odd = answer_question("clients get 400: " + line.replace("33792", "40000"), bundled_settings, kb=bundled_kb, use_llm=False)
     assert "30976" not in odd.answer  # numbers that do not add up: nothing computed
 
@@ -1091,3 +1094,6 @@ def test_an_article_whose_first_fix_the_asker_tried_is_a_close_call(bundled_sett
     assert fresh.grounded and fresh.coverage == "full" and fresh.citations[0].id == "vllm-cuda-graph-errors"
     second = answer_question("多卡起 vllm，加了 --ipc=host 之后还是 NCCL error", bundled_settings, kb=bundled_kb, use_llm=False)
     assert second.citations[0].id == "vllm-nccl-error-multi-gpu" and second.coverage == "full"
+    # A table of fixes has no first one: a tried knob of the OOM article's table is no close call (review).
+    table = answer_question("I lowered --max-model-len to 8192, still OOM", bundled_settings, kb=bundled_kb, use_llm=False)
+    assert table.citations[0].id == "vllm-cuda-oom" and table.coverage == "full"

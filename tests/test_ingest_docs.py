@@ -251,10 +251,15 @@ def test_an_rst_option_or_envvar_description_keeps_the_name_it_documents(tmp_pat
         .. envvar:: LIGHTLLM_PORT
 
            The port the server listens on.
+
+        .. py:exception:: RouterQueueFull
+
+           Raised when the router's queue is full.
         """))
     text = "\n".join(c.text for c in chunk_document(doc))
     assert "`--tokenizer_mode`" in text and "Tokenizer loading mode" in text
     assert "`LIGHTLLM_PORT`" in text and text.index("`LIGHTLLM_PORT`") < text.index("listens on")
+    assert "`RouterQueueFull`" in text
 
 
 def test_rst_table_of_contents_badges_and_tab_options_do_not_leak(tmp_path):

@@ -14,6 +14,16 @@ from assistant.symptoms import denied, named
     ("4 卡 A100 跑 72B，卡顿明显", set(), set()),  # 卡 alone is a card
     ("requests hang after enabling logprobs", {"hang"}, set()),
     ("vllm is not slow, but outputs differ", {"slow"}, {"slow"}),
+    # asked or wanted away, not denied (review): 是不是, 才能不, without, 怎么才能不
+    ("是不是 OOM 了？", {"oom"}, set()),
+    ("请求是不是卡住了？", {"hang"}, set()),
+    ("how to serve 72B on two GPUs without OOM", {"oom"}, set()),
+    ("怎么才能不卡住", {"hang"}, set()),
+    ("参数怎么调才能不爆显存", {"oom"}, set()),
+    # more ways of saying no, and gone after it (review)
+    ("vllm requests don't hang, they are just slow", {"hang", "slow"}, {"hang"}),
+    ("没报 OOM，但是 NCCL 一直卡住", {"hang", "oom"}, {"oom"}),
+    ("OOM 没有了，但是吞吐很低", {"oom"}, {"oom"}),
 ])
 def test_a_failure_named_and_one_said_not_to_happen(text, said, not_said):
     assert named(text) == said and denied(text) == not_said
@@ -23,7 +33,8 @@ def test_a_failure_named_and_one_said_not_to_happen(text, said, not_said):
     ("FastDeploy 开 logprobs 之后没有卡住，也能正常返回，就是吞吐掉了一半多", "**不一定对症。** 你说没有卡住"),
     ("vllm shows GPU KV cache usage: 100.0%, throughput is great, nothing hangs and no preemption warnings. is this a problem?",
      "**Not a sure match.**"),
-    ("FastDeploy 跑几个小时显存慢慢涨，最后 OOM；日志里从来没有 free_list_len: 0", "**不一定对症。**"),
+    ("FastDeploy 跑几个小时显存慢慢涨，最后 OOM；日志里从来没有 free_list_len: 0", "**不一定对症。** 你说日志里没有这一篇所讲的那行日志"),
+    ("FastDeploy 日志里没有 free_list_len 日志，但是服务跑一会儿就 OOM", "**不一定对症。** 你说日志里没有这一篇所讲的那行日志"),
 ])
 def test_an_article_whose_own_symptom_or_log_line_the_asker_denies_is_a_close_call(bundled_settings, bundled_kb, question, lead):
     """"请求也没有卡住" under the logprobs-hang article, "日志里从来没有 free_list_len: 0" under the
@@ -35,7 +46,12 @@ def test_an_article_whose_own_symptom_or_log_line_the_asker_denies_is_a_close_ca
 
 
 @pytest.mark.parametrize("question", ["FastDeploy 开了 logprobs 之后请求卡住了，一直不返回", "FastDeploy 日志一直刷 free_list_len: 0",
-                                      "vllm requests preempted, log shows PreemptionMode.RECOMPUTE"])
+                                      "vllm requests preempted, log shows PreemptionMode.RECOMPUTE",
+                                      # a title that only suspects the failure is about something else (review)
+                                      "vllm is not stuck, but I want debug logging to see what it does",
+                                      # a log line confirmed after a bare 没 (review)
+                                      "vllm 一直没 response 日志里一直刷 Waiting for free blocks in KV cache",
+                                      "是不是 OOM 了？vllm 启动报 torch.OutOfMemoryError"])
 def test_the_same_symptom_said_as_happening_stays_sure(bundled_settings, bundled_kb, question):
     from assistant.answer import answer_question
 

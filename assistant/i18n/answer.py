@@ -82,6 +82,10 @@ MESSAGES = {
         "zh": '**不一定对症。** 你说没有{what}，而{what}正是下面这一篇讲的现象：它和你的问题只是话题相近，未必是你的原因。',
         "en": '**Not a sure match.** You say there is no {what}, which is the very symptom of the article below: it shares a subject with your question, not necessarily its cause.',
     },
+    'unsure_denied_line': {
+        "zh": '**不一定对症。** 你说日志里没有这一篇所讲的那行日志：它的原因很可能不是你的原因，下面只作参考。',
+        "en": '**Not a sure match.** You say your log lacks the very line this article is about: its cause is likely not yours, so take what follows as a pointer only.',
+    },
     'failure_hang': {"zh": '卡住', "en": 'hang'},
     'failure_oom': {"zh": '显存不足（OOM）', "en": 'out-of-memory error'},
     'failure_preempt': {"zh": '抢占', "en": 'preemption'},
