@@ -442,12 +442,16 @@ def _named_tokens(text: str) -> set[str]:
 
 
 def favour_named_paths(question: str, matches: list[ArticleMatch]) -> None:
-    """Of the two best passages, within PATH_TIE of each other and from files whose paths name
-    different models or versions, the one whose path names the question's goes first."""
+    """Of the two best passages, within PATH_TIE of each other and from two copies of one file
+    (the same file name) whose paths name different models or versions, the one whose path
+    names the question's goes first."""
     passages = sorted((m for m in matches if m.passage and m.chunks), key=lambda m: -m.score)[:2]
     if len(passages) < 2 or passages[0].score - passages[1].score > PATH_TIE:
         return
-    first, second = (_named_tokens(m.chunks[0].chunk.source) for m in passages)
+    sources = [m.chunks[0].chunk.source for m in passages]
+    if sources[0].rsplit("/", 1)[-1].lower() != sources[1].rsplit("/", 1)[-1].lower():
+        return  # copies of one guide share a file name; "Qwen3-0.6B" beside README.md and docs/qwen3.md is context (dev)
+    first, second = (_named_tokens(source) for source in sources)
     asked = _named_tokens(question[:8000])
     if not asked or first == second:
         return

@@ -553,6 +553,8 @@ def test_words_that_only_contain_a_subject_do_not_name_it():
               "vllm OOMs when I send the images as base64"):
         assert detect(q).entities == ("multimodal inputs",), q
     assert detect("how do I run SFT on Qwen2 before serving it with vllm?").entities == ("fine-tuning",)
+    # pictures the asker says were not sent are no subject (fresh3: "even though I don't send any images", dev)
+    assert detect("VRAM use explodes at startup even though I don't send any images").entities == ()
     # the family's name is the word judged against the KB, not a generic one from a pasted frame (Yi-VL's docs name LLaVA)
     assert detect("the LLaVA code fails in build_vision_projector").entity_terms == {"multimodal inputs": "llava*"}
 
