@@ -1131,12 +1131,14 @@ def _first_fix(kb, art: ArticleMatch, lang: str) -> str:
     fixes = _section(kb.article_chunks(art.doc_id, doc_lang), "fixes")
     if fixes is None:
         return ""
-    # Only a numbered list has a first fix: a table of fixes (the OOM article's) is one whole.
-    text = re.sub(r"^#+ [^\n]*\n", "", fixes.text.lstrip())
-    end = _NEXT_ITEM.search(text)
-    if not re.match(r"\s*1[.)、]\s", text) or end is None:
+    # Only a numbered list has a first fix, after at most a line of prose ("If it happens often:");
+    # a table of fixes (the OOM article's) is one whole.
+    text = fixes.text
+    first = re.search(r"(?m)^\s*1[.)、]\s", text)
+    end = _NEXT_ITEM.search(text, first.end()) if first else None
+    if first is None or end is None or "|" in text[:first.start()]:
         return ""
-    return text[:end.start()].lower().replace("_", "-")
+    return text[first.start():end.start()].lower().replace("_", "-")
 
 
 def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[str, str], question: str = "") -> list[str]:

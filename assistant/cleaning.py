@@ -506,7 +506,7 @@ _CHANGED_STILL = re.compile(r"(?:\b(?:lowered|reduced|raised|increased|bumped|dr
                             # or a state said of it: "VLLM_WORKER_MULTIPROC_METHOD=spawn is exported, still …", "cuda graphs
                             # are off (enforce_eager=True) and we still get …" (trial)
                             r"|\b(?:is|are|was|were)\s+(?:already\s+)?(?:set|exported|enabled|disabled|off|configured)\b)"
-                            r"(?:[^.;!?\n]|\.(?=\d)){0,80}"  # "kv_cache_ratio=0.5 … still": a decimal point ends no sentence
+                            r"(?:[^.;!?\n]|\.(?=\d)|\.\.\.){0,80}"  # "kv_cache_ratio=0.5 … still", "LLM(...)": no sentence's end
                             r"\bstill\b(?! (?:fine|ok|good|enough|right|valid))"
                             r"|(?:调(?!用|度|试)|改|加(?!载|速)|设(?!备|计)|(?<!下)降|减|换|开了|开启|关了|关闭|关掉)[^。；！？\n]{0,40}"
                             r"还是\s*(?:不行|没用|一样|会?\s*(?:oom|报错|卡|崩|失败|超时|慢|很慢|挂)"
@@ -516,7 +516,12 @@ _ASKING_WHAT_IF = re.compile(r"\bif\b|\bshould\b|\bwould\b|\bwill\b|\bor\b|如�
 
 
 def _says_tried(sentence: str) -> bool:
-    return bool(_TRIED.search(sentence) or (_CHANGED_STILL.search(sentence) and not _ASKING_WHAT_IF.search(sentence)))
+    return bool(_TRIED.search(sentence) or (_CHANGED_STILL.search(sentence) and not _asks_what_if(sentence)))
+
+
+def _asks_what_if(sentence: str) -> bool:
+    """A question or a condition, in the sentence's words: not the `if __name__ == '__main__':` it quotes (trial)."""
+    return bool(_ASKING_WHAT_IF.search(re.sub(r"`[^`]*`", " ", sentence)))
 
 
 _SENTENCE_END = re.compile(r"(?<=[.;!?])\s+|(?<=[。；！？])|\n")
@@ -560,7 +565,7 @@ def tried_settings(text: str, explicit: bool = False) -> list[str]:
         return []
     out: list[str] = []
     for sentence in _SENTENCE_END.split(text):
-        if explicit and not (_ALREADY.search(sentence) or (_CHANGED_STILL.search(sentence) and not _ASKING_WHAT_IF.search(sentence))
+        if explicit and not (_ALREADY.search(sentence) or (_CHANGED_STILL.search(sentence) and not _asks_what_if(sentence))
                              or _TRIED.search(_ONLY_PERSISTS.sub(" ", sentence))):
             continue
         if _says_tried(sentence) or _ALREADY.search(sentence):

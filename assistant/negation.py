@@ -79,7 +79,7 @@ def without_ruled_out(text: str) -> str:
 # kv cache", "没开 fp8 kv cache", with up to two words between. Not the question forms 有没有 and
 # 是不是 ("有没有 LoRA 的文档" asks about LoRA), nor 也没用 ("did not help"), nor 关掉 ("怎么关掉思考模式"
 # asks for it).
-_DENIED = re.compile(r"(?:(?<![a-z])(?:no|not|without|never|(?:don't|do not|didn't|did not) (?:use|send|pass|have|need))|(?<!有)没有(?:开|用)?|(?<![有也都还])没(?:用|开)?"
+_DENIED = re.compile(r"(?:(?<![a-z])(?:no|not|without|never|(?:don't|do not|didn't|did not) (?:use|send|pass|have))|(?<!有)没有(?:开|用)?|(?<![有也都还])没(?:用|开)?"
                      r"|(?<!有)无|(?<!是)不是|不用|不开)\s*(?:[a-z][\w-]*\s+){0,2}$", re.I)
 
 

@@ -452,7 +452,7 @@ def favour_named_paths(question: str, matches: list[ArticleMatch]) -> None:
     if sources[0].rsplit("/", 1)[-1].lower() != sources[1].rsplit("/", 1)[-1].lower():
         return  # copies of one guide share a file name; "Qwen3-0.6B" beside README.md and docs/qwen3.md is context (dev)
     first, second = (_named_tokens(source) for source in sources)
-    asked = _named_tokens(question[:8000])
+    asked = _named_tokens(re.sub(r"(?<=[A-Za-z])\s+(?=\d+(?:\.\d+)*\b)", "", question[:8000]))  # "InternVL 2.5" (review)
     if not asked or first == second:
         return
     if asked & (second - first) and not asked & (first - second):
@@ -761,12 +761,12 @@ def _quoting_chunk_first(match: ArticleMatch) -> None:
 # seen: "没有成功" and "是不是 KV cache 不够？" negate no log line (review), and a bare "no" is none:
 # "No available shared memory broadcast block found" is a signature itself.
 _NEGATED_CLAUSE = re.compile(r"(?:(?:日志|log|输出|里面|里)(?:也|都|并|根本|从来|压根|一直)?(?:没有|没)|没看到|没看见|没出现|没发现|没见到|没打印|没有看到|没有出现|没有打印)"
-                             r"\s*[^，,。;；\n？?：:!！]{0,120}"
+                             r"\s*(?:(?!但|却|可是|而是|\bbut\b)[^，,。;；\n？?：:!！]){0,120}"
                              # 没有 right before a log line's own words, to the next Chinese word: "没有 free_list_len 日志",
                              # "从来没有 free_list_len: 0" (trial); not "一直没 response 日志里一直刷 Waiting for …" (review)
                              r"|(?<![有是])(?:从来|根本|压根|并|也|都)?没有?\s*[A-Za-z_][^\u4e00-\u9fff，,。;；\n？?!！]{0,80}"
                              r"|(?<![\w-])(?:there (?:is|are|was|were) no|there's no|(?:do|did)(?:n't| not) see|never see|not seeing"
-                             r"|no sign of)\b[^,;\n?:!]{0,120}", re.I)
+                             r"|no sign of)\b(?:(?!\bbut\b)[^,;\n?:!]){0,120}", re.I)
 
 
 # A word "rare" in a tree: in at most this share of its documents (or two of them). A name
@@ -785,7 +785,7 @@ def unanchored(index: KBIndex, top: ArticleMatch | None, terms: set[str], passag
     185 such unanchored answers were out of scope or another file, against 49 of 200 anchored."""
     if top is None or not top.passage or not top.other_lang_only:
         return False
-    limit = max(2, RARE_SHARE * len(index.terms))
+    limit = max(3, RARE_SHARE * len(index.terms))
     rare = {t for t in terms if t.isascii() and len(t) >= 3 and 0 < index.doc_freq.get(t, 0)
             and (index.doc_freq[t] <= limit or _IDENTIFIER_TERM.search(t))}
     said = passage_terms.get((top.doc_id, top.passage))
@@ -806,12 +806,14 @@ def denied_signatures(index: KBIndex, question: str) -> set[str]:
     for meta in index.docs.values():
         for sig in meta.signatures:
             names = [n for n in _SIGNATURE_NAME.findall(sig) if "_" in n]
-            if any(n in clause and n not in rest for n in names for clause in negated):
+            if any(n in clause and n not in rest and _ABOUT_THE_LOG.search(clause) for n in names for clause in negated):
                 out.add(meta.id)
     return out
 
 
 _SIGNATURE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{7,}")
+# A clause about the log, not about a setting of the same name ("没有 max_num_batched_tokens 这个参数").
+_ABOUT_THE_LOG = re.compile(r"日志|log|打印|输出|报", re.I)
 
 
 def signature_hits(index: KBIndex, question: str, keep_negated: bool = False) -> dict[str, list[str]]:

@@ -23,12 +23,17 @@ FAILURES = {
 # Said not to happen, right before it: "请求也没有卡住", "nothing hangs", "no OOM", "不卡", "并不慢".
 _DENIED_BEFORE = (r"(?:(?<![有是])没有?报?|从来没有?|并没有?|也没有?|都没有?|(?<!是)不是|(?<![是能会要])不|并不"
                   r"|(?<![\w-])(?:no|not|nothing|never|doesn't|does not|didn't|did not|don't|do not|won't|will not|isn't|is not"
-                  r"|aren't|are not|wasn't|was not|weren't|were not|neither|nor)"
+                  r"|aren't|are not|wasn't|was not|weren't|were not|neither|nor|without)"
                   r"(?:\s+(?:a|any|an|really|even|seem to|seems to|get|gets|getting|been|actually))?)\s*$")
 # Said gone after it: "OOM 没有了", "the hang went away".
 _GONE_AFTER = r"^\s*(?:没有了|没了|消失了|不见了|也没了|is gone|are gone|went away|no longer)"
 # Wanted, not denied: "怎么才能不卡住", "how to serve 72B without OOM", "避免 OOM", "是不是卡住了".
-_GOAL_BEFORE = r"才能|才可以|才会|如何|怎么|怎样|避免|防止|确保|保证|能不能|会不会|是不是|是否|\bhow\b|\bavoid|\bprevent|\bso that\b|\bensure|\bwithout\b"
+# Only in the failure's own clause: "怎么办？请求没有卡住" denies the hang (review).
+_GOAL_BEFORE = (r"才能|才可以|才会|如何|怎么|怎样|避免|防止|确保|保证|能不能|会不会|是不是|是否|\bhow\b|\bavoid|\bprevent"
+                r"|\bso that\b|\bensure|\bmake sure\b")
+_CLAUSE_START = r"[，,。.；;！!？?\n]"
+# A future the asker asks about: "it won't OOM anymore, right?", "以后不会卡住了吧？".
+_ASKED_AFTER = r"^[^。.！!\n]*?(?:[?？]|吗|吧)"
 
 
 # A denial that is the whole phrase: "请求不卡", "也没卡" (卡 alone names no hang: 4 卡, 卡住).
@@ -58,9 +63,13 @@ def _goal_before() -> re.Pattern:
 def _said_not(text: str, start: int, end: int) -> bool:
     """Whether the failure at text[start:end] is said not to happen, not wanted away or asked about."""
     before = text[max(0, start - 16):start]
-    if _goal_before().search(text[max(0, start - 24):start]):
+    clause = re.split(_CLAUSE_START, text[max(0, start - 48):start])[-1]
+    if _goal_before().search(clause):
         return False
-    return bool(_denied_before().search(before) or _gone_after().search(text[end:end + 12]))
+    cue = _denied_before().search(before)
+    if cue and re.search(r"won't|will not|不会", cue.group(0), re.I) and re.search(_ASKED_AFTER, text[end:end + 40]):
+        return False
+    return bool(cue or _gone_after().search(text[end:end + 12]))
 
 
 def named(text: str) -> set[str]:
@@ -76,7 +85,7 @@ def denied(text: str) -> set[str]:
     for name in FAILURES:
         said = list(_pattern(name).finditer(text))
         flat = name in _FLAT_DENIALS and re.search(_FLAT_DENIALS[name], text)
-        if flat and _goal_before().search(text[max(0, flat.start() - 24):flat.start()]):
+        if flat and _goal_before().search(re.split(_CLAUSE_START, text[max(0, flat.start() - 24):flat.start()])[-1]):
             flat = None
         if (said or flat) and all(_said_not(text, m.start(), m.end()) for m in said):
             out.add(name)

@@ -1097,3 +1097,7 @@ def test_an_article_whose_first_fix_the_asker_tried_is_a_close_call(bundled_sett
     # A table of fixes has no first one: a tried knob of the OOM article's table is no close call (review).
     table = answer_question("I lowered --max-model-len to 8192, still OOM", bundled_settings, kb=bundled_kb, use_llm=False)
     assert table.citations[0].id == "vllm-cuda-oom" and table.coverage == "full"
+    # a numbered list after a line of prose has its first fix (the preemption article's, second review)
+    raised = answer_question("vllm 请求被抢占了，已经调高了 gpu_memory_utilization 还是一直抢占", bundled_settings, kb=bundled_kb,
+                             use_llm=False)
+    assert raised.citations[0].id == "vllm-preemption" and raised.coverage == "tentative"

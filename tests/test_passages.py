@@ -2244,7 +2244,8 @@ def test_of_two_copies_of_a_guide_the_one_whose_path_names_the_asked_model_comes
     # a number format is no model or release (angelslim-005 lost its Qwen-VL page to features/quantization/fp8.md)
     assert _named_tokens("features/quantization/fp8.md") == set() and _named_tokens("models/Qwen1_5/README.md") == {"qwen1.5"}
     for question, path in (("InternVL2-40B-AWQ with lmdeploy on one 24GB 4090: which cache-max-entry-count?", "internvl2.0/deployment.md"),
-                           ("InternVL2.5-AWQ with lmdeploy on one 24GB 4090: which cache-max-entry-count?", "internvl2.5/deployment.md")):
+                           ("InternVL2.5-AWQ with lmdeploy on one 24GB 4090: which cache-max-entry-count?", "internvl2.5/deployment.md"),
+                           ("InternVL 2.5 AWQ with lmdeploy on one 24GB 4090: which cache-max-entry-count?", "internvl2.5/deployment.md")):
         answer = answer_question(question, settings, kb=kb)
         assert answer.grounded and answer.citations[0].source == path, question
 

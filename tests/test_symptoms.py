@@ -24,6 +24,12 @@ from assistant.symptoms import denied, named
     ("vllm requests don't hang, they are just slow", {"hang", "slow"}, {"hang"}),
     ("没报 OOM，但是 NCCL 一直卡住", {"hang", "oom"}, {"oom"}),
     ("OOM 没有了，但是吞吐很低", {"oom"}, {"oom"}),
+    # the wanting is read in the failure's own clause only; "without" said of the present denies (second review)
+    ("FastDeploy 开了 logprobs，怎么办？请求没有卡住，就是吞吐掉了一半", {"hang"}, {"hang"}),
+    ("vLLM starts without OOM now, but requests never return", {"oom", "hang"}, {"oom"}),
+    ("how to serve 72B on two GPUs without OOM", {"oom"}, set()),
+    ("it won't OOM anymore, right?", {"oom"}, set()),
+    ("I want to make sure it doesn't hang", {"hang"}, set()),
 ])
 def test_a_failure_named_and_one_said_not_to_happen(text, said, not_said):
     assert named(text) == said and denied(text) == not_said
@@ -51,7 +57,9 @@ def test_an_article_whose_own_symptom_or_log_line_the_asker_denies_is_a_close_ca
                                       "vllm is not stuck, but I want debug logging to see what it does",
                                       # a log line confirmed after a bare 没 (review)
                                       "vllm 一直没 response 日志里一直刷 Waiting for free blocks in KV cache",
-                                      "是不是 OOM 了？vllm 启动报 torch.OutOfMemoryError"])
+                                      "是不是 OOM 了？vllm 启动报 torch.OutOfMemoryError",
+                                      # the line said to be there after 但 (second review)
+                                      "没看到 OOM 但一直有 free_list_len: 0，FastDeploy 怎么办"])
 def test_the_same_symptom_said_as_happening_stays_sure(bundled_settings, bundled_kb, question):
     from assistant.answer import answer_question
 
