@@ -1253,6 +1253,11 @@ def _note_asked_load(answer: CapacityAnswer, facts: "_Facts") -> None:
     counts = facts.x.by_label("sessions")
     if len(counts) != 1 or counts[0].value is None or counts[0].problem:
         return
+    if _OBSERVED_RUNNING.search(facts.x.text[counts[0].end:counts[0].end + 40]) or _SEEN_BEFORE.search(
+            facts.x.text[max(0, counts[0].start - 24):counts[0].start]):
+        observed = True  # requests seen running, of whatever length, are no load to fit at the full context (trial 4)
+    else:
+        observed = False
     call, result = answer.calls[-1], answer.calls[-1].value
     if answer.tool == "kv_cache_capacity":
         tokens, kv = call.arguments.get("max_model_len"), result.kv_tokens
@@ -1269,12 +1274,24 @@ def _note_asked_load(answer: CapacityAnswer, facts: "_Facts") -> None:
         return
     fits = kv / int(tokens)
     sessions = int(counts[0].value)
+    if observed:
+        if sessions > fits:  # more run than full-length ones fit: they are shorter, on average at most kv / sessions
+            answer.notes.insert(0, _msg("load.observed", sessions=_plain(sessions), tokens=_plain(tokens), kv=_plain(kv),
+                                        mean=_plain(math.floor(kv / sessions))))
+        return
     need = sessions * int(tokens)
     key = "load.fits" if need <= kv else "load.over"
     answer.notes.insert(0, _msg(key, sessions=_plain(sessions), tokens=_plain(tokens), need=_plain(need), kv=_plain(kv),
                                 fits=_plain(math.floor(fits))))
     if min(sessions, math.floor(fits)) > _DEFAULT_CEILING["vllm"] and not facts.has("max_num_seqs"):
         answer.notes.insert(1, _msg("ceiling.vllm"))  # held by the KV cache, not all scheduled at once
+
+
+# A count the asker observed running, not a load asked about: "I regularly see 40 requests running at
+# once" against the log's 3.20x was told the 40 "do not fit; the rest wait" (trial 4): they run, shorter.
+_OBSERVED_RUNNING = re.compile(r"^\s*(?:concurrent\s+)?(?:requests?|reqs?|seqs?|sequences?)?\s*(?:are\s+|is\s+)?(?:running|in flight|being served)"
+                               r"|^\s*(?:个)?(?:请求)?\s*(?:同时)?(?:在跑|在运行|在处理|在执行|跑着)", re.I)
+_SEEN_BEFORE = re.compile(r"(?:\bsee|\bseeing|\bsaw|\bobserve[ds]?|\bshows?|\bRunning:|看到|看着|显示|观察到|监控上|实际上?有?)\s*(?:about|around|~|约|大概)?\s*$", re.I)
 
 
 # The batch ceiling each engine has when nobody sets it (the KB's capacity articles say them).

@@ -189,6 +189,21 @@ def test_the_load_a_question_states_is_set_against_the_kv_cache(question, expect
     assert all(e in notes for e in expect), notes
 
 
+@pytest.mark.parametrize("question,expect", [
+    ("startup says 'Maximum concurrency for 32,768 tokens per request: 3.20x' but under load I regularly see 40 requests "
+     "running at once. is the log wrong?", "average at most about 2,621 tokens"),
+    ("日志说 Maximum concurrency for 32,768 tokens per request: 3.20x，但监控上看到 40 个请求同时在跑，日志算错了吗",
+     "平均最多约 2,621 个 token"),
+])
+def test_requests_seen_running_are_no_load_to_fit_at_the_full_context(question, expect):
+    """"I regularly see 40 requests running" against the log's 3.20x was told the 40 "do not fit;
+    the rest wait" (trial 4): they run, being shorter; what the figure allows them on average is said."""
+    answer = capacity_answer(question)
+    assert answer is not None and answer.computed
+    notes = " ".join(n["zh"] + " " + n["en"] for n in answer.notes)
+    assert expect in notes and "do not fit" not in notes and "放不下" not in notes
+
+
 def test_a_follow_up_that_restates_the_request_replaces_its_input_and_output():
     """Turn 3 of a chat, "what about avg 4k tokens per request?", after "2k 输入 + 6k 输出" and a
     block-size change, was asked back which total was right (trial); it restates the request."""

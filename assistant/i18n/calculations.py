@@ -523,6 +523,10 @@ MESSAGES = {
         "zh": '问题里的 {sessions} 个 {tokens} token 的请求共需 {need} 个 token 的 KV Cache，在算出的 {kv} 个之内：放得下（KV Cache 最多能放 {fits} 个）',
         "en": 'the {sessions} requests of {tokens} tokens asked about need {need} tokens of KV cache, within the {kv} computed: they fit (the KV cache holds up to {fits} of them)',
     },
+    'load.observed': {
+        "zh": '你看到同时在跑的 {sessions} 个请求比 {tokens} token 短：这个数字按满长请求算；{kv} 个 token 的 KV Cache 同时放下 {sessions} 个请求，意味着它们平均最多约 {mean} 个 token',
+        "en": 'the {sessions} requests you see running are shorter than {tokens} tokens: the figure counts full-length requests; {kv} tokens of KV cache hold {sessions} requests at once when they average at most about {mean} tokens',
+    },
     'load.over': {
         "zh": '问题里的 {sessions} 个 {tokens} token 的请求共需 {need} 个 token 的 KV Cache，超过算出的 {kv} 个：放不下，KV Cache 同时只能放约 {fits} 个，其余排队；要放下全部，需要更多显存（加卡做张量并行）或更短的请求',
         "en": 'the {sessions} requests of {tokens} tokens asked about need {need} tokens of KV cache, more than the {kv} computed: they do not fit; the KV cache holds about {fits} at once and the rest wait. Holding them all takes more memory (more GPUs with tensor parallelism) or shorter requests',
