@@ -508,7 +508,7 @@ _CHANGED_STILL = re.compile(r"(?:\b(?:lowered|reduced|raised|increased|bumped|dr
                             r"|\b(?:is|are|was|were)\s+(?:already\s+)?(?:set|exported|enabled|disabled|off|configured)\b)"
                             r"(?:[^.;!?\n]|\.(?=\d)|\.\.\.){0,80}"  # "kv_cache_ratio=0.5 … still", "LLM(...)": no sentence's end
                             r"\bstill\b(?! (?:fine|ok|good|enough|right|valid))"
-                            r"|(?:调(?!用|度|试)|改|加(?!载|速)|设(?!备|计)|(?<!下)降|减|换|开了|开启|关了|关闭|关掉)[^。；！？\n]{0,40}"
+                            r"|(?:调(?!用|度|试)|改|加(?!载|速)|设(?!备|计)|(?<!下)降|减|换|开了|开启|关了|关闭|关掉|\bexport\b)[^。；！？\n]{0,40}"
                             r"还是\s*(?:不行|没用|一样|会?\s*(?:oom|报错|卡|崩|失败|超时|慢|很慢|挂)"
                             # the error itself after it: "加了 --ipc=host 之后还是 NCCL error", "还是报 illegal memory access"
                             r"|(?:报|出现?)\s*\S|[\w .:-]{0,30}?(?:error|exception|failed|错误)|一直|在?刷)", re.I)

@@ -766,7 +766,10 @@ _NEGATED_CLAUSE = re.compile(r"(?:(?:日志|log|输出|里面|里)(?:也|都|并
                              # "从来没有 free_list_len: 0" (trial); not "一直没 response 日志里一直刷 Waiting for …" (review)
                              r"|(?<![有是])(?:从来|根本|压根|并|也|都)?没有?\s*[A-Za-z_][^\u4e00-\u9fff，,。;；\n？?!！]{0,80}"
                              r"|(?<![\w-])(?:there (?:is|are|was|were) no|there's no|(?:do|did)(?:n't| not) see|never see|not seeing"
-                             r"|no sign of)\b(?:(?!\bbut\b)[^,;\n?:!]){0,120}", re.I)
+                             r"|no sign of)\b(?:(?!\bbut\b)[^,;\n?:!]){0,120}"
+                             # "no free_list_len lines", "zero num_blocks warnings": a log line's name said absent (trial 4)
+                             r"|(?<![\w-])(?:no|zero|not a single|never any)\s+(?=[`'\"]?[A-Za-z]+_[A-Za-z_]+)(?:(?!\bbut\b)[^,;\n?:!]){0,80}",
+                             re.I)
 
 
 # A word "rare" in a tree: in at most this share of its documents (or two of them). A name
@@ -813,7 +816,7 @@ def denied_signatures(index: KBIndex, question: str) -> set[str]:
 
 _SIGNATURE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{7,}")
 # A clause about the log, not about a setting of the same name ("没有 max_num_batched_tokens 这个参数").
-_ABOUT_THE_LOG = re.compile(r"日志|log|打印|输出|报", re.I)
+_ABOUT_THE_LOG = re.compile(r"日志|log|打印|输出|报|\blines?\b|\bmessages?\b|\bwarnings?\b|\bentries\b", re.I)
 
 
 def signature_hits(index: KBIndex, question: str, keep_negated: bool = False) -> dict[str, list[str]]:

@@ -342,6 +342,7 @@ def test_a_change_then_the_failure_still_there_is_a_tried_setting():
                           explicit=True) == ["VLLM_WORKER_MULTIPROC_METHOD"]
     assert tried_settings("vllm serve --max-model-len 8192 is still loading after 30 min", explicit=True) == []
     assert tried_settings("We were on --max-model-len 32768 and it still OOMs under load", explicit=True) == []  # in use (review)
+    assert tried_settings("export HF_ENDPOINT=https://hf-mirror.com 了，还是卡在下载", explicit=True) == ["HF_ENDPOINT"]  # trial 4
     # a quoted `if __name__` is no condition, "LLM(...)" no sentence's end (trial)
     assert tried_settings("everything is under `if __name__ == '__main__':` and VLLM_WORKER_MULTIPROC_METHOD=spawn is exported, "
                           "still RuntimeError: Cannot re-initialize CUDA", explicit=True) == ["VLLM_WORKER_MULTIPROC_METHOD"]

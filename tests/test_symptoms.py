@@ -64,3 +64,12 @@ def test_the_same_symptom_said_as_happening_stays_sure(bundled_settings, bundled
     from assistant.answer import answer_question
 
     assert answer_question(question, bundled_settings, kb=bundled_kb, use_llm=False).coverage == "full"
+
+
+def test_a_log_lines_name_said_absent_in_english_is_no_hit(bundled_kb):
+    """"there are no free_list_len lines at all" (trial 4) named the line only to deny it."""
+    from assistant.retrieval import denied_signatures
+
+    assert "fastdeploy-oom-while-serving" in denied_signatures(bundled_kb.index, "FastDeploy OOMs after hours but there are no "
+                                                                                  "free_list_len lines at all")
+    assert not denied_signatures(bundled_kb.index, "FastDeploy logs free_list_len: 0 all the time")
