@@ -1117,7 +1117,7 @@ def _denied_symptom(art: ArticleMatch, question: str) -> str | None:
     if not said_not or not art.chunks:
         return None
     title = _HEDGED_FAILURE.sub(" ", art.passage or art.chunks[0].chunk.title.split(" > ")[0])
-    return next((name for name in ("hang", "oom", "preempt", "slow") if name in said_not and name in named(title)), None)
+    return next((name for name in ("hang", "oom", "preempt", "startup", "slow") if name in said_not and name in named(title)), None)
 
 
 _NEXT_ITEM = re.compile(r"\n\s*2[.)、]\s")

@@ -19,6 +19,8 @@ FAILURES = {
     "oom": r"\bOOM\b|out of (?:gpu )?memory|OutOfMemory|显存(?:不足|不够|溢出|爆了|炸了)|爆显存|(?<!主机)内存不足|内存溢出",
     "preempt": r"\bpreempt(?:ed|ion|s|ing)?\b|被?抢占",
     "slow": r"\bslow(?:er|ly|ness)?\b|poor performance|性能差|很慢|变慢|太慢|慢了",
+    # failing to start: the start-up articles' titles ("refuses to start", "at start-up", "启动时报")
+    "startup": r"\bstart-?up\b|refuses to start|fails? to start|won't start|while the service starts|启动时|启动阶段|启动失败|启动报错|起不来",
 }
 # Said not to happen, right before it: "请求也没有卡住", "nothing hangs", "no OOM", "不卡", "并不慢".
 _DENIED_BEFORE = (r"(?:(?<![有是])没有?报?|从来没有?|并没有?|也没有?|都没有?|(?<!是)不是|(?<![是能会要])不|并不"
@@ -37,7 +39,12 @@ _ASKED_AFTER = r"^[^。.！!\n]*?(?:[?？]|吗|吧)"
 
 
 # A denial that is the whole phrase: "请求不卡", "也没卡" (卡 alone names no hang: 4 卡, 卡住).
-_FLAT_DENIALS = {"hang": r"(?:不|没)卡(?=[\s，,。.；;！!？?了的啊]|$)"}
+# Said fine in plain words, the failure unnamed: "requests finish fine", "请求都能正常返回", "启动没有报错",
+# "the server starts fine" (trial 4: each got the article on that very failure, as sure).
+_FLAT_DENIALS = {"hang": r"(?:不|没)卡(?=[\s，,。.；;！!？?了的啊]|$)|\b(?:requests?|calls?) (?:all )?(?:finish|complete|return)s? (?:fine|normally|ok)\b"
+                         r"|(?:请求|接口)(?:都|也)?(?:能)?正常返回",
+                 "startup": r"启动(?:都|也)?(?:正常|成功|没(?:有)?(?:报错|问题))|\bstarts? (?:up )?(?:fine|normally|ok|cleanly)\b"
+                            r"|\bstart-?up (?:is|was|looks) (?:fine|ok|clean)\b|\bcomes? up fine\b"}
 
 
 @lru_cache(maxsize=None)

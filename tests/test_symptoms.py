@@ -30,6 +30,11 @@ from assistant.symptoms import denied, named
     ("how to serve 72B on two GPUs without OOM", {"oom"}, set()),
     ("it won't OOM anymore, right?", {"oom"}, set()),
     ("I want to make sure it doesn't hang", {"hang"}, set()),
+    # fine in plain words (trial 4): a start-up that went well, requests that return
+    ("启动没有报错，但是第一个请求就一直卡住", {"hang"}, {"startup"}),
+    ("the server starts fine but requests hang", {"hang"}, {"startup"}),
+    ("requests finish fine but latency doubled after enabling logprobs", set(), {"hang"}),
+    ("vllm 启动时报 Torch not compiled with CUDA enabled", {"startup"}, set()),
 ])
 def test_a_failure_named_and_one_said_not_to_happen(text, said, not_said):
     assert named(text) == said and denied(text) == not_said
@@ -41,6 +46,7 @@ def test_a_failure_named_and_one_said_not_to_happen(text, said, not_said):
      "**Not a sure match.**"),
     ("FastDeploy 跑几个小时显存慢慢涨，最后 OOM；日志里从来没有 free_list_len: 0", "**不一定对症。** 你说日志里没有这一篇所讲的那行日志"),
     ("FastDeploy 日志里没有 free_list_len 日志，但是服务跑一会儿就 OOM", "**不一定对症。** 你说日志里没有这一篇所讲的那行日志"),
+    ("4 卡 vllm 启动正常没有报错，跑了半小时后推理时报 NCCL timeout", "**不一定对症。** 你说没有启动失败"),
 ])
 def test_an_article_whose_own_symptom_or_log_line_the_asker_denies_is_a_close_call(bundled_settings, bundled_kb, question, lead):
     """"请求也没有卡住" under the logprobs-hang article, "日志里从来没有 free_list_len: 0" under the

@@ -89,6 +89,7 @@ MESSAGES = {
     'failure_hang': {"zh": '卡住', "en": 'hang'},
     'failure_oom': {"zh": '显存不足（OOM）', "en": 'out-of-memory error'},
     'failure_preempt': {"zh": '抢占', "en": 'preemption'},
+    'failure_startup': {"zh": '启动失败', "en": 'failure at start-up'},
     'failure_slow': {"zh": '变慢', "en": 'slowness'},
     'asked_unknown': {
         "zh": '你问到的 {names} 在知识库里没有出现过：下面的内容未必涉及这一点，只能作参考。',
