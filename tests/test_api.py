@@ -184,7 +184,9 @@ def test_a_chat_follow_up_saying_the_fix_failed_is_told_its_first_setting_was_tr
     messages = [{"role": "user", "content": first}, {"role": "assistant", "content": reply},
                 {"role": "user", "content": "tried that, still preempting. what next?"}]
     text = client.chat.completions.create(model="kb-assistant", messages=messages).choices[0].message.content
-    head = text.split("\n\n", 3)[1]
+    # The article's first fix tried: a close call that says so, then what was tried, above the advice.
+    assert text.startswith("**Not a sure match.** You already tried this article's main fix")
+    head = text.split("**Likely cause**")[0]
     assert "already tried" in head and "`gpu_memory_utilization`" in head
     # A second "tried that" takes the next setting, not the same one again (review).
     messages += [{"role": "assistant", "content": text}, {"role": "user", "content": "tried that too, no luck"}]
