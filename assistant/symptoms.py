@@ -23,10 +23,10 @@ FAILURES = {
     "startup": r"\bstart-?up\b|refuses to start|fails? to start|won't start|while the service starts|启动时|启动阶段|启动失败|启动报错|起不来",
 }
 # Said not to happen, right before it: "请求也没有卡住", "nothing hangs", "no OOM", "不卡", "并不慢".
-_DENIED_BEFORE = (r"(?:(?<![有是])没有?报?|从来没有?|并没有?|也没有?|都没有?|(?<!是)不是|(?<![是能会要])不|并不"
+_DENIED_BEFORE = (r"(?:(?<![有是])没有?(?:报|出现过?|遇到过?|碰到过?|看到过?|见过)?|从来没有?|并没有?|也没有?|都没有?|(?<!是)不是|(?<![是能会要])不|并不"
                   r"|(?<![\w-])(?:no|not|nothing|never|doesn't|does not|didn't|did not|don't|do not|won't|will not|isn't|is not"
                   r"|aren't|are not|wasn't|was not|weren't|were not|neither|nor|without)"
-                  r"(?:\s+(?:a|any|an|really|even|seem to|seems to|get|gets|getting|been|actually))?)\s*$")
+                  r"(?:\s+(?:a|any|an|really|even|seem to|seems to|get|gets|getting|been|actually|longer|see|seeing|saw|hit|hitting|any more))*)\s*$")
 # Said gone after it: "OOM 没有了", "the hang went away".
 _GONE_AFTER = r"^\s*(?:没有了|没了|消失了|不见了|也没了|is gone|are gone|went away|no longer)"
 # Wanted, not denied: "怎么才能不卡住", "how to serve 72B without OOM", "避免 OOM", "是不是卡住了".

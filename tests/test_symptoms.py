@@ -35,6 +35,11 @@ from assistant.symptoms import denied, named
     ("the server starts fine but requests hang", {"hang"}, {"startup"}),
     ("requests finish fine but latency doubled after enabling logprobs", set(), {"hang"}),
     ("vllm 启动时报 Torch not compiled with CUDA enabled", {"startup"}, set()),
+    # more ways of saying it (second review): "no longer", "don't see any", 没出现, 没遇到过
+    ("no longer stuck after raising msgmax, but logprobs are wrong", {"hang"}, {"hang"}),
+    ("we don't see any OOM, just slow decode", {"oom", "slow"}, {"oom"}),
+    ("没出现 OOM，但是吞吐很低", {"oom"}, {"oom"}),
+    ("没遇到过卡住，就是结果不一样", {"hang"}, {"hang"}),
 ])
 def test_a_failure_named_and_one_said_not_to_happen(text, said, not_said):
     assert named(text) == said and denied(text) == not_said
