@@ -1041,24 +1041,15 @@ def test_an_oom_question_on_a_document_that_never_deals_with_memory_is_a_close_c
     """Its subject matched, not its symptom: "prompt_logprobs=20 makes vllm OOM" was given the
     logprobs-nondeterminism article as sure. An article on memory stays sure, and a denied OOM
     is none; a team's page is judged by its own text the same way."""
-    from dataclasses import replace
-
-    from assistant.config import Settings
-    from assistant.knowledge import open_kb
-
     oom = answer_question("prompt_logprobs=20 makes vllm OOM", bundled_settings, kb=bundled_kb, use_llm=False)
     assert oom.grounded and oom.citations[0].id == "vllm-logprobs-nondeterminism" and oom.coverage == "tentative"
     assert oom.answer.startswith("**Not a sure match.** You ask about running out of memory")
     for sure in ("vllm OOM at startup with --max-model-len 32768", "没有 OOM，就是 vllm 的 logprobs 每次都不一样"):
         assert answer_question(sure, bundled_settings, kb=bundled_kb, use_llm=False).coverage == "full", sure
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "tokenizer.md").write_text("# Tokenizer service\n\n## Long prompts are truncated\nSet `TOKENIZER_MAX_LEN=65536` on the "
-                                       "tokenizer service and restart it; prompts over the limit are cut at the front.\n", encoding="utf-8")
-    (docs / "gpu.md").write_text("# GPU alerts\n\n## Memory high\nLower `--gpu-memory-utilization` to 0.85 when the GPU runs out "
-                                 "of memory.\n", encoding="utf-8")
-    settings = replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "cache")
-    kb = open_kb(settings, progress=lambda _m: None)
+    settings, kb = docs_kb(tmp_path, {
+        "tokenizer.md": "# Tokenizer service\n\n## Long prompts are truncated\nSet `TOKENIZER_MAX_LEN=65536` on the tokenizer "
+                        "service and restart it; prompts over the limit are cut at the front.\n",
+        "gpu.md": "# GPU alerts\n\n## Memory high\nLower `--gpu-memory-utilization` to 0.85 when the GPU runs out of memory.\n"})
     team = answer_question("tokenizer service OOM with long prompts", settings, kb=kb)
     assert team.grounded and team.citations[0].source.endswith("tokenizer.md") and team.coverage == "tentative"
     assert answer_question("GPU memory high alert, lower what?", settings, kb=kb).coverage == "full"

@@ -2224,21 +2224,11 @@ def test_a_follow_up_that_tried_a_passages_command_is_told_so(tmp_path):
 def test_of_two_copies_of_a_guide_the_one_whose_path_names_the_asked_model_comes_first(tmp_path):
     """A team's tree keeps one copy of a guide per model or release, sharing every other word:
     "InternVL2-40B-AWQ … per-GPU memory" got internvl2.5's copy by 0.009 (analysis of the trees)."""
-    from dataclasses import replace
-
-    from assistant.answer import answer_question
-    from assistant.config import Settings
-    from assistant.knowledge import open_kb
-
-    docs = tmp_path / "docs"
     guide = ("# Deployment\n\n## Serving with LMDeploy\nServe the AWQ model with `lmdeploy serve api_server ./model "
              "--model-format awq --cache-max-entry-count 0.2` on one 24 GB GPU; lower the ratio if memory runs short.\n")
-    for release in ("internvl2.0", "internvl2.5"):  # the same words: only the path tells them apart
-        (docs / release).mkdir(parents=True)
-        (docs / release / "deployment.md").write_text(guide, encoding="utf-8")
-    (docs / "faq.md").write_text("# FAQ\n\n## Install\nRun `pip install lmdeploy`.\n", encoding="utf-8")
-    settings = replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "cache")
-    kb = open_kb(settings, progress=lambda _m: None)
+    # the same words: only the path tells them apart
+    settings, kb = docs_kb(tmp_path, {"internvl2.0/deployment.md": guide, "internvl2.5/deployment.md": guide,
+                                      "faq.md": "# FAQ\n\n## Install\nRun `pip install lmdeploy`.\n"})
     from assistant.retrieval import _named_tokens
 
     # a number format is no model or release (angelslim-005 lost its Qwen-VL page to features/quantization/fp8.md)
@@ -2253,24 +2243,15 @@ def test_of_two_copies_of_a_guide_the_one_whose_path_names_the_asked_model_comes
 def test_a_setting_the_asker_tried_does_not_pick_the_row_quoted_from_a_long_table(tmp_path):
     """"HTTP 413 … I already raised --max-client-batch-size" was quoted that row of the arguments
     table, not the one that answers (analysis of the dev trees): a tried setting is no sign."""
-    from dataclasses import replace
-
-    from assistant.answer import answer_question
-    from assistant.config import Settings
-    from assistant.knowledge import open_kb
-
-    docs = tmp_path / "docs"
-    docs.mkdir()
     rows = [("--max-client-batch-size", "Maximum number of inputs a client can send in a single request", "32"),
             *[(f"--option-{n}", f"Tuning knob number {n} of the router", str(n)) for n in range(1, 13)],
             ("--payload-limit", "Payload size limit in bytes: requests with a larger body get 413 Payload Too Large", "2000000")]
     table = "\n".join(f"| `{flag}` | {text} | {default} |" for flag, text, default in rows)
-    (docs / "cli.md").write_text("# CLI arguments\n\n## Router arguments\n\n| Argument | Description | Default |\n|---|---|---|\n"
-                                 + table + "\n", encoding="utf-8")
-    (docs / "install.md").write_text("# Install\n\n## Docker\nRun `docker run -p 8080:80 router:latest`.\n", encoding="utf-8")
-    settings = replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "cache")
+    settings, kb = docs_kb(tmp_path, {
+        "cli.md": "# CLI arguments\n\n## Router arguments\n\n| Argument | Description | Default |\n|---|---|---|\n" + table + "\n",
+        "install.md": "# Install\n\n## Docker\nRun `docker run -p 8080:80 router:latest`.\n"})
     answer = answer_question("router returns 413 Payload Too Large for big embedding batches. I already raised "
-                             "--max-client-batch-size to 256, still 413", settings, kb=open_kb(settings, progress=lambda _m: None))
+                             "--max-client-batch-size to 256, still 413", settings, kb=kb)
     assert answer.grounded and answer.citations[0].source == "cli.md"
     assert "--payload-limit" in answer.answer
 
@@ -2280,14 +2261,6 @@ def test_a_chinese_question_on_an_english_page_that_shares_no_rare_word_is_a_clo
     sure ("xinference 管理员密码忘了，有命令行能重置吗" got the code walkthrough, trial on team
     trees; on the dev trees about half of such answers were another file or out of scope).
     Naming a word of the page's own (a command) anchors it."""
-    from dataclasses import replace
-
-    from assistant.answer import answer_question
-    from assistant.config import Settings
-    from assistant.knowledge import open_kb
-
-    docs = tmp_path / "docs"
-    docs.mkdir()
     topics = [("GPU memory", "Lower `--gpu-memory-utilization` when the GPU runs out of memory"),
               ("GPU clocks", "Lock the GPU clocks with `nvidia-smi -lgc 1410` before a benchmark so results compare"),
               ("GPU power", "Cap the GPU power with `nvidia-smi -pl 300` on racks with a tight power budget"),
@@ -2303,11 +2276,8 @@ def test_a_chinese_question_on_an_english_page_that_shares_no_rare_word_is_a_clo
               ("GPU persistence", "Turn on persistence mode with `nvidia-smi -pm 1` so the driver stays loaded"),
               ("GPU inventory", "List the GPUs of the fleet with `fleetctl gpus --json`"),
               ("GPU quotas", "Each team's GPU quota lives in `quotas.yaml`; raise it through a ticket")]
-    for i, (title, text) in enumerate(topics):
-        (docs / f"gpu{i}.md").write_text(f"# {title}\n\n## What to do\n{text}. This applies to every GPU node in the cluster.\n",
-                                         encoding="utf-8")
-    settings = replace(Settings(), kb_dir=docs, cache_dir=tmp_path / "cache")
-    kb = open_kb(settings, progress=lambda _m: None)
+    settings, kb = docs_kb(tmp_path, {f"gpu{i}.md": f"# {title}\n\n## What to do\n{text}. This applies to every GPU node in the cluster.\n"
+                                      for i, (title, text) in enumerate(topics)})
     prose = answer_question("GPU 节点上线前要做什么", settings, kb=kb)
     assert prose.grounded and prose.citations[0].source == "gpu10.md" and prose.coverage == "tentative"
     named = answer_question("新节点上线前 gpu-burn 要跑多久", settings, kb=kb)
