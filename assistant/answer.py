@@ -569,6 +569,40 @@ _COMMON = frozenset("because there which where while after before about would co
                     "error errors warning using server model".split())
 
 
+def _close_call(kb, result: Retrieval, lang: str, weights_over: bool = False, question: str | None = None) -> tuple[bool, str]:
+    """(a close call, why): the refusal model's own doubt and the rules in `refusal.tentative`
+    ("model", or "denied_line" when the asker says the best article's log line is absent), or
+    one of the rules that read the cited document itself: a failure the asker denies that
+    names its title ("failure_hang", …), an OOM question on a document that never deals with
+    memory ("oom"), its fixes tried already ("tried"; not when the weights cannot fit: the note
+    above says no setting helps, and the article stays). One place, for the extractive answer
+    and the LLM's alike; the reason picks the answer's first line."""
+    top, question = result.articles[0], result.question if question is None else question
+    if tentative(result):
+        return True, "denied_line" if top.doc_id in result.denied_signatures else "model"
+    failure = _denied_symptom(top, question)
+    if failure:
+        return True, f"failure_{failure}"
+    if _unsaid_oom(kb, top, question):
+        return True, "oom"
+    if not weights_over and _tried_its_fixes(kb, top, lang, question):
+        return True, "tried"
+    return False, ""
+
+
+def _close_call_lead(labels: dict, reason: str, vague: bool, passage: bool) -> str:
+    """The close call's first line: what it is unsure of, where a rule knows."""
+    if reason.startswith("failure_") and not vague:
+        return labels["unsure_denied"].format(what=labels[reason])
+    if reason == "denied_line" and not vague and not passage:
+        return labels["unsure_denied_line"]
+    if vague:
+        return labels["vague"]
+    if passage:
+        return labels["unsure_passages"]
+    return labels[{"tried": "unsure_tried", "oom": "unsure_oom"}.get(reason, "unsure")]
+
+
 def _passage_quoting(signature: str, result: Retrieval | None) -> str:
     """The title of a retrieved passage that quotes a finding's line, for a finding no KB
     document lists as its signature: a team's runbook rarely declares signatures, but its
@@ -611,9 +645,7 @@ def _from_llm(text, result, kb, settings, lang, use_tools, diagnosis, calc, on_t
     answer = Answer(text, out.text, lang, result.grounded and out.covered, citations, out.tool_calls, f"llm:{out.model}", notes=out.notes)
     if not out.covered:
         answer.coverage = "none"
-    elif tentative(result) or out.unverified or (result.articles and (_tried_its_fixes(kb, result.articles[0], lang, text)
-                                                                     or _unsaid_oom(kb, result.articles[0], text)
-                                                                     or _denied_symptom(result.articles[0], text))):
+    elif out.unverified or (result.articles and _close_call(kb, result, lang, question=text)[0]):
         answer.coverage = "tentative"
         if result.asked_unknown:  # the model's text is on screen already: which asked name the KB lacks goes in a note
             answer.notes.append(_asked_unknown_line(result.asked_unknown, lang))
@@ -661,12 +693,7 @@ def compose(kb, result: Retrieval, lang: str, top_k: int, weights_over: bool = F
         return answer
 
     top = result.articles[0]
-    # (Not when the weights cannot fit: the note above says no setting helps, and the article stays.)
-    hedged = tentative(result)
-    ruled_out = None if hedged else _denied_symptom(top, result.question)
-    unsaid = not hedged and not ruled_out and _unsaid_oom(kb, top, result.question)
-    tried = not (hedged or ruled_out or unsaid or weights_over) and _tried_its_fixes(kb, top, lang, result.question)
-    unsure = hedged or bool(ruled_out) or unsaid or tried
+    unsure, reason = _close_call(kb, result, lang, weights_over)
     vague = not top.passage and _vague(result)
     tail: list[str] = []
     if vague:
@@ -696,12 +723,7 @@ def compose(kb, result: Retrieval, lang: str, top_k: int, weights_over: bool = F
             for art in alternatives:
                 tail += _alternative(kb, art, lang, labels, cites)
     if unsure:
-        lead = labels["vague" if vague else "unsure_passages" if top.passage else "unsure_tried" if tried else "unsure_oom" if unsaid else "unsure"]
-        if ruled_out and not vague:
-            lead = labels["unsure_denied"].format(what=labels[f"failure_{ruled_out}"])
-        elif hedged and not vague and not top.passage and top.doc_id in result.denied_signatures:
-            lead = labels["unsure_denied_line"]
-        parts = [lead, "", *parts]
+        parts = [_close_call_lead(labels, reason, vague, bool(top.passage)), "", *parts]
         if result.asked_unknown:  # say which part of the question nothing below answers
             parts[1:1] = ["", _asked_unknown_line(result.asked_unknown, lang)]
     body = "\n".join(parts).strip()
@@ -2201,7 +2223,7 @@ def _tried_names(said: str) -> frozenset[str]:
     row of the arguments table, and not --payload-limit's (analysis of the dev trees)."""
     from .cleaning import tried_settings
 
-    return frozenset(name.lower().lstrip("-").replace("-", "_") for name in tried_settings(said, explicit=True))
+    return asked_identifiers(" ".join(tried_settings(said, explicit=True)))
 
 
 def _asks_for_another_setting(said: str) -> bool:

@@ -772,7 +772,7 @@ _NEGATED_CLAUSE = re.compile(r"(?:(?:日志|log|输出|里面|里)(?:也|都|并
                              re.I)
 
 
-# A word "rare" in a tree: in at most this share of its documents (or two of them). A name
+# A word "rare" in a tree: in at most this share of its documents (or three of them). A name
 # with dashes or underscores (a flag, an env var: `xinference-model-src`) is one however
 # many pages repeat it.
 RARE_SHARE = 0.05
@@ -797,13 +797,16 @@ def unanchored(index: KBIndex, top: ArticleMatch | None, terms: set[str], passag
     return not rare & said
 
 
-def denied_signatures(index: KBIndex, question: str) -> set[str]:
+def denied_signatures(index: KBIndex, question: str, hits: dict[str, list[str]] | None = None) -> set[str]:
     """The articles one of whose log lines the question names only to say it is absent ("日志里
-    从来没有 free_list_len: 0，但跑几个小时就 OOM"): the asker has ruled that article's case out."""
+    从来没有 free_list_len: 0，但跑几个小时就 OOM"): the asker has ruled that article's case out.
+    `hits`: `signature_hits` of the question, when the caller has them already."""
     negated = [m.group(0) for m in _NEGATED_CLAUSE.finditer(question)]
     if not negated:
         return set()
-    out = set(signature_hits(index, question, keep_negated=True)) - set(signature_hits(index, question))
+    if hits is None:
+        hits = signature_hits(index, question)
+    out = set(signature_hits(index, question, keep_negated=True)) - set(hits)
     # Or the line's own name alone, said absent and named nowhere else: "日志里没有 free_list_len 日志" (review).
     rest = _NEGATED_CLAUSE.sub(" ", question)
     for meta in index.docs.values():
@@ -1085,7 +1088,7 @@ def search(
     result.quiet_stats = quiet_stats(question)
     result.unanchored = lang == "zh" and unanchored(index, articles[0] if articles else None, query_terms | (cross_terms or set()),
                                                     passage_terms)
-    result.denied_signatures = denied_signatures(index, question)
+    result.denied_signatures = denied_signatures(index, question, sigs)
     if "--" in question or "=" in question:
         from .cleaning import split_question
 
