@@ -1067,3 +1067,18 @@ def test_a_term_said_to_be_absent_or_off_right_before_it(text, term, denied):
     from assistant.negation import denied_before
 
     assert denied_before(text, text.index(term)) is denied
+
+
+def test_near_domain_subjects_in_their_other_spellings():
+    """A subject is named in more ways than its flag: "CPU KV offloading", a connector's
+    class name, the `task="embed"` keyword of the offline API. Unnamed, the question went to
+    the article its pasted log line matched, as sure (real questions)."""
+    assert "CPU offload" in detect("Start-up hangs during CUDA graph capture once CPU KV offloading is on").entities
+    assert "CPU offload" in detect("vllm serve ... --kv-offloading-backend native hangs").entities
+    assert "CPU offload" in detect("开了 KV cache 卸载到 CPU 以后启动就卡住").entities
+    assert "disaggregated serving" in detect("DeepSeek with the MooncakeStoreConnector as KV connector fails the KV-cache pre-check").entities
+    assert "disaggregated serving" in detect("--kv-connector LMCacheConnectorV1 makes start-up slow").entities
+    assert "embedding and rerank models" in detect('llm = LLM(model=m, task="embed"); outs = llm.embed(texts) never returns').entities
+    assert "embedding and rerank models" in detect("Offline embedding job with vLLM hangs on long batches").entities
+    # Not the subject: offloading layers the other way.
+    assert "CPU offload" not in detect("how do I offload layers to the GPU?").entities
