@@ -578,8 +578,11 @@ def _close_call(kb, result: Retrieval, lang: str, weights_over: bool = False, qu
     above says no setting helps, and the article stays). One place, for the extractive answer
     and the LLM's alike; the reason picks the answer's first line."""
     top, question = result.articles[0], result.question if question is None else question
+    unseen = bool(_unseen_beyond(result))
     if tentative(result):
-        return True, "denied_line" if top.doc_id in result.denied_signatures else "model"
+        if top.doc_id in result.denied_signatures:
+            return True, "denied_line"
+        return True, "unseen" if unseen else "model"
     failure = _denied_symptom(top, question)
     if failure:
         return True, f"failure_{failure}"
@@ -587,11 +590,35 @@ def _close_call(kb, result: Retrieval, lang: str, weights_over: bool = False, qu
         return True, "oom"
     if not weights_over and _tried_its_fixes(kb, top, lang, question):
         return True, "tried"
+    if unseen:
+        # The asker's own sentences name a subject the KB never covers ("once CPU KV offloading
+        # is on"), yet the model answered: the article's log line matched, and its general
+        # advice may not reach the subject that changed their case (real questions).
+        return True, "unseen"
     return False, ""
 
 
-def _close_call_lead(labels: dict, reason: str, vague: bool, passage: bool) -> str:
-    """The close call's first line: what it is unsure of, where a rule knows."""
+def _unseen_beyond(result: Retrieval) -> list[str]:
+    """The said unseen subjects that the best match's own matched text does not name either:
+    a team's alert section that says "rate-limit it with …" is no place to say the docs have
+    nothing on 限流, though one such remark is not coverage of the whole KB (`scope.covers`)."""
+    from .scope import ENTITIES, _found, _padded
+
+    said = getattr(result.scope, "entity_terms", {}) or {}
+    text = _padded(" ".join(c.chunk.text for c in result.articles[0].chunks)).replace("-", " ").replace("_", " ")
+
+    def named(subject: str) -> bool:
+        needles = (*ENTITIES.get(subject, ()), said.get(subject, ""), subject)
+        return bool(_found(text, tuple(n.lower().replace("-", " ").replace("_", " ") for n in needles if n.strip())))
+
+    return [s for s in _said_unseen(result) if not named(s)]
+
+
+def _close_call_lead(labels: dict, reason: str, vague: bool, passage: bool, subjects: list[str] | None = None) -> str:
+    """The close call's first line: what it is unsure of, where a rule knows. `subjects`: the
+    near-domain subjects the question names and the KB lacks, for the "unseen" reason."""
+    if reason == "unseen" and subjects and not vague:
+        return labels["unsure_unseen_passages" if passage else "unsure_unseen"].format(subjects=", ".join(subjects))
     if reason.startswith("failure_") and not vague:
         return labels["unsure_denied"].format(what=labels[reason])
     if reason == "denied_line" and not vague and not passage:
@@ -723,7 +750,8 @@ def compose(kb, result: Retrieval, lang: str, top_k: int, weights_over: bool = F
             for art in alternatives:
                 tail += _alternative(kb, art, lang, labels, cites)
     if unsure:
-        parts = [_close_call_lead(labels, reason, vague, bool(top.passage)), "", *parts]
+        subjects = _subjects(result, lang, kb.index, only=_unseen_beyond(result)) if reason == "unseen" else None
+        parts = [_close_call_lead(labels, reason, vague, bool(top.passage), subjects), "", *parts]
         if result.asked_unknown:  # say which part of the question nothing below answers
             parts[1:1] = ["", _asked_unknown_line(result.asked_unknown, lang)]
     body = "\n".join(parts).strip()
@@ -1002,14 +1030,14 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
 _ASKED_AS = re.compile(r"(?:how|what|why|which|怎么|如何|为什么|怎样)", re.I)
 
 
-def _subjects(result: Retrieval, lang: str, index=None) -> list[str]:
+def _subjects(result: Retrieval, lang: str, index=None, only: list[str] | None = None) -> list[str]:
     """The near-domain subjects the KB lacks, by name ("LoRA", "CORS"). In a Chinese answer an
     English phrase ("dashboards and alerting") is replaced by the word the asker used (告警,
     Grafana, guided_json). So is a subject the KB does name when only the asker's word is
     missing: a team's docs with a Kubernetes page have nothing on an *ingress*, and saying
     "nothing on Kubernetes" under a list that shows that page reads as a contradiction."""
     if result.scope is None:
-        return list(result.unseen)
+        return list(result.unseen if only is None else only)
     said = getattr(result.scope, "entity_terms", {}) or {}
 
     from .scope import PHRASE_SUBJECTS_ZH
@@ -1040,7 +1068,7 @@ def _subjects(result: Retrieval, lang: str, index=None) -> list[str]:
                 return found.group(0)
         return subject
 
-    return list(dict.fromkeys(name(s) for s in _said_unseen(result)))
+    return list(dict.fromkeys(name(s) for s in (_said_unseen(result) if only is None else only)))
 
 
 def _said_unseen(result: Retrieval) -> list[str]:

@@ -1092,3 +1092,31 @@ def test_an_article_whose_first_fix_the_asker_tried_is_a_close_call(bundled_sett
     raised = answer_question("vllm 请求被抢占了，已经调高了 gpu_memory_utilization 还是一直抢占", bundled_settings, kb=bundled_kb,
                              use_llm=False)
     assert raised.citations[0].id == "vllm-preemption" and raised.coverage == "tentative"
+
+
+def test_an_answer_to_a_question_naming_a_subject_the_kb_lacks_says_which(bundled_settings, bundled_kb):
+    """"Start-up hangs once CPU KV offloading is on", with the 60-second broadcast line pasted,
+    got the debug-switches article as sure: the line matched and nothing said the KB has no
+    word on offloading. The answer stays (the line is the KB's), marked as a close call that
+    names the missing subject; without the subject it is sure."""
+    line = "(EngineCore) INFO [shm_broadcast.py:705] No available shared memory broadcast block found in 60 seconds."
+    named = answer_question(f"Start-up hangs during CUDA graph capture once CPU KV offloading is on (TP=2). {line} "
+                            "Then that line every minute forever. Without offloading it starts fine.",
+                            bundled_settings, kb=bundled_kb, use_llm=False)
+    assert named.grounded and named.citations[0].id == "vllm-debug-switches" and named.coverage == "tentative"
+    assert named.answer.startswith("**Not a sure match.** Your question names CPU offload")
+    plain = answer_question(f"Start-up hangs, the log shows {line} every minute", bundled_settings, kb=bundled_kb, use_llm=False)
+    assert plain.citations[0].id == "vllm-debug-switches" and plain.coverage == "full"
+    zh = answer_question("开了 KV cache 卸载到 CPU 以后，启动卡在 CUDA graph 捕获，日志每分钟一行 No available shared memory "
+                         "broadcast block found in 60 seconds，关掉卸载就正常", bundled_settings, kb=bundled_kb, use_llm=False)
+    assert zh.coverage == "tentative" and zh.answer.startswith("**不一定对症。** 你的问题说到了")
+    # Not said of a subject the best article's matched text names: the CUDA-graph article
+    # speaks of torch.compile, so a question naming it gets the plain hedge, if any.
+    graph = answer_question("vLLM 多节点启动，权重加载都正常完成，到 torch.compile / CUDA graph 捕获那一步就一直卡着不动；"
+                            "加上 --enforce-eager 立马就能起来。--enforce-eager 具体关掉了什么？", bundled_settings, kb=bundled_kb, use_llm=False)
+    assert graph.citations[0].id == "vllm-cuda-graph-errors" and "torch.compile，知识库里没有" not in graph.answer
+    # A team's passages are hedged in the same words, about "the docs".
+    from assistant.answer import _close_call_lead
+    from assistant.i18n import texts
+    lead = _close_call_lead(texts("answer", "en"), "unseen", False, True, ["LoRA"])
+    assert lead.startswith("**Not a sure match.** Your question names LoRA, which the docs have nothing on")

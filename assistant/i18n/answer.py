@@ -99,6 +99,14 @@ MESSAGES = {
         "zh": '**问题太短，好几篇都对得上。** 最接近的放在前面，其余的列在最后并附区分方法；贴一行日志或说说具体现象（启动时还是运行中）就能确定。',
         "en": '**Several articles fit a question this short.** The closest comes first and the others are listed at the end with how to tell them apart; a log line or what you see (at start-up or while serving) settles it.',
     },
+    'unsure_unseen': {
+        "zh": '**不一定对症。** 你的问题说到了 {subjects}，知识库里没有这方面的内容：下面是最接近的条目，只管它讲到的那部分，先对照它的症状和日志，确认一致再按它的办法处理。',
+        "en": '**Not a sure match.** Your question names {subjects}, which the KB has nothing on: below is its closest article, for the part it does cover; check its symptoms and log lines against yours before you apply the fix.',
+    },
+    'unsure_unseen_passages': {
+        "zh": '**不一定能回答你的问题。** 你的问题说到了 {subjects}，文档里没有这方面的内容：以下是最接近的段落，用之前先核对。',
+        "en": '**Not a sure match.** Your question names {subjects}, which the docs have nothing on: these are the closest passages, so check them before you act on them.',
+    },
     'unsure_passages': {
         "zh": '**不一定能回答你的问题。** 以下是文档里最接近的段落，未必正好说到你问的情况，用之前先核对。',
         "en": '**Not a sure match.** These are the closest passages in the docs; they may not answer exactly what you asked, so check them before you act on them.',
