@@ -1304,6 +1304,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     said = sentences(result.question)
     asked = frozenset() if _asks_for_another_setting(said) else asked_identifiers(said) - _tried_names(said)
     asked |= frozenset(codes)  # "Xid 79": the row of a long code table whose first cell is 79
+    asked |= _described_rows(kb, top, result.question, asked)
     passages = {id(art): _passage(kb, art, lang, labels, hits, asked, result.question) for art in (top, *others)}
     brought = _fix_sibling(kb, passages[id(top)][0], [*siblings, *others], said)
     siblings = brought + siblings
@@ -2290,6 +2291,64 @@ def _asked_rows(chunk, asked: frozenset[str]):
         elif out[-1].strip() != "...":
             out.append("...")
     return replace(chunk, text="\n".join(out + [lines[-1]]))
+
+
+DESCRIBED_ROWS_MAX = 3  # more rows tied on the question's words than this: the words do not pick a row
+
+
+def _described_rows(kb, art: ArticleMatch, question: str, asked: frozenset[str]) -> frozenset[str]:
+    """The names of the rows of the best match's big tables that the question describes
+    without naming: "装不上没签名的插件 … has a bad signature" is the FORCE_VERIFYING_SIGNATURE
+    row of a 60-row variables table, and the table was quoted from its top, cut three rows
+    above it (dev trees). A row is picked by the question's words that few rows share (a
+    word in a fifth of them, "插件" in a table of plugin settings, says nothing), two at
+    least; nothing when a row already names what is asked, or when the words tie more than
+    DESCRIBED_ROWS_MAX rows."""
+    import math
+
+    from ingest.chunking import header_lines
+
+    rows: list[str] = []
+    seen: set[str] = set()
+    for scored in art.chunks:
+        for chunk in _section_chunks(kb, scored.chunk):
+            if chunk.chunk_id in seen:
+                continue
+            seen.add(chunk.chunk_id)
+            lines = chunk.text.strip().split("\n")
+            start = 0
+            while start < len(lines):  # every table of the chunk, without its header
+                if not lines[start].lstrip().startswith("|"):
+                    start += 1
+                    continue
+                end = start
+                while end < len(lines) and lines[end].lstrip().startswith("|"):
+                    end += 1
+                table = lines[start:end]
+                rows += [row for row in table[header_lines(table):] if row not in rows]
+                start = end
+    if len(rows) <= TABLE_ROWS_TO_CUT or any(_row_names(row) & asked for row in rows):
+        return frozenset()
+    tokenize = kb.index.tokenizer
+    words = set(tokenize(question[:MAX_QUERY_CHARS]))
+    row_words = [set(tokenize(row)) & words for row in rows]
+    df: dict[str, int] = {}
+    for shared in row_words:
+        for w in shared:
+            df[w] = df.get(w, 0) + 1
+    # Weighed by how rare the word is in the whole KB too: "docker", "部署" in a long row's
+    # prose matched as many of the question's words as the row it asked for did.
+    n_docs = max(1, len(kb.index.docs))
+    rare = {w: math.log((len(rows) + 1) / (n + 0.5)) * math.log((n_docs + 1) / (kb.index.doc_freq.get(w, 0) + 0.5))
+            for w, n in df.items() if n <= max(1, len(rows) // 5)}
+    scores = [(sum(rare.get(w, 0.0) for w in shared), sum(1 for w in shared if w in rare)) for shared in row_words]
+    best = max(scores)
+    if best[1] < 2:
+        return frozenset()
+    picked = [row for row, score in zip(rows, scores) if score[0] >= best[0] - 1e-9]
+    if len(picked) > DESCRIBED_ROWS_MAX:
+        return frozenset()
+    return frozenset().union(*(_row_names(row) for row in picked))
 
 
 def _row_names(text: str) -> frozenset[str]:

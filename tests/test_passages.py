@@ -2284,3 +2284,39 @@ def test_a_chinese_question_on_an_english_page_that_shares_no_rare_word_is_a_clo
     assert named.grounded and named.citations[0].source == "gpu10.md" and named.coverage == "full"
     # A Chinese word the glossary puts into the page's English is an anchor too: 温度 → temperature.
     assert answer_question("GPU 温度太高了怎么办", settings, kb=kb).coverage == "full"
+
+
+def test_a_big_tables_row_the_question_describes_without_naming_it_is_quoted(tmp_path):
+    """"装不上没签名的插件 … has a bad signature" is the FORCE_VERIFYING_SIGNATURE row of a long
+    variables table; the table was quoted from its top and cut three rows above it (dev
+    trees). The row the question's rarer words pick is quoted, with its header; words that
+    many rows share pick none, and the table is quoted as before."""
+    from assistant.answer import answer_question
+
+    rows = [f"| `PLUGIN_SETTING_{i:02d}` | `{i * 10}` | Plugin daemon option number {i}: tunes the plugin worker pool "
+            f"size for batch {i} of the plugin jobs. |" for i in range(40)]
+    rows[33] = ("| `FORCE_VERIFYING_SIGNATURE` | `true` | Require a valid signature before a plugin is installed; "
+                "set it to false to install unsigned plugin packages. |")
+    page = ("# Environment variables\n\n## Plugin daemon\n\nThe plugin daemon runs plugins for the API.\n\n"
+            "| Variable | Default | Description |\n|---|---|---|\n" + "\n".join(rows) + "\n")
+    settings, kb = docs_kb(tmp_path, {"env.md": page, "serve.md": "# Serving\n\nStart the server with `gadget serve MODEL`.\n"})
+    answer = answer_question("Installing my own plugin package fails: PluginDaemonBadRequestError: plugin verification has "
+                             "been enabled, and the plugin you want to install has a bad signature. How do I install an "
+                             "unsigned plugin on our self-hosted deployment?", settings, kb=kb)
+    assert answer.grounded and "`FORCE_VERIFYING_SIGNATURE` | `true`" in answer.answer
+    assert "| Variable | Default | Description |" in answer.answer
+    vague = answer_question("What does the plugin daemon's worker pool size option do for batch jobs?", settings, kb=kb)
+    assert vague.grounded and "PLUGIN_SETTING_00" in vague.answer  # no row picked: from the top, as before
+    # Which rows the words pick, whichever row group retrieval ranked first (on a real tree
+    # another group outscored the row's, and the table was quoted from the top).
+    from assistant.answer import _described_rows
+    from assistant.retrieval import RetrievalParams, search
+
+    def picked(question: str, asked: frozenset[str] = frozenset()) -> frozenset[str]:
+        result = search(kb.index, kb.embedder, question, RetrievalParams.from_settings(settings))
+        env = next(a for a in result.articles if a.chunks[0].chunk.source.endswith("env.md"))
+        return _described_rows(kb, env, question, asked)
+
+    assert picked("plugin install says the package has a bad signature, how do I allow unsigned ones") == {"force_verifying_signature"}
+    assert picked("What does the plugin daemon's worker pool size option do for batch jobs?") == frozenset()
+    assert picked("unsigned plugin fails, what is PLUGIN_SETTING_07 for?", frozenset({"plugin_setting_07"})) == frozenset()
