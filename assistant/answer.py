@@ -215,7 +215,7 @@ def _extractive(text: str, kb, result: Retrieval, diagnosis, calc, lang: str, to
     # not one of several guesses, so no "It could also be" list follows it.
     computed = calc is not None and bool(calc.calls) and not calc.missing
     extras, weights_over = _above_the_answer(text, result, diagnosis, calc, lang)
-    answer = compose(kb, result, lang, 1 if computed else top_k, weights_over)
+    answer = compose(kb, result, lang, 1 if computed else top_k, weights_over, asked_text=text)
     if weights_over and answer.coverage == "tentative" and not _top_is_passage(result):
         # The weights cannot fit, which the note says with certainty, and no article is a
         # sure match: "Qwen2.5-14B 单卡 A10 24GB 能跑 32k 吗" quoted the multi-GPU NCCL
@@ -578,11 +578,8 @@ def _close_call(kb, result: Retrieval, lang: str, weights_over: bool = False, qu
     above says no setting helps, and the article stays). One place, for the extractive answer
     and the LLM's alike; the reason picks the answer's first line."""
     top, question = result.articles[0], result.question if question is None else question
-    unseen = bool(_unseen_beyond(result))
     if tentative(result):
-        if top.doc_id in result.denied_signatures:
-            return True, "denied_line"
-        return True, "unseen" if unseen else "model"
+        return True, "denied_line" if top.doc_id in result.denied_signatures else "model"
     failure = _denied_symptom(top, question)
     if failure:
         return True, f"failure_{failure}"
@@ -590,35 +587,46 @@ def _close_call(kb, result: Retrieval, lang: str, weights_over: bool = False, qu
         return True, "oom"
     if not weights_over and _tried_its_fixes(kb, top, lang, question):
         return True, "tried"
-    if unseen:
-        # The asker's own sentences name a subject the KB never covers ("once CPU KV offloading
-        # is on"), yet the model answered: the article's log line matched, and its general
-        # advice may not reach the subject that changed their case (real questions).
-        return True, "unseen"
     return False, ""
 
 
-def _unseen_beyond(result: Retrieval) -> list[str]:
-    """The said unseen subjects that the best match's own matched text does not name either:
-    a team's alert section that says "rate-limit it with …" is no place to say the docs have
-    nothing on 限流, though one such remark is not coverage of the whole KB (`scope.covers`)."""
+def _unnamed_subjects(result: Retrieval, asked_text: str, quoted: str) -> list[str]:
+    """The asker's own words for the near-domain subjects their question names and the KB
+    lacks, when the answer below does not speak of them either: what a close call is unsure
+    of, said instead of the bare "may not be your case" ("once CPU KV offloading is on" is
+    what no article reaches). Only words of the question itself (a log pasted with `--log`
+    is not the asker speaking), in their spelling ("images", not "multimodal inputs": a loose
+    match then reads as what it is), and not platforms, which have their own rule."""
     from .scope import ENTITIES, _found, _padded
 
+    if result.scope is None:
+        return []
     said = getattr(result.scope, "entity_terms", {}) or {}
-    text = _padded(" ".join(c.chunk.text for c in result.articles[0].chunks)).replace("-", " ").replace("_", " ")
 
-    def named(subject: str) -> bool:
-        needles = (*ENTITIES.get(subject, ()), said.get(subject, ""), subject)
-        return bool(_found(text, tuple(n.lower().replace("-", " ").replace("_", " ") for n in needles if n.strip())))
+    def plain(text: str) -> str:
+        return text.lower().replace("-", " ").replace("_", " ")
 
-    return [s for s in _said_unseen(result) if not named(s)]
+    text = plain(_padded(quoted))
+    words: list[str] = []
+    for subject in _said_unseen(result):
+        term = said.get(subject, "")
+        if subject not in ENTITIES or not term:
+            continue
+        pattern = re.escape(term.rstrip("*")).replace("\\-", "[-_ ]").replace("\\ ", "[-_ ]") + (r"\w*" if term.endswith("*") else "")
+        written = re.search(pattern, asked_text, re.I)
+        if written is None or _found(text, tuple(plain(n) for n in (*ENTITIES[subject], term) if n.strip())):
+            continue
+        words.append(written.group(0))
+    return list(dict.fromkeys(words))
 
 
-def _close_call_lead(labels: dict, reason: str, vague: bool, passage: bool, subjects: list[str] | None = None) -> str:
-    """The close call's first line: what it is unsure of, where a rule knows. `subjects`: the
-    near-domain subjects the question names and the KB lacks, for the "unseen" reason."""
-    if reason == "unseen" and subjects and not vague:
-        return labels["unsure_unseen_passages" if passage else "unsure_unseen"].format(subjects=", ".join(subjects))
+def _close_call_lead(labels: dict, reason: str, vague: bool, passage: bool, unnamed: list[str] | None = None) -> str:
+    """The close call's first line: what it is unsure of, where a rule knows. `unnamed`: the
+    asker's words for subjects the KB lacks (`_unnamed_subjects`), said when the model's own
+    doubt is all the rules know."""
+    if reason == "model" and unnamed and not vague:
+        quoted = labels["word_list_sep"].join(labels["word_quoted"].format(word=w) for w in unnamed)
+        return labels["unsure_unseen_passages" if passage else "unsure_unseen"].format(words=quoted)
     if reason.startswith("failure_") and not vague:
         return labels["unsure_denied"].format(what=labels[reason])
     if reason == "denied_line" and not vague and not passage:
@@ -708,9 +716,12 @@ def _pick_lang(kb, doc_id: str, lang: str) -> tuple[str, bool]:
     return (langs[0] if langs else lang), True
 
 
-def compose(kb, result: Retrieval, lang: str, top_k: int, weights_over: bool = False) -> Answer:
+def compose(kb, result: Retrieval, lang: str, top_k: int, weights_over: bool = False, asked_text: str | None = None) -> Answer:
     """The extractive answer. `weights_over`: the note above says the asker's GPUs cannot
-    hold the weights, so the lead article's fixes that only tune memory are left out."""
+    hold the weights, so the lead article's fixes that only tune memory are left out.
+    `asked_text`: the question as asked, without a log pasted beside it (the retrieval's
+    query holds both)."""
+    asked_text = result.question if asked_text is None else asked_text
     labels = texts("answer", lang)
     cites = _Cites()
     if not result.grounded:
@@ -750,8 +761,8 @@ def compose(kb, result: Retrieval, lang: str, top_k: int, weights_over: bool = F
             for art in alternatives:
                 tail += _alternative(kb, art, lang, labels, cites)
     if unsure:
-        subjects = _subjects(result, lang, kb.index, only=_unseen_beyond(result)) if reason == "unseen" else None
-        parts = [_close_call_lead(labels, reason, vague, bool(top.passage), subjects), "", *parts]
+        unnamed = _unnamed_subjects(result, asked_text, "\n".join(parts + tail)) if reason == "model" else None
+        parts = [_close_call_lead(labels, reason, vague, bool(top.passage), unnamed), "", *parts]
         if result.asked_unknown:  # say which part of the question nothing below answers
             parts[1:1] = ["", _asked_unknown_line(result.asked_unknown, lang)]
     body = "\n".join(parts).strip()
@@ -1030,14 +1041,14 @@ def _refusal(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cites") ->
 _ASKED_AS = re.compile(r"(?:how|what|why|which|怎么|如何|为什么|怎样)", re.I)
 
 
-def _subjects(result: Retrieval, lang: str, index=None, only: list[str] | None = None) -> list[str]:
+def _subjects(result: Retrieval, lang: str, index=None) -> list[str]:
     """The near-domain subjects the KB lacks, by name ("LoRA", "CORS"). In a Chinese answer an
     English phrase ("dashboards and alerting") is replaced by the word the asker used (告警,
     Grafana, guided_json). So is a subject the KB does name when only the asker's word is
     missing: a team's docs with a Kubernetes page have nothing on an *ingress*, and saying
     "nothing on Kubernetes" under a list that shows that page reads as a contradiction."""
     if result.scope is None:
-        return list(result.unseen if only is None else only)
+        return list(result.unseen)
     said = getattr(result.scope, "entity_terms", {}) or {}
 
     from .scope import PHRASE_SUBJECTS_ZH
@@ -1068,7 +1079,7 @@ def _subjects(result: Retrieval, lang: str, index=None, only: list[str] | None =
                 return found.group(0)
         return subject
 
-    return list(dict.fromkeys(name(s) for s in (_said_unseen(result) if only is None else only)))
+    return list(dict.fromkeys(name(s) for s in _said_unseen(result)))
 
 
 def _said_unseen(result: Retrieval) -> list[str]:
@@ -1304,7 +1315,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     said = sentences(result.question)
     asked = frozenset() if _asks_for_another_setting(said) else asked_identifiers(said) - _tried_names(said)
     asked |= frozenset(codes)  # "Xid 79": the row of a long code table whose first cell is 79
-    asked |= _described_rows(kb, top, result.question, asked)
+    asked |= _described_rows(kb, top, said, asked, _tried_names(said))
     passages = {id(art): _passage(kb, art, lang, labels, hits, asked, result.question) for art in (top, *others)}
     brought = _fix_sibling(kb, passages[id(top)][0], [*siblings, *others], said)
     siblings = brought + siblings
@@ -2259,7 +2270,8 @@ def _asks_for_another_setting(said: str) -> bool:
     """Whether the question's sentences (scope.sentences: no pasted log or config) ask which
     setting to add or change. Then the settings they name are no sign of the rows that
     answer, and a table or listing is not cut to them; it is quoted by its best-matching
-    entries instead, like any long section."""
+    entries instead, like any long section, or cut to the rows the sentences describe
+    (`_described_rows`: "which setting lets me install unsigned plugins?")."""
     return bool(_ANOTHER_SETTING.search(said))
 
 
@@ -2294,61 +2306,73 @@ def _asked_rows(chunk, asked: frozenset[str]):
 
 
 DESCRIBED_ROWS_MAX = 3  # more rows tied on the question's words than this: the words do not pick a row
+_NUMERIC = re.compile(r"[\d.]+")  # "20 workers", "v0.8.5" → 0, 8, 5: a default value's digits are no description
 
 
-def _described_rows(kb, art: ArticleMatch, question: str, asked: frozenset[str]) -> frozenset[str]:
-    """The names of the rows of the best match's big tables that the question describes
-    without naming: "装不上没签名的插件 … has a bad signature" is the FORCE_VERIFYING_SIGNATURE
-    row of a 60-row variables table, and the table was quoted from its top, cut three rows
-    above it (dev trees). A row is picked by the question's words that few rows share (a
-    word in a fifth of them, "插件" in a table of plugin settings, says nothing), two at
-    least; nothing when a row already names what is asked, or when the words tie more than
-    DESCRIBED_ROWS_MAX rows."""
+def _described_rows(kb, art: ArticleMatch, said: str, asked: frozenset[str], tried: frozenset[str]) -> frozenset[str]:
+    """The names of the rows of the best match's big tables that the asker's sentences
+    describe without naming: "装不上没签名的插件 … has a bad signature" is the
+    FORCE_VERIFYING_SIGNATURE row of a 60-row variables table, and the table was quoted from
+    its top, cut three rows above it (dev trees). A row is picked by words that few of the
+    rows and few of the KB's documents share ("插件" in a table of plugin settings, "docker"
+    anywhere, a number say nothing), two at least. Nothing when a row already names what is
+    asked, when the words tie more than DESCRIBED_ROWS_MAX rows, or when the best is a row
+    the asker tried."""
     import math
 
-    from ingest.chunking import header_lines
-
-    rows: list[str] = []
-    seen: set[str] = set()
-    for scored in art.chunks:
-        for chunk in _section_chunks(kb, scored.chunk):
-            if chunk.chunk_id in seen:
-                continue
-            seen.add(chunk.chunk_id)
-            lines = chunk.text.strip().split("\n")
-            start = 0
-            while start < len(lines):  # every table of the chunk, without its header
-                if not lines[start].lstrip().startswith("|"):
-                    start += 1
-                    continue
-                end = start
-                while end < len(lines) and lines[end].lstrip().startswith("|"):
-                    end += 1
-                table = lines[start:end]
-                rows += [row for row in table[header_lines(table):] if row not in rows]
-                start = end
-    if len(rows) <= TABLE_ROWS_TO_CUT or any(_row_names(row) & asked for row in rows):
+    rows: dict[str, tuple[frozenset[str], frozenset[str]]] = {}  # row → (its words, its names)
+    sections = {scored.chunk.chunk_id: scored.chunk for scored in art.chunks}
+    for chunk in {c.chunk_id: c for first in sections.values() for c in _section_chunks(kb, first)}.values():
+        rows.update(_table_row_words(kb, chunk))
+    if len(rows) <= TABLE_ROWS_TO_CUT or any(names & asked for _words, names in rows.values()):
         return frozenset()
-    tokenize = kb.index.tokenizer
-    words = set(tokenize(question[:MAX_QUERY_CHARS]))
-    row_words = [set(tokenize(row)) & words for row in rows]
+    words = {w for w in kb.index.tokenizer(said[:MAX_QUERY_CHARS]) if not _NUMERIC.fullmatch(w)}
+    shared = [(row_words & words, names) for row_words, names in rows.values()]
     df: dict[str, int] = {}
-    for shared in row_words:
-        for w in shared:
+    for common, _names in shared:
+        for w in common:
             df[w] = df.get(w, 0) + 1
+    n_docs = max(1, len(kb.index.terms))
     # Weighed by how rare the word is in the whole KB too: "docker", "部署" in a long row's
     # prose matched as many of the question's words as the row it asked for did.
-    n_docs = max(1, len(kb.index.docs))
     rare = {w: math.log((len(rows) + 1) / (n + 0.5)) * math.log((n_docs + 1) / (kb.index.doc_freq.get(w, 0) + 0.5))
             for w, n in df.items() if n <= max(1, len(rows) // 5)}
-    scores = [(sum(rare.get(w, 0.0) for w in shared), sum(1 for w in shared if w in rare)) for shared in row_words]
+    scores = [(sum(rare.get(w, 0.0) for w in common), sum(1 for w in common if w in rare)) for common, _names in shared]
     best = max(scores)
     if best[1] < 2:
         return frozenset()
-    picked = [row for row, score in zip(rows, scores) if score[0] >= best[0] - 1e-9]
-    if len(picked) > DESCRIBED_ROWS_MAX:
+    picked = [names for (_common, names), score in zip(shared, scores) if score[0] >= best[0] - 1e-9]
+    if len(picked) > DESCRIBED_ROWS_MAX or any(names & tried for names in picked):
         return frozenset()
-    return frozenset().union(*(_row_names(row) for row in picked))
+    return frozenset().union(*picked)
+
+
+def _table_row_words(kb, chunk) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
+    """A chunk's table rows (headers left out), each with its words and names; once per
+    chunk and index, since every question on a big table reads them again."""
+    from ingest.chunking import header_lines
+    from ingest.index import derived
+
+    cache = derived(kb.index, "_table_row_words", dict)
+    if chunk.chunk_id not in cache:
+        out: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        lines = chunk.text.strip().split("\n")
+        start = 0
+        while start < len(lines):
+            if not lines[start].lstrip().startswith("|"):
+                start += 1
+                continue
+            end = start
+            while end < len(lines) and lines[end].lstrip().startswith("|"):
+                end += 1
+            table = lines[start:end]
+            # A row group repeats its header; a bare run of rows has none to leave out.
+            head = header_lines(table) if len(table) > 1 and re.match(r"^\s*\|?\s*:?-{3,}", table[1]) else 0
+            for row in table[head:]:
+                out.setdefault(row, (frozenset(kb.index.tokenizer(row)), _row_names(row)))
+            start = end
+        cache[chunk.chunk_id] = out
+    return cache[chunk.chunk_id]
 
 
 def _row_names(text: str) -> frozenset[str]:

@@ -208,7 +208,7 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     "embedding and rerank models": ("embedding model", "embedding 模型", "embedding模型", "embeddings endpoint", "embedding endpoint",
                                     "embeddings api", "embedding api", "/v1/embeddings", "pooling", "rerank", "reranker",
                                     "task embed", "--task embed", "task=embed", 'task="embed"', "task='embed'", "llm.embed(",
-                                    "embedding job*", "embeddings job*", "向量模型", "嵌入模型", "重排"),
+                                    "向量模型", "嵌入模型", "重排"),
     "prefix caching": ("prefix cach*", "enable-prefix-caching", "enable_prefix_caching", "前缀缓存", "automatic prefix"),
     "disaggregated serving": ("disaggregat*", "pd分离", "pd 分离", "kv transfer", "kv_transfer", "lmcache*", "mooncake*", "nixl*",
                               # a connector's class name says it too ("MooncakeStoreConnector", "--kv-connector")
@@ -241,7 +241,8 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     # Not the bare word: llama.cpp-style servers "offload layers to the GPU", the opposite.
     "CPU offload": ("cpu-offload-gb", "cpu_offload_gb", "cpu offload", "cpu offloading", "offload to cpu", "offload to the cpu",
                     "offload to host", "offload to ram", "offloaded to cpu", "kv offload*", "kv-offload*", "kv cache offload*",
-                    "cpu kv offload*", "offload the kv cache", "卸载到cpu", "卸载到 cpu", "offload 到 cpu", "offload到cpu"),
+                    "kv-cache offload*", "offloadingconnector", "offload the kv cache", "卸载到cpu", "卸载到 cpu",
+                    "offload 到 cpu", "offload到cpu"),
     "KV cache quantization": ("fp8 kv", "kv cache fp8", "calculate_kv_scales", "kv cache quantization"),
     "OpenAI API request fields": ("stream_options", "logit_bias", "stop_token_ids", "stop sequences", "tool_choice",
                                   "extra_body", "chat/completions format"),

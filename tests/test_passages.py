@@ -2290,13 +2290,17 @@ def test_a_big_tables_row_the_question_describes_without_naming_it_is_quoted(tmp
     """"装不上没签名的插件 … has a bad signature" is the FORCE_VERIFYING_SIGNATURE row of a long
     variables table; the table was quoted from its top and cut three rows above it (dev
     trees). The row the question's rarer words pick is quoted, with its header; words that
-    many rows share pick none, and the table is quoted as before."""
+    many rows share pick none, and the table is quoted as before. (On this small page
+    retrieval alone finds the row's group too; the `picked` checks below are what guard the
+    rule, whichever group retrieval ranks first.)"""
     from assistant.answer import answer_question
 
     rows = [f"| `PLUGIN_SETTING_{i:02d}` | `{i * 10}` | Plugin daemon option number {i}: tunes the plugin worker pool "
             f"size for batch {i} of the plugin jobs. |" for i in range(40)]
     rows[33] = ("| `FORCE_VERIFYING_SIGNATURE` | `true` | Require a valid signature before a plugin is installed; "
                 "set it to false to install unsigned plugin packages. |")
+    for i in range(10, 14):
+        rows[i] = f"| `PLUGIN_QUOTA_{i}` | `{i}` | GPU quota limit for plugin pool {i}. |"
     page = ("# Environment variables\n\n## Plugin daemon\n\nThe plugin daemon runs plugins for the API.\n\n"
             "| Variable | Default | Description |\n|---|---|---|\n" + "\n".join(rows) + "\n")
     settings, kb = docs_kb(tmp_path, {"env.md": page, "serve.md": "# Serving\n\nStart the server with `gadget serve MODEL`.\n"})
@@ -2312,11 +2316,19 @@ def test_a_big_tables_row_the_question_describes_without_naming_it_is_quoted(tmp
     from assistant.answer import _described_rows
     from assistant.retrieval import RetrievalParams, search
 
-    def picked(question: str, asked: frozenset[str] = frozenset()) -> frozenset[str]:
+    def picked(question: str, asked: frozenset[str] = frozenset(), tried: frozenset[str] = frozenset()) -> frozenset[str]:
         result = search(kb.index, kb.embedder, question, RetrievalParams.from_settings(settings))
         env = next(a for a in result.articles if a.chunks[0].chunk.source.endswith("env.md"))
-        return _described_rows(kb, env, question, asked)
+        return _described_rows(kb, env, question, asked, tried)
 
     assert picked("plugin install says the package has a bad signature, how do I allow unsigned ones") == {"force_verifying_signature"}
     assert picked("What does the plugin daemon's worker pool size option do for batch jobs?") == frozenset()
     assert picked("unsigned plugin fails, what is PLUGIN_SETTING_07 for?", frozenset({"plugin_setting_07"})) == frozenset()
+    # Numbers are no description: "batch 7" rows' digits picked a row for "2 replicas, 20 workers".
+    assert picked("We run 2 replicas with 20 workers each and the plugin jobs crash at batch 7, what should I check?") == frozenset()
+    # A row the asker already set is not brought back as the answer.
+    tried = frozenset({"force_verifying_signature"})
+    assert picked("I already set FORCE_VERIFYING_SIGNATURE to false but an unsigned plugin still fails with a bad signature",
+                  tried=tried) == frozenset()
+    # Words that four rows share pick none of them.
+    assert picked("the plugin jobs hit the GPU quota limit, which setting raises it?") == frozenset()

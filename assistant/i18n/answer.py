@@ -100,13 +100,15 @@ MESSAGES = {
         "en": '**Several articles fit a question this short.** The closest comes first and the others are listed at the end with how to tell them apart; a log line or what you see (at start-up or while serving) settles it.',
     },
     'unsure_unseen': {
-        "zh": '**不一定对症。** 你的问题说到了 {subjects}，知识库里没有这方面的内容：下面是最接近的条目，只管它讲到的那部分，先对照它的症状和日志，确认一致再按它的办法处理。',
-        "en": '**Not a sure match.** Your question names {subjects}, which the KB has nothing on: below is its closest article, for the part it does cover; check its symptoms and log lines against yours before you apply the fix.',
+        "zh": '**不一定对症。** 你的问题提到了{words}，知识库里没有讲这方面的条目：下面是最接近的一篇，只管它讲到的那部分；先对照它的症状和日志，确认一致再按它的办法处理。',
+        "en": '**Not a sure match.** Your question mentions {words}, and no article in the KB covers that: below is the closest, for the part it does cover; check its symptoms and log lines against yours before you apply the fix.',
     },
     'unsure_unseen_passages': {
-        "zh": '**不一定能回答你的问题。** 你的问题说到了 {subjects}，文档里没有这方面的内容：以下是最接近的段落，用之前先核对。',
-        "en": '**Not a sure match.** Your question names {subjects}, which the docs have nothing on: these are the closest passages, so check them before you act on them.',
+        "zh": '**不一定能回答你的问题。** 你的问题提到了{words}，文档里没有讲这方面的内容：以下是最接近的段落，用之前先核对。',
+        "en": '**Not a sure match.** Your question mentions {words}, which none of the docs covers: these are the closest passages, so check them before you act on them.',
     },
+    'word_quoted': {"zh": '“{word}”', "en": '“{word}”'},
+    'word_list_sep': {"zh": '、', "en": ', '},
     'unsure_passages': {
         "zh": '**不一定能回答你的问题。** 以下是文档里最接近的段落，未必正好说到你问的情况，用之前先核对。',
         "en": '**Not a sure match.** These are the closest passages in the docs; they may not answer exactly what you asked, so check them before you act on them.',
