@@ -234,8 +234,12 @@ def _extractive(text: str, kb, result: Retrieval, diagnosis, calc, lang: str, to
     if extras:
         # The calculation and log findings come first and whole; the KB's quote gets the rest of the bound.
         head = "\n\n".join(extras)
+        labels = texts("answer", lang)
         rest = max(MAX_ANSWER_CHARS - len(head) - 2, MAX_ANSWER_CHARS // 3)
-        answer.answer = head + "\n\n" + _bounded(answer.answer, rest, texts("answer", lang))
+        # The quote keeps a third of the bound beside a long calculation, and the whole stays
+        # within it: a 70B capacity question's figures, values and notes (2,100 characters)
+        # plus that third came to 3,011 (capacity set).
+        answer.answer = _bounded(head + "\n\n" + _bounded(answer.answer, rest, labels), MAX_ANSWER_CHARS, labels)
     return answer
 
 
