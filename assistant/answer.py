@@ -2366,9 +2366,7 @@ def _table_row_words(kb, chunk) -> dict[str, tuple[frozenset[str], frozenset[str
             if not lines[start].lstrip().startswith("|"):
                 start += 1
                 continue
-            end = start
-            while end < len(lines) and lines[end].lstrip().startswith("|"):
-                end += 1
+            end = _table_end(lines, start)
             table = lines[start:end]
             # A row group repeats its header; a bare run of rows has none to leave out.
             head = header_lines(table) if len(table) > 1 and re.match(r"^\s*\|?\s*:?-{3,}", table[1]) else 0
@@ -2426,14 +2424,20 @@ def _asked_table_lines(chunk, asked: frozenset[str]):
             out.append(lines[i])
             i += 1
             continue
-        j = i
-        while j < len(lines) and lines[j].lstrip().startswith("|"):
-            j += 1
+        j = _table_end(lines, i)
         cut = _table_cut(lines[i:j], asked, TABLE_ROWS_TO_CUT)
         out += lines[i:j] if cut is None else cut
         changed = changed or cut is not None
         i = j
     return replace(chunk, text="\n".join(out)) if changed else chunk
+
+
+def _table_end(lines: list[str], start: int) -> int:
+    """Where the run of table lines that begins at `start` ends (the first line after it)."""
+    end = start
+    while end < len(lines) and lines[end].lstrip().startswith("|"):
+        end += 1
+    return end
 
 
 def _table_rows(chunk) -> bool:
