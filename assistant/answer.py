@@ -2310,6 +2310,7 @@ def _asked_rows(chunk, asked: frozenset[str]):
 
 
 DESCRIBED_ROWS_MAX = 3  # more rows tied on the question's words than this: the words do not pick a row
+DESCRIBED_KB_SHARE = 1 / 3  # a word in more of the KB's documents than this share describes no row
 _NUMERIC = re.compile(r"[\d.]+")  # "20 workers", "v0.8.5" → 0, 8, 5: a default value's digits are no description
 
 
@@ -2337,10 +2338,15 @@ def _described_rows(kb, art: ArticleMatch, said: str, asked: frozenset[str], tri
         for w in common:
             df[w] = df.get(w, 0) + 1
     n_docs = max(1, len(kb.index.terms))
-    # Weighed by how rare the word is in the whole KB too: "docker", "部署" in a long row's
-    # prose matched as many of the question's words as the row it asked for did.
-    rare = {w: math.log((len(rows) + 1) / (n + 0.5)) * math.log((n_docs + 1) / (kb.index.doc_freq.get(w, 0) + 0.5))
-            for w, n in df.items() if n <= max(1, len(rows) // 5)}
+    kb_df = kb.index.doc_freq
+    # Rare in the whole KB too, and weighed by it: "docker", "部署" in a long row's prose
+    # matched as many of the question's words as the row it asked for did; and a word that
+    # more than DESCRIBED_KB_SHARE of the documents hold is the tree's common vocabulary (a
+    # GPUStack tree's "gpustack", in 103 of 112): with "docker" it picked the registry row for
+    # "用 docker 起的 gpustack 怎么改 UI 端口", and the --port row was cut away (dev trees).
+    ceiling = max(1.0, n_docs * DESCRIBED_KB_SHARE)
+    rare = {w: math.log((len(rows) + 1) / (n + 0.5)) * math.log((n_docs + 1) / (kb_df.get(w, 0) + 0.5))
+            for w, n in df.items() if n <= max(1, len(rows) // 5) and kb_df.get(w, 0) <= ceiling}
     scores = [(sum(rare.get(w, 0.0) for w in common), sum(1 for w in common if w in rare)) for common, _names in shared]
     best = max(scores)
     if best[1] < 2:

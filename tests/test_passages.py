@@ -2332,3 +2332,30 @@ def test_a_big_tables_row_the_question_describes_without_naming_it_is_quoted(tmp
                   tried=tried) == frozenset()
     # Words that four rows share pick none of them.
     assert picked("the plugin jobs hit the GPU quota limit, which setting raises it?") == frozenset()
+
+
+def test_words_that_many_documents_share_pick_no_row_of_a_big_table(tmp_path):
+    """"gpustack 用 docker 起的 … 怎么把 UI 端口改成别的" picked the registry row of an English
+    CLI table by "docker" and the product's name, words rare among the table's rows but in
+    most of the tree's documents, and the --port row was cut away (GPUStack dev tree). Such
+    words name the product or how it runs, not a row."""
+    from assistant.answer import _described_rows
+    from assistant.retrieval import RetrievalParams, search
+
+    rows = [f"| `--option-{i:02d}` value | `{i}` | Tuning knob {i} of the scheduler queue. |" for i in range(30)]
+    rows[5] = "| `--registry` value | `docker.io` | Default registry to pull the gadget docker images from. |"
+    rows[20] = "| `--port` value | `80` | Port to bind the web server to; it serves the UI and the API. |"
+    docs = {"cli.md": "# gadget start\n\n## Options\n\n| Flag | Default | Description |\n|---|---|---|\n" + "\n".join(rows) + "\n"}
+    for i, topic in enumerate(["install", "upgrade", "backup", "models", "workers", "logs", "metrics", "tokens", "users"]):
+        docs[f"{topic}.md"] = f"# {topic.title()}\n\nRun gadget with docker for {topic}: `docker run gadget/gadget {topic}`.\n"
+    settings, kb = docs_kb(tmp_path, docs)
+
+    def picked(question: str) -> frozenset[str]:
+        result = search(kb.index, kb.embedder, question, RetrievalParams.from_settings(settings))
+        cli = next(a for a in result.articles if a.chunks[0].chunk.source.endswith("cli.md"))
+        return _described_rows(kb, cli, question, frozenset(), frozenset())
+
+    # The words that describe the row (web, UI, 端口 → port) pick it; gadget and docker pick none.
+    assert picked("gadget 用 docker 起的，默认 web 端口 80 被别的服务占了，怎么把 UI 端口改成别的？") == {"port"}
+    assert picked("Started gadget with docker on 80, which is taken; how do I move the web UI elsewhere?") == {"port"}
+    assert picked("gadget 是用 docker 起的，要改哪个配置？") == frozenset()
