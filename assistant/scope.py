@@ -337,7 +337,11 @@ ENTITIES: dict[str, tuple[str, ...]] = {
 # for now").
 CORE_TERMS: dict[str, tuple[str, ...]] = {
     "bf16 on older GPUs": ("bf16", "bfloat16"),
-    "stop tokens and EOS": ("eos", "stop token*", "stop_token*", "stop sequence*"),
+    # Servers name them differently: exllama's and TabbyAPI's docs say `stop_strings` and
+    # "stopping strings", TGI's stop_sequences, others stop_words (a TabbyAPI tree whose
+    # chat-template page sets stop_strings was told it had nothing on stop tokens).
+    "stop tokens and EOS": ("eos", "stop token*", "stop_token*", "stop sequence*", "stop_sequence*",
+                            "stop string*", "stop_string*", "stopping string*", "stop word*", "stop_word*"),
     "context extension (RoPE/YaRN)": ("rope", "yarn", "rope_scaling", "max_position_embeddings"),
     "new model support": ("supported models", "supported architectures", "model support", "支持的模型", "支持模型列表"),
     # Docs that show `vllm --version`, or head a section on the installed version, cover it.

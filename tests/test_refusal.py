@@ -663,3 +663,27 @@ def test_a_signature_the_asker_does_not_deny_is_still_a_hit(bundled_kb, question
     from assistant.retrieval import signature_hits
 
     assert "vllm-requests-hang" in signature_hits(bundled_kb.index, question)
+
+
+def test_docs_that_set_stop_strings_cover_a_model_that_never_stops(tmp_path):
+    """A TabbyAPI tree's chat-template page says how to set `stop_strings`; "模型停不下来，怎么让它
+    遇到 <|im_end|> 就停下" was told the KB had nothing on stop tokens (blind set, read after its
+    first run). Docs that name a server's stop strings, stop sequences or stop words cover it;
+    docs that name none of them still do not."""
+    from assistant.scope import detect, unseen_entities
+
+    subject = "stop tokens and EOS"
+    question = "模型停不下来，一直输出到 max_tokens，<|im_end|> 之后还在接着写，怎么让它遇到 <|im_end|> 就停下？"
+    assert subject in detect(question).entities
+    other = {"install.md": "# Install\n\nRun `pip install gadget` and start it with `gadget serve MODEL`.\n"}
+    for i, text in enumerate(["A chat template can also set stopping strings: add `{%- set stop_strings = [\"string1\"] -%}` "
+                              "at the top of the jinja file.",
+                              "Pass `stop_sequences` in the request body to end generation at any of them.",
+                              "Set `stop_words` in the model's generation config to end the reply at them."]):
+        (tmp_path / f"cover{i}").mkdir()
+        _settings, kb = docs_kb(tmp_path / f"cover{i}", {"chat.md": f"# Chat completions\n\n## Custom templates\n\n{text}\n", **other})
+        assert subject not in unseen_entities(detect(question), kb.index), text
+    (tmp_path / "none").mkdir()
+    _settings, kb = docs_kb(tmp_path / "none", {"chat.md": "# Chat completions\n\n## Custom templates\n\nPlace a custom "
+                                                "jinja template in the templates folder.\n", **other})
+    assert subject in unseen_entities(detect(question), kb.index)
