@@ -1979,7 +1979,7 @@ def _twin_lacks_what_is_quoted(question: str, chunk, twin: list) -> bool:
     # Only what the passage writes as code (`…` or a fenced block): a translation keeps those
     # verbatim, while English prose the question happens to share ("out of memory") is
     # naturally absent from a Chinese twin and says nothing about what it lacks.
-    code = " ".join(m.group(1) or m.group(2) for m in _CODE_SPAN.finditer(chunk.text))
+    code = " ".join(m.group(1) or m.group(2) or "" for m in _CODE_SPAN.finditer(chunk.text))  # an empty fence is ""
     flat = " " + " ".join(_literal_words(code)) + " "
     shared = [run for run in runs if f" {run} " in flat]
     if not shared:

@@ -2359,3 +2359,25 @@ def test_words_that_many_documents_share_pick_no_row_of_a_big_table(tmp_path):
     assert picked("gadget 用 docker 起的，默认 web 端口 80 被别的服务占了，怎么把 UI 端口改成别的？") == {"port"}
     assert picked("Started gadget with docker on 80, which is taken; how do I move the web UI elsewhere?") == {"port"}
     assert picked("gadget 是用 docker 起的，要改哪个配置？") == frozenset()
+
+
+def test_a_passage_with_an_empty_code_block_is_compared_with_its_twin(tmp_path):
+    """A converted page's empty fenced block ("```\\n```", left by an rst directive) made every
+    question that quoted its twin's passage fail with an internal error (the XTuner tree,
+    blind set): the block is code with nothing in it."""
+    from types import SimpleNamespace
+
+    from assistant.answer import _twin_lacks_what_is_quoted
+
+    empty = SimpleNamespace(text="Install it:\n\n```\n```\n\nthen run `xtuner train my_config --deepspeed deepspeed_zero2`.")
+    assert _twin_lacks_what_is_quoted("怎么跑 xtuner train my_config --deepspeed deepspeed_zero2", empty,
+                                      [SimpleNamespace(text="安装后执行训练。")])
+    en = ("# Training\n\n## Start a run\n\nInstall it first:\n\n```\n```\n\nThen start the run with "
+          "`xtuner train my_config --deepspeed deepspeed_zero2` on every node.\n")
+    zh = ("# 训练\n\n## 开始训练\n\n先安装：\n\n```\n```\n\n然后在每个节点上执行 "
+          "`xtuner train my_config --deepspeed deepspeed_zero2` 开始训练。\n")
+    settings, kb = docs_kb(tmp_path, {"en/train.md": en, "zh_cn/train.md": zh})
+    for question in ("xtuner train my_config --deepspeed deepspeed_zero2 要在每个节点上都执行吗？",
+                     "do I run xtuner train my_config --deepspeed deepspeed_zero2 on every node?"):
+        answer = answer_question(question, settings, kb=kb)
+        assert answer.grounded and "deepspeed_zero2" in answer.answer, question
