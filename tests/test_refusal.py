@@ -687,3 +687,37 @@ def test_docs_that_set_stop_strings_cover_a_model_that_never_stops(tmp_path):
     _settings, kb = docs_kb(tmp_path / "none", {"chat.md": "# Chat completions\n\n## Custom templates\n\nPlace a custom "
                                                 "jinja template in the templates folder.\n", **other})
     assert subject in unseen_entities(detect(question), kb.index)
+
+
+@pytest.mark.parametrize("question, subject", [
+    ("Can the server unload the model after 5 minutes without requests and load it again on the next one, like Ollama's keep_alive?",
+     "idle model unloading"),
+    ("服务空闲时自动卸载模型释放显存，这个能配吗？", "idle model unloading"),
+    ("Our client moved to the OpenAI Responses API. Does the server implement it, or only chat/completions?",
+     "OpenAI Responses API"),
+    ("Linux 上怎么把服务配成开机自启，挂了自动重启？有现成的 service 文件吗？", "system services (systemd)"),
+    ("How do I run it as a systemd service file so it starts on boot?", "system services (systemd)"),
+])
+def test_server_features_a_doc_tree_never_mentions_are_refused(tmp_path, question, subject):
+    """A TabbyAPI tree's server-options page was quoted, as sure, for "unload the model when
+    idle", "does it implement /v1/responses" and "run it under systemd" (blind set, read after
+    its first run): features the docs never name. Docs that name them answer."""
+    from assistant.scope import detect, unseen_entities
+
+    options = ("# Server options\n\n## Model options\n\n| Option | Default | Description |\n|---|---|---|\n"
+               "| model_dir | models | Where the models are loaded from. |\n| max_seq_len | 4096 | The context length. |\n"
+               "| cache_mode | FP16 | The KV cache precision. |\n\n## Network options\n\nSet `host` to 0.0.0.0 and `port` "
+               "to serve other machines; `disable_auth` turns the API key check off.\n")
+    pages = {"options.md": options, "usage.md": "# Usage\n\nLoad a model with POST /v1/model/load and chat with "
+             "/v1/chat/completions.\n"}
+    assert subject in detect(question).entities
+    settings, kb = docs_kb(tmp_path, pages)
+    answer = answer_question(question, settings, kb=kb, use_llm=False)
+    assert not answer.grounded, question
+    covered = {"idle model unloading": "## Idle unload\n\nSet `keep_alive` to unload a model that got no request for that long.\n",
+               "OpenAI Responses API": "## Responses API\n\nPOST /v1/responses is served beside chat completions.\n",
+               "system services (systemd)": "## Running as a systemd service\n\nCopy the systemd service file to "
+                                            "/etc/systemd/system and enable it, so it starts on boot.\n"}[subject]
+    (tmp_path / "more").mkdir()
+    _settings, kb = docs_kb(tmp_path / "more", {**pages, "features.md": "# Features\n\n" + covered})
+    assert subject not in unseen_entities(detect(question), kb.index)
