@@ -262,18 +262,20 @@ ENTITIES: dict[str, tuple[str, ...]] = {
     "API authentication": ("api key", "api keys", "bearer token", "authorization header", "auth token",
                            "鉴权", "api 密钥", "api密钥", "访问令牌"),
     # Making the server a service of the host (start on boot, restart when it dies): an ops
-    # question about the host, which docs on the server's own flags do not answer. Asked for,
-    # not said in passing: "systemctl daemon-reload drops the GPUs", "I made a systemd unit
-    # restarting it", "systemd 里要加啥" are set-ups of questions doc trees answer.
-    "system services (systemd)": ("systemd service file", "as a systemd service", "run as a service", "run it as a service",
-                                  "start on boot", "start at boot", "starts on boot", "autostart", "开机自启", "开机启动",
-                                  "开机自动启动", "as a windows service", "nssm"),
+    # question about the host, which docs on the server's own flags do not answer. Only
+    # phrases that ask for it: "systemctl daemon-reload drops the GPUs", "I made a systemd
+    # unit restarting it", "I run it as a systemd service and it OOMs", "a service account"
+    # are set-ups of questions doc trees answer.
+    "system services (systemd)": ("systemd service file", "start on boot", "start at boot", "starts on boot",
+                                  "开机自启", "开机自动启动", "as a windows service"),
     # OpenAI's newer Responses endpoint, asked of a server that may only speak chat completions.
     # (Not the path: words with a slash are blanked as model ids before needles are looked for.)
     "OpenAI Responses API": ("responses api", "responses endpoint", "responses 接口"),
-    # Freeing the GPU when no request comes (Ollama's keep_alive): a model-manager feature.
-    "idle model unloading": ("keep_alive", "keep-alive time", "unload the model after", "unload it after", "unload after",
-                             "unload when idle", "unload idle", "idle unload*", "auto-unload*", "auto unload*",
+    # Freeing the GPU when no request comes (Ollama's keep_alive): a model-manager feature. Not
+    # "keep_alive" itself: dashed, it is HTTP's keep-alive (--timeout-keep-alive,
+    # VLLM_HTTP_TIMEOUT_KEEP_ALIVE), said in hang questions the KB answers.
+    "idle model unloading": ("unload the model after", "unload it after", "unload when idle", "unload idle",
+                             "idle unload*", "auto-unload*", "auto unload*",
                              "空闲时自动卸载", "空闲自动卸载", "闲置自动卸载", "自动卸载模型", "空闲时卸载"),
     # Exporting the server's metrics for scraping, not reading one figure from the log.
     "Prometheus metrics": ("prometheus", "/metrics", "metrics endpoint", "metrics 接口", "指标接口", "监控指标"),
@@ -357,11 +359,13 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
     "stop tokens and EOS": ("eos", "stop token*", "stop_token*", "stop sequence*", "stop_sequence*",
                             "stop string*", "stop_string*", "stopping string*", "stop word*", "stop_word*"),
     "context extension (RoPE/YaRN)": ("rope", "yarn", "rope_scaling", "max_position_embeddings"),
-    # Docs that speak of systemd, of the Responses endpoint, of keep_alive or of unloading
-    # cover the service, Responses and idle-unload questions, whatever phrase asked them.
-    "system services (systemd)": ("systemd", "systemctl", "开机自启", "开机启动"),
+    # Docs with a systemd heading, or that speak of the Responses endpoint or of unloading
+    # idle models, cover those questions whatever phrase asked them. Not a bare systemctl
+    # (`systemctl restart docker` on an install page), keep-alive (an HTTP header) or 自动卸载
+    # (pip's uninstall).
+    "system services (systemd)": ("#systemd*", "systemd service*", "systemd unit*", "开机自启"),
     "OpenAI Responses API": ("responses api", "/v1/responses"),
-    "idle model unloading": ("keep_alive", "#unload*", "idle unload*", "自动卸载"),
+    "idle model unloading": ("idle unload*", "unload idle", "unloads idle", "#unload*", "keep_alive duration"),
     "new model support": ("supported models", "supported architectures", "model support", "支持的模型", "支持模型列表"),
     # Docs that show `vllm --version`, or head a section on the installed version, cover it.
     "checking the installed version": ("--version", "#installed version", "#check the version", "#查看版本", "pip show"),
