@@ -1317,9 +1317,10 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     # What the sentences (and error lines) name, not a pasted config or command: a setting
     # the asker already uses is no sign that its row alone answers.
     said = sentences(result.question)
-    asked = frozenset() if _asks_for_another_setting(said) else asked_identifiers(said) - _tried_names(said)
+    tried = _tried_names(said)
+    asked = frozenset() if _asks_for_another_setting(said) else asked_identifiers(said) - tried
     asked |= frozenset(codes)  # "Xid 79": the row of a long code table whose first cell is 79
-    asked |= _described_rows(kb, top, said, asked, _tried_names(said))
+    asked |= _described_rows(kb, top, said, asked, tried)
     passages = {id(art): _passage(kb, art, lang, labels, hits, asked, result.question) for art in (top, *others)}
     brought = _fix_sibling(kb, passages[id(top)][0], [*siblings, *others], said)
     siblings = brought + siblings
