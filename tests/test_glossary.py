@@ -12,7 +12,7 @@ from assistant.glossary import translate
 from assistant.knowledge import open_kb
 from assistant.retrieval import cross_keyword_scores
 
-from .conftest import dedent
+from .conftest import dedent, docs_kb
 
 DOCS = dedent("""
     # Serving runbook
@@ -320,3 +320,38 @@ def test_a_chinese_synonym_the_kb_never_uses_is_searched_as_the_one_it_does(chin
     assert "挂掉" in tokens and "崩溃" not in tokens
     answer = answer_question("服务崩溃以后看哪里", settings, kb=kb)
     assert answer.citations and "服务挂掉以后" in answer.citations[0].section
+
+
+ADMIN_EN = dedent("""
+    # Administration
+
+    ## Reset a user's password
+    Users who forgot their password cannot recover it from the login page. An admin resets it:
+    `ragctl user reset-password --email someone@example.com`.
+
+    ## Back up and migrate your data
+    Stop the stack, then run `ragctl backup --out /backups/rag.tar` and restore it on the new host
+    with `ragctl restore /backups/rag.tar`.
+
+    ## Send email through your SMTP server
+    Set `SMTP_HOST`, `SMTP_PORT` and `MAIL_FROM` in `.env`.
+""")
+
+
+def test_a_self_hosted_services_own_words_cross_languages(tmp_path):
+    """Teams run RAG and chat platforms beside their models, with English-only docs asked in
+    Chinese: "自己注册的账号密码忘了，怎么重置" shared no keyword with the page on resetting a
+    user's password, and a page of server logs was cited first (new trees)."""
+    assert {"password", "reset", "account", "forgot forgotten", "login"} <= set(
+        translate("自己注册的账号密码忘了，登录页面也没有找回的入口，怎么重置？", "zh"))
+    assert {"备份", "恢复", "知识库"} <= {w for t in translate("how do I backup and restore the knowledge base", "en") for w in t.split()}
+    assert translate("日志级别怎么调", "zh") == ["log logs logging", "level"]  # "log" still maps back alone
+    assert translate("where are the logs", "en") == ["日志"]
+    settings, kb = docs_kb(tmp_path, {"admin.md": ADMIN_EN})
+    for question, section in (("自己注册的账号密码忘了，登录页面也没有找回的入口，怎么重置？", "Reset a user's password"),
+                              ("要把整套环境搬到另一台服务器，有没有官方的备份和恢复办法", "Back up and migrate your data"),
+                              ("邮件一直发不出去，邮箱服务器在哪配", "Send email through your SMTP server")):
+        native = kb.index.keyword.scores(kb.index.tokenizer(question))
+        cross, shared = cross_keyword_scores(kb.index, question, "zh", native)
+        assert section in kb.index.chunks[int(np.argmax(cross))].title, question
+        assert answer_question(question, settings, kb=kb).citations[0].section.endswith(section), question
