@@ -1354,6 +1354,11 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     # for: "how do I roll back a bad deploy" quoted "Mitigation" (scale out, eject endpoints)
     # above the "Rollback" section it matched best (trial).
     behind |= {id(art) for art in brought if id(art) in where and where[id(art)] < where[id(top)]}
+    # And any section above one the question's pasted error names (a FAQ's heading or a quoted
+    # line): a FAQ's entries are no steps, and the Docker entry above it led the answer to
+    # "$'\r': command not found", its `sed` fix quoted second (new trees).
+    if top.signatures:
+        behind |= {id(art) for art in near if not art.signatures and where[id(art)] < where[id(top)]}
     page = sorted(near, key=lambda art: (id(art) in behind, _position(kb, quoted[id(art)][0]))) + sorted(
         (art for art in from_page if art not in near), key=lambda art: _position(kb, quoted[id(art)][0]))
     repeated: list[str] = []

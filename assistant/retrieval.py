@@ -679,16 +679,25 @@ def pasted_in_passages(index: KBIndex, question: str,
     codes = asked_codes(question)
     pastes = might_paste(question)
     messages = [(m, squash(m)) for m in pasted_messages(question)] if pastes else []
+    # A FAQ's heading that names an error: said anywhere in the question, pasted or in its
+    # prose, it is the section's subject (see `heading_samples`).
+    hits: dict[tuple[str, str], list[str]] = {}
+    sampled: set[tuple[str, str]] = set()
+    whole = squash(question)
+    for (doc_id, title), samples in _titled_samples(index).items():
+        said = [sample for sample, key in samples if doc_id in unstructured and _holds_sample(whole, key)]
+        if said:
+            sampled.add((doc_id, section_key(title)))
+            found = hits.setdefault((doc_id, section_key(title)), [])
+            found += [sample for sample in said if sample not in found]
     if not messages and not codes:
-        return {}, set()
+        return hits, sampled
     squashed = derived(index, "_squashed_texts", lambda: [squash(c.text) for c in index.chunks])
     # The other way round too: a page's quoted sample of the log ('日志出现 "token usage: 0.99"')
     # found in the pasted lines. Cut at colons, the paste's pieces never held it whole (trial).
     parts = split_question(question) if pastes else None
     pasted = squash("\n".join(parts.errors + parts.logs)) if parts else ""
     quotes = _quoted_samples(index) if pasted else {}
-    hits: dict[tuple[str, str], list[str]] = {}
-    sampled: set[tuple[str, str]] = set()
     for n, (chunk, text) in enumerate(zip(index.chunks, squashed)):
         if chunk.doc_id not in unstructured:
             continue
@@ -728,18 +737,62 @@ _COMMAND_SAMPLE = re.compile(r"(?:sudo\s+)?(?:kubectl|vllm|python3?|docker|pip3?
                              r"systemctl|ray|sglang|lmdeploy|gwctl|\./)\b|.*\s--?[a-z]")
 
 
+# The message a heading reports, after its cue and colon: "执行run.sh时报错：Illegal instruction
+# (core dumped)，或OCR服务无法启动", "Startup fails with error: …". Alternatives ("，或", "; or")
+# are each a message.
+_HEADING_MESSAGE = re.compile(r"(?:报错|错误|提示|显示|出现|失败|异常|error|errors|fails? with|failed with|exception)\s*[：:]\s*(.+)", re.I)
+_ALTERNATIVES = re.compile(r"\s*(?:，\s*或者?|，|；|;|\bor\b(?=\s*['\"“`]))\s*")
+
+
+def heading_samples(heading: str) -> list[str]:
+    """The log messages a section's heading quotes: its `…` and "…" pieces, and what follows
+    an error cue and a colon. A FAQ page names its error in the heading and explains it
+    below ("## 在windows上执行bash run.sh时报错：/bin/bash^M: bad interpreter …，或'\\r':
+    command not found"), so a pasted copy of that line never met the body's words: the
+    pasted `$'\\r': command not found` was answered from another question's section (a team's
+    Chinese FAQ, new trees)."""
+    pieces = [m.group(1) for m in _QUOTED_SAMPLE.finditer(heading)]
+    cued = _HEADING_MESSAGE.search(heading)
+    if cued:
+        pieces += [p.strip(" '\"“”`。.?？") for p in _ALTERNATIVES.split(cued.group(1))]
+    return [p for p in dict.fromkeys(pieces) if re.search(r"[A-Za-z]", p)]
+
+
 def _quoted_samples(index: KBIndex) -> dict[int, list[tuple[str, str]]]:
     """Chunk number → the log samples its text quotes, with their squashed keys, per index."""
     def build() -> dict[int, list[tuple[str, str]]]:
         out: dict[int, list[tuple[str, str]]] = {}
         for n, chunk in enumerate(index.chunks):
             for m in _QUOTED_SAMPLE.finditer(chunk.text):
-                sample = m.group(1)
-                if (" " in sample or ":" in sample) and not _COMMAND_SAMPLE.match(sample) and len(key := squash(sample)) >= 12:
-                    out.setdefault(n, []).append((sample, key))
+                if len(key := _sample_key(m.group(1))) >= 12:
+                    out.setdefault(n, []).append((m.group(1), key))
         return out
 
     return derived(index, "_quoted_samples", build)
+
+
+def _sample_key(sample: str) -> str:
+    """A sample's squashed key, or "" for what is no log line: a word alone, a command."""
+    if (" " not in sample and ":" not in sample) or _COMMAND_SAMPLE.match(sample):
+        return ""
+    return squash(sample)
+
+
+def _titled_samples(index: KBIndex) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """(doc id, heading path) → the messages its headings under the page title name (a
+    "原因" under the error's own heading too), with their squashed keys; per index, read
+    once per distinct heading path rather than per chunk."""
+    def build() -> dict[tuple[str, str], list[tuple[str, str]]]:
+        out: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        for chunk in index.chunks:
+            if (chunk.doc_id, chunk.title) in out:
+                continue
+            found = [(sample, key) for heading in chunk.title.split(" > ")[1:] for sample in heading_samples(heading)
+                     if len(key := _sample_key(sample)) >= 12]
+            out[(chunk.doc_id, chunk.title)] = list(dict.fromkeys(found))
+        return {k: v for k, v in out.items() if v}
+
+    return derived(index, "_titled_samples", build)
 
 
 def _quoting_chunk_first(match: ArticleMatch) -> None:

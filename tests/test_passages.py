@@ -2381,3 +2381,47 @@ def test_a_passage_with_an_empty_code_block_is_compared_with_its_twin(tmp_path):
                      "do I run xtuner train my_config --deepspeed deepspeed_zero2 on every node?"):
         answer = answer_question(question, settings, kb=kb)
         assert answer.grounded and "deepspeed_zero2" in answer.answer, question
+
+
+FAQ_ZH = dedent("""
+    # 常见问题
+
+    ## 服务启动报错：could not select device driver "nvidia" with capabilities: [[gpu]]
+    - 现象：Docker Desktop 下 container 启动后马上退出（exited with code 1）。
+    - 原因：没有安装 NVIDIA Container Toolkit，或者 docker 没有重启。
+    - 解决方案：安装 NVIDIA Container Toolkit 后执行 `systemctl restart docker`。
+
+    ## 执行 run.sh 时报错：Illegal instruction (core dumped)，或 OCR 服务无法启动
+    - 原因：CPU 不支持 AVX2 指令集。
+    - 解决方案：换一台支持 AVX2 的机器。
+
+    ## 在 windows 上执行 bash run.sh 时报错：/bin/bash^M: bad interpreter，或'\\r': command not found
+    - 原因：脚本在 windows 下编辑过，行尾是 dos 格式。
+    - 解决方案：把回车符去掉：`sed -i "s/\\r//" scripts/run.sh`
+""")
+
+
+def test_a_faq_headings_error_is_matched_by_a_pasted_copy_of_it(tmp_path):
+    """A FAQ names its error in the heading and explains it below. A pasted copy of that
+    line, flattened into one line with the next error, never met the body's words: another
+    entry's section was cited first, as sure, and the `sed` fix was not quoted (a team's
+    Chinese FAQ asked in English, new trees)."""
+    from assistant.retrieval import heading_samples, pasted_in_passages
+
+    assert heading_samples("执行 run.sh 时报错：Illegal instruction (core dumped)，或 OCR 服务无法启动")[0] == \
+        "Illegal instruction (core dumped)"
+    assert heading_samples("How can I resolve the error: At most 1 image(s) may be provided in one request?") == \
+        ["At most 1 image(s) may be provided in one request"]
+    assert heading_samples("Check for errors") == [] and heading_samples("Troubleshooting") == []
+    settings, kb = docs_kb(tmp_path, {"FAQ_zh.md": FAQ_ZH, "install.md": "# Install\n\n## Docker\n\nRun `bash run.sh`.\n"})
+    question = ("Win11 + Docker Desktop. The container dies right away: app-local | scripts/entrypoint.sh: line 2: "
+                "$'\\r': command not found app-local | scripts/entrypoint.sh: line 3: syntax error near unexpected "
+                "token `$'{\\r''  app-local exited with code 2. How do I fix this?")
+    unstructured = {m.id for m in kb.index.docs.values()}
+    hits, _sampled = pasted_in_passages(kb.index, question, unstructured)
+    assert [section for (_doc, section) in hits] == [next(c.title for c in kb.index.chunks if "command not found" in c.title)]
+    answer = answer_question(question, settings, kb=kb)
+    assert answer.grounded and "command not found" in answer.citations[0].section
+    assert 'sed -i "s/\\r//"' in answer.answer
+    # A body's quoted line still counts only where the question pastes it, not in its prose.
+    assert not pasted_in_passages(kb.index, "does the install need docker desktop?", unstructured)[0]
