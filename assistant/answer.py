@@ -1325,6 +1325,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     brought = _fix_sibling(kb, passages[id(top)][0], [*siblings, *others], said)
     siblings = brought + siblings
     siblings += _followers(kb, passages[id(top)][0], [*siblings, *others])
+    siblings += _step_gaps(kb, top, siblings)
     quoted = {key: (best, text) for key, (best, text, _rest) in passages.items()}
     room = (MAX_ANSWER_CHARS - SIBLING_RESERVE - BESIDE_RESERVE * len(beside)
             - sum(len(text) + len(best.title) for best, text in quoted.values()))
@@ -1586,6 +1587,45 @@ def _followers(kb, best, quoted: list) -> list[ArticleMatch]:
         out.append(ArticleMatch(chunk.doc_id, 0.0, 0.0, chunks=[ScoredChunk(chunk, 0.0, 0.0, 0.0)], passage=key))
         if len(out) == MAX_FOLLOWERS:
             break
+    return out
+
+
+# A numbered step's heading: "5. Switch Nginx to HTTPS", "Step 5:", "第 5 步", "5）".
+_STEP_HEADING = re.compile(r"^\s*(?:step\s*|第\s*)?(\d{1,2})\s*(?:[.)）、:：]|步)", re.I)
+MAX_STEP_GAP = 2  # steps missing between two quoted ones that are brought in; more is another procedure's worth
+
+
+def _step_number(passage: str) -> int | None:
+    head = passage.split(" > ")[-1] if " > " in passage else ""
+    m = _STEP_HEADING.match(head)
+    return int(m.group(1)) if m else None
+
+
+def _step_gaps(kb, top: ArticleMatch, quoted: list) -> list[ArticleMatch]:
+    """The numbered steps of a procedure between two that the answer quotes: "4. Deploy the
+    certificates" and "6. Edit the HTTPS template" matched the question, and "5. Switch Nginx to
+    the HTTPS configuration", the one step that names the file to copy, was left out (new
+    trees). Scored as the lower of the two, so they take their room before weaker siblings."""
+    from .retrieval import ScoredChunk, section_key
+
+    on_page = [art for art in (top, *quoted) if art.doc_id == top.doc_id and art.passage and art.chunks]
+    steps = {n: art for art in on_page if (n := _step_number(art.passage)) is not None}
+    if len(steps) < 2:
+        return []
+    lo, hi = min(steps), max(steps)
+    score = min(art.chunks[0].score for art in steps.values()) or min(art.score for art in steps.values())
+    taken = {art.passage for art in on_page}
+    gaps = [n for n in range(lo + 1, hi) if n not in steps]
+    if not gaps or len(gaps) > MAX_STEP_GAP:
+        return []
+    best = top.chunks[0].chunk
+    out: list[ArticleMatch] = []
+    for chunk in kb.article_chunks(best.doc_id, best.lang):
+        key = section_key(chunk.title)
+        if key in taken or _step_number(key) not in gaps:
+            continue
+        taken.add(key)
+        out.append(ArticleMatch(chunk.doc_id, score, 0.0, chunks=[ScoredChunk(chunk, score, 0.0, 0.0)], passage=key))
     return out
 
 

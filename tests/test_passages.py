@@ -2425,3 +2425,50 @@ def test_a_faq_headings_error_is_matched_by_a_pasted_copy_of_it(tmp_path):
     assert 'sed -i "s/\\r//"' in answer.answer
     # A body's quoted line still counts only where the question pastes it, not in its prose.
     assert not pasted_in_passages(kb.index, "does the install need docker desktop?", unstructured)[0]
+
+
+TLS_GUIDE = dedent("""
+    # Serve the console over HTTPS
+
+    This guide puts your own certificate on the console's built-in nginx.
+
+    ## 1. Prepare the certificate files
+    You need the certificate chain and its private key, as `fullchain.pem` and `privkey.pem`.
+
+    ## 2. Check that the container runs
+    Run `docker ps` and look for `console-web-1`.
+
+    ## 3. Copy the files into the container
+    `docker cp ./fullchain.pem console-web-1:/tmp/` and the same for the key.
+
+    ## 4. Put the certificate files where nginx reads them
+    Inside the container, move the certificate files to `/etc/nginx/ssl/` and `chmod 600` the key.
+
+    ## 5. Switch to the TLS site
+    Replace the site file with the shipped template: `cp /etc/nginx/console.tls.conf ./console.conf`.
+
+    ## 6. Point nginx at the certificate files
+    In `console.conf`, set `ssl_certificate` and `ssl_certificate_key` to the certificate files in `/etc/nginx/ssl/`.
+
+    ## 7. Reload nginx
+    Run `nginx -s reload`, or restart the container.
+""")
+
+
+def test_a_step_between_two_quoted_steps_of_a_procedure_is_quoted_too(tmp_path):
+    """Steps 4 and 6 of a procedure matched the question and step 5, the one that names the
+    template to copy, shared few of its words: it was left out, and the procedure quoted had
+    a hole in it (new trees)."""
+    from assistant.answer import _step_number
+
+    assert [_step_number(f"Guide > {h}") for h in ("5. Switch", "Step 5: switch", "第 5 步 切换", "5）切换", "2024 notes", "Intro")] \
+        == [5, 5, 5, 5, None, None]
+    assert _step_number("5. A page title alone") is None
+    settings, kb = docs_kb(tmp_path, {"tls.md": TLS_GUIDE, "faq.md": "# FAQ\n\n## Ports\n\nThe console listens on 8080.\n"})
+    answer = answer_question("I have my certificate files from the CA. Where do the certificate files go so nginx uses "
+                             "the certificate files, and what do I point at them?", settings, kb=kb)
+    assert answer.grounded and answer.citations[0].source == "tls.md"
+    quoted = [c.section.split(" > ")[-1][:2] for c in answer.citations if c.source == "tls.md"]
+    assert {"4.", "6."} <= set(quoted)
+    assert "console.tls.conf" in answer.answer and answer.answer.index("4. Put") < answer.answer.index("5. Switch") \
+        < answer.answer.index("6. Point")
