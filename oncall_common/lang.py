@@ -22,7 +22,13 @@ _WORD = re.compile(r"[A-Za-z]{2,}")
 # message up to the end of its sentence or the asker's next Chinese word ("RuntimeError: cache_kvs
 # memory is not enough 怎么解决" is asked in Chinese: the message ends before 怎么). Kept as
 # strings: `re` compiles them on first use, only for lines with Chinese in them.
-_QUOTED = r"`[^`\n]*`|\"[^\"\n]*\"|'[^'\n]{6,}'"
+# A single-quoted string holds six characters at least, or Chinese ones: an English question
+# quoting a UI's short messages ("asking shows '出错了', uploads stay '解析中'") was answered in
+# Chinese (new trees). An apostrophe inside a word opens or closes none ("someone else's job …
+# ends with '启动 … 服务超时'").
+_CODE_SPAN = r"`[^`\n]*`"
+_QUOTED = (r"\"[^\"\n]*\"|“[^”\n]*”|「[^」\n]*」|『[^』\n]*』"
+           r"|(?<![A-Za-z])'(?:[^'\n]{6,}|[^'\n]*[\u4e00-\u9fff][^'\n]*)'(?![A-Za-z])")
 # "CUDA error: …", "HIP error: …", "NCCL error: …" right after a Chinese word are pasted too ("A100
 # 上 vllm 报 CUDA error: an illegal memory access was encountered" was answered in English).
 _PASTED_MESSAGE = (r"(?:\b[A-Za-z_.]*(?:Error|Exception|Warning)\b|\b(?:ERROR|WARNING|WARN|INFO|Traceback)\b"
@@ -47,7 +53,11 @@ def cjk_count(text: str) -> int:
 def _line_is_zh(line: str) -> bool:
     if cjk_count(line) < 1:
         return False
-    own = re.sub(_PASTED_MESSAGE, " ", re.sub(_QUOTED, " ", line))
+    code_free = re.sub(_CODE_SPAN, " ", line)
+    unquoted = re.sub(_QUOTED, " ", code_free)
+    if not cjk_count(unquoted) and not _WORD.search(unquoted):
+        unquoted = code_free  # the whole question in quotes: “为什么推理卡住” is still the asker's own
+    own = re.sub(_PASTED_MESSAGE, " ", unquoted)
     cjk = cjk_count(own)
     # One Chinese word typed with Chinese punctuation is a Chinese writer: "CUDA error: an
     # illegal memory access was encountered，vLLM 0.9.1 H20 跑 DeepSeek-R1" was answered in English.

@@ -92,6 +92,15 @@ def test_real_words_and_versions_are_not_corrected_into_kb_terms():
         ("A100 上 vllm 报 CUDA error: an illegal memory access was encountered", "zh"),
         ("ROCm MI300X 上 vllm 报 HIP error: invalid device function", "zh"),
         ("vllm prints CUDA error: out of memory when it sees 你好", "en"),
+        # a UI's short Chinese messages quoted in an English question, one after an apostrophe (new trees)
+        ("The box runs remotely. The page loads, but asking a question shows '出错了', uploads stay '解析中' and "
+         "deleting files says '请求失败'. How should I be accessing it?", "en"),
+        ("Card 0 runs someone else's job, and `bash run.sh` always ends with '启动 embedding and rerank 服务超时'. "
+         "How do I move it to card 1?", "en"),
+        ("After the upgrade the console says “模型加载失败” on every start, what does that mean?", "en"),
+        ("“为什么推理卡住”", "zh"),
+        ("'为什么推理卡住'", "zh"),
+        ('`./demo mnn_taiyi/ 1 demo.jpg "一只可爱的猫"` errors out. What arguments does the demo expect?', "en"),
     ],
 )
 def test_language_detection(text, lang):
