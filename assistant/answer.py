@@ -1355,10 +1355,10 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     # for: "how do I roll back a bad deploy" quoted "Mitigation" (scale out, eject endpoints)
     # above the "Rollback" section it matched best (trial).
     behind |= {id(art) for art in brought if id(art) in where and where[id(art)] < where[id(top)]}
-    # And any section above one the question's pasted error names (a FAQ's heading or a quoted
-    # line): a FAQ's entries are no steps, and the Docker entry above it led the answer to
-    # "$'\r': command not found", its `sed` fix quoted second (new trees).
-    if top.signatures:
+    # And any section above a FAQ entry whose heading names the question's error: a FAQ's
+    # entries are no steps, and the Docker entry above it led the answer to "$'\r': command not
+    # found", its `sed` fix quoted second (new trees). Only there: a procedure keeps its order.
+    if _heading_names_its_error(top):
         behind |= {id(art) for art in near if not art.signatures and where[id(art)] < where[id(top)]}
     page = sorted(near, key=lambda art: (id(art) in behind, _position(kb, quoted[id(art)][0]))) + sorted(
         (art for art in from_page if art not in near), key=lambda art: _position(kb, quoted[id(art)][0]))
@@ -1409,6 +1409,17 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
         for art in beside:
             parts += _alternative(kb, art, lang, labels, cites)
     return parts
+
+
+def _heading_names_its_error(art: ArticleMatch) -> bool:
+    """Whether a passage matched by the question's error is a FAQ entry that names it in its
+    heading (retrieval.heading_samples)."""
+    from .retrieval import heading_samples
+
+    if not art.signatures or not art.chunks:
+        return False
+    named = {sample for heading in art.chunks[0].chunk.title.split(" > ")[1:] for sample in heading_samples(heading)}
+    return bool(named & set(art.signatures))
 
 
 def _plain_opening(kb, chunk) -> bool:
@@ -1590,42 +1601,49 @@ def _followers(kb, best, quoted: list) -> list[ArticleMatch]:
     return out
 
 
-# A numbered step's heading: "5. Switch Nginx to HTTPS", "Step 5:", "第 5 步", "5）".
-_STEP_HEADING = re.compile(r"^\s*(?:step\s*|第\s*)?(\d{1,2})\s*(?:[.)）、:：]|步)", re.I)
+# A numbered step's heading: "5. Switch Nginx to HTTPS", "Step 5:", "第 5 步", "5）". Not a
+# version or a sub-number ("3.0 release notes", "1.2 Configure"), and not a numbered question
+# of a FAQ ("3. 如何开启 API Key 鉴权", "4. How do I …?"): those are topics, not steps (review).
+_STEP_HEADING = re.compile(r"^\s*(?:step\s*|第\s*)?(\d{1,2})\s*(?:[.)）、:：](?!\d)|步)", re.I)
+_QUESTION_HEADING = re.compile(r"[?？]\s*$|^\s*(?:step\s*|第\s*)?\d{1,2}\s*\S?\s*(?:如何|怎么|怎样|为什么|为何|是否|能否|能不能|可以"
+                               r"|how\b|what\b|why\b|when\b|where\b|which\b|can\b|does\b|do\b|is\b|should\b)", re.I)
 MAX_STEP_GAP = 2  # steps missing between two quoted ones that are brought in; more is another procedure's worth
+MAX_STEP_CHARS = 800  # a step brought in is short; a longer section under a number is a chapter
 
 
 def _step_number(passage: str) -> int | None:
     head = passage.split(" > ")[-1] if " > " in passage else ""
     m = _STEP_HEADING.match(head)
-    return int(m.group(1)) if m else None
+    return int(m.group(1)) if m and not _QUESTION_HEADING.search(head) else None
 
 
 def _step_gaps(kb, top: ArticleMatch, quoted: list) -> list[ArticleMatch]:
     """The numbered steps of a procedure between two that the answer quotes: "4. Deploy the
     certificates" and "6. Edit the HTTPS template" matched the question, and "5. Switch Nginx to
     the HTTPS configuration", the one step that names the file to copy, was left out (new
-    trees). Scored as the lower of the two, so they take their room before weaker siblings."""
+    trees). Only where the page runs the steps in order with nothing else between, and only
+    short ones, scored as the lower of the two so they take their room before weaker siblings."""
     from .retrieval import ScoredChunk, section_key
 
-    on_page = [art for art in (top, *quoted) if art.doc_id == top.doc_id and art.passage and art.chunks]
-    steps = {n: art for art in on_page if (n := _step_number(art.passage)) is not None}
-    if len(steps) < 2:
-        return []
-    lo, hi = min(steps), max(steps)
-    score = min(art.chunks[0].score for art in steps.values()) or min(art.score for art in steps.values())
-    taken = {art.passage for art in on_page}
-    gaps = [n for n in range(lo + 1, hi) if n not in steps]
-    if not gaps or len(gaps) > MAX_STEP_GAP:
-        return []
     best = top.chunks[0].chunk
-    out: list[ArticleMatch] = []
+    sections: dict[str, list] = {}  # the page's sections in order, each with its chunks
     for chunk in kb.article_chunks(best.doc_id, best.lang):
-        key = section_key(chunk.title)
-        if key in taken or _step_number(key) not in gaps:
+        sections.setdefault(section_key(chunk.title), []).append(chunk)
+    order = list(sections)
+    on_page = {art.passage: art for art in (top, *quoted) if art.doc_id == top.doc_id and art.passage and art.chunks}
+    steps = sorted((order.index(key), n) for key in on_page if key in sections and (n := _step_number(key)) is not None)
+    out: list[ArticleMatch] = []
+    for (at, n), (at_next, n_next) in zip(steps, steps[1:]):
+        between = order[at + 1:at_next]
+        if not 0 < len(between) <= MAX_STEP_GAP or [_step_number(key) for key in between] != list(range(n + 1, n_next)):
             continue
-        taken.add(key)
-        out.append(ArticleMatch(chunk.doc_id, score, 0.0, chunks=[ScoredChunk(chunk, score, 0.0, 0.0)], passage=key))
+        lower = min(on_page[order[at]], on_page[order[at_next]], key=lambda art: art.chunks[0].score)
+        for key in between:
+            if key in on_page or sum(len(c.text) for c in sections[key]) > MAX_STEP_CHARS:
+                continue
+            score = lower.chunks[0].score
+            out.append(ArticleMatch(best.doc_id, lower.score, 0.0, passage=key,
+                                    chunks=[ScoredChunk(c, score, 0.0, 0.0) for c in sections[key]]))
     return out
 
 

@@ -252,7 +252,8 @@ TERMS: tuple[tuple[str, str], ...] = (
     # A self-hosted service's own words: accounts, its data, its web UI and its stores. Teams
     # run RAG and chat platforms beside their models, with English-only docs asked in Chinese
     # ("自己注册的账号密码忘了，怎么重置" of a page on resetting user passwords), and Chinese-only
-    # docs asked in English.
+    # docs asked in English. No 前端/后端: read left to right they took 端口 from "升级后端口变了"
+    # (review).
     ("密码", "password"),
     ("账号 账户", "account"),
     ("用户名", "username"),
@@ -272,19 +273,16 @@ TERMS: tuple[tuple[str, str], ...] = (
     ("解析", "parse parsing parser"),
     ("索引", "index indexing"),
     ("检索 召回", "retrieval retrieve"),
-    ("重排 重排序", "rerank reranker reranking"),
+    ("重排序 重排模型", "rerank reranker reranking"),  # not a bare 重排: 请求被重排队 is a queue (review)
     ("切片 分段", "chunk chunks chunking"),
     ("拉取", "pull"),
     ("不健康", "unhealthy"),
-    ("前端", "frontend"),
-    ("后端", "backend"),
     ("页面 界面", "page ui"),
     ("浏览器", "browser"),
     ("跨域", "cors"),
     ("数据库", "database"),
     ("会话", "session conversation"),
     ("水位", "watermark"),
-    ("只读", "read-only readonly"),
     # A team's runbook words: release, rollback, scaling, alerts and incidents, asked of a
     # runbook written in the other language ("网关报 502" of a page titled "Gateway returns 502").
     ("网关", "gateway"),
@@ -324,7 +322,7 @@ _EN_WORD = re.compile(r"[a-z][a-z0-9]+")
 # Words of an English phrase that say nothing alone: "of" and "out" mapped every English
 # question with "of" in it to 显存不足 (from "out of memory"), "first" to 首字, "long" to 长文本.
 # They map back only inside their phrase (two words of a row's English side in a row).
-_PHRASE_PARTS = frozenset({"of", "out", "no", "first", "line", "found", "root", "head", "long", "single", "mixed", "half",
+_PHRASE_PARTS = frozenset({"of", "out", "no", "first", "line", "found", "root", "head", "long", "single", "mixed", "half", "base",
                            "operating", "function", "tool", "internal", "status", "rate", "effect", "reverse", "calling"})
 # Words that do not make a phrase: "out of" and "of memory" are no "out of memory" ("index out
 # of range", "80GB of memory", review); a phrase needs two words besides these.

@@ -683,9 +683,13 @@ def pasted_in_passages(index: KBIndex, question: str,
     # prose, it is the section's subject (see `heading_samples`).
     hits: dict[tuple[str, str], list[str]] = {}
     sampled: set[tuple[str, str]] = set()
-    whole = squash(question)
+    # Not one the question says is absent ("日志里没有 Illegal instruction"), and not beyond
+    # what retrieval reads of a long paste.
+    whole = squash(_NEGATED_CLAUSE.sub(" ", question[:MAX_HEADING_SCAN]))
     for (doc_id, title), samples in _titled_samples(index).items():
-        said = [sample for sample, key in samples if doc_id in unstructured and _holds_sample(whole, key)]
+        if doc_id not in unstructured:
+            continue
+        said = [sample for sample, key in samples if _holds_sample(whole, key)]
         if said:
             sampled.add((doc_id, section_key(title)))
             found = hits.setdefault((doc_id, section_key(title)), [])
@@ -742,6 +746,14 @@ _COMMAND_SAMPLE = re.compile(r"(?:sudo\s+)?(?:kubectl|vllm|python3?|docker|pip3?
 # are each a message.
 _HEADING_MESSAGE = re.compile(r"(?:报错|错误|提示|显示|出现|失败|异常|error|errors|fails? with|failed with|exception)\s*[：:]\s*(.+)", re.I)
 _ALTERNATIVES = re.compile(r"\s*(?:，\s*或者?|，|；|;|\bor\b(?=\s*['\"“`]))\s*")
+# What makes a heading's piece a message a program printed, not a topic ("Common errors: GPU and
+# drivers", 如何开启 “Prefix Caching”, "系统提示：You are a helpful assistant"): a colon, a
+# code-like word (an error class, a path, a name with _ . / or digits), or an error's words.
+_MESSAGE_LIKE = re.compile(r":|\b[A-Za-z]*(?:Error|Exception)\b|\w[_/]\w|\w\.\w|\d"
+                           r"|\b(?:not found|no such|denied|refused|failed|failure|cannot|can't|could not|couldn't|unable"
+                           r"|invalid|illegal|timed out|timeout|killed|dumped|unsupported|not supported|out of memory"
+                           r"|bad|fatal|abort(?:ed)?|panic|segmentation|unknown|unexpected|missing|exceeds?|exceeded)\b", re.I)
+MAX_HEADING_SCAN = 8000  # characters of a question read for headings' messages
 
 
 def heading_samples(heading: str) -> list[str]:
@@ -755,7 +767,7 @@ def heading_samples(heading: str) -> list[str]:
     cued = _HEADING_MESSAGE.search(heading)
     if cued:
         pieces += [p.strip(" '\"“”`。.?？") for p in _ALTERNATIVES.split(cued.group(1))]
-    return [p for p in dict.fromkeys(pieces) if re.search(r"[A-Za-z]", p)]
+    return [p for p in dict.fromkeys(pieces) if re.search(r"[A-Za-z]", p) and _MESSAGE_LIKE.search(p)]
 
 
 def _quoted_samples(index: KBIndex) -> dict[int, list[tuple[str, str]]]:

@@ -22,13 +22,17 @@ _WORD = re.compile(r"[A-Za-z]{2,}")
 # message up to the end of its sentence or the asker's next Chinese word ("RuntimeError: cache_kvs
 # memory is not enough 怎么解决" is asked in Chinese: the message ends before 怎么). Kept as
 # strings: `re` compiles them on first use, only for lines with Chinese in them.
-# A single-quoted string holds six characters at least, or Chinese ones: an English question
-# quoting a UI's short messages ("asking shows '出错了', uploads stay '解析中'") was answered in
-# Chinese (new trees). An apostrophe inside a word opens or closes none ("someone else's job …
-# ends with '启动 … 服务超时'").
+# Quotes: "…", “…”, ‘…’, 「…」, 『…』, and a single-quoted string of six characters at least
+# or with Chinese in it; an apostrophe inside a word opens or closes none ("someone else's job …
+# ends with '启动 … 服务超时'"). Quoted English in a Chinese sentence is pasted. Quoted Chinese is
+# pasted only in an English sentence: one whose words outside the quotes hold no Chinese and at
+# least ENGLISH_FRAME_WORDS English words. "asking shows '出错了', uploads stay '解析中'" was
+# answered in Chinese (new trees), while "RAGFlow 报“文件解析失败”" and "vllm “为什么推理卡住”" are
+# Chinese questions (review).
 _CODE_SPAN = r"`[^`\n]*`"
-_QUOTED = (r"\"[^\"\n]*\"|“[^”\n]*”|「[^」\n]*」|『[^』\n]*』"
+_QUOTED = (r"\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|「[^」\n]*」|『[^』\n]*』"
            r"|(?<![A-Za-z])'(?:[^'\n]{6,}|[^'\n]*[\u4e00-\u9fff][^'\n]*)'(?![A-Za-z])")
+ENGLISH_FRAME_WORDS = 3
 # "CUDA error: …", "HIP error: …", "NCCL error: …" right after a Chinese word are pasted too ("A100
 # 上 vllm 报 CUDA error: an illegal memory access was encountered" was answered in English).
 _PASTED_MESSAGE = (r"(?:\b[A-Za-z_.]*(?:Error|Exception|Warning)\b|\b(?:ERROR|WARNING|WARN|INFO|Traceback)\b"
@@ -50,13 +54,15 @@ def cjk_count(text: str) -> int:
     return sum(1 for ch in text if is_cjk(ch))
 
 
-def _line_is_zh(line: str) -> bool:
+def _line_is_zh(line: str, quoting: bool = False) -> bool:
+    """`quoting`: the question is an English sentence quoting Chinese (see `_QUOTED`)."""
     if cjk_count(line) < 1:
         return False
     code_free = re.sub(_CODE_SPAN, " ", line)
-    unquoted = re.sub(_QUOTED, " ", code_free)
-    if not cjk_count(unquoted) and not _WORD.search(unquoted):
-        unquoted = code_free  # the whole question in quotes: “为什么推理卡住” is still the asker's own
+    if quoting:
+        unquoted = re.sub(_QUOTED, " ", code_free)
+    else:  # only quoted English is pasted; quoted Chinese is the asker's own words
+        unquoted = re.sub(_QUOTED, lambda m: m.group(0) if cjk_count(m.group(0)) else " ", code_free)
     own = re.sub(_PASTED_MESSAGE, " ", unquoted)
     cjk = cjk_count(own)
     # One Chinese word typed with Chinese punctuation is a Chinese writer: "CUDA error: an
@@ -102,4 +108,6 @@ def detect_lang(text: str) -> str:
     log stays Chinese."""
     if not any(is_cjk(ch) for ch in text):
         return "en"
-    return "zh" if any(_line_is_zh(line) for line in text.splitlines()) else "en"
+    frame = re.sub(_QUOTED, " ", re.sub(_CODE_SPAN, " ", text))
+    quoting = not cjk_count(frame) and len(_WORD.findall(frame)) >= ENGLISH_FRAME_WORDS
+    return "zh" if any(_line_is_zh(line, quoting) for line in text.splitlines()) else "en"

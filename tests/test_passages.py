@@ -2392,8 +2392,11 @@ FAQ_ZH = dedent("""
     - 解决方案：安装 NVIDIA Container Toolkit 后执行 `systemctl restart docker`。
 
     ## 执行 run.sh 时报错：Illegal instruction (core dumped)，或 OCR 服务无法启动
-    - 原因：CPU 不支持 AVX2 指令集。
+    - 原因：CPU 不支持 AVX2 指令集，日志里会打印 "All workers are busy, try again later"。
     - 解决方案：换一台支持 AVX2 的机器。
+
+    ## Common errors: GPU and drivers
+    - 支持的显卡和驱动版本见安装文档。
 
     ## 在 windows 上执行 bash run.sh 时报错：/bin/bash^M: bad interpreter，或'\\r': command not found
     - 原因：脚本在 windows 下编辑过，行尾是 dos 格式。
@@ -2412,7 +2415,9 @@ def test_a_faq_headings_error_is_matched_by_a_pasted_copy_of_it(tmp_path):
         "Illegal instruction (core dumped)"
     assert heading_samples("How can I resolve the error: At most 1 image(s) may be provided in one request?") == \
         ["At most 1 image(s) may be provided in one request"]
-    assert heading_samples("Check for errors") == [] and heading_samples("Troubleshooting") == []
+    for topic in ("Check for errors", "Troubleshooting", "Common errors: GPU and drivers", "如何开启 “Prefix Caching”",
+                  "系统提示：You are a helpful assistant", "On error: restart the worker process"):
+        assert heading_samples(topic) == [], topic
     settings, kb = docs_kb(tmp_path, {"FAQ_zh.md": FAQ_ZH, "install.md": "# Install\n\n## Docker\n\nRun `bash run.sh`.\n"})
     question = ("Win11 + Docker Desktop. The container dies right away: app-local | scripts/entrypoint.sh: line 2: "
                 "$'\\r': command not found app-local | scripts/entrypoint.sh: line 3: syntax error near unexpected "
@@ -2423,8 +2428,14 @@ def test_a_faq_headings_error_is_matched_by_a_pasted_copy_of_it(tmp_path):
     answer = answer_question(question, settings, kb=kb)
     assert answer.grounded and "command not found" in answer.citations[0].section
     assert 'sed -i "s/\\r//"' in answer.answer
-    # A body's quoted line still counts only where the question pastes it, not in its prose.
-    assert not pasted_in_passages(kb.index, "does the install need docker desktop?", unstructured)[0]
+    # A body's quoted line counts only where the question pastes it, not in its prose; a heading
+    # that names a topic, not a message, holds none; and a message said to be absent is none (review).
+    for prose in ("do the All workers are busy, try again later messages mean the install failed?",
+                  "Which GPU and drivers do you support?",
+                  "日志里没有 Illegal instruction (core dumped)，但是 OCR 服务起不来，怎么办？"):
+        assert not pasted_in_passages(kb.index, prose, unstructured)[0], prose
+    assert pasted_in_passages(kb.index, "run.sh 报 Illegal instruction (core dumped)", unstructured)[0]
+    assert pasted_in_passages(kb.index, "起服务以后日志一直刷：\nWARN All workers are busy, try again later", unstructured)[0]
 
 
 TLS_GUIDE = dedent("""
@@ -2464,6 +2475,9 @@ def test_a_step_between_two_quoted_steps_of_a_procedure_is_quoted_too(tmp_path):
     assert [_step_number(f"Guide > {h}") for h in ("5. Switch", "Step 5: switch", "第 5 步 切换", "5）切换", "2024 notes", "Intro")] \
         == [5, 5, 5, 5, None, None]
     assert _step_number("5. A page title alone") is None
+    # versions, sub-numbers and a FAQ's numbered questions are no steps (review)
+    for topic in ("3.0 release notes", "1.2 Configure", "0.6.0", "3. 如何开启 API Key 鉴权", "4. How do I change the port?"):
+        assert _step_number(f"Guide > {topic}") is None, topic
     settings, kb = docs_kb(tmp_path, {"tls.md": TLS_GUIDE, "faq.md": "# FAQ\n\n## Ports\n\nThe console listens on 8080.\n"})
     answer = answer_question("I have my certificate files from the CA. Where do the certificate files go so nginx uses "
                              "the certificate files, and what do I point at them?", settings, kb=kb)
@@ -2472,3 +2486,23 @@ def test_a_step_between_two_quoted_steps_of_a_procedure_is_quoted_too(tmp_path):
     assert {"4.", "6."} <= set(quoted)
     assert "console.tls.conf" in answer.answer and answer.answer.index("4. Put") < answer.answer.index("5. Switch") \
         < answer.answer.index("6. Point")
+    # A FAQ's numbered questions are topics: the one between two that matched is not brought in.
+    faq = dedent("""
+        # Console FAQ
+
+        ## 1. Which browsers are supported?
+        Any current browser.
+
+        ## 2. How do I change the console's port?
+        Set `CONSOLE_PORT=8081` in `.env` and restart.
+
+        ## 3. How do I turn on API key authentication?
+        Set `CONSOLE_API_KEY` in `.env`.
+
+        ## 4. How do I change the address the console listens on?
+        Set `CONSOLE_HOST=0.0.0.0` in `.env` and restart.
+    """)
+    (tmp_path / "faq").mkdir()
+    settings, kb = docs_kb(tmp_path / "faq", {"faq.md": faq})
+    answer = answer_question("how do I change the console's port and the address it listens on?", settings, kb=kb)
+    assert answer.grounded and "CONSOLE_API_KEY" not in answer.answer

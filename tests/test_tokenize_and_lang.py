@@ -98,6 +98,16 @@ def test_real_words_and_versions_are_not_corrected_into_kb_terms():
         ("Card 0 runs someone else's job, and `bash run.sh` always ends with '启动 embedding and rerank 服务超时'. "
          "How do I move it to card 1?", "en"),
         ("After the upgrade the console says “模型加载失败” on every start, what does that mean?", "en"),
+        ("What is ‘模型加载失败’ in the console?", "en"),
+        # ... on a line of its own, or as list items (review)
+        ('The console shows this on every start:\n"模型加载失败"\nWhat does it mean?', "en"),
+        ('Uploads fail with:\n- "请求失败"\n- “解析中”\nWhy?', "en"),
+        # Chinese in the quotes of a Chinese question, typed with an input method's “…”, is the asker's (review)
+        ("RAGFlow 报“文件解析失败”", "zh"),
+        ("vllm 0.9.1 报“显存不足”", "zh"),
+        ("docker compose “启动失败”", "zh"),
+        ("vllm “为什么推理卡住”", "zh"),
+        ("“推理卡住怎么办” on H100", "zh"),
         ("“为什么推理卡住”", "zh"),
         ("'为什么推理卡住'", "zh"),
         ('`./demo mnn_taiyi/ 1 demo.jpg "一只可爱的猫"` errors out. What arguments does the demo expect?', "en"),
