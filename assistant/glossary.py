@@ -355,24 +355,6 @@ def _tables() -> tuple[dict[str, list[tuple[str, str]]], dict[str, str]]:
     return zh_to_en, en_to_zh
 
 
-@lru_cache(maxsize=1)
-def _stems() -> dict[str, str]:
-    """An English word's stem → its concept's Chinese words, for the inflections a row does not
-    list ("downloading", "locally", "restarting"): an English question on Chinese-only docs met
-    none of their words. Only a stem one concept owns, of a word the row lists uninflected, and no
-    phrase part's ("based" is no "base")."""
-    from ingest.tokenize import stem
-
-    rows: dict[str, set[str]] = {}
-    for zhs, en in TERMS:
-        for word in en.split():
-            # From a row's base words only: its "used" (stem "use") would map every "use".
-            if stem(word) == word or (word.endswith("e") and stem(word) == word[:-1]):
-                rows.setdefault(stem(word), set()).add(zhs)
-    parts = {stem(word) for word in _PHRASE_PARTS}
-    return {s: next(iter(zhs)) for s, zhs in rows.items() if len(zhs) == 1 and s not in parts}
-
-
 def _phrases(words: list[str]) -> list[str]:
     """Runs of two or three words with at least two that are not glue ("out of memory", "root cause")."""
     runs = [words[i:i + n] for n in (2, 3) for i in range(len(words) - n + 1)]
@@ -419,11 +401,6 @@ def translate(question: str, lang: str) -> list[str]:
             found.append(hit[1])
             i += len(hit[0])
     else:
-        from ingest.tokenize import stem
-
         words = _EN_WORD.findall(question.lower())
-        stems = _stems()
-        found = [en_to_zh[w] if w in en_to_zh else stems[stem(w)] for w in words
-                 if w in en_to_zh or (w not in _PHRASE_PARTS and stem(w) in stems)]
-        found += [en_to_zh[p] for p in _phrases(words) if p in en_to_zh]
+        found = [en_to_zh[w] for w in (*words, *_phrases(words)) if w in en_to_zh]
     return list(dict.fromkeys(found))
