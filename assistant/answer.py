@@ -1358,7 +1358,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     # And any section above a FAQ entry whose heading names the question's error: a FAQ's
     # entries are no steps, and the Docker entry above it led the answer to "$'\r': command not
     # found", its `sed` fix quoted second (new trees). Only there: a procedure keeps its order.
-    if _heading_names_its_error(top):
+    if _heading_names_its_error(kb, top):
         behind |= {id(art) for art in near if not art.signatures and where[id(art)] < where[id(top)]}
     page = sorted(near, key=lambda art: (id(art) in behind, _position(kb, quoted[id(art)][0]))) + sorted(
         (art for art in from_page if art not in near), key=lambda art: _position(kb, quoted[id(art)][0]))
@@ -1411,15 +1411,15 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     return parts
 
 
-def _heading_names_its_error(art: ArticleMatch) -> bool:
+def _heading_names_its_error(kb, art: ArticleMatch) -> bool:
     """Whether a passage matched by the question's error is a FAQ entry that names it in its
-    heading (retrieval.heading_samples)."""
-    from .retrieval import heading_samples
+    heading (the messages retrieval read from the headings, retrieval.titled_samples)."""
+    from .retrieval import titled_samples
 
     if not art.signatures or not art.chunks:
         return False
-    named = {sample for heading in art.chunks[0].chunk.title.split(" > ")[1:] for sample in heading_samples(heading)}
-    return bool(named & set(art.signatures))
+    chunk = art.chunks[0].chunk
+    return any(sample in art.signatures for sample, _key in titled_samples(kb.index).get((chunk.doc_id, chunk.title), ()))
 
 
 def _plain_opening(kb, chunk) -> bool:

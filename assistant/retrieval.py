@@ -686,7 +686,7 @@ def pasted_in_passages(index: KBIndex, question: str,
     # Not one the question says is absent ("日志里没有 Illegal instruction"), and not beyond
     # what retrieval reads of a long paste.
     whole = squash(_NEGATED_CLAUSE.sub(" ", question[:MAX_HEADING_SCAN]))
-    for (doc_id, title), samples in _titled_samples(index).items():
+    for (doc_id, title), samples in titled_samples(index).items():
         if doc_id not in unstructured:
             continue
         said = [sample for sample, key in samples if _holds_sample(whole, key)]
@@ -790,7 +790,7 @@ def _sample_key(sample: str) -> str:
     return squash(sample)
 
 
-def _titled_samples(index: KBIndex) -> dict[tuple[str, str], list[tuple[str, str]]]:
+def titled_samples(index: KBIndex) -> dict[tuple[str, str], list[tuple[str, str]]]:
     """(doc id, heading path) → the messages its headings under the page title name (a
     "原因" under the error's own heading too), with their squashed keys; per index, read
     once per distinct heading path rather than per chunk."""
