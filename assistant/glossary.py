@@ -249,6 +249,13 @@ TERMS: tuple[tuple[str, str], ...] = (
     ("调优", "tuning tune"),
     ("瓶颈", "bottleneck"),
     ("空闲", "idle"),
+    ("初始化", "init initialize initialization"),
+    ("引擎", "engine"),
+    ("映射", "mapping"),
+    ("访问", "access"),
+    ("手动", "manual manually"),
+    ("复制 拷贝", "copy"),
+    ("控制台", "console"),
     # A self-hosted service's own words: accounts, its data, its web UI and its stores. Teams
     # run RAG and chat platforms beside their models, with English-only docs asked in Chinese
     # ("自己注册的账号密码忘了，怎么重置" of a page on resetting user passwords), and Chinese-only

@@ -372,3 +372,40 @@ def test_a_self_hosted_services_own_words_cross_languages(tmp_path):
         assert cross[best] > 0 and section in kb.index.chunks[best].title, question
         answer = answer_question(question, settings, kb=kb)
         assert answer.grounded and answer.citations[0].section.endswith(section), question
+
+
+WEB_UI_EN = dedent("""
+    # Running the server
+
+    ## Reach the web UI from another machine
+    The container listens on 127.0.0.1 unless told otherwise, so the UI cannot be accessed from
+    outside even when the port mapping (`-p 9997:9997`) is right: start it with `--host 0.0.0.0`.
+
+    ## Upgrade the inference engine
+    Dependencies installed by hand (`pip install engine==0.0.1`) are too old: run
+    `pip install -U "server[engine]"` to get the version the server requires.
+
+    ## Shard a large model
+    Split the weights across GPUs with `--shards 2`; the console prints each shard as it loads.
+""")
+
+
+def test_everyday_software_words_cross_languages(tmp_path):
+    """Words a Chinese question about running software uses all the time had no English side:
+    "浏览器访问不了，端口已经映射了" shared only 端口 and 浏览器 with the page on reaching the web
+    UI (access, mapping), and "之前手动 pip install" nothing with the page on dependencies
+    installed by hand (dev trees)."""
+    assert {"access", "mapping"} <= set(translate("浏览器打开就是访问不了 webUI，端口已经映射了", "zh"))
+    assert {"manual manually", "engine", "console", "init initialize initialization"} <= set(
+        translate("之前手动装的推理引擎太旧，初始化后控制台没输出", "zh"))
+    # No row for 切分 or 链接: read first, they took 分块's 分 and 接口's 接 ("文档切分块大小"), and
+    # 链接 is often written for 连接 (review).
+    assert "chunked" in translate("文档切分块大小怎么设置", "zh") and "api endpoint" in translate("链接口超时", "zh")
+    assert translate("which environment variables does it read", "en") == ["环境变量"]  # no bare 环境 row to split "environment"
+    settings, kb = docs_kb(tmp_path, {"server.md": WEB_UI_EN})
+    for question, section in (("docker run -p 9997:9997 起来了，但浏览器访问不了界面，端口已经映射了，还差什么？", "Reach the web UI"),
+                              ("之前手动 pip install 装的依赖，启动报版本太旧，怎么更新推理引擎", "Upgrade the inference engine")):
+        native = kb.index.keyword.scores(kb.index.tokenizer(question))
+        cross, _shared = cross_keyword_scores(kb.index, question, "zh", native)
+        best = int(np.argmax(cross))
+        assert cross[best] > 0 and section in kb.index.chunks[best].title, question
