@@ -2506,3 +2506,130 @@ def test_a_step_between_two_quoted_steps_of_a_procedure_is_quoted_too(tmp_path):
     settings, kb = docs_kb(tmp_path / "faq", {"faq.md": faq})
     answer = answer_question("how do I change the console's port and the address it listens on?", settings, kb=kb)
     assert answer.grounded and "CONSOLE_API_KEY" not in answer.answer
+
+
+
+# A page whose one section is a service's startup output, beside a FAQ: the output (a banner,
+# INFO lines, a config dump) lies close to any question that pastes logs.
+STARTUP_OUTPUT = """\
+# Launch the MCP server
+
+## Enable the MCP server
+Uncomment the `command` section of the `ragsvc` service in `docker-compose.yml` and add
+`--enable-mcpserver --mcp-port=9382`, then restart the stack.
+
+## Check the output
+When the server starts you will see output like this:
+
+```bash
+  ragsvc-cpu-1  | Starting MCP Server on 0.0.0.0:9382 with base URL http://127.0.0.1:9380...
+  ragsvc-cpu-1  | Starting 1 task executor(s) on host 'dd0b5e07e76f'...
+  ragsvc-cpu-1  | 2025-04-18 15:41:18,816 INFO     27 ragsvc_server log path: /ragsvc/logs/ragsvc_server.log, log levels: {'peewee': 'WARNING', 'pdfminer': 'WARNING', 'root': 'INFO'}
+  ragsvc-cpu-1  | MCP launch mode: self-host
+  ragsvc-cpu-1  | MCP host: 0.0.0.0
+  ragsvc-cpu-1  | MCP port: 9382
+  ragsvc-cpu-1  | INFO:     Started server process [26]
+  ragsvc-cpu-1  | INFO:     Waiting for application startup.
+  ragsvc-cpu-1  | INFO:     Application startup complete.
+  ragsvc-cpu-1  | INFO:     Uvicorn running on http://0.0.0.0:9382 (Press CTRL+C to quit)
+  ragsvc-cpu-1  | 2025-04-18 15:41:20,469 INFO     27 found 0 gpus
+  ragsvc-cpu-1  | 2025-04-18 15:41:23,263 INFO     27 init database on cluster mode successfully
+  ragsvc-cpu-1  | 2025-04-18 15:41:25,318 INFO     27 load_model /ragsvc/rag/res/deepdoc/det.onnx uses CPU
+  ragsvc-cpu-1  | 2025-04-18 15:41:25,367 INFO     27 load_model /ragsvc/rag/res/deepdoc/rec.onnx uses CPU
+  ragsvc-cpu-1  |     _____            _____ _______        __
+  ragsvc-cpu-1  |    |  __ \\     /\\   / ____|  ____| |      / /
+  ragsvc-cpu-1  |    | |__) |   /  \\ | |  __| |__  | |     / /
+  ragsvc-cpu-1  |    |  _  /   / /\\ \\| | |_ |  __| | |    / /
+  ragsvc-cpu-1  | 2025-04-18 15:41:29,088 INFO     27 ragsvc version: v0.18.0-285-gb2c299fa full
+  ragsvc-cpu-1  | 2025-04-18 15:41:29,088 INFO     27 project base: /ragsvc
+  ragsvc-cpu-1  | 2025-04-18 15:41:29,088 INFO     27 Current configs, from /ragsvc/conf/service_conf.yaml:
+  ragsvc-cpu-1  |   ragsvc: {'host': '0.0.0.0', 'http_port': 9380}
+  ragsvc-cpu-1  |   mysql: {'name': 'rag_flow', 'user': 'root', 'password': '********', 'host': 'mysql', 'port': 5455}
+  ragsvc-cpu-1  |   es: {'hosts': 'http://es01:9200', 'username': 'elastic', 'password': '********'}
+  ragsvc-cpu-1  |   redis: {'db': 1, 'password': '********', 'host': 'redis:6379'}
+  ragsvc-cpu-1  | 2025-04-18 15:41:29,096 INFO     27 Running in debug mode
+```
+"""
+
+SERVICE_FAQ = """\
+# FAQ
+
+## Elasticsearch keeps restarting or is unhealthy
+The `es01` container needs `vm.max_map_count` of at least 262144 on the host. Check it with
+`sysctl vm.max_map_count` and raise it with `sudo sysctl -w vm.max_map_count=262144`; add the
+line to `/etc/sysctl.conf` to keep it after a reboot.
+
+## Outgoing email
+Set `SMTP_HOST`, `SMTP_PORT` and `MAIL_FROM` in `docker/.env` and restart.
+
+## Uploads stay pending
+Parsing tasks wait in the Redis queue; check that the task executor is running with
+`docker logs -f ragsvc-cpu-1`.
+"""
+
+
+def test_a_startup_log_dump_is_a_hub_chunk_ranked_lower_but_judged_on_its_cosine(tmp_path, bundled_kb, monkeypatch):
+    """RAGFlow's MCP page's startup output was cited first for six unrelated questions (an
+    unhealthy ES container, image pulls, SMTP, log levels): it lies close to every question
+    that pastes logs. Its hubness, measured against stored real questions, lowers its rank; the
+    refusal still judges it on its raw cosine, so no answer is refused for it (dev trees)."""
+    import numpy as np
+
+    from assistant import retrieval
+
+    settings, kb = docs_kb(tmp_path, {"mcp.md": STARTUP_OUTPUT, "faq.md": SERVICE_FAQ})
+    hub = retrieval.chunk_hubness(kb.index)
+    dump = int(np.argmax(hub))
+    assert kb.index.chunks[dump].title.endswith("Check the output") and "Uvicorn running" in kb.index.chunks[dump].text
+    faq = [float(hub[i]) for i, c in enumerate(kb.index.chunks) if c.doc_id == "faq"]
+    assert faq and hub[dump] > 3 * max(faq)
+    assert not retrieval.chunk_hubness(bundled_kb.index).any()  # curated articles: no chunk hubs
+
+    def dump_match(weight):
+        monkeypatch.setattr(retrieval, "CHUNK_HUB_WEIGHT", weight)
+        found = retrieval.search(kb.index, kb.embedder, "Only INFO lines show up in the server log; how do I get DEBUG logs?",
+                                 retrieval.RetrievalParams.from_settings(settings))
+        return next(sc for m in found.articles for sc in m.chunks if sc.chunk.chunk_id == kb.index.chunks[dump].chunk_id)
+
+    weight = retrieval.CHUNK_HUB_WEIGHT
+    assert weight > 0
+    plain, lowered = dump_match(0.0), dump_match(weight)
+    assert lowered.score < plain.score and lowered.dense == plain.dense
+
+    def leader(weight):
+        monkeypatch.setattr(retrieval, "CHUNK_HUB_WEIGHT", weight)
+        found = retrieval.search(kb.index, kb.embedder, "es01 容器一直重启，显示 unhealthy",
+                                 retrieval.RetrievalParams.from_settings(settings), mode="dense")
+        return found.articles[0].passage
+
+    assert leader(0.0).endswith("Check the output")  # on its cosine alone the dump leads
+    assert "Elasticsearch" in leader(weight)
+
+
+SERVICE_FAQ_ZH = dedent("""
+    # 常见问题
+
+    ## Elasticsearch 一直重启或不健康
+    宿主机的 `vm.max_map_count` 至少要 262144：`sudo sysctl -w vm.max_map_count=262144`。
+
+    ## 邮件发不出去
+    在 `docker/.env` 里设置 `SMTP_HOST`、`SMTP_PORT` 和 `MAIL_FROM`，然后重启。
+
+    ## 上传后一直排队
+    解析任务在 Redis 队列里等待，用 `docker logs -f ragsvc-cpu-1` 看任务执行器是否在跑。
+""")
+
+
+def test_chunk_hubness_is_measured_within_each_language(tmp_path):
+    """Chinese text lies closer to everything in the embedding model: measured against one
+    median, most Chinese passages of a mixed tree were hubs and ranked lower for every
+    question (review). Each language has its own median, so at least half of each is 0."""
+    import numpy as np
+
+    from assistant import retrieval
+
+    _settings, kb = docs_kb(tmp_path, {"mcp.md": STARTUP_OUTPUT, "faq.md": SERVICE_FAQ, "zh/faq.md": SERVICE_FAQ_ZH})
+    hub = retrieval.chunk_hubness(kb.index)
+    for lang in ("zh", "en"):
+        own = np.array([hub[i] for i, c in enumerate(kb.index.chunks) if c.lang == lang])
+        assert len(own) >= 3 and (own == 0).mean() >= 0.5, lang
