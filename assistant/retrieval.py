@@ -64,15 +64,6 @@ ARTICLE_PAGE_WEIGHT = 0.25
 HUB_WEIGHT = 1.0
 # Chunks kept per article or passage: its best ones score it and are quoted from.
 CHUNKS_PER_MATCH = 8
-# A team's chunk also loses this share of its own hubness (chunk_hubness) from its cosine,
-# for ranking only: a startup log dump, a banner or a long compose file lies close to every
-# question that pastes logs or commands, on any page. RAGFlow's MCP page's log output was cited
-# first for six unrelated questions (ES unhealthy, image pulls, SMTP, log levels...). Set on 23
-# dev doc trees (1,050 questions in scope), with this stop's glossary rows: file@1 351 -> 355,
-# fix 351 -> 355, out of scope refused 77 -> 78 of 194, false refusals 33 -> 35 (the passages it
-# promoted are judged on their own, lower, cosines). 1.0 gave fix +9 but 33 -> 39 false
-# refusals, and lowering the cosine itself (not only the ranking) refused more still.
-CHUNK_HUB_WEIGHT = 0.5
 
 
 @dataclass(frozen=True)
@@ -466,38 +457,6 @@ def favour_named_paths(question: str, matches: list[ArticleMatch]) -> None:
         return
     if asked & (second - first) and not asked & (first - second):
         passages[1].score = passages[0].score + 0.001
-
-
-def chunk_hubness(index: KBIndex) -> np.ndarray:
-    """How much closer each team chunk lies to real users' questions than the median team
-    chunk of its language does (0 for half of them at least, and for curated articles),
-    cached per index. The questions are the refusal exemplars' (refusal.load_exemplars: real
-    on-call questions, stored as vectors), so nothing is embedded here, and the mean cosine
-    to all of them is one product with their mean vector; with none stored, or stored by
-    another embedder, every chunk is 0. Chinese text lies closer to everything in this
-    model, so each language has its own median: one median lowered most Chinese passages
-    of a mixed tree (review). A page hub (page_hubness) is a page about everything; a chunk
-    hub is a passage that looks like every question (log output, a banner, a config dump),
-    and it outranked the section that answers whatever the question was about."""
-    def build() -> np.ndarray:
-        out = np.zeros(len(index.chunks), dtype=np.float32)
-        unstructured = {m.id for m in index.docs.values() if not getattr(m, "structured", True)}
-        team = np.fromiter((c.doc_id in unstructured for c in index.chunks), dtype=bool, count=len(index.chunks))
-        if team.sum() < 3:
-            return out
-        from .refusal import load_exemplars
-
-        ex = load_exemplars()
-        if ex is None or ex.embedder != index.embedder_name:
-            return out
-        closeness = np.asarray(index.vectors, dtype=np.float32) @ np.asarray(ex.vectors, dtype=np.float32).mean(axis=0)
-        langs = np.array([c.lang for c in index.chunks])
-        for lang in set(langs[team]):
-            group = team & (langs == lang)
-            out[group] = np.maximum(0.0, closeness[group] - np.median(closeness[group]))
-        return out
-
-    return derived(index, "_chunk_hubness", build)
 
 
 def _pages_only_in(index: KBIndex, lang: str) -> np.ndarray:
@@ -1083,16 +1042,14 @@ def search(
     keyword_raw, cross_terms = cross_keyword_scores(index, query, lang, index.keyword.scores(tokens), tokens)
     top_kw = float(keyword_raw.max()) if n else 0.0
     keyword = keyword_raw / top_kw if top_kw > 0 else keyword_raw
-    # Ranked on the cosine less the chunk's hubness; judged (ScoredChunk.dense) on the raw one.
-    ranked = dense - CHUNK_HUB_WEIGHT * chunk_hubness(index) if mode != "bm25" else dense
-    dscaled = dense_scale(ranked, lang)
+    dscaled = dense_scale(dense, lang)
     other = _other_lang_mask(index, lang)
     if other.any():
         # A page with no version in the question's language on the shifted range; the other
         # half of a translated pair on the range it was tuned with: it only repeats its twin,
         # and on its twin's footing it counted as that article's second chunk.
-        dscaled = np.where(twinless_mask(index, lang), dense_scale(ranked, lang, cross=True),
-                           np.where(other, dense_scale(ranked, "twin"), dscaled))
+        dscaled = np.where(twinless_mask(index, lang), dense_scale(dense, lang, cross=True),
+                           np.where(other, dense_scale(dense, "twin"), dscaled))
 
     if mode == "dense":
         blended = dscaled
