@@ -249,6 +249,10 @@ TERMS: tuple[tuple[str, str], ...] = (
     ("调优", "tuning tune"),
     ("瓶颈", "bottleneck"),
     ("空闲", "idle"),
+    # Everyday software words: "浏览器访问不了，端口已经映射了" shared only 端口 and 浏览器 with the
+    # page on reaching a web UI. No 切分 or 链接: read first, they took 分块's 分 and 接口's 接, and
+    # 链接 is often written for 连接; no 服务器, 环境, 列表: they cost English questions their
+    # mappings ("server" → 服务端, "environment variables" → 环境变量; dev trees, review).
     ("初始化", "init initialize initialization"),
     ("引擎", "engine"),
     ("映射", "mapping"),
