@@ -684,11 +684,10 @@ def pasted_in_passages(index: KBIndex, question: str,
     hits: dict[tuple[str, str], list[str]] = {}
     sampled: set[tuple[str, str]] = set()
     # Not one the question says is absent ("日志里没有 Illegal instruction"), and not beyond
-    # what retrieval reads of a long paste.
-    whole = squash(_NEGATED_CLAUSE.sub(" ", question[:MAX_HEADING_SCAN]))
-    for (doc_id, title), samples in titled_samples(index).items():
-        if doc_id not in unstructured:
-            continue
+    # what retrieval reads of a long paste. Squashed only where some heading names a message.
+    titled = {key: samples for key, samples in titled_samples(index).items() if key[0] in unstructured}
+    whole = squash(_NEGATED_CLAUSE.sub(" ", question[:MAX_HEADING_SCAN])) if titled else ""
+    for (doc_id, title), samples in titled.items():
         said = [sample for sample, key in samples if _holds_sample(whole, key)]
         if said:
             sampled.add((doc_id, section_key(title)))
