@@ -399,11 +399,11 @@ def _docs_from_sources(paths: list[Path]) -> dict[str, DocMeta]:
 
 def _parse_sources(paths: list[Path]) -> dict[str, DocMeta]:
     from ingest.documents import parse_document
-    from ingest.identity import pair_twins, settle_ids
+    from ingest.identity import read_documents
     from ingest.index import scan_sources
 
     files, _ = scan_sources(paths)
-    docs, _ = settle_ids(pair_twins([parse_document(p, root, raw) for p, root, raw in files]))
+    docs, _, _ = read_documents([parse_document(p, root, raw) for p, root, raw in files])
     return {f"{d.id}:{d.lang}": DocMeta.of(d) for d in docs}
 
 

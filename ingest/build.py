@@ -31,10 +31,10 @@ import numpy as np
 from oncall_common.errors import IndexError_
 
 from .chunking import chunk_document, estimate_tokens
-from .documents import Document, parse_document
+from .documents import parse_document
 from .embedders import Embedder
 from .files import Skipped
-from .identity import pair_twins, settle_ids
+from .identity import read_documents
 from .index import RULES, SCHEMA, DocMeta, KBIndex, _read_verified, _stat, checksum, current_generation, index_lock, load_index, scan_sources
 from .keyword import KeywordIndex
 from .records import Chunk
@@ -249,8 +249,13 @@ def build_index(
         skipped_content = {s.path: s.reason for s in skipped if s.reason == "empty" or s.reason.startswith(("binary", "not text"))}
         for path in skipped_content:
             stats[path] = _stat(path)
-        docs: list[Document] = pair_twins([parse_document(p, root, raw) for p, root, raw in files])
-        docs, renamed = settle_ids(docs)
+        docs, renamed, aside = read_documents([parse_document(p, root, raw) for p, root, raw in files])
+        if aside:
+            # Listed like the files passed over (`assistant ingest --status` has them all), and
+            # kept with their hashes: an edit to a copy is a change the freshness check sees.
+            set_aside = [Skipped(doc.path, why) for doc, why in aside]
+            _report_skipped(set_aside, progress)
+            skipped = skipped + set_aside
         for message in renamed:
             progress(f"id collision: {message}")
         chunks: list[Chunk] = []
@@ -314,6 +319,7 @@ def build_index(
                 "stats": stats,
                 "skipped": {s.path: s.reason for s in skipped},
                 "skipped_content": skipped_content,
+                "set_aside": {doc.path: doc.hash for doc, _why in aside},
                 "renamed": renamed,
                 "chunk_count": len(chunks),
                 "chunk_hashes": [c.hash for c in chunks],

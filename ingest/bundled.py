@@ -54,11 +54,11 @@ def kb_fingerprint(kb_root: Path, max_chunk_chars: int = 1200) -> dict:
     as ingest would index it now. Parsing and chunking only: well under a second."""
     from .chunking import chunk_document
     from .documents import parse_document
-    from .identity import pair_twins, settle_ids
+    from .identity import read_documents
     from .index import scan_sources
 
     files, _ = scan_sources([kb_root])
-    docs, _ = settle_ids(pair_twins([parse_document(p, root, raw) for p, root, raw in files]))
+    docs, _, _ = read_documents([parse_document(p, root, raw) for p, root, raw in files])
     chunks = [c for d in docs for c in chunk_document(d, max_chunk_chars)]
     return {"documents": {_relative(d.path, kb_root): d.hash for d in docs}, "chunk_hashes": [c.hash for c in chunks]}
 

@@ -14,6 +14,9 @@ so the id decides what counts as "the same document":
   the KB directory, listed first, keeps its ids.
 - Two sources holding the same relative path get the later one's folder name in front,
   so every chunk cites its own file.
+- A translation into a third language (`README_JA.md`, `docs/faq-es.md`, `docs/ko/x.md`)
+  beside the English or Chinese file it translates is set aside, and ingest says so (see
+  `set_aside_translations`).
 """
 
 from __future__ import annotations
@@ -22,11 +25,11 @@ import re
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
-from .documents import Document, _slug
+from .documents import Document, _slug, language_text
 
 _LANG_DIRS = {"zh": "zh", "zh-cn": "zh", "zh_cn": "zh", "zh-hans": "zh", "cn": "zh", "chinese": "zh",
               "en": "en", "en-us": "en", "en_us": "en", "english": "en"}
-_LANG_SUFFIX = re.compile(r"[._-](zh[-_]?cn|zh[-_]?hans|zh|cn|en[-_]?us|en)$", re.I)
+_LANG_SUFFIX = re.compile(r"[._-](zh[-_]?cn|zh[-_]?hans|zh|cn|chinese|en[-_]?us|en|english)$", re.I)
 
 
 def twin_key(source: str) -> tuple[str, str | None]:
@@ -118,3 +121,126 @@ def settle_ids(docs: list[Document]) -> tuple[list[Document], list[str]]:
             owners[new_id] = (doc.root, {doc.lang}, source)
         out.append(doc if (new_id, source) == (doc.id, doc.source) else replace(doc, id=new_id, source=source))
     return out, messages
+
+
+# ------------------------------------------------------------------ third-language translations
+# Doc trees often carry their pages in five languages: README.md, README_CN.md, README_JA.md,
+# README_KO.md, docs/faq-es.md. The assistant answers in Chinese and English, and a Japanese
+# page reads as Chinese to it (its kanji) while Korean and Spanish read as English (its
+# identifiers and commands), so each copy competed with the page the asker could read: English
+# questions about NextChat were answered from README_JA.md and docs/faq-ja.md, Chinese ones
+# from README_KO.md (trial: 8 of 37 questions). Such a copy says nothing its original does not,
+# so it is set aside, and `assistant ingest` lists it with the file it translates. A page in
+# another language with no English or Chinese original stays: it is all the KB has on that.
+THIRD_LANGUAGES = {
+    "ja": "Japanese", "jp": "Japanese", "ja-jp": "Japanese", "ko": "Korean", "kr": "Korean", "ko-kr": "Korean",
+    "es": "Spanish", "es-es": "Spanish", "fr": "French", "fr-fr": "French", "de": "German", "de-de": "German",
+    "it": "Italian", "pt": "Portuguese", "pt-br": "Portuguese", "pt-pt": "Portuguese", "ru": "Russian",
+    "uk": "Ukrainian", "pl": "Polish", "nl": "Dutch", "tr": "Turkish", "vi": "Vietnamese", "id": "Indonesian",
+    "th": "Thai", "ar": "Arabic", "fa": "Persian", "he": "Hebrew", "hi": "Hindi", "bn": "Bengali",
+    "zh-tw": "Traditional Chinese", "zh-hk": "Traditional Chinese", "zh-hant": "Traditional Chinese",
+    "tzh": "Traditional Chinese", "tw": "Traditional Chinese", "hk": "Traditional Chinese",
+    # Spelled out, as some trees name them (README.Japanese.md, docs/README.German.md).
+    "japanese": "Japanese", "korean": "Korean", "spanish": "Spanish", "french": "French", "german": "German",
+    "italian": "Italian", "portuguese": "Portuguese", "russian": "Russian", "vietnamese": "Vietnamese",
+    "turkish": "Turkish", "arabic": "Arabic",
+}
+# A marker is a claim the text must bear out: `failover-hk.md` beside `failover.md` is a runbook
+# for the Hong Kong region, `model-id.md` beside `model.md` a page about model ids, and either
+# is written in the KB's own language. A copy is one only when its prose is in the language
+# its marker names: that language's script, or for Latin-script languages its small words.
+_SCRIPTS = {
+    "Japanese": r"[\u3040-\u30ff]",  # kana: kanji alone would be Chinese
+    "Korean": r"[\uac00-\ud7af]",
+    "Traditional Chinese": "[這們個來為與說對時會過還裡後問題開關應體變發設載記憶顯錯誤請將從網檔數據庫務]",
+    "Russian": r"[\u0400-\u04ff]", "Ukrainian": r"[\u0400-\u04ff]", "Arabic": r"[\u0600-\u06ff]",
+    "Persian": r"[\u0600-\u06ff]", "Hebrew": r"[\u0590-\u05ff]", "Thai": r"[\u0e00-\u0e7f]",
+    "Hindi": r"[\u0900-\u097f]", "Bengali": r"[\u0980-\u09ff]",
+}
+_SMALL_WORDS = {
+    "Spanish": "de la que el en los las del por para con una es se lo como más pero",
+    "French": "le la les de des et est pour une dans que vous pas sur avec il sont",
+    "German": "der die und das ist nicht mit sie für den ein eine zu auf sich auch wird",
+    "Italian": "il di che la per non una con sono gli del della le si è",
+    "Portuguese": "de que não para com uma os do da em você se é no na",
+    "Polish": "nie się jest na do że to jak w z po dla czy",
+    "Dutch": "de het een van en is niet dat voor met op te zijn",
+    "Turkish": "bir ve bu için ile olarak da de değil çok daha",
+    "Vietnamese": "của và là các để trong không một có được cho với",
+    "Indonesian": "yang dan di untuk dengan ini dari tidak dapat anda akan",
+}
+
+
+def _reads_as(language: str, text: str) -> bool:
+    prose = language_text(text)
+    script = _SCRIPTS.get(language)
+    if script:
+        return len(re.findall(script, prose)) >= min(20, max(3, len(prose) // 50))
+    small = set(_SMALL_WORDS.get(language, "").split())
+    words = re.findall(r"[^\W\d_]+", prose.lower())
+    return len(words) >= 10 and sum(w in small for w in words) >= 0.08 * len(words)
+
+
+_SEPARATORS = re.compile(r"[._-]")
+
+
+def _language_of(code: str) -> str | None:
+    """The third language a path marker names: `ja`, `ja-JP`, `tr_TR`, `zh-Hant`, `Japanese`."""
+    code = code.lower().replace("_", "-")
+    if code in THIRD_LANGUAGES:
+        return THIRD_LANGUAGES[code]
+    head, _, region = code.partition("-")
+    # A language with its region or script (tr-TR, fa-IR, pt-PT); zh-CN and en-US are the
+    # assistant's own languages, and zh-TW is listed above.
+    return THIRD_LANGUAGES.get(head) if head != "zh" and len(head) == 2 and len(region) in (2, 4) and region.isalpha() else None
+
+
+def third_language(source: str) -> tuple[str, str] | None:
+    """(the path's twin key without its language marker, the language) for a path marked as
+    a third language's copy, by folder (`docs/ja/x.md`) or suffix (`x_JA.md`, `x.zh-TW.md`)."""
+    path = PurePosixPath(source.replace("\\", "/"))
+    folders, language = [], None
+    for part in path.parts[:-1]:
+        name = _language_of(part) if language is None else None
+        if name:
+            language = name
+            continue
+        folders.append(part)
+    stem = path.stem
+    if language is None:
+        pieces = _SEPARATORS.split(stem)
+        for n in (2, 1):
+            if len(pieces) > n and (name := _language_of("-".join(pieces[-n:]))):
+                language, stem = name, stem[: len(stem) - len("-".join(pieces[-n:])) - 1]
+                break
+    if language is None:
+        return None
+    return twin_key("/".join(folders + [stem + path.suffix]))[0], language
+
+
+def set_aside_translations(docs: list[Document]) -> tuple[list[Document], list[tuple[Document, str]]]:
+    """(the documents to index, each third-language copy set aside with the reason): a copy
+    is set aside only when its original, a file with the same path but no marker, or an
+    English or Chinese marker, is in the same source."""
+    originals: dict[tuple[str, str], str] = {}
+    for doc in sorted(docs, key=lambda d: twin_key(d.source)[1] == "zh"):  # name the English original first
+        if not doc.structured and third_language(doc.source) is None:
+            originals.setdefault((doc.root, twin_key(doc.source)[0]), doc.source)
+    kept: list[Document] = []
+    aside: list[tuple[Document, str]] = []
+    for doc in docs:
+        marked = None if doc.structured else third_language(doc.source)
+        original = marked and originals.get((doc.root, marked[0]))
+        if marked and original and _reads_as(marked[1], doc.body):
+            aside.append((doc, f"a {marked[1]} copy of {original}, which is indexed (answers are in Chinese and English)"))
+        else:
+            kept.append(doc)
+    return kept, aside
+
+
+def read_documents(parsed: list[Document]) -> tuple[list[Document], list[str], list[tuple[Document, str]]]:
+    """Parsed files as the index holds them: third-language copies set aside, zh/en twins
+    paired, ids settled. Returns the documents, what was renamed and what was set aside."""
+    kept, aside = set_aside_translations(parsed)
+    docs, renamed = settle_ids(pair_twins(kept))
+    return docs, renamed, aside

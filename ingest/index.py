@@ -92,7 +92,8 @@ SCHEMA = 16
 # 31: plain text: a title line with a byline under it ("Last edit: jmorgan, 2025-03") still
 #     titles the page.
 # 32: reST object descriptions (`.. option:: --tokenizer_mode`, `.. envvar::`) keep the name they document.
-RULES = 32
+# 33: a third-language copy of a page (README_JA.md beside README.md) is set aside.
+RULES = 33
 FAISS_TOP = 2_000
 
 
@@ -377,6 +378,7 @@ def staleness(index_dir: Path, sources: list[Path], embedder_name: str) -> str |
     if manifest.get("sources") != [str(s.resolve()) for s in sources]:
         return "the set of KB sources changed"
     recorded = {path: meta["hash"] for path, meta in manifest.get("documents", {}).items()}
+    recorded.update(manifest.get("set_aside", {}))  # third-language copies (identity.set_aside_translations)
     # Files ingest passed over for their content (binary, undecodable) are candidates too.
     known = set(recorded) | set(manifest.get("skipped_content", {}))
     stats = manifest.get("stats", {})

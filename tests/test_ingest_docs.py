@@ -17,7 +17,7 @@ from assistant.knowledge import forget_loaded, index_dir, open_kb, sources, upda
 from oncall_common.errors import AssistantError
 from ingest.chunking import chunk_document, looks_like_heading
 from ingest.documents import parse_document
-from ingest.identity import twin_key
+from ingest.identity import third_language, twin_key
 from ingest.index import load_index, read_manifest, staleness
 
 from .conftest import ROOT, dedent, write_tiny_kb
@@ -797,6 +797,64 @@ def test_a_chinese_twin_that_reads_as_english_is_paired_by_its_path(tmp_path):
     _, kb = _build(tmp_path, docs)
     assert kb.index.docs["supported_models:zh"].source == "zh_cn/supported_models.md"
     assert kb.index.docs["supported_models:en"].source == "en/supported_models.md"
+
+
+@pytest.mark.parametrize("copy, original, language", [
+    ("README_JA.md", "README.md", "Japanese"),
+    ("README.ja-JP.md", "README.md", "Japanese"),
+    ("README_KO.md", "README_CN.md", "Korean"),
+    ("docs/faq-es.md", "docs/faq-en.md", "Spanish"),
+    ("docs/ja/usage/log.md", "docs/en/usage/log.md", "Japanese"),
+    ("docs/fr/usage/log.md", "docs/usage/log.md", "French"),
+    ("README_zh-TW.md", "README.md", "Traditional Chinese"),
+    ("README.pt_BR.md", "README.md", "Portuguese"),
+    ("locales/README.tr-TR.md", "locales/README.zh-CN.md", "Turkish"),
+    ("locales/README.fa-IR.md", "locales/README.md", "Persian"),
+    ("docs/ko-KR/faq.md", "docs/faq.md", "Korean"),
+    ("docs/README.Japanese.md", "docs/README.English.md", "Japanese"),
+])
+def test_third_language_copies_are_keyed_to_their_original(copy, original, language):
+    assert third_language(copy) == (twin_key(original)[0], language)
+    assert third_language(original) is None
+
+
+def test_third_language_copies_are_set_aside_and_listed(tmp_path):
+    """README_JA.md read as Chinese (its kanji) and README_KO.md as English (its commands), so
+    each competed with the page the asker reads: set aside, and said so."""
+    docs = tmp_path / "docs"
+    _doc(docs, "README.md", "# ChatBox\n\n## Access password\nSet the `CODE` environment variable to require a password "
+                            "before anyone can chat. Restart the container after you change it.\n")
+    _doc(docs, "README_CN.md", "# ChatBox\n\n## 访问密码\n设置环境变量 `CODE` 后，使用前必须先输入密码。修改后重启容器。\n")
+    _doc(docs, "README_JA.md", "# ChatBox\n\n## アクセスパスワード\n環境変数 `CODE` を設定すると、チャットの前にパスワードの入力が"
+                               "必要になります。変更したらコンテナを再起動してください。\n")
+    _doc(docs, "README_KO.md", "# ChatBox\n\n## 액세스 비밀번호\n환경 변수 `CODE`를 설정하면 채팅 전에 비밀번호를 입력해야 합니다.\n")
+    _doc(docs, "docs/faq-en.md", "# FAQ\n\n## Why is the reply garbled?\nA temperature above 1 garbles replies; set it back under 1.\n")
+    _doc(docs, "docs/faq-es.md", "# Preguntas frecuentes\n\n## ¿Por qué la respuesta sale ilegible?\nUna temperatura mayor que 1 "
+                                 "produce respuestas ilegibles; vuelva a ponerla por debajo de 1 en la configuración del modelo.\n")
+    # A marker-looking name that is a page of its own, in English: kept.
+    _doc(docs, "docs/model.md", "# Models\n\nThe models page lists which models this deployment serves.\n")
+    _doc(docs, "docs/model-id.md", "# Model ids\n\nEvery request names the model by its id. The id is the name you gave the model "
+                                   "when you registered it, and it is the same for all of the users that share this deployment.\n")
+    # A region's runbook beside the general one, in the KB's own language: a marker the text does not bear out.
+    _doc(docs, "runbooks/failover.md", "# Failover\n\nDrain the region, then move its traffic to the standby cluster.\n")
+    _doc(docs, "runbooks/failover-hk.md", "# 香港区域切换\n\n先摘掉香港区域的流量，再把请求切到备用集群，确认监控恢复后再回切。\n")
+    # A Japanese page with no English or Chinese original is all the KB has on it: kept.
+    _doc(docs, "docs/tokyo-ja.md", "# 東京リージョン\n\n東京リージョンではコンテナを二台で動かします。\n")
+    messages: list[str] = []
+    settings, kb = _build(tmp_path, docs, messages=messages)
+    indexed = {meta.source for meta in kb.index.docs.values()}
+    assert indexed == {"README.md", "README_CN.md", "docs/faq-en.md", "docs/model.md", "docs/model-id.md", "docs/tokyo-ja.md",
+                       "runbooks/failover.md", "runbooks/failover-hk.md"}
+    said = "\n".join(messages)
+    assert "README_JA.md: a Japanese copy of README.md" in said
+    assert "README_KO.md: a Korean copy of README.md" in said
+    assert "faq-es.md: a Spanish copy of docs/faq-en.md" in said
+    listed = read_manifest(index_dir(settings))["skipped"]
+    assert sum("copy of" in why for why in listed.values()) == 3
+    # Set aside is not forgotten: the index is fresh as built, and an edit to a copy is seen.
+    assert staleness(index_dir(settings), sources(settings), kb.embedder.name) is None
+    (docs / "README_JA.md").write_text("# ChatBox\n\n## パスワード\n変更しました。\n", encoding="utf-8")
+    assert staleness(index_dir(settings), sources(settings), kb.embedder.name) == "1 document(s) changed"
 
 
 def test_readme_is_indexed(tmp_path):
