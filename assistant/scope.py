@@ -359,6 +359,8 @@ CORE_TERMS: dict[str, tuple[str, ...]] = {
     "stop tokens and EOS": ("eos", "stop token*", "stop_token*", "stop sequence*", "stop_sequence*",
                             "stop string*", "stop_string*", "stopping string*", "stop word*", "stop_word*"),
     "context extension (RoPE/YaRN)": ("rope", "yarn", "rope_scaling", "max_position_embeddings"),
+    # A page headed "为什么回复会乱码" covers 输出乱码 and 回答乱码 however the asker words it.
+    "garbled output": ("garbled", "gibberish", "乱码"),
     # Docs with a systemd heading, or that speak of the Responses endpoint or of unloading
     # idle models, cover those questions whatever phrase asked them. Not a bare systemctl
     # (`systemctl restart docker` on an install page), keep-alive (an HTTP header) or 自动卸载
@@ -571,6 +573,9 @@ def _only_denied(text: str, needle: str) -> bool:
     return bool(spans) and all(denied_before(text, i) or _FINE_AFTER_SUBJECT.match(text, j) for i, j in spans)
 
 
+_BROWSER = re.compile(r"\b(?:chrome|chromium|firefox|safari|microsoft edge|edge \d+|edge browser)\b|浏览器", re.I)
+
+
 def detect(question: str) -> Scope:
     """Products, hardware, versions and near-domain entities named in the question."""
     text = _padded(question[:MAX_QUERY_CHARS])
@@ -580,6 +585,11 @@ def detect(question: str) -> Scope:
     contrasted = frozenset(p for p in products if _only_contrasted(text, PRODUCTS[p]))
     contrasted |= _in_passing(question[:MAX_QUERY_CHARS], products - contrasted)
     hardware_terms = {h: hit for h, names in HARDWARE.items() if (hit := _found(text, names))}
+    if hardware_terms.get("apple") in ("macos", "mac", "macbook") and _BROWSER.search(question[:MAX_QUERY_CHARS]):
+        # "Edge 112 on macOS", "macOS + Chrome": the desk where a web UI is opened, not the
+        # machine that serves the model. Read as Apple silicon, a question about a chat web
+        # app's settings page was refused as being about a platform its docs do not cover (trial).
+        del hardware_terms["apple"]
     hardware = frozenset(hardware_terms)
     contrasted |= frozenset(h for h in hardware if _only_contrasted(text, HARDWARE[h]))  # "…than on H100"
     versions = tuple((int(a), int(b), int(c or 0)) for a, b, c in _VERSION.findall(text[:4000]))

@@ -1094,6 +1094,24 @@ def test_docs_about_thinking_cover_a_chinese_question_on_thinking_mode(tmp_path)
     assert unseen_entities(detect("how do I set --reasoning-parser for qwen3?"), bare.index) == ["reasoning parsers"]
 
 
+def test_a_chat_web_apps_docs_cover_its_users_browser_and_garbled_replies(tmp_path):
+    """"macOS + Chrome" is where a web UI is opened, not the machine serving the model; and a
+    page headed on 乱码 covers 输出乱码 however the asker words it. Both read as subjects the
+    docs lack, and a question the FAQ answers was refused."""
+    from assistant.scope import detect, unseen_entities
+
+    pages = {"faq.md": "# 常见问题\n\n## 为什么回复会乱码\n\n模型设置里的 `temperature` 大于 1 时回复可能乱码，调回 1 以内即可。\n",
+             "deploy.md": "# 部署\n\n用 `docker run -p 3000:3000` 启动，设置 `CODE` 作为访问密码。\n\n"
+                          "## 回复乱码\n\n先检查代理是否改写了流式响应。\n"}
+    _settings, kb = docs_kb(tmp_path, pages)
+    question = "让它写长篇小说，写到后面就开始输出乱码，多次复现。Vercel 部署，macOS + Chrome。是模型的问题还是设置不对？"
+    assert "apple" not in detect(question).hardware
+    assert unseen_entities(detect(question), kb.index) == []
+    assert unseen_entities(detect("Settings page crashes on Edge 112 on macOS"), kb.index) == []
+    # The Mac that serves the model is still a platform these docs never mention.
+    assert unseen_entities(detect("部署在 M2 Mac 上推理很慢，怎么加速？"), kb.index) == ["Apple silicon"]
+
+
 def test_docs_with_a_from_source_heading_cover_a_chinese_build_question(tmp_path):
     """源码编译 never appears in English docs; a "Build wheel from source" section does."""
     from assistant.scope import detect, unseen_entities
