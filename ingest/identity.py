@@ -171,14 +171,20 @@ _SMALL_WORDS = {
 }
 
 
-def _reads_as(language: str, text: str) -> bool:
+def _written_in(language: str, text: str) -> str | None:
+    """The language a marked copy's prose is in, when it is the marked one or, for a marker
+    in Latin letters, another Latin-script language (NextChat's `-es` page is in Italian);
+    None when the text does not bear the marker out."""
     prose = language_text(text)
     script = _SCRIPTS.get(language)
     if script:
-        return len(re.findall(script, prose)) >= min(20, max(3, len(prose) // 50))
-    small = set(_SMALL_WORDS.get(language, "").split())
+        return language if len(re.findall(script, prose)) >= min(20, max(3, len(prose) // 50)) else None
     words = re.findall(r"[^\W\d_]+", prose.lower())
-    return len(words) >= 10 and sum(w in small for w in words) >= 0.08 * len(words)
+    if len(words) < 10:
+        return None
+    share = {name: sum(w in set(small.split()) for w in words) / len(words) for name, small in _SMALL_WORDS.items()}
+    best = language if share.get(language, 0.0) >= 0.08 else max(share, key=share.__getitem__)
+    return best if share[best] >= 0.08 else None
 
 
 _SEPARATORS = re.compile(r"[._-]")
@@ -231,8 +237,10 @@ def set_aside_translations(docs: list[Document]) -> tuple[list[Document], list[t
     for doc in docs:
         marked = None if doc.structured else third_language(doc.source)
         original = marked and originals.get((doc.root, marked[0]))
-        if marked and original and _reads_as(marked[1], doc.body):
-            aside.append((doc, f"a {marked[1]} copy of {original}, which is indexed (answers are in Chinese and English)"))
+        language = marked and original and _written_in(marked[1], doc.body)
+        if language:
+            article = "an" if language[0] in "AEIOU" else "a"
+            aside.append((doc, f"{article} {language} copy of {original}, which is indexed (answers are in Chinese and English)"))
         else:
             kept.append(doc)
     return kept, aside

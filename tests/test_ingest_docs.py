@@ -831,6 +831,10 @@ def test_third_language_copies_are_set_aside_and_listed(tmp_path):
     _doc(docs, "docs/faq-en.md", "# FAQ\n\n## Why is the reply garbled?\nA temperature above 1 garbles replies; set it back under 1.\n")
     _doc(docs, "docs/faq-es.md", "# Preguntas frecuentes\n\n## ¿Por qué la respuesta sale ilegible?\nUna temperatura mayor que 1 "
                                  "produce respuestas ilegibles; vuelva a ponerla por debajo de 1 en la configuración del modelo.\n")
+    # Marked Spanish, written in Italian: a copy all the same, named for what it is.
+    _doc(docs, "docs/sync-en.md", "# Sync chat logs\n\nCreate an UpStash database and copy its REST URL and token.\n")
+    _doc(docs, "docs/sync-es.md", "# Sincronizzare i log delle chat\n\nCreare un database UpStash e copiare l'URL REST e il token "
+                                  "della configurazione. Non condividere il token con gli altri utenti del server.\n")
     # A marker-looking name that is a page of its own, in English: kept.
     _doc(docs, "docs/model.md", "# Models\n\nThe models page lists which models this deployment serves.\n")
     _doc(docs, "docs/model-id.md", "# Model ids\n\nEvery request names the model by its id. The id is the name you gave the model "
@@ -843,14 +847,15 @@ def test_third_language_copies_are_set_aside_and_listed(tmp_path):
     messages: list[str] = []
     settings, kb = _build(tmp_path, docs, messages=messages)
     indexed = {meta.source for meta in kb.index.docs.values()}
-    assert indexed == {"README.md", "README_CN.md", "docs/faq-en.md", "docs/model.md", "docs/model-id.md", "docs/tokyo-ja.md",
+    assert indexed == {"README.md", "README_CN.md", "docs/faq-en.md", "docs/sync-en.md", "docs/model.md", "docs/model-id.md", "docs/tokyo-ja.md",
                        "runbooks/failover.md", "runbooks/failover-hk.md"}
     said = "\n".join(messages)
     assert "README_JA.md: a Japanese copy of README.md" in said
     assert "README_KO.md: a Korean copy of README.md" in said
     assert "faq-es.md: a Spanish copy of docs/faq-en.md" in said
+    assert "sync-es.md: an Italian copy of docs/sync-en.md" in said
     listed = read_manifest(index_dir(settings))["skipped"]
-    assert sum("copy of" in why for why in listed.values()) == 3
+    assert sum("copy of" in why for why in listed.values()) == 4
     # Set aside is not forgotten: the index is fresh as built, and an edit to a copy is seen.
     assert staleness(index_dir(settings), sources(settings), kb.embedder.name) is None
     (docs / "README_JA.md").write_text("# ChatBox\n\n## パスワード\n変更しました。\n", encoding="utf-8")
