@@ -137,7 +137,8 @@ THIRD_LANGUAGES = {
     "es": "Spanish", "es-es": "Spanish", "fr": "French", "fr-fr": "French", "de": "German", "de-de": "German",
     "it": "Italian", "pt": "Portuguese", "pt-br": "Portuguese", "pt-pt": "Portuguese", "ru": "Russian",
     "uk": "Ukrainian", "pl": "Polish", "nl": "Dutch", "tr": "Turkish", "vi": "Vietnamese", "id": "Indonesian",
-    "th": "Thai", "ar": "Arabic", "fa": "Persian", "he": "Hebrew", "hi": "Hindi", "bn": "Bengali",
+    "th": "Thai", "ar": "Arabic", "fa": "Persian", "he": "Hebrew", "hi": "Hindi", "bn": "Bengali", "el": "Greek",
+    "ta": "Tamil", "te": "Telugu", "mr": "Marathi", "ur": "Urdu", "or": "Odia",
     "zh-tw": "Traditional Chinese", "zh-hk": "Traditional Chinese", "zh-hant": "Traditional Chinese",
     "tzh": "Traditional Chinese", "tw": "Traditional Chinese", "hk": "Traditional Chinese",
     # Spelled out, as some trees name them (README.Japanese.md, docs/README.German.md).
@@ -155,7 +156,8 @@ _SCRIPTS = {
     "Traditional Chinese": "[這們個來為與說對時會過還裡後問題開關應體變發設載記憶顯錯誤請將從網檔數據庫務]",
     "Russian": r"[\u0400-\u04ff]", "Ukrainian": r"[\u0400-\u04ff]", "Arabic": r"[\u0600-\u06ff]",
     "Persian": r"[\u0600-\u06ff]", "Hebrew": r"[\u0590-\u05ff]", "Thai": r"[\u0e00-\u0e7f]",
-    "Hindi": r"[\u0900-\u097f]", "Bengali": r"[\u0980-\u09ff]",
+    "Hindi": r"[\u0900-\u097f]", "Marathi": r"[\u0900-\u097f]", "Bengali": r"[\u0980-\u09ff]", "Greek": r"[\u0370-\u03ff]",
+    "Tamil": r"[\u0b80-\u0bff]", "Telugu": r"[\u0c00-\u0c7f]", "Urdu": r"[\u0600-\u06ff]", "Odia": r"[\u0b00-\u0b7f]",
 }
 _SMALL_WORDS = {
     "Spanish": "de la que el en los las del por para con una es se lo como más pero",

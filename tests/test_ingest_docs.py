@@ -811,6 +811,7 @@ def test_a_chinese_twin_that_reads_as_english_is_paired_by_its_path(tmp_path):
     ("locales/README.tr-TR.md", "locales/README.zh-CN.md", "Turkish"),
     ("locales/README.fa-IR.md", "locales/README.md", "Persian"),
     ("docs/ko-KR/faq.md", "docs/faq.md", "Korean"),
+    ("docs/source/ta/guides/upload.md", "docs/source/en/guides/upload.md", "Tamil"),  # huggingface_hub's docs
     ("docs/README.Japanese.md", "docs/README.English.md", "Japanese"),
 ])
 def test_third_language_copies_are_keyed_to_their_original(copy, original, language):
