@@ -188,10 +188,10 @@ def _name_the_bulk(sources: list[str], progress) -> None:
         progress(f"{source}: {count} of them; a log dump or generated page? list it in .kbignore to leave it out")
 
 
-def _report_skipped(skipped: list[Skipped], progress: Progress) -> None:
+def _report_skipped(skipped: list[Skipped], progress: Progress, heading: str = "skipped {n} path(s):") -> None:
     if not skipped:
         return
-    progress(f"skipped {len(skipped)} path(s):")
+    progress(heading.format(n=len(skipped)))
     for s in skipped[:20]:
         progress(f"  {s.path}: {s.reason}")
     if len(skipped) > 20:
@@ -254,7 +254,7 @@ def build_index(
             # Listed like the files passed over (`assistant ingest --status` has them all), and
             # kept with their hashes: an edit to a copy is a change the freshness check sees.
             set_aside = [Skipped(doc.path, why) for doc, why in aside]
-            _report_skipped(set_aside, progress)
+            _report_skipped(set_aside, progress, "set aside {n} copies of pages in a third language:")
             skipped = skipped + set_aside
         for message in renamed:
             progress(f"id collision: {message}")

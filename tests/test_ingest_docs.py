@@ -851,6 +851,7 @@ def test_third_language_copies_are_set_aside_and_listed(tmp_path):
     assert indexed == {"README.md", "README_CN.md", "docs/faq-en.md", "docs/sync-en.md", "docs/model.md", "docs/model-id.md", "docs/tokyo-ja.md",
                        "runbooks/failover.md", "runbooks/failover-hk.md"}
     said = "\n".join(messages)
+    assert "set aside 4 copies of pages in a third language:" in said
     assert "README_JA.md: a Japanese copy of README.md" in said
     assert "README_KO.md: a Korean copy of README.md" in said
     assert "faq-es.md: a Spanish copy of docs/faq-en.md" in said
