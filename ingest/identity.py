@@ -32,6 +32,24 @@ _LANG_DIRS = {"zh": "zh", "zh-cn": "zh", "zh_cn": "zh", "zh-hans": "zh", "cn": "
 _LANG_SUFFIX = re.compile(r"[._-](zh[-_]?cn|zh[-_]?hans|zh|cn|chinese|en[-_]?us|en|english)$", re.I)
 
 
+# Folders that keep a page's translations apart from the original: `locales/README.zh-CN.md`
+# beside the root README.md (AnythingLLM: its English questions were answered from the Chinese
+# README, an unpaired page of its own), `i18n/zh-Hans/docusaurus-plugin-content-docs/current/x.md`
+# beside `docs/x.md` (Docusaurus). Left out of a path that carries a language marker.
+_TRANSLATION_DIRS = {"locales", "locale", "i18n", "l10n", "translations", "translation", "languages"}
+_DOCUSAURUS = ["docusaurus-plugin-content-docs", "current"]
+
+
+def _outside_translation_folders(folders: list[str]) -> list[str]:
+    out = [f for f in folders if f.lower() not in _TRANSLATION_DIRS]
+    if len(out) < len(folders):
+        lowered = [f.lower() for f in out]
+        for i in range(len(out) - 1):
+            if lowered[i:i + 2] == _DOCUSAURUS:
+                return out[:i] + ["docs"] + out[i + 2:]
+    return out
+
+
 def twin_key(source: str) -> tuple[str, str | None]:
     """(the path without its language marker and suffix, the language the marker names)."""
     path = PurePosixPath(source.replace("\\", "/"))
@@ -53,6 +71,8 @@ def twin_key(source: str) -> tuple[str, str | None]:
         marker = match.group(1).lower()
         hint = hint or ("en" if marker.startswith("en") else "zh")
         stem = stem[: match.start()]
+    if hint is not None:
+        folders = _outside_translation_folders(folders)
     return "/".join(folders + [stem]).lower(), hint
 
 
@@ -223,7 +243,7 @@ def third_language(source: str) -> tuple[str, str] | None:
                 break
     if language is None:
         return None
-    return twin_key("/".join(folders + [stem + path.suffix]))[0], language
+    return twin_key("/".join(_outside_translation_folders(folders) + [stem + path.suffix]))[0], language
 
 
 def set_aside_translations(docs: list[Document]) -> tuple[list[Document], list[tuple[Document, str]]]:

@@ -92,7 +92,8 @@ SCHEMA = 16
 # 31: plain text: a title line with a byline under it ("Last edit: jmorgan, 2025-03") still
 #     titles the page.
 # 32: reST object descriptions (`.. option:: --tokenizer_mode`, `.. envvar::`) keep the name they document.
-# 33: a third-language copy of a page (README_JA.md beside README.md) is set aside.
+# 33: a third-language copy of a page (README_JA.md beside README.md) is set aside; a page under
+#     locales/ or i18n/ with a language marker pairs with its original outside that folder.
 RULES = 33
 FAISS_TOP = 2_000
 

@@ -748,10 +748,18 @@ def test_question_about_one_env_var_retrieves_its_row_with_the_header(tmp_path):
     ("docs-zh/faq.md", "docs/faq.md"),
     ("doc/zh/tutorial_zh.md", "doc/en/tutorial.md"),  # ktransformers: a folder and a suffix both say it
     ("README_ZH.md", "README.md"),
+    ("locales/README.zh-CN.md", "README.md"),  # AnythingLLM keeps its README's translations apart
+    ("website/i18n/zh-Hans/docusaurus-plugin-content-docs/current/guide/faq.md", "website/docs/guide/faq.md"),
 ])
 def test_twin_paths_share_a_key(a, b):
     assert twin_key(a)[0] == twin_key(b)[0]
     assert twin_key(a)[1] == "zh"
+
+
+def test_a_folder_named_for_translations_is_no_part_of_an_unmarked_path():
+    """Only a language marker says a file is a translation: `docs/locale/x.md` is a page about locales."""
+    assert twin_key("docs/locale/x.md") == ("docs/locale/x", None)
+    assert third_language("i18n/README.md") is None
 
 
 def test_a_language_marked_folder_pairs_with_the_unmarked_one():
@@ -809,9 +817,11 @@ def test_a_chinese_twin_that_reads_as_english_is_paired_by_its_path(tmp_path):
     ("README_zh-TW.md", "README.md", "Traditional Chinese"),
     ("README.pt_BR.md", "README.md", "Portuguese"),
     ("locales/README.tr-TR.md", "locales/README.zh-CN.md", "Turkish"),
-    ("locales/README.fa-IR.md", "locales/README.md", "Persian"),
+    ("locales/README.fa-IR.md", "README.md", "Persian"),
     ("docs/ko-KR/faq.md", "docs/faq.md", "Korean"),
     ("docs/source/ta/guides/upload.md", "docs/source/en/guides/upload.md", "Tamil"),  # huggingface_hub's docs
+    ("locales/README.ja-JP.md", "README.md", "Japanese"),
+    ("i18n/fr/docusaurus-plugin-content-docs/current/faq.md", "docs/faq.md", "French"),
     ("docs/README.Japanese.md", "docs/README.English.md", "Japanese"),
 ])
 def test_third_language_copies_are_keyed_to_their_original(copy, original, language):
