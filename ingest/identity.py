@@ -192,6 +192,8 @@ _SMALL_WORDS = {
     "Indonesian": "yang dan di untuk dengan ini dari tidak dapat anda akan",
 }
 
+_SMALL_WORD_SETS = {name: frozenset(words.split()) for name, words in _SMALL_WORDS.items()}
+
 
 def _written_in(language: str, text: str) -> str | None:
     """The language a marked copy's prose is in, when it is the marked one or, for a marker
@@ -204,7 +206,7 @@ def _written_in(language: str, text: str) -> str | None:
     words = re.findall(r"[^\W\d_]+", prose.lower())
     if len(words) < 10:
         return None
-    share = {name: sum(w in set(small.split()) for w in words) / len(words) for name, small in _SMALL_WORDS.items()}
+    share = {name: sum(w in small for w in words) / len(words) for name, small in _SMALL_WORD_SETS.items()}
     best = language if share.get(language, 0.0) >= 0.08 else max(share, key=share.__getitem__)
     return best if share[best] >= 0.08 else None
 
