@@ -573,7 +573,13 @@ def _only_denied(text: str, needle: str) -> bool:
     return bool(spans) and all(denied_before(text, i) or _FINE_AFTER_SUBJECT.match(text, j) for i, j in spans)
 
 
-_BROWSER = re.compile(r"\b(?:chrome|chromium|firefox|safari|microsoft edge|edge \d+|edge browser)\b|浏览器", re.I)
+# A browser right beside the Mac ("macOS + Chrome", "Edge 112 on macOS", "macOS 上用 Chrome"),
+# in a question that names no engine serving a model on it ("Ollama on my Mac … in Chrome" is
+# about the Mac that serves: review).
+_BROWSER_ON_MAC = re.compile(r"(?<![A-Za-z])(?:mac ?os|mac|macbook)(?![A-Za-z])[^\n]{0,12}?(?<![A-Za-z])(?:chrome|chromium|firefox|safari|"
+                             r"microsoft edge|edge \d{2,3}|edge browser)(?![A-Za-z])|(?<![A-Za-z])(?:chrome|chromium|firefox|safari|"
+                             r"microsoft edge|edge \d{2,3}|edge browser)(?![A-Za-z])[^\n]{0,12}?(?<![A-Za-z])(?:mac ?os|mac|macbook)(?![A-Za-z])", re.I)
+_LOCAL_ENGINE = re.compile(r"ollama|vllm|llama\.?cpp|lm ?studio|mlx|sglang|\bserve\b|跑模型|本地跑|本地部署", re.I)
 
 
 def detect(question: str) -> Scope:
@@ -585,7 +591,8 @@ def detect(question: str) -> Scope:
     contrasted = frozenset(p for p in products if _only_contrasted(text, PRODUCTS[p]))
     contrasted |= _in_passing(question[:MAX_QUERY_CHARS], products - contrasted)
     hardware_terms = {h: hit for h, names in HARDWARE.items() if (hit := _found(text, names))}
-    if hardware_terms.get("apple") in ("macos", "mac", "macbook") and _BROWSER.search(question[:MAX_QUERY_CHARS]):
+    if (hardware_terms.get("apple") in ("macos", "mac", "macbook") and _BROWSER_ON_MAC.search(question[:MAX_QUERY_CHARS])
+            and not _LOCAL_ENGINE.search(question[:MAX_QUERY_CHARS])):
         # "Edge 112 on macOS", "macOS + Chrome": the desk where a web UI is opened, not the
         # machine that serves the model. Read as Apple silicon, a question about a chat web
         # app's settings page was refused as being about a platform its docs do not cover (trial).

@@ -254,7 +254,8 @@ def build_index(
             # Listed like the files passed over (`assistant ingest --status` has them all), and
             # kept with their hashes: an edit to a copy is a change the freshness check sees.
             set_aside = [Skipped(doc.path, why) for doc, why in aside]
-            _report_skipped(set_aside, progress, "set aside {n} copies of pages in a third language:")
+            copies = "a copy" if len(aside) == 1 else f"{len(aside)} copies"
+            _report_skipped(set_aside, progress, f"set aside {copies} of pages in a third language:")
             skipped = skipped + set_aside
         for message in renamed:
             progress(f"id collision: {message}")

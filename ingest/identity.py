@@ -25,17 +25,20 @@ import re
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
+from oncall_common.lang import cjk_count, is_cjk
+
 from .documents import Document, _slug, language_text
 
 _LANG_DIRS = {"zh": "zh", "zh-cn": "zh", "zh_cn": "zh", "zh-hans": "zh", "cn": "zh", "chinese": "zh",
               "en": "en", "en-us": "en", "en_us": "en", "english": "en"}
-_LANG_SUFFIX = re.compile(r"[._-](zh[-_]?cn|zh[-_]?hans|zh|cn|chinese|en[-_]?us|en|english)$", re.I)
+_LANG_SUFFIX = re.compile(r"[._-](zh[-_]?cn|zh[-_]?hans|zh|cn|en[-_]?us|en)$", re.I)
 
 
 # Folders that keep a page's translations apart from the original: `locales/README.zh-CN.md`
 # beside the root README.md (AnythingLLM: its English questions were answered from the Chinese
 # README, an unpaired page of its own), `i18n/zh-Hans/docusaurus-plugin-content-docs/current/x.md`
-# beside `docs/x.md` (Docusaurus). Left out of a path that carries a language marker.
+# beside `docs/x.md` (Docusaurus). Only a fallback (`outside_key`): a folder of that name can hold
+# pages of its own and their twins (`docs/i18n/setup.md` beside `docs/i18n/setup_zh.md`, review).
 _TRANSLATION_DIRS = {"locales", "locale", "i18n", "l10n", "translations", "translation", "languages"}
 _DOCUSAURUS = ["docusaurus-plugin-content-docs", "current"]
 
@@ -71,9 +74,18 @@ def twin_key(source: str) -> tuple[str, str | None]:
         marker = match.group(1).lower()
         hint = hint or ("en" if marker.startswith("en") else "zh")
         stem = stem[: match.start()]
-    if hint is not None:
-        folders = _outside_translation_folders(folders)
     return "/".join(folders + [stem]).lower(), hint
+
+
+def outside_key(source: str) -> str | None:
+    """The twin key of a language-marked file with its translation folders left out, when
+    that differs from its own key (`locales/README.zh-CN.md` → `readme`); else None."""
+    key, hint = twin_key(source)
+    if hint is None:
+        return None
+    parts = key.split("/")
+    outside = "/".join(_outside_translation_folders(parts[:-1]) + parts[-1:])
+    return outside if outside != key else None
 
 
 def pair_twins(docs: list[Document]) -> list[Document]:
@@ -82,6 +94,14 @@ def pair_twins(docs: list[Document]) -> list[Document]:
     for i, doc in enumerate(docs):
         if not doc.structured:
             groups.setdefault((doc.root, twin_key(doc.source)[0]), []).append(i)
+    # A marked file left alone in a translation folder pairs with a lone unmarked file outside it.
+    for (root, key), members in list(groups.items()):
+        if len(members) != 1 or (outside := outside_key(docs[members[0]].source)) is None:
+            continue
+        original = groups.get((root, outside))
+        if original is not None and len(original) == 1 and twin_key(docs[original[0]].source)[1] is None:
+            original.append(members[0])
+            del groups[(root, key)]
     out = list(docs)
     for (_, key), members in groups.items():
         langs = [docs[i].lang for i in members]
@@ -160,7 +180,7 @@ THIRD_LANGUAGES = {
     "th": "Thai", "ar": "Arabic", "fa": "Persian", "he": "Hebrew", "hi": "Hindi", "bn": "Bengali", "el": "Greek",
     "ta": "Tamil", "te": "Telugu", "mr": "Marathi", "ur": "Urdu", "or": "Odia",
     "zh-tw": "Traditional Chinese", "zh-hk": "Traditional Chinese", "zh-hant": "Traditional Chinese",
-    "tzh": "Traditional Chinese", "tw": "Traditional Chinese", "hk": "Traditional Chinese",
+    "tzh": "Traditional Chinese",  # not a bare `hk` or `tw`: a region's runbook, which a Chinese reader reads (review)
     # Spelled out, as some trees name them (README.Japanese.md, docs/README.German.md).
     "japanese": "Japanese", "korean": "Korean", "spanish": "Spanish", "french": "French", "german": "German",
     "italian": "Italian", "portuguese": "Portuguese", "russian": "Russian", "vietnamese": "Vietnamese",
@@ -195,20 +215,30 @@ _SMALL_WORDS = {
 _SMALL_WORD_SETS = {name: frozenset(words.split()) for name, words in _SMALL_WORDS.items()}
 
 
-def _written_in(language: str, text: str) -> str | None:
+_ENGLISH_SMALL_WORDS = frozenset("the and of to is for that you with this are be can your from will not by on in it or as".split())
+
+
+def _written_in(language: str, text: str, marker: str = "") -> str | None:
     """The language a marked copy's prose is in, when it is the marked one or, for a marker
-    in Latin letters, another Latin-script language (NextChat's `-es` page is in Italian);
-    None when the text does not bear the marker out."""
+    in Latin letters, clearly another Latin-script language (NextChat's `-es` page is in
+    Italian); None when the text does not bear the marker out. Latin-script prose must be
+    prose: a Chinese runbook under `es/` (Elasticsearch) with a few Latin tokens, or a short
+    English runbook whose "do", "no" and "de" (as in eu-de-2) score as Portuguese, is no
+    copy (review). The marker's own word is not counted."""
     prose = language_text(text)
     script = _SCRIPTS.get(language)
     if script:
         return language if len(re.findall(script, prose)) >= min(20, max(3, len(prose) // 50)) else None
-    words = re.findall(r"[^\W\d_]+", prose.lower())
-    if len(words) < 10:
+    marker_words = set(re.findall(r"[a-z]+", marker.lower()))
+    words = [w for w in re.findall(r"[^\W\d_]+", prose.lower()) if w not in marker_words and not any(is_cjk(ch) for ch in w)]
+    if len(words) < 30 or cjk_count(prose) > len(words):
         return None
+    english = sum(w in _ENGLISH_SMALL_WORDS for w in words) / len(words)
     share = {name: sum(w in small for w in words) / len(words) for name, small in _SMALL_WORD_SETS.items()}
-    best = language if share.get(language, 0.0) >= 0.08 else max(share, key=share.__getitem__)
-    return best if share[best] >= 0.08 else None
+    if share.get(language, 0.0) >= 0.08 and share[language] > 2 * english:
+        return language
+    best = max(share, key=share.__getitem__)
+    return best if share[best] >= 0.12 and english < 0.03 else None
 
 
 _SEPARATORS = re.compile(r"[._-]")
@@ -245,7 +275,7 @@ def third_language(source: str) -> tuple[str, str] | None:
                 break
     if language is None:
         return None
-    return twin_key("/".join(_outside_translation_folders(folders) + [stem + path.suffix]))[0], language
+    return twin_key("/".join(folders + [stem + path.suffix]))[0], language
 
 
 def set_aside_translations(docs: list[Document]) -> tuple[list[Document], list[tuple[Document, str]]]:
@@ -260,8 +290,10 @@ def set_aside_translations(docs: list[Document]) -> tuple[list[Document], list[t
     aside: list[tuple[Document, str]] = []
     for doc in docs:
         marked = None if doc.structured else third_language(doc.source)
-        original = marked and originals.get((doc.root, marked[0]))
-        language = marked and original and _written_in(marked[1], doc.body)
+        parts = marked[0].split("/") if marked else []
+        outside = "/".join(_outside_translation_folders(parts[:-1]) + parts[-1:])
+        original = marked and (originals.get((doc.root, marked[0])) or originals.get((doc.root, outside)))
+        language = marked and original and _written_in(marked[1], doc.body, doc.source)
         if language:
             article = "an" if language[0] in "AEIOU" else "a"
             aside.append((doc, f"{article} {language} copy of {original}, which is indexed (answers are in Chinese and English)"))

@@ -17,7 +17,7 @@ from assistant.knowledge import forget_loaded, index_dir, open_kb, sources, upda
 from oncall_common.errors import AssistantError
 from ingest.chunking import chunk_document, looks_like_heading
 from ingest.documents import parse_document
-from ingest.identity import third_language, twin_key
+from ingest.identity import outside_key, third_language, twin_key
 from ingest.index import load_index, read_manifest, staleness
 
 from .conftest import ROOT, dedent, write_tiny_kb
@@ -748,8 +748,6 @@ def test_question_about_one_env_var_retrieves_its_row_with_the_header(tmp_path):
     ("docs-zh/faq.md", "docs/faq.md"),
     ("doc/zh/tutorial_zh.md", "doc/en/tutorial.md"),  # ktransformers: a folder and a suffix both say it
     ("README_ZH.md", "README.md"),
-    ("locales/README.zh-CN.md", "README.md"),  # AnythingLLM keeps its README's translations apart
-    ("website/i18n/zh-Hans/docusaurus-plugin-content-docs/current/guide/faq.md", "website/docs/guide/faq.md"),
 ])
 def test_twin_paths_share_a_key(a, b):
     assert twin_key(a)[0] == twin_key(b)[0]
@@ -760,6 +758,31 @@ def test_a_folder_named_for_translations_is_no_part_of_an_unmarked_path():
     """Only a language marker says a file is a translation: `docs/locale/x.md` is a page about locales."""
     assert twin_key("docs/locale/x.md") == ("docs/locale/x", None)
     assert third_language("i18n/README.md") is None
+    assert outside_key("locales/README.zh-CN.md") == "readme"
+    assert outside_key("website/i18n/zh-Hans/docusaurus-plugin-content-docs/current/guide/faq.md") == "website/docs/guide/faq"
+    assert outside_key("docs/i18n/setup.md") is None  # unmarked
+
+
+def test_a_translation_folder_pairs_a_lone_twin_only(tmp_path):
+    """`locales/README.zh-CN.md` is the root README's twin (AnythingLLM); a folder that holds
+    pages of its own keeps its own pairs, and a -chinese model page is no Chinese twin (review)."""
+    docs = tmp_path / "docs"
+    _doc(docs, "README.md", "# Gadget\n\nGadget serves models behind one endpoint. Start it with `gadget serve`.\n")
+    _doc(docs, "locales/README.zh-CN.md", "# Gadget\n\nGadget 把多个模型放在一个接口后面。用 `gadget serve` 启动。\n")
+    _doc(docs, "docs/i18n/setup.md", "# Setting the locale\n\nSet `LANG` before the service starts.\n")
+    _doc(docs, "docs/i18n/setup_zh.md", "# 设置语言\n\n服务启动前设置 `LANG`。\n")
+    _doc(docs, "docs/deploy.md", "# Deploy\n\nDeploy the gateway with the helm chart.\n")
+    _doc(docs, "docs/translation/deploy.md", "# Deploying the translation service\n\nIt runs as its own pod.\n")
+    _doc(docs, "docs/translation/deploy_zh.md", "# 部署翻译服务\n\n翻译服务单独一个 pod。\n")
+    _doc(docs, "models/bert.md", "# BERT\n\nThe base BERT model for English text classification.\n")
+    _doc(docs, "models/bert-chinese.md", "# BERT Chinese\n\nA BERT model pretrained on Chinese text, documented in English.\n")
+    _, kb = _build(tmp_path, docs)
+    by_source = {meta.source: (meta.id, meta.lang) for meta in kb.index.docs.values()}
+    assert by_source["README.md"] == ("readme", "en") and by_source["locales/README.zh-CN.md"] == ("readme", "zh")
+    assert by_source["docs/i18n/setup.md"][0] == by_source["docs/i18n/setup_zh.md"][0] != by_source["docs/deploy.md"][0]
+    assert by_source["docs/translation/deploy.md"][0] == by_source["docs/translation/deploy_zh.md"][0]
+    assert by_source["docs/deploy.md"][0] != by_source["docs/translation/deploy_zh.md"][0]
+    assert by_source["models/bert-chinese.md"][1] == "en" and by_source["models/bert-chinese.md"][0] != by_source["models/bert.md"][0]
 
 
 def test_a_language_marked_folder_pairs_with_the_unmarked_one():
@@ -817,12 +840,10 @@ def test_a_chinese_twin_that_reads_as_english_is_paired_by_its_path(tmp_path):
     ("README_zh-TW.md", "README.md", "Traditional Chinese"),
     ("README.pt_BR.md", "README.md", "Portuguese"),
     ("locales/README.tr-TR.md", "locales/README.zh-CN.md", "Turkish"),
-    ("locales/README.fa-IR.md", "README.md", "Persian"),
+    ("locales/README.fa-IR.md", "locales/README.md", "Persian"),
     ("docs/ko-KR/faq.md", "docs/faq.md", "Korean"),
     ("docs/source/ta/guides/upload.md", "docs/source/en/guides/upload.md", "Tamil"),  # huggingface_hub's docs
-    ("locales/README.ja-JP.md", "README.md", "Japanese"),
-    ("i18n/fr/docusaurus-plugin-content-docs/current/faq.md", "docs/faq.md", "French"),
-    ("docs/README.Japanese.md", "docs/README.English.md", "Japanese"),
+    ("docs/README.Japanese.md", "docs/README.md", "Japanese"),
 ])
 def test_third_language_copies_are_keyed_to_their_original(copy, original, language):
     assert third_language(copy) == (twin_key(original)[0], language)
@@ -841,11 +862,15 @@ def test_third_language_copies_are_set_aside_and_listed(tmp_path):
     _doc(docs, "README_KO.md", "# ChatBox\n\n## 액세스 비밀번호\n환경 변수 `CODE`를 설정하면 채팅 전에 비밀번호를 입력해야 합니다.\n")
     _doc(docs, "docs/faq-en.md", "# FAQ\n\n## Why is the reply garbled?\nA temperature above 1 garbles replies; set it back under 1.\n")
     _doc(docs, "docs/faq-es.md", "# Preguntas frecuentes\n\n## ¿Por qué la respuesta sale ilegible?\nUna temperatura mayor que 1 "
-                                 "produce respuestas ilegibles; vuelva a ponerla por debajo de 1 en la configuración del modelo.\n")
+                                 "produce respuestas ilegibles; vuelva a ponerla por debajo de 1 en la configuración del modelo. "
+                                 "Si el problema sigue, revise que el proxy no modifique la respuesta y que la clave de la API "
+                                 "sea la correcta para el modelo que usa en la página de ajustes.\n")
     # Marked Spanish, written in Italian: a copy all the same, named for what it is.
     _doc(docs, "docs/sync-en.md", "# Sync chat logs\n\nCreate an UpStash database and copy its REST URL and token.\n")
     _doc(docs, "docs/sync-es.md", "# Sincronizzare i log delle chat\n\nCreare un database UpStash e copiare l'URL REST e il token "
-                                  "della configurazione. Non condividere il token con gli altri utenti del server.\n")
+                                  "della configurazione. Non condividere il token con gli altri utenti del server. Poi aprire la "
+                                  "pagina delle impostazioni, scegliere il servizio di sincronizzazione e incollare i valori che "
+                                  "sono stati copiati prima, per il server e per il token.\n")
     # A marker-looking name that is a page of its own, in English: kept.
     _doc(docs, "docs/model.md", "# Models\n\nThe models page lists which models this deployment serves.\n")
     _doc(docs, "docs/model-id.md", "# Model ids\n\nEvery request names the model by its id. The id is the name you gave the model "
@@ -853,21 +878,33 @@ def test_third_language_copies_are_set_aside_and_listed(tmp_path):
     # A region's runbook beside the general one, in the KB's own language: a marker the text does not bear out.
     _doc(docs, "runbooks/failover.md", "# Failover\n\nDrain the region, then move its traffic to the standby cluster.\n")
     _doc(docs, "runbooks/failover-hk.md", "# 香港区域切换\n\n先摘掉香港区域的流量，再把请求切到备用集群，确认监控恢复后再回切。\n")
+    # AnythingLLM keeps its README's copies under locales/.
+    _doc(docs, "locales/README.ja-JP.md", "# ChatBox\n\n## アクセスパスワード\n環境変数 `CODE` を設定すると、パスワードが必要になります。\n")
+    # Marked by a name that is no language here (review): a Chinese Elasticsearch runbook under es/,
+    # a short English runbook for the eu-de region, and a Hong Kong region's runbook.
+    _doc(docs, "es/README.md", "# ES 集群变红\n\n说明有主分片未分配。先看 `GET _cluster/allocation/explain`，再逐台重启 ES 节点，"
+                               "每台重启后等集群恢复成黄色再继续。\n")
+    _doc(docs, "runbooks/failover-de.md", "# Failover eu-de\n\n1. Page the DB owner. Do not fail over without them.\n"
+                                          "2. Promote the replica in eu-de-2 and move the traffic there.\n"
+                                          "3. No manual edits on the primary: de-register it and let the operator rebuild it.\n")
+    _doc(docs, "runbooks/failover-tw.md", "# 台灣區域切換\n\n先把台灣區域的流量摘掉，再將請求切到備用叢集，確認監控恢復後再切回來。這個步驟需要值班人員與資料庫負責人一起執行。\n")
     # A Japanese page with no English or Chinese original is all the KB has on it: kept.
     _doc(docs, "docs/tokyo-ja.md", "# 東京リージョン\n\n東京リージョンではコンテナを二台で動かします。\n")
     messages: list[str] = []
     settings, kb = _build(tmp_path, docs, messages=messages)
     indexed = {meta.source for meta in kb.index.docs.values()}
     assert indexed == {"README.md", "README_CN.md", "docs/faq-en.md", "docs/sync-en.md", "docs/model.md", "docs/model-id.md", "docs/tokyo-ja.md",
-                       "runbooks/failover.md", "runbooks/failover-hk.md"}
+                       "runbooks/failover.md", "runbooks/failover-hk.md", "es/README.md", "runbooks/failover-de.md",
+                       "runbooks/failover-tw.md"}
     said = "\n".join(messages)
-    assert "set aside 4 copies of pages in a third language:" in said
+    assert "set aside 5 copies of pages in a third language:" in said
+    assert "locales/README.ja-JP.md: a Japanese copy of README.md" in said
     assert "README_JA.md: a Japanese copy of README.md" in said
     assert "README_KO.md: a Korean copy of README.md" in said
     assert "faq-es.md: a Spanish copy of docs/faq-en.md" in said
     assert "sync-es.md: an Italian copy of docs/sync-en.md" in said
     listed = read_manifest(index_dir(settings))["skipped"]
-    assert sum("copy of" in why for why in listed.values()) == 4
+    assert sum("copy of" in why for why in listed.values()) == 5
     # Set aside is not forgotten: the index is fresh as built, and an edit to a copy is seen.
     assert staleness(index_dir(settings), sources(settings), kb.embedder.name) is None
     (docs / "README_JA.md").write_text("# ChatBox\n\n## パスワード\n変更しました。\n", encoding="utf-8")
