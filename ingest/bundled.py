@@ -102,6 +102,9 @@ def export_bundle(generation: Path, kb_root: Path, out: Path, max_chunk_chars: i
         "max_chunk_chars": max_chunk_chars,
         "documents": dict(sorted(documents.items())),
         "skipped": {_relative(p, kb_root): why for p, why in manifest.get("skipped", {}).items()},
+        # Third-language copies set aside (identity.set_aside_translations): without their hashes a
+        # seeded index found them "changed" and was rebuilt on the first ask (review).
+        "set_aside": {_relative(p, kb_root): h for p, h in sorted(manifest.get("set_aside", {}).items())},
         "renamed": manifest.get("renamed", []),
         "chunk_count": manifest["chunk_count"], "chunk_hashes": manifest["chunk_hashes"],
         "built_at": manifest.get("built_at"), "files": manifest["files"],
@@ -154,17 +157,21 @@ def seed_index(index_dir: Path, kb_root: Path, embedder_name: str, max_chunk_cha
             or manifest.get("max_chunk_chars") != max_chunk_chars):
         return False
     kb_root = kb_root.resolve()
-    documents, stats = {}, {}
-    for rel, meta in manifest["documents"].items():
+    documents, stats, set_aside = {}, {}, {}
+    hashes = [(rel, meta["hash"]) for rel, meta in manifest["documents"].items()] + list(manifest.get("set_aside", {}).items())
+    for rel, digest in hashes:
         path = str(kb_root / rel)
-        documents[path] = meta
+        if rel in manifest["documents"]:
+            documents[path] = manifest["documents"][rel]
+        else:
+            set_aside[path] = digest
         try:
-            unchanged = content_hash(Path(path).read_bytes()) == meta["hash"]
+            unchanged = content_hash(Path(path).read_bytes()) == digest
         except OSError:
             unchanged = False
         if unchanged:
             stats[path] = _stat(path)
-    live = dict(manifest, sources=[str(kb_root)], documents=documents, stats=stats,
+    live = dict(manifest, sources=[str(kb_root)], documents=documents, stats=stats, set_aside=set_aside,
                 skipped={str(kb_root / p): why for p, why in manifest.get("skipped", {}).items()},
                 skipped_content={}, embedded=0, embedded_tokens_est=0, timings={}, seeded_from="bundled index")
     with index_lock(index_dir):

