@@ -576,9 +576,9 @@ def _only_denied(text: str, needle: str) -> bool:
 # A browser right beside the Mac ("macOS + Chrome", "Edge 112 on macOS", "macOS 上用 Chrome"),
 # in a question that names no engine serving a model on it ("Ollama on my Mac … in Chrome" is
 # about the Mac that serves: review).
-_BROWSER_ON_MAC = re.compile(r"(?<![A-Za-z])(?:mac ?os|mac|macbook)(?![A-Za-z])[^\n]{0,12}?(?<![A-Za-z])(?:chrome|chromium|firefox|safari|"
-                             r"microsoft edge|edge \d{2,3}|edge browser)(?![A-Za-z])|(?<![A-Za-z])(?:chrome|chromium|firefox|safari|"
-                             r"microsoft edge|edge \d{2,3}|edge browser)(?![A-Za-z])[^\n]{0,12}?(?<![A-Za-z])(?:mac ?os|mac|macbook)(?![A-Za-z])", re.I)
+_MAC = r"(?<![A-Za-z])(?:mac ?os|mac|macbook)(?![A-Za-z])"
+_BROWSER = r"(?<![A-Za-z])(?:chrome|chromium|firefox|safari|microsoft edge|edge \d{2,3}|edge browser)(?![A-Za-z])"
+_BROWSER_ON_MAC = re.compile(rf"{_MAC}[^\n]{{0,12}}?{_BROWSER}|{_BROWSER}[^\n]{{0,12}}?{_MAC}", re.I)
 _LOCAL_ENGINE = re.compile(r"ollama|vllm|llama\.?cpp|lm ?studio|mlx|sglang|\bserve\b|跑模型|本地跑|本地部署", re.I)
 
 

@@ -157,20 +157,17 @@ def seed_index(index_dir: Path, kb_root: Path, embedder_name: str, max_chunk_cha
             or manifest.get("max_chunk_chars") != max_chunk_chars):
         return False
     kb_root = kb_root.resolve()
-    documents, stats, set_aside = {}, {}, {}
-    hashes = [(rel, meta["hash"]) for rel, meta in manifest["documents"].items()] + list(manifest.get("set_aside", {}).items())
-    for rel, digest in hashes:
-        path = str(kb_root / rel)
-        if rel in manifest["documents"]:
-            documents[path] = manifest["documents"][rel]
-        else:
-            set_aside[path] = digest
+    documents = {str(kb_root / rel): meta for rel, meta in manifest["documents"].items()}
+    set_aside = {str(kb_root / rel): digest for rel, digest in manifest.get("set_aside", {}).items()}
+
+    def unchanged(path: str, digest: str) -> bool:
         try:
-            unchanged = content_hash(Path(path).read_bytes()) == digest
+            return content_hash(Path(path).read_bytes()) == digest
         except OSError:
-            unchanged = False
-        if unchanged:
-            stats[path] = _stat(path)
+            return False
+
+    hashes = {**{path: meta["hash"] for path, meta in documents.items()}, **set_aside}
+    stats = {path: _stat(path) for path, digest in hashes.items() if unchanged(path, digest)}
     live = dict(manifest, sources=[str(kb_root)], documents=documents, stats=stats, set_aside=set_aside,
                 skipped={str(kb_root / p): why for p, why in manifest.get("skipped", {}).items()},
                 skipped_content={}, embedded=0, embedded_tokens_est=0, timings={}, seeded_from="bundled index")

@@ -43,14 +43,16 @@ _TRANSLATION_DIRS = {"locales", "locale", "i18n", "l10n", "translations", "trans
 _DOCUSAURUS = ["docusaurus-plugin-content-docs", "current"]
 
 
-def _outside_translation_folders(folders: list[str]) -> list[str]:
-    out = [f for f in folders if f.lower() not in _TRANSLATION_DIRS]
+def _outside(key: str) -> str:
+    """A twin key without its translation folders (`locales/readme` → `readme`)."""
+    *folders, name = key.split("/")
+    out = [f for f in folders if f not in _TRANSLATION_DIRS]
     if len(out) < len(folders):
-        lowered = [f.lower() for f in out]
         for i in range(len(out) - 1):
-            if lowered[i:i + 2] == _DOCUSAURUS:
-                return out[:i] + ["docs"] + out[i + 2:]
-    return out
+            if out[i:i + 2] == _DOCUSAURUS:
+                out = out[:i] + ["docs"] + out[i + 2:]
+                break
+    return "/".join(out + [name])
 
 
 def twin_key(source: str) -> tuple[str, str | None]:
@@ -81,10 +83,7 @@ def outside_key(source: str) -> str | None:
     """The twin key of a language-marked file with its translation folders left out, when
     that differs from its own key (`locales/README.zh-CN.md` → `readme`); else None."""
     key, hint = twin_key(source)
-    if hint is None:
-        return None
-    parts = key.split("/")
-    outside = "/".join(_outside_translation_folders(parts[:-1]) + parts[-1:])
+    outside = _outside(key) if hint is not None else key
     return outside if outside != key else None
 
 
@@ -199,7 +198,7 @@ _SCRIPTS = {
     "Hindi": r"[\u0900-\u097f]", "Marathi": r"[\u0900-\u097f]", "Bengali": r"[\u0980-\u09ff]", "Greek": r"[\u0370-\u03ff]",
     "Tamil": r"[\u0b80-\u0bff]", "Telugu": r"[\u0c00-\u0c7f]", "Urdu": r"[\u0600-\u06ff]", "Odia": r"[\u0b00-\u0b7f]",
 }
-_SMALL_WORDS = {
+_SMALL_WORDS = {name: frozenset(words.split()) for name, words in {
     "Spanish": "de la que el en los las del por para con una es se lo como más pero",
     "French": "le la les de des et est pour une dans que vous pas sur avec il sont",
     "German": "der die und das ist nicht mit sie für den ein eine zu auf sich auch wird",
@@ -210,11 +209,7 @@ _SMALL_WORDS = {
     "Turkish": "bir ve bu için ile olarak da de değil çok daha",
     "Vietnamese": "của và là các để trong không một có được cho với",
     "Indonesian": "yang dan di untuk dengan ini dari tidak dapat anda akan",
-}
-
-_SMALL_WORD_SETS = {name: frozenset(words.split()) for name, words in _SMALL_WORDS.items()}
-
-
+}.items()}
 _ENGLISH_SMALL_WORDS = frozenset("the and of to is for that you with this are be can your from will not by on in it or as".split())
 
 
@@ -234,7 +229,7 @@ def _written_in(language: str, text: str, marker: str = "") -> str | None:
     if len(words) < 30 or cjk_count(prose) > len(words):
         return None
     english = sum(w in _ENGLISH_SMALL_WORDS for w in words) / len(words)
-    share = {name: sum(w in small for w in words) / len(words) for name, small in _SMALL_WORD_SETS.items()}
+    share = {name: sum(w in small for w in words) / len(words) for name, small in _SMALL_WORDS.items()}
     if share.get(language, 0.0) >= 0.08 and share[language] > 2 * english:
         return language
     best = max(share, key=share.__getitem__)
@@ -282,17 +277,15 @@ def set_aside_translations(docs: list[Document]) -> tuple[list[Document], list[t
     """(the documents to index, each third-language copy set aside with the reason): a copy
     is set aside only when its original, a file with the same path but no marker, or an
     English or Chinese marker, is in the same source."""
+    marks = [None if doc.structured else third_language(doc.source) for doc in docs]
     originals: dict[tuple[str, str], str] = {}
-    for doc in sorted(docs, key=lambda d: twin_key(d.source)[1] == "zh"):  # name the English original first
-        if not doc.structured and third_language(doc.source) is None:
-            originals.setdefault((doc.root, twin_key(doc.source)[0]), doc.source)
+    unmarked = [(twin_key(doc.source), doc) for doc, mark in zip(docs, marks) if not doc.structured and mark is None]
+    for (key, _hint), doc in sorted(unmarked, key=lambda pair: pair[0][1] == "zh"):  # name the English original first
+        originals.setdefault((doc.root, key), doc.source)
     kept: list[Document] = []
     aside: list[tuple[Document, str]] = []
-    for doc in docs:
-        marked = None if doc.structured else third_language(doc.source)
-        parts = marked[0].split("/") if marked else []
-        outside = "/".join(_outside_translation_folders(parts[:-1]) + parts[-1:])
-        original = marked and (originals.get((doc.root, marked[0])) or originals.get((doc.root, outside)))
+    for doc, marked in zip(docs, marks):
+        original = marked and (originals.get((doc.root, marked[0])) or originals.get((doc.root, _outside(marked[0]))))
         language = marked and original and _written_in(marked[1], doc.body, doc.source)
         if language:
             article = "an" if language[0] in "AEIOU" else "a"
