@@ -1422,7 +1422,18 @@ _KV_DTYPE = re.compile(r"kv[-_ ]cache[-_ ]dtype[ =:]*\S*")
 # Checkpoints published in FP8 or another format of their own: a size alone says nothing of their bytes.
 # R1's distilled models are Qwen and Llama checkpoints in bf16, not R1's own FP8.
 _OWN_FORMAT = re.compile(r"deepseek[-_ ]?(?:v3|r1)(?![-_ ]?distill)|671\s*b\b|kimi[-_ ]?k2|gpt[-_ ]?oss")  # 671B: DeepSeek-V3/R1, FP8
-_SPREAD = re.compile(r"offload|pipeline[-_ ]parallel|(?<![\w-])-pp\b|swap[-_ ]space")
+# Weights held outside the GPUs: offloaded, split over pipeline stages, or, in the engines that
+# run a model across CPU and GPU, placed layer by layer ("--moe_device numa", llama.cpp's
+# `-ngl 20` and `--n-cpu-moe`, `-ot exps=CPU`, `device_map="auto"`, 卸载到内存).
+_SPREAD = re.compile(r"offload|pipeline[-_ ]parallel|(?<![\w-])-pp\b|swap[-_ ]space|moe[-_ ]?device|(?:n[-_ ])?cpu[-_ ]moe"
+                     r"|n[-_ ]gpu[-_ ]layers|(?<![\w-])-ngl\b|override[-_ ]tensors?|(?<![\w-])-ot\b|device[-_ ]map|卸载")
+# The asker says the model runs on what they have: a generation speed they measured ("Q4_K_M
+# gave ~10 tok/s", "只有 3 token/s") or "能跑，但…". The weights are held somewhere, so "more
+# than your GPU holds, no setting changes that" is contradicted by the asker (a fastllm user
+# running Qwen3-235B on one 4090 with its MoE layers on NUMA nodes was told so, trial).
+_RUNS = re.compile(r"\d\s*(?:tok(?:en)?s?\s*/\s*s(?:ec)?|t/s|tokens?\s+(?:per|a|/)\s*s(?:ec(?:ond)?)?)\b|每秒\s*\d+(?:\.\d+)?\s*(?:个)?\s*tokens?"
+                   r"|(?:能|可以)(?:正常)?(?:跑|运行|推理)(?:起来|通)?了?(?=\s*(?:[，,。；;]|但|$))|跑(?:起来|通)了"
+                   r"|\b(?:runs|works|loads|loaded|ran)\s+(?:fine|ok|okay|well|successfully)\b")
 _ZH_COUNT = re.compile(r"(?<![一两二三四五六七八九十百])([一两二三四五六七八九十]{1,3})\s*(?:张|块)")
 _ZH_DIGITS = {c: i for i, c in enumerate("一二三四五六七八九", 1)} | {"两": 2}
 
@@ -1529,6 +1540,8 @@ def weights_verdict(question: str) -> tuple[dict[str, str] | None, bool]:
     stated = _EIGHT_BIT.search(said) or _FOUR_BIT.search(said) or _SIXTEEN_BIT.search(said)
     if _SPREAD.search(text) or (_OWN_FORMAT.search(text) and not stated):
         return None, False  # offloaded, split over pipeline stages, or a checkpoint of its own format: no sure bound
+    if _runs_here(text) and not _ASKS_SIZING.search(text):
+        return None, False  # it runs: held in part off the GPUs, or in a format the question does not name
     sizes = {q.value for q in x.quantities if q.unit == "params" and q.usable}
     memories = {q.value for q in x.by_label("gpu_memory") if q.usable}
     if x.by_label("weights"):
@@ -1574,6 +1587,14 @@ def weights_verdict(question: str) -> tuple[dict[str, str] | None, bool]:
         on_top = _msg("weights.kv_on_top")
         note = {lang: note[lang] + on_top[lang] for lang in LANGS}
     return note, True
+
+
+def _runs_here(text: str) -> bool:
+    """Whether the asker says the model runs, in a sentence that names no other engine: "the
+    same model runs fine under ollama" is a 4-bit build elsewhere, and vLLM's bf16 weights still
+    do not fit (review)."""
+    return any(not _other_engine(_model_sentence(text, m.start(), m.end()), frozenset({"vllm", "fastdeploy"}))
+               for m in _RUNS.finditer(text))
 
 
 def _asker_gpus(x: Extraction, text: str, memories: set[Decimal]) -> tuple[Decimal | None, int | None]:

@@ -562,6 +562,15 @@ def test_a_logged_kv_cache_ratio_is_used_instead_of_the_default():
     ("Qwen2.5-14B on a machine with 16GB RAM, loading is slow", None),  # memory that is not the GPU's
     ("32B model, --cpu-offload-gb 16 on a 4090 24GB", None),  # offloaded: a flag does change it
     ("Qwen2.5-72B with --pipeline-parallel-size 2 --tensor-parallel-size 1 on A100 80GB", None),
+    # Held off the GPU layer by layer, or said to run: the asker contradicts "no setting fits it" (trial)
+    ("单卡 4090 跑 Qwen3-235B-A22B-INT4MIX，--device cuda --moe_device numa 能跑，但显存还剩很多。想把一小部分 moe 层放到显卡上", None),
+    ("Qwen2.5-72B Q4_K_M on a 4090 24GB with -ngl 40 is slow, how to speed it up?", None),
+    ("Qwen3-235B Q4_K_M on an RTX 3090 24GB gave ~10 tok/s, BF16 gave 4 tok/s. Why is it slower?", None),
+    ("3070Ti 8G 显存跑 6B chat，能跑但是巨慢，十几分钟才出结果", None),
+    ("Qwen2.5-32B on a 4090 24GB with device_map=\"auto\" OOMs during calibration", None),
+    # ... but not when the model runs under another engine: a 4-bit build there, bf16 here (review)
+    ("Single 16GB GPU. vllm serve Qwen2.5-14B dies at startup with CUDA out of memory. The same model runs fine under "
+     "ollama on this box.", ("about 27 GiB", "GPU holds", "at least 2")),
 ])
 def test_weights_that_no_setting_fits_are_said_above_the_answer(question, expect):
     """"Qwen2.5-14B on one A10 24GB, lowered --gpu-memory-utilization, no effect" got the OOM
