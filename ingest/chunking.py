@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 
 from .bylines import is_byline_not_heading
-from .documents import LINK_DEST, MD_LINK, Document, content_hash
+from .documents import LINK_DEST, MD_LINK, Document, content_hash, lone_h1
 from .records import Chunk
 
 # Section headings of KB articles, in both languages, mapped to what the answer needs.
@@ -115,11 +115,12 @@ def estimate_tokens(text: str) -> int:
 
 def chunk_document(doc: Document, max_chars: int = 1200, max_tokens: int = MAX_CHUNK_TOKENS) -> list[Chunk]:
     sections = markdown_sections(doc.body) if doc.is_markdown else text_sections(doc.body)
+    page = {doc.title, _page_heading(doc)}
     chunks: list[Chunk] = []
     for path, blocks in sections:
         heading = path[-1] if path else doc.title
         kind = section_kind(heading)
-        title_parts = [doc.title] + [p for p in path if p != doc.title]
+        title_parts = [doc.title] + [p for p in path if p not in page]
         title = " > ".join(title_parts)
         if kind == "questions":
             for item in _list_items(blocks):
@@ -128,6 +129,19 @@ def chunk_document(doc: Document, max_chars: int = 1200, max_tokens: int = MAX_C
         for text in _pack(blocks, max_chars, max_tokens):
             chunks.append(_make(doc, len(chunks), title, heading, kind, text))
     return chunks
+
+
+def _page_heading(doc: Document) -> str:
+    """The heading that titles a team's page under a front-matter title of other words: the
+    page's `# Environment Variables` under `title: Customize LobeChat Deployment with
+    Environment Variables`. Kept in the heading path, it made one passage of the whole page
+    (a passage is "Doc > Section"): forty variables quoted as one, none of them the one asked
+    about. Under it the page's own sections are passages, as on a page with no front matter.
+    A curated article keeps its headings as written."""
+    if doc.structured or not doc.is_markdown:
+        return doc.title
+    heading = lone_h1(doc.body)
+    return heading_text(heading) if heading else doc.title
 
 
 def _make(doc: Document, n: int, title: str, section: str, kind: str, text: str) -> Chunk:

@@ -111,9 +111,11 @@ def parse_document(path: Path, root: Path, raw: bytes) -> Document:
     if is_markdown:
         text = strip_non_content(text)
     source = str(path.relative_to(root)) if root.is_dir() else path.name
-    from .chunking import text_title  # chunking imports this module
+    from .chunking import heading_text, text_title  # chunking imports this module
 
-    title = str(meta.get("title") or html_title or (_first_heading(text) if is_markdown else text_title(text)) or path.stem)
+    # A heading's words, not its markup: "Gemma 2: [`collection`](https://…)" titled every passage with the link.
+    title = str(meta.get("title") or html_title or (heading_text(_first_heading(text)) if is_markdown else text_title(text))
+                or path.stem)
     lang = str(meta.get("lang") or document_lang(text))
     doc_id = str(meta.get("id") or _slug(str(Path(source).with_suffix(""))))
     return Document(
@@ -167,17 +169,27 @@ def _first_heading(text: str) -> str:
     CUDA 12.9."), and neither is the first of several sections at the same level (a FAQ of
     `## Q` sections, or an include fragment of `####` sections, was titled with its first
     question, and that title prefixed every passage). Empty when no heading titles it."""
-    from markdown_it import MarkdownIt
-
-    tokens = MarkdownIt("commonmark").parse(text)
-    headings = [(int(tok.tag[1]), tokens[i + 1].content.strip()) for i, tok in enumerate(tokens[:-1])
-                if tok.type == "heading_open" and tok.level == 0 and tokens[i + 1].content.strip()]
+    headings = _headings(text)
     if not headings:
         return ""
     level, title = headings[0]
     if level == 1 or all(other > level for other, _ in headings[1:]):
         return title
     return ""
+
+
+def lone_h1(text: str) -> str:
+    """The page's `#` heading when it opens the page and is its only one, else ""."""
+    headings = _headings(text)
+    return headings[0][1] if headings and headings[0][0] == 1 and all(level > 1 for level, _ in headings[1:]) else ""
+
+
+def _headings(text: str) -> list[tuple[int, str]]:
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").parse(text)
+    return [(int(tok.tag[1]), tokens[i + 1].content.strip()) for i, tok in enumerate(tokens[:-1])
+            if tok.type == "heading_open" and tok.level == 0 and tokens[i + 1].content.strip()]
 
 
 # ---------------------------------------------------------------- format

@@ -94,7 +94,9 @@ SCHEMA = 16
 # 32: reST object descriptions (`.. option:: --tokenizer_mode`, `.. envvar::`) keep the name they document.
 # 33: a third-language copy of a page (README_JA.md beside README.md) is set aside; a page under
 #     locales/ or i18n/ with a language marker pairs with its original outside that folder.
-RULES = 33
+# 34: a team's page titled in front matter (or by an HTML <title>) and again by a heading of
+#     other words: that heading titles the page too, so its sections are the passages.
+RULES = 34
 FAISS_TOP = 2_000
 
 

@@ -448,6 +448,46 @@ def test_mdx_pages_read_as_markdown_without_their_components(tmp_path):
     assert [c.title for c in chunks if "rmmod" in c.text] == ["GPU > Older GPUs"]
 
 
+def test_a_heading_that_titles_the_page_under_a_front_matter_title_is_no_section_level(tmp_path):
+    """A doc site's page titled in front matter and again by its own `#` heading of other
+    words: kept in the heading path, the `#` heading was the section every passage belonged
+    to, so the whole page (forty environment variables) was one passage (LobeChat's docs)."""
+    from assistant.retrieval import section_key
+
+    page = dedent("""
+        ---
+        title: Customize the Deployment with Environment Variables
+        ---
+        # Environment Variables
+
+        Set these in the container.
+
+        ## Common Variables
+
+        ### `ACCESS_CODE`
+
+        A password for the service.
+
+        ## Plugin Service
+
+        ### `PLUGINS_INDEX_URL`
+
+        Where the plugin index is read from.
+        """)
+    chunks = chunk_document(_doc(tmp_path, "env/basic.mdx", page))
+    titles = [c.title for c in chunks]
+    assert titles[0] == "Customize the Deployment with Environment Variables"
+    assert "Customize the Deployment with Environment Variables > Common Variables > `ACCESS_CODE`" in titles
+    assert len({section_key(t) for t in titles}) == 3  # the opening, Common Variables, Plugin Service
+    # Headed by a link, a page is titled by the link's words, and its heading is no level either.
+    linked = chunk_document(_doc(tmp_path, "GEMMA2.md", "# Gemma 2: [`collection`](https://hf.co/x)\n\n## Run it\n\n"
+                                                     "`mistralrs run -m google/gemma-2-9b-it`\n"))
+    assert [c.title for c in linked] == ["Gemma 2: `collection` > Run it"]
+    # A curated article keeps the headings it is written with (its `#` line is its title).
+    article = _doc(tmp_path, "kb/a.md", "---\nid: a\ntitle: Article\n---\n# Other words\n\n## Fix\n\nRestart.\n")
+    assert [c.title for c in chunk_document(article)] == ["Article > Other words > Fix"]
+
+
 def test_an_unclosed_component_tag_in_mdx_is_text_and_eats_nothing():
     from ingest.mdx import mdx_to_markdown
 
