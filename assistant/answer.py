@@ -1323,6 +1323,8 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     asked |= _described_rows(kb, top, said, asked, tried)
     passages = {id(art): _passage(kb, art, lang, labels, hits, asked, result.question) for art in (top, *others)}
     brought = _fix_sibling(kb, passages[id(top)][0], [*siblings, *others], said)
+    others = _room_for_fixes(kb, [*brought, *(art for art in siblings if _is_fix_section(art.passage))], others, passages,
+                             len(beside), labels)
     siblings = brought + siblings
     siblings += _followers(kb, passages[id(top)][0], [*siblings, *others])
     siblings += _step_gaps(kb, top, siblings)
@@ -1471,6 +1473,37 @@ def _add_docs_hint(kb, labels: dict) -> str:
     if settings is None or settings.kb_dir.resolve() == bundled_kb_dir().resolve():
         return labels["add_docs"]
     return labels["add_docs_kb"]
+
+
+def _is_fix_section(passage: str) -> bool:
+    """Whether a passage is a top-level section of its page headed as a fix ("解决方案", "Fix")."""
+    from ingest.chunking import section_kind
+
+    parts = passage.split(" > ")
+    return len(parts) == 2 and section_kind(parts[1]) == "fixes"
+
+
+def _room_for_fixes(kb, fixes: list, others: list, passages: dict, beside: int, labels: dict) -> list:
+    """The alternatives cut down, the last first, and dropped if need be, so that the best
+    page's fix comes after its symptom: its sections only took the room the alternatives
+    left, and an FAQ page's "问题描述" was quoted with the error the asker pasted, beside two
+    full passages from other pages, and without its "解决方案" (trial)."""
+    if not fixes or not others:
+        return others
+    need = min(MAX_PASSAGE_CHARS, sum(len(c.text) + len(c.title) for art in fixes for c in _section_chunks(kb, art.chunks[0].chunk)))
+    kept = list(others)
+
+    def short() -> int:
+        used = sum(len(text) + len(best.title) for best, text, _rest in passages.values())
+        return need - (MAX_ANSWER_CHARS - SIBLING_RESERVE - BESIDE_RESERVE * beside - used)
+
+    for art in reversed(kept):
+        best, text, rest = passages[id(art)]
+        if short() > 0 and len(text) > MIN_SIBLING_CHARS:
+            passages[id(art)] = (best, _bounded(text, max(MIN_SIBLING_CHARS, len(text) - short()), labels), rest)
+    while kept and short() > 0:
+        del passages[id(kept.pop())]
+    return kept
 
 
 def _close_others(result: Retrieval, siblings: list, top_k: int,

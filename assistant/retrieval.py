@@ -641,6 +641,44 @@ def _set_grounding(match: ArticleMatch, lang: str) -> None:
     match.grounding = grounding_scale(closest.dense, band_lang, PASSAGE_DENSE_BAND) if match.passage else match.dense
 
 
+def section_ordinals(index: KBIndex) -> dict[tuple[str, str, str], int]:
+    """Each passage's place among its document's top-level sections, per language, cached per
+    index: a translated page keeps its sections in order, so the n-th of one language is the
+    n-th of the other, whatever each calls it ("FAQ", "常见问题")."""
+    def build() -> dict[tuple[str, str, str], int]:
+        places: dict[tuple[str, str, str], int] = {}
+        count: dict[tuple[str, str], int] = {}
+        for chunk in index.chunks:
+            key = (chunk.doc_id, chunk.lang, section_key(chunk.title))
+            if key not in places:
+                places[key] = count.get(key[:2], 0)
+                count[key[:2]] = places[key] + 1
+        return places
+
+    return derived(index, "_section_ordinals", build)
+
+
+def twin_grounding(index: KBIndex, matches: list[ArticleMatch], lang: str) -> None:
+    """A passage matched in the other language of a translated page is grounded as its twin
+    in the asker's language, when that matched too: a Chinese question's English "FAQ" of a
+    zh/en page pair led on its pasted command's words and was judged on the cross-language
+    band, while its own "常见问题", read on the Chinese one, was as close as a passage gets;
+    the question was refused (LobeChat's docs, new tree)."""
+    places = section_ordinals(index)
+    own = {(m.doc_id, places.get((m.doc_id, lang, m.passage))): m for m in matches
+           if m.passage and m.chunks and m.chunks[0].chunk.lang == lang and (m.doc_id, lang, m.passage) in places}
+    for match in matches:
+        if not match.passage or match.other_lang_only or match.grounding is None or not match.chunks:
+            continue
+        chunk = match.chunks[0].chunk
+        if chunk.lang == lang:
+            continue
+        place = places.get((match.doc_id, chunk.lang, match.passage))
+        twin = own.get((match.doc_id, place)) if place is not None else None
+        if twin is not None and twin.grounding is not None and twin.grounding > match.grounding:
+            match.grounding = twin.grounding
+
+
 def grounding_scale(cosine: float, lang: str, band: dict[str, tuple[float, float]] = DENSE_BAND) -> float:
     lo, hi = band.get(lang, band["en"])
     return float(np.clip((cosine - lo) / (hi - lo), 0.0, 1.0))
@@ -1127,6 +1165,7 @@ def search(
             # the multilingual dense score is the only evidence.
             match.relevance = match.dense + boost
 
+    twin_grounding(index, list(by_article.values()), lang)
     demote_ruled_out(question, list(by_article.values()), metas)
     favour_named_headings(query, list(by_article.values()))
     apply_page_prior(index, qvec[0], list(by_article.values()), mode, question, lang)

@@ -482,6 +482,45 @@ def test_a_symptom_match_brings_its_runbooks_fix_section(tmp_path):
     assert "（仅有英文原文）" in zh.answer
 
 
+CERT_ERROR = ('{\n  "endpoint": "https://api.openai.com/v1",\n  "error": {\n    "cause": {\n      "code": "UNABLE_TO_VERIFY_LEAF_SIGNATURE"\n'
+         '    }\n  }\n}')
+CERT_FAQ = ("# Certificate errors behind a proxy\n\n## Problem\n\n"
+            "Behind a proxy (Surge, a company gateway) requests to the model provider fail with a certificate error:\n\n"
+            "```bash\n[TypeError: fetch failed] {\n  cause: [Error: unable to verify the first certificate] {\n"
+            "    code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE'\n  }\n}\n```\n\nor:\n\n```json\n" + CERT_ERROR + "\n```\n\n"
+            "The proxy signs with a self-signed or intermediate certificate that Node.js does not trust by default.\n\n"
+            "## Solution\n\nStart the app with certificate checks skipped: add `NODE_TLS_REJECT_UNAUTHORIZED=0` to its "
+            "environment.\n\n```yaml\nenvironment:\n  - NODE_TLS_REJECT_UNAUTHORIZED=0\n```\n")
+PROXY_ENTRY = ("### `{name}`\n\n- Type: optional\n- Description: the base URL of the OpenAI API proxy; requests to the provider "
+         "go through this proxy endpoint instead of api.openai.com. Check your proxy's suffix: some need `/v1`.\n"
+         "- Default: `https://api.openai.com/v1`\n- Example: `https://proxy.example.com/v1`\n\n")
+PROXY_PROVIDERS = ("# Model provider variables\n\n## OpenAI proxy errors\n\nA proxy error reads:\n\n```json\n"
+                   + CERT_ERROR.replace("UNABLE_TO_VERIFY_LEAF_SIGNATURE", "ETIMEDOUT") + "\n```\n\n"
+                   + "".join(PROXY_ENTRY.replace("{name}", f"OPENAI_PROXY_URL_{i}") for i in range(8)))
+PROXY_DOCKER = ("# Deploy with Docker\n\n## Using a third-party OpenAI proxy\n\nA message failing with a cause such as "
+          "ECONNREFUSED means the container cannot reach the proxy endpoint.\n\n" + ("When the OpenAI API is reached through "
+          "a third-party proxy, set the proxy URL and the API key in the container's environment. The proxy must forward "
+          "`/v1`; an error from the proxy shows in the container log as an `error` object with its `cause`:\n\n"
+          "```json\n" + CERT_ERROR.replace("UNABLE_TO_VERIFY_LEAF_SIGNATURE", "ECONNREFUSED") + "\n```\n\n") * 4)
+
+
+def test_the_best_pages_fix_is_quoted_before_other_pages_passages(tmp_path):
+    """An FAQ page's "Problem" matched the pasted error; its "Solution" only took the room the
+    alternatives left, and two full passages from other pages left none (LobeChat's docs,
+    a "问题描述" quoted without its "解决方案"). The alternatives are cut down instead."""
+    settings, kb = docs_kb(tmp_path, {"faq/cert.md": CERT_FAQ, "env/providers.md": PROXY_PROVIDERS, "docker.md": PROXY_DOCKER,
+                                      "compose.md": PROXY_DOCKER.replace("# Deploy with Docker", "# Deploy with Docker Compose")})
+    question = ("LobeChat in docker with my own OpenAI proxy as the API endpoint: every message fails with an error "
+                "whose cause is UNABLE_TO_VERIFY_LEAF_SIGNATURE. The proxy URL works in a browser. What should I set?")
+    answer = answer_question(question, settings, kb=kb, use_llm=False)
+    assert answer.grounded and answer.citations[0].source == "faq/cert.md"
+    assert "NODE_TLS_REJECT_UNAUTHORIZED=0" in answer.answer
+    assert len(answer.answer) <= MAX_ANSWER_CHARS
+    # The alternative is still offered, cut down, after the fix.
+    assert "Deploy with Docker > Using a third-party OpenAI proxy" in answer.answer
+    assert answer.answer.index("NODE_TLS_REJECT_UNAUTHORIZED=0") < answer.answer.index("Deploy with Docker")
+
+
 GATEWAY_RUNBOOK = (
     "# Gateway returns 502 after a deploy\n\n## Symptoms\n\n- The gateway returns `502 Bad Gateway` for a few minutes after "
     "every rollout.\n- Gateway log: `upstream connect error or disconnect/reset before headers`.\n\n## Cause\n\nNew pods "
@@ -1914,6 +1953,41 @@ def test_a_chunk_that_fits_as_written_is_not_left_out_for_a_worse_one():
                                {best.chunk_id: 0.87, pinned.chunk_id: 0.65, other.chunk_id: 0.37}, 1500)
     assert "gunicorn==25.0.3" in text and len(text) <= 1500
     assert left == [other]
+
+
+COMPOSE_EN = ("# Deploy with Docker Compose\n\n## Start\n\nRun `docker compose up -d` in the folder with `docker-compose.yml`.\n\n"
+              "## FAQ\n\n### The container cannot reach the internet through my proxy\n\nThe log shows `TypeError: fetch failed`. "
+              "Set `PROXY_URL=http://host:3128` in the env file; `HTTP_PROXY` is not read by the server.\n")
+COMPOSE_ZH = ("# 使用 Docker Compose 部署\n\n## 启动\n\n在 `docker-compose.yml` 所在目录执行 `docker compose up -d`。\n\n"
+              "## 常见问题\n\n### 容器无法通过代理访问外网\n\n日志报 `TypeError: fetch failed`。在 env 文件里设置 "
+              "`PROXY_URL=http://host:3128`；服务端不读取 `HTTP_PROXY`。\n")
+
+
+def test_a_passage_matched_in_the_other_language_is_grounded_as_its_twin(tmp_path):
+    """A Chinese question's English "FAQ" of a zh/en page pair led on the words of its pasted
+    command and was judged on the cross-language band, while its own "常见问题", on the
+    Chinese one, was as close as a passage gets: the question was refused (LobeChat's docs).
+    The twin is the section in the same place of the other language's page, whatever its name."""
+    from assistant.retrieval import ArticleMatch, ScoredChunk, section_key, twin_grounding
+
+    settings, kb = docs_kb(tmp_path, {"compose.md": COMPOSE_EN, "compose.zh-CN.md": COMPOSE_ZH})
+    doc = kb.index.chunks[0].doc_id
+    assert {c.lang for c in kb.index.chunks} == {"en", "zh"} and {c.doc_id for c in kb.index.chunks} == {doc}
+
+    def match(lang: str, heading: str, grounding: float) -> ArticleMatch:
+        chunk = next(c for c in kb.article_chunks(doc, lang) if section_key(c.title).endswith(heading))
+        return ArticleMatch(doc, 1.0, 0.5, chunks=[ScoredChunk(chunk, 1.0, 0.8, 0.5)], passage=section_key(chunk.title),
+                            grounding=grounding)
+
+    faq, start, own = match("en", "FAQ", 0.3), match("en", "Start", 0.2), match("zh", "常见问题", 0.9)
+    twin_grounding(kb.index, [faq, start, own], "zh")
+    assert faq.grounding == 0.9  # 常见问题 is the FAQ's twin: the second section of each
+    assert start.grounding == 0.2  # 启动 did not match: nothing to go by
+    assert own.grounding == 0.9
+    # Asked in English, the English passage stands on its own.
+    faq, own = match("en", "FAQ", 0.3), match("zh", "常见问题", 0.9)
+    twin_grounding(kb.index, [faq, own], "en")
+    assert faq.grounding == 0.3
 
 
 def test_a_sibling_that_is_the_twin_of_the_quoted_section_joins_its_continuation(tmp_path):
