@@ -1455,20 +1455,26 @@ _ON_GPUS = (r"(?:(?:a|an|one|two|four|eight|single|my|\d+\s*[x×]?)\s+){0,2}(?:n
             r"(?:[ahlbtv]\d{1,3}g?s?|h\d{2,3}s?|a6000s?|[1-5]0[5-9]0s?|mi\d{3}x?|gpus?|cards?)\b")
 # ("几张 80G 的卡": a card's memory between the count and the card; it was read as no sizing
 # question, and the weights' floor, 2 cards, said without the 32k context's KV cache; trial)
-_ASKS_SIZING = re.compile(r"(?:几|多少)\s*(?:张|块|个|台)?\s*(?:\d+\s*g(?:i?b)?\s*(?:显存)?\s*(?:的)?\s*)?"
-                          r"(?:卡|显卡|gpus?\b|[ah]\d{2,3}\b|h20\b|a6000\b|4090\b)"
-                          r"|(?:几|多少)\s*(?:张|块)\s*(?=[？?。]|$)"
-                          r"|多少\s*显存|显存\s*(?:要|需要)\s*多(?:少|大)"
-                          r"|how\s+many\s+(?:gpus?|cards|[ah]\d{2,3}s?|a6000s?|devices)\b|number\s+of\s+gpus"
-                          # will it fit: "单卡 L40S 跑 Qwen2.5-32B 能起来吗", "will Qwen2.5-72B fit on 2x A100"
-                          r"|能(?:不能)?(?:起来|跑起来|跑|放下|装下|部署)(?:吗|[？?])|(?:跑|放|装)得(?:动|起来|下)|够不够|够吗|够用吗"
-                          r"|\bwill\s+(?:it|this|that|the\s+model|\S+)\s+fit\b|\b(?:does|would)\s+(?:it|this|that)\s+fit\b|enough\s+(?:gpu\s+)?(?:memory|vram)"
-                          # yes/no, on GPUs: "Can Llama-3.1-70B run on 2x A100 80GB with 32k context?", "…, will it
-                          # start?"; not "can it run in docker", "will it run slower?" (review)
-                          rf"|^\s*(?:can|could)\s+(?:i\s+|we\s+)?\S+\s+(?:run|be\s+served|be\s+loaded|fit)\s+(?:on|in)\s+{_ON_GPUS}"
-                          rf"|^\s*(?:can|could)\s+(?:i|we)\s+(?:run|serve|load|fit)\s+\S+\s+(?:on|in)\s+{_ON_GPUS}"
-                          r"|\bwill\s+it\s+(?:start|load|run|fit)\s*[?？]?\s*$"
-                          r"|how\s+much\s+(?:gpu\s+)?(?:memory|vram)|what\s+gpus?\s+(?:do|would|should)\s+i\s+need")
+_COUNT_PATTERN = (r"(?:几|多少)\s*(?:张|块|个|台)?\s*(?:\d+\s*g(?:i?b)?\s*(?:显存)?\s*(?:的)?\s*)?"
+                  r"(?:卡|显卡|gpus?\b|[ah]\d{2,3}\b|h20\b|a6000\b|4090\b)"
+                  r"|(?:几|多少)\s*(?:张|块)\s*(?=[？?。]|$)"
+                  r"|多少\s*显存|显存\s*(?:要|需要)\s*多(?:少|大)"
+                  r"|how\s+many\s+(?:gpus?|cards|[ah]\d{2,3}s?|a6000s?|devices)\b|number\s+of\s+gpus"
+                  r"|how\s+much\s+(?:gpu\s+)?(?:memory|vram)|what\s+gpus?\s+(?:do|would|should)\s+i\s+need")
+# will it fit: "单卡 L40S 跑 Qwen2.5-32B 能起来吗", "will Qwen2.5-72B fit on 2x A100"
+_FIT_PATTERN = (r"能(?:不能)?(?:起来|跑起来|跑|放下|装下|部署)(?:吗|[？?])|(?:跑|放|装)得(?:动|起来|下)|够不够|够吗|够用吗"
+                r"|\bwill\s+(?:it|this|that|the\s+model|\S+)\s+fit\b|\b(?:does|would)\s+(?:it|this|that)\s+fit\b|enough\s+(?:gpu\s+)?(?:memory|vram)"
+                # yes/no, on GPUs: "Can Llama-3.1-70B run on 2x A100 80GB with 32k context?", "…, will it
+                # start?"; not "can it run in docker", "will it run slower?" (review)
+                rf"|^\s*(?:can|could)\s+(?:i\s+|we\s+)?\S+\s+(?:run|be\s+served|be\s+loaded|fit)\s+(?:on|in)\s+{_ON_GPUS}"
+                rf"|^\s*(?:can|could)\s+(?:i|we)\s+(?:run|serve|load|fit)\s+\S+\s+(?:on|in)\s+{_ON_GPUS}"
+                r"|\bwill\s+it\s+(?:start|load|run|fit)\s*[?？]?\s*$")
+_ASKS_SIZING = re.compile(f"{_COUNT_PATTERN}|{_FIT_PATTERN}")
+# How many GPUs or how much memory, in so many words. Whether it fits ("能跑吗", "能起来？") asks
+# a count only of GPUs the question names: "这个 hf 版本的 GLM4 到底哪个 vllm 能跑？" asks which
+# release supports a model, and "怎么查 NCCL，让 4 卡能起来？" how to start on the four cards it
+# has; both were told how many 80, 48 and 24 GB cards the weights take (trial).
+_ASKS_COUNT = re.compile(_COUNT_PATTERN)
 # The common serving GPUs' classes as sold (GB) and the least memory a card of the class
 # reports (GiB): an H100 80GB has 79.6, an L40S 44.5, an A10 22.5.
 SIZING_GPUS = ((80, 79), (48, 44), (24, 22))
@@ -1478,7 +1484,7 @@ def _weights_alone(text: str, params: Decimal, weights: Decimal, per_param: Deci
     """How many GPUs of each common size the weights alone need, for a sizing question that
     names none: certain as a floor; the KV cache on top needs the model's layers and KV
     heads, which the question does not give, so the note says so instead of guessing."""
-    if not _ASKS_SIZING.search(text):
+    if not _ASKS_COUNT.search(text):
         return None
     least = {gb: _least_gpus(weights, Decimal(gib)) for gb, gib in SIZING_GPUS}
     counts = {"en": ", ".join(f"{n} × {gb} GB" for gb, n in least.items()),
@@ -1560,7 +1566,7 @@ def weights_verdict(question: str) -> tuple[dict[str, str] | None, bool]:
         params = model.params_b  # "Qwen2.5-7B" has 7.61B: the name's 7 left a GiB out of its bf16 weights, and 0.35 of its AWQ ones
     weights = params * Decimal(10**9) * per_param / GIB
     gpu, count = _asker_gpus(x, text, memories)
-    sizing = bool(_ASKS_SIZING.search(text))
+    sizing = bool(_ASKS_COUNT.search(text) or gpu is not None and _ASKS_SIZING.search(text))
     over = gpu is not None and weights > gpu * (count or 1)  # the GPUs named cannot hold the weights at all
     if sizing and model is not None and (kv := _context_kv(x, model)) is not None:
         # A plan with a context: weights and KV cache per GPU class. Whether the asker's own

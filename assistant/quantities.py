@@ -27,6 +27,10 @@ MAX_CHARS = 16_000  # questions are capped at 8 kB before they get here; this bo
 MAX_VALUE = Decimal(10) ** 15
 PRE_GAP = 16  # characters allowed between a label and the number after it ("block_size 我们改成了 128")
 POST_GAP = 6  # characters allowed between a number and its noun ("17131 个 block")
+# ... and between a count and a card named with its maker or line ("4x RTX 4090", "2x NVIDIA A100"):
+# "4x RTX 4090 serving Qwen2.5-72B-AWQ" counted one card, and its 34 GiB of weights were said to
+# need more than that one card holds, on four cards that hold them (trial).
+CARD_GAP = 18
 OFF_SIDE_PENALTY = 6  # a label on its unusual side ("blocks: 17131") loses to one on its usual side
 WEAK_PENALTY = 10  # "平均"/"each request" yield to a nearby "输入"/"output": "prompts average 1.5k" is input
 WEAK = {"per_request"}
@@ -61,6 +65,7 @@ _SEPARATOR = re.compile(r"[,;!?()\[\]\n]|\. ")
 _OPENING = re.compile(r" ?[(（] ?")
 _CLOSING = re.compile(r" ?(?:each|apiece|per (?:gpu|card)|每张|每卡|单卡)? ?[)）]")
 _POST_FILLER = re.compile(r" ?(?:个|块|张|台|层|条|路|位|of|的|x)? ?")
+_CARD_FILLER = re.compile(r" ?(?:x|×|\*)? ?(?:(?:nvidia|geforce|rtx|gtx|tesla|amd|radeon|instinct) ?){1,3}")
 _FRACTION = re.compile(r"0?\.\d+")
 _RIGHT_BEFORE = re.compile(r" ?[=:]? ?")
 _BUSY = re.compile(r"nvidia-smi|\bsmi\b|shows|showing|显示|监控|dashboard|grafana")
@@ -464,10 +469,10 @@ def _candidates(numbers: list[Quantity], labels: list[_Label], text: str) -> lis
         k = j
         while k < len(labels) and labels[k].start < q.end:
             k += 1
-        while k < len(labels) and labels[k].start <= min(next_start, q.end + POST_GAP):
+        while k < len(labels) and labels[k].start <= min(next_start, q.end + CARD_GAP):
             lab = labels[k]
             gap = text[q.end:lab.start]
-            if not _POST_FILLER.fullmatch(gap) and len(gap.strip()) > 0:
+            if not _joins_its_noun(gap, lab):
                 break
             for ri, role in enumerate(lab.roles):
                 key = ("post", role.category, role.kind in WEAK)
@@ -479,6 +484,14 @@ def _candidates(numbers: list[Quantity], labels: list[_Label], text: str) -> lis
                 out.append((len(gap.strip()) + penalty, ni, k, ri))
             k += 1
     return sorted(out)
+
+
+def _joins_its_noun(gap: str, label: _Label) -> bool:
+    """Whether the text between a number and a label after it lets the label name the number:
+    a counter word ("17131 个 block"), or a card's maker and line ("4x RTX 4090")."""
+    if _CARD_FILLER.fullmatch(gap) and any(r.kind == "gpus" for r in label.roles):
+        return True
+    return len(gap) <= POST_GAP and (bool(_POST_FILLER.fullmatch(gap)) or not gap.strip())
 
 
 def _number_first(numbers: list[Quantity], labels: list[_Label], text: str) -> set[int]:

@@ -568,6 +568,9 @@ def test_a_logged_kv_cache_ratio_is_used_instead_of_the_default():
     ("Qwen3-235B Q4_K_M on an RTX 3090 24GB gave ~10 tok/s, BF16 gave 4 tok/s. Why is it slower?", None),
     ("3070Ti 8G 显存跑 6B chat，能跑但是巨慢，十几分钟才出结果", None),
     ("Qwen2.5-32B on a 4090 24GB with device_map=\"auto\" OOMs during calibration", None),
+    # A count before a card named with its line or maker is the GPU count: four cards hold 34 GiB (trial)
+    ("4x RTX 4090 serving Qwen2.5-72B-Instruct-AWQ on vLLM 0.6.3. Under load only a few requests run", None),
+    ("2x NVIDIA A100 80GB, Qwen2.5-72B, OOM at start-up", None),
     # ... but not when the model runs under another engine: a 4-bit build there, bf16 here (review)
     ("Single 16GB GPU. vllm serve Qwen2.5-14B dies at startup with CUDA out of memory. The same model runs fine under "
      "ollama on this box.", ("about 27 GiB", "GPU holds", "at least 2")),
@@ -602,6 +605,31 @@ def test_a_yes_no_sizing_question_gets_the_arithmetic(question, weights):
                   "Can Qwen2.5-7B run in docker without --ipc=host?", "Can Qwen2.5-7B run on vLLM 0.6.3?",
                   "I switched Llama-3.1-8B to --kv-cache-dtype fp8, will it run with the same quality?"):
         assert not asks_sizing(other), other  # no GPU named after "on", or not a yes/no on fitting (review)
+
+
+@pytest.mark.parametrize("question", [
+    "vllm 0.6.1、0.6.3 都试了，加载 glm-4-9b-chat-hf 都报 Model architectures ['GlmForCausalLM'] are not supported for now. "
+    "这个 hf 版本的 GLM4 到底哪个 vllm 能跑？",
+    "vLLM 部署 Qwen3.5-27B，tensor_parallel_size 4，启动报 RuntimeError: NCCL error: unhandled system error。怎么查，让 4 卡能起来？",
+    "llamafactory-cli api 用 vllm 后端跑 qwen-1.5-72B，两张卡，一启动就报错起不来。这个 yaml 应该怎么改才能起来？",
+])
+def test_can_it_run_without_a_gpu_named_is_no_sizing_question(question):
+    """"哪个 vllm 能跑？" asks which release supports a model, "让 4 卡能起来？" how to start on the
+    cards the asker has: both were told how many 80, 48 and 24 GB cards the weights take (trial).
+    A count is said when asked for in so many words, or when the question names its GPUs."""
+    from assistant.calculations import weights_note
+
+    assert weights_note(question) is None
+    assert weights_note("Qwen2.5-72B 需要几张卡？") is not None
+    assert weights_note("单卡 L40S 48G 跑 Qwen2.5-72B 能起来吗？") is not None
+
+
+def test_a_count_before_a_card_named_with_its_maker_is_a_gpu_count():
+    from assistant.quantities import extract
+
+    for text, count in (("4x RTX 4090", 4), ("2x NVIDIA A100 80GB", 2), ("8 x GeForce RTX 3090", 8), ("4x 4090", 4)):
+        assert [q.value for q in extract(text).by_label("gpu_count")] == [count], text
+    assert extract("17131 个 block").by_label("num_blocks") and not extract("3 nvidia-smi runs").by_label("gpu_count")
 
 
 def test_a_sizing_question_on_a_model_the_table_lacks_gets_the_weights_floor():
