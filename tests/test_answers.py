@@ -356,6 +356,22 @@ def test_a_kv_cache_error_at_the_utilization_ceiling_is_not_told_to_raise_it(bun
     assert "raise `--gpu-memory-utilization`" in lower.answer.split("\n", 1)[0]  # below the ceiling, raising it is still advice
 
 
+def test_a_kv_cache_error_from_vllms_cpu_backend_names_its_knob_not_the_gpus(bundled_settings, bundled_kb):
+    """vLLM on CPUs says "Try increasing `VLLM_CPU_KVCACHE_SPACE`": the lead line told the asker,
+    who has no GPU, to raise `--gpu-memory-utilization` or add GPUs (trial)."""
+    error = ("ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in "
+             "KV cache (21840). Try increasing `VLLM_CPU_KVCACHE_SPACE` or decreasing `max_model_len` when initializing the engine.")
+    answer = answer_question(f"Running DeepSeek-R1-Distill-Qwen-14B with vLLM on CPU (no GPU) fails at start:\n{error}",
+                             bundled_settings, kb=bundled_kb)
+    lead = answer.answer.split("\n", 1)[0]
+    assert "`--max-model-len 21840`" in lead and "`VLLM_CPU_KVCACHE_SPACE`" in lead
+    assert "gpu-memory-utilization" not in lead and "GPUs" not in lead
+    from assistant.tools.logs import computed_from, numbers_in
+
+    zh = computed_from(numbers_in(error))[0]["zh"]
+    assert "VLLM_CPU_KVCACHE_SPACE" in zh and "加 GPU" not in zh
+
+
 @pytest.mark.parametrize("error, derived, asked", [
     ("ValueError: User-specified max_model_len (131072) is greater than the derived max_model_len (max_position_embeddings=32768 "
      "or model_max_length=None in model's config.json). This may lead to incorrect model outputs or CUDA errors.", 32768, 131072),

@@ -228,6 +228,20 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "by your error, the KV cache holds at most {fits:,} tokens ({asked:,} were asked for): `--max-model-len {fits}` or lower "
               "starts; for longer, raise `--gpu-memory-utilization` or add GPUs",
     },
+    "diagnose_log.kv_max_model_len_cpu": {
+        "zh": "按你的报错，KV Cache 最多装下 {fits:,} 个 token（要求的是 {asked:,}）：用 `--max-model-len {fits}` 或更小就能启动；"
+              "这是 vLLM 的 CPU 后端，KV Cache 用的是内存，要更长就调大 `VLLM_CPU_KVCACHE_SPACE`（单位 GiB）",
+        "en": "by your error, the KV cache holds at most {fits:,} tokens ({asked:,} were asked for): `--max-model-len {fits}` or lower "
+              "starts; this is vLLM's CPU backend, whose KV cache is host memory: for longer, raise `VLLM_CPU_KVCACHE_SPACE` (GiB)",
+    },
+    "diagnose_log.kv_max_model_len_estimated_cpu": {
+        "zh": "按你的报错，KV Cache 大约能装下 {fits:,} 个 token（{asked:,} × 可用 {free:g} ÷ 需要 {needed:g}，KV Cache 按 token 数等比例增长）："
+              "用 `--max-model-len {fits}` 或略小一些就能启动；这是 vLLM 的 CPU 后端，KV Cache 用的是内存，要更长就调大 "
+              "`VLLM_CPU_KVCACHE_SPACE`（单位 GiB）",
+        "en": "by your error, the KV cache holds about {fits:,} tokens ({asked:,} × {free:g} free ÷ {needed:g} needed: KV memory grows in "
+              "proportion to the tokens): `--max-model-len {fits}` or a little lower starts; this is vLLM's CPU backend, whose KV cache "
+              "is host memory: for longer, raise `VLLM_CPU_KVCACHE_SPACE` (GiB)",
+    },
     "diagnose_log.kv_max_model_len_at_ceiling": {
         "zh": "按你的报错，KV Cache 最多装下 {fits:,} 个 token（要求的是 {asked:,}）：用 `--max-model-len {fits}` 或更小就能启动；"
               "`--gpu-memory-utilization` 已经是 {util}，要更长就加 GPU",

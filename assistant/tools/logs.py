@@ -351,6 +351,8 @@ def _numbers(line: str, numbers: dict[str, float]) -> None:
                 numbers["max_concurrency_x"] = float(m.group(2))
             if name == "derived_max_len":  # whether this line's limit, the one kept, is the sliding window
                 numbers["derived_is_window"] = float(bool(NUMBERS["derived_sliding_window"].search(line)))
+            if name in ("kv_cache_max_len", "kv_available_gib"):  # vLLM's CPU backend names its own knob
+                numbers["cpu_kv_space"] = float("VLLM_CPU_KVCACHE_SPACE" in line)
     stats = _STATS.search(line)
     if stats and float(stats.group(2)) >= FULL_KV_PCT and int(stats.group(1)) > numbers.get("waiting_at_full_kv", 0):
         numbers["waiting_at_full_kv"], numbers["kv_cache_usage_pct"] = int(stats.group(1)), float(stats.group(2))
@@ -431,6 +433,10 @@ def computed_from(numbers: dict[str, float], settings: dict[str, str] | None = N
     ceiling = at_ceiling(settings)
     tail = {"util": ceiling[1]} if ceiling else {}
     suffix = "_at_ceiling" if ceiling else ""
+    if numbers.get("cpu_kv_space"):
+        # "Try increasing `VLLM_CPU_KVCACHE_SPACE`": vLLM on CPUs, where the KV cache is host
+        # memory set by that variable; it was told to raise --gpu-memory-utilization or add GPUs (trial).
+        tail, suffix = {}, "_cpu"
     blocks = numbers.get("num_blocks_global")
     if blocks:
         bs = int(numbers.get("block_size", 64))
