@@ -1323,7 +1323,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     asked |= _described_rows(kb, top, said, asked, tried)
     passages = {id(art): _passage(kb, art, lang, labels, hits, asked, result.question) for art in (top, *others)}
     brought = _fix_sibling(kb, passages[id(top)][0], [*siblings, *others], said)
-    others = _room_for_fixes(kb, [*brought, *(art for art in siblings if _is_fix_section(art.passage))], others, passages,
+    others = _room_for_fixes(kb, top, [art for art in (*brought, *siblings) if _is_fix_section(art.passage)], others, passages,
                              len(beside), labels)
     siblings = brought + siblings
     siblings += _followers(kb, passages[id(top)][0], [*siblings, *others])
@@ -1483,26 +1483,35 @@ def _is_fix_section(passage: str) -> bool:
     return len(parts) == 2 and section_kind(parts[1]) == "fixes"
 
 
-def _room_for_fixes(kb, fixes: list, others: list, passages: dict, beside: int, labels: dict) -> list:
+def _room_for_fixes(kb, top: ArticleMatch, fixes: list, others: list, passages: dict, beside: int, labels: dict) -> list:
     """The alternatives cut down, the last first, and dropped if need be, so that the best
     page's fix comes after its symptom: its sections only took the room the alternatives
     left, and an FAQ page's "问题描述" was quoted with the error the asker pasted, beside two
-    full passages from other pages, and without its "解决方案" (trial)."""
-    if not fixes or not others:
+    full passages from other pages, and without its "解决方案" (trial). Only sections headed as
+    a fix, in the best passage's language (another language's is its twin, folded into it),
+    and only when the fix then fits: a fix that cannot cost the alternatives nothing (review)."""
+    lang = top.chunks[0].chunk.lang if top.chunks else ""
+    fixes = [art for art in fixes if art.chunks and art.chunks[0].chunk.lang == lang]
+    if not fixes or not others or _is_fix_section(top.passage):
         return others
     need = min(MAX_PASSAGE_CHARS, sum(len(c.text) + len(c.title) for art in fixes for c in _section_chunks(kb, art.chunks[0].chunk)))
-    kept = list(others)
+    cuttable = [art for art in others if art.doc_id != top.doc_id]  # the page's own sections are not alternatives
 
-    def short() -> int:
-        used = sum(len(text) + len(best.title) for best, text, _rest in passages.values())
+    def short(without: list) -> int:
+        used = sum(len(text) + len(best.title) for key, (best, text, _rest) in passages.items() if key not in without)
         return need - (MAX_ANSWER_CHARS - SIBLING_RESERVE - BESIDE_RESERVE * beside - used)
 
-    for art in reversed(kept):
+    if not cuttable or short([id(art) for art in cuttable]) - need > -MIN_SIBLING_CHARS:
+        return others  # not even without the alternatives would a fix fit
+    for art in reversed(cuttable):
         best, text, rest = passages[id(art)]
-        if short() > 0 and len(text) > MIN_SIBLING_CHARS:
-            passages[id(art)] = (best, _bounded(text, max(MIN_SIBLING_CHARS, len(text) - short()), labels), rest)
-    while kept and short() > 0:
-        del passages[id(kept.pop())]
+        if short([]) > 0 and len(text) > MIN_SIBLING_CHARS:
+            passages[id(art)] = (best, _bounded(text, max(MIN_SIBLING_CHARS, len(text) - short([])), labels), rest)
+    kept = list(others)
+    while short([]) > 0 and any(art in cuttable for art in kept):
+        last = next(art for art in reversed(kept) if art in cuttable)
+        kept.remove(last)
+        del passages[id(last)]
     return kept
 
 

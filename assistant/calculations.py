@@ -1426,14 +1426,20 @@ _OWN_FORMAT = re.compile(r"deepseek[-_ ]?(?:v3|r1)(?![-_ ]?distill)|671\s*b\b|ki
 # run a model across CPU and GPU, placed layer by layer ("--moe_device numa", llama.cpp's
 # `-ngl 20` and `--n-cpu-moe`, `-ot exps=CPU`, `device_map="auto"`, 卸载到内存).
 _SPREAD = re.compile(r"offload|pipeline[-_ ]parallel|(?<![\w-])-pp\b|swap[-_ ]space|moe[-_ ]?device|(?:n[-_ ])?cpu[-_ ]moe"
-                     r"|n[-_ ]gpu[-_ ]layers|(?<![\w-])-ngl\b|override[-_ ]tensors?|(?<![\w-])-ot\b|device[-_ ]map|卸载")
+                     r"|n[-_ ]gpu[-_ ]layers|(?<![\w-])-ngl\b|override[-_ ]tensors?|(?<![\w-])-ot\b|device_map|卸载(?:到|至)")
 # The asker says the model runs on what they have: a generation speed they measured ("Q4_K_M
 # gave ~10 tok/s", "只有 3 token/s") or "能跑，但…". The weights are held somewhere, so "more
 # than your GPU holds, no setting changes that" is contradicted by the asker (a fastllm user
-# running Qwen3-235B on one 4090 with its MoE layers on NUMA nodes was told so, trial).
+# running Qwen3-235B on one 4090 with its MoE layers on NUMA nodes was told so, trial). Not a
+# speed wanted ("I need 50 tok/s"), a 不能跑, a question ("现在能跑起来了吗", "runs fine?"), nor
+# something else that works ("works fine on 4x A100", "the gateway works fine"; review).
 _RUNS = re.compile(r"\d\s*(?:tok(?:en)?s?\s*/\s*s(?:ec)?|t/s|tokens?\s+(?:per|a|/)\s*s(?:ec(?:ond)?)?)\b|每秒\s*\d+(?:\.\d+)?\s*(?:个)?\s*tokens?"
-                   r"|(?:能|可以)(?:正常)?(?:跑|运行|推理)(?:起来|通)?了?(?=\s*(?:[，,。；;]|但|$))|跑(?:起来|通)了"
-                   r"|\b(?:runs|works|loads|loaded|ran)\s+(?:fine|ok|okay|well|successfully)\b")
+                   r"|(?<![不没])(?:能|可以)(?:正常)?(?:跑|运行|推理)(?:起来|通)?了?(?=\s*(?:[，,。.；;]|但|$))(?![^，,。.；;]*[吗么嘛?？])"
+                   r"|(?<![不没])跑(?:起来|通)了(?!\s*[吗么嘛?？])"
+                   r"|\b(?:it|model)\s+(?:runs|loads)\s+(?:fine|ok|okay|well)\b(?!\s*[?？])(?!\s+(?:on|with|under|in)\b)"
+                   r"|\bloads?\s+(?:fine|ok|okay)\b(?!\s*[?？])|\bloaded\s+(?:fine|successfully)\b")
+_WANTED = re.compile(r"(?:need|want|target|expect|hope|aim|get to|reach|需要|想要|希望|目标|要求|达到|至少|最少)[^，,。.；;]{0,16}$")
+_CLAUSE = re.compile(r"[，,。.；;？?！!\n]")
 _ZH_COUNT = re.compile(r"(?<![一两二三四五六七八九十百])([一两二三四五六七八九十]{1,3})\s*(?:张|块)")
 _ZH_DIGITS = {c: i for i, c in enumerate("一二三四五六七八九", 1)} | {"两": 2}
 
@@ -1596,11 +1602,17 @@ def weights_verdict(question: str) -> tuple[dict[str, str] | None, bool]:
 
 
 def _runs_here(text: str) -> bool:
-    """Whether the asker says the model runs, in a sentence that names no other engine: "the
-    same model runs fine under ollama" is a 4-bit build elsewhere, and vLLM's bf16 weights still
-    do not fit (review)."""
-    return any(not _other_engine(_model_sentence(text, m.start(), m.end()), frozenset({"vllm", "fastdeploy"}))
-               for m in _RUNS.finditer(text))
+    """Whether the asker says the model runs, in a clause that names no other engine: "the same
+    model runs fine under ollama", "vllm 加载 OOM，ollama 能跑" are a 4-bit build elsewhere, and
+    vLLM's bf16 weights still do not fit (review). A speed asked for is no speed measured."""
+    for m in _RUNS.finditer(text):
+        begin = max((c.end() for c in _CLAUSE.finditer(text, 0, m.start())), default=0)
+        end = next((c.start() for c in _CLAUSE.finditer(text, m.end())), len(text))
+        clause = text[begin:end]
+        if _WANTED.search(text[begin:m.start()]) or _other_engine(clause, frozenset({"vllm", "fastdeploy"})):
+            continue
+        return True
+    return False
 
 
 def _asker_gpus(x: Extraction, text: str, memories: set[Decimal]) -> tuple[Decimal | None, int | None]:

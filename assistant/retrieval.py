@@ -644,7 +644,8 @@ def _set_grounding(match: ArticleMatch, lang: str) -> None:
 def section_ordinals(index: KBIndex) -> dict[tuple[str, str, str], int]:
     """Each passage's place among its document's top-level sections, per language, cached per
     index: a translated page keeps its sections in order, so the n-th of one language is the
-    n-th of the other, whatever each calls it ("FAQ", "常见问题")."""
+    n-th of the other, whatever each calls it ("FAQ", "常见问题"). Only for documents whose
+    versions have as many sections each (review)."""
     def build() -> dict[tuple[str, str, str], int]:
         places: dict[tuple[str, str, str], int] = {}
         count: dict[tuple[str, str], int] = {}
@@ -653,7 +654,12 @@ def section_ordinals(index: KBIndex) -> dict[tuple[str, str, str], int]:
             if key not in places:
                 places[key] = count.get(key[:2], 0)
                 count[key[:2]] = places[key] + 1
-        return places
+        # A pair whose two pages have as many sections each; one section more on one side (a
+        # translator's note) shifts every place after it, and a wrong twin lends its grounding.
+        counts: dict[str, set[int]] = {}
+        for (doc, _lang), n in count.items():
+            counts.setdefault(doc, set()).add(n)
+        return {key: place for key, place in places.items() if len(counts[key[0]]) == 1}
 
     return derived(index, "_section_ordinals", build)
 

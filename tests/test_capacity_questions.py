@@ -568,6 +568,10 @@ def test_a_logged_kv_cache_ratio_is_used_instead_of_the_default():
     ("Qwen3-235B Q4_K_M on an RTX 3090 24GB gave ~10 tok/s, BF16 gave 4 tok/s. Why is it slower?", None),
     ("3070Ti 8G 显存跑 6B chat，能跑但是巨慢，十几分钟才出结果", None),
     ("Qwen2.5-32B on a 4090 24GB with device_map=\"auto\" OOMs during calibration", None),
+    # ... but a speed wanted, a 不能跑, a question, something else that works, an uninstall: the note stands (review)
+    *[(f"Qwen2.5-72B bf16 on one 4090 24GB, {tail}", ("about 135 GiB", "GPU holds", "at least 8"))
+      for tail in ("I need 50 tok/s", "希望达到 30 tok/s", "要求每秒 30 tokens", "不能跑", "现在能跑起来了吗", "runs fine?",
+                   "works fine on the A100 box", "the nginx gateway works fine", "卸载重装 vllm 也不行", "vllm 加载 OOM，ollama 能跑，")],
     # A count before a card named with its line or maker is the GPU count: four cards hold 34 GiB (trial)
     ("4x RTX 4090 serving Qwen2.5-72B-Instruct-AWQ on vLLM 0.6.3. Under load only a few requests run", None),
     ("2x NVIDIA A100 80GB, Qwen2.5-72B, OOM at start-up", None),

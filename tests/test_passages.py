@@ -1990,6 +1990,25 @@ def test_a_passage_matched_in_the_other_language_is_grounded_as_its_twin(tmp_pat
     assert faq.grounding == 0.3
 
 
+def test_a_twin_is_no_twin_when_the_two_pages_differ_in_their_sections(tmp_path):
+    """A translator's note made a section more on the Chinese page: every place after it
+    shifted, and the English FAQ took the grounding of 启动 (review). Such a pair lends none."""
+    from assistant.retrieval import ArticleMatch, ScoredChunk, section_key, twin_grounding
+
+    noted = COMPOSE_ZH.replace("## 启动", "## 译者注\n\n本页译自英文版。\n\n## 启动")
+    settings, kb = docs_kb(tmp_path, {"compose.md": COMPOSE_EN, "compose.zh-CN.md": noted})
+    doc = kb.index.chunks[0].doc_id
+
+    def match(lang: str, heading: str, grounding: float) -> ArticleMatch:
+        chunk = next(c for c in kb.article_chunks(doc, lang) if section_key(c.title).endswith(heading))
+        return ArticleMatch(doc, 1.0, 0.5, chunks=[ScoredChunk(chunk, 1.0, 0.8, 0.5)], passage=section_key(chunk.title),
+                            grounding=grounding)
+
+    faq, start = match("en", "FAQ", 0.3), match("zh", "启动", 0.9)
+    twin_grounding(kb.index, [faq, start], "zh")
+    assert faq.grounding == 0.3
+
+
 def test_a_sibling_that_is_the_twin_of_the_quoted_section_joins_its_continuation(tmp_path):
     """A Chinese page's section was quoted; its English twin's section matched too and came
     back as a sibling that maps into the same Chinese section. Quoted as a passage of its
