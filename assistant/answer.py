@@ -1323,7 +1323,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     asked |= _described_rows(kb, top, said, asked, tried)
     passages = {id(art): _passage(kb, art, lang, labels, hits, asked, result.question) for art in (top, *others)}
     brought = _fix_sibling(kb, passages[id(top)][0], [*siblings, *others], said)
-    others = _room_for_fixes(kb, top, [art for art in (*brought, *siblings) if _is_fix_section(art.passage)], others, passages,
+    others = _room_for_fixes(kb, top, [*brought, *(art for art in siblings if _is_fix_section(art.passage))], others, passages,
                              len(beside), labels)
     siblings = brought + siblings
     siblings += _followers(kb, passages[id(top)][0], [*siblings, *others])
@@ -1487,9 +1487,10 @@ def _room_for_fixes(kb, top: ArticleMatch, fixes: list, others: list, passages: 
     """The alternatives cut down, the last first, and dropped if need be, so that the best
     page's fix comes after its symptom: its sections only took the room the alternatives
     left, and an FAQ page's "问题描述" was quoted with the error the asker pasted, beside two
-    full passages from other pages, and without its "解决方案" (trial). Only sections headed as
-    a fix, in the best passage's language (another language's is its twin, folded into it),
-    and only when the fix then fits: a fix that cannot cost the alternatives nothing (review)."""
+    full passages from other pages, and without its "解决方案" (trial). The sections `_fix_sibling`
+    brings (a fix, a symptom's cause, the step the question names) and the siblings headed as a
+    fix, in the best passage's language (another language's is its twin, folded into it), and
+    only when they then fit: a fix that cannot cost the alternatives nothing (review)."""
     lang = top.chunks[0].chunk.lang if top.chunks else ""
     fixes = [art for art in fixes if art.chunks and art.chunks[0].chunk.lang == lang]
     if not fixes or not others or _is_fix_section(top.passage):

@@ -641,12 +641,13 @@ def _set_grounding(match: ArticleMatch, lang: str) -> None:
     match.grounding = grounding_scale(closest.dense, band_lang, PASSAGE_DENSE_BAND) if match.passage else match.dense
 
 
-def section_ordinals(index: KBIndex) -> dict[tuple[str, str, str], int]:
-    """Each passage's place among its document's top-level sections, per language, cached per
-    index: a translated page keeps its sections in order, so the n-th of one language is the
-    n-th of the other, whatever each calls it ("FAQ", "常见问题"). Only for documents whose
-    versions have as many sections each (review)."""
-    def build() -> dict[tuple[str, str, str], int]:
+def section_ordinals(index: KBIndex) -> tuple[dict[tuple[str, str, str], int], frozenset[str]]:
+    """Each passage's place among its document's top-level sections, per language, and the
+    documents whose versions have as many sections each, cached per index: a translated page
+    keeps its sections in order, so the n-th of one language is the n-th of the other, whatever
+    each calls it ("FAQ", "常见问题"). Where one version has a section more (a translator's note,
+    a section not yet translated), places after it may be shifted (review)."""
+    def build() -> tuple[dict[tuple[str, str, str], int], frozenset[str]]:
         places: dict[tuple[str, str, str], int] = {}
         count: dict[tuple[str, str], int] = {}
         for chunk in index.chunks:
@@ -654,34 +655,53 @@ def section_ordinals(index: KBIndex) -> dict[tuple[str, str, str], int]:
             if key not in places:
                 places[key] = count.get(key[:2], 0)
                 count[key[:2]] = places[key] + 1
-        # A pair whose two pages have as many sections each; one section more on one side (a
-        # translator's note) shifts every place after it, and a wrong twin lends its grounding.
         counts: dict[str, set[int]] = {}
         for (doc, _lang), n in count.items():
             counts.setdefault(doc, set()).add(n)
-        return {key: place for key, place in places.items() if len(counts[key[0]]) == 1}
+        return places, frozenset(doc for doc, ns in counts.items() if len(ns) == 1)
 
     return derived(index, "_section_ordinals", build)
 
 
+# What a translation keeps as written: identifiers, flags, env vars, paths, versions.
+_KEPT_NAME = re.compile(r"--?[a-z][\w-]+|\b[A-Za-z][\w]*[_./][\w./-]*\w|\b[A-Z][A-Z0-9_]{2,}\b|\d+(?:\.\d+)+")
+
+
+def _section_names(index: KBIndex, key: tuple[str, str, str]) -> frozenset[str]:
+    """The names a section writes as they are in any language, cached per index and section."""
+    cache = derived(index, "_section_names", dict)
+    if key not in cache:
+        text = "\n".join(c.text for c in index.chunks if (c.doc_id, c.lang) == key[:2] and section_key(c.title) == key[2])
+        cache[key] = frozenset(m.group(0) for m in _KEPT_NAME.finditer(text))
+    return cache[key]
+
+
+def _same_passage(index: KBIndex, a: tuple[str, str, str], b: tuple[str, str, str], even: frozenset[str]) -> bool:
+    """Whether two sections in the same place of a page pair are one passage translated: when
+    the pages have as many sections each, yes; else only if they write most of the same names."""
+    if a[0] in even:
+        return True
+    na, nb = _section_names(index, a), _section_names(index, b)
+    return bool(na and nb) and len(na & nb) >= max(1, min(len(na), len(nb)) / 2)
+
+
 def twin_grounding(index: KBIndex, matches: list[ArticleMatch], lang: str) -> None:
     """A passage matched in the other language of a translated page is grounded as its twin
-    in the asker's language, when that matched too: a Chinese question's English "FAQ" of a
-    zh/en page pair led on its pasted command's words and was judged on the cross-language
-    band, while its own "常见问题", read on the Chinese one, was as close as a passage gets;
-    the question was refused (LobeChat's docs, new tree)."""
-    places = section_ordinals(index)
-    own = {(m.doc_id, places.get((m.doc_id, lang, m.passage))): m for m in matches
+    in the asker's language: a Chinese question's English "FAQ" of a zh/en page pair led on its
+    pasted command's words and was judged on the cross-language band, while its own "常见问题",
+    read on the Chinese one, was as close as a passage gets; the question was refused (LobeChat's
+    docs, new tree)."""
+    places, even = section_ordinals(index)
+    own = {(m.doc_id, places[(m.doc_id, lang, m.passage)]): m for m in matches
            if m.passage and m.chunks and m.chunks[0].chunk.lang == lang and (m.doc_id, lang, m.passage) in places}
     for match in matches:
         if not match.passage or match.other_lang_only or match.grounding is None or not match.chunks:
             continue
         chunk = match.chunks[0].chunk
-        if chunk.lang == lang:
-            continue
         place = places.get((match.doc_id, chunk.lang, match.passage))
-        twin = own.get((match.doc_id, place)) if place is not None else None
-        if twin is not None and twin.grounding is not None and twin.grounding > match.grounding:
+        twin = own.get((match.doc_id, place)) if chunk.lang != lang and place is not None else None
+        if (twin is not None and twin.grounding is not None and twin.grounding > match.grounding
+                and _same_passage(index, (match.doc_id, chunk.lang, match.passage), (twin.doc_id, lang, twin.passage), even)):
             match.grounding = twin.grounding
 
 
