@@ -437,7 +437,9 @@ PHRASE_SUBJECTS_ZH = {"new model support": "新模型架构的支持", "bf16 on 
                       "stop tokens and EOS": "停止符与 EOS", "context extension (RoPE/YaRN)": "上下文扩展（RoPE/YaRN）",
                       "proxies and gateways": "代理与网关", "tool calling": "工具调用（tool calling）",
                       "embedding and rerank models": "embedding 与 rerank 模型",
-                      "checking the installed version": "查看已安装的版本", "upgrading to a new release": "升级到新版本"}
+                      "checking the installed version": "查看已安装的版本", "upgrading to a new release": "升级到新版本",
+                      # found by "!!!!" or 全是感叹号 too: "知识库里没有关于 !!!! 的内容" named no subject (trial)
+                      "garbled output": "输出乱码"}
 
 # ENTITIES families whose names are phrasings of one subject, not distinct techniques: any
 # of them is a core word.

@@ -450,6 +450,12 @@ def test_a_subject_named_by_an_error_message_is_named_by_its_own_name(bundled_se
     answer = answer_question("vllm 0.6.3 加载 glm-4-9b-chat-hf 报 Model architectures ['GlmForCausalLM'] are not supported "
                              "for now，哪个版本能跑？", bundled_settings, kb=bundled_kb, use_llm=False)
     assert not answer.grounded and "新模型架构的支持" in answer.answer and "关于 are not" not in answer.answer
+    # Output of "!!!!" is garbled output: "知识库里没有关于 !!!! 的内容" named no subject (trial).
+    for question, name in (("2 张 3090 用 vllm 跑 Qwen1.5-32B-Chat-GPTQ-Int4，服务能起来，但返回的内容全是 \"!!!!!!!!\"，怎么回事？", "输出乱码"),
+                           ("vllm serve Qwen1.5-32B-Chat-GPTQ-Int4 on 2x 3090 starts, but every reply is \"!!!!!!!!\". Why?",
+                            "garbled output")):
+        answer = answer_question(question, bundled_settings, kb=bundled_kb, use_llm=False)
+        assert not answer.grounded and name in answer.answer and "!!!! 的内容" not in answer.answer and "on !!!!" not in answer.answer
 
 
 @pytest.mark.parametrize("question, grounded, first", [
