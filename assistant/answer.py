@@ -1508,11 +1508,11 @@ def _room_for_fixes(kb, top: ArticleMatch, fixes: list, others: list, passages: 
         best, text, rest = passages[id(art)]
         if short([]) > 0 and len(text) > MIN_SIBLING_CHARS:
             passages[id(art)] = (best, _bounded(text, max(MIN_SIBLING_CHARS, len(text) - short([])), labels), rest)
+    cut = {id(art) for art in cuttable}
     kept = list(others)
-    while short([]) > 0 and any(art in cuttable for art in kept):
-        last = next(art for art in reversed(kept) if art in cuttable)
-        kept.remove(last)
-        del passages[id(last)]
+    while short([]) > 0 and any(id(art) in cut for art in kept):
+        last = next(i for i in range(len(kept) - 1, -1, -1) if id(kept[i]) in cut)
+        del passages[id(kept.pop(last))]
     return kept
 
 
