@@ -1440,6 +1440,8 @@ _RUNS = re.compile(r"\d\s*(?:tok(?:en)?s?\s*/\s*s(?:ec)?|t/s|tokens?\s+(?:per|a|
                    r"|\bloads?\s+(?:fine|ok|okay)\b(?!\s*[?？])|\bloaded\s+(?:fine|successfully)\b")
 _WANTED = re.compile(r"(?:need|want|target|expect|hope|aim|get to|reach|需要|想要|希望|目标|要求|达到|至少|最少)[^，,。.；;]{0,16}$")
 _CLAUSE = re.compile(r"[，,。.；;？?！!\n]")
+# Fine-tuning, not serving: "预训练模型" and `from_pretrained` are a checkpoint being loaded.
+_TRAINING = re.compile(r"微调|精调|(?<!预)训练|fine[- ]?tun|\bsft\b|q-?lora|\btrain(?:ing)?\b|zero[-_ ]?(?:stage[-_ ]?)?[23]\b|\bfsdp\b")
 _ZH_COUNT = re.compile(r"(?<![一两二三四五六七八九十百])([一两二三四五六七八九十]{1,3})\s*(?:张|块)")
 _ZH_DIGITS = {c: i for i, c in enumerate("一二三四五六七八九", 1)} | {"两": 2}
 
@@ -1536,9 +1538,12 @@ def weights_verdict(question: str) -> tuple[dict[str, str] | None, bool]:
     power of two as tensor-parallel sizes are, which holds whatever the asker has."""
     x = extract(question)
     text = _without_kv_dtype(x.text)
-    if _other_engine(x.text, frozenset({"vllm", "fastdeploy"})):
+    if _TRAINING.search(text) or _other_engine(x.text, frozenset({"vllm", "fastdeploy"})):
         # "Llama-2-70b on one A100 40GB with litgpt?": its manual runs it in 4-bit (bnb.nf4-dq) on
-        # one card; "no flag changes that, use --tensor-parallel-size" is vLLM's arithmetic (trial)
+        # one card; "no flag changes that, use --tensor-parallel-size" is vLLM's arithmetic (trial).
+        # Fine-tuning holds gradients and optimizer states beside the weights, several times
+        # their size: the weights' floor is a server's arithmetic too ("单机 4 张 A10 全量微调
+        # internlm2.5-7b" was told one card holds it).
         return None, False
     # The format is the one said with the model, in its sentence: "Our other services all run
     # bf16" after "DeepSeek-R1 671B: how many H200?" is not the model's (review).
@@ -1628,10 +1633,16 @@ def _asker_gpus(x: Extraction, text: str, memories: set[Decimal]) -> tuple[Decim
         named = _one_size_card(x.text)
         gpu = named[1] / GIB if named is not None else None
     tp = {q.value for q in x.by_label("tensor_parallel_size") if q.usable}
-    counts = {q.value for q in x.by_label("gpu_count") if q.usable}
+    counts = {q.value for q in x.by_label("gpu_count") if q.usable} | {int(m.group(1)) for m in _COUNT_BEFORE_SIZE.finditer(text)}
     zh = {_zh_number(m.group(1)) for m in _ZH_COUNT.finditer(text)} - {None}
     count = next((int(s.pop()) for s in (tp, counts, zh) if len(s) == 1), None)
     return gpu, count
+
+
+# A count with each card's memory between it and the card: "4 张 24G 卡", "4 x 24GB GPUs" (the
+# count was not read, and a 13B model that DJL split over two of the four cards was said not to
+# fit its one card, trial).
+_COUNT_BEFORE_SIZE = re.compile(r"(?<![\d.])(\d{1,2})\s*(?:张|块|x|×)\s*\d+\s*g(?:i?b)?\s*(?:显存)?\s*(?:的)?\s*(?:卡|显卡|gpus?\b|cards?\b)")
 
 
 # Figures only a server that has loaded its weights prints: its KV cache's size, or what a

@@ -126,7 +126,8 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     (r"kv[ _-]?cache[ _-]?ratio", _roles(("kv_cache_ratio", NAME, "pre"))),
     (r"(?:kernel\.)?msgmax", _roles(("msgmax", NAME, "pre"))),
     (r"(?:kernel\.)?msgmnb", _roles(("msgmnb", NAME, "pre"))),
-    (r"tensor[ _-]?parallel(?:[ _-]?size)?|tp[ _-]?size|tp|张量并行(?:数|度)?", _roles(("tensor_parallel_size", NAME, "pre"))),
+    # DJL's `tensor_parallel_degree` (OPTION_TENSOR_PARALLEL_DEGREE) is the same setting
+    (r"tensor[ _-]?parallel(?:[ _-]?(?:size|degree))?|tp[ _-]?size|tp|张量并行(?:数|度)?", _roles(("tensor_parallel_size", NAME, "pre"))),
     (r"head[ _-]?dim(?:ension)?|head[ _-]?size|头维度|每个头的?维度", _roles(("head_dim", NAME, "pre"))),
     (r"gpu[ _-]?memory[ _-]?utili[sz]ation|gpu[ _-]?mem(?:ory)?[ _-]?util|memory[ _-]?utili[sz]ation|显存利用率|显存占用率|显存比例",
      _roles(("gpu_memory_utilization", NAME, "pre"))),

@@ -572,6 +572,15 @@ def test_a_logged_kv_cache_ratio_is_used_instead_of_the_default():
     *[(f"Qwen2.5-72B bf16 on one 4090 24GB, {tail}", ("about 135 GiB", "GPU holds", "at least 8"))
       for tail in ("I need 50 tok/s", "希望达到 30 tok/s", "要求每秒 30 tokens", "不能跑", "现在能跑起来了吗", "runs fine?",
                    "works fine on the A100 box", "the nginx gateway works fine", "卸载重装 vllm 也不行", "vllm 加载 OOM，ollama 能跑，")],
+    # Fine-tuning holds gradients and optimizer states beside the weights: no server's floor (trial)
+    ("单机 4 张 A10（每张 24GB），想全量微调 internlm2.5-7b-chat，能不能把一个模型切开分到几张卡上放？", None),
+    ("Can I do full-parameter SFT of Yi-34B on 8x A100-40G? How much GPU memory does fine-tuning 34B FP16 need?", None),
+    ("QLoRA on Llama-2-70B on A100 40GB cards, CUDA out of memory a few steps in", None),
+    # ... but loading a pretrained checkpoint is no training
+    ("Qwen2.5-72B on one 4090 24GB: AutoModelForCausalLM.from_pretrained(path) OOM, 加载预训练模型就爆", ("about 135 GiB", "GPU holds", "at least 8")),
+    # A count with each card's memory between it and the card; DJL's tensor_parallel_degree is the TP size (trial)
+    ("ml.g5.12xlarge 4 张 24G 卡部署 Llama-2-13b-chat，tensor_parallel_degree=2，吞吐上不去", None),
+    ("Llama-2-70b 在 4 张 24G 卡上启动 OOM", ("about 129 GiB", "4 × 24 GiB", "at least 8")),
     # A count before a card named with its line or maker is the GPU count: four cards hold 34 GiB (trial)
     ("4x RTX 4090 serving Qwen2.5-72B-Instruct-AWQ on vLLM 0.6.3. Under load only a few requests run", None),
     ("2x NVIDIA A100 80GB, Qwen2.5-72B, OOM at start-up", None),
