@@ -1065,7 +1065,8 @@ def _asking(question: str) -> str:
     return normalize(_OOM_MESSAGE_WORDS.sub(" ", text))
 
 
-# The engines whose logs the missing-numbers list points to.
+# The engines whose logs the missing-numbers list points to, and whose arithmetic the weights
+# note is (`--tensor-parallel-size`, bf16 unless a format is named).
 _LOGGED_ENGINES = frozenset({"vllm", "fastdeploy"})
 
 
@@ -1538,7 +1539,7 @@ def weights_verdict(question: str) -> tuple[dict[str, str] | None, bool]:
     power of two as tensor-parallel sizes are, which holds whatever the asker has."""
     x = extract(question)
     text = _without_kv_dtype(x.text)
-    if _TRAINING.search(text) or _other_engine(x.text, frozenset({"vllm", "fastdeploy"})):
+    if _TRAINING.search(text) or _other_engine(x.text, _LOGGED_ENGINES):
         # "Llama-2-70b on one A100 40GB with litgpt?": its manual runs it in 4-bit (bnb.nf4-dq) on
         # one card; "no flag changes that, use --tensor-parallel-size" is vLLM's arithmetic (trial).
         # Fine-tuning holds gradients and optimizer states beside the weights, several times
@@ -1614,7 +1615,7 @@ def _runs_here(text: str) -> bool:
         begin = max((c.end() for c in _CLAUSE.finditer(text, 0, m.start())), default=0)
         end = next((c.start() for c in _CLAUSE.finditer(text, m.end())), len(text))
         clause = text[begin:end]
-        if _WANTED.search(text[begin:m.start()]) or _other_engine(clause, frozenset({"vllm", "fastdeploy"})):
+        if _WANTED.search(text[begin:m.start()]) or _other_engine(clause, _LOGGED_ENGINES):
             continue
         return True
     return False

@@ -131,6 +131,9 @@ def chunk_document(doc: Document, max_chars: int = 1200, max_tokens: int = MAX_C
     return chunks
 
 
+_H1_LINE = re.compile(r"^ {0,3}#(?:[ \t]|$)|^ {0,3}=+[ \t]*$", re.M)
+
+
 def _page_heading(doc: Document) -> str:
     """The heading that titles a team's page under a front-matter title of other words: the
     page's `# Environment Variables` under `title: Customize LobeChat Deployment with
@@ -138,8 +141,8 @@ def _page_heading(doc: Document) -> str:
     (a passage is "Doc > Section"): forty variables quoted as one, none of them the one asked
     about. Under it the page's own sections are passages, as on a page with no front matter.
     A curated article keeps its headings as written."""
-    if doc.structured or not doc.is_markdown:
-        return doc.title
+    if doc.structured or not doc.is_markdown or not _H1_LINE.search(doc.body):
+        return doc.title  # no `#` line (nor a setext one) at all: no third parse of the page
     heading = lone_h1(doc.body)
     return heading_text(heading) if heading else doc.title
 
