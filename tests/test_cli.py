@@ -439,3 +439,30 @@ def test_doctor_reads_a_piped_log_as_ask_does(bundled_env):
 def test_an_empty_log_is_said_not_dropped(bundled_env):
     data = parse_json(run_cli(["ask", "--json", "--log", "-", "why did it crash"], bundled_env, stdin=b""))
     assert data["notes"][0] == "the log (stdin) is empty; answering from the question alone"
+
+
+def test_ask_leaves_the_ordinary_way_while_another_thread_works():
+    """`leave_now` skips the interpreter's teardown only when nothing else is running: a
+    non-daemon thread still at work (a write in flight) gets the ordinary exit, which waits."""
+    import threading
+
+    from assistant.interfaces.cli import leave_now
+
+    done = threading.Event()
+    worker = threading.Thread(target=done.wait, args=(5,), daemon=False)
+    worker.start()
+    try:
+        leave_now()  # returns instead of ending this test's process
+    finally:
+        done.set()
+        worker.join()
+
+
+def test_a_finished_ask_exits_0_with_its_whole_answer_on_a_pipe(bundled_env):
+    proc = run_cli(["ask", "Torch not compiled with CUDA enabled"], bundled_env)
+    assert proc.returncode == 0, proc.stderr.decode()
+    # A pipe is block-buffered: an exit that skipped the flush would lose all of it, or its end.
+    lines = proc.stdout.decode().rstrip().splitlines()
+    sources = lines.index("Sources")
+    assert [line.split("]")[0] for line in lines[sources + 1:]] == [f"[{i}" for i in range(1, len(lines) - sources)]
+    assert len(lines) - sources > 1

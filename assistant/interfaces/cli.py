@@ -260,6 +260,9 @@ def ask(argv: list[str] | None = None) -> None:
         from assistant.questions import EarlyEmbedding, query_text, validate_question
 
         settings = settings_for(args.kb)
+        from oncall_common import regex_cache
+
+        regex_cache.install(settings.cache_dir)  # before the question readers' patterns compile
         if args.verbose or settings.llm_base_url:  # the log lines come from the LLM path; logging costs ~10 ms to import
             _route_logs(args.verbose)
         input_notes: list[str] = []
@@ -329,3 +332,28 @@ def ask(argv: list[str] | None = None) -> None:
 
 def ask_main() -> None:
     ask()
+    leave_now()
+
+
+def leave_now(status: int = 0) -> None:
+    """End a finished `ask` without tearing the interpreter down. Freeing every module,
+    the index and the model one object at a time cost ~20 ms of a ~0.17 s cold `ask`
+    (measured: the answer printed, then 25 ms until the process was gone), for memory the
+    OS takes back at once. The exit handlers still run (the regex cache is written by one)
+    and the output is flushed; a process with another non-daemon thread still running, or
+    an interpreter without `atexit._run_exitfuncs`, exits the ordinary way. Only after an
+    answer: usage errors and `--help` leave through SystemExit as before."""
+    import atexit
+    import threading
+
+    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
+    busy = any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread())
+    if run_exit_handlers is None or busy:
+        return
+    run_exit_handlers()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a reader that went away (`ask … | head`): nothing left to say
+            pass
+    os._exit(status)
