@@ -216,7 +216,8 @@ def exemplar_gap(vector, ex: Exemplars) -> float:
 # (0.006 was tried first as the refusal point: on the unseen real-fresh30 set it refused two more
 # of six in-scope Chinese questions for one more out-of-scope refusal; its misses were not read.
 # The first analysis also counted fresh4–6 among its questions; without them the levels are
-# the same.)
+# the same.) The bank has since grown by fresh29–40 at the same levels: measured on fresh4–6
+# and fresh41–48, left out of it, 2 more English out-of-scope refusals and no other change.
 EXEMPLAR_GATE = 0.010
 EXEMPLAR_HEDGE = 0.006
 
