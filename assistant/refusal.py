@@ -217,7 +217,8 @@ def exemplar_gap(vector, ex: Exemplars) -> float:
 # of six in-scope Chinese questions for one more out-of-scope refusal; its misses were not read.
 # The first analysis also counted fresh4–6 among its questions; without them the levels are
 # the same.) The bank has since grown by fresh29–40 at the same levels: measured on fresh4–6
-# and fresh41–48, left out of it, 2 more English out-of-scope refusals and no other change.
+# and fresh41–48, left out of it, 2 more English out-of-scope refusals, no other refusal, and
+# two answers more marked as close calls.
 EXEMPLAR_GATE = 0.010
 EXEMPLAR_HEDGE = 0.006
 

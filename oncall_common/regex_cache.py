@@ -8,8 +8,8 @@ those lists in a file, keyed by the pattern and its flags, and serves them on th
 
 It leans on CPython's private compiler (`re._compiler`, `re._parser`, `_sre.compile`), so
 every entry is tied to the exact interpreter build and `_sre.MAGIC`: a file written by
-another Python is ignored, and so is any file that cannot be read or whose entries do not
-rebuild. Whatever goes wrong, the pattern is compiled the ordinary way: the cache can only
+another Python is ignored, and so is any file that cannot be read, fails its digest, could
+have been written by someone else, or whose entries do not rebuild. Whatever goes wrong, the pattern is compiled the ordinary way: the cache can only
 ever save time. Only `ask`, a process that lives for one question, installs it; a server
 pays the compile once and keeps the patterns."""
 
@@ -53,10 +53,37 @@ def _compile_parts(pattern: str | bytes, flags: int) -> tuple:
     return (int(flags | p.state.flags), [int(c) for c in code], p.state.groups - 1, dict(groupindex), tuple(indexgroup))
 
 
+# The file: this header, a BLAKE2b digest of the rest, then the marshalled entries. `_sre`
+# trusts the code it is handed (one wrong int in a stored entry crashed every `ask` with a
+# segfault, review): a file whose digest does not match, or that someone else could have
+# written (another owner, group- or world-writable), is not read.
+_HEADER = b"oncall-assistant regex cache 1\n"
+_DIGEST = 32
+
+
+def _digest(payload: bytes) -> bytes:
+    try:  # the C module hashlib wraps: importing hashlib itself loads OpenSSL (~2 ms of a cold `ask`)
+        from _blake2 import blake2b
+    except ImportError:  # pragma: no cover - an interpreter without it
+        from hashlib import blake2b
+    return blake2b(payload, digest_size=_DIGEST).digest()
+
+
 def _read(path: Path) -> dict:
     try:
-        data = marshal.loads(path.read_bytes())
-    except (OSError, EOFError, ValueError, TypeError):
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if hasattr(os, "getuid") and (st.st_uid != os.getuid() or st.st_mode & 0o022):
+                return {}
+            raw = f.read()
+    except OSError:
+        return {}
+    start = len(_HEADER) + _DIGEST
+    if not raw.startswith(_HEADER) or _digest(raw[start:]) != raw[len(_HEADER):start]:
+        return {}
+    try:
+        data = marshal.loads(raw[start:])
+    except (EOFError, ValueError, TypeError):
         return {}
     if not isinstance(data, dict) or data.get("stamp") != _STAMP or not isinstance(data.get("entries"), dict):
         return {}
@@ -65,18 +92,25 @@ def _read(path: Path) -> dict:
 
 def _write(path: Path, entries: dict) -> None:
     """Atomically, so two `ask`s at once never read half a file; failures are silent (a
-    read-only home, a full disk): the next run compiles as before."""
+    read-only home, a full disk): the next run compiles as before. The file is the user's
+    own (mode 0600, from mkstemp), like the rest of a per-user cache."""
+    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        payload = marshal.dumps({"stamp": _STAMP, "entries": entries})
         fd, tmp = tempfile.mkstemp(prefix=".regex-", dir=path.parent)
         with os.fdopen(fd, "wb") as out:
-            out.write(marshal.dumps({"stamp": _STAMP, "entries": entries}))
+            out.write(_HEADER + _digest(payload) + payload)
         os.replace(tmp, path)
+        tmp = None
     except (OSError, ValueError):
-        try:
-            os.unlink(tmp)  # type: ignore[possibly-undefined]
-        except (OSError, UnboundLocalError):
-            pass
+        pass
+    finally:  # an interrupt mid-write too: no half-written temp file is left behind
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
 
 def install(cache_dir: Path) -> bool:
@@ -98,7 +132,7 @@ def install(cache_dir: Path) -> bool:
     counts = _installed.setdefault("counts", {"served": 0, "compiled": 0})
 
     def compile(p, flags=0):  # noqa: A001 - stands in for re._compiler.compile
-        if not isinstance(p, (str, bytes)) or flags & re.DEBUG:
+        if type(p) not in (str, bytes) or flags & re.DEBUG:  # a subclass would not marshal
             return original(p, flags)
         key = (type(p) is bytes, p, int(flags))
         parts = entries.get(key)

@@ -1,8 +1,12 @@
 """The real commands as subprocesses, on the bundled KB (indexed once per session)."""
 
 import json
-import sys
+import os
 import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 from .conftest import ROOT, parse_json, run_cli
 
@@ -441,9 +445,38 @@ def test_an_empty_log_is_said_not_dropped(bundled_env):
     assert data["notes"][0] == "the log (stdin) is empty; answering from the question alone"
 
 
-def test_ask_leaves_the_ordinary_way_while_another_thread_works():
-    """`leave_now` skips the interpreter's teardown only when nothing else is running: a
-    non-daemon thread still at work (a write in flight) gets the ordinary exit, which waits."""
+class _Left(Exception):
+    """Raised in place of os._exit, so a test of `leave_now` cannot end pytest's own process."""
+
+
+@pytest.fixture
+def no_exit(monkeypatch):
+    """`leave_now` run in this process: os._exit raises, and the exit handlers are recorded."""
+    import atexit
+
+    calls: list[str] = []
+
+    def fake_exit(status):
+        calls.append(f"exit {status}")
+        raise _Left(status)
+
+    monkeypatch.setattr(os, "_exit", fake_exit)
+    monkeypatch.setattr(atexit, "_run_exitfuncs", lambda: calls.append("handlers"))
+    monkeypatch.setattr(sys, "gettrace", lambda: None)  # under a coverage tracer it would (rightly) step aside
+    monkeypatch.setattr(sys, "getprofile", lambda: None)
+    return calls
+
+
+def test_a_finished_ask_runs_the_exit_handlers_then_leaves(no_exit):
+    from assistant.interfaces.cli import leave_now
+
+    with pytest.raises(_Left):
+        leave_now()
+    assert no_exit == ["handlers", "exit 0"]
+
+
+def test_ask_leaves_the_ordinary_way_while_another_thread_works(no_exit):
+    """A non-daemon thread still at work (a write in flight) gets the ordinary exit, which waits."""
     import threading
 
     from assistant.interfaces.cli import leave_now
@@ -452,17 +485,44 @@ def test_ask_leaves_the_ordinary_way_while_another_thread_works():
     worker = threading.Thread(target=done.wait, args=(5,), daemon=False)
     worker.start()
     try:
-        leave_now()  # returns instead of ending this test's process
+        leave_now()  # returns
     finally:
         done.set()
         worker.join()
+    assert no_exit == []
+
+
+def test_a_profiler_keeps_its_teardown(no_exit, monkeypatch):
+    from assistant.interfaces.cli import leave_now
+
+    monkeypatch.setattr(sys, "getprofile", lambda: object())  # cProfile writes its file at teardown
+    leave_now()
+    assert no_exit == []
+
+
+def _unbuffered_off(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k != "PYTHONUNBUFFERED"}  # a pipe is block-buffered then
 
 
 def test_a_finished_ask_exits_0_with_its_whole_answer_on_a_pipe(bundled_env):
-    proc = run_cli(["ask", "Torch not compiled with CUDA enabled"], bundled_env)
+    proc = run_cli(["ask", "--json", "Torch not compiled with CUDA enabled"], _unbuffered_off(bundled_env))
     assert proc.returncode == 0, proc.stderr.decode()
-    # A pipe is block-buffered: an exit that skipped the flush would lose all of it, or its end.
-    lines = proc.stdout.decode().rstrip().splitlines()
-    sources = lines.index("Sources")
-    assert [line.split("]")[0] for line in lines[sources + 1:]] == [f"[{i}" for i in range(1, len(lines) - sources)]
-    assert len(lines) - sources > 1
+    assert json.loads(proc.stdout.decode())["citations"]  # the whole JSON, its last byte too
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_an_answer_that_cannot_be_written_is_an_error_not_a_silent_success(bundled_env):
+    cmd = [sys.executable, "-c", "import sys; sys.argv[0]='ask'; from assistant.interfaces.cli import ask_main as m; m()",
+           "--json", "Torch not compiled with CUDA enabled"]
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(cmd, env=_unbuffered_off(bundled_env), stdout=full, stderr=subprocess.PIPE, cwd=ROOT, timeout=120)
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and "could not be written" in err and "Traceback" not in err, err
+
+
+def test_ask_with_stdout_closed_does_not_crash(bundled_env):
+    cmd = [sys.executable, "-c", "import sys; sys.argv[0]='ask'; from assistant.interfaces.cli import ask_main as m; m()",
+           "--json", "Torch not compiled with CUDA enabled"]
+    proc = subprocess.run(cmd, env=_unbuffered_off(bundled_env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT,
+                          timeout=120, preexec_fn=lambda: os.close(1) if os.name == "posix" else None)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr.decode(), proc.stderr.decode()

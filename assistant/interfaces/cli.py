@@ -340,20 +340,33 @@ def leave_now(status: int = 0) -> None:
     the index and the model one object at a time cost ~20 ms of a ~0.17 s cold `ask`
     (measured: the answer printed, then 25 ms until the process was gone), for memory the
     OS takes back at once. The exit handlers still run (the regex cache is written by one)
-    and the output is flushed; a process with another non-daemon thread still running, or
-    an interpreter without `atexit._run_exitfuncs`, exits the ordinary way. Only after an
-    answer: usage errors and `--help` leave through SystemExit as before."""
+    and the output is flushed: a reader that went away (`ask … | head`) has what it wanted,
+    but any other write error (a full disk) is one line on stderr and exit 1, as Python's
+    own last flush would have failed. It returns, for the ordinary exit, while another
+    non-daemon thread is at work, under a profiler or a coverage tracer (their data is
+    written at teardown), and on an interpreter without `atexit._run_exitfuncs`. Only after
+    an answer: usage errors and `--help` leave through SystemExit as before."""
     import atexit
     import threading
 
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
     busy = any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread())
-    if run_exit_handlers is None or busy:
+    if run_exit_handlers is None or busy or sys.getprofile() is not None or sys.gettrace() is not None:
         return
     run_exit_handlers()
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # started with the descriptor closed (`ask … >&-`)
+            continue
         try:
             stream.flush()
-        except (OSError, ValueError):  # a reader that went away (`ask … | head`): nothing left to say
+        except BrokenPipeError:  # the reader went away (`ask … | head`): nothing left to say
             pass
+        except (OSError, ValueError) as exc:
+            if stream is sys.stdout and sys.stderr is not None:
+                try:
+                    sys.stderr.write(f"error: the answer could not be written: {getattr(exc, 'strerror', None) or exc}\n")
+                    sys.stderr.flush()
+                except (OSError, ValueError):
+                    pass
+            status = status or 1
     os._exit(status)
