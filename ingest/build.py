@@ -85,7 +85,7 @@ def _unlisted_vectors(index_dir: Path, embedder: Embedder) -> dict[str, np.ndarr
     try:
         chunks = [Chunk(**c) for c in json.loads((gen / "chunks.json").read_text(encoding="utf-8"))]
         vectors = np.load(gen / "vectors.npy", allow_pickle=False)
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, EOFError):  # an emptied vectors.npy raises EOFError
         return {}
     if not chunks or vectors.ndim != 2 or vectors.shape != (len(chunks), embedder.dim) or not np.isfinite(vectors).all():
         return {}
@@ -130,7 +130,7 @@ def _generation_vectors(gen: Path, embedder_name: str, manifest: dict | None = N
             return {}
         hashes = manifest["chunk_hashes"]
         vectors = np.load(io.BytesIO(_read_verified(gen, "vectors.npy", manifest)), allow_pickle=False)
-    except (OSError, ValueError, KeyError, TypeError, IndexError_):
+    except (OSError, ValueError, KeyError, TypeError, EOFError, IndexError_):
         return {}
     if vectors.ndim != 2 or vectors.shape[0] != len(hashes) or vectors.shape[1] != manifest.get("dim"):
         return {}

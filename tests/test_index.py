@@ -101,6 +101,20 @@ def test_corrupt_index_is_detected_and_rebuilt(tiny_settings, victim, capsys):
     assert len(kb.index.chunks) > 5
 
 
+@pytest.mark.parametrize("victims", [{"vectors.npy": b"", "manifest.json": b"garbage"}, {"vectors.npy": b""},
+                                     {"vectors.npy": b"", "chunks.json": b""}])
+def test_an_emptied_vectors_file_beside_a_damaged_manifest_is_rebuilt(tiny_settings, victims):
+    """An empty vectors.npy raises EOFError, which the salvage of unlisted vectors did not
+    expect: every `ask` and `ingest` stopped with an internal error until --rebuild (newcomer)."""
+    open_kb(tiny_settings, progress=lambda _m: None)
+    gen = load_index(index_dir(tiny_settings)).path
+    for name, content in victims.items():
+        (gen / name).write_bytes(content)
+    forget_loaded()
+    kb = open_kb(replace(tiny_settings), progress=lambda _m: None)
+    assert kb.index.path != gen and len(kb.index.chunks) > 5
+
+
 @pytest.mark.parametrize("pointer", [b"\x9d\xff\x00binary", b"../../etc", b"gen-1\x00x", b""])
 def test_a_damaged_current_pointer_reads_as_no_index_and_is_rebuilt(tiny_settings, pointer):
     """Junk in CURRENT (bytes that are not UTF-8 stopped every command with an internal error)."""
