@@ -249,4 +249,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    # No options: parsed so that `--help` says what the run does instead of starting it (newcomer).
+    argparse.ArgumentParser(prog="python bench/http_load.py", description=__doc__.split("\n\n")[0],
+                            epilog="Runs about 3 minutes on 2 cores; prints its figures as JSON, then a summary.").parse_args()
     main()
