@@ -526,3 +526,20 @@ def test_ask_with_stdout_closed_does_not_crash(bundled_env):
     proc = subprocess.run(cmd, env=_unbuffered_off(bundled_env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT,
                           timeout=120, preexec_fn=lambda: os.close(1) if os.name == "posix" else None)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr.decode(), proc.stderr.decode()
+
+
+def test_a_chinese_question_in_gbk_on_stdin_is_read_not_called_binary(bundled_env):
+    """What a Chinese Windows console pipes: refused as "binary data" (newcomer)."""
+    question = "多卡启动报 NCCL error，怎么办？"
+    gbk = parse_json(run_cli(["ask", "--json", "-"], bundled_env, stdin=question.encode("gbk")))
+    utf8 = parse_json(run_cli(["ask", "--json", "-"], bundled_env, stdin=question.encode("utf-8")))
+    assert gbk["question"] == question and any("GBK" in n for n in gbk["notes"])
+    assert [c["title"] for c in gbk["citations"]] == [c["title"] for c in utf8["citations"]]
+
+
+def test_a_stray_byte_is_replaced_and_said_but_junk_is_still_refused(bundled_env):
+    answer = parse_json(run_cli(["ask", "--json", "-"], bundled_env, stdin=b"vLLM CUDA out of memory on the caf\xe9 GPU server"))
+    assert "\ufffd" in answer["question"] and any("not UTF-8" in n for n in answer["notes"]) and answer["citations"]
+    for junk in (b"\xff\xfe\xfa bad utf8", bytes(range(128, 256)) * 20):
+        proc = run_cli(["ask", "-"], bundled_env, stdin=junk)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr.decode(), proc.stderr.decode()

@@ -128,7 +128,9 @@ def read_question(words: tuple[str, ...], max_bytes: int, notes: list[str] | Non
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise BadQuestion("the input is not valid UTF-8 text", "paste text, not a binary file") from exc
+            text = _decoded_leniently(raw, notes)
+            if text is None:
+                raise BadQuestion("the input is not valid UTF-8 text", "paste text, not a binary file") from exc
         return _log_tail(text, max_bytes, notes if notes is not None else [], total)
     text = " ".join(words)
     if any("\udc80" <= ch <= "\udcff" for ch in text):  # undecodable bytes in argv
@@ -137,6 +139,31 @@ def read_question(words: tuple[str, ...], max_bytes: int, notes: list[str] | Non
 
 
 STDIN_QUESTION_BYTES = 1_000_000
+STRAY_BYTES = 8  # undecodable bytes a question on stdin may carry (a Latin-1 "é" pasted from a mail), or 1 in 200 of a long one
+
+
+def _decoded_leniently(raw: bytes, notes: list[str] | None) -> str | None:
+    """Stdin that is not UTF-8 but is still a question: Chinese in GBK/GB18030 (what a Chinese
+    Windows console pipes), or UTF-8 with a few stray bytes, each said in `notes`. Both were
+    refused whole, GBK as "binary data" (newcomer); a log read with --log was already read
+    leniently. None when it is neither."""
+    lang = "zh" if _zh(raw.decode("utf-8", errors="ignore")) else "en"
+    try:
+        text = raw.decode("gb18030")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and _zh(text) and not any(ord(ch) < 32 and ch not in "\t\n\r\x1b\x0c" for ch in text):
+        if notes is not None:
+            notes.append("输入不是 UTF-8，已按 GBK/GB18030 读取。")
+        return text
+    text = raw.decode("utf-8", errors="replace")
+    stray = text.count("\ufffd")
+    if stray > max(STRAY_BYTES, len(text) // 200) or stray > len(text) // 20:  # at most 1 in 20 either way
+        return None
+    if notes is not None:
+        notes.append(f"输入里有 {stray} 个字节不是 UTF-8，已替换为 �。" if lang == "zh"
+                     else f"{stray} byte(s) of the input were not UTF-8 and were replaced with �.")
+    return text
 
 
 def _stdin_tail(limit: int, notes: list[str] | None = None) -> tuple[bytes, int]:

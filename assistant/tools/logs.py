@@ -745,6 +745,13 @@ def _binary(data: bytes) -> bool:
         return False
     if sample.count(b"\x00") > len(sample) // 100:
         return True
-    text = sample.decode("utf-8", errors="replace")
-    odd = sum(1 for ch in text if ch == "\ufffd" or (ord(ch) < 32 and ch not in "\t\n\r\x1b\x0c"))
-    return odd > len(text) * 0.3
+    return _odd_share(sample.decode("utf-8", errors="replace")) > 0.3 and _odd_share(sample.decode("gb18030", errors="replace")) > 0.02
+
+
+def _odd_share(text: str) -> float:
+    """The share of characters that decoded to nothing or are control characters. A Chinese
+    question or log in GBK (a Chinese Windows console) is nearly all undecodable as UTF-8 but
+    reads whole as GB18030, its superset; junk does neither."""
+    if not text:
+        return 0.0
+    return sum(1 for ch in text if ch == "\ufffd" or (ord(ch) < 32 and ch not in "\t\n\r\x1b\x0c")) / len(text)
