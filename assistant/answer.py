@@ -1590,12 +1590,23 @@ REPEAT_SHARE = 0.6
 def _mostly_quoted(text: str, parts: list[str]) -> bool:
     """Whether a passage mostly repeats what the answer already quotes: man pages include
     one options file each, and a translated README repeats its code, so "It could also be"
-    quoted the same table two and three times. Its source is still named and cited."""
-    lines = {line.strip() for line in text.splitlines() if len(line.strip()) >= 20}
+    quoted the same table two and three times. Its source is still named and cited. Lines
+    are compared as written but for their list marker, case and version numbers: a Helm
+    chart's README and the install guide beside it say the same thing with `*` for `-` and
+    chart 1.4.0 for 1.4.2, and the copy took half the answer (newcomer)."""
+    lines = {_line_key(line) for line in text.splitlines() if len(line.strip()) >= 20}
     if not lines:
         return False
-    shown = {line.strip() for part in parts for line in part.splitlines()}
+    shown = {_line_key(line) for part in parts for line in part.splitlines()}
     return len(lines & shown) >= REPEAT_SHARE * len(lines)
+
+
+_LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d{1,2}[.)])\s+")
+_VERSION = re.compile(r"\bv?\d+(?:\.\d+)+\b")
+
+
+def _line_key(line: str) -> str:
+    return " ".join(_VERSION.sub("#", _LIST_MARKER.sub("", line)).lower().split())
 
 
 def _section_position(kb, chunk) -> int:
@@ -2569,6 +2580,35 @@ def _actionable(text: str) -> bool:
     return bool(_ACTION.search(text))
 
 
+_HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
+
+
+def _whole_commands(code: list[str]) -> int:
+    """How many of a code block's first lines end on a whole command: no quote, heredoc or
+    `\\` continuation left open after them. All of them when the block ends whole or when no
+    line does (a block whose quotes cannot be read so, kept as before)."""
+    quote, heredoc, last_whole = "", "", 0
+    for n, line in enumerate(code, 1):
+        if heredoc:
+            heredoc = "" if line.strip() == heredoc else heredoc
+        elif not line.lstrip().startswith("#") or quote:
+            escaped = False
+            for i, ch in enumerate(line):
+                if escaped:
+                    escaped = False
+                elif ch == "\\" and quote != "'":
+                    escaped = True
+                elif ch == "#" and not quote and (i == 0 or line[i - 1].isspace()):
+                    break  # a comment to the line's end: its apostrophes open nothing
+                elif ch in "'\"" and (not quote or ch == quote):
+                    quote = "" if quote else ch
+            opened = None if quote else _HEREDOC.search(line)
+            heredoc = opened.group(1) if opened else ""
+        if not quote and not heredoc and not line.rstrip().endswith("\\"):
+            last_whole = n
+    return len(code) if last_whole == len(code) or last_whole == 0 else last_whole
+
+
 def _bounded(text: str, limit: int, labels: dict) -> str:
     """Cut at a line boundary under `limit` characters, closing an open code fence; the
     rest stays behind the citation. A source whose own fence is never closed is closed too:
@@ -2589,8 +2629,12 @@ def _bounded(text: str, limit: int, labels: dict) -> str:
         if line.strip().startswith("```"):
             fenced = not fenced
     if fenced:
-        # Cut right after a fence opened, the quote would end in an empty code box.
+        # Cut right after a fence opened, the quote would end in an empty code box. Cut in
+        # the middle of a command (an open quote, heredoc or line continuation), the block
+        # ends before that command: closed as if whole, `python -c '` left open read as a
+        # command, and pasted it hung the shell (newcomer).
         opened = max(i for i, line in enumerate(out) if line.strip().startswith("```"))
+        del out[opened + 1 + _whole_commands(out[opened + 1:]):]
         if any(line.strip() for line in out[opened + 1:]):
             out.append("```")
         else:

@@ -1258,6 +1258,37 @@ def test_a_quote_cut_right_after_a_fence_opens_leaves_no_empty_code_box():
     assert kept.count("```") == 2 and "nvidia-smi --query" in kept
 
 
+@pytest.mark.parametrize("tail", [
+    "python -c '\nimport ray\nray.init(address=\"ray://localhost\")'\n",  # an open quote
+    "curl http://127.0.0.1:8000/v1/models \\\n  -H 'Authorization: Bearer x' \\\n  -H 'Accept: */*'\n",  # continuations
+    "cat <<EOF >./cert.conf\nDNS.1 = localhost\nIP.1 = 127.0.0.1\nEOF\n",  # a heredoc
+])
+def test_a_code_block_cut_in_the_middle_of_a_command_ends_before_it(tail):
+    """Closed as if whole, half a command read as the command: a `python -c '` left open,
+    pasted, hung the shell (newcomer). Cut inside a command, the quoted block ends before it."""
+    from assistant.answer import _bounded
+    from assistant.i18n import texts
+
+    labels = texts("answer", "en")
+    prose = "Connect with the certificates created above.\n\n"
+    steps = "".join(f"openssl step {i} --in ./tls.csr --out ./tls{i}.crt\n" for i in range(8))
+    text = prose + "```sh\n" + steps + tail + "```\n"
+    first_tail_line = tail.splitlines()[0]
+    room = len(prose) + len("```sh\n") + len(steps) + len(first_tail_line) + 1 + 40 + 2  # the cut falls inside the tail's command
+    out = _bounded(text, room, labels)
+    assert out.count("```") == 2 and "openssl step 7" in out and first_tail_line not in out, out
+    assert out.endswith(labels["cut"]) and len(out) <= room
+    assert _bounded(text, 2000, labels) == text  # a block that fits is quoted as written
+
+
+def test_a_code_line_with_an_apostrophe_in_a_comment_is_no_open_quote():
+    from assistant.answer import _whole_commands
+
+    assert _whole_commands(["ls -la", "rm -rf ./tmp  # don't keep it", "ls"]) == 3
+    assert _whole_commands(["# don't run this twice", "ls"]) == 2
+    assert _whole_commands(["ls", "python -c '", "import os"]) == 1
+
+
 @pytest.mark.parametrize("room_after_header", [5, 30, 120])
 def test_a_table_cut_after_its_header_stays_within_the_limit(room_after_header):
     """Only a table's header fitted and its first row was added cut to at least 80
@@ -2617,3 +2648,50 @@ def test_a_step_between_two_quoted_steps_of_a_procedure_is_quoted_too(tmp_path):
     settings, kb = docs_kb(tmp_path / "faq", {"faq.md": faq})
     answer = answer_question("how do I change the console's port and the address it listens on?", settings, kb=kb)
     assert answer.grounded and "CONSOLE_API_KEY" not in answer.answer
+
+
+def _install_page(title: str, bullet: str, version: str, step: str, note: str) -> str:
+    return dedent(f"""
+        # {title}
+
+        ## Install the gateway
+
+        {bullet} Install a stable version from the Helm repository
+
+        ```sh
+        helm install acme-gateway acme/acme-gateway --version {version} --set security=null
+        ```
+
+        {bullet} Install a stable version with the auth proxy in front of it
+
+        ```sh
+        helm install acme-gateway acme/acme-gateway --version {version}
+        ```
+
+        {bullet} Install the nightly version from a clone of the repository
+
+        ```sh
+        # {step}
+        helm install acme-gateway ./charts/acme-gateway --set security=null
+        ```
+
+        > **Important**
+        > {note}
+        """)
+
+
+def test_a_copy_of_a_passage_in_another_file_is_cited_not_quoted_again(tmp_path):
+    """A Helm chart's README and the install guide beside it say the same thing, with `*` for
+    `-`, another chart version and another case: the copy was quoted whole as "It could also
+    be" and took half the answer (newcomer). Its source is still cited."""
+    settings, kb = docs_kb(tmp_path, {
+        "charts/acme-gateway/README.md": _install_page("Acme gateway chart", "-", "1.4.2", "Step3: Install the Acme Gateway",
+                                                       "If a request returns \"Unauthorized\", add `-H 'Authorization: 12345'` to it."),
+        "docs/installation.md": _install_page("Acme gateway installation", "*", "1.4.0", "Step3: Install the acme gateway",
+                                              "A request may return \"Unauthorized\": add `-H 'Authorization: 12345'` to it."),
+        "docs/metrics.md": "# Metrics\n\n## Scraping\nThe gateway exports Prometheus metrics on port 9090 at `/metrics`.\n",
+    })
+    answer = answer_question("curl to the acme gateway API keeps returning Unauthorized", settings, kb=kb)
+    assert answer.grounded and "Authorization: 12345" in answer.answer
+    assert ("--version 1.4.2" in answer.answer) != ("--version 1.4.0" in answer.answer)  # one copy quoted
+    assert {c.source for c in answer.citations} >= {"charts/acme-gateway/README.md", "docs/installation.md"}
