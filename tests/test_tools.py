@@ -812,6 +812,7 @@ def test_doctor_reads_the_probes_typed_results(tmp_path, monkeypatch):
     # (a vLLM-only host can still exit 0); with it, a warning.
     found = {(f.severity, f.article): f.message for f in _host_findings(host)}
     assert found["info", "fastdeploy-logprobs-hang"].endswith("if this host runs FastDeploy")
+    assert ("ok", None) not in found  # not "ok kernel.msgmax=8192" beside "raise it" (newcomer)
     monkeypatch.setattr(doctor, "_fastdeploy_installed", lambda: True)
     found = {(f.severity, f.article): f.message for f in _host_findings(host)}
     assert "FastDeploy with logprobs sends 133,136 (802,840 with MTP) and hangs" in found["warning", "fastdeploy-logprobs-hang"]
