@@ -269,7 +269,8 @@ def test_feedback_is_stored_and_exported(server, bundled_settings):
     answer = httpx.post(server.url + "/v1/ask", json={"question": "vLLM CUDA out of memory"}, timeout=30).json()
     assert httpx.post(server.url + "/v1/feedback", json={"answer_id": answer["id"], "rating": -1, "comment": "wanted the swap-space size"}).status_code == 200
     assert httpx.post(server.url + "/v1/feedback", json={"answer_id": "nope", "rating": 1}).status_code == 404  # an id never issued is not found, not a bad request
-    assert httpx.post(server.url + "/v1/feedback", json={"answer_id": answer["id"], "rating": 5}).status_code == 422
+    bad = httpx.post(server.url + "/v1/feedback", json={"answer_id": answer["id"], "rating": 5})
+    assert bad.status_code == 422 and "rating: Input should be 1 or -1" in bad.json()["error"], bad.json()  # not "one of the documented values"
     store = server.server.config.app.state.assistant.feedback
     drafts = store.export_negative()
     assert drafts[-1]["question"] == "vLLM CUDA out of memory" and drafts[-1]["expect"] == []

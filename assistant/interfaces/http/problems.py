@@ -98,7 +98,11 @@ async def _invalid(request: Request, exc: RequestValidationError) -> JSONRespons
             # One line per union member read "lang: Input should be 'zh' or 'en'; lang: Input
             # should be 'auto'" (trial): one line names every accepted value.
             values = allowed.setdefault(where, [])
-            values += [v for v in re.findall(r"'[^']*'", str(err.get("msg"))) if v not in values]
+            msg = str(err.get("msg"))
+            # Strings come quoted ('zh'); numbers bare ("Input should be 1 or -1": a rating of 5
+            # was told only "one of the documented values", newcomer).
+            found = re.findall(r"'[^']*'", msg) or re.findall(r"-?\d+(?:\.\d+)?", msg.partition("should be")[2])
+            values += [v for v in found if v not in values]
             continue
         problems.append(f"{where or 'body'}: {err.get('msg')}")
     for where, values in allowed.items():
