@@ -9,9 +9,10 @@ those lists in a file, keyed by the pattern and its flags, and serves them on th
 It leans on CPython's private compiler (`re._compiler`, `re._parser`, `_sre.compile`), so
 every entry is tied to the exact interpreter build and `_sre.MAGIC`: a file written by
 another Python is ignored, and so is any file that cannot be read, fails its digest, could
-have been written by someone else, or whose entries do not rebuild. Whatever goes wrong, the pattern is compiled the ordinary way: the cache can only
-ever save time. Only `ask`, a process that lives for one question, installs it; a server
-pays the compile once and keeps the patterns."""
+have been written by someone else, or whose entries do not rebuild. Whatever goes wrong,
+the pattern is compiled the ordinary way: the cache can only ever save time. Only `ask`, a
+process that lives for one question, installs it; a server pays the compile once and keeps
+the patterns."""
 
 from __future__ import annotations
 
