@@ -222,6 +222,14 @@ MESSAGES = {
         "zh": 'stdin 读了 {read} 后 {seconds} 秒没有新内容、也没有结束（`-f` 跟随的日志？），按已读到的部分回答；要读完整的日志，去掉 `-f`，或用 `tail -n 2000`',
         "en": 'stdin sent {read} and then nothing for {seconds} s without ending (a followed log, `-f`?); answering from what was read. Drop `-f`, or pipe `tail -n 2000`, to pass a log that ends',
     },
+    'stdin_gb18030': {
+        "zh": '输入不是 UTF-8，已按 GBK/GB18030 读取',
+        "en": 'the input was not UTF-8; it was read as GBK/GB18030',
+    },
+    'stdin_stray_bytes': {
+        "zh": '输入里有 {count} 个字节不是 UTF-8，已替换为 �',
+        "en": '{count} byte(s) of the input were not UTF-8 and were replaced with �',
+    },
     'stdin_endless': {
         "zh": 'stdin 读了 {read} 还没有结束，只按最后读到的部分回答；请用 `tail -n 2000` 传日志的结尾',
         "en": 'stdin had not ended after {read}; answering from the last part read. Pipe `tail -n 2000 FILE` to pass a log\'s end',

@@ -146,23 +146,24 @@ def _decoded_leniently(raw: bytes, notes: list[str] | None) -> str | None:
     """Stdin that is not UTF-8 but is still a question: Chinese in GBK/GB18030 (what a Chinese
     Windows console pipes), or UTF-8 with a few stray bytes, each said in `notes`. Both were
     refused whole, GBK as "binary data" (newcomer); a log read with --log was already read
-    leniently. None when it is neither."""
-    lang = "zh" if _zh(raw.decode("utf-8", errors="ignore")) else "en"
+    leniently. None when it is neither. The test for text is the log reader's (odd_share)."""
+    from assistant.i18n import t
+    from assistant.tools.logs import odd_share
+
     try:
         text = raw.decode("gb18030")
     except UnicodeDecodeError:
         text = None
-    if text is not None and _zh(text) and not any(ord(ch) < 32 and ch not in "\t\n\r\x1b\x0c" for ch in text):
+    if text is not None and odd_share(text) == 0 and _zh(text):
         if notes is not None:
-            notes.append("输入不是 UTF-8，已按 GBK/GB18030 读取。")
+            notes.append(t("answer.stdin_gb18030", "zh"))
         return text
     text = raw.decode("utf-8", errors="replace")
     stray = text.count("\ufffd")
     if stray > max(STRAY_BYTES, len(text) // 200) or stray > len(text) // 20:  # at most 1 in 20 either way
         return None
     if notes is not None:
-        notes.append(f"输入里有 {stray} 个字节不是 UTF-8，已替换为 �。" if lang == "zh"
-                     else f"{stray} byte(s) of the input were not UTF-8 and were replaced with �.")
+        notes.append(t("answer.stdin_stray_bytes", "zh" if _zh(text) else "en", count=stray))
     return text
 
 

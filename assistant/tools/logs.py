@@ -745,10 +745,10 @@ def _binary(data: bytes) -> bool:
         return False
     if sample.count(b"\x00") > len(sample) // 100:
         return True
-    return _odd_share(sample.decode("utf-8", errors="replace")) > 0.3 and _odd_share(sample.decode("gb18030", errors="replace")) > 0.02
+    return odd_share(sample.decode("utf-8", errors="replace")) > 0.3 and odd_share(sample.decode("gb18030", errors="replace")) > 0.02
 
 
-def _odd_share(text: str) -> float:
+def odd_share(text: str) -> float:
     """The share of characters that decoded to nothing or are control characters. A Chinese
     question or log in GBK (a Chinese Windows console) is nearly all undecodable as UTF-8 but
     reads whole as GB18030, its superset; junk does neither."""
