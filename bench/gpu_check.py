@@ -82,10 +82,11 @@ def cli_tool_output() -> dict:
 
 
 def http_tool_output() -> tuple[int, dict]:
-    """POST /v1/tools/gpu_status on a real server bound to 127.0.0.1 (the route a portal uses)."""
+    """POST /v1/tools/gpu_status on a real server bound to 127.0.0.1 (the route a portal uses).
+    Through the standard library: httpx is only in the test extra, and a GPU machine has what
+    `pip install .` gave it."""
+    import http.client
     import socket
-
-    import httpx
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -96,12 +97,19 @@ def http_tool_output() -> tuple[int, dict]:
     try:
         for _ in range(120):
             try:
-                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+                conn.request("GET", "/healthz")
+                conn.getresponse().read()
+                conn.close()
                 break
-            except httpx.HTTPError:
+            except OSError:
                 time.sleep(0.5)
-        r = httpx.post(f"http://127.0.0.1:{port}/v1/tools/gpu_status", json={}, timeout=60)
-        return r.status_code, r.json()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        conn.request("POST", "/v1/tools/gpu_status", body=b"{}", headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        status, body = response.status, json.loads(response.read() or b"{}")
+        conn.close()
+        return status, body
     finally:
         server.terminate()
         server.wait(timeout=30)
