@@ -1323,8 +1323,10 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     asked |= _described_rows(kb, top, said, asked, tried)
     passages = {id(art): _passage(kb, art, lang, labels, hits, asked, result.question) for art in (top, *others)}
     brought = _fix_sibling(kb, passages[id(top)][0], [*siblings, *others], said)
-    others = _room_for_fixes(kb, top, [*brought, *(art for art in siblings if _is_fix_section(art.passage))], others, passages,
-                             len(beside), labels)
+    steps = [] if brought else _steps_after_opening(kb, passages[id(top)], siblings)
+    brought += [art for art in steps if art not in siblings]
+    others = _room_for_fixes(kb, top, [*brought, *(art for art in siblings if art in steps or _is_fix_section(art.passage))],
+                             others, passages, len(beside), labels)
     siblings = brought + siblings
     siblings += _followers(kb, passages[id(top)][0], [*siblings, *others])
     siblings += _step_gaps(kb, top, siblings)
@@ -1653,6 +1655,30 @@ def _followers(kb, best, quoted: list) -> list[ArticleMatch]:
         if len(out) == MAX_FOLLOWERS:
             break
     return out
+
+
+def _steps_after_opening(kb, passage: tuple, siblings: list) -> list[ArticleMatch]:
+    """When the best passage is a page's opening with nothing to run or set, the first
+    section after it that has something: a guide's opening says what the page does ("the
+    proxy distributes requests over several api_servers, achieving load balancing") and
+    matched "how do I put them behind one URL", while `lmdeploy serve proxy` sat under
+    "Startup", the next heading. Matched too, that section only took the room the other
+    pages' passages left, and there was none (dev trees). The sibling itself when it is
+    one, so that room is made for it as for a fix."""
+    from .retrieval import ScoredChunk
+
+    best, text, _rest = passage
+    if _actionable(text):
+        return []
+    for follower in _followers(kb, best, []):
+        if not any(_actionable(c.text) for c in _section_chunks(kb, follower.chunks[0].chunk)):
+            continue
+        matched = next((art for art in siblings if art.doc_id == best.doc_id and art.passage == follower.passage), None)
+        if matched is not None:
+            return [matched]
+        chunk = follower.chunks[0].chunk
+        return [ArticleMatch(chunk.doc_id, 1.0, 0.0, chunks=[ScoredChunk(chunk, 1.0, 0.0, 0.0)], passage=follower.passage)]
+    return []
 
 
 # A numbered step's heading: "5. Switch Nginx to HTTPS", "Step 5:", "第 5 步", "5）". Not a

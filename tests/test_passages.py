@@ -759,6 +759,31 @@ def test_a_guides_opening_is_followed_by_its_steps(tmp_path: Path):
     assert "clusterctl start --head" in answer.answer and len(answer.answer) <= MAX_ANSWER_CHARS
 
 
+def test_an_openings_first_section_with_commands_gets_room_before_other_pages(tmp_path: Path):
+    """A page's opening says what the page does and matched "how do I put them behind one
+    URL"; the command sits under the next heading. Other pages' launch passages, close enough
+    to quote after it, used to take all the room that section had (dev trees)."""
+    proxy = ("# Request distributor\n\nThe request distributor puts several api_server instances behind one URL: "
+             "clients only call a single URL, the proxy, which spreads their requests over the servers on several boxes "
+             "for load balancing.\n\n"
+             "## Startup\n\nStart the proxy:\n\n```shell\nwidget serve proxy --server-port 8000\n```\n\n"
+             "Then start each api_server with `--proxy-url http://HOST:8000` and it joins the proxy.\n\n"
+             "## Serving strategy\n\nHybrid mode does not separate prefill from decode instances; the other "
+             "mode runs them on different nodes.\n")
+    launch = "".join(
+        f"## Launch the api_server, variant {i}\n\nStart the api_server on one GPU and call its URL "
+        f"from clients.\n\n```shell\n"
+        + "\n".join(f"widget serve api_server model-{i} --server-port {23333 + j} --tp 1  # replica {j} of one box"
+                     for j in range(14)) + "\n```\n\n"
+        for i in range(3))
+    answer = _answer_on(tmp_path, {"proxy.md": proxy, "api_server.md": "# API server\n\n" + launch},
+                        "I start one api_server per GPU on several boxes. How do I expose them behind a single URL "
+                        "with load balancing?")
+    assert answer.grounded and answer.citations[0].source == "proxy.md"
+    assert "widget serve proxy --server-port 8000" in answer.answer
+    assert len(answer.answer) <= MAX_ANSWER_CHARS
+
+
 def test_a_page_without_an_introduction_does_not_append_its_other_problems(tmp_path: Path):
     """A troubleshooting page that opens with its first `##` problem has no introduction:
     when that problem is the answer, the page's other problems are not quoted after it."""
