@@ -90,8 +90,10 @@ def test_bad_inputs_get_one_line_errors_and_no_traceback(bundled_env, tmp_path):
     elf.write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00" * 50)
     _assert_one_line_error(run_cli(["ask", "--log", str(elf), "why did it crash"], bundled_env), 2, "binary")
     _assert_one_line_error(run_cli(["ask", "-"], bundled_env, stdin=b"\xff\xfe\xfa bad utf8"), 2, "UTF-8")
-    _assert_one_line_error(run_cli(["ask", "--kb", "/nonexistent/kb", "hello"], bundled_env), 1, "does not exist")
-    _assert_one_line_error(run_cli(["ask", "--kb", __file__, "hello"], bundled_env), 1, "is a file, not a KB directory")
+    # A mistyped --kb is a bad argument, as a mistyped --log is: the same exit code.
+    _assert_one_line_error(run_cli(["ask", "--kb", "/nonexistent/kb", "hello"], bundled_env), 2, "does not exist")
+    _assert_one_line_error(run_cli(["ask", "--kb", __file__, "hello"], bundled_env), 2, "is a file, not a KB directory")
+    _assert_one_line_error(run_cli(["ask", "--log", "/nonexistent/server.log", "hello"], bundled_env), 2, "cannot read log file")
 
 
 def test_ask_help_does_not_load_the_model(bundled_env):

@@ -89,6 +89,18 @@ def settings_for(kb: str | None, **overrides):
     return load_settings(kb_dir=Path(kb) if kb else None, **overrides)
 
 
+def _require_kb_arg(kb_dir: Path) -> None:
+    """A `--kb` that names no directory is a mistyped argument, as a `--log` that names no file
+    is: exit 2, not the 1 of a failure on the way (a newcomer's trial found the two differ)."""
+    from assistant.knowledge import require_kb_dir
+    from oncall_common.errors import BadInput
+
+    try:
+        require_kb_dir(kb_dir)
+    except AssistantError as exc:
+        raise BadInput(exc.message, exc.hint) from exc
+
+
 def _log_tail(text: str, max_bytes: int, notes: list[str], total: int = 0) -> str:
     """The last whole lines of text that fit in max_bytes (unchanged when it fits); what was
     left out is said in `notes` (stderr, and the JSON answer's notes). `total`: the input's
@@ -288,6 +300,8 @@ def ask(argv: list[str] | None = None) -> None:
         from assistant.questions import EarlyEmbedding, query_text, validate_question
 
         settings = settings_for(args.kb)
+        if args.kb:
+            _require_kb_arg(settings.kb_dir)
         from oncall_common import regex_cache
 
         regex_cache.install(settings.cache_dir)  # before the question readers' patterns compile
