@@ -2530,11 +2530,14 @@ def _table_row_words(kb, chunk) -> dict[str, tuple[frozenset[str], frozenset[str
 def _row_names(text: str) -> frozenset[str]:
     """What table rows name: their first cells and `code`, not every hyphenated word of a
     description ("token-level" is no setting: a question saying it kept the two rows that
-    did and dropped the metric it asked for)."""
+    did and dropped the metric it asked for). Nor a URL's host: `http://plugin_daemon:5002`,
+    the default of PLUGIN_DAEMON_URL, made that row the one "plugin_daemon 日志 … 配国内 pip 源"
+    asked about, and PIP_MIRROR_URL was cut away (dev trees)."""
     names: set[str] = set()
     for line in text.splitlines():
         cells = [c for c in line.strip().strip("|").split("|")]
-        names.update(asked_identifiers(" ".join(re.findall(r"`([^`]+)`", line)) + " " + (cells[0] if cells else "")))
+        code = [span for span in re.findall(r"`([^`]+)`", line) if "://" not in span]
+        names.update(asked_identifiers(" ".join(code) + " " + (cells[0] if cells else "")))
         if cells and re.fullmatch(r"\s*\d{2,5}\s*", cells[0]):
             names.add(cells[0].strip())  # a code table's row: "| 79 | GPU fell off the bus |"
     return frozenset(names)

@@ -2501,6 +2501,30 @@ def test_a_big_tables_row_the_question_describes_without_naming_it_is_quoted(tmp
     assert picked("the plugin jobs hit the GPU quota limit, which setting raises it?") == frozenset()
 
 
+def test_a_url_in_a_default_cell_names_no_row(tmp_path):
+    """"plugin_daemon 日志 … 能不能配国内 pip 源" named the service whose log it pasted, and
+    the PLUGIN_DAEMON_URL row's default `http://plugin_daemon:5002` made that row the one
+    asked about: the table was cut to it, and PIP_MIRROR_URL, the row the words describe,
+    was cut away (dev trees). A URL's host is no setting's name."""
+    from assistant.answer import _row_names
+
+    assert "plugin_daemon" not in _row_names("| `PLUGIN_DAEMON_URL` | `http://plugin_daemon:5002` | Daemon URL. |")
+    assert "plugin_daemon_url" in _row_names("| `PLUGIN_DAEMON_URL` | `http://plugin_daemon:5002` | Daemon URL. |")
+    rows = [f"| `PLUGIN_SETTING_{i:02d}` | `{i * 10}` | Plugin daemon option number {i}: tunes the plugin worker pool "
+            f"size for batch {i} of the plugin jobs. |" for i in range(40)]
+    rows[0] = "| `PLUGIN_DAEMON_URL` | `http://plugin_daemon:5002` | Where the API reaches the plugin daemon. |"
+    rows[30] = ("| `PIP_MIRROR_URL` | (empty) | Custom PyPI mirror the plugin daemon installs plugin dependencies "
+                "from; speeds up installs on slow or offline networks. |")
+    page = ("# Environment variables\n\n## Plugin daemon\n\nThe plugin daemon runs plugins for the API.\n\n"
+            "| Variable | Default | Description |\n|---|---|---|\n" + "\n".join(rows) + "\n")
+    settings, kb = docs_kb(tmp_path, {"env.md": page, "serve.md": "# Serving\n\nStart the server with `gadget serve MODEL`.\n"})
+    answer = answer_question("Installing plugins from the marketplace keeps failing, the plugin_daemon log says "
+                             "init environment failed: failed to install dependencies: signal: killed. Downloading "
+                             "python dependencies is very slow here; can I point plugin installs at a local pip mirror?",
+                             settings, kb=kb)
+    assert answer.grounded and "`PIP_MIRROR_URL`" in answer.answer
+
+
 def test_words_that_many_documents_share_pick_no_row_of_a_big_table(tmp_path):
     """"gpustack 用 docker 起的 … 怎么把 UI 端口改成别的" picked the registry row of an English
     CLI table by "docker" and the product's name, words rare among the table's rows but in
