@@ -1937,6 +1937,9 @@ def _passage(kb, art: ArticleMatch, lang: str, labels, hits: dict[str, float] | 
     best = _in_lang(kb, art, lang, hits, question)
     scores = {sc.chunk.chunk_id: sc.score for sc in art.chunks}
     section = _section_chunks(kb, best)
+    if not asked and question:
+        section, picked = _described_items(kb, section, question)
+        best = next((c for c in section if c.chunk_id == best.chunk_id), None) or picked or best
     best = _naming_entry(best, section, asked)
     text, rest = _quoted(kb, section, best, labels, scores, MAX_PASSAGE_CHARS, asked)
     return best, text, rest
@@ -2499,6 +2502,102 @@ def _described_rows(kb, art: ArticleMatch, said: str, asked: frozenset[str], tri
     if len(picked) > DESCRIBED_ROWS_MAX or any(names & tried for names in picked):
         return frozenset()
     return frozenset().union(*picked)
+
+
+_ITEM = re.compile(r"^(?:[-*+]|\d{1,2}[.)])\s+\S")
+_NAMED_ITEM = re.compile(r"^(?:[-*+]|\d{1,2}[.)])\s+(?:\*\*|`)")
+ITEMS_TO_CUT = 8  # a section listing fewer entries is quoted as it comes (as TABLE_ROWS_TO_CUT)
+
+
+def _list_items(text: str) -> list[tuple[int, int]]:
+    """The line spans of a chunk's top-level list entries that name something ("- **KV Cache
+    Maximum Usage (`--kv_cache_limit`)**: …", "- `--port`: …"), with their indented lines;
+    empty unless the chunk's entries mostly name something: a procedure's steps do not. (A
+    listing spans several chunks: its length is counted over the section.)"""
+    lines = text.split("\n")
+    spans: list[tuple[int, int]] = []
+    start = None
+    for i, line in enumerate(lines):
+        if _ITEM.match(line):
+            if start is not None:
+                spans.append((start, i))
+            start = i
+        elif start is not None and line.strip() and not line[:1].isspace():
+            spans.append((start, i))  # a paragraph at the margin ends the listing's entry
+            start = None
+    if start is not None:
+        spans.append((start, len(lines)))
+    named = sum(1 for a, _b in spans if _NAMED_ITEM.match(lines[a]))
+    return spans if named >= 0.6 * len(spans) else []
+
+
+def _described_items(kb, section: list, question: str) -> tuple[list, object]:
+    """The section's reference listings cut to the entries the asker's sentences describe
+    without naming, as a big table is cut to its described rows (`_described_rows`): "is there
+    a flag to cap how much memory the KV cache may use?" matched a parameter page whose
+    thirty entries fill three chunks, and the passage quoted the first entries of each; the
+    `--kv_cache_limit` entry ("KV Cache Maximum Usage") was cut off (dev trees). An entry is
+    picked by words few entries and few of the KB's documents share, two at least; nothing is
+    cut when more than DESCRIBED_ROWS_MAX entries tie, and the others stay behind "…". A chunk
+    left with none of its entries and nothing else is dropped from the section. Returns the
+    section and the first chunk holding a picked entry (None when nothing was cut)."""
+    import math
+    from dataclasses import replace
+
+    from .scope import sentences
+
+    listings = {c.chunk_id: spans for c in section if (spans := _list_items(c.text))}
+    if sum(map(len, listings.values())) < ITEMS_TO_CUT:
+        return section, None
+    entries = [(c.chunk_id, span, "\n".join(c.text.split("\n")[span[0]:span[1]]))
+               for c in section if c.chunk_id in listings for span in listings[c.chunk_id]]
+    said = sentences(question)
+    words = {w for w in kb.index.tokenizer(said[:MAX_QUERY_CHARS]) if not _NUMERIC.fullmatch(w)}
+    shared = [set(kb.index.tokenizer(text)) & words for _id, _span, text in entries]
+    df: dict[str, int] = {}
+    for common in shared:
+        for w in common:
+            df[w] = df.get(w, 0) + 1
+    n_docs = max(1, len(kb.index.terms))
+    kb_df = kb.index.doc_freq
+    ceiling = max(1.0, n_docs * DESCRIBED_KB_SHARE)
+    rare = {w: math.log((len(entries) + 1) / (n + 0.5)) * math.log((n_docs + 1) / (kb_df.get(w, 0) + 0.5))
+            for w, n in df.items() if n <= max(1, len(entries) // 5) and kb_df.get(w, 0) <= ceiling}
+    scores = [(sum(rare.get(w, 0.0) for w in common), sum(1 for w in common if w in rare)) for common in shared]
+    best = max(scores)
+    if best[1] < 2:
+        return section, None
+    top = [i for i, score in enumerate(scores) if score[0] >= best[0] - 1e-9]
+    if len(top) > DESCRIBED_ROWS_MAX:
+        return section, None
+    # With the entry before and after each, as a table keeps the rows beside the one asked
+    # for (`_table_cut`): a listing's neighbours are often its related settings ("gpu_layers"
+    # above "ctx_size", both of what makes a GGUF fit).
+    picked = {entries[j][:2] for i in top for j in (i - 1, i, i + 1) if 0 <= j < len(entries)}
+    out = []
+    first = None
+    for c in section:
+        if c.chunk_id not in listings:
+            out.append(c)
+            continue
+        lines = c.text.split("\n")
+        spans = listings[c.chunk_id]
+        inside = {i for a, b in spans for i in range(a, b)}
+        keep = {i for a, b in spans if (c.chunk_id, (a, b)) in picked for i in range(a, b)}
+        kept: list[str] = []
+        for i, line in enumerate(lines):
+            if i not in inside or i in keep:
+                kept.append(line)
+            elif not kept or kept[-1] != "…":
+                kept.append("…")
+        text = "\n".join(kept).strip("\n")
+        if out and out[-1].text.endswith("…") and text.startswith("…"):
+            text = text[1:].lstrip("\n")  # the gap is marked once, at the end of the chunk before
+        if text.strip("…\n "):
+            out.append(replace(c, text=text))
+            if keep and first is None:
+                first = out[-1]
+    return out, first
 
 
 def _table_row_words(kb, chunk) -> dict[str, tuple[frozenset[str], frozenset[str]]]:

@@ -2501,6 +2501,38 @@ def test_a_big_tables_row_the_question_describes_without_naming_it_is_quoted(tmp
     assert picked("the plugin jobs hit the GPU quota limit, which setting raises it?") == frozenset()
 
 
+def test_a_parameter_listing_is_cut_to_the_entries_the_question_describes(tmp_path):
+    """"Is there a flag to cap how much memory the KV cache may use?" matched a parameter page
+    whose thirty "- **Name (`--flag`)**: …" entries fill three chunks; the passage quoted the
+    first entries of each and the `--kv_cache_limit` entry was cut off (dev trees). The entry
+    the rarer words describe is quoted, with its neighbours, and the rest stays behind "…"."""
+    entries = [f"- **Option {i} (`--option_{i}`)**: Tunes the worker thread pool for batch jobs, part {i} of the "
+               f"scheduler settings; leave it at the default unless the scheduler team asks you to change it." for i in range(30)]
+    entries[17] = ("- **KV Cache Maximum Usage (`--kv_cache_limit`)**: Caps the memory the KV cache may use, e.g. "
+                   "`--kv_cache_limit 5G`; unset or `auto`, the framework sizes it.")
+    page = "# Server parameters\n\n## General parameters\n\nEvery server command takes these.\n\n" + "\n\n".join(entries) + "\n"
+    settings, kb = docs_kb(tmp_path, {"params.md": page, "install.md": "# Install\n\nRun `pip install gadget`.\n"})
+    answer = answer_question("int4 model only takes 4G but GPU memory keeps growing past 16G while generating. "
+                             "Is there a flag to cap how much memory the KV cache may use?", settings, kb=kb)
+    assert answer.grounded and "--kv_cache_limit 5G" in answer.answer
+    assert "`--option_16`" in answer.answer and "`--option_18`" in answer.answer  # its neighbours
+    assert "`--option_3`" not in answer.answer and "…" in answer.answer
+    # Words every entry shares describe none: the listing is quoted as it comes.
+    vague = answer_question("how do I tune the worker thread pool for batch jobs?", settings, kb=kb)
+    assert vague.grounded and len(set(re.findall(r"`--option_\d+`", vague.answer))) > 3
+
+
+def test_a_procedures_steps_are_no_listing_to_cut(tmp_path):
+    """Numbered steps name no setting each: a question describing one step still gets the
+    procedure from its start, not the one step with its neighbours."""
+    from assistant.answer import _list_items
+
+    steps = "\n".join(f"{i}. Run the check number {i} and wait for the green light." for i in range(1, 13))
+    assert _list_items(steps) == []
+    named = "\n".join(f"- `--flag-{i}`: what flag {i} does." for i in range(12))
+    assert len(_list_items(named)) == 12
+
+
 def test_a_url_in_a_default_cell_names_no_row(tmp_path):
     """"plugin_daemon 日志 … 能不能配国内 pip 源" named the service whose log it pasted, and
     the PLUGIN_DAEMON_URL row's default `http://plugin_daemon:5002` made that row the one
