@@ -757,6 +757,21 @@ def pasted_in_passages(index: KBIndex, question: str,
             sampled.add((doc_id, section_key(title)))
             found = hits.setdefault((doc_id, section_key(title)), [])
             found += [sample for sample in said if sample not in found]
+    # A troubleshooting page's block of the messages it covers, placeholders and all
+    # ("models directory does not exist: <path>"): said anywhere in the question, as a
+    # heading's message is. A bare pasted line ("models directory does not exist:
+    # /app/models/mom-domain-classifier") reads as no paste, and led with the section above
+    # it on the page (newcomer, dev trees).
+    fenced = {n: samples for n, samples in _fenced_samples(index).items() if index.chunks[n].doc_id in unstructured}
+    if fenced:
+        whole = whole or squash(_NEGATED_CLAUSE.sub(" ", question[:MAX_HEADING_SCAN]))
+        for n, samples in fenced.items():
+            said = [sample for sample, pieces in samples if _holds_pieces(whole, pieces)]
+            if said:
+                chunk = index.chunks[n]
+                sampled.add((chunk.doc_id, section_key(chunk.title)))
+                found = hits.setdefault((chunk.doc_id, section_key(chunk.title)), [])
+                found += [sample for sample in said if sample not in found]
     if not messages and not codes:
         return hits, sampled
     squashed = derived(index, "_squashed_texts", lambda: [squash(c.text) for c in index.chunks])
@@ -831,6 +846,70 @@ def heading_samples(heading: str) -> list[str]:
     if cued:
         pieces += [p.strip(" '\"“”`。.?？") for p in _ALTERNATIVES.split(cued.group(1))]
     return [p for p in dict.fromkeys(pieces) if re.search(r"[A-Za-z]", p) and _MESSAGE_LIKE.search(p)]
+
+
+_FENCE_OPEN = re.compile(r"^\s*(```|~~~)\s*(\w*)")
+_SAMPLE_BLOCKS = frozenset({"", "text", "txt", "log", "logs", "console", "plaintext", "output", "error"})
+# A page's stand-in for what varies in a message: <path>, {model}, [name], "...", "…", XXX.
+_PLACEHOLDER = re.compile(r"<[^<>\s]{1,40}>|\{[^{}\s]{1,40}\}|\[[a-z_ -]{1,30}\]|\.{3}|…|\bX{3,}\b")
+MIN_SAMPLE_PIECE = 12  # squashed characters of a sample's longest literal piece: "error: <x>" names nothing
+
+
+def _fenced_samples(index: KBIndex) -> dict[int, list[tuple[str, tuple[str, ...]]]]:
+    """Chunk number → the message lines of its plain code blocks (``` text, log, console or
+    no language), with their squashed literal pieces between placeholders; per index. Only
+    lines that read as a message (`_MESSAGE_LIKE`), not commands or settings, and only
+    blocks of a few such lines: a long block is a log or a listing, not a page's messages."""
+    def build() -> dict[int, list[tuple[str, tuple[str, ...]]]]:
+        out: dict[int, list[tuple[str, tuple[str, ...]]]] = {}
+        for n, chunk in enumerate(index.chunks):
+            if "```" not in chunk.text and "~~~" not in chunk.text:
+                continue
+            block: list[str] | None = None
+            for line in chunk.text.split("\n"):
+                fence = _FENCE_OPEN.match(line)
+                if fence and block is None:
+                    block = [] if fence.group(2).lower() in _SAMPLE_BLOCKS else None
+                    if block is None:
+                        block = ["\0"]  # another language's block: skipped to its end
+                    continue
+                if fence:
+                    if block and block[0] != "\0" and len(block) <= MAX_BLOCK_SAMPLES:
+                        for sample in block:
+                            pieces = tuple(squash(p) for p in _PLACEHOLDER.split(sample) if squash(p))
+                            if pieces and max(map(len, pieces)) >= MIN_SAMPLE_PIECE:
+                                out.setdefault(n, []).append((sample, pieces))
+                    block = None
+                    continue
+                if block is not None and block[:1] != ["\0"] and (text := line.strip()):
+                    if len(text) <= 160 and _ERROR_WORDS.search(text) and not _NOT_A_MESSAGE.match(text) \
+                            and not _COMMAND_SAMPLE.match(text):
+                        block.append(text)
+        return out
+
+    return derived(index, "_fenced_samples", build)
+
+
+MAX_BLOCK_SAMPLES = 6
+# What an error message says ("does not exist", "is required", "failed to …"): a block's
+# settings, JSON and output rows say none of it.
+_ERROR_WORDS = re.compile(r"\b[A-Za-z]*(?:Error|Exception)\b|\b(?:not found|no such|denied|refused|failed|failure|cannot|can't"
+                          r"|could not|couldn't|unable|invalid|illegal|timed out|timeout|killed|unsupported|not supported"
+                          r"|out of memory|fatal|abort(?:ed)?|panic|segmentation|unexpected|missing|exceed(?:s|ed)?"
+                          r"|does not exist|doesn't exist|is required|are required|not allowed|forbidden|unauthori[sz]ed)\b", re.I)
+_NOT_A_MESSAGE = re.compile(r"^\s*(?:[\"'{}\[\]#]|//|-{1,2}\w|\w[\w.-]*\s*[=:]\s*\S*\s*$|\w[\w.]*\s*=)")  # JSON, comments, flags, settings
+
+
+def _holds_pieces(text: str, pieces: tuple[str, ...]) -> bool:
+    """Whether squashed `text` holds a sample's literal pieces in order (what a placeholder
+    stands for may be anything between them)."""
+    at = 0
+    for piece in pieces:
+        found = text.find(piece, at)
+        if found < 0:
+            return False
+        at = found + len(piece)
+    return True
 
 
 def _quoted_samples(index: KBIndex) -> dict[int, list[tuple[str, str]]]:

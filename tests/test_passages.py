@@ -2533,6 +2533,56 @@ def test_a_procedures_steps_are_no_listing_to_cut(tmp_path):
     assert len(_list_items(named)) == 12
 
 
+def test_a_pasted_line_meets_the_message_block_it_fills_in(tmp_path):
+    """A troubleshooting page lists the messages a section covers in a plain code block, with
+    placeholders for what varies ("models directory does not exist: <path>"). The bare pasted
+    line reads as no paste, and the answer led with the section above it on the page
+    (newcomer, semantic-router docs): the block's message, its placeholders filled in by the
+    paste, picks the section. Settings and JSON in such blocks are no messages."""
+    from assistant.retrieval import _fenced_samples
+
+    page = dedent("""
+        # Common errors
+
+        ## Category classifier cannot start
+
+        These errors identify an incomplete transport:
+
+        ```text
+        command is required for stdio transport
+        URL is required for HTTP transport
+        ```
+
+        Use one transport and disable the local domain classifier when the external one owns
+        category classification.
+
+        ## A classifier or embedding model cannot load
+
+        Model-load errors normally include the failed path:
+
+        ```text
+        models directory does not exist: <path>
+        failed to initialize <name> model from <path>: <error>
+        ```
+
+        Check the path inside the container, not on the host: mount `models/` at `/app/models`.
+
+        ## Settings
+
+        ```text
+        timeout_seconds=30
+        {"error": "not found"}
+        ```
+    """)
+    settings, kb = docs_kb(tmp_path, {"common-errors.md": page, "install.md": "# Install\n\nRun `pip install gadget`.\n"})
+    samples = [sample for found in _fenced_samples(kb.index).values() for sample, _pieces in found]
+    assert "models directory does not exist: <path>" in samples
+    assert not any("timeout_seconds" in s or "not found" in s for s in samples)
+    answer = answer_question("models directory does not exist: /app/models/mom-domain-classifier", settings, kb=kb)
+    assert answer.grounded
+    assert answer.answer.startswith("### Common errors > A classifier or embedding model cannot load")
+
+
 def test_a_url_in_a_default_cell_names_no_row(tmp_path):
     """"plugin_daemon 日志 … 能不能配国内 pip 源" named the service whose log it pasted, and
     the PLUGIN_DAEMON_URL row's default `http://plugin_daemon:5002` made that row the one
