@@ -387,10 +387,18 @@ _STUCK = re.compile(r"\b(?:hang\w*|hung|stuck|frozen|freez\w*|no (?:error|output
 def _lesser_findings(problems: list, asked: set[str]) -> list:
     """The findings below the log's most severe one (findings come most severe first: what
     the server logged as an error or died of, before any warning-level symptom), unless the
-    question's words are about them."""
+    question's words are about them. Nor the error logged just before a death no KB document
+    names: "ERROR failed to initialize domain model …: models directory does not exist" and
+    then "FATAL Failed to create ExtProc server: failed to initialize classifier", the second
+    only wrapping the first (newcomer, semantic-router docs)."""
     top = problems[0]
+    cause = {id(f) for f in problems
+             if top.fatal and not top.article and not f.article and 0 < top.first_line - f.first_line <= CAUSE_LINES}
     return [f for f in problems
-            if not (f.severity == top.severity and f.fatal == top.fatal) and not asked & _stems(f.example)]
+            if not (f.severity == top.severity and f.fatal == top.fatal) and not asked & _stems(f.example) and id(f) not in cause]
+
+
+CAUSE_LINES = 3  # an error this few lines above a death it did not name is that death's cause
 
 
 def _without_lesser_log_lines(text: str, settings: Settings) -> str:
@@ -647,13 +655,26 @@ def _passage_quoting(signature: str, result: Retrieval | None) -> str:
     document lists as its signature: a team's runbook rarely declares signatures, but its
     symptom section shows the very line, and "→ no KB article on it" sat right above the
     runbook that quotes it (trial)."""
-    # Up to its first figure, which differs from one paste to the next ("Tried to allocate 2.00 GiB").
-    needle = re.split(r"\d", signature.strip().lower(), maxsplit=1)[0].strip()[:120]
-    if result is None or len(needle) < 20:
+    if result is None:
         return ""
+    from .retrieval import quoted_sample_holds, squash
+    from .tools.logs import message_of
+
+    message = message_of(signature).lower()
+    # Up to its first figure, which differs from one paste to the next ("Tried to allocate 2.00
+    # GiB"); or the error that wraps the rest, before its first colon ("Failed to create ExtProc
+    # server: failed to initialize classifier", where the page's heading quotes the first part).
+    needles = [n for n in (re.split(r"\d", message, maxsplit=1)[0].strip()[:120], message.split(": ", 1)[0].strip())
+               if len(n) >= 20]
+    line = squash(message)
     for match in result.articles[:3]:
+        # A message the passage quotes with placeholders ("failed to initialize <name> model
+        # from <path>: <error>") that the finding's line fills in.
+        if any(quoted_sample_holds(line, sample) for sample in match.signatures):
+            return match.chunks[0].chunk.title
         for scored in match.chunks:
-            if needle in scored.chunk.text.lower():
+            text = scored.chunk.text.lower()
+            if any(needle in text for needle in needles):
                 return scored.chunk.title
     return ""
 

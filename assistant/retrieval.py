@@ -900,6 +900,12 @@ _ERROR_WORDS = re.compile(r"\b[A-Za-z]*(?:Error|Exception)\b|\b(?:not found|no s
 _NOT_A_MESSAGE = re.compile(r"^\s*(?:[\"'{}\[\]#]|//|-{1,2}\w|\w[\w.-]*\s*[=:]\s*\S*\s*$|\w[\w.]*\s*=)")  # JSON, comments, flags, settings
 
 
+def quoted_sample_holds(squashed: str, sample: str) -> bool:
+    """Whether a squashed line holds a page's quoted sample, its placeholders filled in."""
+    pieces = tuple(squash(p) for p in _PLACEHOLDER.split(sample) if squash(p))
+    return bool(pieces) and max(map(len, pieces)) >= MIN_SAMPLE_PIECE and _holds_pieces(squashed, pieces)
+
+
 def _holds_pieces(text: str, pieces: tuple[str, ...]) -> bool:
     """Whether squashed `text` holds a sample's literal pieces in order (what a placeholder
     stands for may be anything between them)."""

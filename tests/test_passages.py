@@ -2583,6 +2583,49 @@ def test_a_pasted_line_meets_the_message_block_it_fills_in(tmp_path):
     assert answer.answer.startswith("### Common errors > A classifier or embedding model cannot load")
 
 
+def test_a_logs_error_line_before_an_unknown_death_is_its_cause(tmp_path):
+    """`ask --log` on a router's start-up: an ERROR line with the cause (no exception class),
+    then a FATAL line that only wraps it. Only the FATAL line was listed, "→ no KB article on
+    it", right above the page whose heading quotes it; the ERROR line was dropped (newcomer,
+    semantic-router docs). Both are listed, each with the section that quotes it, and the
+    cause's section is quoted with its fix."""
+    from assistant.i18n import t
+
+    page = dedent("""
+        # Common errors
+
+        ## Router cannot load the configuration
+
+        ### `Failed to create ExtProc server`
+
+        This is a top-level startup failure. The useful cause normally appears on the same
+        log line or immediately before it. Run `gadget validate --config config.yaml`.
+
+        ## A classifier or embedding model cannot load
+
+        Model-load errors normally include the failed path:
+
+        ```text
+        models directory does not exist: <path>
+        failed to initialize <name> model from <path>: <error>
+        ```
+
+        Check the path inside the container, not on the host: mount `models/` at `/app/models`.
+    """)
+    settings, kb = docs_kb(tmp_path, {"common-errors.md": page, "install.md": "# Install\n\nRun `pip install gadget`.\n"})
+    log = ("2026-12-07T10:00:01Z INFO Starting the router with config /app/config/config.yaml\n"
+           "2026-12-07T10:00:02Z ERROR failed to initialize domain model from /app/models/intent-classifier: "
+           "models directory does not exist: /app/models\n"
+           "2026-12-07T10:00:02Z FATAL Failed to create ExtProc server: failed to initialize classifier\n")
+    answer = answer_question(t("answer.log_question", "en"), settings, kb=kb, log_text=log)
+    findings = answer.answer.split("\n\n###", 1)[0]
+    assert "FATAL Failed to create ExtProc server" in findings and "ERROR failed to initialize domain model" in findings
+    assert "no KB article on it" not in findings
+    assert "→ Common errors > A classifier or embedding model cannot load" in findings
+    assert "Common errors > A classifier or embedding model cannot load** [" in answer.answer
+    assert "mount `models/` at `/app/models`" in answer.answer
+
+
 def test_a_url_in_a_default_cell_names_no_row(tmp_path):
     """"plugin_daemon 日志 … 能不能配国内 pip 源" named the service whose log it pasted, and
     the PLUGIN_DAEMON_URL row's default `http://plugin_daemon:5002` made that row the one

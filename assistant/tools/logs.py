@@ -305,7 +305,7 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
                     seen.severity = severity
                 seen.fatal = seen.fatal or (error and severity == "critical")
         if not matched_articles and (fatal or request_error or level in ("ERROR", "CRITICAL", "FATAL")):  # refused requests too, as warnings
-            _unmatched(line, n, found, fatal)
+            _unmatched(line, n, found, fatal, error)
         _numbers(line, report.numbers)
         _stats_trouble(line, report.stats_trouble)
         _settings(full[:MAX_ARGS_LINE], report.settings)  # an args line runs to thousands of characters
@@ -330,6 +330,18 @@ _WRAPPER = re.compile(r"EngineCore failed|Engine core initialization failed|Fail
 def _message(line: str) -> str:
     """A log line less its prefix: "ERROR 11-30 02:17:46 [engine.py:160] " and the like."""
     return re.sub(r"^.{0,80}?\]\s+", "", line.strip(), count=1)
+
+
+_STAMP_AND_LEVEL = re.compile(r"^\s*(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\s+)?"
+                              r"(?:(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL|PANIC)\b:?\s+)?")
+
+
+def message_of(line: str) -> str:
+    """What a log line says, without its bracketed prefix, or a leading ISO time and level
+    ("2026-12-07T10:00:02Z FATAL Failed to create ExtProc server: …"): the part a page
+    quotes."""
+    message = _message(line)
+    return _STAMP_AND_LEVEL.sub("", message, count=1) if message == line.strip() else message
 
 
 def _stats_trouble(line: str, kept: list[str]) -> None:
@@ -482,16 +494,19 @@ def _frames_of_crashes(lines: list[str], found: dict[str, LogFinding], first_lin
             f.severity, f.fatal = "critical", True
 
 
-def _unmatched(line: str, n: int, found: dict[str, LogFinding], fatal: bool) -> None:
+def _unmatched(line: str, n: int, found: dict[str, LogFinding], fatal: bool, error: bool = False) -> None:
     """An error no KB document has a signature for, said as the log says it, with no article
     to point at: a crash ("RuntimeError: CUDA error: an illegal memory access was
     encountered", "MQLLMEngine is already dead") is critical and outranks what came before;
     a request the server refused (a client's ValueError at ERROR) is a warning. Errors that
     differ only in their numbers are one finding, and a crash takes the place of a refused
-    request when MAX_UNMATCHED are listed."""
+    request when MAX_UNMATCHED are listed. A line the server logged at ERROR (`error`) is one
+    too, exception class or not: "ERROR failed to initialize domain model …: models directory
+    does not exist" was the cause of the FATAL line after it, and only that was listed
+    (newcomer, semantic-router docs)."""
     m = _EXCEPTION.search(line)
     death = _DEATH.search(line)
-    if m is None and death is None and not fatal:
+    if m is None and death is None and not fatal and not error:
         return  # (a fatal line with neither: torch's "[E708 …] Watchdog caught collective operation timeout")
     message = _message(line)
     text = ((f"{m.group(1)}: {m.group(2).strip()}" if m.group(2) else m.group(1)) if m and not death else message)[:160]
