@@ -998,8 +998,11 @@ def unanchored(index: KBIndex, top: ArticleMatch | None, terms: set[str], passag
     Chinese). Chinese prose alone then picked a page by a loan word or a model name, as sure:
     "xinference 管理员密码忘了，有命令行能重置吗" got the code walkthrough (trial on team trees).
     On the dev trees, of the Chinese questions answered as sure from an English-only page, 98 of
-    185 such unanchored answers were out of scope or another file, against 49 of 200 anchored."""
-    if top is None or not top.passage or not top.other_lang_only:
+    185 such unanchored answers were out of scope or another file, against 49 of 200 anchored.
+    A passage that quotes the very message the question pastes ("启动时报错 milvus configuration
+    is required for Milvus cache backend", a page's listed error) is anchored by it, however
+    common its words are in the tree (newcomer, semantic-router docs)."""
+    if top is None or not top.passage or not top.other_lang_only or top.signatures:
         return False
     limit = max(3, RARE_SHARE * len(index.terms))
     rare = {t for t in terms if t.isascii() and len(t) >= 3 and 0 < index.doc_freq.get(t, 0)

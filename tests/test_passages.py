@@ -2453,6 +2453,21 @@ def test_a_chinese_question_on_an_english_page_that_shares_no_rare_word_is_a_clo
     assert answer_question("GPU 温度太高了怎么办", settings, kb=kb).coverage == "full"
 
 
+def test_a_chinese_question_pasting_the_message_an_english_page_lists_is_anchored_by_it(tmp_path):
+    """"启动时报错 milvus configuration is required for Milvus cache backend，怎么改配置？": every
+    word of the message is common in the tree, so no rare one anchored the answer, and the page
+    that lists that very message was hedged as "may not answer your question" (newcomer,
+    semantic-router docs). The quoted message is the anchor."""
+    common = " Any backend of the cache needs its configuration; the backend is required to start."
+    pages = {f"store{i}.md": f"# Store {i}\n\n## Setup\nSet `store{i}_size` for the store.{common}\n" for i in range(8)}
+    pages["errors.md"] = ("# Cache errors\n\n## Cache backend cannot start\n\nMessages such as these mean the backend has no "
+                          "configuration of its own:\n\n```text\nconfiguration is required for the cache backend\n```\n\n"
+                          "Add the backend's block, e.g. `cache.redis.address`, and restart." + common + "\n")
+    settings, kb = docs_kb(tmp_path, pages)
+    answer = answer_question("启动时出现 configuration is required for the cache backend，怎么改？", settings, kb=kb)
+    assert answer.grounded and answer.citations[0].source == "errors.md" and answer.coverage == "full"
+
+
 def test_a_big_tables_row_the_question_describes_without_naming_it_is_quoted(tmp_path):
     """"装不上没签名的插件 … has a bad signature" is the FORCE_VERIFYING_SIGNATURE row of a long
     variables table; the table was quoted from its top and cut three rows above it (dev
