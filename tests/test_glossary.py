@@ -409,3 +409,12 @@ def test_everyday_software_words_cross_languages(tmp_path):
         cross, _shared = cross_keyword_scores(kb.index, question, "zh", native)
         best = int(np.argmax(cross))
         assert cross[best] > 0 and section in kb.index.chunks[best].title, question
+
+
+def test_router_and_gateway_words_reach_english_docs():
+    """A gateway or router in front of the servers has its own words: semantic cache hit
+    rates, false positives of a jailbreak or PII filter, headers. "语义缓存命中率很低" reached
+    an English router's docs through "cache" alone (newcomer, semantic-router docs)."""
+    assert {"semantic", "cache", "hit rate"} <= set(translate("语义缓存命中率很低怎么办", "zh"))
+    assert {"false positive positives", "jailbreak"} <= set(translate("越狱检测误判太多", "zh"))
+    assert "header headers" in translate("响应头里看不到选中的模型", "zh")
