@@ -1383,7 +1383,9 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     # And any section above a FAQ entry whose heading names the question's error: a FAQ's
     # entries are no steps, and the Docker entry above it led the answer to "$'\r': command not
     # found", its `sed` fix quoted second (new trees). Only there: a procedure keeps its order.
-    if _heading_names_its_error(kb, top):
+    # So does a section above one that lists the pasted message in its block of errors
+    # ("models directory does not exist: <path>"): the transport errors above it led (newcomer).
+    if _heading_names_its_error(kb, top) or (top.quotes_the_paste and top.signatures):
         behind |= {id(art) for art in near if not art.signatures and where[id(art)] < where[id(top)]}
     page = sorted(near, key=lambda art: (id(art) in behind, _position(kb, quoted[id(art)][0]))) + sorted(
         (art for art in from_page if art not in near), key=lambda art: _position(kb, quoted[id(art)][0]))
@@ -2525,8 +2527,13 @@ def _described_rows(kb, art: ArticleMatch, said: str, asked: frozenset[str], tri
     return frozenset().union(*picked)
 
 
-_ITEM = re.compile(r"^(?:[-*+]|\d{1,2}[.)])\s+\S")
-_NAMED_ITEM = re.compile(r"^(?:[-*+]|\d{1,2}[.)])\s+(?:\*\*|`)")
+_ITEM = re.compile(r"^[-*+]\s+\S")  # a bullet: numbered entries are steps, in an order, never cut
+# An entry that names a setting: it leads with `code`, or with a bold label that holds code or a
+# snake_case name or is one name ("- **`--port`**", "- **KV Cache Maximum Usage (`--kv_cache_limit`)**",
+# "* **Ban the eos_token**", "* **ctx_size**").
+# A bold phrase ("- **Stop the router**: …") is a step's title, not a name.
+_NAMED_ITEM = re.compile(r"^[-*+]\s+(?:`|\*\*(?:[^*\n]*(?:`|[A-Za-z0-9]_[A-Za-z0-9])|[^\s*]+\*\*))")
+_MARGIN_FENCE = re.compile(r"^(```|~~~)")
 ITEMS_TO_CUT = 8  # a section listing fewer entries is quoted as it comes (as TABLE_ROWS_TO_CUT)
 
 
@@ -2534,12 +2541,22 @@ def _list_items(text: str) -> list[tuple[int, int]]:
     """The line spans of a chunk's top-level list entries that name something ("- **KV Cache
     Maximum Usage (`--kv_cache_limit`)**: …", "- `--port`: …"), with their indented lines;
     empty unless the chunk's entries mostly name something: a procedure's steps do not. (A
-    listing spans several chunks: its length is counted over the section.)"""
+    listing spans several chunks: its length is counted over the section.) A code block at
+    the margin is no entry's and never cut: its `- match:` lines are YAML (review)."""
     lines = text.split("\n")
     spans: list[tuple[int, int]] = []
     start = None
+    fenced = False
     for i, line in enumerate(lines):
-        if _ITEM.match(line):
+        if fenced:
+            fenced = not _MARGIN_FENCE.match(line)
+            continue
+        if _MARGIN_FENCE.match(line):
+            if start is not None:
+                spans.append((start, i))
+                start = None
+            fenced = True
+        elif _ITEM.match(line):
             if start is not None:
                 spans.append((start, i))
             start = i

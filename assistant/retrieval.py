@@ -877,13 +877,13 @@ def _fenced_samples(index: KBIndex) -> dict[int, list[tuple[str, tuple[str, ...]
                     if block and block[0] != "\0" and len(block) <= MAX_BLOCK_SAMPLES:
                         for sample in block:
                             pieces = tuple(squash(p) for p in _PLACEHOLDER.split(sample) if squash(p))
-                            if pieces and max(map(len, pieces)) >= MIN_SAMPLE_PIECE:
+                            if pieces and max(map(len, pieces)) >= MIN_SAMPLE_PIECE and sum(map(len, pieces)) >= MIN_SAMPLE_TEXT:
                                 out.setdefault(n, []).append((sample, pieces))
                     block = None
                     continue
-                if block is not None and block[:1] != ["\0"] and (text := line.strip()):
-                    if len(text) <= 160 and _ERROR_WORDS.search(text) and not _NOT_A_MESSAGE.match(text) \
-                            and not _COMMAND_SAMPLE.match(text):
+                if block is not None and block[:1] != ["\0"] and (text := _SAMPLE_TAG.sub("", line.strip())):
+                    if len(text) <= 160 and _ERROR_WORDS.search(text) and not _NOT_A_MESSAGE.match(_PLACEHOLDER_START.sub("x", text)) \
+                            and (_PROGRAM_SAYS.match(text) or not _COMMAND_SAMPLE.match(text)):
                         block.append(text)
         return out
 
@@ -897,7 +897,11 @@ _ERROR_WORDS = re.compile(r"\b[A-Za-z]*(?:Error|Exception)\b|\b(?:not found|no s
                           r"|could not|couldn't|unable|invalid|illegal|timed out|timeout|killed|unsupported|not supported"
                           r"|out of memory|fatal|abort(?:ed)?|panic|segmentation|unexpected|missing|exceed(?:s|ed)?"
                           r"|does not exist|doesn't exist|is required|are required|not allowed|forbidden|unauthori[sz]ed)\b", re.I)
-_NOT_A_MESSAGE = re.compile(r"^\s*(?:[\"'{}\[\]#]|//|-{1,2}\w|\w[\w.-]*\s*[=:]\s*\S*\s*$|\w[\w.]*\s*=)")  # JSON, comments, flags, settings
+MIN_SAMPLE_TEXT = 20  # squashed literal characters in all: "<x> connection refused <y>" is any refused connection
+_SAMPLE_TAG = re.compile(r"^\[[\w.:-]{1,20}\]:?\s+")  # "[rank0]: RuntimeError: …": which process printed it
+_PLACEHOLDER_START = re.compile(r"^(?:<[^<>\s]{1,40}>|\{[^{}\s]{1,40}\})")  # "{model} is not supported on <platform>"
+_PROGRAM_SAYS = re.compile(r"^[\w.-]+(?: [\w.-]+)?:\s")  # "docker: Error response from daemon", "curl: (7) Failed to connect"
+_NOT_A_MESSAGE = re.compile(r"^.*(?:;|\{|\s#\s.*)$|^\s*(?:[\"'{}\[\]#]|//|-{1,2}\w|\w[\w.-]*\s*[=:]\s*\S*\s*$|\w[\w.]*\s*=)")  # JSON, comments, flags, settings
 
 
 def quoted_sample_holds(squashed: str, sample: str) -> bool:

@@ -2544,8 +2544,15 @@ def test_a_procedures_steps_are_no_listing_to_cut(tmp_path):
 
     steps = "\n".join(f"{i}. Run the check number {i} and wait for the green light." for i in range(1, 13))
     assert _list_items(steps) == []
+    # Steps with bold titles are steps too, numbered or not (review: a 10-step runbook was cut to three).
+    assert _list_items("\n".join(f"{i}. **Drain node {i}**: move its traffic away." for i in range(1, 13))) == []
+    assert _list_items("\n".join(f"- **Stop the router on node {i}**: wait for it." for i in range(1, 13))) == []
     named = "\n".join(f"- `--flag-{i}`: what flag {i} does." for i in range(12))
     assert len(_list_items(named)) == 12
+    assert len(_list_items("\n".join(f"* **ctx_size_{i}**: what it sets." for i in range(12)))) == 12
+    # A code block at the margin is no entry: its YAML "- match:" lines are never cut away.
+    yaml = "- `a`: one\n- `b`: two\n```yaml\nroutes:\n- match: x\n- match: y\n```\n- `c`: three"
+    assert _list_items(yaml) == [(0, 1), (1, 2), (7, 8)]
 
 
 def test_a_pasted_line_meets_the_message_block_it_fills_in(tmp_path):
@@ -2569,7 +2576,9 @@ def test_a_pasted_line_meets_the_message_block_it_fills_in(tmp_path):
         ```
 
         Use one transport and disable the local domain classifier when the external one owns
-        category classification.
+        category classification. Its models directory does not exist until the first start, and
+        the models directory of the external classifier does not exist on the router at all: the
+        models directory does not exist for it, by design.
 
         ## A classifier or embedding model cannot load
 
@@ -2639,6 +2648,28 @@ def test_a_logs_error_line_before_an_unknown_death_is_its_cause(tmp_path):
     assert "→ Common errors > A classifier or embedding model cannot load" in findings
     assert "Common errors > A classifier or embedding model cannot load** [" in answer.answer
     assert "mount `models/` at `/app/models`" in answer.answer
+    # Earlier error lines do not crowd the cause out of the findings (review).
+    early = "".join(f"2026-12-07T10:00:01Z ERROR failed to reach the {name} store: connection refused\n"
+                    for name in ("alpha", "beta", "gamma", "delta"))
+    lines = log.splitlines(keepends=True)
+    crowded = answer_question(t("answer.log_question", "en"), settings, kb=kb, log_text=lines[0] + early + "".join(lines[1:]))
+    assert "ERROR failed to initialize domain model" in crowded.answer.split("\n\n###", 1)[0]
+
+
+def test_a_traceback_logged_at_error_line_by_line_lists_no_frames(tmp_path):
+    """vLLM logs a traceback at ERROR, one line each: its frames are no error lines of their own
+    (review), only the exception they end in is."""
+    from assistant.tools.logs import diagnose_text
+
+    settings, _kb = docs_kb(tmp_path, {"install.md": "# Install\n\nRun `pip install gadget`.\n"})
+    log = ("ERROR 11-30 10:00:05 [core.py:390] EngineCore encountered a fatal error.\n"
+           "ERROR 11-30 10:00:05 [core.py:390] Traceback (most recent call last):\n"
+           'ERROR 11-30 10:00:05 [core.py:390]   File "/usr/lib/python3/vllm/v1/engine/core.py", line 381, in run_engine_core\n'
+           "ERROR 11-30 10:00:05 [core.py:390]     engine_core.run_busy_loop()\n"
+           "ERROR 11-30 10:00:05 [core.py:390] RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    signatures = [f.signature for f in diagnose_text(log, settings).findings]
+    assert any("illegal memory access" in s for s in signatures)
+    assert not any("File " in s or "run_busy_loop" in s or "Traceback" in s for s in signatures)
 
 
 def test_a_url_in_a_default_cell_names_no_row(tmp_path):

@@ -305,7 +305,10 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
                     seen.severity = severity
                 seen.fatal = seen.fatal or (error and severity == "critical")
         if not matched_articles and (fatal or request_error or level in ("ERROR", "CRITICAL", "FATAL")):  # refused requests too, as warnings
-            _unmatched(line, n, found, fatal, error)
+            # An error line of its own (no exception class), said as a sentence: not a frame of a
+            # traceback logged line by line, nor a request the server failed (review).
+            said = error and logged is None and not in_request and _SENTENCE_ERROR.match(message_of(line)) is not None
+            _unmatched(line, n, found, fatal, said)
         _numbers(line, report.numbers)
         _stats_trouble(line, report.stats_trouble)
         _settings(full[:MAX_ARGS_LINE], report.settings)  # an args line runs to thousands of characters
@@ -317,8 +320,11 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
     # before a warning-level symptom ("Waiting for free blocks" an hour before the crash).
     report.computed = computed_from(report.numbers, report.settings)
     # A wrapper ("EngineCore failed to start", "See root cause above") comes after the cause it wraps.
-    report.findings = sorted(found.values(), key=lambda f: (SEVERITY[f.severity], not f.fatal, bool(_WRAPPER.search(f.signature)),
-                                                           f.first_line))
+    # An error line known only by its level comes after what the log names better: an article's
+    # signature or an exception (review).
+    plain = {id(f) for key, f in found.items() if key.startswith(PLAIN_ERROR)}
+    report.findings = sorted(found.values(), key=lambda f: (SEVERITY[f.severity], not f.fatal, id(f) in plain,
+                                                           bool(_WRAPPER.search(f.signature)), f.first_line))
     return report
 
 
@@ -494,6 +500,11 @@ def _frames_of_crashes(lines: list[str], found: dict[str, LogFinding], first_lin
             f.severity, f.fatal = "critical", True
 
 
+PLAIN_ERROR = "|plain|"  # the key prefix of a finding that is an error line by its level alone
+# An error said in words: three of them at least, and not a traceback's frame or source line.
+_SENTENCE_ERROR = re.compile(r"(?!\s|File \"|Traceback|\^)(?:\S+\s+){2,}\S")
+
+
 def _unmatched(line: str, n: int, found: dict[str, LogFinding], fatal: bool, error: bool = False) -> None:
     """An error no KB document has a signature for, said as the log says it, with no article
     to point at: a crash ("RuntimeError: CUDA error: an illegal memory access was
@@ -510,14 +521,18 @@ def _unmatched(line: str, n: int, found: dict[str, LogFinding], fatal: bool, err
         return  # (a fatal line with neither: torch's "[E708 …] Watchdog caught collective operation timeout")
     message = _message(line)
     text = ((f"{m.group(1)}: {m.group(2).strip()}" if m.group(2) else m.group(1)) if m and not death else message)[:160]
-    key = "|" + re.sub(r"\d+", "#", text)
+    plain = m is None and death is None and not fatal
+    key = (PLAIN_ERROR if plain else "|") + re.sub(r"\d+", "#", text)
     if key in found:
         found[key].count += 1
         return
     unlisted = [k for k, f in found.items() if not f.article]
     if len(unlisted) >= MAX_UNMATCHED:
-        lesser = next((k for k in unlisted if not found[k].fatal), None)
-        if not fatal or lesser is None:
+        # A plain error line takes the place of the oldest plain one: the last errors before a
+        # death are its cause, and three early "connection refused" lines kept it out (review).
+        lesser = next((k for k in unlisted if k.startswith(PLAIN_ERROR)), None) if plain else \
+            next((k for k in unlisted if not found[k].fatal), None)
+        if (not fatal and not plain) or lesser is None:
             return
         del found[lesser]
     found[key] = LogFinding(text, "", "critical" if fatal else "warning", 1, n, line.strip()[:300], fatal)
