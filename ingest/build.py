@@ -198,8 +198,52 @@ def _report_skipped(skipped: list[Skipped], progress: Progress, heading: str = "
         progress(f"  … and {len(skipped) - 20} more (assistant ingest --status lists them all)")
 
 
-def _embed(embedder: Embedder, texts: list[str], threads: int, progress: Progress) -> np.ndarray:
-    """Embed texts, each distinct text once, in batches of similar length."""
+PARTIAL = "partial"  # <index dir>/partial.npy + .json: vectors of a build that did not finish
+PARTIAL_EVERY = 4  # batches between two saves of the partial vectors
+
+
+def _partial_vectors(index_dir: Path, embedder_name: str) -> dict[str, np.ndarray]:
+    """The vectors an interrupted build embedded, by chunk hash, when this embedder wrote them:
+    an ingest of 600 chunks stopped at 500 (Ctrl-C, a closed laptop) embedded all 600 again
+    (newcomer). Anything unreadable or inconsistent is no vectors."""
+    try:
+        meta = json.loads((index_dir / f"{PARTIAL}.json").read_text(encoding="utf-8"))
+        vectors = np.load(index_dir / f"{PARTIAL}.npy", allow_pickle=False)
+        hashes = meta["hashes"]
+        if meta.get("embedder") != embedder_name or vectors.ndim != 2 or len(vectors) != len(hashes):
+            return {}
+        return {h: vectors[i] for i, h in enumerate(hashes) if isinstance(h, str) and np.isfinite(vectors[i]).all()}
+    except (OSError, ValueError, KeyError, TypeError, EOFError):
+        return {}
+
+
+def _save_partial(index_dir: Path, embedder_name: str, done: dict[str, np.ndarray]) -> None:
+    """Write `done` for the next build to start from; the vectors first, then the list that
+    names them, each replaced whole (a half-written pair fails `_partial_vectors`' checks)."""
+    if not done:
+        return
+    hashes = list(done)
+    try:
+        tmp = index_dir / f".{PARTIAL}-{os.getpid()}.npy"
+        np.save(tmp, np.stack([done[h] for h in hashes]).astype(np.float32))
+        os.replace(tmp, index_dir / f"{PARTIAL}.npy")
+        tmp_meta = index_dir / f".{PARTIAL}-{os.getpid()}.json"
+        tmp_meta.write_text(json.dumps({"embedder": embedder_name, "hashes": hashes}), encoding="utf-8")
+        os.replace(tmp_meta, index_dir / f"{PARTIAL}.json")
+    except OSError:
+        pass  # a full disk: the build goes on, only the resume is lost
+
+
+def _drop_partial(index_dir: Path) -> None:
+    for suffix in ("json", "npy"):
+        with contextlib.suppress(OSError):
+            (index_dir / f"{PARTIAL}.{suffix}").unlink()
+
+
+def _embed(embedder: Embedder, texts: list[str], threads: int, progress: Progress,
+           on_batch: Callable[[list[str], np.ndarray], None] | None = None) -> np.ndarray:
+    """Embed texts, each distinct text once, in batches of similar length. `on_batch` hears of
+    each batch embedded (the partial vectors an interrupted build leaves)."""
     distinct: dict[str, int] = {}
     for t in texts:
         distinct.setdefault(t, len(distinct))
@@ -211,6 +255,8 @@ def _embed(embedder: Embedder, texts: list[str], threads: int, progress: Progres
         for start in range(0, len(unique), step):
             batch = unique[start : start + step]
             out[start : start + len(batch)] = embedder.embed_passages(batch)
+            if on_batch is not None:
+                on_batch(batch, out[start : start + len(batch)])
             if len(unique) > step:
                 progress(f"  {min(start + step, len(unique))}/{len(unique)}")
     bad = ~np.isfinite(out).all(axis=1)
@@ -219,6 +265,32 @@ def _embed(embedder: Embedder, texts: list[str], threads: int, progress: Progres
         out[bad] = 0.0
     row = {t: i for i, t in enumerate(unique)}
     return out[[row[t] for t in texts]] if texts else out
+
+
+def _embed_keeping(index_dir: Path, embedder: Embedder, hashes: list[str], texts: list[str],
+                   resumed: dict[str, np.ndarray], threads: int, progress: Progress) -> np.ndarray:
+    """`_embed`, keeping what it embeds as it goes (with what an earlier build left) in the
+    partial vectors: stopped half way, the next build embeds only the rest."""
+    hashes_of: dict[str, list[str]] = {}
+    for h, text in zip(hashes, texts):
+        hashes_of.setdefault(text, []).append(h)
+    done = dict(resumed)
+    batches = [0]
+
+    def keep(batch: list[str], batch_vectors: np.ndarray) -> None:
+        for text, vector in zip(batch, batch_vectors):
+            for h in hashes_of.get(text, ()):
+                done[h] = np.array(vector)
+        batches[0] += 1
+        if batches[0] % PARTIAL_EVERY == 0:
+            _save_partial(index_dir, embedder.name, done)
+
+    index_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        return _embed(embedder, texts, threads, progress, keep)
+    except BaseException:
+        _save_partial(index_dir, embedder.name, done)
+        raise
 
 
 def build_index(
@@ -266,6 +338,11 @@ def build_index(
 
         t0 = time.perf_counter()
         reuse = {**_shipped_vectors(embedder.name), **_old_vectors(index_dir, embedder)}
+        wanted = {c.hash for c in chunks}
+        resumed = {h: v for h, v in _partial_vectors(index_dir, embedder.name).items() if h in wanted and h not in reuse}
+        if resumed:
+            progress(f"resuming: {len(resumed)} chunk(s) an interrupted build embedded are reused")
+            reuse.update(resumed)
         missing = {c.hash for c in chunks if c.hash not in reuse}
         if missing and share_root is not None:
             reuse.update(_sibling_vectors(share_root, index_dir, embedder.name, missing))
@@ -280,7 +357,8 @@ def build_index(
         if todo:
             progress(f"embedding {len(todo)} of {len(chunks)} chunks (~{tokens:,} tokens) from {len(docs)} documents…")
             _name_the_bulk([chunks[i].source for i in todo], progress)
-            vectors[todo] = _embed(embedder, texts, threads or min(4, os.cpu_count() or 1), progress)
+            vectors[todo] = _embed_keeping(index_dir, embedder, [chunks[i].hash for i in todo], texts, resumed,
+                                           threads or min(4, os.cpu_count() or 1), progress)
         timings["embed_s"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -339,8 +417,11 @@ def build_index(
             _fsync_dir(index_dir)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
+            if todo:  # stopped while writing: what was embedded is kept for the next build
+                _save_partial(index_dir, embedder.name, {chunks[i].hash: vectors[i] for i in todo})
             raise
         _remove_old_generations(index_dir, keep=gen.name)
+        _drop_partial(index_dir)
         progress(f"indexed {len(chunks)} chunks ({len(todo)} embedded) in {time.perf_counter() - started:.1f}s → {index_dir}")
         return load_index(index_dir)
 

@@ -88,6 +88,45 @@ def test_failed_build_leaves_previous_index_usable(tmp_path, embedder):
     assert not list((tmp_path / "idx").glob(".tmp-*"))
 
 
+def test_an_interrupted_build_leaves_what_it_embedded_for_the_next(tmp_path, embedder):
+    """Stopped half way (Ctrl-C during `assistant ingest` of 600 chunks), the next build
+    embedded every chunk again (newcomer). What was embedded is kept beside the index and
+    the next build embeds only the rest; a finished build leaves nothing behind."""
+    kb = tmp_path / "docs"
+    kb.mkdir()
+    for i in range(120):
+        (kb / f"page{i:03d}.md").write_text(f"# Page {i}\n\n## Fix {i}\nRun `tool --step {i}` and wait for step {i} to finish.\n",
+                                             encoding="utf-8")
+
+    class StopsAfter:
+        """The real embedder, interrupted after `left` batches as a Ctrl-C would."""
+        name = embedder.name
+        dim = embedder.dim
+
+        def __init__(self, left: int) -> None:
+            self.left, self.texts = left, 0
+
+        def embed_passages(self, texts):
+            if self.left == 0:
+                raise KeyboardInterrupt
+            self.left -= 1
+            self.texts += len(texts)
+            return embedder.embed_passages(texts)
+
+    first = StopsAfter(5)
+    with pytest.raises(KeyboardInterrupt):
+        build_index(tmp_path / "idx", [kb], first)
+    assert first.texts == 5 * 16 and (tmp_path / "idx" / "partial.npy").exists()
+    second = StopsAfter(-1)  # never stops
+    index = build_index(tmp_path / "idx", [kb], second)
+    assert second.texts == len(index.chunks) - first.texts  # only the rest
+    assert not (tmp_path / "idx" / "partial.npy").exists() and not (tmp_path / "idx" / "partial.json").exists()
+    # The kept vectors are the embedder's own: search finds the page asked about.
+    q = embedder.embed_queries(["Run tool --step 7 and wait for step 7 to finish"])[0]
+    best = int(np.argmax(np.asarray(index.vectors) @ q))
+    assert "`tool --step 7`" in index.chunks[best].text
+
+
 @pytest.mark.parametrize("victim", ["chunks.json", "vectors.npy", "bm25_indptr.npy", "bm25.json", "manifest.json", "dense.faiss"])
 def test_corrupt_index_is_detected_and_rebuilt(tiny_settings, victim, capsys):
     open_kb(tiny_settings, progress=lambda _m: None)
