@@ -311,7 +311,7 @@ def build_index(
     """
     import faiss
 
-    with index_lock(index_dir):
+    with index_lock(index_dir, on_wait=progress):
         started = time.perf_counter()
         timings: dict[str, float] = {}
         files, skipped = scan_sources(sources)

@@ -237,19 +237,25 @@ def scan(sources: list[Path]) -> list[tuple[Path, Path, bytes]]:
 
 
 @contextlib.contextmanager
-def index_lock(index_dir: Path, wait: bool = True):
+def index_lock(index_dir: Path, wait: bool = True, on_wait: Callable[[str], None] | None = None):
     """Serialise writers of one index directory (builds, and the sources.json update).
     With wait=False it yields whether the lock was free instead of waiting for it: for a
-    repair that may be skipped, and may run while this very process holds the lock."""
+    repair that may be skipped, and may run while this very process holds the lock.
+    `on_wait` hears, once, that another process holds it: a second `ask` sat silent for the
+    100 s the first one's build took (newcomer)."""
     import fcntl
 
     index_dir.mkdir(parents=True, exist_ok=True)
     with open(index_dir / ".lock", "w") as fh:
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            yield False
-            return
+            if not wait:
+                yield False
+                return
+            if on_wait is not None:
+                on_wait("another process is building this index; waiting for it to finish…")
+            fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield True
         finally:

@@ -368,3 +368,33 @@ def test_another_index_in_the_cache_lends_its_vectors(tmp_path, embedder):
 
     build_index(tmp_path / "idx-third", [kb], Other(), share_root=tmp_path)
     assert read_manifest(tmp_path / "idx-third")["embedded"] > 0
+
+
+def test_a_build_waiting_for_another_process_says_so(tmp_path):
+    """A second `ask` on an index the first one is building sat silent for the whole build
+    (newcomer): waiting for the lock is said once, and the lock is then taken."""
+    import fcntl
+    import threading
+
+    from ingest.index import index_lock
+
+    (tmp_path / "idx").mkdir()
+    holder = open(tmp_path / "idx" / ".lock", "w")
+    fcntl.flock(holder, fcntl.LOCK_EX)  # another process's build
+    said: list[str] = []
+    taken = threading.Event()
+
+    def second() -> None:
+        with index_lock(tmp_path / "idx", on_wait=said.append):
+            taken.set()
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    assert not taken.wait(0.3) and said == ["another process is building this index; waiting for it to finish…"]
+    fcntl.flock(holder, fcntl.LOCK_UN)
+    holder.close()
+    thread.join(5)
+    assert taken.is_set() and len(said) == 1
+    with index_lock(tmp_path / "idx", on_wait=said.append):
+        pass
+    assert len(said) == 1  # a free lock says nothing
