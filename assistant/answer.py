@@ -1358,8 +1358,17 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     rest, hits = _continuation(kb, passages[id(top)][0], passages[id(top)][2], hits, floor)
     siblings, rest, hits = _twins_folded(kb, siblings, passages[id(top)], rest, hits, lang, result.question)
     rest = _rest_narrowed(passages[id(top)][0], rest, asked, hits)
-    continued, room = _extras(kb, siblings, rest, quoted, room, lang, labels, hits, asked)
-    lead = _lead(kb, quoted[id(top)][0], room, [best for best, _text in quoted.values()])
+    # A short page opening that says what to set ("use `--tool-call-parser` when you start the
+    # api_server") takes its room before the best passage's continuation: a question on tool
+    # calls matched the "multi-round calls" example further down, whose later chunks took the
+    # room, and the flag was left out (dev trees). Any other opening only takes what is left.
+    early = _lead(kb, quoted[id(top)][0], room, [best for best, _text in quoted.values()])
+    if early is not None and (not _actionable(early[1]) or _says_none_asked(kb, early[0], early[1], result.question,
+                                                                           quoted[id(top)][1])):
+        early = None
+    continued, room = _extras(kb, siblings, rest, quoted, room - (len(early[1]) + len(early[0].title) if early else 0),
+                              lang, labels, hits, asked)
+    lead = early or _lead(kb, quoted[id(top)][0], room, [best for best, _text in quoted.values()])
     if lead is not None and _says_none_asked(kb, lead[0], lead[1], result.question, quoted[id(top)][1]):
         lead = None  # "Collected from #infer-oncall threads. Ask in the channel…": the page, not the answer
     parts: list[str] = []

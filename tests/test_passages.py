@@ -695,6 +695,28 @@ def test_a_passage_from_further_down_brings_the_documents_short_opening(tmp_path
     assert answer.citations[0].source == "long-intro.md" and "General background" not in answer.answer  # too long to add
 
 
+def test_a_short_opening_that_says_what_to_set_takes_its_room_before_the_passages_continuation(tmp_path: Path):
+    """"请求里带了 tools，但返回里没有 tool_calls": the page on tool calls says in its opening
+    to start the server with `--tool-call-parser`; the question matched its long multi-round
+    example further down, whose later chunks took all the room, and the flag was left out
+    (dev trees). An opening that says what to set comes before that continuation."""
+    example = "\n\n".join(f"Round {i}: the client sends the tool result of call {i} back in the messages, "
+                            f"and the model answers with the next tool call or the final text." for i in range(60))
+    opening = "Function calling needs a parser for the model's format: start the server with `--tool-call-parser internlm` (or qwen, llama3)."
+    parallel = "\n\n".join(f"Call {i}: with several tools in one round, the model answers with tool call {i} and the "
+                           f"client sends each result back in the messages of the next round." for i in range(30))
+    page = ("# Tools\n\n" + opening + "\n\n## Multi-round tool calls\n\n" + example
+            + "\n\n## Parallel tool calls\n\n" + parallel + "\n")
+    client = ("# Client usage\n\n## Reading the response message\n\n" + "\n\n".join(
+        f"Field {i}: the response message holds its content, and tool_calls when a tool is called; "
+        f"read both fields." for i in range(30)) + "\n")
+    answer = _answer_on(tmp_path, {"tools.md": page, "client.md": client},
+                        "requests carry tools, but the response message has no tool_calls: the model answers in "
+                        "plain text over several rounds")
+    assert answer.grounded and answer.citations[0].source == "tools.md"
+    assert "--tool-call-parser" in answer.answer and len(answer.answer) <= MAX_ANSWER_CHARS
+
+
 def test_an_opening_that_is_only_a_usage_block_is_not_quoted(tmp_path: Path):
     kb_dir = tmp_path / "docs"
     kb_dir.mkdir()
