@@ -1362,12 +1362,8 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     # api_server") takes its room before the best passage's continuation: a question on tool
     # calls matched the "multi-round calls" example further down, whose later chunks took the
     # room, and the flag was left out (dev trees). Any other opening only takes what is left.
-    early = _lead(kb, quoted[id(top)][0], room, [best for best, _text in quoted.values()])
-    if early is not None and (not _actionable(early[1]) or _says_none_asked(kb, early[0], early[1], result.question,
-                                                                           quoted[id(top)][1])):
-        early = None
-    continued, room = _extras(kb, siblings, rest, quoted, room - (len(early[1]) + len(early[0].title) if early else 0),
-                              lang, labels, hits, asked)
+    early, cost = _lead_that_sets(kb, quoted[id(top)], room, [best for best, _text in quoted.values()], result.question)
+    continued, room = _extras(kb, siblings, rest, quoted, room - cost, lang, labels, hits, asked)
     lead = early or _lead(kb, quoted[id(top)][0], room, [best for best, _text in quoted.values()])
     if lead is not None and _says_none_asked(kb, lead[0], lead[1], result.question, quoted[id(top)][1]):
         lead = None  # "Collected from #infer-oncall threads. Ask in the channel…": the page, not the answer
@@ -1914,6 +1910,16 @@ def _same_section(chunk, other) -> bool:
     from .retrieval import section_key
 
     return (chunk.doc_id, chunk.lang, section_key(chunk.title)) == (other.doc_id, other.lang, section_key(other.title))
+
+
+def _lead_that_sets(kb, passage: tuple, room: int, quoted: list, question: str) -> tuple[tuple | None, int]:
+    """The page's opening (`_lead`) when it says what to set or run and something asked, with
+    the room it takes; (None, 0) otherwise."""
+    best, text = passage
+    early = _lead(kb, best, room, quoted)
+    if early is None or not _actionable(early[1]) or _says_none_asked(kb, early[0], early[1], question, text):
+        return None, 0
+    return early, len(early[1]) + len(early[0].title)
 
 
 def _lead(kb, best, room: int, quoted: list) -> tuple | None:
