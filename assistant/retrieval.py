@@ -858,8 +858,9 @@ MIN_SAMPLE_PIECE = 12  # squashed characters of a sample's longest literal piece
 def _fenced_samples(index: KBIndex) -> dict[int, list[tuple[str, tuple[str, ...]]]]:
     """Chunk number → the message lines of its plain code blocks (``` text, log, console or
     no language), with their squashed literal pieces between placeholders; per index. Only
-    lines that read as a message (`_MESSAGE_LIKE`), not commands or settings, and only
-    blocks of a few such lines: a long block is a log or a listing, not a page's messages."""
+    lines that say an error (`_ERROR_WORDS`), not commands, settings, JSON or comments, and
+    only blocks of a few such lines (MAX_BLOCK_SAMPLES): a long block is a log or a listing,
+    not a page's messages."""
     def build() -> dict[int, list[tuple[str, tuple[str, ...]]]]:
         out: dict[int, list[tuple[str, tuple[str, ...]]]] = {}
         for n, chunk in enumerate(index.chunks):
