@@ -2499,6 +2499,36 @@ DESCRIBED_KB_SHARE = 1 / 3  # a word in more of the KB's documents than this sha
 _NUMERIC = re.compile(r"[\d.]+")  # "20 workers", "v0.8.5" → 0, 8, 5: a default value's digits are no description
 
 
+def _described(kb, said: str, candidates: list) -> list[int]:
+    """The candidates (a big table's rows, a listing's entries, each as its set of words) that
+    the asker's sentences describe best, tied at the top; empty when none shares two of its
+    rare words. A word counts when few candidates hold it (a fifth at most) and few of the KB's
+    documents do, and weighs by both: "docker", "部署" in a long row's prose matched as many of
+    the question's words as the row it asked for did; and a word that more than
+    DESCRIBED_KB_SHARE of the documents hold is the tree's common vocabulary (a GPUStack tree's
+    "gpustack", in 103 of 112): with "docker" it picked the registry row for "用 docker 起的
+    gpustack 怎么改 UI 端口", and the --port row was cut away (dev trees). Numbers describe
+    nothing ("20 workers", "v0.8.5")."""
+    import math
+
+    words = {w for w in kb.index.tokenizer(said[:MAX_QUERY_CHARS]) if not _NUMERIC.fullmatch(w)}
+    shared = [candidate & words for candidate in candidates]
+    df: dict[str, int] = {}
+    for common in shared:
+        for w in common:
+            df[w] = df.get(w, 0) + 1
+    n_docs = max(1, len(kb.index.terms))
+    kb_df = kb.index.doc_freq
+    ceiling = max(1.0, n_docs * DESCRIBED_KB_SHARE)
+    rare = {w: math.log((len(candidates) + 1) / (n + 0.5)) * math.log((n_docs + 1) / (kb_df.get(w, 0) + 0.5))
+            for w, n in df.items() if n <= max(1, len(candidates) // 5) and kb_df.get(w, 0) <= ceiling}
+    scores = [(sum(rare.get(w, 0.0) for w in common), sum(1 for w in common if w in rare)) for common in shared]
+    best = max(scores, default=(0.0, 0))
+    if best[1] < 2:
+        return []
+    return [i for i, score in enumerate(scores) if score[0] >= best[0] - 1e-9]
+
+
 def _described_rows(kb, art: ArticleMatch, said: str, asked: frozenset[str], tried: frozenset[str]) -> frozenset[str]:
     """The names of the rows of the best match's big tables that the asker's sentences
     describe without naming: "装不上没签名的插件 … has a bad signature" is the
@@ -2508,7 +2538,6 @@ def _described_rows(kb, art: ArticleMatch, said: str, asked: frozenset[str], tri
     anywhere, a number say nothing), two at least. Nothing when a row already names what is
     asked, when the words tie more than DESCRIBED_ROWS_MAX rows, or when the best is a row
     the asker tried."""
-    import math
 
     rows: dict[str, tuple[frozenset[str], frozenset[str]]] = {}  # row → (its words, its names)
     sections = {scored.chunk.chunk_id: scored.chunk for scored in art.chunks}
@@ -2516,28 +2545,9 @@ def _described_rows(kb, art: ArticleMatch, said: str, asked: frozenset[str], tri
         rows.update(_table_row_words(kb, chunk))
     if len(rows) <= TABLE_ROWS_TO_CUT or any(names & asked for _words, names in rows.values()):
         return frozenset()
-    words = {w for w in kb.index.tokenizer(said[:MAX_QUERY_CHARS]) if not _NUMERIC.fullmatch(w)}
-    shared = [(row_words & words, names) for row_words, names in rows.values()]
-    df: dict[str, int] = {}
-    for common, _names in shared:
-        for w in common:
-            df[w] = df.get(w, 0) + 1
-    n_docs = max(1, len(kb.index.terms))
-    kb_df = kb.index.doc_freq
-    # Rare in the whole KB too, and weighed by it: "docker", "部署" in a long row's prose
-    # matched as many of the question's words as the row it asked for did; and a word that
-    # more than DESCRIBED_KB_SHARE of the documents hold is the tree's common vocabulary (a
-    # GPUStack tree's "gpustack", in 103 of 112): with "docker" it picked the registry row for
-    # "用 docker 起的 gpustack 怎么改 UI 端口", and the --port row was cut away (dev trees).
-    ceiling = max(1.0, n_docs * DESCRIBED_KB_SHARE)
-    rare = {w: math.log((len(rows) + 1) / (n + 0.5)) * math.log((n_docs + 1) / (kb_df.get(w, 0) + 0.5))
-            for w, n in df.items() if n <= max(1, len(rows) // 5) and kb_df.get(w, 0) <= ceiling}
-    scores = [(sum(rare.get(w, 0.0) for w in common), sum(1 for w in common if w in rare)) for common, _names in shared]
-    best = max(scores)
-    if best[1] < 2:
-        return frozenset()
-    picked = [names for (_common, names), score in zip(shared, scores) if score[0] >= best[0] - 1e-9]
-    if len(picked) > DESCRIBED_ROWS_MAX or any(names & tried for names in picked):
+    named = list(rows.values())
+    picked = [named[i][1] for i in _described(kb, said, [words for words, _names in named])]
+    if not picked or len(picked) > DESCRIBED_ROWS_MAX or any(names & tried for names in picked):
         return frozenset()
     return frozenset().union(*picked)
 
@@ -2594,7 +2604,6 @@ def _described_items(kb, section: list, question: str) -> tuple[list, object]:
     cut when more than DESCRIBED_ROWS_MAX entries tie, and the others stay behind "…". A chunk
     left with none of its entries and nothing else is dropped from the section. Returns the
     section and the first chunk holding a picked entry (None when nothing was cut)."""
-    import math
     from dataclasses import replace
 
     from .scope import sentences
@@ -2604,24 +2613,8 @@ def _described_items(kb, section: list, question: str) -> tuple[list, object]:
         return section, None
     entries = [(c.chunk_id, span, "\n".join(c.text.split("\n")[span[0]:span[1]]))
                for c in section if c.chunk_id in listings for span in listings[c.chunk_id]]
-    said = sentences(question)
-    words = {w for w in kb.index.tokenizer(said[:MAX_QUERY_CHARS]) if not _NUMERIC.fullmatch(w)}
-    shared = [set(kb.index.tokenizer(text)) & words for _id, _span, text in entries]
-    df: dict[str, int] = {}
-    for common in shared:
-        for w in common:
-            df[w] = df.get(w, 0) + 1
-    n_docs = max(1, len(kb.index.terms))
-    kb_df = kb.index.doc_freq
-    ceiling = max(1.0, n_docs * DESCRIBED_KB_SHARE)
-    rare = {w: math.log((len(entries) + 1) / (n + 0.5)) * math.log((n_docs + 1) / (kb_df.get(w, 0) + 0.5))
-            for w, n in df.items() if n <= max(1, len(entries) // 5) and kb_df.get(w, 0) <= ceiling}
-    scores = [(sum(rare.get(w, 0.0) for w in common), sum(1 for w in common if w in rare)) for common in shared]
-    best = max(scores)
-    if best[1] < 2:
-        return section, None
-    top = [i for i, score in enumerate(scores) if score[0] >= best[0] - 1e-9]
-    if len(top) > DESCRIBED_ROWS_MAX:
+    top = _described(kb, sentences(question), [set(kb.index.tokenizer(text)) for _id, _span, text in entries])
+    if not top or len(top) > DESCRIBED_ROWS_MAX:
         return section, None
     # With the entry before and after each, as a table keeps the rows beside the one asked
     # for (`_table_cut`): a listing's neighbours are often its related settings ("gpu_layers"
