@@ -2577,6 +2577,21 @@ def test_a_procedures_steps_are_no_listing_to_cut(tmp_path):
     assert _list_items(yaml) == [(0, 1), (1, 2), (7, 8)]
 
 
+# An error page's section that lists its messages in a plain code block, placeholders and all.
+MODEL_LOAD_SECTION = dedent("""
+    ## A classifier or embedding model cannot load
+
+    Model-load errors normally include the failed path:
+
+    ```text
+    models directory does not exist: <path>
+    failed to initialize <name> model from <path>: <error>
+    ```
+
+    Check the path inside the container, not on the host: mount `models/` at `/app/models`.
+""")
+
+
 def test_a_pasted_line_meets_the_message_block_it_fills_in(tmp_path):
     """A troubleshooting page lists the messages a section covers in a plain code block, with
     placeholders for what varies ("models directory does not exist: <path>"). The bare pasted
@@ -2602,17 +2617,7 @@ def test_a_pasted_line_meets_the_message_block_it_fills_in(tmp_path):
         the models directory of the external classifier does not exist on the router at all: the
         models directory does not exist for it, by design.
 
-        ## A classifier or embedding model cannot load
-
-        Model-load errors normally include the failed path:
-
-        ```text
-        models directory does not exist: <path>
-        failed to initialize <name> model from <path>: <error>
-        ```
-
-        Check the path inside the container, not on the host: mount `models/` at `/app/models`.
-
+    """) + "\n" + MODEL_LOAD_SECTION + "\n" + dedent("""
         ## Settings
 
         ```text
@@ -2647,17 +2652,7 @@ def test_a_logs_error_line_before_an_unknown_death_is_its_cause(tmp_path):
         This is a top-level startup failure. The useful cause normally appears on the same
         log line or immediately before it. Run `gadget validate --config config.yaml`.
 
-        ## A classifier or embedding model cannot load
-
-        Model-load errors normally include the failed path:
-
-        ```text
-        models directory does not exist: <path>
-        failed to initialize <name> model from <path>: <error>
-        ```
-
-        Check the path inside the container, not on the host: mount `models/` at `/app/models`.
-    """)
+    """) + "\n" + MODEL_LOAD_SECTION
     settings, kb = docs_kb(tmp_path, {"common-errors.md": page, "install.md": "# Install\n\nRun `pip install gadget`.\n"})
     log = ("2026-12-07T10:00:01Z INFO Starting the router with config /app/config/config.yaml\n"
            "2026-12-07T10:00:02Z ERROR failed to initialize domain model from /app/models/intent-classifier: "
