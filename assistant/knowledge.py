@@ -188,21 +188,25 @@ def require_kb_dir(kb_dir: Path) -> None:
     raise AssistantError(f"KB directory {kb_dir} does not exist", "pass --kb DIR or set ASSISTANT_KB_DIR")
 
 
-def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr) -> KB:
-    """Load (building or refreshing if needed) the index for settings.kb_dir."""
+def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr, rebuild: bool = False) -> KB:
+    """Load (building or refreshing if needed) the index for settings.kb_dir.
+
+    rebuild: embed every chunk again (`assistant ingest --rebuild`). The index folder is not
+    emptied first: it holds the runbooks the user added, which a rebuild once forgot, and the
+    live generation answers other processes until the new one replaces it."""
     require_kb_dir(settings.kb_dir)
     key = (str(settings.kb_dir), str(settings.cache_dir), settings.embedder)
     embedder = get_embedder_for(settings)
     directory = index_dir(settings)
     srcs = sources(settings)
-    reason = staleness(directory, srcs, embedder.name)
-    if reason is not None:
+    reason = "--rebuild: every chunk is embedded again" if rebuild else staleness(directory, srcs, embedder.name)
+    if reason is not None and not rebuild:
         _seed_bundled(settings, directory, embedder.name)
         # Again: seeded, or seeded or built by another worker meanwhile; what is still missing is indexed below.
         reason = staleness(directory, srcs, embedder.name)
     index = None
     fallback = False
-    held = _fallback(key) if reason is not None else None
+    held = _fallback(key) if reason is not None and not rebuild else None
     if held is not None:
         return held  # the cache was unwritable a moment ago: what this process answers from, not another rebuild
     if reason is None:
@@ -215,7 +219,7 @@ def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr) -> KB
             reason = f"{exc.message}"
     if index is None:
         progress(f"indexing the knowledge base ({reason})…")
-        index, fallback = _build(settings, directory, srcs, embedder, progress)
+        index, fallback = _build(settings, directory, srcs, embedder, progress, fresh=rebuild)
     if not index.chunks:
         progress(f"warning: nothing to search: no markdown, text or HTML documents under {settings.kb_dir} "
                  "(every question will be refused; check --kb or ASSISTANT_KB_DIR)")
@@ -231,14 +235,16 @@ def open_kb(settings: Settings, progress: Callable[[str], None] = _stderr) -> KB
     return kb
 
 
-def _build(settings: Settings, directory: Path, srcs: list[Path], embedder, progress: Callable[[str], None]) -> tuple[KBIndex, bool]:
+def _build(settings: Settings, directory: Path, srcs: list[Path], embedder, progress: Callable[[str], None],
+           fresh: bool = False) -> tuple[KBIndex, bool]:
     """(the index built, whether it is a fallback because the cache could not be written)."""
     from ingest.build import build_index
 
     try:
         for _ in range(3):
             index = build_index(directory, srcs, embedder, max_chunk_chars=settings.max_chunk_chars, progress=progress,
-                                share_root=directory.parent)
+                                share_root=directory.parent, fresh=fresh)
+            fresh = False  # a second round folds in another ingest's sources: what was just embedded is reused
             latest = sources(settings)
             if latest == srcs:
                 break

@@ -302,12 +302,15 @@ def build_index(
     progress: Progress = _quiet,
     threads: int = 0,
     share_root: Path | None = None,
+    fresh: bool = False,
 ) -> KBIndex:
     """(Re)build the index for `sources`, reusing unchanged chunk vectors.
 
     threads: cores for the embedder during this build (0: all of them, at most 4).
     share_root: the folder of the cache's indexes, whose other members lend vectors of chunks
     they embedded already (None: none; a scratch build in /tmp must not read its neighbours).
+    fresh: embed every chunk again, borrowing no vector (`assistant ingest --rebuild`, for an
+    index whose vectors are suspect); the live generation still serves until the new one is in.
     """
     import faiss
 
@@ -337,14 +340,15 @@ def build_index(
         timings["parse_chunk_s"] = time.perf_counter() - started
 
         t0 = time.perf_counter()
-        reuse = {**_shipped_vectors(embedder.name), **_old_vectors(index_dir, embedder)}
+        reuse = {} if fresh else {**_shipped_vectors(embedder.name), **_old_vectors(index_dir, embedder)}
         wanted = {c.hash for c in chunks}
-        resumed = {h: v for h, v in _partial_vectors(index_dir, embedder.name).items() if h in wanted and h not in reuse}
+        partial = {} if fresh else _partial_vectors(index_dir, embedder.name)
+        resumed = {h: v for h, v in partial.items() if h in wanted and h not in reuse}
         if resumed:
             progress(f"resuming: {len(resumed)} chunk(s) an interrupted build embedded are reused")
             reuse.update(resumed)
         missing = {c.hash for c in chunks if c.hash not in reuse}
-        if missing and share_root is not None:
+        if missing and share_root is not None and not fresh:
             reuse.update(_sibling_vectors(share_root, index_dir, embedder.name, missing))
         todo = [i for i, c in enumerate(chunks) if c.hash not in reuse]
         dim = embedder.dim
@@ -367,7 +371,7 @@ def build_index(
         tmp.mkdir(parents=True)
         try:
             build_dictionary([c.text for c in chunks if c.lang == "zh"] + [c.title for c in chunks], tmp / "zh.dict",
-                             previous=current_generation(index_dir))
+                             previous=None if fresh else current_generation(index_dir))
             tokenizer = Tokenizer(tmp / "zh.dict")
             corpus = [tokenizer(f"{c.title}\n{c.text}") or ["∅"] for c in chunks]
             terms: dict[str, set[str]] = {}

@@ -545,3 +545,34 @@ def test_a_stray_byte_is_replaced_and_said_but_junk_is_still_refused(bundled_env
     for junk in (b"\xff\xfe\xfa bad utf8", bytes(range(128, 256)) * 20):
         proc = run_cli(["ask", "-"], bundled_env, stdin=junk)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr.decode(), proc.stderr.decode()
+
+
+def test_ingest_rebuild_keeps_the_added_runbooks_and_embeds_every_chunk_again(tmp_path):
+    """`assistant ingest --rebuild` emptied the index folder first, and with it the list of
+    runbooks the user had added: the rebuilt index held the KB alone, and said "(no index yet)"."""
+    import os
+
+    from .conftest import write_tiny_kb
+
+    kb = write_tiny_kb(tmp_path / "kb")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSISTANT_")}
+    env.update(ASSISTANT_CACHE_DIR=str(tmp_path / "cache"), XDG_CONFIG_HOME=str(tmp_path / "config"), ASSISTANT_KB_DIR=str(kb))
+    runbooks = tmp_path / "runbooks"
+    runbooks.mkdir()
+    (runbooks / "gizmo.md").write_text("# Gizmo restarts\n\n## Fixes\nRun `gizmoctl reset` after `GizmoError: wedged`.\n",
+                                       encoding="utf-8")
+    added = run_cli(["assistant", "ingest", str(runbooks)], env, timeout=300)
+    assert added.returncode == 0, added.stderr.decode()
+    before = json.loads(run_cli(["assistant", "ingest", "--status"], env).stdout)
+
+    rebuilt = run_cli(["assistant", "ingest", "--rebuild"], env, timeout=300)
+    err = rebuilt.stderr.decode()
+    assert rebuilt.returncode == 0, err
+    assert "--rebuild: every chunk is embedded again" in err and "no index yet" not in err
+    after = json.loads(run_cli(["assistant", "ingest", "--status"], env).stdout)
+    assert str(runbooks.resolve()) in after["sources"] and after["sources"] == before["sources"]
+    assert after["documents"] == before["documents"] and after["chunks"] == before["chunks"]
+    assert f"embedding {after['chunks']} of {after['chunks']} chunks" in err  # none borrowed: all embedded again
+
+    answer = parse_json(run_cli(["ask", "--json", "GizmoError: wedged"], env))
+    assert "gizmoctl reset" in answer["answer"]

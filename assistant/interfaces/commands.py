@@ -33,9 +33,7 @@ def ingest(paths: tuple[str, ...], kb: str | None, forget: tuple[str, ...], rebu
     """
 
     def body() -> None:
-        import shutil
-
-        from assistant.knowledge import covering_source, describe, index_dir, open_kb, sources, update_extra_sources
+        from assistant.knowledge import covering_source, describe, open_kb, sources, update_extra_sources
 
         if build_bundled:
             _build_bundled(rebuild)
@@ -46,14 +44,12 @@ def ingest(paths: tuple[str, ...], kb: str | None, forget: tuple[str, ...], rebu
             return
         for path in paths:
             _require_readable_file(Path(path))  # before anything is saved: one bad path adds none
-        if rebuild:
-            shutil.rmtree(index_dir(settings), ignore_errors=True)
         covered = {path: covering_source(sources(settings), Path(path).resolve()) for path in paths}
         for path, inside in covered.items():
             if inside is not None:
                 click.echo(f"note: {path} is inside {inside}, which is indexed already; it is read with it", err=True)
         update_extra_sources(settings, add=[Path(p) for p in paths], forget=[Path(p) for p in forget])
-        kb_ = open_kb(settings, progress=lambda m: click.echo(m, err=True))
+        kb_ = open_kb(settings, progress=lambda m: click.echo(m, err=True), rebuild=rebuild)
         info = describe(settings)
         skipped = f"; {len(info['skipped'])} path(s) skipped (see --status)" if info["skipped"] else ""
         for path in paths:
