@@ -301,7 +301,8 @@ def strip_non_content(text: str) -> str:
     """Drop lines that are only a language switch, e.g. `[简体中文](../zh/usage/log.md)`,
     and, outside code, lines that render nothing: mkdocs anchors (`[](){ #faq }`), empty
     HTML anchors and one-line comments (`<!-- toc -->`); Hugo shortcodes, keeping the
-    text they wrap; images (a Yuque screenshot's link is 300 characters of URL); inline
+    text they wrap; images, markdown or <img> (a Yuque screenshot's link is 300 characters of
+    URL), and the layout tags left around them (a README's centred logo and badges); inline
     formatting tags, keeping their text (`<font color=red>0.88</font>` from Yuque and
     Feishu exports); and whole comment, `<style>` and `<script>` blocks (vLLM's quantization
     page styles its support table in a 20-line `<style>` block, and an answer quoted it
@@ -322,7 +323,9 @@ def strip_non_content(text: str) -> str:
         elif not fence:
             bare = _SHORTCODE.sub("", line) if "{{" in line else line
             if "<" in bare or "![" in bare:
-                bare = _outside_code(bare, lambda part: _EMPTY_LINK.sub("", _IMAGE.sub("", _FORMAT_TAG.sub("", part))))
+                bare = _outside_code(bare, lambda part: _EMPTY_LINK.sub("", _IMAGE.sub("", _FORMAT_TAG.sub("", _IMG_TAG.sub("", part)))))
+                if _MARKUP_ONLY.match(bare):
+                    bare = ""
             if bare != line:
                 changed = True
                 if not bare.strip():
@@ -409,6 +412,13 @@ def page_toc_lines(lines: list[str]) -> set[int]:
 _SHORTCODE = re.compile(r"\{\{[<%].{0,300}?[%>]\}\}")
 
 
+# An <img> in a page's HTML is an image like `![x](y)`: a README's logo and its badges, each a
+# link around an image, came back in answers as 1,000 characters of markup under a passage.
+_IMG_TAG = re.compile(r"<(?:img|source)\b[^<>\n]{0,1000}>", re.I)
+# What is left of such a line: layout tags that render nothing once their images are gone
+# (`<p align="center">`, `<a href="…">`, `</a>`, `<div align='center'>`, `<br/>`). A line with
+# any text, or a table's tags, stays.
+_MARKUP_ONLY = re.compile(r"^\s*(?:</?(?:p|div|a|br|picture|center|hr)\b[^<>\n]{0,1000}>\s*)+$", re.I)
 _FORMAT_TAG = re.compile(r"</?(?:font|span|u|mark|center|small|big|ins)\b[^<>\n]{0,300}>", re.I)
 # A link's destination: `(<path with spaces (1).svg>)` in angle brackets (GitBook writes its
 # images so), `(https://en.wikipedia.org/wiki/X_(y))` with a pair of parentheses, or plain.

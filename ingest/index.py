@@ -96,7 +96,9 @@ SCHEMA = 16
 #     locales/ or i18n/ with a language marker pairs with its original outside that folder.
 # 34: a team's page titled in front matter (or by an HTML <title>) and again by a heading of
 #     other words: that heading titles the page too, so its sections are the passages.
-RULES = 34
+# 35: an HTML <img> is dropped like a markdown image, and so is a line of layout tags left
+#     with nothing to render (a README's centred logo and badge links).
+RULES = 35
 FAISS_TOP = 2_000
 
 

@@ -1506,6 +1506,23 @@ def test_an_image_with_an_angle_bracket_destination_is_dropped_whole(tmp_path):
     assert MD_LINK.sub(r"\1", "See [a](<b) and <c> (d) end.") == "See a and <c> (d) end."
 
 
+def test_an_html_logo_and_badge_links_are_dropped_and_text_in_html_stays(tmp_path):
+    """A README opens with a centred logo and badge links in HTML (`<p align="center">`, an
+    `<a>` around an `<img>`): quoted under the passage, they took 1,000 characters of the
+    answer's room. Text in HTML, a table's tags and inline code stay as written."""
+    text = ("# LoRAX\n\n<p align=\"center\">\n    <img src=\"logo.png\" alt=\"LoRAX Logo\" style=\"width:200px;\" />\n</p>\n"
+            "<p align=\"center\">\n    <em>Multi-LoRA inference server</em>\n</p>\n<p align=\"center\">\n\n"
+            "<a href=\"https://discord.gg/x\" target=\"_blank\">\n    <img src=\"https://dcbadge.vercel.app/api/server/x\" alt=\"discord\">\n"
+            "</a>\n<a href=\"https://x.io/b\"><img src=\"https://img.shields.io/badge/License-Apache\"></a>\n</p>\n\n"
+            "## Launch\n\nRun `lorax-launcher --max-total-tokens 4096`; `<img src=x>` in code stays.\n\n"
+            "<table><tr><td>max-input-length</td></tr></table>\n\n<a href=\"https://x.io/docs\">Docs</a> <br/> for more.\n")
+    body = _chunked_text(tmp_path, "README.md", text)
+    assert "<img src=\"logo" not in body and "dcbadge" not in body and "shields.io" not in body
+    assert "<p align" not in body and "</a>" not in body.split("Docs")[0]
+    assert "Multi-LoRA inference server" in body and "`<img src=x>` in code stays" in body
+    assert "<table><tr><td>max-input-length</td></tr></table>" in body and "Docs</a> <br/> for more." in body
+
+
 def test_a_fix_line_that_edits_something_is_no_byline():
     """"Fix: kubectl -n llm edit deploy/vllm …" was read as a byline once "edit" named one, and
     dropped from the page's quoted opening (review); "Last edit: jmorgan, 2025-03" is one."""
