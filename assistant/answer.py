@@ -149,11 +149,14 @@ def answer_question(
         started = min(started, pending.started)
     loaded = time.perf_counter()
     result = search(kb.index, kb.embedder, query, RetrievalParams.from_settings(settings), query_vector=query_vector, mode=mode,
-                    platform=diagnosis.platform if diagnosis is not None else "")
+                    platform=diagnosis.platform if diagnosis is not None else "",
+                    product=diagnosis.product if diagnosis is not None else "")
     result.flags = _after_follow_ons(text, {**_server_settings(text, diagnosis), **result.flags})  # the question's own win
     only_the_log = diagnosis is not None and _asks_only_about_the_log(text) and not stats_trouble
     if only_the_log:
         _the_log_decides(result, diagnosis, kb.index)
+    elif diagnosis is not None:
+        _the_log_leads(kb, result, diagnosis, text)
     if trace is not None:
         trace["retrieval"] = result
     if query_vector is not None:
@@ -486,7 +489,11 @@ def _above_the_answer(text: str, result: Retrieval, diagnosis, calc, lang: str) 
 
         extras.append(explain(calc, lang))
     if diagnosis is not None and diagnosis.findings:
-        extras.append(_log_summary(diagnosis, lang, result))
+        # A log asked about on its own leads with what went wrong: a FastDeploy log of
+        # `free_list_len: 0` opened on its decode budget, computed from its start-up lines,
+        # which no one asked for, and its findings came second (newcomer).
+        troubled = _asks_only_about_the_log(text) and any(f.severity != "info" for f in diagnosis.findings)
+        extras.insert(0 if troubled else len(extras), _log_summary(diagnosis, lang, result))
     elif result.grounded or "derived max_model_len" in text:
         # "set --max-model-len 45232", from their error. The config's own limit is said even
         # when no article covers the error: it is the error's own figure, not a guessed fix.
@@ -559,6 +566,44 @@ def _the_log_decides(result: Retrieval, diagnosis, index) -> None:
         from .refusal import SURE
 
         result.confidence = max(result.confidence or 0.0, SURE)
+
+
+def _the_log_leads(kb, result: Retrieval, diagnosis, question: str) -> None:
+    """With a question beside the log: the article the log's worst finding names by its
+    critical signature leads when retrieval found it among the first three and the leader
+    has no line of the log to show for itself. "why do requests hang?" beside a FastDeploy log
+    of `free_list_len: 0` got the logprobs hang, which shares the question's words but none
+    of the log's, while the findings above it named the KV-blocks article (newcomer). Only
+    for a question that says no more than the symptom: one with a subject of its own ("which
+    network interface does NCCL pick on a multi-node Ray cluster?") or its own error line is
+    left to it."""
+    from .cleaning import split_question
+
+    top = next((f for f in diagnosis.findings if f.severity != "info"), None)
+    if top is None or top.severity != "critical" or not top.article or split_question(question).errors:
+        return
+    leader = result.articles[0] if result.articles else None
+    named = next((a for a in result.articles[:3] if a.doc_id == top.article and not a.passage and a.signatures), None)
+    if named is None or leader is named or leader.signatures:
+        return
+    said = _stems(question) - _SYMPTOM_STEMS
+    if said and not _says_all(kb, named.doc_id, said):
+        return
+    result.articles.remove(named)
+    result.articles.insert(0, named)
+
+
+# What a question beside a log says of the symptom alone (stems as `_stems` cuts them): "why
+# do requests hang", "服务突然挂了" add nothing the log's finding does not say better.
+_SYMPTOM_STEMS = frozenset("hangs freeze frozen stuck stall stalle crash crashe timeou timed failed failin failur reques "
+                           "servic respon return happen sudden workin anymor suddenly".split())
+
+
+def _says_all(kb, doc_id: str, stems: set[str]) -> bool:
+    """Whether the article, in either language, has every stem (a Chinese question's stems are
+    its glossary's English words)."""
+    text = " ".join(f"{c.title} {c.text}" for lang in LANGS for c in kb.article_chunks(doc_id, lang)).lower()
+    return all(stem in text for stem in stems)
 
 
 def _asks_only_about_the_log(text: str) -> bool:

@@ -36,7 +36,8 @@ _ERROR = re.compile(
 )
 # (and torch's c10 lines, "[W1002 09:16:04.123456789 ProcessGroupNCCL.cpp:1538] Warning: …", trial)
 _LOG_PREFIX = re.compile(r"^\s*(\(\w{1,40}(\s+pid=\d{1,10})?\)\s*)?(\[?\d{4}-\d{2}-\d{2}|\[?\d{2}-\d{2}\s\d{2}:\d{2}|\[[IWEF]\d{4} \d{2}:\d{2}:\d{2}|(INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\b|\[(INFO|DEBUG|WARNING|WARN|ERROR)\])")
-_LOG_LEVEL_PROBLEM = re.compile(r"\b(WARNING|WARN|ERROR|CRITICAL|FATAL)\b")
+# (and glog's level letter, as torch's c10 writes it: "[E1207 11:12:31.402345 …]" is an error)
+_LOG_LEVEL_PROBLEM = re.compile(r"\b(WARNING|WARN|ERROR|CRITICAL|FATAL)\b|(?<![\w\]])\[[EWF]\d{4} \d{2}:")
 _COMMAND = re.compile(
     r"^\s*(\$\s|#\s*\$|>>>\s|%\s|[\w.@~:/-]{1,120}\$\s|(sudo\s)?(python3?|vllm|docker|docker-compose|kubectl|pip3?|uv|conda|torchrun|deepspeed|"
     r"fastdeploy|bash|sh|export|curl|nvidia-smi|sysctl|ray|cargo|cmake|git|ollama|lmdeploy|helm|nvcc|apt|apt-get|yum|brew|npm|"
@@ -74,6 +75,11 @@ _INLINE_COMMAND = re.compile(
     r"|(?:cargo|cmake|git|nvcc|npm)\s+[a-z][\w-]*\s+(?=-)|pip3?\s+install\s|\.{1,2}/[\w.-]+(?:/[\w.-]+)*\s+(?=-)"
     r"|(?<=`)[a-z][\w.]*-[\w.-]+\s+(?=-))"
 )
+# The C++ runtime's last words when an exception escapes (torch's c10 errors, NCCL's
+# watchdog): "terminate called after throwing an instance of 'c10::DistBackendError'" and the
+# "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 3] …" under it. Read as sentences, their
+# names (default_pg) were what the asker "asked about" and the refusal named it (newcomer).
+_CXX_ABORT = re.compile(r"^\s*(?:terminate called (?:after throwing an instance of|recursively|without an active exception)|what\(\):)")
 # A program's own message: its name, a colon, then what it says ("vllm serve: error: …").
 _PROGRAM_SAYS = re.compile(r"^\s*[\w./-]{1,60}(?:\s[\w./-]{1,60})?:\s")
 _QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
@@ -322,7 +328,7 @@ def split_question(text: str) -> QuestionParts:
         is_error = bool(_ERROR.search(line)) and not line.lstrip().startswith("#")
         if _STACK.match(line):
             parts.code.append(line)
-        elif is_error and _PROGRAM_SAYS.match(line):
+        elif is_error and _PROGRAM_SAYS.match(line) or _CXX_ABORT.match(line):
             parts.errors.append(line)  # "vllm serve: error: argument …", "bash: nvcc: command not found"
         elif _is_status_line(_LOG_TAG.sub("", line, count=1)):
             _read_log_line(line, parts)

@@ -1167,6 +1167,7 @@ def search(
     query_vector: np.ndarray | None = None,
     mode: str = "hybrid",
     platform: str = "",
+    product: str = "",
 ) -> Retrieval:
     """Rank articles for a question; decide whether the KB answers it (see refusal.py).
 
@@ -1174,11 +1175,12 @@ def search(
     (cleaning.py), while log signatures are matched on the whole text, pasted logs
     included. Articles about another product than the one the question names, or for
     other hardware or versions, are demoted by `mismatch_penalty`. `platform`: the hardware
-    family a log beside the question says the server runs on (tools/logs.PLATFORMS)."""
+    family a log beside the question says the server runs on (tools/logs.PLATFORMS);
+    `product`: the engine it comes from (scope.log_product), for ranking only."""
     dense_weight, bm25_weight, signature_boost = params.dense_weight, params.bm25_weight, params.signature_boost
     coverage_weight, mismatch_penalty, limit = params.coverage_weight, params.mismatch_penalty, params.limit
     from .scope import (asked_unknown_parameters, bare_unknown_error, detect, foreign_products, hardware_mismatch, on_platform,
-                        product_mismatch, unknown_parameters, unseen_entities, unworded_error, version_mismatch)
+                        on_product, product_mismatch, unknown_parameters, unseen_entities, unworded_error, version_mismatch)
 
     timings: dict[str, float] = {}
     lang = detect_lang(question)
@@ -1245,6 +1247,7 @@ def search(
         if key.endswith(":" + lang):
             metas[meta.id] = meta
     kb_products = frozenset(m.product for m in index.docs.values())
+    ranking_scope = on_product(scope, product, kb_products)
     overview_ids = {m.id for m in index.docs.values() if "summary" in m.tags}
     # A passage's keyword coverage is judged on its own words, not its whole file's; only
     # passages that can still make the top of the list are tokenised.
@@ -1270,7 +1273,7 @@ def search(
         meta = metas.get(match.doc_id)
         if meta is not None:
             match.product = meta.product
-            match.product_conflict = product_mismatch(scope, meta.product, kb_products)
+            match.product_conflict = product_mismatch(ranking_scope, meta.product, kb_products)
             match.hardware_conflict = tuple(sorted(hardware_mismatch(scope, meta)))
             match.version_conflict = version_mismatch(scope, meta)
             conflicts = match.product_conflict + bool(match.hardware_conflict) + match.version_conflict

@@ -1125,6 +1125,30 @@ def on_platform(scope: Scope, platform: str) -> Scope:
     return replace(scope, hardware=scope.hardware | {platform}, hardware_terms={**scope.hardware_terms, platform: platform})
 
 
+def on_product(scope: Scope, product: str, kb_products: frozenset[str]) -> Scope:
+    """The question's scope with the engine a log beside it comes from, when the question
+    names none: "why do requests hang?" with a FastDeploy log (`free_list_len: 0`) got the
+    vLLM article on hangs, sure, while the log's own finding pointed at FastDeploy's
+    (newcomer). Only to rank the KB's articles of that engine first: a KB without any is
+    not "about another product" for it, so nothing is refused on a log's say-so."""
+    if not product or product not in kb_products or scope.products - scope.contrasted:
+        return scope
+    from dataclasses import replace
+
+    return replace(scope, products=scope.products | {product})
+
+
+LOG_PRODUCTS = ("vllm", "fastdeploy", "sglang", "tensorrt-llm", "lmdeploy")
+LOG_HEAD_LINES = 80  # a server names itself in its first lines ("vLLM API server version 0.8.4")
+
+
+def log_product(lines: list[str]) -> str:
+    """The serving engine a log comes from, read from its first lines, or "" when they name
+    none or several (a router's log that proxies to two engines says nothing of which one)."""
+    named = detect("\n".join(line[:300] for line in lines[:LOG_HEAD_LINES])).products & frozenset(LOG_PRODUCTS)
+    return next(iter(named)) if len(named) == 1 else ""
+
+
 def hardware_mismatch(scope: Scope, meta) -> frozenset[str]:
     """Hardware the question is on that the article does not apply to (empty: no conflict).
 

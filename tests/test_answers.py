@@ -920,6 +920,51 @@ def test_a_log_whose_worst_line_is_the_articles_signature_is_no_close_call(bundl
     assert answer.coverage == "full" and "Not a sure match" not in answer.answer
 
 
+FD_SERVER_LOG = """[2026-12-07 08:00:00,001] [    INFO] - Starting FastDeploy api server on 0.0.0.0:8180
+[2026-12-07 08:00:00,002] [    INFO] - args: model=/models/ERNIE-4.5-21B-A3B-Paddle tensor_parallel_size=1 max_model_len=32768 max_num_seqs=64 block_size=64 kv_cache_ratio=0.75
+[2026-12-07 08:01:40,100] [    INFO] - Reset block num, the total_block_num:17131, prefill_kvcache_block_num:12848
+INFO:     10.0.3.7:52214 - "POST /v1/chat/completions HTTP/1.1" 200 OK
+[2026-12-07 09:41:02,102] [    INFO] - free_list_len: 0, need_block_num: 4
+[2026-12-07 09:41:05,400] [    INFO] - free_list_len: 0, need_block_num: 4
+[2026-12-07 09:45:11,999] [ERROR] - ConnectionResetError: [Errno 104] Connection reset by peer (client went away)
+INFO:     10.0.3.7:52388 - "POST /v1/chat/completions HTTP/1.1" 499"""
+
+
+def test_a_question_beside_a_log_gets_the_article_of_the_logs_engine_and_finding(bundled_settings, bundled_kb):
+    """"why do requests hang?" beside a FastDeploy log of `free_list_len: 0` got vLLM's hang
+    article, sure, and then FastDeploy's logprobs hang, while the findings above it named the
+    KV-blocks article (newcomer). Asked alone, the log leads with its findings, not with a
+    decode budget computed from its start-up lines."""
+    from assistant.i18n import t
+    from assistant.tools.logs import diagnose_text
+
+    assert diagnose_text(FD_SERVER_LOG, bundled_settings).product == "fastdeploy"
+    for question in ("why do requests hang?", "为什么请求卡住了"):
+        answer = answer_question(question, bundled_settings, kb=bundled_kb, log_text=FD_SERVER_LOG)
+        assert answer.citations[0].id == "fastdeploy-oom-while-serving", (question, answer.citations[0].id)
+    alone = answer_question(t("answer.log_question", "en"), bundled_settings, kb=bundled_kb, log_text=FD_SERVER_LOG)
+    assert alone.answer.startswith("**Log findings**") and "**Calculation**" in alone.answer
+    # A log naming two engines names none.
+    assert diagnose_text("INFO vLLM API server version 0.8.4\nINFO Starting FastDeploy api server\n", bundled_settings).product == ""
+
+
+def test_the_cxx_runtimes_abort_lines_are_error_lines_not_sentences():
+    """NCCL's watchdog dies through "terminate called after throwing an instance of
+    'c10::DistBackendError'" and "what():  [PG ID 0 PG GUID 0(default_pg) Rank 3] …": read as
+    the asker's sentences, `ask -` refused the pasted log as having "nothing on `default_pg`"
+    (newcomer). torch's glog-style "[E1207 …]" lines are errors too."""
+    from assistant.cleaning import split_question
+    from assistant.scope import sentences
+
+    log = ("[rank3]:[E1207 11:12:31.402345 2213 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation "
+           "timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600021 milliseconds "
+           "before timing out.\nterminate called after throwing an instance of 'c10::DistBackendError'\n"
+           "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 3] Process group watchdog thread terminated with exception\n")
+    parts = split_question(log)
+    assert len(parts.errors) == 3 and not parts.prose
+    assert "default_pg" not in sentences(log, errors=False)
+
+
 def test_a_computed_figure_no_article_covers_stands_alone(bundled_settings, bundled_kb):
     """"Qwen2.5-32B-Instruct 单卡 H20 96G，32k 上下文，bf16，能并发几个" got its figure, then "I
     won't guess a fix", the KB's topic list and an unrelated closest entry (trial)."""

@@ -89,6 +89,8 @@ class LogDiagnosis:
     stats_trouble: list[str] = field(default_factory=list)
     # The hardware family the server said it runs on (scope.HARDWARE's keys), "" when unsaid.
     platform: str = ""
+    # The serving engine the log comes from (scope.log_product), "" when unsaid or several.
+    product: str = ""
     # The log's last line that is not a stats line: where a server that hangs stopped
     # ("Loading safetensors checkpoint shards:   5% Completed | 5/99"), a progress bar's last state.
     last_line: str = ""
@@ -315,6 +317,9 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
         if not report.platform and "latform" in line and (m := _PLATFORM_LINE.search(line)):  # (P|p)latform
             report.platform = PLATFORMS.get((m.group(1) or m.group(2)).lower(), "")
     report.last_line = _last_line(lines)
+    from assistant.scope import log_product
+
+    report.product = log_product(lines)
     _frames_of_crashes(lines, found, first_line)
     # Worst first; among critical lines, what the server logged as an error or died of
     # before a warning-level symptom ("Waiting for free blocks" an hour before the crash).
