@@ -2,6 +2,7 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -471,6 +472,12 @@ def test_serving_probe_reads_metrics_and_points_at_the_hung_requests_article():
     assert (r.running, r.waiting, r.kv_cache_usage, r.preemptions) == (64.0, 17.0, 1.0, 3.0)
     critical = [f for f in r.findings if f.severity == "critical"]
     assert critical and critical[0].article == "vllm-requests-hang" and "17 requests waiting" in critical[0].message
+    # Preemptions point at the preemption article, not the OOM one (newcomer), and every
+    # article a finding names is one the bundled KB has.
+    preempted = next(f for f in r.findings if "preemptions so far" in f.message)
+    assert preempted.article == "vllm-preemption"
+    kb_ids = {p.stem for p in (Path(__file__).resolve().parent.parent / "kb" / "en").glob("*.md")}
+    assert {f.article for f in r.findings if f.article} <= kb_ids
 
 
 def test_serving_probe_on_a_dead_or_sick_server():

@@ -120,8 +120,9 @@ def interpret(report: ServingReport) -> None:
     elif usage is not None and usage >= 0.9:
         add(ServingFinding("warning", f"KV cache {usage:.0%} full", "vllm-requests-hang"))
     if report.preemptions and report.preemptions > 0:
+        # The preemption article, not the OOM one it was tied to before that article existed (newcomer).
         add(ServingFinding("warning", f"{report.preemptions:.0f} preemptions so far: the KV cache ran out and sequences were recomputed",
-                           "vllm-cuda-oom"))
+                           "vllm-preemption"))
     if waiting and waiting > 0 and (usage is None or usage < 0.99):
         add(ServingFinding("info", f"{waiting:.0f} requests waiting while the KV cache has room: the batch ceiling (max-num-seqs) may be the limit",
                            "vllm-requests-hang"))
