@@ -67,7 +67,39 @@ def validate_question(question: str, max_bytes: int) -> str:
     control = sum(1 for ch in text if (ord(ch) < 32 and ch not in "\n\r\t") or ch == "\ufffd")
     if "\x00" in text or control > max(2, 0.05 * len(text)):
         raise BadQuestion("the input looks like binary data, not a question", "paste text, not a binary file")
+    scripts = _letter_scripts(text)
+    if scripts:
+        raise BadQuestion(f"the input does not read as text in any language (its letters come from {scripts} writing systems)",
+                          "ask in Chinese or English; paste log lines as they were printed")
     return text
+
+
+NOISE_MIN_LETTERS = 20
+NOISE_MIN_SCRIPTS = 6  # a Japanese question mixes four (kanji, hiragana, katakana, Latin); noise mixes dozens
+NOISE_TOP_SHARE = 0.5
+
+
+def _letter_scripts(text: str) -> int:
+    """How many writing systems the letters of text mix when that many, none of them leading,
+    say it is noise (0 otherwise). 300 random Unicode characters (Ethiopic, Tibetan, Mongolian,
+    unassigned code points…) were answered with the CUDA OOM article, tentative (newcomer),
+    as if they were a question. A question's letters are mostly of one or two systems."""
+    if text.isascii():
+        return 0
+    import unicodedata
+    from collections import Counter
+
+    counts: Counter[str] = Counter()
+    for ch in text:
+        if ch.isascii():
+            if ch.isalpha():
+                counts["LATIN"] += 1
+        elif ch.isalpha() or unicodedata.category(ch) == "Cn":
+            counts[unicodedata.name(ch, "UNASSIGNED").split(" ")[0]] += 1
+    letters = sum(counts.values())
+    if letters < NOISE_MIN_LETTERS or len(counts) < NOISE_MIN_SCRIPTS or counts.most_common(1)[0][1] >= NOISE_TOP_SHARE * letters:
+        return 0
+    return len(counts)
 
 
 class Background:

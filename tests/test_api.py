@@ -70,6 +70,10 @@ def test_a_log_alone_is_the_question(server):
     ({"question": "q", "top_k": 99}, 422, "top_k"),
     ({"nope": 1}, 422, "question"),
     ({"question": "\x00\x01\x02\x03binary"}, 422, "binary"),
+    # Letters of eight writing systems interleaved, as random Unicode is: answered with the CUDA
+    # OOM article, tentative (newcomer).
+    ({"question": "".join(chr(base + i) for i in range(5) for base in (0x0531, 0x10D0, 0x1200, 0x13A0, 0x16A0, 0x1820, 0x0F40, 0x0D85))},
+     422, "does not read as text in any language"),
 ])
 def test_bad_requests_get_clear_errors(server, body, status, fragment):
     r = httpx.post(server.url + "/v1/ask", json=body, timeout=30)
