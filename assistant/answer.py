@@ -705,7 +705,7 @@ def _passage_quoting(signature: str, result: Retrieval | None) -> str:
     from .retrieval import quoted_sample_holds, squash
     from .tools.logs import message_of
 
-    message = message_of(signature).lower()
+    message = message_of(signature.removesuffix("…")).lower()  # a long line's finding is clipped between words
     # Up to its first figure, which differs from one paste to the next ("Tried to allocate 2.00
     # GiB"); or the error that wraps the rest, before its first colon ("Failed to create ExtProc
     # server: failed to initialize classifier", where the page's heading quotes the first part).

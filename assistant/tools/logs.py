@@ -262,11 +262,17 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
     found: dict[str, LogFinding] = {}
     in_request = False  # inside the traceback the server printed for one request it failed
     logged: bool | None = None  # inside a traceback logged line by line: whether for one request
+    frame: tuple[str, int] | None = None  # the line before was a traceback frame: (its log prefix, its indent)
     for n, full in enumerate(lines, first_line):
         full = untagged(full)
         line = full[:MAX_LINE]
         low = _norm(line)
         level = _level(line)
+        # A frame's source code is the line under it, behind the same log prefix and indented
+        # deeper (a frame with no source, `  File "x", line 1`, is followed by the next frame or
+        # by the exception itself, at the frame's indent or less).
+        source_line = frame is not None and line.startswith(frame[0]) and _indent(line[len(frame[0]):]) > frame[1]
+        frame = _frame_of(line)
         before = in_request
         if level:
             in_request = bool(_REQUEST_FAILED.search(line))
@@ -306,7 +312,7 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
                 if SEVERITY[severity] < SEVERITY[seen.severity]:  # first seen as a warning, later as an error
                     seen.severity = severity
                 seen.fatal = seen.fatal or (error and severity == "critical")
-        if not matched_articles and (fatal or request_error or level in ("ERROR", "CRITICAL", "FATAL")):  # refused requests too, as warnings
+        if not matched_articles and not source_line and (fatal or request_error or level in ("ERROR", "CRITICAL", "FATAL")):  # refused requests too, as warnings
             # An error line of its own (no exception class), said as a sentence: not a frame of a
             # traceback logged line by line, nor a request the server failed (review).
             said = error and logged is None and not in_request and _SENTENCE_ERROR.match(message_of(line)) is not None
@@ -507,7 +513,37 @@ def _frames_of_crashes(lines: list[str], found: dict[str, LogFinding], first_lin
 
 PLAIN_ERROR = "|plain|"  # the key prefix of a finding that is an error line by its level alone
 # An error said in words: three of them at least, and not a traceback's frame or source line.
+# A traceback's frame: the line under it is the frame's source code, however it reads
+# (`raise RuntimeError("Engine core initialization failed. "` was listed as a crash, newcomer).
+_FRAME = re.compile(r'(?:^|\s)(File) "[^"\n]{1,400}", line \d+')
+
+
+def _frame_of(line: str) -> tuple[str, int] | None:
+    """(the log prefix before a traceback frame's `File "…"`, the frame's indent), or None."""
+    m = _FRAME.search(line) if "File" in line else None
+    if m is None:
+        return None
+    before = line[:m.start(1)]
+    prefix = before.rstrip()
+    return prefix, len(before) - len(prefix)
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip(" "))
 _SENTENCE_ERROR = re.compile(r"(?!\s|File \"|Traceback|\^)(?:\S+\s+){2,}\S")
+
+
+FINDING_CHARS = 160
+
+
+def _clipped(text: str) -> str:
+    """A finding's text within FINDING_CHARS, cut between words with "…": NCCL's watchdog lines
+    were listed as "ran for 600021 millisecon" (newcomer)."""
+    if len(text) <= FINDING_CHARS:
+        return text
+    cut = text[:FINDING_CHARS - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > FINDING_CHARS // 2 else cut).rstrip(" ,;:") + "…"
 
 
 def _unmatched(line: str, n: int, found: dict[str, LogFinding], fatal: bool, error: bool = False) -> None:
@@ -525,7 +561,7 @@ def _unmatched(line: str, n: int, found: dict[str, LogFinding], fatal: bool, err
     if m is None and death is None and not fatal and not error:
         return  # (a fatal line with neither: torch's "[E708 …] Watchdog caught collective operation timeout")
     message = _message(line)
-    text = ((f"{m.group(1)}: {m.group(2).strip()}" if m.group(2) else m.group(1)) if m and not death else message)[:160]
+    text = _clipped((f"{m.group(1)}: {m.group(2).strip()}" if m.group(2) else m.group(1)) if m and not death else message)
     plain = m is None and death is None and not fatal
     key = (PLAIN_ERROR if plain else "|") + re.sub(r"\d+", "#", text)
     if key in found:
