@@ -1422,21 +1422,7 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
     from_page = [art for art in (top, *siblings) if id(art) in quoted]
     where = {id(art): _section_position(kb, quoted[id(art)][0]) for art in from_page}
     near = [art for art in from_page if abs(where[id(art)] - where[id(top)]) <= PAGE_ORDER_SPAN]
-    # A page's opening of sentences, matched beside a section further down, comes after that
-    # section: it says what the page covers ("This page covers the three GPU-node incidents we
-    # see most"), and led the answer ahead of the Xid section a pasted log matched (trial).
-    behind = {id(art) for art in near if art is not top and where[id(art)] == 0 and _plain_opening(kb, quoted[id(art)][0])}
-    # So does the page's fix brought beside a section further down that the question asked
-    # for: "how do I roll back a bad deploy" quoted "Mitigation" (scale out, eject endpoints)
-    # above the "Rollback" section it matched best (trial).
-    behind |= {id(art) for art in brought if id(art) in where and where[id(art)] < where[id(top)]}
-    # And any section above a FAQ entry whose heading names the question's error: a FAQ's
-    # entries are no steps, and the Docker entry above it led the answer to "$'\r': command not
-    # found", its `sed` fix quoted second (new trees). Only there: a procedure keeps its order.
-    # So does a section above one that lists the pasted message in its block of errors
-    # ("models directory does not exist: <path>"): the transport errors above it led (newcomer).
-    if _heading_names_its_error(kb, top) or (top.quotes_the_paste and top.signatures):
-        behind |= {id(art) for art in near if not art.signatures and where[id(art)] < where[id(top)]}
+    behind = _behind(kb, result.question, top, near, brought, where, quoted)
     page = sorted(near, key=lambda art: (id(art) in behind, _position(kb, quoted[id(art)][0]))) + sorted(
         (art for art in from_page if art not in near), key=lambda art: _position(kb, quoted[id(art)][0]))
     repeated: list[str] = []
@@ -1486,6 +1472,45 @@ def _passages_body(kb, result: Retrieval, lang: str, labels: dict, cites: "_Cite
         for art in beside:
             parts += _alternative(kb, art, lang, labels, cites)
     return parts
+
+
+def _behind(kb, question: str, top: ArticleMatch, near: list, brought: list, where: dict, quoted: dict) -> set[int]:
+    """The sections of the best passage's page that come after it although the page has them
+    above: what reads as the page's introduction, a fix brought beside it, and sections that
+    are topics side by side with it rather than steps before it."""
+    # A page's opening of sentences, matched beside a section further down, comes after that
+    # section: it says what the page covers ("This page covers the three GPU-node incidents we
+    # see most"), and led the answer ahead of the Xid section a pasted log matched (trial).
+    behind = {id(art) for art in near if art is not top and where[id(art)] == 0 and _plain_opening(kb, quoted[id(art)][0])}
+    # So does the page's fix brought beside a section further down that the question asked
+    # for: "how do I roll back a bad deploy" quoted "Mitigation" (scale out, eject endpoints)
+    # above the "Rollback" section it matched best (trial).
+    behind |= {id(art) for art in brought if id(art) in where and where[id(art)] < where[id(top)]}
+    # And any section above a FAQ entry whose heading names the question's error: a FAQ's
+    # entries are no steps, and the Docker entry above it led the answer to "$'\r': command not
+    # found", its `sed` fix quoted second (new trees). Only there: a procedure keeps its order.
+    # So does a section above one that lists the pasted message in its block of errors
+    # ("models directory does not exist: <path>"): the transport errors above it led (newcomer).
+    if _heading_names_its_error(kb, top) or (top.quotes_the_paste and top.signatures):
+        behind |= {id(art) for art in near if not art.signatures and where[id(art)] < where[id(top)]}
+    # And a section above whose heading names another code than the one the question and the
+    # best section's heading share: "504 upstream request timeout" matched "gateway returns 504
+    # for long generations", and "502 from the gateway" above it led the answer (newcomer). A
+    # runbook's entries by status code, Xid or exit code are topics side by side, not steps.
+    asked_numbers = _heading_numbers(question)
+    if asked_numbers & _heading_numbers(quoted[id(top)][0].title.split(" > ")[-1]):
+        behind |= {id(art) for art in near if where[id(art)] < where[id(top)]
+                   and _heading_numbers(quoted[id(art)][0].title.split(" > ")[-1]) - asked_numbers}
+    return behind
+
+
+_CODE_NUMBER = re.compile(r"(?<![\w.])\d{3,5}(?![\w.])")
+
+
+def _heading_numbers(text: str) -> set[str]:
+    """The numbers of three to five digits a heading or question names: "504", "exit code 137"
+    (not "v0.10.2" or "8000.5")."""
+    return set(_CODE_NUMBER.findall(text))
 
 
 def _heading_names_its_error(kb, art: ArticleMatch) -> bool:

@@ -2932,3 +2932,31 @@ def test_a_copy_of_a_passage_in_another_file_is_cited_not_quoted_again(tmp_path)
     assert answer.grounded and "Authorization: 12345" in answer.answer
     assert ("--version 1.4.2" in answer.answer) != ("--version 1.4.0" in answer.answer)  # one copy quoted
     assert {c.source for c in answer.citations} >= {"charts/acme-gateway/README.md", "docs/installation.md"}
+
+
+GATEWAY_RUNBOOK = """# Inference gateway runbook
+
+## 502 from the gateway
+
+The gateway (Envoy) returns 502 when the upstream vLLM pod closed the connection.
+Check the pod restarts: `kubectl get pods -n serving -l app=vllm`.
+
+## 504 upstream request timeout
+
+Our Envoy route timeout is 300 s. Long generations (max_tokens above 8000) can exceed it.
+Raise the timeout per route in gateway/routes.yaml (field `timeout_seconds`), never globally.
+
+## 429 from the gateway
+
+Rate limiting per API key: 60 requests per minute. Ask for a higher quota in #infra.
+"""
+
+
+def test_a_runbooks_entry_by_code_leads_the_entries_above_it(tmp_path):
+    """"gateway returns 504 for long generations" matched the 504 section best, and the 502
+    section above it led the answer, in page order (newcomer). Entries by status code are
+    topics side by side; a procedure's steps keep their order (the tests above)."""
+    settings, kb = docs_kb(tmp_path, {"runbooks/gateway.md": GATEWAY_RUNBOOK})
+    answer = answer_question("gateway returns 504 for long generations", settings, kb=kb)
+    assert answer.grounded and answer.answer.lstrip().startswith("### Inference gateway runbook > 504 upstream request timeout")
+    assert "timeout_seconds" in answer.answer
