@@ -91,6 +91,18 @@ def test_oversized_body_is_refused_before_parsing(server):
     assert r.status_code == 422 and r.json()["error"] == "invalid request: the body is not valid JSON (at character 13)"
 
 
+def test_a_misspelt_field_is_refused_and_named_not_ignored(server):
+    """{"question": "vllm oom", "topk": 1, "language": "zh"} got an English answer with five
+    citations and no word that both fields were dropped (newcomer)."""
+    r = httpx.post(server.url + "/v1/ask", json={"question": "vllm oom", "topk": 1, "language": "zh"}, timeout=30)
+    assert r.status_code == 422, r.text
+    error = r.json()["error"]
+    assert "unknown field `topk` (did you mean `top_k`?" in error and "unknown field `language` (did you mean `lang`?" in error
+    assert "Extra inputs" not in error
+    feedback = httpx.post(server.url + "/v1/feedback", json={"answer_id": "x", "rating": 1, "stars": 5}, timeout=30)
+    assert feedback.status_code == 422 and "unknown field `stars`" in feedback.json()["error"]
+
+
 def test_a_body_that_is_not_json_is_told_so_in_plain_words(server):
     """A text/plain or form body got pydantic's "body: Input should be a valid dictionary or
     object to extract fields from" (422); a bad `lang` got "lang.literal['zh','en']: …"."""

@@ -71,6 +71,18 @@ async def _assistant_error(request: Request, exc: AssistantError) -> JSONRespons
 _FIELD = re.compile(r"^[A-Za-z_][\w-]*$")
 
 
+def _known_fields(request: Request, unknown: str) -> str:
+    """" (did you mean `top_k`?; fields: …)" for a field the endpoint does not take."""
+    import difflib
+
+    from .schemas import AskRequest, FeedbackRequest
+
+    model = FeedbackRequest if request.url.path.rstrip("/").endswith("/feedback") else AskRequest
+    fields = list(model.model_fields)
+    close = difflib.get_close_matches(unknown.lower().replace("-", "_"), fields, n=1, cutoff=0.6)
+    return f" ({f'did you mean `{close[0]}`? ' if close else ''}fields: {', '.join(fields)})"
+
+
 async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
     errors = exc.errors()
     ctype = request.headers.get("content-type", "")
@@ -103,6 +115,9 @@ async def _invalid(request: Request, exc: RequestValidationError) -> JSONRespons
             # was told only "one of the documented values", newcomer).
             found = re.findall(r"'[^']*'", msg) or re.findall(r"-?\d+(?:\.\d+)?", msg.partition("should be")[2])
             values += [v for v in found if v not in values]
+            continue
+        if err.get("type") == "extra_forbidden":
+            problems.append(f"unknown field `{where}`" + _known_fields(request, where))
             continue
         problems.append(f"{where or 'body'}: {err.get('msg')}")
     for where, values in allowed.items():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, Field, StrictBool, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from oncall_common.lang import Lang
 
@@ -35,6 +35,10 @@ Text = Annotated[str, AfterValidator(_no_surrogates)]
 
 
 class AskRequest(BaseModel):
+    # A misspelt field is refused, not ignored: {"topk": 1, "language": "zh"} got an English
+    # answer with five citations and no word that both were dropped (newcomer).
+    model_config = ConfigDict(extra="forbid")
+
     question: Text = Field("", description="The question, in Chinese or English (≤ 8 kB). A pasted log works. "
                                            "May be left out when `log` is sent: the log is then the question, as `ask --log FILE`.")
     top_k: int | None = Field(None, ge=1, le=10, description="Articles to consider (default 3).")
@@ -89,6 +93,8 @@ class AskResponse(BaseModel):
 
 
 class FeedbackRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     answer_id: Text = Field(..., max_length=64)
     rating: Literal[1, -1] = Field(..., description="1 for 👍, -1 for 👎")
     comment: Text = Field("", max_length=2000)
