@@ -33,6 +33,9 @@ class HTTPProblem(AssistantError):
 
 # The hint a client gets when the code that failed had none to give: every error says where
 # to look next, never an empty "hint".
+# Not /docs: it loads Swagger from a CDN (blank on an isolated network) and is off when API
+# tokens are set; the schema itself is always served (newcomer).
+SCHEMA_HINT = "see /openapi.json for the request schema"
 _DEFAULT_HINTS = {401: "send Authorization: Bearer <token>", 404: "see /openapi.json for the endpoints",
                   405: "see /openapi.json for the endpoints", 413: "send a smaller request",
                   429: "retry later", 499: "the request was dropped; send it again", 503: "retry later; GET /readyz says when"}
@@ -53,7 +56,7 @@ def error_body(message: str, hint: str, status: int, path: str = "") -> dict:
 
 def problem(message: str, hint: str = "", status: int = 400, headers: dict[str, str] | None = None, path: str = "") -> JSONResponse:
     if not hint:
-        hint = _DEFAULT_HINTS.get(status) or ("see the server log" if status >= 500 else "see /docs for the request schema")
+        hint = _DEFAULT_HINTS.get(status) or ("see the server log" if status >= 500 else SCHEMA_HINT)
     return JSONResponse(error_body(message, hint, status, path), status_code=status, headers=headers)
 
 
@@ -94,7 +97,7 @@ async def _invalid(request: Request, exc: RequestValidationError) -> JSONRespons
     if not json_body and any(tuple(err.get("loc", ())) == ("body",) for err in errors):
         # A form or plain-text body read as JSON failed as "Input should be a valid dictionary
         # or object to extract fields from": what was wrong is the content type.
-        return problem(f"the body must be JSON, not {media or 'untyped'}",
+        return problem(f"the body must be JSON, not {media}" if media else "the body must be JSON, and the request names no Content-Type",
                        'send Content-Type: application/json and a JSON object such as {"question": "…"}', 415, path=request.url.path)
     problems: list[str] = []
     allowed: dict[str, list[str]] = {}  # a field's accepted values, over every member of its union
@@ -123,7 +126,7 @@ async def _invalid(request: Request, exc: RequestValidationError) -> JSONRespons
     for where, values in allowed.items():
         problems.append(f"{where or 'body'}: Input should be {', '.join(values[:-1]) + ' or ' if len(values) > 1 else ''}{values[-1]}"
                         if values else f"{where or 'body'}: Input should be one of the documented values")
-    return problem("invalid request: " + "; ".join(problems), "see /docs for the request schema", 422, path=request.url.path)
+    return problem("invalid request: " + "; ".join(problems), SCHEMA_HINT, 422, path=request.url.path)
 
 
 async def _starlette_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
