@@ -599,13 +599,15 @@ def _result(content: str, messages: list, passages: list, lang: str, model: str,
     if why:
         raise _failed(why, records)
     supported, unsupported = drop_unsupported(text, len(passages))
-    if unsupported:  # a streamed answer is already on screen: it cannot be taken back, only flagged
+    if unsupported:
+        # A streamed answer is on screen already: flagged there, and left out of the final
+        # answer, which a page shows in its place ("…[2]. Also reboot the moon." stayed in it,
+        # its "[9]" gone, reading as backed: newcomer).
         notes.append(i18n.t("llm.uncited_shown" if streamed else "llm.dropped_uncited", lang, n=unsupported))
-        if not streamed:
-            text = supported
-            why = looks_like_garbage(text, prompt_text)
-            if why:
-                raise _failed(why, records)
+        text = supported
+        why = looks_like_garbage(text, prompt_text)
+        if why:
+            raise _failed(why, records)
     # A flag or a figure nothing given to the model holds: dropped with its sentence, or, on
     # screen already, flagged and the answer is no sure match.
     text, made_up_setting = _unbacked(text, invented_settings(text, prompt_text), drop_sentences_naming,

@@ -246,7 +246,8 @@ def test_openai_compatible_chat_carries_the_answers_notes(bundled_settings, bund
             failed = client.chat.completions.create(model="kb-assistant", messages=question).choices[0].message.content
     assert "--ipc-turbo" not in plain and "_removed 1 statement(s) of the LLM answer" in plain
     # Streamed, the made-up sentence is on screen before it can be judged: the note must follow it.
-    assert "--ipc-turbo" in streamed and "1 statement(s)" in streamed.split("--ipc-turbo", 1)[1], streamed[-600:]
+    assert "--ipc-turbo" in streamed and "1 streamed statement(s)" in streamed.split("--ipc-turbo", 1)[1], streamed[-600:]
+    assert streamed.count("Raise kernel.msgmax") == 1  # the trimmed final answer is not sent a second time
     assert "msgmax" in failed and "_the LLM returned HTTP 500; answered from the KB instead_" in failed
 
 

@@ -410,6 +410,10 @@ def test_a_streamed_answer_keeps_the_numbers_the_user_saw_and_is_not_sent_twice(
                                                          messages=[{"role": "user", "content": LOGPROBS_Q}]))
     assert "[2]" in answer.answer and "[9]" not in answer.answer and len(answer.citations) == 2
     assert answer.citations[1].id == "fastdeploy-logprobs-hang"
+    # The sentence that cited no passage was on screen, flagged; the final answer, which a page
+    # shows in its place, leaves it out (it kept it, its "[9]" gone, reading as backed: newcomer).
+    assert "Ignore" in "".join(streamed) and "Ignore" not in answer.answer
+    assert any("streamed statement(s) cite only passages that do not exist" in n for n in answer.notes)
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text.count("kernel.msgmax=1048576") == 1 and "[2]" in text
 

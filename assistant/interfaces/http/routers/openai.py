@@ -100,8 +100,11 @@ class _Reply:
         full = with_sources(result)
         if not streamed:
             rest = full
-        elif _same_text(streamed, result["answer"]):
-            rest = full[len(result["answer"]):]  # the answer is on screen; only its sources are new
+        elif _same_text(streamed, result["answer"]) or result.get("backend", "extractive") != "extractive":
+            # The answer is on screen; only its sources are new. So too when the LLM's final text
+            # left out a streamed sentence that cited no passage: a stream cannot take it back,
+            # and the note under the answer says so.
+            rest = full[len(result["answer"]):]
         else:
             rest = "\n\n" + full  # a fallback after a partial stream: the whole KB answer follows
         for i in range(0, len(rest), CHUNK_CHARS):
