@@ -243,7 +243,20 @@ def _extractive(text: str, kb, result: Retrieval, diagnosis, calc, lang: str, to
         # within it: a 70B capacity question's figures, values and notes (2,100 characters)
         # plus that third came to 3,011 (capacity set).
         answer.answer = _bounded(head + "\n\n" + _bounded(answer.answer, rest, labels), MAX_ANSWER_CHARS, labels)
+        _drop_cut_citations(answer)
     return answer
+
+
+_CITE_MARK = re.compile(r"\[(\d{1,2})\]")
+
+
+def _drop_cut_citations(answer: Answer) -> None:
+    """Sources whose text the bound cut away go with it: under a log's findings, the article's
+    "Checks" and the alternative article below it were cut, and their [3]–[5] still stood in
+    Sources, cited by nothing (newcomer). Only from the end, so the numbers shown stay right."""
+    shown = [int(n) for n in _CITE_MARK.findall(answer.answer)]
+    if shown and max(shown) < len(answer.citations):
+        del answer.citations[max(shown):]
 
 
 def _after_follow_ons(text: str, flags: dict[str, str]) -> dict[str, str]:

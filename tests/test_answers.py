@@ -948,6 +948,35 @@ def test_a_question_beside_a_log_gets_the_article_of_the_logs_engine_and_finding
     assert diagnose_text("INFO vLLM API server version 0.8.4\nINFO Starting FastDeploy api server\n", bundled_settings).product == ""
 
 
+NCCL_WATCHDOG_LOG = "\n".join([
+    'INFO 12-07 11:02:11 [api_server.py:1043] vLLM API server version 0.8.4',
+    "INFO 12-07 11:02:11 [api_server.py:1044] args: Namespace(model='meta-llama/Llama-3.1-70B-Instruct', tensor_parallel_size=8, pipeline_parallel_size=1, max_model_len=16384)",
+    'INFO 12-07 11:02:20 [ray_utils.py:335] No current placement group found. Creating a new placement group.',
+    'INFO 12-07 11:02:25 [multiproc_worker_utils.py:225] Worker ready; awaiting tasks',
+    'INFO 12-07 11:02:31 [utils.py:990] Found nccl from library libnccl.so.2',
+    'INFO 12-07 11:02:31 [pynccl.py:69] vLLM is using nccl==2.21.5',
+    '(VllmWorkerProcess pid=2213) INFO 12-07 11:02:31 [pynccl.py:69] vLLM is using nccl==2.21.5',
+    '[rank3]:[E1207 11:12:31.402345 2213 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600021 milliseconds before timing out.',
+    '[rank3]:[E1207 11:12:31.402771 2213 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank 3] Exception (either an error before or timeout) detected by watchdog at work: 1, last enqueued NCCL work: 1, last completed NCCL work: -1.',
+    '[rank3]:[E1207 11:12:31.402901 2213 ProcessGroupNCCL.cpp:630] [Rank 3] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.',
+    '[rank3]:[E1207 11:12:31.402915 2213 ProcessGroupNCCL.cpp:636] [Rank 3] To avoid data inconsistency, we are taking the entire process down.',
+    "terminate called after throwing an instance of 'c10::DistBackendError'",
+    '  what():  [PG ID 0 PG GUID 0(default_pg) Rank 3] Process group watchdog thread terminated with exception: [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600021 milliseconds before timing out.',
+    'ERROR 12-07 11:12:33 [multiproc_worker_utils.py:120] Worker VllmWorkerProcess pid 2213 died, exit code: -6',
+    'INFO 12-07 11:12:33 [multiproc_worker_utils.py:124] Killing local vLLM worker processes',
+])
+
+
+def test_sources_the_bound_cut_away_are_not_listed(bundled_settings, bundled_kb):
+    """Under a log's findings the article's "Checks" and the alternative article were cut by the
+    answer's bound, and their [3]–[5] still stood in Sources, cited by nothing (newcomer)."""
+    from assistant.i18n import t
+
+    answer = answer_question(t("answer.log_question", "en"), bundled_settings, kb=bundled_kb, log_text=NCCL_WATCHDOG_LOG)
+    shown = {int(n) for n in re.findall(r"\[(\d+)\]", answer.answer)}
+    assert answer.citations and shown == set(range(1, len(answer.citations) + 1)), (shown, len(answer.citations))
+
+
 def test_the_cxx_runtimes_abort_lines_are_error_lines_not_sentences():
     """NCCL's watchdog dies through "terminate called after throwing an instance of
     'c10::DistBackendError'" and "what():  [PG ID 0 PG GUID 0(default_pg) Rank 3] …": read as
