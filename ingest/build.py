@@ -257,8 +257,11 @@ def _embed(embedder: Embedder, texts: list[str], threads: int, progress: Progres
             out[start : start + len(batch)] = embedder.embed_passages(batch)
             if on_batch is not None:
                 on_batch(batch, out[start : start + len(batch)])
-            if len(unique) > step:
-                progress(f"  {min(start + step, len(unique))}/{len(unique)}")
+            done = min(start + step, len(unique))
+            # One line per tenth of the work, not per batch: a rebuild of 516 chunks printed 33
+            # lines, into a CI log as much as onto a terminal (newcomer).
+            if len(unique) > step and (done == len(unique) or done * 10 // len(unique) > start * 10 // len(unique)):
+                progress(f"  {done}/{len(unique)}")
     bad = ~np.isfinite(out).all(axis=1)
     if bad.any():  # never store NaN: such a chunk is found by BM25 alone
         progress(f"  {int(bad.sum())} chunk(s) got no valid embedding; they are searched by keywords only")

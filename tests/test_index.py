@@ -398,3 +398,15 @@ def test_a_build_waiting_for_another_process_says_so(tmp_path):
     with index_lock(tmp_path / "idx", on_wait=said.append):
         pass
     assert len(said) == 1  # a free lock says nothing
+
+
+def test_embedding_progress_is_a_line_per_tenth_not_per_batch(embedder):
+    """A rebuild of 516 chunks printed 33 progress lines, into a CI log as much as onto a
+    terminal (newcomer): one per tenth of the work now, the last one always."""
+    from ingest.build import _embed
+
+    lines: list[str] = []
+    texts = [f"runbook line {i}: restart the pod" for i in range(200)]
+    vectors = _embed(embedder, texts, 1, lines.append)
+    assert vectors.shape[0] == 200
+    assert 5 <= len(lines) <= 11 and lines[-1] == "  200/200", lines
