@@ -877,7 +877,9 @@ def test_tools_from_the_cli(bundled_env, tmp_path):
     proc = run_cli(["assistant", "tool", "kv_concurrency", '{"num_blocks": 17131, "avg_tokens_per_request": 20000}'], bundled_env)
     assert json.loads(proc.stdout)["concurrent_requests"] == 54
     bad = run_cli(["assistant", "tool", "kv_concurrency", "num_blocks=many"], bundled_env)
-    assert bad.returncode == 1 and bad.stderr.decode().startswith("error: invalid arguments") and "Traceback" not in bad.stderr.decode()
+    # Bad input, exit 2 as for `ask` (it was 1, as for a tool that ran and failed: newcomer).
+    assert bad.returncode == 2 and bad.stderr.decode().startswith("error: invalid arguments") and "Traceback" not in bad.stderr.decode()
+    assert run_cli(["assistant", "tool", "nope"], bundled_env).returncode == 2
 
 
 CRASH_LOG = """INFO 11-30 02:10:40 [kv_cache_utils.py:634] GPU KV cache size: 412,528 tokens

@@ -268,14 +268,17 @@ def tool_cmd(name: str, arguments: tuple[str, ...]) -> None:
             for item in arguments:
                 key, sep, raw = item.partition("=")
                 if not sep:
-                    raise AssistantError(f"argument {item!r} is not key=value", "e.g. num_blocks=17131")
+                    raise BadInput(f"argument {item!r} is not key=value", "e.g. num_blocks=17131")
                 try:
                     args[key] = json.loads(raw)
                 except ValueError:
                     args[key] = raw
         call = call_tool(name, args, timeout=settings_for(None).tool_timeout)
         if call.error:
-            raise AssistantError(call.error, "assistant tools lists the tools and their parameters")
+            # A name or arguments refused before the tool ran are bad input (exit 2, as `ask`'s);
+            # a tool that ran and failed (no GPU driver, a server down) is an error (exit 1).
+            refused = BadInput if not call.ms else AssistantError
+            raise refused(call.error, "assistant tools lists the tools and their parameters")
         click.echo(json.dumps(call.result, ensure_ascii=False, indent=1))
 
     _run(body)
