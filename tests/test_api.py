@@ -91,6 +91,13 @@ def test_oversized_body_is_refused_before_parsing(server):
     assert r.status_code == 422 and r.json()["error"] == "invalid request: the body is not valid JSON (at character 13)"
 
 
+def test_slack_events_on_a_server_without_slack_says_why(server):
+    """POST /slack/events answered a bare "Not Found" when Slack is not configured (newcomer)."""
+    r = httpx.post(server.url + "/slack/events", json={"type": "url_verification"}, timeout=30)
+    assert r.status_code == 404 and r.json()["error"] == "Slack is not configured on this server"
+    assert "SLACK_SIGNING_SECRET" in r.json()["hint"]
+
+
 def test_a_misspelt_field_is_refused_and_named_not_ignored(server):
     """{"question": "vllm oom", "topk": 1, "language": "zh"} got an English answer with five
     citations and no word that both fields were dropped (newcomer)."""

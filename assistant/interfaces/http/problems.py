@@ -134,6 +134,10 @@ async def _starlette_error(request: Request, exc: StarletteHTTPException) -> JSO
     invalid UTF-8, nesting too deep) in the same {error, hint} shape as ours."""
     if exc.status_code == 400:
         return problem("the request body is not valid JSON", "send UTF-8 JSON; see /openapi.json for the schema", 422, path=request.url.path)
+    if exc.status_code == 404 and request.url.path.rstrip("/") == "/slack/events":
+        # Mounted only when Slack is configured: a bare "Not Found" said nothing of why (newcomer).
+        return problem("Slack is not configured on this server", "set SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET and restart "
+                       "`assistant serve`", 404, path=request.url.path)
     return problem(str(exc.detail), "", exc.status_code, getattr(exc, "headers", None), request.url.path)
 
 
