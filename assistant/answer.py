@@ -507,6 +507,10 @@ def _above_the_answer(text: str, result: Retrieval, diagnosis, calc, lang: str) 
         # which no one asked for, and its findings came second (newcomer).
         troubled = _asks_only_about_the_log(text) and any(f.severity != "info" for f in diagnosis.findings)
         extras.insert(0 if troubled else len(extras), _log_summary(diagnosis, lang, result))
+        if _ASKS_CRASH.search(text) and not any(f.fatal or f.severity == "critical" for f in diagnosis.findings):
+            # "why did the server crash?" beside a log of preemption warnings was answered with
+            # the preemption article, sure, and nothing said the log shows no crash (newcomer).
+            extras.append(t("answer.log_no_crash", lang))
     elif result.grounded or "derived max_model_len" in text:
         # "set --max-model-len 45232", from their error. The config's own limit is said even
         # when no article covers the error: it is the error's own figure, not a guessed fix.
@@ -523,6 +527,10 @@ def _above_the_answer(text: str, result: Retrieval, diagnosis, calc, lang: str) 
         if note is not None:
             extras.append(f"**{_sentence(note[lang])}**")
     return extras, over
+
+
+_ASKS_CRASH = re.compile(r"\b(?:crash\w*|died|dies|went down|go(?:es)? down|exited|killed|segfault\w*)\b"
+                         r"|挂了|挂掉|崩溃|崩了|宕机|退出了|被杀|down 了", re.I)
 
 
 def _sentence(text: str) -> str:

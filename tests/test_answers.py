@@ -967,6 +967,26 @@ NCCL_WATCHDOG_LOG = "\n".join([
 ])
 
 
+PREEMPTION_LOG = "\n".join(
+    f"WARNING 12-07 14:00:{10 + i} [scheduler.py:1754] Sequence group cmpl-{i} is preempted by PreemptionMode.RECOMPUTE mode "
+    "because there is not enough KV cache space. This can affect the end-to-end performance. Increase gpu_memory_utilization "
+    "or tensor_parallel_size to provide more KV cache memory." for i in range(3))
+
+
+def test_a_crash_asked_of_a_log_that_shows_none_is_said_so(bundled_settings, bundled_kb):
+    """"why did the server crash?" beside a log of preemption warnings got the preemption
+    article, sure, and nothing said the log shows no crash (newcomer). A log that does crash
+    is not told so."""
+    for question, said in (("why did the server crash?", "The log shows no crash"), ("为什么服务突然挂了？", "日志里没有崩溃的迹象")):
+        answer = answer_question(question, bundled_settings, kb=bundled_kb, log_text=PREEMPTION_LOG)
+        assert said in answer.answer, answer.answer[:400]
+    crashed = PREEMPTION_LOG + "\nERROR 12-07 14:01:02 [core.py:396] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+    answer = answer_question("why did the server crash?", bundled_settings, kb=bundled_kb, log_text=crashed)
+    assert "shows no crash" not in answer.answer
+    assert "shows no crash" not in answer_question("why are requests slow?", bundled_settings, kb=bundled_kb,
+                                                   log_text=PREEMPTION_LOG).answer
+
+
 def test_sources_the_bound_cut_away_are_not_listed(bundled_settings, bundled_kb):
     """Under a log's findings the article's "Checks" and the alternative article were cut by the
     answer's bound, and their [3]–[5] still stood in Sources, cited by nothing (newcomer)."""

@@ -210,6 +210,10 @@ MESSAGES = {
         "zh": '日志发现',
         "en": 'Log findings',
     },
+    'log_no_crash': {  # asked why the server crashed, beside a log that shows no crash
+        "zh": '**日志里没有崩溃的迹象**：读到的部分没有服务自身的错误，也没有进程退出。如果服务确实挂了，原因在这段日志之外（更早或更晚的日志、系统日志里的 OOM killer，或 `dmesg`）。',
+        "en": "**The log shows no crash**: the part read shows no error of the server's own and no process exit. If the server did go down, the cause is outside this log (earlier or later lines, the OOM killer in the system log, or `dmesg`).",
+    },
     'log_no_article': {  # a crash in the log that no KB document has a signature for
         "zh": '知识库里没有对应的文章',
         "en": 'no KB article on it',
