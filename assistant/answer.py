@@ -243,18 +243,19 @@ def _extractive(text: str, kb, result: Retrieval, diagnosis, calc, lang: str, to
         # within it: a 70B capacity question's figures, values and notes (2,100 characters)
         # plus that third came to 3,011 (capacity set).
         answer.answer = _bounded(head + "\n\n" + _bounded(answer.answer, rest, labels), MAX_ANSWER_CHARS, labels)
-        _drop_cut_citations(answer)
+        _drop_cut_citations(answer, answer.answer[len(head):])
     return answer
 
 
 _CITE_MARK = re.compile(r"\[(\d{1,2})\]")
 
 
-def _drop_cut_citations(answer: Answer) -> None:
+def _drop_cut_citations(answer: Answer, quote: str) -> None:
     """Sources whose text the bound cut away go with it: under a log's findings, the article's
     "Checks" and the alternative article below it were cut, and their [3]–[5] still stood in
-    Sources, cited by nothing (newcomer). Only from the end, so the numbers shown stay right."""
-    shown = [int(n) for n in _CITE_MARK.findall(answer.answer)]
+    Sources, cited by nothing (newcomer). Only from the end, so the numbers shown stay right;
+    only the marks of the KB's quote count, not a finding's "[4] NCCL WARN" above it (review)."""
+    shown = [n for n in map(int, _CITE_MARK.findall(quote)) if 1 <= n <= len(answer.citations)]
     if shown and max(shown) < len(answer.citations):
         del answer.citations[max(shown):]
 
@@ -589,9 +590,12 @@ def _the_log_decides(result: Retrieval, diagnosis, index) -> None:
         result.confidence = max(result.confidence or 0.0, SURE)
 
 
+LOG_LEADS_FROM = 5  # how far down the article the log's finding names may be, and still lead
+
+
 def _the_log_leads(kb, result: Retrieval, diagnosis, question: str) -> None:
     """With a question beside the log: the article the log's worst finding names by its
-    critical signature leads when retrieval found it among the first three and the leader
+    critical signature leads when retrieval found it among the first five and the leader
     has no line of the log to show for itself. "why do requests hang?" beside a FastDeploy log
     of `free_list_len: 0` got the logprobs hang, which shares the question's words but none
     of the log's, while the findings above it named the KV-blocks article (newcomer). Only
@@ -604,20 +608,28 @@ def _the_log_leads(kb, result: Retrieval, diagnosis, question: str) -> None:
     if top is None or top.severity != "critical" or not top.article or split_question(question).errors:
         return
     leader = result.articles[0] if result.articles else None
-    named = next((a for a in result.articles[:3] if a.doc_id == top.article and not a.passage and a.signatures), None)
+    named = next((a for a in result.articles[:LOG_LEADS_FROM] if a.doc_id == top.article and not a.passage and a.signatures), None)
     if named is None or leader is named or leader.signatures:
         return
-    said = _stems(question) - _SYMPTOM_STEMS
+    said = {stem for stem in _stems(question) if not stem.startswith(_SYMPTOM_STEMS)}
     if said and not _says_all(kb, named.doc_id, said):
         return
     result.articles.remove(named)
     result.articles.insert(0, named)
+    if result.grounded:
+        # The confidence was the old leader's; the new one shows the log's own worst line (as
+        # `_the_log_decides` says for a log asked about alone).
+        from .refusal import SURE
+
+        result.confidence = max(result.confidence or 0.0, SURE)
 
 
-# What a question beside a log says of the symptom alone (stems as `_stems` cuts them): "why
-# do requests hang", "服务突然挂了" add nothing the log's finding does not say better.
-_SYMPTOM_STEMS = frozenset("hangs freeze frozen stuck stall stalle crash crashe timeou timed failed failin failur reques "
-                           "servic respon return happen sudden workin anymor suddenly".split())
+# What a question beside a log says of the symptom alone: "why do requests hang", "why are
+# requests hanging again", "服务突然挂了" add nothing the log's finding does not say better.
+# Beginnings of `_stems`' six-letter stems, so that every inflection counts ("hanging" is
+# "hangin", "crashing" "crashi": a review found them read as subjects of their own).
+_SYMPTOM_STEMS = tuple("hang hung freez froze stuck stall crash timin timeo timed fail reques servic server respon return "
+                       "happen sudden work anymor stopp stops keeps again wrong slow error broke".split())
 
 
 def _says_all(kb, doc_id: str, stems: set[str]) -> bool:
@@ -726,7 +738,7 @@ def _passage_quoting(signature: str, result: Retrieval | None) -> str:
     from .retrieval import quoted_sample_holds, squash
     from .tools.logs import message_of
 
-    message = message_of(signature.removesuffix("…")).lower()  # a long line's finding is clipped between words
+    message = message_of(signature).lower()
     # Up to its first figure, which differs from one paste to the next ("Tried to allocate 2.00
     # GiB"); or the error that wraps the rest, before its first colon ("Failed to create ExtProc
     # server: failed to initialize classifier", where the page's heading quotes the first part).
@@ -746,10 +758,12 @@ def _passage_quoting(signature: str, result: Retrieval | None) -> str:
 
 
 def _log_summary(diagnosis, lang: str, result: Retrieval | None = None) -> str:
+    from .tools.logs import shown_signature
+
     rows = [f"**{t('answer.log_title', lang)}**", ""]
     for f in diagnosis.findings[:LOG_FINDINGS_SHOWN]:
         home = f.article or _passage_quoting(f.signature, result) or t("answer.log_no_article", lang)
-        rows.append(t("answer.log_row", lang, signature=f.signature, count=f.count, line=f.first_line,
+        rows.append(t("answer.log_row", lang, signature=shown_signature(f.signature), count=f.count, line=f.first_line,
                       severity=f.severity, article=home).replace("  ", " "))
     rows += [f"- {c.get(lang, c['en'])}" for c in diagnosis.computed]
     return "\n".join(rows)
@@ -1499,6 +1513,8 @@ def _behind(kb, question: str, top: ArticleMatch, near: list, brought: list, whe
     """The sections of the best passage's page that come after it although the page has them
     above: what reads as the page's introduction, a fix brought beside it, and sections that
     are topics side by side with it rather than steps before it."""
+    from .scope import sentences
+
     # A page's opening of sentences, matched beside a section further down, comes after that
     # section: it says what the page covers ("This page covers the three GPU-node incidents we
     # see most"), and led the answer ahead of the Xid section a pasted log matched (trial).
@@ -1514,24 +1530,30 @@ def _behind(kb, question: str, top: ArticleMatch, near: list, brought: list, whe
     # ("models directory does not exist: <path>"): the transport errors above it led (newcomer).
     if _heading_names_its_error(kb, top) or (top.quotes_the_paste and top.signatures):
         behind |= {id(art) for art in near if not art.signatures and where[id(art)] < where[id(top)]}
-    # And a section above whose heading names another code than the one the question and the
-    # best section's heading share: "504 upstream request timeout" matched "gateway returns 504
-    # for long generations", and "502 from the gateway" above it led the answer (newcomer). A
-    # runbook's entries by status code, Xid or exit code are topics side by side, not steps.
-    asked_numbers = _heading_numbers(question)
-    if asked_numbers & _heading_numbers(quoted[id(top)][0].title.split(" > ")[-1]):
+    # And a section above that is keyed by another code than the best one, whose code the
+    # asker's sentences name: "504 upstream request timeout" matched "gateway returns 504 for
+    # long generations", and "502 from the gateway" above it led the answer (newcomer). A
+    # runbook's entries by status code, Xid or exit code are topics side by side, not steps;
+    # "Step 2: restart vLLM on port 8080" is a step (review).
+    code = _heading_code(quoted[id(top)][0].title)
+    if code and code in _CODE_NUMBER.findall(sentences(question)):
         behind |= {id(art) for art in near if where[id(art)] < where[id(top)]
-                   and _heading_numbers(quoted[id(art)][0].title.split(" > ")[-1]) - asked_numbers}
+                   and _heading_code(quoted[id(art)][0].title) not in (None, code)}
     return behind
 
 
 _CODE_NUMBER = re.compile(r"(?<![\w.])\d{3,5}(?![\w.])")
+# A heading keyed by a code: the code first ("504 upstream request timeout"), or after the word
+# that says what it numbers ("HTTP 429", "Xid 79", "Exit code 137", "错误码 500").
+_KEYED_HEADING = re.compile(r"^\s*(?:(?:http|error|xid|exit code|status(?: code)?|code|错误码|状态码|返回码)\s*[:：#]?\s*)?"
+                            r"(\d{2,5})(?![\w.])", re.I)
 
 
-def _heading_numbers(text: str) -> set[str]:
-    """The numbers of three to five digits a heading or question names: "504", "exit code 137"
-    (not "v0.10.2" or "8000.5")."""
-    return set(_CODE_NUMBER.findall(text))
+def _heading_code(title: str) -> str | None:
+    """The code a section's own heading is keyed by, or None (a step's number is none)."""
+    heading = title.split(" > ")[-1]
+    m = _KEYED_HEADING.match(heading)
+    return m.group(1) if m and _STEP_HEADING.match(heading) is None else None
 
 
 def _heading_names_its_error(kb, art: ArticleMatch) -> bool:

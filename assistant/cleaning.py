@@ -35,9 +35,10 @@ _ERROR = re.compile(
     re.I,
 )
 # (and torch's c10 lines, "[W1002 09:16:04.123456789 ProcessGroupNCCL.cpp:1538] Warning: …", trial)
-_LOG_PREFIX = re.compile(r"^\s*(\(\w{1,40}(\s+pid=\d{1,10})?\)\s*)?(\[?\d{4}-\d{2}-\d{2}|\[?\d{2}-\d{2}\s\d{2}:\d{2}|\[[IWEF]\d{4} \d{2}:\d{2}:\d{2}|(INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\b|\[(INFO|DEBUG|WARNING|WARN|ERROR)\])")
-# (and glog's level letter, as torch's c10 writes it: "[E1207 11:12:31.402345 …]" is an error)
-_LOG_LEVEL_PROBLEM = re.compile(r"\b(WARNING|WARN|ERROR|CRITICAL|FATAL)\b|(?<![\w\]])\[[EWF]\d{4} \d{2}:")
+_LOG_PREFIX = re.compile(r"^\s*(\(\w{1,40}(\s+pid=\d{1,10})?\)\s*)?(\[?\d{4}-\d{2}-\d{2}|\[?\d{2}-\d{2}\s\d{2}:\d{2}|\[?[IWEF]\d{4} \d{2}:\d{2}:\d{2}|\[[IWEF] [\w.]{1,80}:\d{1,6}\]|(INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\b|\[(INFO|DEBUG|WARNING|WARN|ERROR)\])")
+# (and glog's level letter: torch's c10 "[E1207 11:12:31.402345 …]", Paddle's unbracketed
+# "W0612 10:20:30.123 12345 gpu_resources.cc:119]", torch 2.0's "[E ProcessGroupNCCL.cpp:475]")
+_LOG_LEVEL_PROBLEM = re.compile(r"\b(WARNING|WARN|ERROR|CRITICAL|FATAL)\b|(?<![\w\]])\[?[EWF]\d{4} \d{2}:|\[[EWF] [\w.]{1,80}:\d{1,6}\]")
 _COMMAND = re.compile(
     r"^\s*(\$\s|#\s*\$|>>>\s|%\s|[\w.@~:/-]{1,120}\$\s|(sudo\s)?(python3?|vllm|docker|docker-compose|kubectl|pip3?|uv|conda|torchrun|deepspeed|"
     r"fastdeploy|bash|sh|export|curl|nvidia-smi|sysctl|ray|cargo|cmake|git|ollama|lmdeploy|helm|nvcc|apt|apt-get|yum|brew|npm|"
@@ -79,7 +80,10 @@ _INLINE_COMMAND = re.compile(
 # watchdog): "terminate called after throwing an instance of 'c10::DistBackendError'" and the
 # "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 3] …" under it. Read as sentences, their
 # names (default_pg) were what the asker "asked about" and the refusal named it (newcomer).
-_CXX_ABORT = re.compile(r"^\s*(?:terminate called (?:after throwing an instance of|recursively|without an active exception)|what\(\):)")
+# Only the line as the runtime prints it: one that goes on with the asker's sentence ("… of
+# 'c10::Error' — what does this mean?") is read as the rest are (review).
+_CXX_ABORT = re.compile(r"^\s*(?:terminate called (?:after throwing an instance of '[^'\n]{1,200}'|recursively|without an active exception)"
+                        r"\s*$|what\(\):)")
 # A program's own message: its name, a colon, then what it says ("vllm serve: error: …").
 _PROGRAM_SAYS = re.compile(r"^\s*[\w./-]{1,60}(?:\s[\w./-]{1,60})?:\s")
 _QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
@@ -328,7 +332,7 @@ def split_question(text: str) -> QuestionParts:
         is_error = bool(_ERROR.search(line)) and not line.lstrip().startswith("#")
         if _STACK.match(line):
             parts.code.append(line)
-        elif is_error and _PROGRAM_SAYS.match(line) or _CXX_ABORT.match(line):
+        elif (is_error and _PROGRAM_SAYS.match(line)) or _CXX_ABORT.match(line):
             parts.errors.append(line)  # "vllm serve: error: argument …", "bash: nvcc: command not found"
         elif _is_status_line(_LOG_TAG.sub("", line, count=1)):
             _read_log_line(line, parts)

@@ -74,6 +74,10 @@ def validate_question(question: str, max_bytes: int) -> str:
     return text
 
 
+# One writing system, one count: Japanese writes kanji, hiragana, katakana and their marks
+# (a review found an ordinary Japanese question refused as six "systems"); Korean, Hangul and hanja.
+_SCRIPT_FAMILY = {name: "CJK" for name in ("CJK", "HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA", "IDEOGRAPHIC", "HANGUL",
+                                           "HALFWIDTH", "BOPOMOFO")}
 NOISE_MIN_LETTERS = 20
 NOISE_MIN_SCRIPTS = 6  # a Japanese question mixes four (kanji, hiragana, katakana, Latin); noise mixes dozens
 NOISE_TOP_SHARE = 0.5
@@ -90,12 +94,15 @@ def _letter_scripts(text: str) -> int:
     from collections import Counter
 
     counts: Counter[str] = Counter()
-    for ch in text:
+    for ch in unicodedata.normalize("NFKC", text):  # full-width ＧＰＵ is Latin
         if ch.isascii():
             if ch.isalpha():
                 counts["LATIN"] += 1
-        elif ch.isalpha() or unicodedata.category(ch) == "Cn":
-            counts[unicodedata.name(ch, "UNASSIGNED").split(" ")[0]] += 1
+        elif unicodedata.category(ch) == "Cn":
+            counts["UNASSIGNED"] += 1
+        elif ch.isalpha() and unicodedata.category(ch) != "Lm":  # not a modifier letter (ー, 々 read as letters)
+            script = unicodedata.name(ch, "").split(" ")[0]
+            counts[_SCRIPT_FAMILY.get(script, script)] += 1
     letters = sum(counts.values())
     if letters < NOISE_MIN_LETTERS or len(counts) < NOISE_MIN_SCRIPTS or counts.most_common(1)[0][1] >= NOISE_TOP_SHARE * letters:
         return 0

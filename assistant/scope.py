@@ -1138,15 +1138,25 @@ def on_product(scope: Scope, product: str, kb_products: frozenset[str]) -> Scope
     return replace(scope, products=scope.products | {product})
 
 
-LOG_PRODUCTS = ("vllm", "fastdeploy", "sglang", "tensorrt-llm", "lmdeploy")
-LOG_HEAD_LINES = 80  # a server names itself in its first lines ("vLLM API server version 0.8.4")
+# What each engine's own log prints, and no other's: its banner, its module paths, its
+# process tags and its stats lines. Not model names ("ERNIE-4.5" served by vLLM read as
+# FastDeploy), and anywhere in the log, not only its head: `ask --log` reads the last 2 MB of
+# a long log, which are stats lines (review).
+_ENGINE_LINES = {
+    "vllm": re.compile(r"vLLM API server version|Initializing a V\d LLM engine|\bvllm\.(?:entrypoints|engine|v1|worker|model_executor)\b"
+                       r"|vLLM is using nccl|\((?:EngineCore|VllmWorker)|VllmWorkerProcess|non-default args|Automatically detected platform"),
+    "fastdeploy": re.compile(r"\bFastDeploy\b|\bfastdeploy\.|free_list_len|num_blocks_global|need_block_len"),
+    "sglang": re.compile(r"\bsglang\b|#running-req|#queue-req"),
+    "tensorrt-llm": re.compile(r"\[TRT-LLM\]|\btensorrt_llm\."),
+    "lmdeploy": re.compile(r"\blmdeploy\b"),
+}
 
 
-def log_product(lines: list[str]) -> str:
-    """The serving engine a log comes from, read from its first lines, or "" when they name
-    none or several (a router's log that proxies to two engines says nothing of which one)."""
-    named = detect("\n".join(line[:300] for line in lines[:LOG_HEAD_LINES])).products & frozenset(LOG_PRODUCTS)
-    return next(iter(named)) if len(named) == 1 else ""
+def log_product(text: str) -> str:
+    """The serving engine a log comes from, by the lines only that engine prints, or "" when
+    it shows none or several (a router's log that proxies to two engines says nothing of which)."""
+    named = [product for product, lines in _ENGINE_LINES.items() if lines.search(text)]
+    return named[0] if len(named) == 1 else ""
 
 
 def hardware_mismatch(scope: Scope, meta) -> frozenset[str]:

@@ -418,7 +418,7 @@ _IMG_TAG = re.compile(r"<(?:img|source)\b[^<>\n]{0,1000}>", re.I)
 # What is left of such a line: layout tags that render nothing once their images are gone
 # (`<p align="center">`, `<a href="…">`, `</a>`, `<div align='center'>`, `<br/>`). A line with
 # any text, or a table's tags, stays.
-_MARKUP_ONLY = re.compile(r"^\s*(?:</?(?:p|div|a|br|picture|center|hr)\b[^<>\n]{0,1000}>\s*)+$", re.I)
+_MARKUP_ONLY = re.compile(r"^\s*(?:</?(?:p|div|a|br|picture|center|hr|img)\b[^<>\n]{0,1000}>\s*)+$", re.I)  # SGLang writes </img>
 _FORMAT_TAG = re.compile(r"</?(?:font|span|u|mark|center|small|big|ins)\b[^<>\n]{0,300}>", re.I)
 # A link's destination: `(<path with spaces (1).svg>)` in angle brackets (GitBook writes its
 # images so), `(https://en.wikipedia.org/wiki/X_(y))` with a pair of parentheses, or plain.

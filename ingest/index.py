@@ -98,7 +98,8 @@ SCHEMA = 16
 #     other words: that heading titles the page too, so its sections are the passages.
 # 35: an HTML <img> is dropped like a markdown image, and so is a line of layout tags left
 #     with nothing to render (a README's centred logo and badge links).
-RULES = 35
+# 36: ... and a bare </img> line (SGLang's README).
+RULES = 36
 FAISS_TOP = 2_000
 
 

@@ -939,13 +939,19 @@ def test_a_question_beside_a_log_gets_the_article_of_the_logs_engine_and_finding
     from assistant.tools.logs import diagnose_text
 
     assert diagnose_text(FD_SERVER_LOG, bundled_settings).product == "fastdeploy"
-    for question in ("why do requests hang?", "为什么请求卡住了"):
+    for question in ("why do requests hang?", "为什么请求卡住了", "why are requests hanging again?", "requests keep timing out, why?"):
         answer = answer_question(question, bundled_settings, kb=bundled_kb, log_text=FD_SERVER_LOG)
         assert answer.citations[0].id == "fastdeploy-oom-while-serving", (question, answer.citations[0].id)
     alone = answer_question(t("answer.log_question", "en"), bundled_settings, kb=bundled_kb, log_text=FD_SERVER_LOG)
     assert alone.answer.startswith("**Log findings**") and "**Calculation**" in alone.answer
-    # A log naming two engines names none.
+    # A log naming two engines names none; a model name names no engine, and a tail of stats
+    # lines names its own (review).
     assert diagnose_text("INFO vLLM API server version 0.8.4\nINFO Starting FastDeploy api server\n", bundled_settings).product == ""
+    ernie_on_vllm = ("INFO 12-07 08:00:00 [api_server.py:1043] vLLM API server version 0.10.1\n"
+                     "INFO 12-07 08:00:01 [utils.py:326] non-default args: {'model': 'baidu/ERNIE-4.5-21B-A3B-PT'}\n")
+    assert diagnose_text(ernie_on_vllm, bundled_settings).product == "vllm"
+    sglang_tail = "[2026-12-07 10:00:01] Decode batch. #running-req: 64, #token: 91234, token usage: 0.99, #queue-req: 63\n" * 3
+    assert diagnose_text(sglang_tail, bundled_settings).product == "sglang"
 
 
 NCCL_WATCHDOG_LOG = "\n".join([
@@ -1012,6 +1018,9 @@ def test_the_cxx_runtimes_abort_lines_are_error_lines_not_sentences():
     parts = split_question(log)
     assert len(parts.errors) == 3 and not parts.prose
     assert "default_pg" not in sentences(log, errors=False)
+    # The asker's sentence after it on the same line stays theirs (review).
+    asked = split_question("terminate called after throwing an instance of 'c10::Error' — what does this mean and how do I fix it?")
+    assert asked.prose
 
 
 def test_a_computed_figure_no_article_covers_stands_alone(bundled_settings, bundled_kb):

@@ -91,6 +91,17 @@ def test_oversized_body_is_refused_before_parsing(server):
     assert r.status_code == 422 and r.json()["error"] == "invalid request: the body is not valid JSON (at character 13)"
 
 
+def test_questions_in_other_languages_are_not_taken_for_noise():
+    """The noise check counted kanji, hiragana, katakana, ー and 々 as five writing systems and
+    refused an ordinary Japanese question (review); Korean and Russian pass too."""
+    from assistant.questions import validate_question
+
+    for question in ("vLLMサーバーで様々なモデルを動かすとKVキャッシュが足りなくなります。ＧＰＵはA100です。設定はどうすればいいですか",
+                     "vLLM 서버에서 모델을 실행하면 KV 캐시가 부족합니다. 설정은 어떻게 하나요? GPU는 A100입니다",
+                     "Привет, vLLM падает с ошибкой CUDA out of memory при запуске модели на A100, что делать?"):
+        assert validate_question(question, 8192) == question
+
+
 def test_slack_events_on_a_server_without_slack_says_why(server):
     """POST /slack/events answered a bare "Not Found" when Slack is not configured (newcomer)."""
     r = httpx.post(server.url + "/slack/events", json={"type": "url_verification"}, timeout=30)
@@ -106,6 +117,8 @@ def test_a_misspelt_field_is_refused_and_named_not_ignored(server):
     error = r.json()["error"]
     assert "unknown field `topk` (did you mean `top_k`?" in error and "unknown field `language` (did you mean `lang`?" in error
     assert "Extra inputs" not in error
+    r = httpx.post(server.url + "/v1/ask", json={"问题": "vllm oom"}, timeout=30)
+    assert r.status_code == 422 and "unknown field `问题`" in r.json()["error"]
     feedback = httpx.post(server.url + "/v1/feedback", json={"answer_id": "x", "rating": 1, "stars": 5}, timeout=30)
     assert feedback.status_code == 422 and "unknown field `stars`" in feedback.json()["error"]
 

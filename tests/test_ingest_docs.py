@@ -1513,12 +1513,13 @@ def test_an_html_logo_and_badge_links_are_dropped_and_text_in_html_stays(tmp_pat
     text = ("# LoRAX\n\n<p align=\"center\">\n    <img src=\"logo.png\" alt=\"LoRAX Logo\" style=\"width:200px;\" />\n</p>\n"
             "<p align=\"center\">\n    <em>Multi-LoRA inference server</em>\n</p>\n<p align=\"center\">\n\n"
             "<a href=\"https://discord.gg/x\" target=\"_blank\">\n    <img src=\"https://dcbadge.vercel.app/api/server/x\" alt=\"discord\">\n"
-            "</a>\n<a href=\"https://x.io/b\"><img src=\"https://img.shields.io/badge/License-Apache\"></a>\n</p>\n\n"
+            "</a>\n<a href=\"https://x.io/b\"><img src=\"https://img.shields.io/badge/License-Apache\"></a>\n</p>\n"
+            "<img src=\"sglang-logo.png\" alt=\"logo\"></img>\n\n"
             "## Launch\n\nRun `lorax-launcher --max-total-tokens 4096`; `<img src=x>` in code stays.\n\n"
             "<table><tr><td>max-input-length</td></tr></table>\n\n<a href=\"https://x.io/docs\">Docs</a> <br/> for more.\n")
     body = _chunked_text(tmp_path, "README.md", text)
     assert "<img src=\"logo" not in body and "dcbadge" not in body and "shields.io" not in body
-    assert "<p align" not in body and "</a>" not in body.split("Docs")[0]
+    assert "<p align" not in body and "</a>" not in body.split("Docs")[0] and "</img>" not in body
     assert "Multi-LoRA inference server" in body and "`<img src=x>` in code stays" in body
     assert "<table><tr><td>max-input-length</td></tr></table>" in body and "Docs</a> <br/> for more." in body
 

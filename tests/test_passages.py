@@ -2960,3 +2960,16 @@ def test_a_runbooks_entry_by_code_leads_the_entries_above_it(tmp_path):
     answer = answer_question("gateway returns 504 for long generations", settings, kb=kb)
     assert answer.grounded and answer.answer.lstrip().startswith("### Inference gateway runbook > 504 upstream request timeout")
     assert "timeout_seconds" in answer.answer
+
+
+def test_a_procedures_steps_keep_their_order_when_their_headings_name_ports(tmp_path):
+    """The code rule above moved "Step 2: restart vLLM on port 8080" ahead of "Step 1: drain
+    traffic on port 8000" when the question named 8080 (review): steps are not keyed by codes."""
+    page = ("# Restarting a serving node\n\nFollow these steps in order.\n\n## Step 1: drain traffic on port 8000\n\n"
+            "Run `gatewayctl drain node-7 --port 8000` and wait until the active connections reach zero.\n\n"
+            "## Step 2: restart vLLM on port 8080\n\nRun `systemctl restart vllm@8080` and watch `journalctl -u vllm@8080`.\n")
+    settings, kb = docs_kb(tmp_path, {"runbooks/restart.md": page})
+    answer = answer_question("how do I drain traffic and restart vllm on 8080?", settings, kb=kb)
+    text = answer.answer
+    assert answer.grounded and "gatewayctl drain" in text and "systemctl restart" in text
+    assert text.index("gatewayctl drain") < text.index("systemctl restart")

@@ -31,8 +31,8 @@ MESSAGES = {
         "en": 'the answer above names {names}, which neither the KB passages nor your question contain: nothing backs it; do not act on it',
     },
     'uncited_shown': {
-        "zh": '流式输出里有 {n} 句只引用了不存在的段落，没有知识库依据，请勿照做；最终回答已删去',
-        "en": '{n} streamed statement(s) cite only passages that do not exist: nothing in the KB backs them; do not act on them (the final answer leaves them out)',
+        "zh": '流式输出里有 {n} 句只引用了不存在的段落，没有知识库依据，请勿照做',
+        "en": '{n} streamed statement(s) cite only passages that do not exist: nothing in the KB backs them; do not act on them',
     },
     'fallback_not_configured': {
         "zh": '没有配置大模型（设置 ASSISTANT_LLM_BASE_URL），以下直接引用知识库',

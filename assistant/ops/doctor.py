@@ -11,7 +11,7 @@ from assistant.config import Settings
 from assistant.tools.capacity import LOGPROBS_MESSAGE_BYTES, LOGPROBS_MESSAGE_BYTES_MTP, RECOMMENDED_MSGMAX
 from assistant.tools.gpu import GPUReport
 from assistant.tools.host import DOCKER_DEFAULT_SHM, HostReport
-from assistant.tools.logs import LogDiagnosis
+from assistant.tools.logs import LogDiagnosis, shown_signature
 from assistant.tools.serving import ServingReport
 
 ORDER = {"critical": 0, "warning": 1, "info": 2, "ok": 3}
@@ -111,7 +111,7 @@ def _clipped(line: str, limit: int = EXAMPLE_CHARS) -> str:
 def _log_findings(report: LogDiagnosis) -> list[Finding]:
     # The signature is a fragment of a log line ("because there is not enough KV cache space"):
     # quoted, it reads as what was matched, not as a sentence starting mid-way.
-    out = [Finding(f.severity, "log", f"“{f.signature}” × {f.count} (first at line {f.first_line}): {_clipped(f.example)}", f.article)
+    out = [Finding(f.severity, "log", f"“{shown_signature(f.signature)}” × {f.count} (first at line {f.first_line}): {_clipped(f.example)}", f.article)
            for f in report.findings]
     if report.unread_bytes:
         from assistant.tools.logs import unread_note

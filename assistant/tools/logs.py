@@ -268,11 +268,12 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
         line = full[:MAX_LINE]
         low = _norm(line)
         level = _level(line)
-        # A frame's source code is the line under it, behind the same log prefix and indented
-        # deeper (a frame with no source, `  File "x", line 1`, is followed by the next frame or
-        # by the exception itself, at the frame's indent or less).
+        # A frame's source code is the lines under it, behind the same log prefix and indented
+        # deeper (Python 3.13 prints a whole statement over several); a frame with no source,
+        # `  File "x", line 1`, is followed by the next frame or by the exception itself, at
+        # the frame's indent or less.
         source_line = frame is not None and line.startswith(frame[0]) and _indent(line[len(frame[0]):]) > frame[1]
-        frame = _frame_of(line)
+        frame = _frame_of(line) or (frame if source_line else None)
         before = in_request
         if level:
             in_request = bool(_REQUEST_FAILED.search(line))
@@ -325,7 +326,7 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
     report.last_line = _last_line(lines)
     from assistant.scope import log_product
 
-    report.product = log_product(lines)
+    report.product = log_product(text)
     _frames_of_crashes(lines, found, first_line)
     # Worst first; among critical lines, what the server logged as an error or died of
     # before a warning-level symptom ("Waiting for free blocks" an hour before the crash).
@@ -513,7 +514,10 @@ def _frames_of_crashes(lines: list[str], found: dict[str, LogFinding], first_lin
 
 PLAIN_ERROR = "|plain|"  # the key prefix of a finding that is an error line by its level alone
 # An error said in words: three of them at least, and not a traceback's frame or source line.
-# A traceback's frame: the line under it is the frame's source code, however it reads
+_SENTENCE_ERROR = re.compile(r"(?!\s|File \"|Traceback|\^)(?:\S+\s+){2,}\S")
+
+
+# A traceback's frame: the lines under it are the frame's source code, however they read
 # (`raise RuntimeError("Engine core initialization failed. "` was listed as a crash, newcomer).
 _FRAME = re.compile(r'(?:^|\s)(File) "[^"\n]{1,400}", line \d+')
 
@@ -529,17 +533,17 @@ def _frame_of(line: str) -> tuple[str, int] | None:
 
 
 def _indent(text: str) -> int:
+    """Leading spaces: how deep a traceback line sits under its log prefix."""
     return len(text) - len(text.lstrip(" "))
-_SENTENCE_ERROR = re.compile(r"(?!\s|File \"|Traceback|\^)(?:\S+\s+){2,}\S")
 
 
 FINDING_CHARS = 160
 
 
-def _clipped(text: str) -> str:
-    """A finding's text within FINDING_CHARS, cut between words with "…": NCCL's watchdog lines
-    were listed as "ran for 600021 millisecon" (newcomer)."""
-    if len(text) <= FINDING_CHARS:
+def shown_signature(text: str) -> str:
+    """A finding's text as listed: one cut at FINDING_CHARS is cut between words, with "…"
+    (NCCL's watchdog lines were listed as "ran for 600021 millisecon", newcomer)."""
+    if len(text) < FINDING_CHARS:
         return text
     cut = text[:FINDING_CHARS - 1]
     space = cut.rfind(" ")
@@ -561,7 +565,9 @@ def _unmatched(line: str, n: int, found: dict[str, LogFinding], fatal: bool, err
     if m is None and death is None and not fatal and not error:
         return  # (a fatal line with neither: torch's "[E708 …] Watchdog caught collective operation timeout")
     message = _message(line)
-    text = _clipped((f"{m.group(1)}: {m.group(2).strip()}" if m.group(2) else m.group(1)) if m and not death else message)
+    # Kept a plain prefix of the line: callers find it in pasted lines (`sig in line`); only its
+    # display is cut between words (`shown_signature`).
+    text = ((f"{m.group(1)}: {m.group(2).strip()}" if m.group(2) else m.group(1)) if m and not death else message)[:FINDING_CHARS]
     plain = m is None and death is None and not fatal
     key = (PLAIN_ERROR if plain else "|") + re.sub(r"\d+", "#", text)
     if key in found:

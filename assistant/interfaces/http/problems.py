@@ -120,7 +120,9 @@ async def _invalid(request: Request, exc: RequestValidationError) -> JSONRespons
             values += [v for v in found if v not in values]
             continue
         if err.get("type") == "extra_forbidden":
-            problems.append(f"unknown field `{where}`" + _known_fields(request, where))
+            # Named as sent: `where` keeps identifiers only, and {"问题": …} read "unknown field ``" (review).
+            sent = str((err.get("loc") or ("",))[-1])[:40]
+            problems.append(f"unknown field `{sent}`" + _known_fields(request, sent))
             continue
         problems.append(f"{where or 'body'}: {err.get('msg')}")
     for where, values in allowed.items():
