@@ -576,3 +576,12 @@ def test_ingest_rebuild_keeps_the_added_runbooks_and_embeds_every_chunk_again(tm
 
     answer = parse_json(run_cli(["ask", "--json", "GizmoError: wedged"], env))
     assert "gizmoctl reset" in answer["answer"]
+
+    # A damaged index is what --rebuild is for: emptying the folder used to mend it (review).
+    index = Path(after["index_dir"])
+    (index / (index / "CURRENT").read_text().strip() / "manifest.json").write_bytes(b"\x00garbage")
+    (index / "CURRENT").write_text("gen-that-does-not-exist")
+    mended = run_cli(["assistant", "ingest", "--rebuild"], env, timeout=300)
+    assert mended.returncode == 0 and "Traceback" not in mended.stderr.decode(), mended.stderr.decode()
+    assert json.loads(run_cli(["assistant", "ingest", "--status"], env).stdout)["sources"] == before["sources"]
+    assert "gizmoctl reset" in parse_json(run_cli(["ask", "--json", "GizmoError: wedged"], env))["answer"]
