@@ -1530,15 +1530,17 @@ def _behind(kb, question: str, top: ArticleMatch, near: list, brought: list, whe
     # ("models directory does not exist: <path>"): the transport errors above it led (newcomer).
     if _heading_names_its_error(kb, top) or (top.quotes_the_paste and top.signatures):
         behind |= {id(art) for art in near if not art.signatures and where[id(art)] < where[id(top)]}
-    # And a section above that is keyed by another code than the best one, whose code the
-    # asker's sentences name: "504 upstream request timeout" matched "gateway returns 504 for
-    # long generations", and "502 from the gateway" above it led the answer (newcomer). A
+    # And a section above that is keyed by a code the asker's sentences do not name, when they
+    # name one and the best section is keyed by it or by none: "504 upstream request timeout"
+    # matched "gateway returns 504 for long generations", and "Rate limiting" matched "gateway
+    # returns 429", and "502 from the gateway" above each led the answer (newcomer). A
     # runbook's entries by status code, Xid or exit code are topics side by side, not steps;
     # "Step 2: restart vLLM on port 8080" is a step (review).
+    asked = set(_CODE_NUMBER.findall(sentences(question)))
     code = _heading_code(quoted[id(top)][0].title)
-    if code and code in _CODE_NUMBER.findall(sentences(question)):
+    if asked and (code is None or code in asked):
         behind |= {id(art) for art in near if where[id(art)] < where[id(top)]
-                   and _heading_code(quoted[id(art)][0].title) not in (None, code)}
+                   and _heading_code(quoted[id(art)][0].title) not in (None, *asked)}
     return behind
 
 

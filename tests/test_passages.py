@@ -2973,3 +2973,30 @@ def test_a_procedures_steps_keep_their_order_when_their_headings_name_ports(tmp_
     text = answer.answer
     assert answer.grounded and "gatewayctl drain" in text and "systemctl restart" in text
     assert text.index("gatewayctl drain") < text.index("systemctl restart")
+
+
+def test_a_section_the_question_matches_leads_the_entries_keyed_by_codes_it_does_not_name(tmp_path):
+    """"gateway returns 429, what to do?" matched the "Rate limiting" section best, and the
+    "502 from the gateway" section above it led the answer (newcomer): an entry keyed by a code
+    the asker does not name is a topic beside it, not a step before it. A step keyed by a
+    number stays before the best one."""
+    from assistant.answer import _behind
+    from assistant.retrieval import ArticleMatch, ScoredChunk, section_key
+
+    page = ("# Edge proxy runbook\n\nOwner: platform team\n\n## 502 from the gateway\n\n"
+            "The edge proxy returns 502 when the upstream vLLM pod closed the connection.\n\n"
+            "## Step 2: restart on port 8080\n\nRun `systemctl restart vllm@8080`.\n\n"
+            "## Rate limiting\n\nTo raise a tenant's limit, run `gwctl quota raise <tenant> --rpm 120`.\n")
+    settings, kb = docs_kb(tmp_path, {"runbooks/edge-proxy.md": page})
+    chunks = {c.title.split(" > ")[-1]: c for c in kb.index.chunks}
+
+    def match(heading):
+        chunk = chunks[heading]
+        return ArticleMatch(chunk.doc_id, 1.0, 1.0, chunks=[ScoredChunk(chunk, 1.0, 0.0, 0.0)], passage=section_key(chunk.title))
+
+    top, code, step = match("Rate limiting"), match("502 from the gateway"), match("Step 2: restart on port 8080")
+    quoted = {id(art): (art.chunks[0].chunk, art.chunks[0].chunk.text) for art in (top, code, step)}
+    where = {id(code): 1, id(step): 2, id(top): 3}
+    behind = _behind(kb, "gateway returns 429, what to do?", top, [code, step, top], [], where, quoted)
+    assert id(code) in behind and id(step) not in behind
+    assert not _behind(kb, "how do I raise a tenant's rate limit?", top, [code, step, top], [], where, quoted)  # no code named
