@@ -557,7 +557,7 @@ def _uncovered_crash(diagnosis, index) -> bool:
     forked CUDA processes, for sharing "RuntimeError" and "CUDA error"."""
     from .scope import bare_unknown_error
 
-    top = next((f for f in diagnosis.findings if f.severity != "info"), None)
+    top = _worst_finding(diagnosis)
     if top is None or top.article:
         return False
     if any(f.article for f in diagnosis.findings if f.severity != "info" and (f.fatal or not top.fatal)):
@@ -576,15 +576,25 @@ def _the_log_decides(result: Retrieval, diagnosis, index) -> None:
     if _uncovered_crash(diagnosis, index):
         result.grounded = result.symptom_covered = False
         return
-    top = next((f for f in diagnosis.findings if f.severity != "info"), None)
+    top = _worst_finding(diagnosis)
     named = next((a for a in result.articles if top is not None and a.doc_id == top.article and not a.passage), None)
-    if named is not None and result.articles[0] is not named:
+    if named is not None:
+        _leads(result, named)
+
+
+def _worst_finding(diagnosis):
+    """The log's most severe finding above info (findings come worst first), or None."""
+    return next((f for f in diagnosis.findings if f.severity != "info"), None)
+
+
+def _leads(result: Retrieval, named: ArticleMatch) -> None:
+    """`named` first; when it lists the log's line among its signatures and the KB answers,
+    no close call: `ask --log` on a FastDeploy worker log with "free_list_len: 0" three times
+    opened "Not a sure match" (trial), and the confidence was the old leader's."""
+    if result.articles[0] is not named:
         result.articles.remove(named)
         result.articles.insert(0, named)
-    if named is not None and result.grounded and named.signatures:
-        # The log's worst finding is the leading article's own signature: no close call.
-        # `ask --log` on a FastDeploy worker log with "free_list_len: 0" three times opened
-        # "Not a sure match" (trial).
+    if result.grounded and named.signatures:
         from .refusal import SURE
 
         result.confidence = max(result.confidence or 0.0, SURE)
@@ -604,7 +614,7 @@ def _the_log_leads(kb, result: Retrieval, diagnosis, question: str) -> None:
     left to it."""
     from .cleaning import split_question
 
-    top = next((f for f in diagnosis.findings if f.severity != "info"), None)
+    top = _worst_finding(diagnosis)
     if top is None or top.severity != "critical" or not top.article or split_question(question).errors:
         return
     leader = result.articles[0] if result.articles else None
@@ -612,16 +622,8 @@ def _the_log_leads(kb, result: Retrieval, diagnosis, question: str) -> None:
     if named is None or leader is named or leader.signatures:
         return
     said = {stem for stem in _stems(question) if not stem.startswith(_SYMPTOM_STEMS)}
-    if said and not _says_all(kb, named.doc_id, said):
-        return
-    result.articles.remove(named)
-    result.articles.insert(0, named)
-    if result.grounded:
-        # The confidence was the old leader's; the new one shows the log's own worst line (as
-        # `_the_log_decides` says for a log asked about alone).
-        from .refusal import SURE
-
-        result.confidence = max(result.confidence or 0.0, SURE)
+    if not said or _says_all(kb, named.doc_id, said):
+        _leads(result, named)
 
 
 # What a question beside a log says of the symptom alone: "why do requests hang", "why are
