@@ -85,7 +85,7 @@ _INLINE_COMMAND = re.compile(
 _CXX_ABORT = re.compile(r"^\s*(?:terminate called (?:after throwing an instance of '[^'\n]{1,200}'|recursively|without an active exception)"
                         r"\s*$|what\(\):)")
 # A program's own message: its name, a colon, then what it says ("vllm serve: error: …").
-_PROGRAM_SAYS = re.compile(r"^\s*[\w./-]{1,60}(?:\s[\w./-]{1,60})?:\s")
+PROGRAM_SAYS = re.compile(r"^\s*[\w./-]{1,60}(?:\s[\w./-]{1,60})?:\s")
 _QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
 # A python dict or list printed inline: "{'tokenizer_mode': 'auto', 'trust_remote_code': True, …}".
 _LITERAL = re.compile(r"^\s*[{\[]\s*['\"][\w.\-]{1,60}['\"]\s*[:,]")
@@ -332,7 +332,7 @@ def split_question(text: str) -> QuestionParts:
         is_error = bool(_ERROR.search(line)) and not line.lstrip().startswith("#")
         if _STACK.match(line):
             parts.code.append(line)
-        elif (is_error and _PROGRAM_SAYS.match(line)) or _CXX_ABORT.match(line):
+        elif (is_error and PROGRAM_SAYS.match(line)) or _CXX_ABORT.match(line):
             parts.errors.append(line)  # "vllm serve: error: argument …", "bash: nvcc: command not found"
         elif _is_status_line(_LOG_TAG.sub("", line, count=1)):
             _read_log_line(line, parts)

@@ -862,6 +862,8 @@ def _fenced_samples(index: KBIndex) -> dict[int, list[tuple[str, tuple[str, ...]
     only blocks of a few such lines (MAX_BLOCK_SAMPLES): a long block is a log or a listing,
     not a page's messages."""
     def build() -> dict[int, list[tuple[str, tuple[str, ...]]]]:
+        from .cleaning import PROGRAM_SAYS  # a program's own message: "docker: Error response from daemon"
+
         out: dict[int, list[tuple[str, tuple[str, ...]]]] = {}
         for n, chunk in enumerate(index.chunks):
             if "```" not in chunk.text and "~~~" not in chunk.text:
@@ -884,7 +886,7 @@ def _fenced_samples(index: KBIndex) -> dict[int, list[tuple[str, tuple[str, ...]
                     continue
                 if block is not None and block[:1] != ["\0"] and (text := _SAMPLE_TAG.sub("", line.strip())):
                     if len(text) <= 160 and _ERROR_WORDS.search(text) and not _NOT_A_MESSAGE.match(_PLACEHOLDER_START.sub("x", text)) \
-                            and (_PROGRAM_SAYS.match(text) or not _COMMAND_SAMPLE.match(text)):
+                            and (PROGRAM_SAYS.match(text) or not _COMMAND_SAMPLE.match(text)):
                         block.append(text)
         return out
 
@@ -901,7 +903,6 @@ _ERROR_WORDS = re.compile(r"\b[A-Za-z]*(?:Error|Exception)\b|\b(?:not found|no s
 MIN_SAMPLE_TEXT = 20  # squashed literal characters in all: "<x> connection refused <y>" is any refused connection
 _SAMPLE_TAG = re.compile(r"^\[[\w.:-]{1,20}\]:?\s+")  # "[rank0]: RuntimeError: …": which process printed it
 _PLACEHOLDER_START = re.compile(r"^(?:<[^<>\s]{1,40}>|\{[^{}\s]{1,40}\})")  # "{model} is not supported on <platform>"
-_PROGRAM_SAYS = re.compile(r"^[\w.-]+(?: [\w.-]+)?:\s")  # "docker: Error response from daemon", "curl: (7) Failed to connect"
 _NOT_A_MESSAGE = re.compile(r"^.*(?:;|\{|\s#\s.*)$|^\s*(?:[\"'{}\[\]#]|//|-{1,2}\w|\w[\w.-]*\s*[=:]\s*\S*\s*$|\w[\w.]*\s*=)")  # JSON, comments, flags, settings
 
 
