@@ -952,6 +952,9 @@ def test_a_question_beside_a_log_gets_the_article_of_the_logs_engine_and_finding
     assert diagnose_text(ernie_on_vllm, bundled_settings).product == "vllm"
     sglang_tail = "[2026-12-07 10:00:01] Decode batch. #running-req: 64, #token: 91234, token usage: 0.99, #queue-req: 63\n" * 3
     assert diagnose_text(sglang_tail, bundled_settings).product == "sglang"
+    vllm_tail = ("INFO 12-07 14:00:11 [loggers.py:116] Engine 000: Avg prompt throughput: 4012.0 tokens/s, Avg generation "
+                 "throughput: 901.7 tokens/s, Running: 64 reqs, Waiting: 22 reqs, GPU KV cache usage: 99.6%\n") * 3
+    assert diagnose_text(vllm_tail, bundled_settings).product == "vllm"
 
 
 NCCL_WATCHDOG_LOG = "\n".join([
