@@ -229,7 +229,7 @@ def _extractive(text: str, kb, result: Retrieval, diagnosis, calc, lang: str, to
         # got its figure, then "I won't guess a fix", the KB's topics and an unrelated closest
         # entry (trial). A refusal that names what the KB lacks (LoRA, another product) stays.
         answer = Answer(text, t("answer.computed_alone", lang), lang, False, [], coverage="none")
-    elif computed and calc.call.name == "logprobs_message_size" and calc.call.result.get("fits") and answer.grounded:
+    elif computed and calc.call is not None and calc.call.name == "logprobs_message_size" and calc.call.result.get("fits") and answer.grounded:
         # The asker's msgmax already holds the message: the article on that limit still led,
         # sure, telling them to raise what they had raised (trial: n=2 hung with msgmax 1048576).
         answer.coverage = "tentative"

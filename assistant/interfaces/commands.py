@@ -275,9 +275,10 @@ def tool_cmd(name: str, arguments: tuple[str, ...]) -> None:
                     args[key] = raw
         call = call_tool(name, args, timeout=settings_for(None).tool_timeout)
         if call.error:
-            # A name or arguments refused before the tool ran are bad input (exit 2, as `ask`'s);
-            # a tool that ran and failed (no GPU driver, a server down) is an error (exit 1).
-            refused = BadInput if not call.ms else AssistantError
+            # A name or arguments refused before the tool ran, or a value the tool refused
+            # (num_blocks=0), are bad input (exit 2, as `ask`'s); a tool that ran and failed
+            # (no GPU driver, a server down) is an error (exit 1).
+            refused = BadInput if not call.ms or call.refused_value else AssistantError
             raise refused(call.error, "assistant tools lists the tools and their parameters")
         click.echo(json.dumps(call.result, ensure_ascii=False, indent=1))
 

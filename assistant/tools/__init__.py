@@ -83,6 +83,9 @@ class ToolCall:
     error: str | None = None
     ms: float = 0.0
     value: Any = field(default=None, repr=False, compare=False)
+    # The tool ran and refused a value (a plain ValueError: "num_blocks must be positive"):
+    # the caller's input, not the tool, is at fault, so the CLI says so with exit 2.
+    refused_value: bool = field(default=False, repr=False, compare=False)
 
     @classmethod
     def of(cls, name: str, arguments: dict, value: Any, ms: float = 0.0) -> ToolCall:
@@ -307,6 +310,7 @@ def call_tool(name: str, arguments: str | dict | None, *, timeout: float = 10.0,
             box["value"] = tools[name].fn(**args)
         except Exception as exc:  # a tool bug or bad input becomes a message, not a crash
             box["error"] = _failure(name, exc, who)
+            box["refused"] = type(exc) is ValueError
 
     started = time.perf_counter()
     worker = threading.Thread(target=run, daemon=True)
@@ -317,6 +321,7 @@ def call_tool(name: str, arguments: str | dict | None, *, timeout: float = 10.0,
         call.error = f"{name} did not finish within {timeout:.0f} s"
     elif "error" in box:
         call.error = box["error"]
+        call.refused_value = box["refused"]
     else:
         call.value = box.get("value")
         call.result = _jsonable(call.value)
