@@ -58,6 +58,9 @@ _BYTES = {"gib": 2**30, "gb": 2**30, "g": 2**30, "mib": 2**20, "mb": 2**20, "kib
           "tib": 2**40, "tb": 2**40}
 _SUM_GAP = re.compile(r" ?(?:\+|加上?|plus) ?")
 _RANGE_GAP = re.compile(r" ?(?:-|~|到|至|to) ?")
+# "between 2000 and 4000 tokens": a range said in words, read as 2000 sessions of 4000 tokens (trial)
+_BETWEEN = re.compile(r"(?<![a-z])between ?$")
+_BETWEEN_AND = re.compile(r" ?and ?")
 _CHANGE_GAP = re.compile(r" ?(?:改成了?|改为|改到|换成了?|调成了?|调到|调整为|设成了?|设为|->|→|=>|changed to|set to|became|now) ?")
 _SEPARATOR = re.compile(r"[,;!?()\[\]\n]|\. ")
 # A value alone in brackets right after its label belongs to it: "one MI300X (192GB)" (trial),
@@ -70,7 +73,7 @@ _FRACTION = re.compile(r"0?\.\d+")
 _RIGHT_BEFORE = re.compile(r" ?[=:]? ?")
 _BUSY = re.compile(r"nvidia-smi|\bsmi\b|shows|showing|显示|监控|dashboard|grafana")
 _APPROX = re.compile(r"大概|大约|约|~|≈|about|around|roughly|approx|左右|上下|估计|差不多")
-_AFTER_APPROX = re.compile(r" ?(?:左右|上下|or so|-ish)")
+_AFTER_APPROX = re.compile(r" ?(?:左右|上下|or so|-ish)|多(?!少)")  # "一万七千多个": 17,000-odd
 # A length in k with no word of its own, right after a model's size or a verb of serving, is the
 # context the model is run at: "8 张 A100 跑 Qwen2.5-72B 32k 能有多少并发", "serving llama-3-70b at
 # 32k", "跑 32k". It was left unread and the concurrency asked back (trial).
@@ -121,7 +124,10 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     (r"tokens? ?(?:per|/|each|every) ?block|token ?每个? ?block", _roles(("block_size", NAME, "post"))),
     (r"block[ _-]?size|blocksize|块大小|page[ _-]?size|每个? ?(?:kv )?block(?: ?的)?(?: ?大小| ?能?放| ?有| ?存)?|每块|per block|each block(?: holds| has| stores)?",
      _roles(("block_size", NAME, "pre"))),
-    (r"blocks? of size|blocks? of(?= ?[0-9])|blocks?, each(?= ?[0-9])|blocks? with size", _roles(("num_blocks", NOUN, "post"), ("block_size", NAME, "pre"))),
+    # ("17131 KV blocks of 16 tokens": the kind of block before it too, or "kv blocks" was read
+    # as a noun alone and the 16 as a request's tokens, so the default 64 was used; trial)
+    (r"(?:(?:kv|gpu|cache|kv cache) )?(?:blocks? of size|blocks? of(?= ?[0-9])|blocks?, each(?= ?[0-9])|blocks? with size)",
+     _roles(("num_blocks", NOUN, "post"), ("block_size", NAME, "pre"))),
     (r"max[ _-]?num[ _-]?seqs?|max[ _-]?seqs", _roles(("max_num_seqs", NAME, "pre"))),
     (r"kv[ _-]?cache[ _-]?ratio", _roles(("kv_cache_ratio", NAME, "pre"))),
     (r"(?:kernel\.)?msgmax", _roles(("msgmax", NAME, "pre"))),
@@ -189,6 +195,10 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
      r"|每秒(?:钟)?|每分钟|\bdau\b",
      _roles(("ignore", IGNORE, "both"))),
     # "200 个并发，每个请求 2k 输入": the whole "每个请求" says per request, so 请求 is no count of requests.
+    # "how many concurrent requests of 8k": a length in k right after "requests of" is each one's
+    # length, with no count before it (it was read as 8,000 requests beside a log; trial)
+    (r"(?:(?:concurrent|simultaneous|parallel) )?(?:sessions?|requests?|reqs?|prompts?|conversations?|chats?) of(?= \d+(?:\.\d+)? ?ki?(?![a-z0-9]))",
+     _roles(("sessions", NOUN, "post"), ("tokens_per_request", NAME, "pre"))),
     (r"(?:sessions?|requests?|users?|conversations?|并发) of|(?:个 ?)?会话, ?每个?(?:请求|会话|用户)?|(?:个 ?)?并发, ?每个?(?:请求|会话|用户)?",
      _roles(("sessions", NOUN, "post"), ("per_request", MOD, "pre"))),
     (r"kv[ _-]?bytes[ _-]?per[ _-]?token|每 ?token ?的 ?kv ?字节数?", _roles(("kv_bytes_per_token", NAME, "pre"))),
@@ -333,14 +343,51 @@ class Extraction:
 _UPPER_K = re.compile(r"(?<![\w.\-/])([0-9]+(?:\.[0-9]+)?)K(?![\w\-])")
 
 
+# Chinese numbers that are one value though written in parts: "1万7千" and "1万7" are 17,000,
+# "两万" 20,000, "三千五" 3,500. "1万7千 个 block" was read as 7,000 blocks and 10,000 tokens, and
+# "两万" not at all (trial). Rewritten as digits before anything is read.
+_CN_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+_CN_UNITS = {"万": 10_000, "千": 1_000, "百": 100}
+_CN_NUMERAL = "一二两三四五六七八九十"
+_CN_COMPOUND = re.compile(
+    rf"(?<![0-9.{_CN_NUMERAL}百千万亿几数多])([0-9]{{1,4}}|[{_CN_NUMERAL}])([万千])"
+    rf"(?:([0-9]|[{_CN_NUMERAL[:-1]}])([千百])?)?(?![0-9.{_CN_NUMERAL}百千万亿])")
+# "2e4 tokens" is 20,000; it was read as 2 (trial). Only a whole-number result, not "1e-5" nor
+# a name ("fp8e4m3", a hash: letters or digits around it).
+_SCIENTIFIC = re.compile(r"(?<![a-z0-9_.])([0-9]{1,6}(?:\.[0-9]{1,6})?)e\+?([0-9]{1,2})(?![a-z0-9_]|\.[0-9])")
+
+
+def _cn_compound(m: re.Match) -> str:
+    lead, unit, tail, tail_unit = m.groups()
+    if lead.isdigit() and not tail:
+        return m.group(0)  # "2万": the reader's own scale
+    value = (int(lead) if lead.isdigit() else _CN_DIGITS[lead]) * _CN_UNITS[unit]
+    if tail:
+        step = _CN_UNITS[tail_unit] if tail_unit else _CN_UNITS[unit] // 10  # "1万7" is 17,000
+        if tail_unit and _CN_UNITS[tail_unit] >= _CN_UNITS[unit]:
+            return m.group(0)
+        value += (int(tail) if tail.isdigit() else _CN_DIGITS[tail]) * step
+    return str(value)
+
+
+def _scientific(m: re.Match) -> str:
+    value = Decimal(m.group(1)) * Decimal(10) ** int(m.group(2))
+    return str(int(value)) if value == value.to_integral_value() and value <= MAX_VALUE else m.group(0)
+
+
 def normalize(text: str) -> str:
     """NFKC (full-width digits and punctuation), one space for any whitespace run, digit runs cut to
-    21 digits (still "too large"), ASCII lower-case. Every step is linear and keeps the text's meaning."""
+    21 digits (still "too large"), ASCII lower-case, Chinese compound numbers and "2e4" as digits.
+    Every step is linear and keeps the text's meaning."""
     text = _UPPER_K.sub(r"\1Ki", _WIDE_THOUSANDS.sub(",", text[:MAX_CHARS]).translate(_PUNCT))
     text = unicodedata.normalize("NFKC", text)
     text = _WS.sub(" ", text)
     text = _LONG_DIGITS.sub(lambda m: m.group()[:21], text)
     text = text.translate(_ASCII_LOWER)
+    if "万" in text or "千" in text:
+        text = _CN_COMPOUND.sub(_cn_compound, text)
+    if "e" in text:
+        text = _SCIENTIFIC.sub(_scientific, text)
     return _GLUED_TP.sub("tp ", text).strip()
 
 
@@ -405,7 +452,7 @@ def _merge(numbers: list[Quantity], text: str) -> list[Quantity]:
             continue
         if _SUM_GAP.fullmatch(gap) and prev.usable and q.usable:
             out[-1] = replace(prev, value=prev.value + q.value, text=joined, end=q.end, scale=prev.scale or q.scale)
-        elif _RANGE_GAP.fullmatch(gap):
+        elif _RANGE_GAP.fullmatch(gap) or (_BETWEEN_AND.fullmatch(gap) and _BETWEEN.search(text, max(0, prev.start - 12), prev.start)):
             out[-1] = replace(prev, value=None, text=joined, end=q.end, problem="range")
         elif _CHANGE_GAP.fullmatch(gap):
             out[-1] = replace(q, start=prev.start, text=joined)

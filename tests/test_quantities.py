@@ -122,6 +122,31 @@ def test_units_and_separators(text, label, value):
     assert labels(text)[label] == value
 
 
+@pytest.mark.parametrize("text,normalized", [
+    # one value written in parts (trial: 7,000 blocks and 10,000 tokens were read from "1万7千")
+    ("1万7千 个 block", "17000 个 block"), ("一万七千多个", "17000多个"), ("1万7 个", "17000 个"), ("两万 token", "20000 token"),
+    ("三千五 token", "3500 token"), ("一千五百", "1500"), ("十万", "100000"), ("2万 token", "2万 token"),
+    # not numbers, or not one: left as written
+    ("千万不要这样", "千万不要这样"), ("几十万 token", "几十万 token"), ("一千万", "一千万"), ("1.5万", "1.5万"),
+    # scientific notation: whole numbers only, never a name
+    ("2e4 tokens", "20000 tokens"), ("1.5e4", "15000"), ("fp8e4m3", "fp8e4m3"), ("1e-5", "1e-5"), ("3e4a9f", "3e4a9f"),
+])
+def test_numbers_written_in_parts_or_with_an_exponent_are_one_value(text, normalized):
+    assert normalize(text) == normalized
+
+
+def test_ranges_and_lengths_said_in_words():
+    """"between 2000 and 4000 tokens" is a range, as "2k-4k" is (it was 2000 sessions of 4000
+    tokens); "requests of 8k" gives their length (it was 8,000 requests); "KV blocks of 16
+    tokens" the block size (trial)."""
+    (q,) = [q for q in extract("requests between 2000 and 4000 tokens").quantities]
+    assert q.problem == "range" and q.value is None
+    assert labels("how many concurrent requests of 8k can it hold?") == {"tokens_per_request": 8000}
+    assert labels("50 concurrent requests of 8k") == {"sessions": 50, "tokens_per_request": 8000}
+    assert labels("17131 KV blocks of 16 tokens") == {"num_blocks": 17131, "block_size": 16}
+    assert [q.approximate for q in extract("kv block 有一万七千多个").quantities] == [True]
+
+
 @pytest.mark.parametrize("text", ["8 块 A100", "8 张卡", "8x H100", "8 gpus", "8 卡", "8 块 H800"])
 def test_a_count_of_gpus_is_never_a_count_of_blocks(text):
     found = labels(text)
