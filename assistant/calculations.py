@@ -39,10 +39,11 @@ CARD_MEMORY = {"a10": (24, 23028), "a10g": (24, 23028), "l4": (24, 23034), "l40"
 def _card_pattern(names, plural: str = "") -> re.Pattern:
     """A regex for the card names of a table, longest first ("a10g" before "a10", "h200" before "h20")."""
     alternatives = "|".join(sorted(names, key=len, reverse=True))
-    return re.compile(rf"(?<![a-z0-9])({alternatives}){plural}(?![a-z0-9])")
+    # Not an NVL part: an "H100 NVL" has 94 GB, and was sized as an 80 GB H100 (trial).
+    return re.compile(rf"(?<![a-z0-9])({alternatives}){plural}(?![a-z0-9])(?![ _-]?nvl\b)")
 
 
-_CARD = _card_pattern(CARD_MEMORY)
+_CARD = _card_pattern(CARD_MEMORY, plural="(?:s|es)?")  # "80GB H100s" are H100s (trial)
 # Cards whose sold figure is their binary memory already: named beside a listed one, the figure
 # may be theirs ("an A100 80GB, moved off our H100 box").
 _OTHER_CARD = re.compile(r"(?<![a-z0-9])(?:a100|a800|a6000|a30|4090|3090|v100|mi\d{3}x?|910b?)(?![a-z0-9])")
@@ -647,13 +648,18 @@ def _plan_kv_tokens(f: _Facts) -> _Plan:
     # same division the other way round; the call then checks that 64 of that length fit.
     wanted = "kv_cache_tokens" in plan.args and longest is None and _ASK_LONGEST.search(f.x.text) and f.has("sessions")
     sessions = f.get("sessions") if wanted else None
-    per = plan.args["kv_cache_tokens"] // int(sessions.value) if sessions is not None and sessions.value >= 1 else 0
+    # In whole blocks, as vLLM counts them: 500,000 ÷ 64 = 7,812 tokens each held 63.9 requests,
+    # since 7,812 takes 489 blocks of 16; ⌊31,250 ÷ 64⌋ = 488 blocks, 7,808 tokens, holds 64.
+    size = f.get("block_size")
+    block = int(size.value) if size is not None and size.value >= 1 else 16
+    per = (plan.args["kv_cache_tokens"] // block // int(sessions.value)) * block if sessions is not None and sessions.value >= 1 else 0
     if longest is not None:
         plan.need("max_model_len", "tokens_per_request", longest)
     elif per > 0:
         plan.values.append(sessions)
         plan.need("max_model_len", "tokens_per_request",
-                  Value("max_model_len", per, "derived", f"{_plain(plan.args['kv_cache_tokens'])} ÷ {_plain(sessions.value)}"))
+                  Value("max_model_len", per, "derived",
+                        f"⌊{_plain(plan.args['kv_cache_tokens'])} ÷ {block} ÷ {_plain(sessions.value)}⌋ × {block}"))
     elif logged is not None and not f.has("tokens_per_request") and not f.has("tokens"):
         # "Maximum concurrency for 32,768 tokens per request: 0.82x": the length vLLM computed
         # the figure for is its max_model_len; asking for it back asked for what was pasted.
@@ -663,6 +669,7 @@ def _plan_kv_tokens(f: _Facts) -> _Plan:
         if "tokens_per_request" in plan.missing:
             plan.missing[plan.missing.index("tokens_per_request")] = "max_model_len"
     plan.optional("max_num_seqs", f.get("max_num_seqs"))
+    plan.optional("block_size", f.get("block_size"))  # whole blocks per request; vLLM's 16 unless given
     return plan
 
 

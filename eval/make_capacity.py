@@ -27,6 +27,11 @@ COMPUTED = [
      "kv_concurrency", {"num_blocks": 9000, "avg_tokens_per_request": 32000, "block_size": 128}, "concurrent_requests"),
     ("zh-conc-03", "zh", "unit", "num_blocks_global 9000，block_size 我们改成了 128，平均每个请求输入加输出大概 32000 tokens，能并发多少", None,
      "kv_concurrency", {"num_blocks": 9000, "avg_tokens_per_request": 32000, "block_size": 128}, "concurrent_requests"),
+    # Chinese numbers written in parts are one value (trial): "一万七千多" is 17,000-odd, "1万7千" 17,000, "两万" 20,000
+    ("zh-conc-20", "zh", "unit", "每个请求大约 2 万 token，平均能同时处理多少个请求？我们 kv block 有一万七千多个", None,
+     "kv_concurrency", {"num_blocks": 17000, "avg_tokens_per_request": 20000, "block_size": 64}, "concurrent_requests"),
+    ("zh-conc-21", "zh", "unit", "一共 1万7千 个 block，每块 64 token，请求平均两万 token，并发多少？", None,
+     "kv_concurrency", {"num_blocks": 17000, "avg_tokens_per_request": 20000, "block_size": 64}, "concurrent_requests"),
     ("zh-conc-04", "zh", "sum", "17131 个 block，输入2k+输出6k，能并发多少", None,
      "kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 8000, "block_size": 64}, "concurrent_requests"),
     ("zh-conc-05", "zh", "sum", "num_blocks_global 17131，每个请求输入 2k、输出 6k，同时能跑几个请求？", None,
@@ -45,6 +50,14 @@ COMPUTED = [
      "kv_concurrency", {"num_blocks": 30000, "avg_tokens_per_request": 1500, "block_size": 16}, "concurrent_requests"),
     ("zh-conc-12", "zh", "sum", "num_blocks_global 17131，平均输入 3000 token，平均输出 1000 token，能并发多少", None,
      "kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 4000, "block_size": 64}, "concurrent_requests"),
+    # "KV blocks of 16 tokens" sets the block size; "2e4" is 20,000 (trial: the default 64 was used, and 2e4 read as 2)
+    ("en-conc-20", "en", "unit", "we have 17131 KV blocks of 16 tokens, prompts average 3k tokens and outputs 1k, how many concurrent requests?",
+     None, "kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 4000, "block_size": 16}, "concurrent_requests"),
+    ("en-conc-21", "en", "unit", "num_blocks_global 17131, requests average 2e4 tokens, how many concurrent?", None,
+     "kv_concurrency", {"num_blocks": 17131, "avg_tokens_per_request": 20000, "block_size": 64}, "concurrent_requests"),
+    # a length in k after "requests of", beside a vLLM log: each one's length, not 8,000 requests (trial)
+    ("en-vllm-20", "en", "vllm-log", "how many concurrent requests of 8k can it hold?", VLLM_LOG,
+     "kv_tokens_concurrency", {"kv_cache_tokens": 458752, "tokens_per_request": 8000}, "concurrent_requests"),
     ("en-conc-01", "en", "concurrency", "num_blocks_global 9000, block_size 128, 32000 tokens per request, how many concurrent?", None,
      "kv_concurrency", {"num_blocks": 9000, "avg_tokens_per_request": 32000, "block_size": 128}, "concurrent_requests"),
     ("en-conc-02", "en", "unit", "17131 blocks of 64 tokens with 20K-token requests, how many run concurrently", None,
@@ -251,9 +264,9 @@ COMPUTED = [
      "kv_tokens_concurrency", {"kv_cache_tokens": 26870, "tokens_per_request": 32768}, "concurrent_requests"),
     ("en-longest-01", "en", "inverse", "GPU KV cache size: 500,000 tokens. We want 64 concurrent requests. "
      "What's the largest max-model-len we can set?", None,
-     "kv_tokens_concurrency", {"kv_cache_tokens": 500000, "tokens_per_request": 7812}, "concurrent_requests"),
+     "kv_tokens_concurrency", {"kv_cache_tokens": 500000, "tokens_per_request": 7808}, "concurrent_requests"),
     ("zh-longest-01", "zh", "inverse", "GPU KV cache size: 500,000 tokens，想同时跑 64 个请求，max-model-len 最大能设多少？", None,
-     "kv_tokens_concurrency", {"kv_cache_tokens": 500000, "tokens_per_request": 7812}, "concurrent_requests"),
+     "kv_tokens_concurrency", {"kv_cache_tokens": 500000, "tokens_per_request": 7808}, "concurrent_requests"),
     ("zh-decode-ratio-log", "zh", "log", "服务跑了半小时后大量请求超时，每个请求大概输入3k输出5k，能撑多少并发？",
      "INFO Reset block num, the total_block_num:17131, prefill_kvcache_block_num:12848\n"
      "INFO max_num_seqs: 128, kv_cache_ratio: 0.9, block_size: 64\n",
@@ -301,9 +314,10 @@ MISSING = [
      ["qk_rope_head_dim", "dtype"]),
     ("en-miss-09", "en", "ambiguous", "how much KV cache per token for a model with 40 layers, 40 heads, head size 128 in fp16?", None,
      "kv_bytes_per_token", []),
-    ("zh-miss-10", "zh", "missing", "每个请求大约 2 万 token，平均能同时处理多少个请求？我们 kv block 有一万七千多个", None, "kv_concurrency",
-     ["num_blocks"]),
     ("zh-miss-07", "zh", "missing", "GPU KV cache size: 458,752 tokens，能并发多少？", None, "kv_tokens_concurrency", ["max_model_len"]),
+    # a range said in words is a range as "2k-4k" is: it was read as 2000 sessions of 4000 tokens (trial)
+    ("en-miss-10", "en", "ambiguous", "num_blocks_global 17131, requests between 2000 and 4000 tokens, how many concurrent?", None,
+     "kv_concurrency", []),
 ]
 
 NOT_CAPACITY = [

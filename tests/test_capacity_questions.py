@@ -261,6 +261,27 @@ def test_the_llm_gets_the_same_result_or_is_told_not_to_guess():
     assert "Do not invent" in asking.context() and "tokens per request" in asking.context()
 
 
+@pytest.mark.parametrize("question", [
+    "num_blocks_global 0, average 2000 tokens per request, how many concurrent?",
+    "num_blocks_global 17131, requests average 20k tokens, max_num_seqs 0, how many concurrent?",
+])
+def test_a_zero_the_tool_refuses_is_said_not_a_crash(question, bundled_settings, bundled_kb):
+    """The no-LLM answer read the refused call's name and crashed (exit 70, trial)."""
+    from assistant.answer import answer_question
+
+    answer = answer_question(question, bundled_settings, kb=bundled_kb, use_llm=False)
+    assert "must be positive" in answer.answer and answer.citations
+
+
+def test_an_h100_nvl_is_not_sized_as_an_80_gb_h100():
+    """An H100 NVL has 94 GB; it was sized as an H100 (79.6 GiB), and "80GB H100s" (plural)
+    as exactly 80 GiB (trial)."""
+    nvl = capacity_answer("Qwen2.5-7B-Instruct on one H100 NVL, max_model_len 32768, how many concurrent?")
+    assert nvl is not None and "gpu_memory" in nvl.missing
+    plural = capacity_answer("--gpu-memory-utilization 0.95 on 80GB H100s with Llama-3.1-70B fp16, TP=4, max_model_len 32k, how many concurrent requests?")
+    assert plural.computed and plural.call.arguments["gpu_memory_gib"] == pytest.approx(79.647, abs=0.001)
+
+
 def test_a_7000_digit_number_is_refused_with_a_message_not_an_overflow():
     answer = capacity_answer("how many concurrent requests with 17131 blocks and " + "9" * 7000 + " tokens per request?")
     assert answer is not None and not answer.computed and "too large" in explain(answer, "en")
@@ -731,7 +752,7 @@ def test_the_least_count_per_class_uses_the_memory_the_smallest_card_of_the_clas
 def test_the_largest_max_model_len_for_a_concurrency_is_the_division_the_other_way(question):
     """It asked for max_model_len: the very value the question wanted."""
     call = capacity_call(question)
-    assert call is not None and call.arguments == {"kv_cache_tokens": 500000, "tokens_per_request": 7812}
+    assert call is not None and call.arguments == {"kv_cache_tokens": 500000, "tokens_per_request": 7808}
     assert call.value.concurrent_requests == 64
 
 
@@ -751,7 +772,7 @@ def test_review_cases_of_the_inverse_and_of_flags_in_sentences():
     zero = capacity_answer("KV cache of 500,000 tokens, 0 concurrent requests: the largest max-model-len?")
     assert zero is not None and not zero.calls and not zero.error
     other = capacity_answer("GPU KV cache size: 500,000 tokens，现在 64 个并发，最多能开到多少并发？")
-    assert other is None or all(c.arguments.get("tokens_per_request") != 7812 for c in other.calls)
+    assert other is None or all(c.arguments.get("tokens_per_request") != 7808 for c in other.calls)
     from assistant.cleaning import split_question
 
     flags = split_question("vllm OOM, I raised --max-num-seqs from 256 to 512 and set --max-model-len at 4096").flags

@@ -827,7 +827,12 @@ def test_doctor_reads_the_probes_typed_results(tmp_path, monkeypatch):
     assert "CPU-only build" in found["critical", "vllm-torch-not-compiled-with-cuda"]
     assert "NCCL_P2P_DISABLE=1 is set" in found["info", "vllm-nccl-error-multi-gpu"]
     assert found["info", None].startswith("kernel.msgmax=")  # the summary is not "ok" beside those warnings
-    host.msgmax, host.shm_bytes = 802840, 64 * 2**20 + 1  # the limits themselves: no warning
+    # msgmax raised and msgmnb left at 16,384: a queue holds no message at all, still a hang (trial)
+    host.msgmax, host.shm_bytes = 802840, 64 * 2**20 + 1
+    (hang,) = [f for f in _host_findings(host) if f.article == "fastdeploy-logprobs-hang"]
+    assert hang.severity == "warning" and hang.message.startswith("kernel.msgmnb is 16,384 bytes")
+    assert "kernel.msgmnb=268435456" in hang.message and "kernel.msgmax is" not in hang.message
+    host.msgmnb = 802840  # the limits themselves: no warning
     assert not [f for f in _host_findings(host) if f.article in ("fastdeploy-logprobs-hang", "vllm-nccl-error-multi-gpu")
                 and f.severity == "warning"]
     gpu = GPUReport(True, None, "550.1", "12.4", [GPUInfo(0, "H100", 75000.0, 80000.0, 93.8, 99, 60, 2, [GPUProcess(7, 1.0)])],
@@ -880,6 +885,41 @@ def test_tools_from_the_cli(bundled_env, tmp_path):
     # Bad input, exit 2 as for `ask` (it was 1, as for a tool that ran and failed: newcomer).
     assert bad.returncode == 2 and bad.stderr.decode().startswith("error: invalid arguments") and "Traceback" not in bad.stderr.decode()
     assert run_cli(["assistant", "tool", "nope"], bundled_env).returncode == 2
+    # A value the tool itself refuses is the caller's input too (it exited 1, as for a tool that failed; trial)
+    zero = run_cli(["assistant", "tool", "kv_concurrency", "num_blocks=0", "avg_tokens_per_request=2000"], bundled_env)
+    assert zero.returncode == 2 and "num_blocks must be positive" in zero.stderr.decode()
+
+
+def test_vllm_concurrency_from_kv_tokens_counts_whole_blocks():
+    """vLLM V1 divides whole blocks by the blocks a request takes: 458,752 tokens hold 455.11
+    requests of 1,000 tokens, which the tool said vLLM prints as 458.75x (trial)."""
+    r = kv_tokens_concurrency(458752, 1000)
+    assert (r.exact, r.concurrent_requests) == (455.11, 455) and "28,672 blocks" in r.formula
+    assert kv_tokens_concurrency(458752, 32768).exact == 14.0  # a multiple of the block: the plain division
+    assert kv_tokens_concurrency(458752, 300, block_size=32).concurrent_requests == 1433
+
+
+def test_a_request_larger_than_the_whole_kv_cache_never_runs():
+    """"about 0 requests … further requests wait in the queue until blocks free up" (trial)."""
+    r = kv_concurrency(2048, 40000, block_size=16)
+    assert r.concurrent_requests == 0 and r.limited_by == "too_long"
+    assert "never runs" in r.explanation["en"] and "永远排不上" in r.explanation["zh"] and "wait in the queue" not in r.explanation["en"]
+
+
+def test_a_float32_config_gets_the_16_bit_kv_cache_vllm_serves_it_with(tmp_path):
+    """--dtype auto serves a float32 checkpoint in 16 bits, and the KV cache follows: 256 KiB
+    per token was twice vLLM's figure (trial). Asked for float32 explicitly, 4 bytes stay."""
+    config = {**LLAMA_31_8B, "torch_dtype": "float32"}
+    assert kv_bytes_per_token(config_json=json.dumps(config)).bytes_per_token == 131072
+    assert kv_bytes_per_token(config_json=json.dumps(config), dtype="float32").bytes_per_token == 262144
+
+
+def test_no_utilization_is_suggested_that_leaves_nothing_for_activations():
+    """14.18 GiB of weights on a T4 (15 GiB): "0.96 or more would also leave room" left 0.006
+    GiB for activations and CUDA graphs (trial). Above 0.95 no utilization is offered."""
+    t4 = kv_cache_capacity(15.0, 14.18, 57344, 0.9, max_model_len=4096)
+    assert t4.weights_fit is False and "gpu_memory_utilization of" not in t4.explanation["en"]
+    assert "tensor_parallel_size 2" in t4.explanation["en"]
 
 
 CRASH_LOG = """INFO 11-30 02:10:40 [kv_cache_utils.py:634] GPU KV cache size: 412,528 tokens

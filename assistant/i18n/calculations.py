@@ -232,8 +232,8 @@ MESSAGES = {
         "en": 'blocks = ceil(tokens per session ÷ block_size) × sessions',
     },
     'formula.kv_tokens_concurrency': {
-        "zh": '并发 = GPU KV cache size（token 数）÷ 每个请求的 token 数（满长度请求就是 --max-model-len）',
-        "en": 'concurrency = GPU KV cache size (tokens) ÷ tokens per request (the --max-model-len for full-length requests)',
+        "zh": '并发 = GPU KV cache size（token 数）÷ 每个请求的 token 数（满长度请求就是 --max-model-len），按整 block 计',
+        "en": 'concurrency = GPU KV cache size (tokens) ÷ tokens per request (the --max-model-len for full-length requests), in whole KV blocks',
     },
     'formula.kv_bytes_per_token': {
         "zh": '每 token 字节数 = 2 × 层数 × KV 头数 × head_dim × dtype 字节数（每张卡：KV 头数 ÷ TP）',
@@ -540,8 +540,8 @@ MESSAGES = {
         "en": "that is what the KV cache holds; FastDeploy's decode ceiling max_num_seqs defaults to 8, so unless it is set, at most 8 requests decode at once and the rest queue (the FAQ suggests 128)",
     },
     'faq_example': {
-        "zh": '问题里没有给出，按 FastDeploy FAQ 的示例值计算：{values}',
-        "en": "{values} are the FastDeploy FAQ's example values, used because the question does not give them",
+        "zh": '按 FastDeploy FAQ 公式里消息的固定尺寸计算：{values}（编译 FastDeploy 时定下，不随请求或批大小变化）',
+        "en": "{values} are the sizes FastDeploy's message is built with (its FAQ's formula; fixed when FastDeploy is compiled, whatever a request or batch asks)",
     },
     'default.msgmax': {
         "zh": '问题里没有给 kernel.msgmax，按 Linux 默认值 8192 计算（`sysctl kernel.msgmax` 可查看）',

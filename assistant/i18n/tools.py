@@ -24,6 +24,13 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "The KV cache holds {total} tokens, so about {fits} requests of {tokens} tokens run at once; "
               "further requests wait in the queue until blocks free up.",
     },
+    "kv_concurrency.too_long": {
+        "zh": "KV Cache 一共只能缓存 {total} 个 token，装不下一个 {tokens} token 的请求：这样的请求永远排不上，"
+              "不是等一等就能跑。要么缩短请求（或 max_model_len），要么给 KV Cache 更多显存（更多卡、更高的显存比例）。",
+        "en": "The KV cache holds {total} tokens in all, less than one request of {tokens} tokens: such a request never "
+              "runs, however long it waits. Shorten the requests (or max_model_len), or give the KV cache more memory "
+              "(more GPUs, a higher memory share).",
+    },
     "kv_concurrency.flag_higher_more": {
         "zh": " max_num_seqs（{max_num_seqs}）比这个大，真正的上限是 KV Cache 而不是这个参数。",
         "en": " max_num_seqs ({max_num_seqs}) is higher, so the KV cache, not the flag, is the limit.",
@@ -148,8 +155,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": " With tensor_parallel_size {tp} or more, the weights split to {per_gpu:.2f} GiB per GPU or less and leave room for the KV cache.",
     },
     "kv_cache_capacity.utilization_helps_more": {
-        "zh": "把 gpu_memory_utilization 调到 {util:.2f} 或更高也能腾出空间。",
-        "en": " A gpu_memory_utilization of {util:.2f} or more would also leave room.",
+        "zh": "把 gpu_memory_utilization 调到 {util:.2f} 或更高也能腾出空间（这是下限：激活值和 CUDA graph 还要再占一些）。",
+        "en": " A gpu_memory_utilization of {util:.2f} or more would also leave room (a floor: activations and CUDA graphs need some more).",
     },
     "kv_cache_capacity.nothing_helps_more": {
         "zh": "加卡或调高 gpu_memory_utilization 都不够：需要更小（量化）的模型、更少的其他开销，或显存更大的 GPU。",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from assistant.config import Settings
-from assistant.tools.capacity import LOGPROBS_MESSAGE_BYTES, LOGPROBS_MESSAGE_BYTES_MTP, RECOMMENDED_MSGMAX
+from assistant.tools.capacity import LOGPROBS_MESSAGE_BYTES, LOGPROBS_MESSAGE_BYTES_MTP, RECOMMENDED_MSGMAX, RECOMMENDED_MSGMNB
 from assistant.tools.gpu import GPUReport
 from assistant.tools.host import DOCKER_DEFAULT_SHM, HostReport
 from assistant.tools.logs import LogDiagnosis, shown_signature
@@ -46,13 +46,18 @@ def _gpu_findings(report: GPUReport) -> list[Finding]:
 
 def _host_findings(report: HostReport) -> list[Finding]:
     out = []
-    msgmax, shm = report.msgmax, report.shm_bytes
-    if msgmax is not None and msgmax < LOGPROBS_MESSAGE_BYTES_MTP:
+    msgmax, msgmnb, shm = report.msgmax, report.msgmnb, report.shm_bytes
+    # A queue holds at most msgmnb bytes (16,384 by default), so with msgmax raised and msgmnb
+    # not, one 133,136-byte message still waits forever: doctor said "ok" there (trial).
+    small = [f"kernel.{name} is {value:,} bytes" for name, value in (("msgmax", msgmax), ("msgmnb", msgmnb))
+             if value is not None and value < LOGPROBS_MESSAGE_BYTES_MTP]
+    if small:
         # Every stock kernel has msgmax 8192; it matters only to FastDeploy, so on a host
         # without it this is information, and a vLLM-only host can still exit 0.
         severity = "warning" if _fastdeploy_installed() else "info"
-        out.append(Finding(severity, "host", f"kernel.msgmax is {msgmax:,} bytes: FastDeploy with logprobs sends {LOGPROBS_MESSAGE_BYTES:,} "
-                           f"({LOGPROBS_MESSAGE_BYTES_MTP:,} with MTP) and hangs; raise it to {RECOMMENDED_MSGMAX}"
+        out.append(Finding(severity, "host", f"{' and '.join(small)}: FastDeploy with logprobs sends {LOGPROBS_MESSAGE_BYTES:,} "
+                           f"({LOGPROBS_MESSAGE_BYTES_MTP:,} with MTP) and hangs; set kernel.msgmax={RECOMMENDED_MSGMAX} "
+                           f"and kernel.msgmnb={RECOMMENDED_MSGMNB}"
                            + ("" if severity == "warning" else " if this host runs FastDeploy"), "fastdeploy-logprobs-hang"))
     if report.in_container and shm is not None and shm <= DOCKER_DEFAULT_SHM:
         out.append(Finding("warning", "host", f"/dev/shm is {shm // 2**20} MiB inside a container (Docker's default): multi-GPU NCCL "
@@ -71,7 +76,7 @@ def _host_findings(report: HostReport) -> list[Finding]:
     # beside a warning that msgmax is too small, "ok kernel.msgmax=8192" contradicted it, and
     # beside the note to raise it on a FastDeploy host too (newcomer).
     summary = "info" if out else "ok"
-    out.append(Finding(summary, "host", f"kernel.msgmax={msgmax}, msgmnb={report.msgmnb}, /dev/shm="
+    out.append(Finding(summary, "host", f"kernel.msgmax={msgmax}, msgmnb={msgmnb}, /dev/shm="
                        f"{(shm or 0) / GIB:.1f} GiB, container={'yes' if report.in_container else 'no'}"))
     return out
 

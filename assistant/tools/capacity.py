@@ -83,7 +83,7 @@ class Concurrency:
     exact: float
     concurrent_requests: int
     max_num_seqs: int | None
-    limited_by: str  # "kv_cache" or "max_num_seqs"
+    limited_by: str  # "kv_cache", "max_num_seqs" or "too_long" (not even one request fits)
     formula: str
     explanation: dict[str, str] = field(default_factory=dict)
     formula_zh: str = ""
@@ -109,7 +109,9 @@ def kv_concurrency(num_blocks: PositiveInt, avg_tokens_per_request: PositiveInt,
     # (never more than the token count gives: a request's blocks hold at least its tokens)
     per_request = math.ceil(avg_tokens_per_request / block_size)
     in_kv = fits = num_blocks // per_request
-    limited = "kv_cache"
+    # Not even one request fits: it never runs, however long it waits ("about 0 requests …
+    # wait in the queue until blocks free up" was said of a 40,000-token request in 32,768; trial).
+    limited = "kv_cache" if fits >= 1 else "too_long"
     if max_num_seqs is not None and max_num_seqs < fits:
         fits, limited = max_num_seqs, "max_num_seqs"
     steps = f"{num_blocks} × {block_size} = {_fmt(total)}"
@@ -120,7 +122,9 @@ def kv_concurrency(num_blocks: PositiveInt, avg_tokens_per_request: PositiveInt,
                         per=per_request, blocks=num_blocks, whole=in_kv)
     if limited == "max_num_seqs":  # the cap comes last, after the whole-block step
         formula = {lang: f"{text}; min({in_kv}, max_num_seqs {max_num_seqs}) = {fits}" for lang, text in formula.items()}
-    if limited == "kv_cache":
+    if limited == "too_long":
+        text = _say("kv_concurrency.too_long", total=_fmt(total), tokens=_fmt(avg_tokens_per_request))
+    elif limited == "kv_cache":
         text = _say("kv_concurrency.kv_cache", total=_fmt(total), tokens=_fmt(avg_tokens_per_request), fits=fits)
         if max_num_seqs is not None:
             text = _then(text, "kv_concurrency.flag_higher_more", max_num_seqs=max_num_seqs)
@@ -146,22 +150,32 @@ class TokenConcurrency:
 
 @tool
 def kv_tokens_concurrency(kv_cache_tokens: PositiveInt, tokens_per_request: PositiveInt,
-                          max_num_seqs: PositiveInt | None = None) -> TokenConcurrency:
-    """vLLM what-if from its start-up log: requests of tokens_per_request tokens (a new --max-model-len for full-length requests, or an average) that fit at once in a KV cache of kv_cache_tokens (`GPU KV cache size: N tokens`), as vLLM's `Maximum concurrency` line computes it; capped by max_num_seqs.
+                          max_num_seqs: PositiveInt | None = None, block_size: PositiveInt = 16) -> TokenConcurrency:
+    """vLLM what-if from its start-up log: requests of tokens_per_request tokens (a new --max-model-len for full-length requests, or an average) that fit at once in a KV cache of kv_cache_tokens (`GPU KV cache size: N tokens`), as vLLM's `Maximum concurrency` line computes it (whole blocks per request); capped by max_num_seqs.
 
     Args:
         kv_cache_tokens: the KV cache size in tokens, from `GPU KV cache size: N tokens` in vLLM's log.
         tokens_per_request: tokens of one request: the --max-model-len to check, or the average prompt + output tokens.
         max_num_seqs: the server's --max-num-seqs, if known.
+        block_size: tokens per KV block (vLLM's --block-size, 16 by default on GPUs).
     """
-    _check({"kv_cache_tokens": kv_cache_tokens, "tokens_per_request": tokens_per_request, "max_num_seqs": max_num_seqs})
-    exact = kv_cache_tokens / tokens_per_request
+    _check({"kv_cache_tokens": kv_cache_tokens, "tokens_per_request": tokens_per_request, "max_num_seqs": max_num_seqs,
+            "block_size": block_size})
+    # vLLM V1 (the release that logs "GPU KV cache size") divides whole blocks by the blocks one
+    # request takes, a partial block counted whole: 458,752 tokens hold 455.11 requests of 1,000,
+    # not 458.75 (trial, against kv_cache_utils.get_max_concurrency_for_kv_cache_config).
+    blocks, per = kv_cache_tokens // block_size, math.ceil(tokens_per_request / block_size)
+    exact = blocks / per
     fits = math.floor(exact)
     limited = "kv_cache" if fits >= 1 else "too_long"
     if max_num_seqs is not None and max_num_seqs < fits:
         fits, limited = max_num_seqs, "max_num_seqs"
     capped = f"; min({math.floor(exact)}, max_num_seqs {max_num_seqs}) = {fits}" if limited == "max_num_seqs" else ""
-    steps = f"{_fmt(kv_cache_tokens)} ÷ {_fmt(tokens_per_request)} = {exact:.2f}x → {math.floor(exact)}{capped}"
+    if kv_cache_tokens % block_size == 0 and tokens_per_request % block_size == 0:
+        steps = f"{_fmt(kv_cache_tokens)} ÷ {_fmt(tokens_per_request)} = {exact:.2f}x → {math.floor(exact)}{capped}"
+    else:
+        steps = (f"{_fmt(kv_cache_tokens)} ÷ {block_size} = {_fmt(blocks)} blocks; ⌈{_fmt(tokens_per_request)} ÷ {block_size}⌉ = {_fmt(per)}; "
+                 f"{_fmt(blocks)} ÷ {_fmt(per)} = {exact:.2f}x → {math.floor(exact)}{capped}")
     formula = _say("kv_tokens_concurrency.formula", steps=steps)
     if limited == "too_long":
         text = _say("kv_tokens_concurrency.too_long", tokens=_fmt(tokens_per_request), kv_tokens=_fmt(kv_cache_tokens),
@@ -333,7 +347,7 @@ def kv_bytes_per_token(
         num_layers: num_hidden_layers, when not read from the config.
         num_kv_heads: num_key_value_heads (equals num_attention_heads without GQA).
         head_dim: per-head dimension (hidden_size / num_attention_heads when absent).
-        dtype: KV-cache dtype: auto (the model's torch_dtype), bfloat16, float16, float32 or fp8.
+        dtype: KV-cache dtype: auto (the model's torch_dtype, 16-bit for a float32 model as vLLM serves it), bfloat16, float16, float32 or fp8.
         tensor_parallel_size: GPUs the KV heads are split across.
         kv_lora_rank: MLA latent rank (DeepSeek-style models), read from config when present.
         qk_rope_head_dim: MLA rotary key dimension, read from config when present.
@@ -363,6 +377,11 @@ def kv_bytes_per_token(
         if from_config:
             raise ValueError(f"the config's torch_dtype is not one of {sorted(DTYPE_BYTES)}; pass dtype")
         raise ValueError(f"unknown dtype {dtype[:40]!r}; use one of {sorted(DTYPE_BYTES)}")
+    if from_config and dbytes == 4:
+        # vLLM's --dtype auto serves a float32 checkpoint in 16 bits ("we use float16 for
+        # float32 models"; bfloat16 in newer releases), and --kv-cache-dtype auto follows the
+        # model: 2 bytes, not the config's 4, which doubled every figure after it (trial).
+        dbytes = 2
     if not layers:
         raise ValueError("need num_layers (or a config with num_hidden_layers)")
     tp = tensor_parallel_size
@@ -461,7 +480,10 @@ def _weights_do_not_fit(gpu_gib: float, util: float, weights_gib: float, tp: int
         text, helped = _then(text, "kv_cache_capacity.tp_helps_more", tp=needed, per_gpu=weights_gib / needed), True
     # Rounded up, never to nearest: "above 0.93" for a need of 0.935 named a value that fails.
     util_needed = math.ceil((weights_gib / tp + overhead_gib + one_request_gib) / gpu_gib * 100 - 1e-9) / 100
-    if util_needed < 1:  # the rest of the GPU's memory would hold them
+    # Only up to 0.95: the budget must also hold activations, the sampler's profiling run and
+    # CUDA graphs (not known here), and "0.96 or more" for 14.18 GiB of weights on a T4 left
+    # 0.006 GiB for them, which no utilization makes start (trial).
+    if util_needed <= 0.95:
         text, helped = _then(text, "kv_cache_capacity.utilization_helps_more", util=util_needed), True
     return text if helped else _then(text, "kv_cache_capacity.nothing_helps_more")
 
@@ -575,13 +597,13 @@ def logprobs_message_size(
     msgmax: PositiveInt | None = None,
     msgmnb: PositiveInt | None = None,
 ) -> MessageSize:
-    """Size of one FastDeploy inter-process message with logprobs on, compared with the System V limit kernel.msgmax (8192 bytes by default; a larger message blocks and requests hang), and how many such messages one queue holds (kernel.msgmnb ÷ size).
+    """Size of one FastDeploy inter-process message with logprobs on, compared with the System V limit kernel.msgmax (8192 bytes by default; a larger message blocks and requests hang), and how many such messages one queue holds (kernel.msgmnb ÷ size). FastDeploy sends every such message at the fixed size it was compiled with (512 slots, 20 logprobs), whatever the server's batch size or a request's top_logprobs: keep the defaults unless FastDeploy was rebuilt with other sizes.
 
     Args:
         mtp: whether MTP (multi-token prediction) is enabled.
-        max_batch: batch slots in the message (512 in FastDeploy's example).
-        top_logprobs: logprobs returned per token (20 in the example).
-        mtp_tokens: tokens per step with MTP (6 in the example).
+        max_batch: batch slots in the message: FastDeploy's compile-time MAX_BSZ (512), not the server's batch size.
+        top_logprobs: logprobs slots per token: FastDeploy's compile-time K (20), not a request's top_logprobs.
+        mtp_tokens: tokens per step with MTP (6 in FastDeploy's FAQ).
         msgmax: the host's kernel.msgmax; 8192 when unknown.
         msgmnb: the host's kernel.msgmnb (bytes one queue may hold), if known.
     """
