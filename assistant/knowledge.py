@@ -337,11 +337,15 @@ def forget_loaded() -> None:
     _FALLBACK.clear()
 
 
-def describe(settings: Settings) -> dict:
-    """Index facts for `assistant ingest --status` and the readiness check."""
-    manifest = read_manifest(index_dir(settings)) or {}
-    return {
-        "index_dir": str(index_dir(settings)),
+def describe(settings: Settings, check_sources: bool = False) -> dict:
+    """Index facts for `assistant ingest --status`. What it lists (documents, skipped files)
+    is the last build's; with `check_sources` it also says whether the sources changed since
+    ("stale"), since a file added or edited after the build is in neither list until the next
+    `ask` or `ingest` reads it (trial: a new unreadable file went unmentioned)."""
+    directory = index_dir(settings)
+    manifest = read_manifest(directory) or {}
+    info = {
+        "index_dir": str(directory),
         "sources": [str(s) for s in sources(settings)],
         "embedder": manifest.get("embedder"),
         "documents": len(manifest.get("documents", {})),
@@ -350,6 +354,10 @@ def describe(settings: Settings) -> dict:
         "skipped": manifest.get("skipped", {}),
         "renamed": manifest.get("renamed", []),
     }
+    if check_sources:
+        reason = staleness(directory, sources(settings), manifest.get("embedder", "")) if manifest else "no index yet"
+        info["stale"] = f"{reason}: the next ask or ingest rebuilds it" if reason else None
+    return info
 
 
 # ---------------------------------------------------------------- KB metadata

@@ -382,6 +382,11 @@ def test_ingest_refuses_a_file_of_a_type_it_cannot_read_and_does_not_save_it(tmp
     status = json.loads(run_cli(["assistant", "ingest", "--status"], env).stdout)
     assert str(runbooks.resolve()) in status["sources"] and "unknown type (.bin)" in status["skipped"][str(junk.resolve())]
     assert "nothing indexed from" not in folder.stderr.decode()  # gizmo.md was read
+    assert status["stale"] is None
+    # A runbook written after the build is in no list of --status until the next build: it says so
+    (runbooks / "later.md").write_text("# Later\n\n## Fix\nRun `later --now`.\n", encoding="utf-8")
+    status = json.loads(run_cli(["assistant", "ingest", "--status"], env).stdout)
+    assert status["stale"] == "1 document(s) changed: the next ask or ingest rebuilds it"
 
     # A folder with nothing ingest reads is said in one line (it exited 0 as if read: newcomer trial)
     images = tmp_path / "images"

@@ -40,7 +40,7 @@ def ingest(paths: tuple[str, ...], kb: str | None, forget: tuple[str, ...], rebu
             return
         settings = settings_for(kb)
         if status:
-            click.echo(json.dumps(describe(settings), ensure_ascii=False, indent=2))
+            click.echo(json.dumps(describe(settings, check_sources=True), ensure_ascii=False, indent=2))
             return
         for path in paths:
             _require_readable_file(Path(path))  # before anything is saved: one bad path adds none
