@@ -1308,6 +1308,10 @@ _DEFAULT_CEILING = {"vllm": 256, "fastdeploy": 8}
 _ENGINE_OF_TOOL = {"kv_tokens_concurrency": "vllm", "kv_cache_capacity": "vllm", "fastdeploy_decode_budget": "fastdeploy"}
 
 
+def _CEILING_NOTES() -> list[dict[str, str]]:  # noqa: N802 (a constant, built once the catalog is loaded)
+    return [_msg(f"ceiling.{engine}") for engine in _DEFAULT_CEILING]
+
+
 def _note_batch_ceiling(answer: CapacityAnswer, facts: "_Facts") -> None:
     """A concurrency the KV cache allows is not one the server runs: "Qwen2.5-7B on one H100,
     how many concurrent?" was told 262.9 full-length requests at once, where vLLM schedules
@@ -1372,6 +1376,10 @@ def explain(answer: "CapacityAnswer | ToolCall", lang: str) -> str:
     if not isinstance(answer, CapacityAnswer):  # a bare ToolCall (e.g. from capacity_call)
         answer = CapacityAnswer(answer.name, [answer])
     h = texts("calculations", lang)
+    # The default batch ceiling is said right under the figure it limits, not among the notes:
+    # "about 1509 at once" stood as the answer, with "vLLM schedules 256 by default" five lines
+    # below (trial).
+    ceilings = [n for n in answer.notes if n in _CEILING_NOTES()] if answer.computed else []
     if answer.computed:
         lines = [f"**{h['heading.done']}** ({answer.tool})", ""]
         for call in answer.calls:
@@ -1379,6 +1387,10 @@ def explain(answer: "CapacityAnswer | ToolCall", lang: str) -> str:
             text = result.get("explanation", {}).get(lang) if isinstance(result.get("explanation"), dict) else None
             if text:
                 lines += [text, ""]
+            if call is answer.calls[-1]:
+                for note in ceilings:
+                    said = note[lang]
+                    lines += [f"**{said[:1].upper()}{said[1:]}{'。' if lang == 'zh' else '.'}**", ""]
             formula = result.get(f"formula_{lang}") or result["formula"]  # a tool may give its formula per language
             lines += [f"{h['heading.formula']}`{formula}`", ""]
         if answer.values:
@@ -1402,7 +1414,7 @@ def explain(answer: "CapacityAnswer | ToolCall", lang: str) -> str:
             lines += _after_list(lines, h["heading.given"] + t("calculations.sep.given", lang).join(
                 f"{_name(v.key, lang)} = " + (v.written if v.source == "question" else f"`{v.written}: {_plain(v.value)}`")
                 for v in given))
-    notes = (answer.defaults if answer.computed else []) + answer.notes
+    notes = (answer.defaults if answer.computed else []) + [n for n in answer.notes if n not in ceilings]
     if notes:
         lines += ["", h["heading.notes"]]
         lines += [f"- {n[lang]}" for n in notes]

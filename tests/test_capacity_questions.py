@@ -168,6 +168,10 @@ def test_a_concurrency_over_the_default_batch_ceiling_says_the_rest_queue(questi
         assert "max-num-seqs requests at once" not in notes and "defaults to 8" not in notes
     else:
         assert ceiling in notes and ("queue" in notes or "排队" in notes)
+        # said right under the figure it limits, before the formula, not among the notes (trial)
+        lang = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in question) else "en"
+        shown = explain(answer, lang)
+        assert -1 < shown.index(ceiling) < shown.index("`"), shown
 
 
 @pytest.mark.parametrize("question,expect", [
