@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from assistant.calculations import capacity_answer, capacity_call, explain
+from assistant.i18n import texts
 from assistant.tools import call_tool
 
 CASES = [json.loads(line) for line in (Path(__file__).resolve().parent.parent / "eval" / "capacity.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -171,7 +172,8 @@ def test_a_concurrency_over_the_default_batch_ceiling_says_the_rest_queue(questi
         # said right under the figure it limits, before the formula, not among the notes (trial)
         lang = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in question) else "en"
         shown = explain(answer, lang)
-        assert -1 < shown.index(ceiling) < shown.index("`"), shown
+        values = shown.index(texts("calculations", lang)["heading.values"])
+        assert -1 < shown.index(ceiling) < values and ceiling not in shown[values:], shown
 
 
 @pytest.mark.parametrize("question,expect", [
