@@ -73,7 +73,8 @@ _FRACTION = re.compile(r"0?\.\d+")
 _RIGHT_BEFORE = re.compile(r" ?[=:]? ?")
 _BUSY = re.compile(r"nvidia-smi|\bsmi\b|shows|showing|显示|监控|dashboard|grafana")
 _APPROX = re.compile(r"大概|大约|约|~|≈|about|around|roughly|approx|左右|上下|估计|差不多")
-_AFTER_APPROX = re.compile(r" ?(?:左右|上下|or so|-ish)|多(?!少)")  # "一万七千多个": 17,000-odd
+_AFTER_APPROX = re.compile(r" ?(?:左右|上下(?!文)|or so|-ish)")  # (not 上下文, a context: "两万 上下文"; review)
+_ODD = re.compile(r" ?多(?![少卡大长久])")  # "一万七千多个": 17,000-odd; right after the number only (not 最多, 多卡; review)
 # A length in k with no word of its own, right after a model's size or a verb of serving, is the
 # context the model is run at: "8 张 A100 跑 Qwen2.5-72B 32k 能有多少并发", "serving llama-3-70b at
 # 32k", "跑 32k". It was left unread and the concurrency asked back (trial).
@@ -197,7 +198,9 @@ _LABELS: list[tuple[str, tuple[Role, ...]]] = [
     # "200 个并发，每个请求 2k 输入": the whole "每个请求" says per request, so 请求 is no count of requests.
     # "how many concurrent requests of 8k": a length in k right after "requests of" is each one's
     # length, with no count before it (it was read as 8,000 requests beside a log; trial)
-    (r"(?:(?:concurrent|simultaneous|parallel) )?(?:sessions?|requests?|reqs?|prompts?|conversations?|chats?) of(?= \d+(?:\.\d+)? ?ki?(?![a-z0-9]))",
+    # (Not "prompts of 8k", a prompt's length; nor "requests of 4k input and 1k output": review.)
+    (r"(?:(?:concurrent|simultaneous|parallel) )?(?:sessions?|requests?|reqs?|conversations?|chats?) of"
+     r"(?= \d+(?:\.\d+)? ?ki?(?![a-z0-9])(?! ?(?:tokens? )?(?:input|prompt|prefill|in\b|output|completion|generat|decode|out\b)))",
      _roles(("sessions", NOUN, "post"), ("tokens_per_request", NAME, "pre"))),
     (r"(?:sessions?|requests?|users?|conversations?|并发) of|(?:个 ?)?会话, ?每个?(?:请求|会话|用户)?|(?:个 ?)?并发, ?每个?(?:请求|会话|用户)?",
      _roles(("sessions", NOUN, "post"), ("per_request", MOD, "pre"))),
@@ -351,7 +354,9 @@ _CN_UNITS = {"万": 10_000, "千": 1_000, "百": 100}
 _CN_NUMERAL = "一二两三四五六七八九十"
 _CN_COMPOUND = re.compile(
     rf"(?<![0-9.{_CN_NUMERAL}百千万亿几数多])([0-9]{{1,4}}|[{_CN_NUMERAL}])([万千])"
-    rf"(?:([0-9]|[{_CN_NUMERAL[:-1]}])([千百])?)?(?![0-9.{_CN_NUMERAL}百千万亿])")
+    # (not before 零: "一万零五百" is left whole, unread, not cut to 10,000; a full stop after
+    # it ends a sentence, it is no decimal point; "十万火急" is an idiom; review)
+    rf"(?:([0-9]|[{_CN_NUMERAL[:-1]}])([千百])?)?(?![0-9{_CN_NUMERAL}百千万亿零]|\.[0-9]|火急)")
 # "2e4 tokens" is 20,000; it was read as 2 (trial). Only a whole-number result, not "1e-5" nor
 # a name ("fp8e4m3", a hash: letters or digits around it).
 _SCIENTIFIC = re.compile(r"(?<![a-z0-9_.])([0-9]{1,6}(?:\.[0-9]{1,6})?)e\+?([0-9]{1,2})(?![a-z0-9_]|\.[0-9])")
@@ -367,7 +372,10 @@ def _cn_compound(m: re.Match) -> str:
         if tail_unit and _CN_UNITS[tail_unit] >= _CN_UNITS[unit]:
             return m.group(0)
         value += (int(tail) if tail.isdigit() else _CN_DIGITS[tail]) * step
-    return str(value)
+    # Kept in the scale it was written in ("1.7万", "3.5千"): rules read by the scale ("no GPU
+    # count is written in 万") read "两万 上下文" as 20,000 GPUs when it became "20000" (review).
+    scaled = Decimal(value) / _CN_UNITS[unit]
+    return f"{scaled.normalize():f}{unit}"
 
 
 def _scientific(m: re.Match) -> str:
@@ -648,7 +656,7 @@ def _bind(numbers: list[Quantity], labels: list[_Label], text: str) -> list[Quan
                 and _RUN_AT_NEXT.match(text, q.end)):
             label = "max_model_len"
         tail = _SEPARATOR.split(text[q.end:q.end + 32], 1)[0]  # "32000 tokens per request 左右"
-        approx = bool(_APPROX.search(text[max(0, q.start - 8):q.start])) or bool(_AFTER_APPROX.search(tail))
+        approx = bool(_APPROX.search(text[max(0, q.start - 8):q.start])) or bool(_AFTER_APPROX.search(tail)) or bool(_ODD.match(tail))
         if unit == "bytes" and label in ("", "kv_cache_memory", "gpu_memory") and q.value is not None and q.value < PER_TOKEN_MAX and (
                 _PER_TOKEN_AFTER.match(text, q.end) or _PER_TOKEN_BEFORE.search(text[max(0, q.start - 24):q.start])):
             label = "kv_bytes_per_token"

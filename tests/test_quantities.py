@@ -124,10 +124,13 @@ def test_units_and_separators(text, label, value):
 
 @pytest.mark.parametrize("text,normalized", [
     # one value written in parts (trial: 7,000 blocks and 10,000 tokens were read from "1万7千")
-    ("1万7千 个 block", "17000 个 block"), ("一万七千多个", "17000多个"), ("1万7 个", "17000 个"), ("两万 token", "20000 token"),
-    ("三千五 token", "3500 token"), ("一千五百", "1500"), ("十万", "100000"), ("2万 token", "2万 token"),
+    # (in the scale written, which other rules read: "两万 上下文" is a context, not 20,000 GPUs; review)
+    ("1万7千 个 block", "1.7万 个 block"), ("一万七千多个", "1.7万多个"), ("1万7 个", "1.7万 个"), ("两万 token", "2万 token"),
+    ("三千五 token", "3.5千 token"), ("一千五百", "1.5千"), ("十万", "10万"), ("2万 token", "2万 token"),
+    ("共 1万7千。", "共 1.7万."),  # a full stop ends the sentence, it is no decimal point (review)
     # not numbers, or not one: left as written
     ("千万不要这样", "千万不要这样"), ("几十万 token", "几十万 token"), ("一千万", "一千万"), ("1.5万", "1.5万"),
+    ("一万零五百", "一万零五百"), ("十万火急", "十万火急"),
     # scientific notation: whole numbers only, never a name
     ("2e4 tokens", "20000 tokens"), ("1.5e4", "15000"), ("fp8e4m3", "fp8e4m3"), ("1e-5", "1e-5"), ("3e4a9f", "3e4a9f"),
 ])
@@ -145,6 +148,12 @@ def test_ranges_and_lengths_said_in_words():
     assert labels("50 concurrent requests of 8k") == {"sessions": 50, "tokens_per_request": 8000}
     assert labels("17131 KV blocks of 16 tokens") == {"num_blocks": 17131, "block_size": 16}
     assert [q.approximate for q in extract("kv block 有一万七千多个").quantities] == [True]
+    assert [q.approximate for q in extract("每个请求 2000 token 最多能并发几个").quantities] == [False]  # 最多 is no "-odd"
+    assert labels("要几张H20 才能跑 两万 上下文") == {"max_model_len": 20000}
+    assert [q.approximate for q in extract("两万 上下文").quantities] == [False]  # 上下文 is no 上下 ("about")
+    # a prompt's length, and a request's two parts, are not the request's whole length (review)
+    assert labels("how many concurrent prompts of 8k?") == {"input_tokens": 8000}
+    assert labels("requests of 4k input and 1k output") == {"input_tokens": 4000, "output_tokens": 1000}
 
 
 @pytest.mark.parametrize("text", ["8 块 A100", "8 张卡", "8x H100", "8 gpus", "8 卡", "8 块 H800"])
