@@ -39,8 +39,9 @@ CARD_MEMORY = {"a10": (24, 23028), "a10g": (24, 23028), "l4": (24, 23034), "l40"
 def _card_pattern(names, plural: str = "") -> re.Pattern:
     """A regex for the card names of a table, longest first ("a10g" before "a10", "h200" before "h20")."""
     alternatives = "|".join(sorted(names, key=len, reverse=True))
-    # Not an NVL part: an "H100 NVL" has 94 GB, and was sized as an 80 GB H100 (trial).
-    return re.compile(rf"(?<![a-z0-9])({alternatives}){plural}(?![a-z0-9])(?![ _-]?nvl\b)")
+    # Not an H100 NVL: it has 94 GB, and was sized as an 80 GB H100 (trial). (An H200 NVL has
+    # an H200's 141 GB: still one; review.)
+    return re.compile(rf"(?<![a-z0-9])({alternatives}){plural}(?![a-z0-9])(?!(?<=h100)[ _-]?nvl\b)")
 
 
 _CARD = _card_pattern(CARD_MEMORY, plural="(?:s|es)?")  # "80GB H100s" are H100s (trial)
@@ -673,11 +674,20 @@ def _plan_kv_tokens(f: _Facts) -> _Plan:
     return plan
 
 
+_TORCH_DTYPE_FP32 = re.compile(r"torch_dtype\W{0,4}(?:torch\.)?float32")
+_DTYPE_FLAG = re.compile(r"--dtype[ =]|\bdtype ?= ?['\"]?(?:float32|fp32)")
+
+
 def _dtype(plan: _Plan) -> None:
     x = plan.facts.x
     if x.kv_cache_dtype:
         plan.args["dtype"] = x.kv_cache_dtype
         plan.values.append(Value("dtype", x.kv_cache_dtype, "question", "--kv-cache-dtype"))
+    elif x.dtypes == ("float32",) and _TORCH_DTYPE_FP32.search(x.text) and not _DTYPE_FLAG.search(x.text):
+        # A pasted config.json's float32 is the checkpoint's: vLLM's --dtype auto serves it in
+        # 16 bits, and the KV cache follows (the tool gave 2 bytes, `ask` 4, for one config; review).
+        plan.args["dtype"] = "bfloat16"
+        plan.values.append(Value("dtype", "bfloat16", "question", "torch_dtype float32, served in 16 bits by --dtype auto"))
     elif len(x.dtypes) == 1:
         plan.args["dtype"] = x.dtypes[0]
         plan.values.append(Value("dtype", x.dtypes[0], "question", x.dtypes[0]))
@@ -1281,14 +1291,21 @@ def _note_asked_load(answer: CapacityAnswer, facts: "_Facts") -> None:
     if not tokens or not getattr(result, "weights_fit", True):
         return
     fits = kv / int(tokens)
+    per_request = int(tokens)
+    if answer.tool == "kv_tokens_concurrency":
+        # In whole blocks, as its figure above is: "about 455 at once" sat beside "456 … they fit,
+        # the KV cache holds up to 458" (review).
+        block = int(call.arguments.get("block_size", 16))
+        per_request = math.ceil(int(tokens) / block) * block
+        fits = (kv // block) / (per_request // block)
     sessions = int(counts[0].value)
     if observed:
         if sessions > fits:  # more run than full-length ones fit: they are shorter, on average at most kv / sessions
             answer.notes.insert(0, _msg("load.observed", sessions=_plain(sessions), tokens=_plain(tokens), kv=_plain(kv),
                                         mean=_plain(math.floor(kv / sessions))))
         return
-    need = sessions * int(tokens)
-    key = "load.fits" if need <= kv else "load.over"
+    need = sessions * per_request
+    key = "load.fits" if sessions <= math.floor(fits) else "load.over"
     answer.notes.insert(0, _msg(key, sessions=_plain(sessions), tokens=_plain(tokens), need=_plain(need), kv=_plain(kv),
                                 fits=_plain(math.floor(fits))))
     if min(sessions, math.floor(fits)) > _DEFAULT_CEILING["vllm"] and not facts.has("max_num_seqs"):

@@ -284,8 +284,36 @@ def test_an_h100_nvl_is_not_sized_as_an_80_gb_h100():
     as exactly 80 GiB (trial)."""
     nvl = capacity_answer("Qwen2.5-7B-Instruct on one H100 NVL, max_model_len 32768, how many concurrent?")
     assert nvl is not None and "gpu_memory" in nvl.missing
+    h200 = capacity_answer("Qwen2.5-72B-Instruct on two H200 NVL, TP=2, max_model_len 32768, how many concurrent requests?")
+    assert h200.computed  # an H200 NVL has an H200's 141 GB (review)
     plural = capacity_answer("--gpu-memory-utilization 0.95 on 80GB H100s with Llama-3.1-70B fp16, TP=4, max_model_len 32k, how many concurrent requests?")
     assert plural.computed and plural.call.arguments["gpu_memory_gib"] == pytest.approx(79.647, abs=0.001)
+
+
+def test_whole_blocks_agree_everywhere_vllm_counts_them():
+    """The figure, the asked load and the largest length all count whole blocks (review):
+    "about 455 at once" sat beside "456 … they fit"; 26,870 tokens were said not to fit and
+    to be the largest that fits; a log's forced block size of 64 was ignored."""
+    load = capacity_answer("GPU KV cache size: 458,752 tokens. Can it hold 456 concurrent requests of 1000 tokens?")
+    assert load.call.value.concurrent_requests == 455
+    assert any("do not fit" in n["en"] and "about 455" in n["en"] for n in load.notes), load.notes
+    edge = call_tool("kv_tokens_concurrency", {"kv_cache_tokens": 26870, "tokens_per_request": 26870}).value
+    assert (edge.concurrent_requests, edge.largest_max_model_len) == (0, 26864) and edge.exact < 1
+    assert "The largest that fits is 26,864" in edge.explanation["en"]
+    from assistant.tools.logs import diagnose_text
+
+    log = ("INFO 11-30 10:07:01 [cuda.py:160] Forcing kv cache block size to 64 for FlashMLA backend.\n"
+           "INFO 11-30 10:07:31 [kv_cache_utils.py:634] GPU KV cache size: 458,752 tokens\n")
+    mla = capacity_answer("how many concurrent requests of 1000 tokens?", diagnose_text(log, None).numbers)
+    assert mla.call.arguments["block_size"] == 64 and mla.call.value.exact == 448.0
+
+
+def test_a_pasted_float32_config_gets_the_16_bit_kv_cache_as_the_tool_does():
+    answer = capacity_answer('how much KV cache per token? config.json: {"num_hidden_layers": 32, "num_attention_heads": 32, '
+                             '"num_key_value_heads": 8, "hidden_size": 4096, "torch_dtype": "float32"}')
+    assert answer.call.value.bytes_per_token == 131072
+    served = capacity_answer("how much KV cache per token with --dtype float32, 32 layers, 8 KV heads, head_dim 128?")
+    assert served.call.value.bytes_per_token == 262144  # served in float32 on purpose: 4 bytes
 
 
 def test_a_7000_digit_number_is_refused_with_a_message_not_an_overflow():

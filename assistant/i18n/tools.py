@@ -46,10 +46,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "GPU KV cache size ÷ tokens per request: {steps}",
     },
     "kv_tokens_concurrency.too_long": {
-        "zh": "一个 {tokens} token 的请求就超过了 {kv_tokens} token 的 KV Cache，"
-              "--max-model-len {max_model_len} 时 vLLM 会拒绝启动；最大能设到 {kv_tokens}。",
-        "en": "One request of {tokens} tokens needs more than the {kv_tokens} tokens of KV cache: "
-              "vLLM refuses to start with --max-model-len {max_model_len}. The largest that fits is {kv_tokens}.",
+        "zh": "一个 {tokens} token 的请求就超过了 {kv_tokens} token 的 KV Cache（按整 block 计），"
+              "--max-model-len {max_model_len} 时 vLLM 会拒绝启动；最大能设到 {largest}。",
+        "en": "One request of {tokens} tokens needs more than the {kv_tokens} tokens of KV cache (in whole blocks): "
+              "vLLM refuses to start with --max-model-len {max_model_len}. The largest that fits is {largest}.",
     },
     "kv_tokens_concurrency.kv_cache": {
         "zh": "{kv_tokens} 个 token 的 KV Cache 能容纳 {exact:.2f} 个 {tokens} token 的请求"

@@ -166,6 +166,9 @@ def kv_tokens_concurrency(kv_cache_tokens: PositiveInt, tokens_per_request: Posi
     # not 458.75 (trial, against kv_cache_utils.get_max_concurrency_for_kv_cache_config).
     blocks, per = kv_cache_tokens // block_size, math.ceil(tokens_per_request / block_size)
     exact = blocks / per
+    if exact < 1:
+        exact = math.floor(exact * 100) / 100  # 0.9994 is no "1.00x → 0" (review)
+    largest = blocks * block_size  # the longest request in whole blocks: 26,870 tokens hold 1,679 blocks, 26,864 tokens
     fits = math.floor(exact)
     limited = "kv_cache" if fits >= 1 else "too_long"
     if max_num_seqs is not None and max_num_seqs < fits:
@@ -179,13 +182,13 @@ def kv_tokens_concurrency(kv_cache_tokens: PositiveInt, tokens_per_request: Posi
     formula = _say("kv_tokens_concurrency.formula", steps=steps)
     if limited == "too_long":
         text = _say("kv_tokens_concurrency.too_long", tokens=_fmt(tokens_per_request), kv_tokens=_fmt(kv_cache_tokens),
-                    max_model_len=tokens_per_request)
+                    max_model_len=tokens_per_request, largest=_fmt(largest))
     elif limited == "kv_cache":
         text = _say("kv_tokens_concurrency.kv_cache", kv_tokens=_fmt(kv_cache_tokens), tokens=_fmt(tokens_per_request),
                     exact=exact, fits=fits)
     else:
         text = _say("kv_tokens_concurrency.capped", exact=exact, fits=fits)
-    return TokenConcurrency(kv_cache_tokens, tokens_per_request, round(exact, 2), fits, max_num_seqs, limited, kv_cache_tokens,
+    return TokenConcurrency(kv_cache_tokens, tokens_per_request, round(exact, 2), fits, max_num_seqs, limited, largest,
                             formula["en"], text, formula["zh"])
 
 

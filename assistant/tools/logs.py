@@ -26,7 +26,8 @@ SEVERITY = {"critical": 0, "warning": 1, "info": 2}
 
 NUMBERS = {
     "num_blocks_global": re.compile(r"num_blocks_global\s*[:=]\s*(\d+)"),
-    "block_size": re.compile(r"block_size\s*[:=]\s*(\d+)"),
+    # (vLLM forces its own on MLA models: "Forcing kv cache block size to 64 for FlashMLA backend"; review)
+    "block_size": re.compile(r"(?:block_size\s*[:=]\s*|[Ff]orcing kv cache block size to )(\d+)"),
     "kv_cache_tokens": re.compile(r"GPU KV cache size:\s*(\d[\d,]*)\s*tokens"),
     "kv_cache_memory_gib": re.compile(r"Available KV cache memory:\s*(\d+(?:\.\d+)?)\s*GiB"),
     # the tokens per request the figure is for, and (as max_concurrency_x) the figure itself
