@@ -202,6 +202,9 @@ class CapacityAnswer:
     # (vLLM logs "Model loading took N GiB"; FastDeploy prints no such line). A hint without
     # an engine's variant serves both.
     engine: str = ""
+    # Notes said right under the figure, before its formula: what makes the figure moot (a
+    # context the checkpoint refuses) or limits it (the default batch ceiling), not small print.
+    lead: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def computed(self) -> bool:
@@ -430,6 +433,7 @@ class _Plan:
         self.values: list[Value] = []
         self.missing: list[str] = []
         self.notes: list[dict[str, str]] = []
+        self.lead: list[dict[str, str]] = []  # see CapacityAnswer.lead
         self.defaults: list[dict[str, str]] = []
 
     def need(self, key: str, arg: str, value: Value | None, convert: Callable = int) -> None:
@@ -671,6 +675,10 @@ def _plan_kv_tokens(f: _Facts) -> _Plan:
             plan.missing[plan.missing.index("tokens_per_request")] = "max_model_len"
     plan.optional("max_num_seqs", f.get("max_num_seqs"))
     plan.optional("block_size", f.get("block_size"))  # whole blocks per request; vLLM's 16 unless given
+    # A --max-model-len past the named checkpoint's context is refused before any concurrency:
+    # "Qwen2.5-32B-Instruct … --max-model-len 65536" was told "vLLM prints 5.01x" (trial).
+    if (over := _context_over_limit(f.x)) is not None:
+        plan.lead.append(over)
     return plan
 
 
@@ -1227,6 +1235,7 @@ def capacity_answer(question: str, log_numbers: dict[str, float] | None = None,
         answer.values += [v for v in plan.values if v not in answer.values]
         answer.missing += [m for m in plan.missing if m not in answer.missing]
         answer.notes += plan.notes
+        answer.lead += plan.lead
         answer.defaults += plan.defaults
     answer.problems = facts.problems
     answer.notes += facts.notes
@@ -1396,7 +1405,7 @@ def explain(answer: "CapacityAnswer | ToolCall", lang: str) -> str:
     # The default batch ceiling is said right under the figure it limits, not among the notes:
     # "about 1509 at once" stood as the answer, with "vLLM schedules 256 by default" five lines
     # below (trial).
-    ceilings = [n for n in answer.notes if n in _CEILING_NOTES()] if answer.computed else []
+    ceilings = answer.lead + [n for n in answer.notes if n in _CEILING_NOTES()] if answer.computed else []
     if answer.computed:
         lines = [f"**{h['heading.done']}** ({answer.tool})", ""]
         for call in answer.calls:

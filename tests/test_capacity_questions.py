@@ -308,6 +308,15 @@ def test_whole_blocks_agree_everywhere_vllm_counts_them():
     assert mla.call.arguments["block_size"] == 64 and mla.call.value.exact == 448.0
 
 
+def test_a_max_model_len_past_the_checkpoints_context_is_said_under_the_figure():
+    """"vLLM prints this as 5.01x" for a --max-model-len vLLM refuses at start-up (trial): the
+    refusal is said right under the figure."""
+    answer = capacity_answer("Qwen2.5-32B-Instruct, GPU KV cache size: 328,640 tokens. What if I set --max-model-len 65536, how many concurrent?")
+    shown = explain(answer, "en")
+    refused = shown.index("vLLM refuses --max-model-len 65536 at start-up")
+    assert refused < shown.index("Formula:") and "Notes:" not in shown[:refused]
+
+
 def test_a_pasted_float32_config_gets_the_16_bit_kv_cache_as_the_tool_does():
     answer = capacity_answer('how much KV cache per token? config.json: {"num_hidden_layers": 32, "num_attention_heads": 32, '
                              '"num_key_value_heads": 8, "hidden_size": 4096, "torch_dtype": "float32"}')
