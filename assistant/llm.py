@@ -275,13 +275,20 @@ def drop_unsupported(text: str, n_passages: int) -> tuple[str, int]:
     return _drop_sentences(text, unsupported)
 
 
-# A command-line flag or an environment variable set in an answer ("--enable-prefix-caching",
-# "export NCCL_P2P_DISABLE=1"): the exact strings an on-call engineer types, so the ones to
-# check. An upper-case name counts only where it is set or read (`X=`, `export X`, `$X`):
-# error codes (RESOURCE_EXHAUSTED, CUDA_ERROR_OUT_OF_MEMORY) are quoted, not typed.
-_SETTING_NAME = re.compile(r"(?<![\w-])--[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*"
-                           r"|(?:(?<=export )|(?<=\$)|(?<=\$\{))[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b"
-                           r"|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?= ?=)")
+# A command-line flag, an environment variable or a config key named in an answer
+# ("--enable-prefix-caching", "export NCCL_P2P_DISABLE=1", "set VLLM_KV_TURBO to 1",
+# `kv_turbo_mode: true`): the exact strings an on-call engineer types, so the ones to check.
+# An upper-case name counts where it is set or read, in words too ("set the environment
+# variable X to 1", "把环境变量 X 设成 1", `X=`, `export X`, `$X`): error codes
+# (RESOURCE_EXHAUSTED) are quoted, not typed (review). Any snake_case name counts, however it
+# is set (in words, in Chinese, in backticks; trial: only `--x`, `X=` and `export X` were).
+# Each is compared with the prompt. (ASCII boundaries: a Chinese character beside a name is
+# no part of it.)
+_UPPER = r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?![A-Za-z0-9_])"
+_SETTING_NAME = re.compile(r"(?<![A-Za-z0-9_-])--[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*"
+                           r"|(?:(?<=export )|(?<=\$)|(?<=\$\{)|(?<=environment variable )|(?<=env var )|(?<=环境变量 )|(?<=环境变量))" + _UPPER +
+                           r"|(?<![A-Za-z0-9_.$-])" + _UPPER + r"(?= ?=| to [\w\"'`]| ?(?:设成|设为|设置为|设置成|改成|改为|调成|调为))"
+                           r"|(?<![A-Za-z0-9_./-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![A-Za-z0-9_/(]|\.[A-Za-z])")
 _WORD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)*")
 
 
@@ -301,13 +308,26 @@ def invented_settings(text: str, known: str) -> list[str]:
     return out
 
 
-# A figure as a word of its own: 54, 1,096,384, 0.95, 95%. Parts of names are none (H100,
-# v0.8.0, Llama-3.1-8B, 20k), nor are times and dates (10:05, 05-12).
-_FIGURE = re.compile(r"(?<![\w.:/-])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w:/-]|\.\d)|(?<![\w.,:/-])\d+(?:\.\d+)?(?![\w:/-]|[.,]\d)")
+# A figure as a word of its own: 54, 1,096,384, 0.95, 95%, and with its unit (96GB, 12k, 80 GiB).
+# Parts of names are none (H100, v0.8.0, Llama-3.1-8B), nor are times and dates (10:05, 05-12).
+# Chinese characters around it are no part of a name: "跑540个请求", "设为0.97即可" and "96GB 显存"
+# were passed on as the KB's, cited (trial), since `\w` counts them as letters.
+_FIGURE_UNIT = r"(?:\s?(?:GiB|GB|MiB|MB|KiB|KB|TiB|TB|[kKMGT])(?![A-Za-z0-9_]))?"
+_FIGURE = re.compile(r"(?<![A-Za-z0-9_.:/-])\d{1,3}(?:,\d{3})+(?:\.\d+)?" + _FIGURE_UNIT + r"(?![A-Za-z0-9_:/-]|\.\d)"
+                     r"|(?<![A-Za-z0-9_.,:/-])\d+(?:\.\d+)?" + _FIGURE_UNIT + r"(?![A-Za-z0-9_:/-]|[.,]\d)")
+_THOUSANDS = {"k": (1000, 1024), "K": (1000, 1024)}
 
 
 def _figure(token: str) -> float:
-    return float(token.replace(",", ""))
+    """The number of a figure, its unit left aside (96GB is 96, as a passage's "96 GB" is)."""
+    return float(re.match(r"[\d,.]*\d", token).group(0).replace(",", ""))
+
+
+def _figure_values(token: str) -> set[float]:
+    """The values a figure may stand for: 12k is 12, 12,000 or 12,288."""
+    v = _figure(token)
+    scale = _THOUSANDS.get(token.rstrip()[-1:])
+    return {v} | ({v * scale[0], v * scale[1]} if scale else set())
 
 
 _ANY_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
@@ -336,7 +356,7 @@ def invented_figures(text: str, known: str) -> list[str]:
     for m in _FIGURE.finditer(text):
         token = m.group(0)
         v = _figure(token)
-        if (v >= 10 or v != int(v)) and v not in seen and token not in out:
+        if (v >= 10 or v != int(v)) and not (_figure_values(token) & seen) and token not in out:
             out.append(token)
     return out
 

@@ -95,7 +95,7 @@ def _line_is_zh(line: str, quoting: bool = False) -> bool:
 # (Strings, compiled by `re` on first use, as above.)
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # the ranges of `is_cjk`, for a pattern
 _CJK_RUN = f"(?<![A-Za-z0-9_.-])[{_CJK}]{{2,}}(?![A-Za-z0-9_.-])"
-_PATHS = r"\S*[/\\]\S*"
+_PATHS = r"(?<!\S)\S*[/\\]\S*"  # from a run's start: unanchored, 16k characters with no slash took 2 s (trial)
 # A flag and its value: "--max-model-len 131072" of "--max-model-len 131072启动报", "--served-model-name 千问".
 # A Chinese value stands alone, and asks nothing: "SGLang 的 --enable-dp-attention 什么时候该开" was
 # answered in English, its question read as the flag's value (trial).

@@ -510,9 +510,27 @@ def test_a_figure_nothing_backs_is_not_passed_on_as_the_answer(bundled_settings,
     # The calculation's own figures, rounded or as a share, and small counts are no invention.
     known = "Computed with kv_concurrency: 17131 × 64 = 1,096,384 tokens; ÷ 20000 = 54.82 → 54. gpu_memory_utilization 0.9"
     assert invented_figures("About 54 requests (54.8 before rounding), 1,096,384 tokens, 90% of memory, in 2 steps on H100.", known) == []
-    assert invented_figures("At 10:05 on v0.8.0 with Llama-3.1-8B it used 16 GiB.", known) == ["16"]
+    assert invented_figures("At 10:05 on v0.8.0 with Llama-3.1-8B it used 16 GiB.", known) == ["16 GiB"]
     # A version or size a name in the prompt holds backs the answer's plain figure.
     assert invented_figures("Since vLLM 0.8 the defaults changed; an 80 GB card holds it.", "v0.8.0 on an A100-80GB") == []
+    # Written the Chinese way, next to characters, or with a unit glued on (trial: all passed)
+    assert invented_figures("这台机器最多同时跑540个请求，把显存利用率设为0.97即可 [1]。", known) == ["540", "0.97"]
+    assert invented_figures("每张卡至少需要 88GB 显存，把上下文改成12k即可 [1]。", known) == ["88GB", "12k"]
+    assert invented_figures("上下文 20k 时大约 54 个 [1]。", known) == []  # 20k is the prompt's 20000
+
+
+def test_a_setting_nothing_backs_is_caught_however_it_is_written():
+    """Only `--x`, `X=` and `export X` were checked: "set VLLM_KV_TURBO to 1", `kv_turbo_mode:
+    true` and a bare kv_turbo_swap reached the user as cited fixes (trial)."""
+    from assistant.llm import invented_settings
+
+    known = "passage: export NCCL_P2P_DISABLE=1, --max-model-len 8192; the log: CUDA_ERROR_OUT_OF_MEMORY"
+    assert invented_settings("Set the environment variable VLLM_KV_TURBO to 1 [1].", known) == ["VLLM_KV_TURBO"]
+    assert invented_settings("把环境变量 VLLM_KV_TURBO 设成 1 [1]。打开kv_turbo_swap开关 [1]。", known) == ["VLLM_KV_TURBO", "kv_turbo_swap"]
+    assert invented_settings("In the config file set `kv_turbo_mode: true` [1].", known) == ["kv_turbo_mode"]
+    # what the prompt holds, in either spelling, and code that names no setting, are not
+    assert invented_settings("Use max_model_len 4096; CUDA_ERROR_OUT_OF_MEMORY means OOM; call torch.cuda.empty_cache() "
+                             "in model_runner.py; set NCCL_P2P_DISABLE=1.", known) == []
 
 
 def test_an_answer_that_cites_nothing_falls_back_to_the_kb(bundled_settings, bundled_kb):

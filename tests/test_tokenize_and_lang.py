@@ -176,3 +176,13 @@ def test_what_follows_a_chinese_verb_of_reporting_is_pasted():
                        "provide a chat template if the tokenizer does not define one.") == "zh"
     # an English sentence that quotes the word is English
     assert detect_lang("I see 报错 in the log when starting vllm with tp 2 on our cluster, what should I check first?") == "en"
+
+
+def test_a_long_run_with_no_space_is_read_in_linear_time():
+    """An LLM's 100 kB Chinese reply with no line break took 150 s in the language check and
+    froze the HTTP server (trial): the path pattern backtracked over every start in the run."""
+    from .conftest import finishes_within
+
+    reply = "原因见 [1]。" + "显存" * 50_000
+    assert finishes_within(2.0, detect_lang, reply) and detect_lang(reply) == "zh"
+    assert detect_lang("模型放在 /data/模型/千问72B 下面，启动报错") == "zh"  # paths still set aside
