@@ -63,6 +63,48 @@ def strip_not_covered(text: str) -> tuple[str, bool]:
     return text, False
 
 
+_THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
+_THINK = re.compile(r"^\s*<think>.*?(?:</think>\s*|$)", re.S)
+
+
+def strip_reasoning(text: str) -> str:
+    """The reply without a leading reasoning block: a model served without a reasoning parser
+    (Qwen3, DeepSeek-R1) sends `<think>…</think>` first, and it reached the user, "I am not
+    sure" and all (trial). An unclosed block is all reasoning."""
+    return _THINK.sub("", text, count=1) if text.lstrip().startswith(_THINK_OPEN) else text
+
+
+class _DropThink:
+    """Streams tokens through, holding back a leading `<think>…</think>` block."""
+
+    def __init__(self, emit: Callable[[str], None]) -> None:
+        self.emit, self.head, self.state = emit, "", "start"  # start → (thinking →) open
+
+    def __call__(self, delta: str) -> None:
+        if self.state == "open":
+            self.emit(delta)
+            return
+        self.head += delta
+        if self.state == "start":
+            lead = self.head.lstrip()
+            if lead.startswith(_THINK_OPEN):
+                self.state = "thinking"
+            elif len(lead) >= len(_THINK_OPEN) or not _THINK_OPEN.startswith(lead):
+                self.state, rest, self.head = "open", self.head, ""
+                self.emit(rest)
+                return
+        if self.state == "thinking" and _THINK_CLOSE in self.head:
+            rest = self.head.split(_THINK_CLOSE, 1)[1].lstrip()
+            self.state, self.head = "open", ""
+            if rest:
+                self.emit(rest)
+
+    def flush(self) -> None:
+        if self.state == "start" and self.head:
+            self.emit(self.head)
+        self.state, self.head = "open", ""
+
+
 class _HoldMark:
     """Streams one turn's tokens through, except that the first few are held until it is
     clear whether the reply opens with the not-covered mark; the mark, and the space or
@@ -416,6 +458,10 @@ def _refused_at_once(base_url: str) -> None:
         return
 
 
+# Longer than any answer the prompt asks for: the extractive answer's bound is 3,000.
+MAX_LLM_ANSWER_CHARS = 8000
+
+
 def looks_like_garbage(text: str, prompt: str) -> str | None:
     """Why an answer is unusable, or None. Catches what small models were seen to do."""
     stripped = text.strip()
@@ -423,9 +469,19 @@ def looks_like_garbage(text: str, prompt: str) -> str | None:
         return "the LLM returned an empty answer"
     if sum(ch == "\ufffd" or (ord(ch) < 32 and ch not in "\n\t\r") for ch in stripped) > 0.02 * len(stripped):
         return "the LLM returned unreadable text"
+    if len(stripped) > MAX_LLM_ANSWER_CHARS:
+        return f"the LLM's answer ran to {len(stripped):,} characters"  # a loop or a dump, not an answer (trial: 100 kB passed)
     words = stripped.split()
     if len(words) >= 40 and len(set(words)) / len(words) < 0.2:
         return "the LLM answer repeats itself"
+    cjk = [ch for ch in stripped if is_cjk(ch)]
+    if len(cjk) >= 200:
+        # Chinese has no spaces to count words by: four-character runs say it ("显存不够。"
+        # three thousand times passed; trial).
+        joined = "".join(cjk)
+        grams = [joined[i:i + 4] for i in range(0, len(joined) - 3)]
+        if len(set(grams)) / len(grams) < 0.2:
+            return "the LLM answer repeats itself"
     if len(stripped) >= 200 and stripped[:200] in prompt:
         return "the LLM echoed its prompt"
     if len(stripped) < 240 and not CITATION_REF.search(stripped) and _NON_ANSWER.search(stripped):
@@ -444,6 +500,7 @@ _NON_ANSWER = re.compile(r"\b(?:i (?:do not|don['’]?t) know|i(?:['’]m| am) n
 class _Turn:
     content: str
     tool_calls: list[dict]  # {"id", "name", "arguments"}
+    finish_reason: str | None = None  # "stop", "length", "tool_calls"; None when the stream never said
 
 
 def _complete(client, model: str, messages: list, tools: list | None, on_token: Callable[[str], None] | None,
@@ -457,6 +514,7 @@ def _complete(client, model: str, messages: list, tools: list | None, on_token: 
         kwargs["tools"] = tools
     parts: list[str] = []
     calls: dict[int, dict] = {}
+    finish = None
     stream = client.chat.completions.create(**kwargs)
     try:
         for chunk in stream:
@@ -465,6 +523,7 @@ def _complete(client, model: str, messages: list, tools: list | None, on_token: 
                 raise LLMError(f"the LLM did not finish within {settings.llm_timeout:g} s")
             if not chunk.choices:
                 continue
+            finish = getattr(chunk.choices[0], "finish_reason", None) or finish
             delta = chunk.choices[0].delta
             if delta is None:
                 continue
@@ -482,7 +541,7 @@ def _complete(client, model: str, messages: list, tools: list | None, on_token: 
     finally:
         stream.close()
     ordered = [dict(v, id=v["id"] or f"call_{k}") for k, v in sorted(calls.items()) if v["name"]]
-    return _Turn("".join(parts), ordered)
+    return _Turn("".join(parts), ordered, finish)
 
 
 def llm_answer(
@@ -534,8 +593,10 @@ def llm_answer(
             offer = tools if (tools and step < settings.llm_max_tool_steps) else None
             chunks_seen[0] = 0
             held = _HoldMark(on_token) if on_token is not None else None  # each turn may open with the mark
-            turn = _complete(client, model, messages, offer, held, deadline, settings, chunks_seen)
-            if held is not None:
+            thinking = _DropThink(held) if held is not None else None  # … after any reasoning block
+            turn = _complete(client, model, messages, offer, thinking, deadline, settings, chunks_seen)
+            if thinking is not None:
+                thinking.flush()
                 held.flush()
             if not turn.tool_calls:
                 break
@@ -556,12 +617,27 @@ def llm_answer(
         raise _failed(_explain(exc, settings, waited_for_first=chunks_seen[0] == 0), records) from exc
     except (ValueError, KeyError, TypeError, AttributeError) as exc:  # malformed responses
         log.warning("malformed response from the LLM at %s", redact_url(settings.llm_base_url), exc_info=exc)
-        raise _failed(f"the LLM sent a malformed response ({type(exc).__name__})", records) from exc
+        raise _failed("the LLM sent a malformed response", records) from exc  # the exception's name is in the log line
     if turn is not None and not turn.content and not turn.tool_calls and chunks_seen[0] == 0:
         # A 200 whose body holds no stream events at all (a truncated JSON object, an HTML
         # page from a proxy) is not an empty answer: the endpoint speaks something else.
         raise _failed("the LLM's response was not an OpenAI-compatible stream (no events arrived)", records)
+    if turn is not None and turn.content and not turn.tool_calls and _cut_off(turn):
+        # "… [1]. Apply" was shown as the whole answer, with no note (trial): a reply stopped at
+        # the model's length limit, or a stream that closed mid-sentence, is no answer.
+        raise _failed("the LLM's answer was cut off before it finished", records)
     return _result(turn.content if turn else "", messages, passages, lang, model, records, notes, streamed=on_token is not None)
+
+
+_ENDS_WHOLE = re.compile(r"(?:[.!?。！？)）\]】`*_:：]|\[\d{1,2}\])\s*$")
+
+
+def _cut_off(turn: _Turn) -> bool:
+    """Stopped at the length limit, or a stream that never said why it ended and stops
+    mid-sentence (a server that leaves out finish_reason but ends its sentences is believed)."""
+    if turn.finish_reason == "length":
+        return True
+    return turn.finish_reason is None and not _ENDS_WHOLE.search(turn.content)
 
 
 def _tool_turn(c: dict, tools: list | None, seen: dict, records: list, notes: list[str], settings: Settings, deadline: float,
@@ -596,10 +672,14 @@ def _unbacked(text: str, found: list[str], drop: Callable[[str, list[str]], tupl
     if not found:
         return text, False
     names = ", ".join(found[:4])
-    if streamed:
-        notes.append(i18n.t(keys[0], lang, names=names))
-        return text, True
     text, gone = drop(text, found)
+    if streamed:
+        # On screen already, so flagged there; left out of the final answer too, which a page
+        # shows in its place and feedback keeps, as an uncited sentence is (trial).
+        notes.append(i18n.t(keys[0], lang, names=names))
+        if looks_like_garbage(text, prompt_text):
+            raise _failed(looks_like_garbage(text, prompt_text), records)
+        return text, True
     notes.append(i18n.t(keys[1], lang, n=gone, names=names))
     why = looks_like_garbage(text, prompt_text)
     if why:
@@ -611,7 +691,7 @@ def _result(content: str, messages: list, passages: list, lang: str, model: str,
             streamed: bool = False) -> LLMResult:
     """The model's last reply as an answer: checked for garbage, citations renumbered to the
     passages, and its "not covered" mark turned into `covered=False`."""
-    text, judged_out = strip_not_covered(content)
+    text, judged_out = strip_not_covered(strip_reasoning(content))
     if judged_out and not text.strip():
         text = i18n.t("llm.judged_not_covered", lang)
     prompt_text = "\n".join(str(m.get("content", "")) for m in messages)
@@ -651,13 +731,20 @@ def _result(content: str, messages: list, passages: list, lang: str, model: str,
     return LLMResult(fixed, model, cited, [r.to_dict() for r in records], notes, covered=not judged_out, unverified=unverified)
 
 
+_LANG_SAMPLE = 4000
+
+
 def _other_language(text: str, lang: str) -> bool:
     """Whether an answer is written in the other language: for a Chinese asker, not one
     Chinese character outside code (commands and flags alone read as English); for an
     English one, mostly Chinese."""
-    prose = re.sub(r"```.*?```|`[^`\n]*`", " ", text, flags=re.S)
+    prose = re.sub(r"```.*?```|`[^`\n]*`", " ", text[:_LANG_SAMPLE], flags=re.S)  # a sample: the language shows early
     if lang == "zh":
-        return not any(is_cjk(ch) for ch in prose) and len(prose.split()) >= 4
+        # Mostly English, even with a Chinese title quoted in it ("the passage titled 原因 [1]"
+        # passed as Chinese; trial): a Chinese character for every four English words at least.
+        words = len(re.findall(r"[A-Za-z]{2,}", prose))
+        cjk = sum(1 for ch in prose if is_cjk(ch))
+        return (cjk == 0 and len(prose.split()) >= 4) or (words >= 12 and cjk < 0.25 * words)
     return detect_lang(prose) == "zh"
 
 

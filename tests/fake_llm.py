@@ -9,6 +9,7 @@ Each POST /v1/chat/completions takes the next step of the script:
   {"content": "text", "chunk_delay": 0.3}              a slow stream: that long before every chunk
   {"stall": 5.0}                                       a stream's headers, then silence that long
   {"raw": "not json"}                                  a malformed body
+  {"content": "text", "finish_reason": "length"}       a stream that ends with that reason (None: with none)
 A step can also be a function of the request body returning one of these. When the
 script runs out, the last step repeats. Requests are recorded for assertions.
 """
@@ -139,4 +140,5 @@ class ScriptedLLM:
                                                                                  "function": {"name": call["function"]["name"], "arguments": ""}}]}, "finish_reason": None}]}
             for j in range(0, len(args), 5):
                 yield {**base, "choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "function": {"arguments": args[j:j + 5]}}]}, "finish_reason": None}]}
-        yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls" if step.get("tool_calls") else "stop"}]}
+        reason = step.get("finish_reason", "tool_calls" if step.get("tool_calls") else "stop")
+        yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": reason}]}

@@ -253,7 +253,8 @@ def test_openai_compatible_chat_carries_the_answers_notes(bundled_settings, bund
     import openai
 
     made_up = "Raise kernel.msgmax [1]. Also set --ipc-turbo 1 to fix it [9]. Check ipcs -l [3]."
-    script = [{"content": made_up}, {"content": made_up}, {"status": 500}]
+    cut = "The likely cause is the one the passage describes [1]. Apply"  # stream closed mid-sentence
+    script = [{"content": made_up}, {"content": made_up}, {"status": 500}, {"content": cut, "finish_reason": None}]
     with ScriptedLLM(script) as llm:
         settings = replace(bundled_settings, llm_base_url=llm.url, llm_model="m", feedback_db=str(tmp_path / "f.db"))
         with LiveServer(create_app(settings)) as live:
@@ -264,11 +265,16 @@ def test_openai_compatible_chat_carries_the_answers_notes(bundled_settings, bund
             chunks = list(client.chat.completions.create(model="kb-assistant", stream=True, messages=question))
             streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
             failed = client.chat.completions.create(model="kb-assistant", messages=question).choices[0].message.content
+            chunks = list(client.chat.completions.create(model="kb-assistant", stream=True, messages=question))
+            fell_back = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert "--ipc-turbo" not in plain and "_removed 1 statement(s) of the LLM answer" in plain
     # Streamed, the made-up sentence is on screen before it can be judged: the note must follow it.
     assert "--ipc-turbo" in streamed and "1 streamed statement(s)" in streamed.split("--ipc-turbo", 1)[1], streamed[-600:]
     assert streamed.count("Raise kernel.msgmax") == 1  # the trimmed final answer is not sent a second time
     assert "msgmax" in failed and "_the LLM returned HTTP 500; answered from the KB instead_" in failed
+    # A KB answer after a streamed partial one says to disregard the unfinished text first (trial)
+    head, _, tail = fell_back.partition("-- The LLM stopped mid-answer: do not act on the unfinished text above.")
+    assert head.startswith("The likely cause") and "msgmax" in tail and "cut off" in tail, fell_back[-400:]
 
 
 def test_stream_endpoint_sends_events_ending_with_the_answer(server):

@@ -507,6 +507,7 @@ def test_a_figure_nothing_backs_is_not_passed_on_as_the_answer(bundled_settings,
     with ScriptedLLM([{"content": wrong}]) as llm:
         shown = answer_question(question, _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb, on_token=streamed.append)
     assert "540" in "".join(streamed) and shown.coverage == "tentative" and any("do not use it" in n for n in shown.notes)
+    assert "540" not in shown.answer  # flagged on screen, and left out of the final answer a page re-renders (trial)
     # The calculation's own figures, rounded or as a share, and small counts are no invention.
     known = "Computed with kv_concurrency: 17131 × 64 = 1,096,384 tokens; ÷ 20000 = 54.82 → 54. gpu_memory_utilization 0.9"
     assert invented_figures("About 54 requests (54.8 before rounding), 1,096,384 tokens, 90% of memory, in 2 steps on H100.", known) == []
@@ -592,3 +593,44 @@ def test_an_unexpected_failure_is_said_without_the_exceptions_name(bundled_setti
     reason = _explain(AttributeError("'str' object has no attribute 'choices'"), bundled_settings, False)
     assert reason == "the LLM's reply could not be used" and "Error" not in reason
     assert _reason_in(reason, "zh") == "大模型的回复无法使用"
+
+
+@pytest.mark.parametrize("step", [
+    {"content": "最可能的原因是知识库段落里描述的情况 [1]。请按照段落中的解决办法操作", "finish_reason": "length"},
+    {"content": "The likely cause is the one the passage describes [1]. Apply", "finish_reason": None},
+])
+def test_an_answer_cut_off_is_no_answer(step, bundled_settings, bundled_kb):
+    """A reply stopped at the length limit, or a stream that closed mid-sentence, was shown as
+    the whole answer with no note (trial)."""
+    with ScriptedLLM([step]) as llm:
+        answer = answer_question(LOGPROBS_Q, _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb)
+    assert answer.backend == "extractive" and any("cut off" in n for n in answer.notes), answer.notes
+    # a server that leaves out finish_reason but ends its sentence is believed
+    whole = {"content": "Raise kernel.msgmax and kernel.msgmnb as the passage says [1].", "finish_reason": None}
+    with ScriptedLLM([whole]) as llm:
+        assert answer_question(LOGPROBS_Q, _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb).backend != "extractive"
+
+
+def test_a_reasoning_block_never_reaches_the_asker(bundled_settings, bundled_kb):
+    """Qwen3 or DeepSeek-R1 served without a reasoning parser send <think>…</think> first; it
+    was shown, "I am not sure" and all (trial)."""
+    reply = "<think>\nThe user asks about a hang. I am not sure.\n</think>\n\nRaise kernel.msgmax as the passage says [1]."
+    streamed: list[str] = []
+    with ScriptedLLM([{"content": reply}]) as llm:
+        answer = answer_question(LOGPROBS_Q, _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb, on_token=streamed.append)
+    assert "think" not in answer.answer and "not sure" not in answer.answer and "Raise kernel.msgmax" in answer.answer
+    assert "think" not in "".join(streamed) and "Raise kernel.msgmax" in "".join(streamed)
+
+
+def test_runaway_and_wrong_language_answers_fall_back():
+    """100 kB of one reply and a Chinese loop passed as answers; an English answer quoting one
+    Chinese title passed as Chinese (trial)."""
+    from assistant.llm import MAX_LLM_ANSWER_CHARS, _other_language, looks_like_garbage
+
+    assert "characters" in looks_like_garbage("Cause is in [1]. " + "x" * 100_000, "")
+    assert looks_like_garbage("最可能的原因是 KV cache 不够 [1]。" * 3000, "")  # over the bound
+    assert looks_like_garbage(("显存不够请重启。" * 60)[:MAX_LLM_ANSWER_CHARS], "") == "the LLM answer repeats itself"
+    assert looks_like_garbage("把 kernel.msgmax 调到 1048576，然后重启服务 [1]。先确认 FastDeploy 开了 logprobs [2]。", "") is None
+    english = ("The likely cause is described in the passage titled 原因 [1]. The message queue limit is too small, "
+               "so apply the sysctl fix from the passage exactly as written [1]. Then check the limits again [2].")
+    assert _other_language(english, "zh") and not _other_language("把 kernel.msgmax 调到 1048576，然后重启 FastDeploy 服务 [1]。", "zh")

@@ -106,7 +106,11 @@ class _Reply:
             # and the note under the answer says so.
             rest = full[len(result["answer"]):]
         else:
-            rest = "\n\n" + full  # a fallback after a partial stream: the whole KB answer follows
+            # A fallback after a partial stream: the whole KB answer follows, after the line the
+            # CLI prints there, so the unfinished text above is not read as its opening (trial).
+            from assistant.i18n import t
+
+            rest = f"\n\n{t('llm.stream_abandoned', result.get('lang', 'en'))}\n\n" + full
         for i in range(0, len(rest), CHUNK_CHARS):
             yield self.chunk({"content": rest[i:i + CHUNK_CHARS]})
         yield self.chunk({}, "stop", citations=result["citations"], answer_id=result["id"])
