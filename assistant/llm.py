@@ -15,6 +15,7 @@ import logging
 import math
 import re
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Callable
 from urllib.parse import urlsplit, urlunsplit
@@ -70,8 +71,15 @@ _THINK = re.compile(r"^\s*<think>.*?(?:</think>\s*|$)", re.S)
 def strip_reasoning(text: str) -> str:
     """The reply without a leading reasoning block: a model served without a reasoning parser
     (Qwen3, DeepSeek-R1) sends `<think>…</think>` first, and it reached the user, "I am not
-    sure" and all (trial). An unclosed block is all reasoning."""
-    return _THINK.sub("", text, count=1) if text.lstrip().startswith(_THINK_OPEN) else text
+    sure" and all (trial). An unclosed block is all reasoning. Templates that open the block
+    in the prompt (R1 distills, QwQ) send only its end: all before a `</think>` that no
+    `<think>` opened is reasoning too (review), as vLLM's deepseek_r1 parser reads it."""
+    if text.lstrip().startswith(_THINK_OPEN):
+        return _THINK.sub("", text, count=1)
+    close = text.find(_THINK_CLOSE)
+    if close >= 0 and _THINK_OPEN not in text[:close]:
+        return text[close + len(_THINK_CLOSE):].lstrip()
+    return text
 
 
 class _DropThink:
@@ -93,11 +101,16 @@ class _DropThink:
                 self.state, rest, self.head = "open", self.head, ""
                 self.emit(rest)
                 return
-        if self.state == "thinking" and _THINK_CLOSE in self.head:
-            rest = self.head.split(_THINK_CLOSE, 1)[1].lstrip()
-            self.state, self.head = "open", ""
-            if rest:
-                self.emit(rest)
+        if self.state == "thinking":
+            # Only the tail can hold the closing tag: the reasoning itself is thrown away as it
+            # comes, so a long one costs no more than a short one (review: it was quadratic).
+            if _THINK_CLOSE in self.head:
+                rest = self.head.split(_THINK_CLOSE, 1)[1].lstrip()
+                self.state, self.head = "open", ""
+                if rest:
+                    self.emit(rest)
+            else:
+                self.head = self.head[-len(_THINK_CLOSE):]
 
     def flush(self) -> None:
         if self.state == "start" and self.head:
@@ -321,16 +334,26 @@ def drop_unsupported(text: str, n_passages: int) -> tuple[str, int]:
 # ("--enable-prefix-caching", "export NCCL_P2P_DISABLE=1", "set VLLM_KV_TURBO to 1",
 # `kv_turbo_mode: true`): the exact strings an on-call engineer types, so the ones to check.
 # An upper-case name counts where it is set or read, in words too ("set the environment
-# variable X to 1", "把环境变量 X 设成 1", `X=`, `export X`, `$X`): error codes
-# (RESOURCE_EXHAUSTED) are quoted, not typed (review). Any snake_case name counts, however it
-# is set (in words, in Chinese, in backticks; trial: only `--x`, `X=` and `export X` were).
-# Each is compared with the prompt. (ASCII boundaries: a Chinese character beside a name is
-# no part of it.)
+# variable X to 1", "把环境变量 `X` 设成 1", `X=`, `export X`, `$X`, `ENV X`, `- name: X`), and
+# anywhere when it has an engine's or a library's prefix (VLLM_, FD_, NCCL_…): error codes
+# (RESOURCE_EXHAUSTED, CUDA_ERROR_OUT_OF_MEMORY) are quoted, not typed (review). A snake_case
+# name counts where it is set: `x: value`, `x=…`, "set x", "打开 x" (trial: only `--x`, `X=`
+# and `export X` were checked); a name merely mentioned ("per logprobs_message_size, …") or
+# a code block's variables are not (review). (ASCII boundaries: a Chinese character beside a
+# name is no part of it; backticks and ** around a name are its markup.)
 _UPPER = r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?![A-Za-z0-9_])"
+_Q = r"[`*]{0,2}"  # markup around a name
+_SET_AFTER = rf"(?={_Q}(?: ?[=:] ?| to [\w\"'`]| ?(?:设成|设为|设置为|设置成|改成|改为|调成|调为)))"
+_ENV_PREFIX = r"(?:VLLM|FD|FLAGS|NCCL|HF|HUGGINGFACE|PYTORCH|TORCH|OMP|MKL|TRANSFORMERS|SGLANG|LMDEPLOY|TGI|OLLAMA|RAY|GLOO|UCX|NVIDIA|TRITON|XLA|PADDLE)_(?!ERROR)"
 _SETTING_NAME = re.compile(r"(?<![A-Za-z0-9_-])--[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*"
-                           r"|(?:(?<=export )|(?<=\$)|(?<=\$\{)|(?<=environment variable )|(?<=env var )|(?<=环境变量 )|(?<=环境变量))" + _UPPER +
-                           r"|(?<![A-Za-z0-9_.$-])" + _UPPER + r"(?= ?=| to [\w\"'`]| ?(?:设成|设为|设置为|设置成|改成|改为|调成|调为))"
-                           r"|(?<![A-Za-z0-9_./-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![A-Za-z0-9_/(]|\.[A-Za-z])")
+                           r"|(?:(?<=export )|(?<=\$)|(?<=\$\{)|(?<=ENV )|(?<=name: )|(?<=environ\[.)|(?<=getenv\(.)"
+                           rf"|(?<=variable )|(?<=variable `)|(?<=var )|(?<=var `)|(?<=环境变量 )|(?<=环境变量)|(?<=环境变量 `)|(?<=环境变量`)){_UPPER}"
+                           rf"|(?<![A-Za-z0-9_.$-]){_UPPER}{_SET_AFTER}"
+                           rf"|(?<![A-Za-z0-9_.$-]){_ENV_PREFIX}[A-Z0-9]+(?:_[A-Z0-9]+)*(?![A-Za-z0-9_])"
+                           r"|(?:(?<=set )|(?<=set `)|(?<=enable )|(?<=enable `)|(?<=打开)|(?<=打开 )|(?<=打开 `)|(?<=开启)|(?<=开启 )"
+                           r"|(?<=开启 `)|(?<=把 )|(?<=把 `))[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![A-Za-z0-9_/(]|\.[A-Za-z])"
+                           rf"|(?<![A-Za-z0-9_./-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![A-Za-z0-9_/(]|\.[A-Za-z]){_SET_AFTER}")
+_FENCED = re.compile(r"```.*?(?:```|$)", re.S)
 _WORD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)*")
 
 
@@ -343,7 +366,10 @@ def invented_settings(text: str, known: str) -> list[str]:
     words = _WORD_NAME.findall(known)
     seen = {setting_key(w) for w in words} | {setting_key(part) for w in words if "." in w for part in w.split(".")}
     out: list[str] = []
-    for m in _SETTING_NAME.finditer(text):
+    # A code block's own names (its variables, its calls) are code, not settings told to set;
+    # its flags are checked as before.
+    prose = _FENCED.sub(lambda b: " ".join(re.findall(r"(?<![A-Za-z0-9_-])--[A-Za-z][\w-]*", b.group(0))), text)
+    for m in _SETTING_NAME.finditer(prose):
         name = m.group(0)
         if setting_key(name) not in seen and name not in out:
             out.append(name)
@@ -354,10 +380,10 @@ def invented_settings(text: str, known: str) -> list[str]:
 # Parts of names are none (H100, v0.8.0, Llama-3.1-8B), nor are times and dates (10:05, 05-12).
 # Chinese characters around it are no part of a name: "跑540个请求", "设为0.97即可" and "96GB 显存"
 # were passed on as the KB's, cited (trial), since `\w` counts them as letters.
-_FIGURE_UNIT = r"(?:\s?(?:GiB|GB|MiB|MB|KiB|KB|TiB|TB|[kKMGT])(?![A-Za-z0-9_]))?"
+_FIGURE_UNIT = r"(?:\s?(?:GiB|GB|Gi|MiB|MB|Mi|KiB|KB|Ki|TiB|TB|Ti|ms|[kKMGTgx万])(?![A-Za-z0-9_]))?"
 _FIGURE = re.compile(r"(?<![A-Za-z0-9_.:/-])\d{1,3}(?:,\d{3})+(?:\.\d+)?" + _FIGURE_UNIT + r"(?![A-Za-z0-9_:/-]|\.\d)"
                      r"|(?<![A-Za-z0-9_.,:/-])\d+(?:\.\d+)?" + _FIGURE_UNIT + r"(?![A-Za-z0-9_:/-]|[.,]\d)")
-_THOUSANDS = {"k": (1000, 1024), "K": (1000, 1024)}
+_SCALED = {"k": (1000, 1024), "K": (1000, 1024), "M": (1_000_000, 1_048_576), "万": (10_000,)}
 
 
 def _figure(token: str) -> float:
@@ -366,10 +392,21 @@ def _figure(token: str) -> float:
 
 
 def _figure_values(token: str) -> set[float]:
-    """The values a figure may stand for: 12k is 12, 12,000 or 12,288."""
+    """The values a figure may stand for: 12k is 12, 12,000 or 12,288; 2万 20,000."""
     v = _figure(token)
-    scale = _THOUSANDS.get(token.rstrip()[-1:])
-    return {v} | ({v * scale[0], v * scale[1]} if scale else set())
+    return {v} | {v * f for f in _SCALED.get(token.rstrip()[-1:], ())}
+
+
+def _rounded_from(token: str, seen: set[float]) -> bool:
+    """Whether a figure in k or M is a known value rounded to that unit: 45k for 45,232, 1.1M
+    for 1,096,384 (review: both were taken for inventions)."""
+    scale = _SCALED.get(token.rstrip()[-1:])
+    if not scale:
+        return False
+    v = _figure(token)
+    decimals = len(token.split(".", 1)[1].rstrip("kKM万 ")) if "." in token else 0
+    step = 10 ** -decimals
+    return any(abs(x / f - v) <= step / 2 + 1e-9 for x in seen if x >= 1 for f in scale)
 
 
 _ANY_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
@@ -381,9 +418,11 @@ def _known_figures(known: str) -> set[float]:
     # backed by a passage's "v0.8.0", "80 GB" by "A100-80GB".
     tokens = [m.group(0) for m in _FIGURE.finditer(known)] + _ANY_NUMBER.findall(known)
     for token in tokens:
-        v = _figure(token)
+        for v in _figure_values(token):  # the question's "32k" backs the answer's 32768
         # as the answer may round it, or say a share as a percentage
-        values |= {v, float(round(v)), float(math.floor(v)), round(v, 1), round(v, 2), round(v * 100, 2), round(v / 100, 4)}
+            if not math.isfinite(v):
+                continue  # a run of 309 digits is no figure (it overflowed to inf)
+            values |= {v, float(round(v)), float(math.floor(v)), round(v, 1), round(v, 2), round(v * 100, 2), round(v / 100, 4)}
     return values
 
 
@@ -398,7 +437,7 @@ def invented_figures(text: str, known: str) -> list[str]:
     for m in _FIGURE.finditer(text):
         token = m.group(0)
         v = _figure(token)
-        if (v >= 10 or v != int(v)) and not (_figure_values(token) & seen) and token not in out:
+        if (v >= 10 or v != int(v)) and not (_figure_values(token) & seen) and not _rounded_from(token, seen) and token not in out:
             out.append(token)
     return out
 
@@ -629,15 +668,27 @@ def llm_answer(
     return _result(turn.content if turn else "", messages, passages, lang, model, records, notes, streamed=on_token is not None)
 
 
-_ENDS_WHOLE = re.compile(r"(?:[.!?。！？)）\]】`*_:：]|\[\d{1,2}\])\s*$")
+_ENDS_WHOLE = re.compile(r"(?:[.!?。！？)）\]】`*_:：\"'”’»]|\[\d{1,2}\])\s*$")
+# A last line that is no sentence ends where it ends: a list item, a table row, a command, a
+# URL, a code fence (review: complete answers ending in a list were taken for cut off).
+_WHOLE_LINE = re.compile(r"^\s*(?:[-*+•]\s|\d{1,3}[.)、]\s?|\||```|>|\$ |sysctl |export |vllm |python |pip |docker |kubectl )|https?://")
+_NORMAL_ENDS = frozenset({"stop", "tool_calls", "function_call", "eos_token", "stop_sequence", "eos", "end_turn"})
+_BROKEN_ENDS = frozenset({"length", "abort", "error", "repetition", "content_filter", "cancelled"})
 
 
 def _cut_off(turn: _Turn) -> bool:
-    """Stopped at the length limit, or a stream that never said why it ended and stops
-    mid-sentence (a server that leaves out finish_reason but ends its sentences is believed)."""
-    if turn.finish_reason == "length":
+    """Stopped at the length limit or aborted (vLLM's "abort", "error", "repetition": the
+    endpoint may be the vLLM that is failing), or a stream that never said why it ended and
+    stops mid-sentence (a server that leaves out finish_reason but ends its sentences is believed)."""
+    reason = (turn.finish_reason or "").lower()
+    if reason in _BROKEN_ENDS:
         return True
-    return turn.finish_reason is None and not _ENDS_WHOLE.search(turn.content)
+    if reason in _NORMAL_ENDS:
+        return False
+    last = turn.content.rstrip().rsplit("\n", 1)[-1]
+    if _WHOLE_LINE.search(last) or (last and unicodedata.category(last[-1]) == "So"):
+        return False
+    return not _ENDS_WHOLE.search(turn.content)
 
 
 def _tool_turn(c: dict, tools: list | None, seen: dict, records: list, notes: list[str], settings: Settings, deadline: float,
@@ -672,19 +723,27 @@ def _unbacked(text: str, found: list[str], drop: Callable[[str, list[str]], tupl
     if not found:
         return text, False
     names = ", ".join(found[:4])
-    text, gone = drop(text, found)
     if streamed:
         # On screen already, so flagged there; left out of the final answer too, which a page
-        # shows in its place and feedback keeps, as an uncited sentence is (trial).
+        # shows in its place and feedback keeps, as an uncited sentence is (trial) — unless
+        # nothing usable is left: then it stays, flagged, rather than fail as "empty" (review).
         notes.append(i18n.t(keys[0], lang, names=names))
-        if looks_like_garbage(text, prompt_text):
-            raise _failed(looks_like_garbage(text, prompt_text), records)
-        return text, True
+        kept, _gone = drop(text, found)
+        return (text if looks_like_garbage(kept, prompt_text) else kept), True
+    text, gone = drop(text, found)
     notes.append(i18n.t(keys[1], lang, n=gone, names=names))
     why = looks_like_garbage(text, prompt_text)
     if why:
         raise _failed(why, records)
     return text, False
+
+
+def _tool_words() -> str:
+    """The tools' names and parameters: the model may name the tool it called ("per
+    logprobs_message_size, one message is 133,136 bytes"); that sentence was deleted (review)."""
+    from .tools import registry
+
+    return " ".join(f"{name} {' '.join(t.parameters.get('properties', {}))}" for name, t in registry().items())
 
 
 def _result(content: str, messages: list, passages: list, lang: str, model: str, records: list, notes: list[str],
@@ -710,9 +769,9 @@ def _result(content: str, messages: list, passages: list, lang: str, model: str,
             raise _failed(why, records)
     # A flag or a figure nothing given to the model holds: dropped with its sentence, or, on
     # screen already, flagged and the answer is no sure match.
-    text, made_up_setting = _unbacked(text, invented_settings(text, prompt_text), drop_sentences_naming,
-                                      ("llm.invented_shown", "llm.dropped_invented"), lang, streamed, notes, prompt_text, records)
     known = prompt_text + "\n" + json.dumps([r.to_dict() for r in records], ensure_ascii=False)
+    text, made_up_setting = _unbacked(text, invented_settings(text, known + "\n" + _tool_words()), drop_sentences_naming,
+                                      ("llm.invented_shown", "llm.dropped_invented"), lang, streamed, notes, prompt_text, records)
     text, made_up_figure = _unbacked(text, invented_figures(text, known), drop_sentences_with_figures,
                                      ("llm.invented_figures_shown", "llm.dropped_invented_figures"), lang, streamed, notes,
                                      prompt_text, records)
@@ -732,6 +791,7 @@ def _result(content: str, messages: list, passages: list, lang: str, model: str,
 
 
 _LANG_SAMPLE = 4000
+_PASTED_IN_LINE = re.compile(r"https?://\S+|(?<!\S)--?[A-Za-z][\w.-]*(?:[= ][^\s\u4e00-\u9fff]+)?|(?<!\S)\S*[/\\]\S*|\b\w+(?:_\w+)+\b")
 
 
 def _other_language(text: str, lang: str) -> bool:
@@ -742,9 +802,14 @@ def _other_language(text: str, lang: str) -> bool:
     if lang == "zh":
         # Mostly English, even with a Chinese title quoted in it ("the passage titled 原因 [1]"
         # passed as Chinese; trial): a Chinese character for every four English words at least.
-        words = len(re.findall(r"[A-Za-z]{2,}", prose))
-        cjk = sum(1 for ch in prose if is_cjk(ch))
-        return (cjk == 0 and len(prose.split()) >= 4) or (words >= 12 and cjk < 0.25 * words)
+        if not any(is_cjk(ch) for ch in prose):
+            return len(prose.split()) >= 4
+        # Counted on the lines that hold Chinese, flags, paths and URLs set aside: a quoted
+        # English log line, or a command, in a Chinese answer is pasted, not written (review).
+        lines = [_PASTED_IN_LINE.sub(" ", line) for line in prose.split("\n") if any(is_cjk(ch) for ch in line)]
+        words = sum(len(re.findall(r"[A-Za-z]{2,}", line)) for line in lines)
+        cjk = sum(1 for line in lines for ch in line if is_cjk(ch))
+        return words >= 12 and cjk < 0.25 * words
     return detect_lang(prose) == "zh"
 
 

@@ -634,3 +634,37 @@ def test_runaway_and_wrong_language_answers_fall_back():
     english = ("The likely cause is described in the passage titled 原因 [1]. The message queue limit is too small, "
                "so apply the sysctl fix from the passage exactly as written [1]. Then check the limits again [2].")
     assert _other_language(english, "zh") and not _other_language("把 kernel.msgmax 调到 1048576，然后重启 FastDeploy 服务 [1]。", "zh")
+
+
+def test_the_checks_keep_what_is_grounded_and_catch_what_hides_in_markup():
+    """From the reviewer of the LLM checks: a backticked env var passed; the tool the model
+    called, a code block's variables and rounded or scaled figures were taken for inventions;
+    a Chinese answer quoting an English log line was judged English; complete answers ending
+    in a list or a URL were judged cut off; vLLM's "abort" passed; reasoning whose opening tag
+    the template sent passed."""
+    from assistant.llm import _Turn, _cut_off, _other_language, _tool_words, invented_figures, invented_settings, strip_reasoning
+
+    known = "passage: export NCCL_P2P_DISABLE=1, --max-model-len 8192; log: CUDA_ERROR_OUT_OF_MEMORY"
+    assert invented_settings("Then set the environment variable `FD_LOGPROBS_IPC_BYPASS` to `1` [2].", known) == ["FD_LOGPROBS_IPC_BYPASS"]
+    assert invented_settings("env:\n- name: FD_LOGPROBS_IPC_BYPASS\n  value: \"1\"", known) == ["FD_LOGPROBS_IPC_BYPASS"]
+    assert invented_settings("Per logprobs_message_size, one message is 133,136 bytes [1].", known + _tool_words()) == []
+    assert invented_settings("```python\nsampling_params = SamplingParams(temperature=0)\nouts = llm.generate(p, sampling_params)\n```",
+                             known) == []
+    assert invented_figures("The KV cache holds about 1.1M tokens, 45k per GPU [1].", "1,096,384 tokens; 45232") == []
+    assert invented_figures("每个请求20000个token [1]。", "each request 2万 tokens") == []
+    assert invented_figures("Start it with --shm-size=64g; TTFT drops to 350ms [1].", "--shm-size=16g") == ["64g", "350ms"]
+    assert not _other_language("原因 [1]：\nWARNING scheduler.py:1 Sequence group 0 is preempted by PreemptionMode.RECOMPUTE mode "
+                               "because there is not enough KV cache space\n即 KV Cache 不够。调高 gpu_memory_utilization [2]。", "zh")
+    assert not _cut_off(_Turn("Raise both limits [1]:\n\n- sysctl -w kernel.msgmax=1048576", [], None))
+    assert not _cut_off(_Turn("See https://github.com/PaddlePaddle/FastDeploy/issues/", [], None))
+    assert _cut_off(_Turn("The likely cause is the one the passage describes [1]. Apply", [], "abort"))
+    assert strip_reasoning("Okay, the user asks about a hang.\n</think>\n\nRaise kernel.msgmax [1].") == "Raise kernel.msgmax [1]."
+
+
+def test_a_streamed_answer_resting_on_an_unbacked_figure_stays_flagged_not_called_empty(bundled_settings, bundled_kb):
+    """Its only sentence removed, the answer fell back as "the LLM returned an empty answer"
+    under "the LLM stopped mid-answer", neither true (review): it stays, flagged."""
+    streamed: list[str] = []
+    with ScriptedLLM([{"content": "Raise kernel.msgmax to 2097152 with sysctl, as the passage says [2]."}]) as llm:
+        answer = answer_question(LOGPROBS_Q, _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb, on_token=streamed.append)
+    assert answer.backend != "extractive" and answer.coverage == "tentative" and any("2097152" in n for n in answer.notes)
