@@ -324,7 +324,8 @@ def drop_unsupported(text: str, n_passages: int) -> tuple[str, int]:
     many went. Renumbering alone left "Set --foo-bar 7 to fix it [9]." as an uncited
     statement of fact; a sentence that cites a real passage too, or nothing, stays."""
     def unsupported(sentence: str) -> bool:
-        numbers = [int(x) for m in CITATION_REF.finditer(sentence) for x in m.group(1).split(",")]
+        # ([0] is never a citation: `outputs[0]` in a code line deleted the line; review)
+        numbers = [n for m in CITATION_REF.finditer(sentence) for n in map(int, m.group(1).split(",")) if n]
         return bool(numbers) and not any(1 <= n <= n_passages for n in numbers)
 
     return _drop_sentences(text, unsupported)

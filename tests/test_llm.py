@@ -668,3 +668,12 @@ def test_a_streamed_answer_resting_on_an_unbacked_figure_stays_flagged_not_calle
     with ScriptedLLM([{"content": "Raise kernel.msgmax to 2097152 with sysctl, as the passage says [2]."}]) as llm:
         answer = answer_question(LOGPROBS_Q, _settings(bundled_settings, llm.url, model="m"), kb=bundled_kb, on_token=streamed.append)
     assert answer.backend != "extractive" and answer.coverage == "tentative" and any("2097152" in n for n in answer.notes)
+
+
+def test_an_index_in_code_is_no_citation():
+    """`print(out.outputs[0].text)` read as citation [0], pointing at no passage: the code line
+    was deleted, leaving a loop with no body (review)."""
+    from assistant.llm import drop_unsupported
+
+    code = "Run it [1].\n```python\nfor out in outputs:\n    print(out.outputs[0].text)\n```"
+    assert drop_unsupported(code, 3) == (code, 0)
