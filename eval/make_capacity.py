@@ -316,7 +316,7 @@ MISSING = [
      "kv_bytes_per_token", []),
     ("zh-miss-07", "zh", "missing", "GPU KV cache size: 458,752 tokens，能并发多少？", None, "kv_tokens_concurrency", ["max_model_len"]),
     # a range said in words is a range as "2k-4k" is: it was read as 2000 sessions of 4000 tokens (trial)
-    ("en-miss-10", "en", "ambiguous", "num_blocks_global 17131, requests between 2000 and 4000 tokens, how many concurrent?", None,
+    ("en-miss-11", "en", "ambiguous", "num_blocks_global 17131, requests between 2000 and 4000 tokens, how many concurrent?", None,
      "kv_concurrency", []),
 ]
 
