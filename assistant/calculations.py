@@ -1318,7 +1318,7 @@ def _note_asked_load(answer: CapacityAnswer, facts: "_Facts") -> None:
     answer.notes.insert(0, _msg(key, sessions=_plain(sessions), tokens=_plain(tokens), need=_plain(need), kv=_plain(kv),
                                 fits=_plain(math.floor(fits))))
     if min(sessions, math.floor(fits)) > _DEFAULT_CEILING["vllm"] and not facts.has("max_num_seqs"):
-        answer.notes.insert(1, _msg("ceiling.vllm"))  # held by the KV cache, not all scheduled at once
+        answer.lead.append(_msg("ceiling.vllm"))  # held by the KV cache, not all scheduled at once
 
 
 # A count the asker observed running, not a load asked about: "I regularly see 40 requests running at
@@ -1332,10 +1332,6 @@ _SEEN_BEFORE = re.compile(r"(?:\bsee|\bseeing|\bsaw|\bobserve[ds]?|\bshows?|\bRu
 _DEFAULT_CEILING = {"vllm": 256, "fastdeploy": 8}
 # The engine a tool's figures belong to when the question names none.
 _ENGINE_OF_TOOL = {"kv_tokens_concurrency": "vllm", "kv_cache_capacity": "vllm", "fastdeploy_decode_budget": "fastdeploy"}
-
-
-def _CEILING_NOTES() -> list[dict[str, str]]:  # noqa: N802 (a constant, built once the catalog is loaded)
-    return [_msg(f"ceiling.{engine}") for engine in _DEFAULT_CEILING]
 
 
 def _note_batch_ceiling(answer: CapacityAnswer, facts: "_Facts") -> None:
@@ -1352,8 +1348,8 @@ def _note_batch_ceiling(answer: CapacityAnswer, facts: "_Facts") -> None:
     if fits is None or engine is None or getattr(result, "limited_by", "kv_cache") != "kv_cache":
         return
     note = _msg(f"ceiling.{engine}")
-    if fits > _DEFAULT_CEILING[engine] and note not in answer.notes:
-        answer.notes.append(note)
+    if fits > _DEFAULT_CEILING[engine] and note not in answer.lead:
+        answer.lead.append(note)  # said under the figure it limits (CapacityAnswer.lead)
 
 
 # A log line's date and time ("05-12 09:59:01", "2024-05-12T09:59:01.123") are not values to ask about.
@@ -1402,10 +1398,9 @@ def explain(answer: "CapacityAnswer | ToolCall", lang: str) -> str:
     if not isinstance(answer, CapacityAnswer):  # a bare ToolCall (e.g. from capacity_call)
         answer = CapacityAnswer(answer.name, [answer])
     h = texts("calculations", lang)
-    # The default batch ceiling is said right under the figure it limits, not among the notes:
-    # "about 1509 at once" stood as the answer, with "vLLM schedules 256 by default" five lines
-    # below (trial).
-    ceilings = answer.lead + [n for n in answer.notes if n in _CEILING_NOTES()] if answer.computed else []
+    # What limits or voids the figure is said right under it, not among the notes: "about 1509
+    # at once" stood as the answer, with "vLLM schedules 256 by default" five lines below (trial).
+    lead = answer.lead if answer.computed else []
     if answer.computed:
         lines = [f"**{h['heading.done']}** ({answer.tool})", ""]
         for call in answer.calls:
@@ -1414,7 +1409,7 @@ def explain(answer: "CapacityAnswer | ToolCall", lang: str) -> str:
             if text:
                 lines += [text, ""]
             if call is answer.calls[-1]:
-                for note in ceilings:
+                for note in lead:
                     said = note[lang]
                     lines += [f"**{said[:1].upper()}{said[1:]}{'。' if lang == 'zh' else '.'}**", ""]
             formula = result.get(f"formula_{lang}") or result["formula"]  # a tool may give its formula per language
@@ -1440,7 +1435,7 @@ def explain(answer: "CapacityAnswer | ToolCall", lang: str) -> str:
             lines += _after_list(lines, h["heading.given"] + t("calculations.sep.given", lang).join(
                 f"{_name(v.key, lang)} = " + (v.written if v.source == "question" else f"`{v.written}: {_plain(v.value)}`")
                 for v in given))
-    notes = (answer.defaults if answer.computed else []) + [n for n in answer.notes if n not in ceilings]
+    notes = (answer.defaults if answer.computed else []) + answer.notes
     if notes:
         lines += ["", h["heading.notes"]]
         lines += [f"- {n[lang]}" for n in notes]

@@ -10,6 +10,7 @@ message beside tool calls carries "" rather than null (some servers reject null)
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -24,7 +25,7 @@ from . import i18n
 from .config import Settings
 from .names import setting_key
 from oncall_common.errors import AssistantError
-from oncall_common.lang import detect_lang, is_cjk
+from oncall_common.lang import PASTED_FLAG, PASTED_PATH, detect_lang, is_cjk
 
 class LLMError(AssistantError):
     """The LLM could not give a usable answer; the message says why in one line.
@@ -346,7 +347,8 @@ _UPPER = r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?![A-Za-z0-9_])"
 _Q = r"[`*]{0,2}"  # markup around a name
 _SET_AFTER = rf"(?={_Q}(?: ?[=:] ?| to [\w\"'`]| ?(?:设成|设为|设置为|设置成|改成|改为|调成|调为)))"
 _ENV_PREFIX = r"(?:VLLM|FD|FLAGS|NCCL|HF|HUGGINGFACE|PYTORCH|TORCH|OMP|MKL|TRANSFORMERS|SGLANG|LMDEPLOY|TGI|OLLAMA|RAY|GLOO|UCX|NVIDIA|TRITON|XLA|PADDLE)_(?!ERROR)"
-_SETTING_NAME = re.compile(r"(?<![A-Za-z0-9_-])--[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*"
+_FLAG_NAME = r"(?<![A-Za-z0-9_-])--[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*"
+_SETTING_NAME = re.compile(_FLAG_NAME +
                            r"|(?:(?<=export )|(?<=\$)|(?<=\$\{)|(?<=ENV )|(?<=name: )|(?<=environ\[.)|(?<=getenv\(.)"
                            rf"|(?<=variable )|(?<=variable `)|(?<=var )|(?<=var `)|(?<=环境变量 )|(?<=环境变量)|(?<=环境变量 `)|(?<=环境变量`)){_UPPER}"
                            rf"|(?<![A-Za-z0-9_.$-]){_UPPER}{_SET_AFTER}"
@@ -355,6 +357,7 @@ _SETTING_NAME = re.compile(r"(?<![A-Za-z0-9_-])--[A-Za-z][A-Za-z0-9]*(?:[-_][A-Z
                            r"|(?<=开启 `)|(?<=把 )|(?<=把 `))[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![A-Za-z0-9_/(]|\.[A-Za-z])"
                            rf"|(?<![A-Za-z0-9_./-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![A-Za-z0-9_/(]|\.[A-Za-z]){_SET_AFTER}")
 _FENCED = re.compile(r"```.*?(?:```|$)", re.S)
+_FLAGS_ONLY = re.compile(_FLAG_NAME)
 _WORD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)*")
 
 
@@ -369,7 +372,7 @@ def invented_settings(text: str, known: str) -> list[str]:
     out: list[str] = []
     # A code block's own names (its variables, its calls) are code, not settings told to set;
     # its flags are checked as before.
-    prose = _FENCED.sub(lambda b: " ".join(re.findall(r"(?<![A-Za-z0-9_-])--[A-Za-z][\w-]*", b.group(0))), text)
+    prose = _FENCED.sub(lambda b: " ".join(_FLAGS_ONLY.findall(b.group(0))), text)
     for m in _SETTING_NAME.finditer(prose):
         name = m.group(0)
         if setting_key(name) not in seen and name not in out:
@@ -739,6 +742,7 @@ def _unbacked(text: str, found: list[str], drop: Callable[[str, list[str]], tupl
     return text, False
 
 
+@functools.lru_cache(maxsize=1)
 def _tool_words() -> str:
     """The tools' names and parameters: the model may name the tool it called ("per
     logprobs_message_size, one message is 133,136 bytes"); that sentence was deleted (review)."""
@@ -792,7 +796,8 @@ def _result(content: str, messages: list, passages: list, lang: str, model: str,
 
 
 _LANG_SAMPLE = 4000
-_PASTED_IN_LINE = re.compile(r"https?://\S+|(?<!\S)--?[A-Za-z][\w.-]*(?:[= ][^\s\u4e00-\u9fff]+)?|(?<!\S)\S*[/\\]\S*|\b\w+(?:_\w+)+\b")
+# What detect_lang sets aside as pasted (flags with their values, paths), and URLs and snake_case names.
+_PASTED_IN_LINE = re.compile(rf"https?://\S+|{PASTED_FLAG}|{PASTED_PATH}|\b\w+(?:_\w+)+\b")
 
 
 def _other_language(text: str, lang: str) -> bool:

@@ -348,7 +348,7 @@ _UPPER_K = re.compile(r"(?<![\w.\-/])([0-9]+(?:\.[0-9]+)?)K(?![\w\-])")
 
 # Chinese numbers that are one value though written in parts: "1万7千" and "1万7" are 17,000,
 # "两万" 20,000, "三千五" 3,500. "1万7千 个 block" was read as 7,000 blocks and 10,000 tokens, and
-# "两万" not at all (trial). Rewritten as digits before anything is read.
+# "两万" not at all (trial). Rewritten before anything is read, in the scale they were written in.
 _CN_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
 _CN_UNITS = {"万": 10_000, "千": 1_000, "百": 100}
 _CN_NUMERAL = "一二两三四五六七八九十"

@@ -101,6 +101,8 @@ _PATHS = r"(?<!\S)\S*[/\\]\S*"  # from a run's start: unanchored, 16k characters
 # answered in English, its question read as the flag's value (trial).
 _ASKING = "什么|怎么|如何|为何|吗|呢|是否|能否|可以|应该|该|要不要|有没有|多少|哪"
 _FLAG_ARG = f"(?<!\\S)--?[A-Za-z][\\w.-]*(?:[= ](?!-)(?:[^\\s{_CJK}]+|(?!\\S*(?:{_ASKING}))[{_CJK}]+(?!\\S)))?"
+# What a line holds that was pasted, not written (for judging an answer's language too).
+PASTED_FLAG, PASTED_PATH = _FLAG_ARG, _PATHS
 
 
 def detect_lang(text: str) -> str:

@@ -164,11 +164,12 @@ def test_a_concurrency_over_the_default_batch_ceiling_says_the_rest_queue(questi
     schedules 256 unless --max-num-seqs says more, and FastDeploy decodes 8 (trial)."""
     answer = capacity_answer(question)
     assert answer is not None and answer.computed
-    notes = " ".join(n["zh"] + n["en"] for n in answer.notes)
+    notes = " ".join(n["zh"] + n["en"] for n in answer.lead + answer.notes)
     if ceiling is None:
         assert "max-num-seqs requests at once" not in notes and "defaults to 8" not in notes
     else:
-        assert ceiling in notes and ("queue" in notes or "排队" in notes)
+        lead = " ".join(n["zh"] + n["en"] for n in answer.lead)
+        assert ceiling in lead and ("queue" in lead or "排队" in lead)
         # said right under the figure it limits, before the formula, not among the notes (trial)
         lang = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in question) else "en"
         shown = explain(answer, lang)
@@ -193,7 +194,7 @@ def test_the_load_a_question_states_is_set_against_the_kv_cache(question, expect
     in Chinese, read 8k as 8,000 sessions and left the 50 to the reader (trial)."""
     answer = capacity_answer(question)
     assert answer is not None and answer.computed, answer and answer.missing
-    notes = " ".join(n["zh"] + " " + n["en"] for n in answer.notes)
+    notes = " ".join(n["zh"] + " " + n["en"] for n in answer.notes + answer.lead)  # (the batch ceiling leads)
     assert all(e in notes for e in expect), notes
 
 
