@@ -1119,6 +1119,18 @@ def _logprobs_ruled_out(question: str) -> bool:
     return any("logprob" in name.lower() for name in ruled_out(question))
 
 
+# "有多少 block 不清楚" says the block count is unknown: no question for it. It was routed to
+# blocks_needed, which asked back for the concurrency the asker wanted (probe).
+_UNKNOWN_AFTER = re.compile(r"\s*(?:也|还)?(?:不清楚|不知道|不确定|不晓得|未知|查不到|看不到)")
+_UNKNOWN_BEFORE = re.compile(r"(?:don'?t|do not|not sure|no idea|unsure)(?: (?:know|of|about))? ?$")
+
+
+def _asks_blocks(text: str) -> bool:
+    """Whether the text asks for a number of blocks, not only says it does not know it."""
+    return any(not _UNKNOWN_AFTER.match(text, m.end()) and not _UNKNOWN_BEFORE.search(text[max(0, m.start() - 16):m.start()])
+               for m in _ASK_BLOCKS.finditer(text))
+
+
 def route(x: Extraction, facts: _Facts, asked: str) -> str | None:
     """The capacity tool a question asks for, or None when it is not a capacity question.
     `asked` is the part of the question that can ask (see `_asking`)."""
@@ -1130,7 +1142,7 @@ def route(x: Extraction, facts: _Facts, asked: str) -> str | None:
         return None  # a log pasted with no sentence around it asks for no figure: vLLM logged its own
     if facts.asked("kv_cache_ratio") or facts.has("prefill_blocks") or _DECODE.search(t):
         return "fastdeploy_decode_budget"
-    if _ASK_BLOCKS.search(t) and not _ASK_BYTES.search(t):
+    if _asks_blocks(t) and not _ASK_BYTES.search(t):
         return "blocks_needed"
     shape = any(facts.asked(k) for k in ("num_layers", "num_kv_heads", "head_dim", "kv_lora_rank"))
     logged_tokens = facts.has("kv_cache_tokens") or facts.has("max_concurrency_tokens")  # vLLM's log has the answer's input already

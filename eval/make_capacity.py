@@ -315,6 +315,11 @@ MISSING = [
     ("en-miss-09", "en", "ambiguous", "how much KV cache per token for a model with 40 layers, 40 heads, head size 128 in fp16?", None,
      "kv_bytes_per_token", []),
     ("zh-miss-07", "zh", "missing", "GPU KV cache size: 458,752 tokens，能并发多少？", None, "kv_tokens_concurrency", ["max_model_len"]),
+    # a block count the asker says is unknown is no question for blocks: ask for it (probe)
+    ("zh-miss-11", "zh", "missing", "我们 KV cache 有多少 block 不清楚，每个请求 3000 token，能并发多少？", None, "kv_concurrency",
+     ["num_blocks"]),
+    ("en-miss-12", "en", "missing", "we don't know how many blocks we have, requests are 3000 tokens, how many concurrent?", None,
+     "kv_concurrency", ["num_blocks"]),
     # a range said in words is a range as "2k-4k" is: it was read as 2000 sessions of 4000 tokens (trial)
     ("en-miss-11", "en", "ambiguous", "num_blocks_global 17131, requests between 2000 and 4000 tokens, how many concurrent?", None,
      "kv_concurrency", []),
