@@ -83,11 +83,22 @@ def strip_reasoning(text: str) -> str:
     return text
 
 
-class _DropThink:
-    """Streams tokens through, holding back a leading `<think>…</think>` block."""
+# Models whose chat template opens the reasoning block in the prompt (R1 distills, QwQ, the
+# "-Thinking" releases): served without a reasoning parser, they stream the reasoning with no
+# `<think>` before it, only a `</think>` after.
+_REASONING_MODEL = re.compile(r"(?i)(?:^|[-_/ .:])(?:r1|qwq|think|thinking|reasoning|reasoner)(?=$|[-_/ .:])|distill")
 
-    def __init__(self, emit: Callable[[str], None]) -> None:
-        self.emit, self.head, self.state = emit, "", "start"  # start → (thinking →) open
+
+class _DropThink:
+    """Streams tokens through, holding back a leading `<think>…</think>` block. For a model
+    whose template opens the block itself (`template_opens`), everything is held until its
+    `</think>`, or, when none comes, until the end: its reasoning streamed to the asker, and
+    was dropped only from the final answer (review)."""
+
+    def __init__(self, emit: Callable[[str], None], template_opens: bool = False) -> None:
+        self.emit, self.head, self.state = emit, "", "start"  # start → (thinking | held →) open
+        self.template_opens = template_opens
+        self.scanned = 0  # how much of a held head was searched for the closing tag
 
     def __call__(self, delta: str) -> None:
         if self.state == "open":
@@ -99,9 +110,11 @@ class _DropThink:
             if lead.startswith(_THINK_OPEN):
                 self.state = "thinking"
             elif len(lead) >= len(_THINK_OPEN) or not _THINK_OPEN.startswith(lead):
-                self.state, rest, self.head = "open", self.head, ""
-                self.emit(rest)
-                return
+                if not self.template_opens:
+                    self.state, rest, self.head = "open", self.head, ""
+                    self.emit(rest)
+                    return
+                self.state = "held"
         if self.state == "thinking":
             # Only the tail can hold the closing tag: the reasoning itself is thrown away as it
             # comes, so a long one costs no more than a short one (review: it was quadratic).
@@ -112,9 +125,18 @@ class _DropThink:
                     self.emit(rest)
             else:
                 self.head = self.head[-len(_THINK_CLOSE):]
+        elif self.state == "held":
+            # Kept whole (it is the answer if no tag comes), searched only where new text is.
+            at = self.head.find(_THINK_CLOSE, max(0, self.scanned - len(_THINK_CLOSE)))
+            self.scanned = len(self.head)
+            if at >= 0:
+                rest = self.head[at + len(_THINK_CLOSE):].lstrip()
+                self.state, self.head = "open", ""
+                if rest:
+                    self.emit(rest)
 
     def flush(self) -> None:
-        if self.state == "start" and self.head:
+        if self.state in ("start", "held") and self.head:
             self.emit(self.head)
         self.state, self.head = "open", ""
 
@@ -248,15 +270,36 @@ CITATION_REF = re.compile(r"\[(\d{1,4}(?:\s*,\s*\d{1,4})*)\]")  # bounded: int()
 _SPACE_BEFORE_PUNCT = re.compile(r"(?<! ) +([.,;。，；])")
 
 
+# Code in an answer: a fenced block (to its end, or the answer's if cut) or an inline span.
+# Its `outputs[1]` is an index, and its " ." (`docker cp x:/a .`) a command's argument.
+_CODE_SPAN = re.compile(r"```.*?(?:```|$)|`[^`\n]+`", re.S)
+
+
+def _prose_parts(text: str) -> list[tuple[str, bool]]:
+    """`text` cut into (part, is_code) in order."""
+    parts: list[tuple[str, bool]] = []
+    last = 0
+    for m in _CODE_SPAN.finditer(text):
+        parts += [(text[last:m.start()], False), (m.group(0), True)]
+        last = m.end()
+    return parts + [(text[last:], False)]
+
+
+def _prose_refs(text: str) -> list[re.Match]:
+    return [m for part, code in _prose_parts(text) if not code for m in CITATION_REF.finditer(part)]
+
+
 def fix_citations(text: str, passages: list, keep_numbers: bool = False) -> tuple[str, list]:
     """Renumber [n] by first use, drop numbers that match no passage, and return the cited
-    passages in that order, so the JSON citations always agree with the text.
+    passages in that order, so the JSON citations always agree with the text. Code is left as
+    written: its `[1]` is an index (a review found `outputs[1]` renumbered).
 
     `keep_numbers`, for an answer the user has already seen streamed: its [n] stay as they
     were shown, and the citations are the passages up to the highest one cited, so [3] is
     still the third (numbers that match no passage are dropped all the same)."""
     mapping: dict[int, int] = {}
-    for m in CITATION_REF.finditer(text):
+    refs = _prose_refs(text)
+    for m in refs:
         for n in (int(x) for x in m.group(1).split(",")):
             if 1 <= n <= len(passages) and n not in mapping:
                 mapping[n] = len(mapping) + 1
@@ -267,14 +310,17 @@ def fix_citations(text: str, passages: list, keep_numbers: bool = False) -> tupl
         kept = [f"[{mapping[int(x)]}]" for x in m.group(1).split(",") if int(x) in mapping]
         return "".join(dict.fromkeys(kept))
 
-    # (?<! ) starts a match only at the first space of a run: without it a long run of spaces
-    # is rescanned from every position (quadratic).
+    def rewrite(src: str) -> str:
+        # (?<! ) starts a match only at the first space of a run: without it a long run of
+        # spaces is rescanned from every position (quadratic).
+        return "".join(part if code else _SPACE_BEFORE_PUNCT.sub(r"\1", CITATION_REF.sub(repl, part))
+                       for part, code in _prose_parts(src))
+
     if keep_numbers:
-        shown_as_is = all(int(x) in mapping for m in CITATION_REF.finditer(text) for x in m.group(1).split(","))
-        fixed = text if shown_as_is else _SPACE_BEFORE_PUNCT.sub(r"\1", CITATION_REF.sub(repl, text))
+        shown_as_is = all(int(x) in mapping for m in refs for x in m.group(1).split(","))
+        fixed = text if shown_as_is else rewrite(text)
         return fixed.strip(), list(passages[:max(mapping, default=0)])
-    fixed = _SPACE_BEFORE_PUNCT.sub(r"\1", CITATION_REF.sub(repl, text))
-    return fixed.strip(), [passages[n - 1] for n in mapping]
+    return rewrite(text).strip(), [passages[n - 1] for n in mapping]
 
 
 # A sentence ends at ASCII punctuation followed by space ("kernel.msgmax" and "0.9" do not
@@ -329,7 +375,14 @@ def drop_unsupported(text: str, n_passages: int) -> tuple[str, int]:
         numbers = [n for m in CITATION_REF.finditer(sentence) for n in map(int, m.group(1).split(",")) if n]
         return bool(numbers) and not any(1 <= n <= n_passages for n in numbers)
 
-    return _drop_sentences(text, unsupported)
+    # Code's indexes are no citations: masked while sentences are judged line by line (a
+    # fenced block's lines are judged one by one, out of their fence).
+    masked = "".join(part.replace("[", _MASK) if code else part for part, code in _prose_parts(text))
+    kept, dropped = _drop_sentences(masked, unsupported)
+    return kept.replace(_MASK, "["), dropped
+
+
+_MASK = "\ue000"  # a private-use character no answer holds
 
 
 # A command-line flag, an environment variable or a config key named in an answer
@@ -414,13 +467,16 @@ def _rounded_from(token: str, seen: set[float]) -> bool:
 
 
 _ANY_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+# A number written in thousands groups is one value: its "096" is no 96 (review: "1,096,384"
+# in a passage backed an invented "96 GB").
+_GROUPED = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?")
 
 
 def _known_figures(known: str) -> set[float]:
     values: set[float] = set()
     # Figures as words, and any run of digits inside a name or version: "since vLLM 0.8" is
     # backed by a passage's "v0.8.0", "80 GB" by "A100-80GB".
-    tokens = [m.group(0) for m in _FIGURE.finditer(known)] + _ANY_NUMBER.findall(known)
+    tokens = [m.group(0) for m in _FIGURE.finditer(known)] + _GROUPED.findall(known) + _ANY_NUMBER.findall(_GROUPED.sub(" ", known))
     for token in tokens:
         for v in _figure_values(token):  # the question's "32k" backs the answer's 32768
         # as the answer may round it, or say a share as a percentage
@@ -636,7 +692,7 @@ def llm_answer(
             offer = tools if (tools and step < settings.llm_max_tool_steps) else None
             chunks_seen[0] = 0
             held = _HoldMark(on_token) if on_token is not None else None  # each turn may open with the mark
-            thinking = _DropThink(held) if held is not None else None  # … after any reasoning block
+            thinking = _DropThink(held, bool(_REASONING_MODEL.search(model))) if held is not None else None  # … after any reasoning block
             turn = _complete(client, model, messages, offer, thinking, deadline, settings, chunks_seen)
             if thinking is not None:
                 thinking.flush()

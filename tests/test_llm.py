@@ -622,6 +622,35 @@ def test_a_reasoning_block_never_reaches_the_asker(bundled_settings, bundled_kb)
     assert "think" not in "".join(streamed) and "Raise kernel.msgmax" in "".join(streamed)
 
 
+def test_a_template_opened_reasoning_block_is_held_while_streaming(bundled_settings, bundled_kb):
+    """An R1 distill's template opens `<think>` in the prompt, so the stream carries the
+    reasoning with only a `</think>` after it: it was streamed to the asker and dropped only
+    from the final answer (review). A model of that kind is held back until the tag."""
+    from assistant.llm import _DropThink
+
+    reply = "Okay, the user asks about a hang. I am not sure.\n</think>\n\nRaise kernel.msgmax as the passage says [1]."
+    streamed: list[str] = []
+    with ScriptedLLM([{"content": reply}]) as llm:
+        settings = _settings(bundled_settings, llm.url, model="deepseek-ai/DeepSeek-R1-Distill-Qwen-7B")
+        answer = answer_question(LOGPROBS_Q, settings, kb=bundled_kb, on_token=streamed.append)
+    assert "not sure" not in answer.answer and "Raise kernel.msgmax" in answer.answer
+    assert "not sure" not in "".join(streamed) and "think" not in "".join(streamed), streamed
+
+    def run(deltas: list[str], template_opens: bool) -> str:
+        out: list[str] = []
+        drop = _DropThink(out.append, template_opens)
+        for d in deltas:
+            drop(d)
+        drop.flush()
+        return "".join(out)
+
+    # the tag split across deltas; no tag at all (a parser already took the reasoning) loses nothing
+    assert run(["Hmm, let me", " think.</th", "ink>\n", "Raise it [1]."], True) == "Raise it [1]."
+    assert run(["Raise it ", "[1]."], True) == "Raise it [1]."
+    # any other model streams at once, as before
+    assert run(["Okay.</think>Raise it [1]."], False) == "Okay.</think>Raise it [1]."
+
+
 def test_runaway_and_wrong_language_answers_fall_back():
     """100 kB of one reply and a Chinese loop passed as answers; an English answer quoting one
     Chinese title passed as Chinese (trial)."""
@@ -651,6 +680,9 @@ def test_the_checks_keep_what_is_grounded_and_catch_what_hides_in_markup():
     assert invented_settings("```python\nsampling_params = SamplingParams(temperature=0)\nouts = llm.generate(p, sampling_params)\n```",
                              known) == []
     assert invented_figures("The KV cache holds about 1.1M tokens, 45k per GPU [1].", "1,096,384 tokens; 45232") == []
+    # a thousands group is no number of its own; a list's items still are
+    assert invented_figures("Each GPU has 96 GB free [1].", "17131 × 64 = 1,096,384 tokens") == ["96 GB"]
+    assert invented_figures("Use block size 16 [1].", "block sizes 8,16,32") == []
     assert invented_figures("每个请求20000个token [1]。", "each request 2万 tokens") == []
     assert invented_figures("Start it with --shm-size=64g; TTFT drops to 350ms [1].", "--shm-size=16g") == ["64g", "350ms"]
     assert not _other_language("原因 [1]：\nWARNING scheduler.py:1 Sequence group 0 is preempted by PreemptionMode.RECOMPUTE mode "
@@ -677,3 +709,22 @@ def test_an_index_in_code_is_no_citation():
 
     code = "Run it [1].\n```python\nfor out in outputs:\n    print(out.outputs[0].text)\n```"
     assert drop_unsupported(code, 3) == (code, 0)
+
+
+def test_code_keeps_its_indexes_and_its_spaces():
+    """An answer's code is quoted as written: `outputs[2]` was renumbered as citation [2], or
+    deleted as one pointing at no passage, and `docker cp x:/a .` lost the space before its
+    dot (review of the citation repair)."""
+    from assistant.llm import drop_unsupported
+
+    text = ("Copy the log out first [3]:\n```\ndocker cp vllm:/tmp/log .\n```\n"
+            "Then read `outputs[2].text` [1] and `x[7]`.\n```python\nprint(outputs[5].text)\n```")
+    fixed, cited = fix_citations(text, ["p1", "p2", "p3"])
+    assert cited == ["p3", "p1"]
+    assert fixed == ("Copy the log out first [1]:\n```\ndocker cp vllm:/tmp/log .\n```\n"
+                     "Then read `outputs[2].text` [2] and `x[7]`.\n```python\nprint(outputs[5].text)\n```")
+    assert drop_unsupported(text, 3) == (text, 0)
+    # the same text after a citation is dropped outside code still loses the space before "."
+    assert fix_citations("Restart it [9].", ["p1"])[0] == "Restart it."
+    # an unclosed fence (a cut answer) is code to its end
+    assert fix_citations("See [2].\n```\nprint(a[1])", ["p1", "p2"]) == ("See [1].\n```\nprint(a[1])", ["p2"])
