@@ -185,3 +185,40 @@ def _stats_trouble(text: str) -> bool:
     from .tools.logs import STATS_TROUBLE
 
     return bool(STATS_TROUBLE.search(text))
+
+
+@dataclass(frozen=True)
+class Tail:
+    """What `tail_within` kept of a long input: its last whole lines (or, when one line alone
+    is too long, that line's end), how big the input was, and how much was kept."""
+
+    text: str
+    whole_bytes: int
+    lines: int  # 0 when `text` is the end of one long line
+    chars: int
+
+
+def tail_within(text: str, max_bytes: int, total: int = 0) -> Tail | None:
+    """The last whole lines of `text` that fit in `max_bytes`, where a pasted log's error
+    usually is; None when it fits as it is. `total`: the input's size when `text` is already
+    its end. Shared by `ask -` and the chat adapters: a 10 kB log pasted into Slack was refused
+    as too large while `ask -` answered it (trial)."""
+    if len(text.strip().encode("utf-8")) <= max_bytes:
+        return None
+    whole = max(total, len(text.encode("utf-8")))
+    kept: list[str] = []
+    size = 0
+    lines = text.strip().splitlines()
+    for line in reversed(lines):
+        cost = len(line.encode("utf-8")) + 1
+        if size + cost > max_bytes:
+            break
+        kept.append(line)
+        size += cost
+    if not kept:
+        # One line longer than the limit (a paragraph pasted without breaks): its end, cut at
+        # a character boundary, rather than nothing.
+        end = lines[-1].encode("utf-8")[-max_bytes:].decode("utf-8", errors="ignore")
+        return Tail(end, whole, 0, len(end))
+    body = "\n".join(reversed(kept))
+    return Tail(body, whole, len(kept), len(body))

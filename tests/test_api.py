@@ -212,7 +212,7 @@ def test_a_chat_follow_up_saying_the_fix_failed_is_told_its_first_setting_was_tr
     tried first (a newcomer trial); the last answer's first fix is what "that" is."""
     import openai
 
-    from assistant.interfaces.http.routers.openai import tried_first_fix
+    from assistant.interfaces.chat import tried_first_fix
 
     client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
     first = "vllm logs say PreemptionMode.RECOMPUTE a lot under load"

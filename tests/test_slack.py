@@ -27,6 +27,8 @@ class SlackStandIn:
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict]] = []
         self.replies: list[dict] = []
+        # method → scripted failures, used up one a call: (HTTP status, body, headers)
+        self.fail: dict[str, list[tuple[int, dict, dict]]] = {}
         owner = self
 
         class H(BaseHTTPRequestHandler):
@@ -36,6 +38,17 @@ class SlackStandIn:
             def _handle(self, params: dict) -> None:
                 method = self.path.split("/api/", 1)[-1].split("?", 1)[0]
                 owner.calls.append((method, params))
+                scripted = owner.fail.get(method)
+                if scripted:
+                    status, body, headers = scripted.pop(0)
+                    data = json.dumps(body).encode()
+                    self.send_response(status)
+                    for name, value in {"Content-Type": "application/json", **headers}.items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 body = {"ok": True}
                 if method == "chat.postMessage":
                     body.update(ts=f"{time.time():.6f}", channel=params.get("channel"))
@@ -282,3 +295,89 @@ def test_building_the_bot_does_not_warn_about_its_own_token(monkeypatch, caplog)
     with caplog.at_level(logging.WARNING):
         build_app(settings, chat.Hooks("slack", never, never, never, None))
     assert "will be unused" not in caplog.text
+
+
+def _posts(standin: SlackStandIn, channel: str, count: int = 1, timeout: float = 30) -> list[dict]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [p for m, p in standin.calls if m == "chat.postMessage" and p.get("channel") == channel]
+        if len(found) >= count:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"fewer than {count} posts in {channel}: {standin.calls[-5:]}")
+
+
+def _text_of(post: dict) -> str:
+    return "\n".join(b["text"]["text"] for b in post.get("blocks", []) if b["type"] == "section") or post.get("text", "")
+
+
+def test_a_rate_limited_post_is_retried_and_a_refused_one_is_said(slack):
+    """One 429 on chat.postMessage lost the answer, 👀 left on the question (trial): the
+    client now waits out Retry-After, and an answer Slack still refuses is said in one line."""
+    live, standin, _ = slack
+    standin.fail["chat.postMessage"] = [(429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "1"})]
+    body = _event({"type": "app_mention", "user": "U1", "text": "<@UBOT> NCCL error at startup on 4 GPUs",
+                   "ts": "1700000010.000100", "channel": "C10"}, "Ev010")
+    httpx.post(live.url + "/slack/events", content=body, headers=_signed(body))
+    posts = _posts(standin, "C10", count=2)
+    assert "NCCL" in _text_of(posts[-1]) and posts[-1]["blocks"][-1]["type"] == "actions"
+
+    standin.fail["chat.postMessage"] = [(200, {"ok": False, "error": "invalid_blocks"}, {})]
+    body = _event({"type": "app_mention", "user": "U1", "text": "<@UBOT> NCCL error at startup on 4 GPUs",
+                   "ts": "1700000011.000100", "channel": "C11"}, "Ev011")
+    httpx.post(live.url + "/slack/events", content=body, headers=_signed(body))
+    posts = _posts(standin, "C11", count=2)
+    assert "could not be posted (Slack said invalid_blocks)" in posts[-1]["text"] and posts[-1]["thread_ts"] == "1700000011.000100"
+
+
+def test_a_pasted_log_over_the_limit_is_answered_from_its_tail(slack):
+    """A 10 kB log pasted into Slack got "the question is 10283 bytes; the limit is 8192" and
+    no answer, while `ask -` answered it (trial)."""
+    live, standin, _ = slack
+    lines = [f"INFO 12-07 10:00:{i % 60:02d} engine.py:300] Avg prompt throughput: {i}.0 tokens/s, Running: 4 reqs" for i in range(150)]
+    log = "\n".join(lines + ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"])
+    text = "<@UBOT> 线上 vLLM 挂了，日志如下：\n```\n" + log + "\n```\n怎么办？"
+    assert len(text.encode()) > 10_000
+    body = _event({"type": "app_mention", "user": "U1", "text": text, "ts": "1700000012.000100", "channel": "C12"}, "Ev012")
+    httpx.post(live.url + "/slack/events", content=body, headers=_signed(body))
+    answer = _text_of(_posts(standin, "C12")[-1])
+    assert "could not answer" not in answer and "out of memory" in answer.lower()
+    assert "只按最后" in answer and "字节的上限" in answer  # the note, in the asker's language
+
+
+def test_tried_that_in_a_slack_thread_is_told_the_fix_it_tried(slack):
+    """"试过了，还是不行" in a thread got the first answer word for word; only the OpenAI-style
+    endpoint noted what was tried (trial). The bot's earlier answer is read from its blocks."""
+    live, standin, _ = slack
+    first = "<@UBOT> vllm 日志里一直刷 PreemptionMode.RECOMPUTE"
+    body = _event({"type": "app_mention", "user": "U1", "text": first, "ts": "1700000013.000100", "channel": "C13"}, "Ev013")
+    httpx.post(live.url + "/slack/events", content=body, headers=_signed(body))
+    answer = _posts(standin, "C13")[-1]
+    standin.replies = [{"user": "U1", "text": first, "ts": "1700000013.000100"},
+                       {"bot_id": "B1", "text": answer["text"], "blocks": answer["blocks"], "ts": "1700000013.000200"},
+                       {"user": "U1", "text": "<@UBOT> 试过了，还是不行", "ts": "1700000013.000300"}]
+    body = _event({"type": "app_mention", "user": "U1", "text": "<@UBOT> 试过了，还是不行", "ts": "1700000013.000300",
+                   "thread_ts": "1700000013.000100", "channel": "C13"}, "Ev014")
+    httpx.post(live.url + "/slack/events", content=body, headers=_signed(body))
+    second = _text_of(_posts(standin, "C13", count=2)[-1])
+    head = second.split("*可能原因*")[0]
+    assert second != _text_of(answer) and "已经试过" in head and "`gpu_memory_utilization`" in head, head
+    standin.replies = []
+
+
+def test_an_unreadable_thread_is_said_and_slack_markup_is_not_searched(slack):
+    """A 429 on conversations.replies answered a follow-up without its context, silently; and
+    Slack's link, channel and escape markup went into the question (trial)."""
+    from assistant.interfaces.slack import plain_text
+
+    live, standin, _ = slack
+    standin.fail["conversations.replies"] = [(429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "0"})] * 5
+    body = _event({"type": "app_mention", "user": "U1", "text": "<@UBOT> and with MTP?", "ts": "1700000015.000300",
+                   "thread_ts": "1700000015.000100", "channel": "C15"}, "Ev015")
+    httpx.post(live.url + "/slack/events", content=body, headers=_signed(body))
+    assert "could not read the thread's earlier messages" in _text_of(_posts(standin, "C15")[-1])
+    standin.fail.pop("conversations.replies", None)
+    said = "following <https://docs.vllm.ai/en/latest/|the docs> in <#C0123|oncall-vllm>, OOM &amp; crash &lt;- why? <!here> <@U1|bob>"
+    assert plain_text(said) == "following the docs in #oncall-vllm, OOM & crash <- why?"
+    assert plain_text("see <https://wiki.example.com/gpu>") == "see https://wiki.example.com/gpu"
+    assert plain_text("<#C1|chan>") == "#chan" and plain_text("x\ud800y") == "x?y"

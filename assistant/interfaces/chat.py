@@ -141,6 +141,7 @@ class Hooks:
     record: Callable[[Answer], str]
     feedback: Callable[[str, int, str], None]
     claim: Callable[[str], bool | None] | None = None
+    max_question_bytes: int = 8192  # the settings' limit; a longer message is answered from its tail
 
 
 def bind(settings: Settings, kb: Callable[[], KB | None], store: AnswerStore, channel: str,
@@ -164,7 +165,8 @@ def bind(settings: Settings, kb: Callable[[], KB | None], store: AnswerStore, ch
     def feedback(answer_id: str, rating: int, user: str) -> None:
         store.add_feedback(answer_id, rating, "", user)
 
-    return Hooks(channel, answer, lambda result: store.record_answer(result, channel), feedback, store.claim_event)
+    return Hooks(channel, answer, lambda result: store.record_answer(result, channel), feedback, store.claim_event,
+                 settings.max_question_bytes)
 
 
 @dataclass(frozen=True)
@@ -177,18 +179,34 @@ class Reply:
     text: str = ""
 
 
-def respond(hooks: Hooks, question: str) -> Reply:
+def respond(hooks: Hooks, question: str, note_keys: Iterable[str] = ()) -> Reply:
     """Answer `question`, or say in one line why not: a bad question or a broken index must
-    reach the asker as a sentence, never as silence in the thread."""
+    reach the asker as a sentence, never as silence in the thread. A message over the
+    question limit (a pasted log) is answered from its last lines, as `ask -` does, with a
+    note saying so; the notes are in the asker's language. `note_keys`: i18n keys of notes
+    the adapter adds (the thread's history could not be read)."""
     if not question:
         return Reply(text=t("chat.empty_question", NOTICE_LANG))
+    from assistant.questions import tail_within
+    from oncall_common.lang import detect_lang
+
+    lang: Lang = "zh" if detect_lang(question) == "zh" else "en"
+    tail = tail_within(question, hooks.max_question_bytes)
+    if tail is not None:
+        question = tail.text
     try:
         result = hooks.answer(question)
     except Exception as exc:
         if not hasattr(exc, "message"):  # not an AssistantError: a bug, whose traceback belongs in the log
             log.exception("%s: answering failed", hooks.channel)
-        message = getattr(exc, "message", None) or t("chat.answer_failed", NOTICE_LANG)
-        return Reply(text=t("chat.cannot_answer", NOTICE_LANG, message=message))
+        message = getattr(exc, "message", None) or t("chat.answer_failed", lang)
+        return Reply(text=t("chat.cannot_answer", lang, message=message))
+    for key in reversed(list(note_keys)):
+        result.notes.insert(0, t(key, result.lang))
+    if tail is not None:
+        key = "chat.answered_tail_lines" if tail.lines else "chat.answered_tail_chars"
+        result.notes.insert(0, t(key, result.lang, whole=tail.whole_bytes, limit=hooks.max_question_bytes,
+                                 lines=tail.lines, chars=tail.chars))
     return Reply(answer=result, answer_id=hooks.record(result))
 
 
@@ -287,6 +305,62 @@ def _follow_up(text: str) -> bool:
 _NEW_SUBJECT = re.compile(r"separate (?:thing|question|issue|topic)|(?:different|unrelated) (?:thing|question|issue|topic|subject)"
                           r"|change of (?:topic|subject)|on another note|换个问题|换个话题|另一个问题|不相关的问题|题外话"
                           r"|^\W*(?:another|new|other) (?:question|issue|topic)\s*[:：,，-]|^\W*(?:新问题|另外(?:一个)?问题|另外问一?下)\s*[:：,，]", re.I)
+
+
+# ---------------------------------------------------------------- "tried that, still failing"
+
+# The fix section of an earlier answer, as markdown (`**Fix**`, `## Fix`) or as a chat
+# platform rendered it (Slack's `*解决办法*`): in a Slack thread the bot's answers are mrkdwn.
+_FIX_HEADING = re.compile(r"\*\*(?:Fix|Fixes|解决办法)\*\*|^\*(?:Fix|Fixes|解决办法)\*|^#+ *(?:Fix|Fixes|解决办法)\b", re.M)
+_NEXT_HEADING = re.compile(r"^\*{1,2}[^*\n]+\*{1,2}|^#+ ", re.M)
+_FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]{2,60}")
+# A setting the fix names: --max-num-seqs, `max_num_seqs`, `kv-cache-ratio`, ENABLE_V1_KVCACHE_SCHEDULER.
+_SETTING = re.compile(r"(?<![\w-])(--[a-z][\w-]{2,60})|`([a-z][a-z0-9]*(?:[_-][a-z0-9]+)+)`|(?<![\w-])([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?![\w-])")
+# Said plainly that the fix was tried and failed; not "haven't tried that yet", "has anyone tried
+# this", "does it still preempt if …", "没用 k8s" (not using), "测试了" or "还是" meaning "or" (review).
+_TRIED_IT = re.compile(r"(?<!n't )(?<!not )(?<!never )(?<!anyone )(?<!nobody )\btried (?:that|it|this|them)\b(?! yet)"
+                       r"|\b(?:that|it|this) did(?:n't| not) (?:help|work|change anything)|\bno (?:luck|effect|difference)\b"
+                       r"|试过了|试了也|试了还是|还是不行|还是一样|没效果|不管用|不起作用", re.I)
+
+
+def tried_note(turns: Iterable[tuple[str, str]], current: str) -> str:
+    """What "tried that, still failing" refers to, for any chat surface: `turns` are the
+    conversation's ("user" | "assistant", text), oldest first, the current message last. For
+    each user turn that says a fix failed without naming a setting, the first setting of the
+    fix the answer before it gave that was not tried already ("tried that, still preempting.
+    what next?" got the same fix list, with the setting it had tried first; in a Slack thread
+    "试过了，还是不行" got the first answer word for word: trial). Said as tried, the next
+    answer says so instead of offering it again. Empty when nothing was said to fail, or the
+    answers had no fix."""
+    from assistant.cleaning import tried_settings
+
+    tried: list[str] = []
+    reply = ""
+    for role, text in turns:
+        if role == "assistant":
+            reply = text
+        elif role == "user" and reply and _TRIED_IT.search(text) and not _FLAG.search(text) and not tried_settings(text):
+            name = tried_first_fix(reply, tried)
+            if name:
+                tried.append(name)
+    if not tried:
+        return ""
+    names = ", ".join(tried)
+    return f"（试过 {names}，没用）" if any("\u4e00" <= ch <= "\u9fff" for ch in current) else f" (tried {names}, no effect)"
+
+
+def tried_first_fix(reply: str, tried: Iterable[str] = ()) -> str:
+    """The first setting the reply's fix section names that is not in `tried`; "" when the
+    reply has no fix section or it names no setting."""
+    heading = _FIX_HEADING.search(reply)
+    if heading is None:
+        return ""
+    after = _NEXT_HEADING.search(reply, heading.end() + 1)
+    for m in _SETTING.finditer(reply, heading.end(), after.start() if after else len(reply)):
+        name = m.group(1) or m.group(2) or m.group(3)
+        if name not in tried:
+            return name
+    return ""
 
 
 # ---------------------------------------------------------------- rendering

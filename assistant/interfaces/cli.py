@@ -105,27 +105,18 @@ def _log_tail(text: str, max_bytes: int, notes: list[str], total: int = 0) -> st
     """The last whole lines of text that fit in max_bytes (unchanged when it fits); what was
     left out is said in `notes` (stderr, and the JSON answer's notes). `total`: the input's
     size when text is already its end."""
-    if len(text.strip().encode("utf-8")) <= max_bytes:
+    from assistant.questions import tail_within
+
+    tail = tail_within(text, max_bytes, total)
+    if tail is None:
         return text
-    whole = max(total, len(text.encode("utf-8")))
-    kept: list[str] = []
-    size = 0
-    for line in reversed(text.strip().splitlines()):
-        cost = len(line.encode("utf-8")) + 1
-        if size + cost > max_bytes:
-            break
-        kept.append(line)
-        size += cost
-    if not kept:
-        # One line longer than the limit (a paragraph pasted without breaks): its end, cut at
-        # a character boundary, rather than nothing.
-        end = text.strip().splitlines()[-1].encode("utf-8")[-max_bytes:].decode("utf-8", errors="ignore")
-        notes.append(f"the input is {whole} bytes on one line; answering from its last "
-                     f"{len(end)} characters (use --log FILE to diagnose a whole log)")
-        return end
-    notes.append(f"the input is {whole} bytes; answering from its last {len(kept)} lines "
-                 f"(use --log FILE to diagnose a whole log)")
-    return "\n".join(reversed(kept))
+    if not tail.lines:
+        notes.append(f"the input is {tail.whole_bytes} bytes on one line; answering from its last "
+                     f"{tail.chars} characters (use --log FILE to diagnose a whole log)")
+    else:
+        notes.append(f"the input is {tail.whole_bytes} bytes; answering from its last {tail.lines} lines "
+                     f"(use --log FILE to diagnose a whole log)")
+    return tail.text
 
 
 def read_question(words: tuple[str, ...], max_bytes: int, notes: list[str] | None = None) -> str:

@@ -29,6 +29,7 @@ from starlette.requests import Request  # at module level: FastAPI resolves the 
 from starlette.responses import JSONResponse, Response
 
 from assistant.config import Settings
+from assistant.i18n import t
 from assistant.interfaces import chat
 from assistant.interfaces.chat import SeenEvents
 
@@ -40,7 +41,7 @@ if TYPE_CHECKING:  # slack-bolt is imported only once a Slack mode starts
     from assistant.answer import Answer
 
 __all__ = ["ADAPTER", "SeenEvents", "answer_messages", "build_app", "event_problem", "mount_http", "run_socket_mode",
-           "signature_ok", "split_message", "thread_question", "to_mrkdwn"]
+           "plain_text", "signature_ok", "split_message", "thread_question", "to_mrkdwn"]
 
 SECTION_LIMIT = 2900  # a section block holds 3000 characters
 log = logging.getLogger(__name__)
@@ -87,15 +88,56 @@ def _feedback_buttons(answer_id: str) -> dict:
     return {"type": "actions", "block_id": "feedback", "elements": [button("feedback_up", "👍"), button("feedback_down", "👎")]}
 
 
-_MENTION = re.compile(r"<@[A-Z0-9]+>")
+_MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^<>]*)?>")
+# Slack's markup in what people write: <https://x|label>, <https://x>, <#C123|channel>,
+# <!here>, <mailto:a@b|a@b>, and its three escapes. Left in, "<https://docs.vllm.ai|the docs>
+# in <#C0123|oncall-vllm>, OOM &amp; crash" searched on the URL and the entities, and a
+# mention holding only a channel link was answered as a question (trial).
+_SLACK_LINK = re.compile(r"<((?:https?|mailto):[^<>|\s]*)(?:\|([^<>]*))?>")
+_SLACK_CHANNEL = re.compile(r"<#[A-Z0-9]+(?:\|([^<>]*))?>")
+_SLACK_SPECIAL = re.compile(r"<!(?:here|channel|everyone|subteam\^[A-Z0-9]+)(?:\|[^<>]*)?>")
+
+
+def plain_text(text: str) -> str:
+    """A Slack message as its author wrote it: mentions gone, links as their label (or URL),
+    channels as #name, the three escapes undone, and lone surrogates (which JSON can carry
+    and UTF-8 cannot) replaced, so a question never fails to encode deep in answering."""
+    text = _MENTION.sub("", text)
+    text = _SLACK_LINK.sub(lambda m: m.group(2) or m.group(1).removeprefix("mailto:"), text)
+    text = _SLACK_CHANNEL.sub(lambda m: f"#{m.group(1)}" if m.group(1) else "", text)
+    text = _SLACK_SPECIAL.sub("", text)
+    text = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    return text.encode("utf-8", "replace").decode("utf-8").strip()
+
+
+def _message_text(message: dict) -> str:
+    """A message's whole text: a bot's answer keeps all its sections in its blocks (its
+    `text` is the first section only, the fallback for notifications)."""
+    blocks = message.get("blocks")
+    if isinstance(blocks, list):
+        parts = [b["text"]["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "section"
+                 and isinstance(b.get("text"), dict) and isinstance(b["text"].get("text"), str)]
+        if parts:
+            return "\n".join(parts)
+    return message["text"] if isinstance(message.get("text"), str) else ""
 
 
 def thread_question(text: str, history: list[dict], bot_user: str | None) -> str:
-    """`chat.thread_question` from Slack's shapes: mentions removed, and only what people wrote
-    (no bot_id, not `bot_user`) counts as an earlier question."""
-    earlier = (_MENTION.sub("", m["text"]).strip() for m in history
-               if isinstance(m, dict) and isinstance(m.get("text"), str) and not m.get("bot_id") and m.get("user") != bot_user)
-    return chat.thread_question(_MENTION.sub("", text).strip(), earlier)
+    """`chat.thread_question` from Slack's shapes: markup removed, and only what people wrote
+    (no bot_id, not `bot_user`) counts as an earlier question. A follow-up that says the last
+    answer's fix failed ("试过了，还是不行") carries which setting that was (`chat.tried_note`),
+    as the OpenAI-compatible endpoint's does: it got the first answer word for word (trial)."""
+    turns: list[tuple[str, str]] = []
+    for m in history:
+        if not isinstance(m, dict):
+            continue
+        by_bot = bool(m.get("bot_id")) or (bot_user is not None and m.get("user") == bot_user)
+        turns.append(("assistant", _message_text(m)) if by_bot else ("user", plain_text(_message_text(m))))
+    current = plain_text(text)
+    question = chat.thread_question(current, (said for role, said in turns if role == "user"))
+    if question != current:
+        question += chat.tried_note([*turns, ("user", current)], current)
+    return question
 
 
 # ---------------------------------------------------------------- the Bolt app
@@ -121,13 +163,15 @@ class _Bot:
         channel, ts = event["channel"], event["ts"]
         thread_ts = event.get("thread_ts") or ts
         _acknowledge(client, channel, ts)
-        question = thread_question(event.get("text", ""), _thread_history(client, event), self.bot_user)
-        reply = chat.respond(self.hooks, question)
+        history = _thread_history(client, event)
+        question = thread_question(event.get("text", ""), history or [], self.bot_user)
+        reply = chat.respond(self.hooks, question, () if history is not None else ("chat.thread_unread",))
         if reply.answer is None:
-            client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=reply.text)
-            return
-        for payload in answer_messages(reply.answer, reply.answer_id):
-            client.chat_postMessage(channel=channel, thread_ts=thread_ts, unfurl_links=False, **payload)
+            payloads = [{"text": reply.text}]
+        else:
+            payloads = [{"unfurl_links": False, **p} for p in answer_messages(reply.answer, reply.answer_id)]
+        lang = reply.answer.lang if reply.answer is not None else chat.NOTICE_LANG
+        _post_all(client, channel, ts, thread_ts, payloads, lang)
 
     def on_direct_message(self, event: dict, body: dict, client: WebClient) -> None:
         """Only people's own messages in a DM: not the bot's answers, not edits or joins (subtypes)."""
@@ -155,16 +199,57 @@ def _acknowledge(client: WebClient, channel: str, ts: str) -> None:
         pass
 
 
-def _thread_history(client: WebClient, event: dict) -> list[dict]:
-    """The thread's other messages (up to 20) when the event is a reply in one; none when it
-    starts a thread or the lookup fails, which only costs the follow-up its context."""
+def _post_all(client: WebClient, channel: str, ts: str, thread_ts: str, payloads: list[dict], lang: str) -> None:
+    """Post the answer's messages in the thread. The client already waits out a 429's
+    Retry-After and retries a 5xx or a dropped connection (`_with_retries`); when Slack still
+    refuses, the asker is told in one line, or, if even that fails, the 👀 becomes ⚠️. An
+    answer lost in silence, with 👀 left on the question, read as "still working" (trial)."""
+    from slack_sdk.errors import SlackApiError
+
+    for n, payload in enumerate(payloads):
+        try:
+            client.chat_postMessage(channel=channel, thread_ts=thread_ts, **payload)
+        except (SlackApiError, OSError) as exc:
+            error = _slack_error(exc)
+            log.warning("slack: posting answer part %d of %d in %s failed: %s", n + 1, len(payloads), channel, error)
+            try:
+                client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=t("chat.post_failed", lang, error=error))
+            except (SlackApiError, OSError):
+                _react(client, channel, ts, remove="eyes", add="warning")
+            return
+
+
+def _slack_error(exc: Exception) -> str:
+    """Slack's error code (ratelimited, msg_too_long, invalid_auth) or the transport's, in a word or two."""
+    response = getattr(exc, "response", None)
+    try:
+        code = response.get("error") if response is not None else None
+    except Exception:
+        code = None
+    return str(code) if code else type(exc).__name__
+
+
+def _react(client: WebClient, channel: str, ts: str, remove: str, add: str) -> None:
+    for call, name in ((client.reactions_remove, remove), (client.reactions_add, add)):
+        try:
+            call(channel=channel, timestamp=ts, name=name)
+        except Exception:
+            pass
+
+
+def _thread_history(client: WebClient, event: dict) -> list[dict] | None:
+    """The thread's other messages (up to 20) when the event is a reply in one; [] when it
+    starts a thread, None when the lookup failed: the follow-up loses its context, and the
+    answer says so (a 429 there answered "试过了" in a CUDA OOM thread with a wrong article,
+    and nothing told the asker why; trial)."""
     if not event.get("thread_ts"):
         return []
     try:
         replies = client.conversations_replies(channel=event["channel"], ts=event["thread_ts"], limit=20)
         return [m for m in replies.get("messages", []) if m.get("ts") != event["ts"]]
-    except Exception:
-        return []
+    except Exception as exc:
+        log.warning("slack: could not read thread %s in %s: %s", event["thread_ts"], event["channel"], _slack_error(exc))
+        return None
 
 
 def build_app(settings: Settings, hooks: chat.Hooks) -> App:
@@ -172,7 +257,7 @@ def build_app(settings: Settings, hooks: chat.Hooks) -> App:
     from slack_bolt import App
     from slack_sdk import WebClient
 
-    client = WebClient(token=settings.slack_bot_token, base_url=settings.slack_api_url or WebClient.BASE_URL)
+    client = _with_retries(WebClient(token=settings.slack_bot_token, base_url=settings.slack_api_url or WebClient.BASE_URL))
     # Bolt also reads SLACK_BOT_TOKEN itself and warns on every start that the client's token
     # wins over it: the same token, read from the same setting.
     logging.getLogger("slack_bolt.App").addFilter(_SAME_TOKEN)  # one filter, however many apps
@@ -184,6 +269,19 @@ def build_app(settings: Settings, hooks: chat.Hooks) -> App:
     app.event("message")(lambda event, body, client: bot.on_direct_message(event, body, client))
     app.action(re.compile(r"^feedback_(up|down)$"))(lambda ack, body, action, client: bot.on_feedback(ack, body, action, client))
     return app
+
+
+RATE_LIMIT_RETRIES = 3  # Slack allows about one message a second per channel: an incident's burst meets 429s
+
+
+def _with_retries(client: WebClient) -> WebClient:
+    """A client that waits out 429s (their Retry-After) and retries 5xx answers, beside the
+    connection retry slack_sdk has on by default: one 429 lost an answer (trial)."""
+    from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler, ServerErrorRetryHandler
+
+    client.retry_handlers.extend([RateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
+                                  ServerErrorRetryHandler(max_retry_count=2)])
+    return client
 
 
 class _SameTokenWarning(logging.Filter):

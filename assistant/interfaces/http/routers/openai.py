@@ -4,7 +4,6 @@ conversation's first one, as in a Slack thread) and GET /v1/models."""
 
 from __future__ import annotations
 
-import re
 import time
 import uuid
 from typing import Any
@@ -147,54 +146,11 @@ def conversation_question(messages: list[ChatMessage]) -> str:
     return question
 
 
-_FIX_HEADING = re.compile(r"\*\*(?:Fix|Fixes|解决办法)\*\*|^#+ *(?:Fix|Fixes|解决办法)\b", re.M)
-_NEXT_HEADING = re.compile(r"^\*\*[^*\n]+\*\*|^#+ ", re.M)
-_FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]{2,60}")
-# A setting the fix names: --max-num-seqs, `max_num_seqs`, `kv-cache-ratio`, ENABLE_V1_KVCACHE_SCHEDULER.
-_SETTING = re.compile(r"(?<![\w-])(--[a-z][\w-]{2,60})|`([a-z][a-z0-9]*(?:[_-][a-z0-9]+)+)`|(?<![\w-])([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?![\w-])")
-# Said plainly that the fix was tried and failed; not "haven't tried that yet", "has anyone tried
-# this", "does it still preempt if …", "没用 k8s" (not using), "测试了" or "还是" meaning "or" (review).
-_TRIED_IT = re.compile(r"(?<!n't )(?<!not )(?<!never )(?<!anyone )(?<!nobody )\btried (?:that|it|this|them)\b(?! yet)"
-                       r"|\b(?:that|it|this) did(?:n't| not) (?:help|work|change anything)|\bno (?:luck|effect|difference)\b"
-                       r"|试过了|试了也|试了还是|还是不行|还是一样|没效果|不管用|不起作用", re.I)
-
-
 def _tried_note(messages: list[ChatMessage], current: str) -> str:
-    """What "tried that, still failing" refers to: for each follow-up that says so without
-    naming a setting, the first setting of the fix the answer before it gave that was not
-    tried already ("tried that, still preempting. what next?" got the same fix list, with the
-    setting it had tried first). Said as tried, the next answer says so instead of offering
-    it again. Empty when nothing was said to fail, or the answers had no fix."""
-    from assistant.cleaning import tried_settings
+    """`chat.tried_note` over the conversation's user and assistant turns."""
+    from assistant.interfaces.chat import tried_note
 
-    tried: list[str] = []
-    reply = ""
-    for msg in messages:
-        text = _text(msg)
-        if msg.role == "assistant":
-            reply = text
-        elif msg.role == "user" and reply and _TRIED_IT.search(text) and not _FLAG.search(text) and not tried_settings(text):
-            name = tried_first_fix(reply, tried)
-            if name:
-                tried.append(name)
-    if not tried:
-        return ""
-    names = ", ".join(tried)
-    return f"（试过 {names}，没用）" if any("\u4e00" <= ch <= "\u9fff" for ch in current) else f" (tried {names}, no effect)"
-
-
-def tried_first_fix(reply: str, tried: list[str] = ()) -> str:
-    """The first setting the reply's fix section names that is not in `tried`; "" when the
-    reply has no fix section or it names no setting."""
-    heading = _FIX_HEADING.search(reply)
-    if heading is None:
-        return ""
-    after = _NEXT_HEADING.search(reply, heading.end() + 1)
-    for m in _SETTING.finditer(reply, heading.end(), after.start() if after else len(reply)):
-        name = m.group(1) or m.group(2) or m.group(3)
-        if name not in tried:
-            return name
-    return ""
+    return tried_note([(msg.role, _text(msg)) for msg in messages if msg.role in ("user", "assistant")], current)
 
 
 def _text(msg: ChatMessage) -> str:
