@@ -440,17 +440,28 @@ vllm:prompt_tokens_total{engine="0",model_name="m"} 12345.0
 
 
 class _FakeVLLM:
-    def __init__(self, healthy=True):
+    def __init__(self, healthy=True, metrics=None, trickle=False):
+        page = metrics if metrics is not None else METRICS
+
         class H(BaseHTTPRequestHandler):
             def log_message(self, *a):
                 pass
 
             def do_GET(self):
                 body, status = {"/health": (b"", 200 if healthy else 503), "/v1/models": (json.dumps({"data": [{"id": "Qwen/Qwen3-8B"}]}).encode(), 200),
-                                "/metrics": (METRICS.encode(), 200)}.get(self.path, (b"", 404))
+                                "/metrics": (page.encode(), 200 if page else 404)}.get(self.path, (b"", 404))
                 self.send_response(status)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
+                if trickle and self.path == "/metrics":
+                    try:
+                        for byte in body:
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                            time.sleep(0.2)
+                    except OSError:
+                        pass
+                    return
                 self.wfile.write(body)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
@@ -474,10 +485,86 @@ def test_serving_probe_reads_metrics_and_points_at_the_hung_requests_article():
     assert critical and critical[0].article == "vllm-requests-hang" and "17 requests waiting" in critical[0].message
     # Preemptions point at the preemption article, not the OOM one (newcomer), and every
     # article a finding names is one the bundled KB has.
-    preempted = next(f for f in r.findings if "preemptions so far" in f.message)
-    assert preempted.article == "vllm-preemption"
+    # A counter since start is said as one, at info: 200 preemptions a week ago kept doctor
+    # failing (trial); a second probe says how many came since the first.
+    preempted = next(f for f in r.findings if "preemptions since the server started" in f.message)
+    assert preempted.article == "vllm-preemption" and preempted.severity == "info"
     kb_ids = {p.stem for p in (Path(__file__).resolve().parent.parent / "kb" / "en").glob("*.md")}
     assert {f.article for f in r.findings if f.article} <= kb_ids
+
+
+def test_serving_metrics_over_engines_and_names_and_odd_samples():
+    """Two data-parallel engines at 60% read "KV cache 120% full", and the deprecated name
+    beside the new one was added to it; NaN and Inf became findings; a `}` inside a quoted
+    label value hid its series (trial)."""
+    dp = ('vllm:kv_cache_usage_perc{engine="0"} 0.5\nvllm:kv_cache_usage_perc{engine="1"} 0.6\n'
+          'vllm:num_requests_waiting{engine="0"} 20\nvllm:num_requests_waiting{engine="1"} 20\n')
+    assert parse_metrics(dp) == {"kv_cache_usage": 0.6, "waiting": 40.0}
+    both = "vllm:gpu_cache_usage_perc 0.6\nvllm:kv_cache_usage_perc 0.6\nvllm:num_preemptions_total 5\nvllm:num_preemptions 5\n"
+    assert parse_metrics(both) == {"kv_cache_usage": 0.6, "preemptions": 5.0}
+    from assistant.tools.serving import read_metrics
+
+    odd = read_metrics('vllm:kv_cache_usage_perc NaN\nvllm:num_requests_waiting +Inf\n'
+                       'vllm:num_requests_running{model_name="a}b",x="q\\"{"} 7\n')
+    assert odd.values == {"running": 7.0} and odd.skipped == 2
+    fake = _FakeVLLM(metrics=dp)
+    try:
+        r = serving_status(fake.url)
+    finally:
+        fake.close()
+    # half-full engines with a queue: the batch ceiling, not "KV cache full"
+    assert not [f for f in r.findings if f.severity == "critical"] and any("max-num-seqs" in f.message for f in r.findings)
+
+
+def test_unreadable_metrics_and_a_growing_counter_are_said(bundled_settings):
+    """/metrics answering 404 or trickling left doctor at "ok … running None" (trial)."""
+    from assistant.ops.doctor import run_doctor
+
+    missing = _FakeVLLM(metrics="")
+    try:
+        r = serving_status(missing.url)
+        doctor = [f for f in run_doctor(bundled_settings, serving_url=missing.url) if f.source == "serving"]
+    finally:
+        missing.close()
+    assert r.metrics_error == "HTTP 404" and r.findings[0].severity == "warning" and "could not read" in r.findings[0].message
+    assert any(f.severity == "ok" and "running ?, waiting ?" in f.message for f in doctor) and not any("None" in f.message for f in doctor)
+    slow = _FakeVLLM(metrics=METRICS, trickle=True)
+    try:
+        started = time.monotonic()
+        r = serving_status(slow.url, timeout_s=1)
+        assert time.monotonic() - started < 4
+    finally:
+        slow.close()
+    assert r.healthy and r.models == ["Qwen/Qwen3-8B"] and r.metrics_error == "timed out"
+    growing = _FakeVLLM(metrics="vllm:num_preemptions_total 150\n")
+    try:
+        serving_status(growing.url)
+    finally:
+        growing.close()
+    more = _FakeVLLM(metrics="vllm:num_preemptions_total 200\n")
+    try:
+        from assistant.tools import serving
+
+        serving._LAST_PREEMPTIONS[more.url] = serving._LAST_PREEMPTIONS.pop(growing.url)
+        r = serving_status(more.url)
+    finally:
+        more.close()
+    grew = next(f for f in r.findings if f.article == "vllm-preemption")
+    assert grew.severity == "warning" and grew.message.startswith("50 preemptions in the last")
+
+
+def test_address_mistakes_are_said_as_such_not_as_a_hung_server():
+    """A name that does not resolve, or TLS against a plain-HTTP port, was "critical: health
+    check failed" with the hung-requests article (trial)."""
+    fake = _FakeVLLM()
+    try:
+        tls = serving_status(fake.url.replace("http://", "https://"), timeout_s=2)
+    finally:
+        fake.close()
+    assert [(f.severity, f.article) for f in tls.findings] == [("warning", None)]
+    assert "speaks plain HTTP" in tls.findings[0].message and "use http://" in tls.findings[0].message
+    dns = serving_status("http://vllm-typo.invalid:8000", timeout_s=2)
+    assert [(f.severity, f.article) for f in dns.findings] == [("warning", None)] and "does not resolve" in dns.findings[0].message
 
 
 def test_serving_probe_on_a_dead_or_sick_server():
@@ -847,7 +934,7 @@ def test_doctor_reads_the_probes_typed_results(tmp_path, monkeypatch):
                             findings=[ServingFinding("warning", "KV cache 95% full", "vllm-requests-hang")])
     assert [(f.severity, f.message, f.article) for f in _serving_findings(serving)] == [
         ("warning", "KV cache 95% full", "vllm-requests-hang"),
-        ("ok", "http://h:8000 healthy; models m; running 2.0, waiting 0.0, KV cache 50%", None)]
+        ("ok", "http://h:8000 healthy; models m; running 2, waiting 0, KV cache 50%", None)]
     log = diagnose_log(text="INFO num_blocks_global: 17131\nneed_block_len: 1， free_list_len: 0\n")
     assert [(f.severity, f.article) for f in _log_findings(log)][:1] == [("critical", "fastdeploy-oom-while-serving")]
     assert any("1,096,384" in f.message for f in _log_findings(log))

@@ -95,9 +95,14 @@ def _serving_findings(report: ServingReport) -> list[Finding]:
     if report.healthy:
         usage = report.kv_cache_usage
         out.append(Finding("ok", "serving", f"{report.base_url} healthy; models {', '.join(report.models or ['?'])}; "
-                           f"running {report.running}, waiting {report.waiting}, KV cache "
+                           f"running {_count(report.running)}, waiting {_count(report.waiting)}, KV cache "
                            f"{'?' if usage is None else f'{usage:.0%}'}"))
     return out
+
+
+def _count(value: float | None) -> str:
+    """A request count as people write it: 40, not 40.0; "?" when /metrics did not say (not "None")."""
+    return "?" if value is None else f"{value:.0f}"
 
 
 EXAMPLE_CHARS = 120
