@@ -381,3 +381,47 @@ def test_an_unreadable_thread_is_said_and_slack_markup_is_not_searched(slack):
     assert plain_text(said) == "following the docs in #oncall-vllm, OOM & crash <- why?"
     assert plain_text("see <https://wiki.example.com/gpu>") == "see https://wiki.example.com/gpu"
     assert plain_text("<#C1|chan>") == "#chan" and plain_text("x\ud800y") == "x?y"
+
+
+def test_runbook_commands_links_and_long_lines_survive_mrkdwn():
+    """A team's runbook table row `kubectl logs … \\| grep -i error` became two cells, a link
+    whose URL ends in "(metrics)" lost its ")", an autolink showed as "&lt;https://…&gt;",
+    *italic* became bold, and a long line was cut inside "&amp;" (trial)."""
+    md = ("| Check | Command |\n|---|---|\n| grep errors | `kubectl logs ds/nvidia-dcgm-exporter \\| grep -i error` |\n\n"
+          "See [DCGM](https://docs.nvidia.com/dcgm/feature-overview.html#profiling_(metrics)) and <https://wiki.example.com/gpu>. "
+          "This is *important*; **set `--max-model-len`**; `a*b*c` and 2 * 3 stay.")
+    out = to_mrkdwn(md)
+    assert "• grep errors — `kubectl logs ds/nvidia-dcgm-exporter | grep -i error`" in out
+    assert "<https://docs.nvidia.com/dcgm/feature-overview.html#profiling_(metrics)|DCGM>" in out
+    assert "<https://wiki.example.com/gpu|https://wiki.example.com/gpu>" in out and "&lt;https" not in out
+    assert "_important_" in out and "*set `--max-model-len`*" in out and "`a*b*c` and 2 * 3 stay" in out
+    pieces = split_message("word &amp; " * 400, 300)
+    assert all(len(p) <= 300 for p in pieces) and not any(p.endswith(("&", "&a", "&am", "&amp")) for p in pieces)
+    assert "".join(pieces).count("&amp;") == 400
+
+
+def test_the_bot_token_is_checked_at_start_and_a_refused_one_is_said(slack, bundled_settings, caplog):
+    """Bolt checked the token on the first event: that event's ack waited on auth.test (6 s),
+    and a refused token dropped every mention with no line in the log; /readyz said ready
+    (trial). A wrong app token in Socket Mode was "internal error … (please report this)"."""
+    from dataclasses import replace as _replace
+
+    from assistant.interfaces import chat
+    from assistant.interfaces.slack import build_app, check_token, run_socket_mode
+    from oncall_common.errors import ConfigError
+
+    live, standin, _ = slack
+    deadline = time.monotonic() + 10
+    while httpx.get(live.url + "/readyz").json().get("slack", {}).get("token") == "checking" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert httpx.get(live.url + "/readyz").json()["slack"] == {"token": "ok"}
+    never = lambda *_a: None  # noqa: E731
+    settings = _replace(bundled_settings, slack_bot_token="xoxb-wrong", slack_signing_secret="s", slack_api_url=standin.url,
+                        slack_app_token="xapp-wrong", feedback_db=bundled_settings.feedback_db)
+    standin.fail["auth.test"] = [(200, {"ok": False, "error": "invalid_auth"}, {})]
+    status: dict = {}
+    assert check_token(build_app(settings, chat.Hooks("slack", never, never, never, None)), status) == "invalid_auth"
+    assert status == {"token": "refused (invalid_auth)"} and "Slack refused SLACK_BOT_TOKEN (invalid_auth)" in caplog.text
+    standin.fail["apps.connections.open"] = [(200, {"ok": False, "error": "invalid_auth"}, {})]
+    with pytest.raises(ConfigError, match=r"Slack refused SLACK_APP_TOKEN \(invalid_auth\)"):
+        run_socket_mode(settings)

@@ -392,8 +392,14 @@ _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 _HEADING = re.compile(r"^#{1,6}\s+(.*)$")
 _BULLET = re.compile(r"^(\s*)[-*+]\s+(.*)$")
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
+# *one star* is markdown's italic; left as it is, Slack shows it bold (trial).
+_ITALIC = re.compile(r"(?<![*\w])\*(?![\s*])([^*\n]+?)(?<![\s*])\*(?![*\w])")
 # [^\[\]] (not [^\]]): a match attempt stops at the next "[", so "[[[[…" is linear, not quadratic.
-_LINK = re.compile(r"\[([^\[\]]+)\]\((https?://[^)\s]+)\)")
+# A URL may hold one level of parentheses: "…feature-overview.html#profiling_(metrics)" lost its
+# ")" to the link and left one after it (trial).
+_LINK = re.compile(r"\[([^\[\]]+)\]\((https?://(?:[^()\s]|\([^()\s]*\))+)\)")
+# <https://x> is markdown's autolink; escaped, it showed as "&lt;https://x&gt;" text (trial).
+_AUTOLINK = re.compile(r"&lt;(https?://[^\s<>]+?)&gt;")
 
 
 def render_markdown(markdown: str, dialect: Dialect) -> str:
@@ -411,11 +417,40 @@ def render_markdown(markdown: str, dialect: Dialect) -> str:
         elif _TABLE_ROW.match(line) and i + 1 < len(lines) and _TABLE_RULE.match(lines[i + 1]):
             # The header row names the columns: a bold line above the rows, not a bullet that
             # reads like one more cause ("• 可能原因 — 本质").
-            cells = [_plain(cell.strip()) for cell in line.strip().strip("|").split("|")]
+            cells = [_plain(cell) for cell in table_cells(line)]
             out.append(dialect.bold.format(render_inline(dialect.cell_separator.join(cells), dialect)))
         elif not _TABLE_RULE.match(line):  # a table's separator row says nothing once flattened
             out.append(_render_line(line, dialect))
     return "\n".join(out).strip()
+
+
+def table_cells(row: str) -> list[str]:
+    """A markdown table row's cells, split at the pipes that are no part of a cell: an
+    escaped `\\|` (a runbook's `kubectl logs … \\| grep -i error`) is a literal pipe, and a pipe
+    inside a code span is code. Splitting at every "|" turned that command into two cells
+    (trial)."""
+    body = row.strip()
+    body = body[1:] if body.startswith("|") else body
+    body = body[:-1] if body.endswith("|") and not body.endswith("\\|") else body
+    cells: list[str] = []
+    current: list[str] = []
+    in_code = False
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and body[i + 1:i + 2] == "|":
+            current.append("|")
+            i += 2
+            continue
+        if ch == "`":
+            in_code = not in_code
+        if ch == "|" and not in_code:
+            cells.append("".join(current).strip())
+            current = []
+        else:
+            current.append(ch)
+        i += 1
+    return cells + ["".join(current).strip()]
 
 
 def _plain(cell: str) -> str:
@@ -426,8 +461,7 @@ def _plain(cell: str) -> str:
 def _render_line(line: str, dialect: Dialect) -> str:
     """One line outside code. Tables become one bullet per row: few chat platforms draw tables."""
     if _TABLE_ROW.match(line):
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        return dialect.bullet + dialect.cell_separator.join(render_inline(cell, dialect) for cell in cells)
+        return dialect.bullet + dialect.cell_separator.join(render_inline(cell, dialect) for cell in table_cells(line))
     heading = _HEADING.match(line)
     if heading:
         return dialect.heading.format(render_inline(heading.group(1), dialect))
@@ -438,10 +472,24 @@ def _render_line(line: str, dialect: Dialect) -> str:
 
 
 def render_inline(text: str, dialect: Dialect) -> str:
-    """Bold and links within a line. Escaping comes first, so markup the dialect adds is not
-    escaped away."""
-    text = _BOLD.sub(lambda m: dialect.bold.format(m.group(1)), dialect.escape(text))
-    return _LINK.sub(lambda m: dialect.link.format(label=m.group(1), url=m.group(2)), text)
+    """Italics, bold and links within a line; code spans are set aside first, so `a*b*c` and a
+    URL in code stay as written (a span may sit inside bold: **set `x`**). Escaping comes
+    first, so markup the dialect adds is not escaped away."""
+    spans: list[str] = []
+
+    def aside(m: re.Match) -> str:
+        spans.append(dialect.escape(m.group(0)))
+        return f"\ue001{len(spans) - 1}\ue001"
+
+    text = dialect.escape(_INLINE_CODE.sub(aside, text))
+    text = _ITALIC.sub(lambda m: dialect.italic.format(m.group(1)), text)
+    text = _BOLD.sub(lambda m: dialect.bold.format(m.group(1)), text)
+    text = _LINK.sub(lambda m: dialect.link.format(label=m.group(1), url=m.group(2)), text)
+    text = _AUTOLINK.sub(lambda m: dialect.link.format(label=m.group(1), url=m.group(1)), text)
+    return re.sub("\ue001(\\d+)\ue001", lambda m: spans[int(m.group(1))], text) if spans else text
+
+
+_INLINE_CODE = re.compile(r"`[^`\n]+`")
 
 
 def split_message(text: str, limit: int) -> list[str]:
@@ -464,8 +512,9 @@ class _Pieces:
         self.fence_open = False  # whether `current` ends inside a code block
 
     def add_line(self, line: str) -> None:
-        while len(line) > self.budget - 4:  # one enormous line: cut it
-            head, line = line[: self.budget - 4], line[self.budget - 4:]
+        while len(line) > self.budget - 4:  # one enormous line: cut it, at a space where there is one
+            at = _cut_at(line, self.budget - 4)
+            head, line = line[:at], line[at:].lstrip(" ")
             self.flush()
             self.current = self._joined(head)
         if len(self._joined(line)) > self.budget:
@@ -489,6 +538,19 @@ class _Pieces:
         if self.current and self.current != FENCE:
             self.pieces.append(self._closed())
         return self.pieces
+
+
+def _cut_at(line: str, most: int) -> int:
+    """Where to cut a line too long for one piece: at its last space within `most`, or, with
+    none in the last quarter, at `most` moved back out of any `&amp;`-style escape: a hard cut
+    left "&a" at one piece's end and "mp;" at the next's (trial)."""
+    space = line.rfind(" ", 0, most + 1)
+    if space > most * 3 // 4:
+        return space
+    amp = line.rfind("&", max(0, most - 8), most)
+    if amp != -1 and ";" not in line[amp:most]:
+        return amp or most
+    return most
 
 
 def sources_footer(answer: Answer, dialect: Dialect) -> str:

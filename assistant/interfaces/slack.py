@@ -372,6 +372,10 @@ def mount_http(fastapi_app: FastAPI, settings: Settings, state: chat.ServerSide)
 
     bolt = build_app(settings, chat.bind(settings, state.wait_loaded, state.store, "slack", gate))
     fastapi_app.state.slack = bolt
+    fastapi_app.state.slack_status = status = {"token": "checking"}
+    import threading
+
+    threading.Thread(target=check_token, args=(bolt, status), name="slack-auth-test", daemon=True).start()
 
     @fastapi_app.post("/slack/events", include_in_schema=False)
     async def slack_events(request: Request):
@@ -437,9 +441,51 @@ def run_socket_mode(settings: Settings) -> None:
 
     if not (settings.slack_app_token and settings.slack_bot_token):
         raise ConfigError("Socket Mode needs SLACK_APP_TOKEN (xapp-…) and SLACK_BOT_TOKEN (xoxb-…)")
+    from slack_sdk.errors import SlackApiError
+
     kb = open_kb(settings)
     hooks = chat.bind(settings, lambda: kb, open_state(settings), "slack")
-    SocketModeHandler(build_app(settings, hooks), settings.slack_app_token).start()
+    app = build_app(settings, hooks)
+    refused = check_token(app)
+    if refused:
+        raise ConfigError(f"Slack refused SLACK_BOT_TOKEN ({refused})", "use the bot token (xoxb-…) of the app installed in this workspace")
+    try:
+        SocketModeHandler(app, settings.slack_app_token).start()
+    except SlackApiError as exc:
+        # "internal error: SlackApiError … (please report this)", exit 70, for a wrong app token (trial)
+        raise ConfigError(f"Slack refused SLACK_APP_TOKEN ({_slack_error(exc)})",
+                          "use the app-level token (xapp-…) with the connections:write scope, from the app's Basic Information page") from exc
+
+
+def check_token(app: App, status: dict | None = None) -> str | None:
+    """Ask Slack once, at start, whose the bot token is (auth.test), instead of on the first
+    event: there Bolt's own call held that event's ack (6 s against Slack's 3; trial), and a
+    refused token dropped every mention behind a 200 with no line in our log saying why. The
+    result is handed to Bolt's authorization, so events need no call of their own; `status`
+    (shown by /readyz) says how it went. Returns Slack's error code when it refused the token."""
+    from slack_bolt.middleware.authorization.single_team_authorization import SingleTeamAuthorization
+    from slack_sdk.errors import SlackApiError
+
+    status = status if status is not None else {}
+    try:
+        result = app.client.auth_test()
+    except SlackApiError as exc:
+        error = _slack_error(exc)
+        status["token"] = f"refused ({error})"
+        log.error("slack: Slack refused SLACK_BOT_TOKEN (%s): mentions cannot be answered; use the bot token (xoxb-…) "
+                  "of the app installed in this workspace", error)
+        return error
+    except OSError as exc:
+        status["token"] = "unchecked (Slack unreachable)"
+        log.warning("slack: could not reach Slack to check the bot token (%s); it is checked again on the first event",
+                    type(exc).__name__)
+        return None
+    for middleware in getattr(app, "_middleware_list", ()):  # Bolt's own, or none if its layout changes
+        if isinstance(middleware, SingleTeamAuthorization) and middleware.auth_test_result is None:
+            middleware.auth_test_result = result
+    status["token"] = "ok"
+    log.info("slack: bot token accepted (bot user %s)", result.get("user_id"))
+    return None
 
 
 def _http_enabled(settings: Settings) -> bool:

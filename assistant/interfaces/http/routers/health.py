@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, PlainTextResponse
 
@@ -28,7 +28,7 @@ async def healthz():
 
 
 @router.get("/readyz")
-async def readyz(state: State):
+async def readyz(state: State, request: Request):
     """Ready when the index is loaded; reports whether it is current, and whether the LLM is configured
     and reachable. Counts and names only: this is unauthenticated, so no server paths."""
     if state.loading:
@@ -44,6 +44,9 @@ async def readyz(state: State):
             "state": state.store.kind,
             "queue": {"depth": state.admission.depth, "running": state.admission.running,
                       "slots": state.admission.slots, "size": state.admission.queue_size}}
+    slack = getattr(request.app.state, "slack_status", None)
+    if slack is not None:  # mounted: whether Slack accepted the bot token ("refused (invalid_auth)")
+        body["slack"] = dict(slack)
     return JSONResponse(body, status_code=200 if ready else 503)
 
 
