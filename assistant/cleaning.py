@@ -339,8 +339,7 @@ def split_question(text: str) -> QuestionParts:
         elif _LOG_PREFIX.match(line):
             _read_log_line(line, parts, problem=bool(_LOG_LEVEL_PROBLEM.search(line[:80])) or is_error)
         elif _COMMAND.match(line) and not _prose_after_command_word(line) or _LITERAL.match(line):
-            _collect_flags(line, parts.flags)
-            parts.code.append(line)
+            _read_command_line(line, parts)
         elif in_fence:
             _read_fenced(line, is_error, parts)
         elif _is_prose(line):
@@ -358,6 +357,32 @@ def split_question(text: str) -> QuestionParts:
     return parts
 
 
+def _read_command_line(line: str, parts: QuestionParts) -> None:
+    command, said = _command_and_tail(line)
+    _collect_flags(command, parts.flags)
+    parts.code.append(command)
+    if said:
+        parts.prose.append(said)
+
+
+def _command_and_tail(line: str) -> tuple[str, str]:
+    """A command line and what the asker wrote after its arguments: "vllm serve
+    Qwen2.5-72B-Instruct --tensor-parallel-size 4 OOM" was all command, nothing left to search
+    on, and was refused (trial); "… --max-model-len 32768 报错 OOM" the same. Only for a
+    command whose end is known (`_INLINE_COMMAND`'s programs), and only a tail with words."""
+    m = _INLINE_COMMAND.match(line.lstrip())
+    if m is None:
+        return line, ""
+    offset = len(line) - len(line.lstrip())
+    end = _command_end(line, offset + m.end())
+    if end is None:
+        return line, ""
+    tail = line[end:].strip(" \t`")
+    if not re.search(r"[A-Za-z]{2,}|[\u4e00-\u9fff]", tail) or tail.startswith(("-", "\\", "|", ">", "&", ";")):
+        return line, ""
+    return line[:end].rstrip(), _with_products(line[:end], tail)
+
+
 def _take_inline_commands(line: str, parts: QuestionParts) -> str:
     """Move command lines pasted inside a sentence to the paste, keeping the sentence around
     them. A command runs from its program word over its arguments (flags, their values,
@@ -368,7 +393,20 @@ def _take_inline_commands(line: str, parts: QuestionParts) -> str:
     for command in commands:
         _collect_flags(command, parts.flags)
         parts.code.append(command)
+    if rest and commands:
+        rest = _with_products(" ".join(commands), rest)
     return rest or line
+
+
+def _with_products(command: str, words: str) -> str:
+    """The asker's words with the product the command runs, when they name none: "vllm serve
+    … 显存不够" searched as "显存不够" alone got FastDeploy's OOM articles."""
+    from .scope import detect
+
+    if detect(words).products:
+        return words
+    products = " ".join(sorted(detect(command).products))
+    return f"{products} {words}".strip()
 
 
 def without_reprs(line: str) -> str:
@@ -498,9 +536,21 @@ def retrieval_text(question: str) -> str:
     if not parts.pasted:
         return without_ruled_out(without_tried_settings(question))
     query = parts.query()
-    if len(query.strip()) < 8:
+    if len(query.strip()) < 8 and not _names_a_symptom(query):
         return without_ruled_out(without_tried_settings(question))
     return without_ruled_out(without_tried_settings(query))
+
+
+# Words that ask without saying what is wrong: a query of these alone is no query.
+_ONLY_ASKING = frozenset("why how what help pls please any idea ideas this that it is the fix error 为什么 怎么办 怎么 求助 啥 什么 报错 错误".split())
+
+
+def _names_a_symptom(query: str) -> bool:
+    """Whether a short query still says what is wrong ("OOM", "hangs", "卡住"): after a
+    command line, "OOM" was the whole complaint, yet under 8 characters the command was
+    searched instead and its flags won (trial)."""
+    words = re.findall(r"[A-Za-z]{3,}|[\u4e00-\u9fff]+", query)
+    return any(word.lower() not in _ONLY_ASKING for word in words)
 
 
 # A sentence that reports a fix already tried: "Someone suggested --gpu-memory-utilization 0.7~0.9

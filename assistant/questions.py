@@ -44,10 +44,11 @@ _INLINE_COMMAND_HINTS = (" -m ", "vllm serve ", "docker run ", "docker compose "
 def might_paste(question: str) -> bool:
     """Whether a question can hold pasted lines at all. A one-line question is read whole
     (a lone pasted line *is* the question), so the cleaner is not even imported for it,
-    unless a command line is pasted after its sentence ("temperature is ignored. Server:
-    python3 -m vllm… --max-model-len 32768")."""
+    unless it holds a command line: after its sentence ("temperature is ignored. Server:
+    python3 -m vllm… --max-model-len 32768"), or before the asker's words ("vllm serve …
+    --tensor-parallel-size 4 OOM", whose flags outweighed its one word; trial)."""
     text = question.strip()
-    return "\n" in text or any(hint in text[1:] for hint in _INLINE_COMMAND_HINTS)
+    return "\n" in text or any(hint in text for hint in _INLINE_COMMAND_HINTS)
 
 
 def validate_question(question: str, max_bytes: int) -> str:

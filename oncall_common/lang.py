@@ -69,6 +69,10 @@ def _line_is_zh(line: str, quoting: bool = False) -> bool:
     # illegal memory access was encountered，vLLM 0.9.1 H20 跑 DeepSeek-R1" was answered in English.
     if cjk_count(re.sub(_PATHS, " ", own)) >= 1 and any(ch in own for ch in "，？；"):
         return True  # not "。" alone: 'the model replies 好。 to every prompt' is English (review)
+    # A Chinese particle or preposition standing alone among English words is a Chinese
+    # writer's: "vLLM OOM 了", "H100 上 vLLM CUDA out of memory" were answered in English (trial).
+    if re.search(_LONE_PARTICLE, re.sub(_PATHS, " ", own)):
+        return True
     if cjk_count(line) < 2:
         return False
     # What follows a Chinese verb of reporting is pasted, whatever it starts with: "客户端报 400：This
@@ -90,6 +94,7 @@ def _line_is_zh(line: str, quoting: bool = False) -> bool:
     return cjk >= 2 and cjk >= 0.3 * len(words)
 
 
+_LONE_PARTICLE = "(?<![\u3400-\u9fff])[了上的在用跑时后吗呢吧啊和把被给对从到里中下](?![\u3400-\u9fff])"
 # Two Chinese characters or more standing as words, not inside a path or a name
 # ("/data/模型/千问72B" is no sentence).
 # (Strings, compiled by `re` on first use, as above.)

@@ -259,6 +259,21 @@ def test_pasted_command_config_and_stack_frames_leave_the_query(question, gone, 
     assert {k: split_question(question).flags[k] for k in flags} == flags
 
 
+def test_the_askers_words_after_a_command_line_are_searched_with_its_product():
+    """"vllm serve Qwen2.5-72B-Instruct --tensor-parallel-size 4 OOM" was all command: its
+    flags were searched and it was refused (trial). The words after the arguments are the
+    question, with the product the command runs."""
+    parts = split_question("vllm serve Qwen2.5-72B-Instruct --tensor-parallel-size 4 OOM")
+    assert parts.code == ["vllm serve Qwen2.5-72B-Instruct --tensor-parallel-size 4"] and parts.prose == ["vllm OOM"]
+    assert parts.flags == {"--tensor-parallel-size": "4"}
+    assert retrieval_text("python -m vllm.entrypoints.openai.api_server --model x --max-model-len 32768 报错 OOM") == "vllm 报错 OOM"
+    assert retrieval_text("vllm serve /models/qwen --gpu-memory-utilization 0.97 显存不够") == "vllm 显存不够"
+    # a whole command, or one piped on, stays one paste
+    for command in ("pip install vllm", "vllm serve /models/q --port 8000 | tee log.txt",
+                    "docker run --gpus all --ipc=host vllm/vllm-openai:latest --model Qwen/Qwen2-7B"):
+        assert split_question(command).code == [command] and not split_question(command).prose
+
+
 def test_the_askers_bullets_and_parentheses_stay_prose():
     """One-word bullets ("- hangs", "- ROCm") and "(FastDeploy)" at a line's start were taken for a
     compose file's items and a process tag (review)."""
@@ -661,7 +676,7 @@ def test_a_command_pasted_inside_a_sentence_leaves_the_query_with_its_flags_kept
     q = ("want to host offline. python -m vllm.entrypoints.api_server --model TheBloke/CodeLlama-7B-AWQ --quantization awq\n"
          "I already set HF_HUB_OFFLINE=1. how do I make it use the files I have?")
     parts = split_question(q)
-    assert parts.prose[0] == "want to host offline."
+    assert parts.prose[0] == "vllm want to host offline."  # the command's product stays with the words
     assert parts.flags["--quantization"] == "awq" and "api_server" not in retrieval_text(q)
     assert detect(q).said_entities == ()  # the quantization format is part of the command, not the question
     zh = "8 张 4090。直接 CUDA_VISIBLE_DEVICES=6,7 vllm serve org/Model-32B --tensor-parallel-size 2 没问题；换到框架里就报错\nRuntimeError: x"
@@ -858,8 +873,11 @@ def test_a_one_line_question_with_a_command_after_its_sentence_is_split():
          "vllm.entrypoints.openai.api_server --model Qwen/Qwen2.5-7B --max-model-len 32768 --gpu-memory-utilization 0.95")
     assert "max-model-len" not in retrieval_text(q) and "temperature seems to be ignored" in retrieval_text(q)
     assert split_question(q).flags["--max-model-len"] == "32768"
+    # A question that starts with its command: the words after it, with its product (its flags
+    # outweighed "OOM" and it was refused; trial). The flags stay as facts.
     alone = "vllm serve Qwen/Qwen2-7B --max-model-len 32768 fails with CUDA out of memory"
-    assert retrieval_text(alone) == alone  # a question that starts with its command is read whole
+    assert retrieval_text(alone) == "vllm fails with CUDA out of memory"
+    assert split_question(alone).flags == {"--max-model-len": "32768"}
 
 
 def test_two_flags_joined_by_a_word_are_what_the_sentence_says():

@@ -111,6 +111,12 @@ def test_real_words_and_versions_are_not_corrected_into_kb_terms():
         ("“为什么推理卡住”", "zh"),
         ("'为什么推理卡住'", "zh"),
         ('`./demo mnn_taiyi/ 1 demo.jpg "一只可爱的猫"` errors out. What arguments does the demo expect?', "en"),
+        # one Chinese particle or preposition among English words is a Chinese writer (trial)
+        ("vLLM OOM 了", "zh"),
+        ("H100 上 vLLM CUDA out of memory", "zh"),
+        ("ASCEND 910B 上 vLLM OOM", "zh"),
+        ("why is TTFT so high on 千问 model", "en"),
+        ("model path /data/模型/上/x fails", "en"),
     ],
 )
 def test_language_detection(text, lang):
