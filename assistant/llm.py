@@ -86,7 +86,7 @@ def strip_reasoning(text: str) -> str:
 # Models whose chat template opens the reasoning block in the prompt (R1 distills, QwQ, the
 # "-Thinking" releases): served without a reasoning parser, they stream the reasoning with no
 # `<think>` before it, only a `</think>` after.
-_REASONING_MODEL = re.compile(r"(?i)(?:^|[-_/ .:])(?:r1|qwq|think|thinking|reasoning|reasoner)(?=$|[-_/ .:])|distill")
+_REASONING_MODEL = re.compile(r"(?i)(?:^|[-_/ .:])(?:(?:r1|qwq|think|thinking|reasoning|reasoner)(?=$|[-_/ .:])|distill)")
 
 
 class _DropThink:
@@ -134,6 +134,14 @@ class _DropThink:
                 self.state, self.head = "open", ""
                 if rest:
                     self.emit(rest)
+
+    def parsed_reasoning(self) -> None:
+        """The server's reasoning parser sent the reasoning apart: stop holding for a tag."""
+        self.template_opens = False
+        if self.state == "held":
+            self.state, held, self.head = "open", self.head, ""
+            if held:
+                self.emit(held)
 
     def flush(self) -> None:
         if self.state in ("start", "held") and self.head:
@@ -285,8 +293,14 @@ def _prose_parts(text: str) -> list[tuple[str, bool]]:
     return parts + [(text[last:], False)]
 
 
+def _is_index(part: str, m: re.Match) -> bool:
+    """Whether `[n]` in code is an index (`outputs[1]`, `x[0][2]`, `f()[3]`), not a citation
+    (" [3]" after a space, which a stray backtick may have pulled into a "code span")."""
+    return m.start() > 0 and (part[m.start() - 1].isalnum() or part[m.start() - 1] in "_])")
+
+
 def _prose_refs(text: str) -> list[re.Match]:
-    return [m for part, code in _prose_parts(text) if not code for m in CITATION_REF.finditer(part)]
+    return [m for part, code in _prose_parts(text) for m in CITATION_REF.finditer(part) if not (code and _is_index(part, m))]
 
 
 def fix_citations(text: str, passages: list, keep_numbers: bool = False) -> tuple[str, list]:
@@ -313,8 +327,8 @@ def fix_citations(text: str, passages: list, keep_numbers: bool = False) -> tupl
     def rewrite(src: str) -> str:
         # (?<! ) starts a match only at the first space of a run: without it a long run of
         # spaces is rescanned from every position (quadratic).
-        return "".join(part if code else _SPACE_BEFORE_PUNCT.sub(r"\1", CITATION_REF.sub(repl, part))
-                       for part, code in _prose_parts(src))
+        return "".join(CITATION_REF.sub(lambda m, p=part: m.group(0) if _is_index(p, m) else repl(m), part) if code
+                       else _SPACE_BEFORE_PUNCT.sub(r"\1", CITATION_REF.sub(repl, part)) for part, code in _prose_parts(src))
 
     if keep_numbers:
         shown_as_is = all(int(x) in mapping for m in refs for x in m.group(1).split(","))
@@ -376,8 +390,11 @@ def drop_unsupported(text: str, n_passages: int) -> tuple[str, int]:
         return bool(numbers) and not any(1 <= n <= n_passages for n in numbers)
 
     # Code's indexes are no citations: masked while sentences are judged line by line (a
-    # fenced block's lines are judged one by one, out of their fence).
-    masked = "".join(part.replace("[", _MASK) if code else part for part, code in _prose_parts(text))
+    # fenced block's lines are judged one by one, out of their fence). The mask character is
+    # taken out of the text first: one already there would have come back as "[" (review).
+    text = text.replace(_MASK, "")
+    masked = "".join(CITATION_REF.sub(lambda m, p=part: _MASK + m.group(0)[1:] if _is_index(p, m) else m.group(0), part)
+                     if code else part for part, code in _prose_parts(text))
     kept, dropped = _drop_sentences(masked, unsupported)
     return kept.replace(_MASK, "["), dropped
 
@@ -468,15 +485,20 @@ def _rounded_from(token: str, seen: set[float]) -> bool:
 
 _ANY_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 # A number written in thousands groups is one value: its "096" is no 96 (review: "1,096,384"
-# in a passage backed an invented "96 GB").
-_GROUPED = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?")
+# in a passage backed an invented "96 GB"). Only a whole run: "8192,16384" and the
+# "1,2,4,…,256,512" of a list are items (a second review: their items became unbacked), and a
+# run of three-digit items ("64,128,256,512") may be either, so its items count too, but for
+# the ones with a leading zero.
+_GROUPED = re.compile(r"(?<![0-9,.])[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?(?![0-9,])")
 
 
 def _known_figures(known: str) -> set[float]:
     values: set[float] = set()
     # Figures as words, and any run of digits inside a name or version: "since vLLM 0.8" is
     # backed by a passage's "v0.8.0", "80 GB" by "A100-80GB".
-    tokens = [m.group(0) for m in _FIGURE.finditer(known)] + _GROUPED.findall(known) + _ANY_NUMBER.findall(_GROUPED.sub(" ", known))
+    grouped = _GROUPED.findall(known)
+    items = [item for run in grouped for item in re.split(r"[,.]", run) if not item.startswith("0")]
+    tokens = [m.group(0) for m in _FIGURE.finditer(known)] + grouped + items + _ANY_NUMBER.findall(_GROUPED.sub(" ", known))
     for token in tokens:
         for v in _figure_values(token):  # the question's "32k" backs the answer's 32768
         # as the answer may round it, or say a share as a percentage
@@ -626,6 +648,10 @@ def _complete(client, model: str, messages: list, tools: list | None, on_token: 
             delta = chunk.choices[0].delta
             if delta is None:
                 continue
+            if on_token is not None and (getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)):
+                # A reasoning parser splits the reasoning out already: no `</think>` will come in
+                # the content, so nothing is held for it (review: streaming stopped for R1 served so).
+                getattr(on_token, "parsed_reasoning", lambda: None)()
             if delta.content:
                 parts.append(delta.content)
                 if on_token is not None:
@@ -872,7 +898,7 @@ def _other_language(text: str, lang: str) -> bool:
         words = sum(len(re.findall(r"[A-Za-z]{2,}", line)) for line in lines)
         cjk = sum(1 for line in lines for ch in line if is_cjk(ch))
         return words >= 12 and cjk < 0.25 * words
-    return detect_lang(prose) == "zh"
+    return detect_lang(prose, particles=False) == "zh"  # an English answer may quote a lone 了 (review)
 
 
 def _shown_name(name: str, tools: list | None) -> str:

@@ -728,3 +728,28 @@ def test_code_keeps_its_indexes_and_its_spaces():
     assert fix_citations("Restart it [9].", ["p1"])[0] == "Restart it."
     # an unclosed fence (a cut answer) is code to its end
     assert fix_citations("See [2].\n```\nprint(a[1])", ["p1", "p2"]) == ("See [1].\n```\nprint(a[1])", ["p2"])
+
+
+def test_number_lists_stray_backticks_and_parsed_reasoning_after_review():
+    """From the review of the citation and figure checks: a list's items ("8192,16384",
+    "[256,512,1024]") were read as one grouped number, so the answer's 16384 was "invented";
+    a stray backtick made the prose after it "code", so its [3] was kept unrenumbered; and an
+    R1 served with a reasoning parser streamed nothing until the end."""
+    from assistant.llm import _DropThink, drop_unsupported, invented_figures
+
+    assert invented_figures("16384 fits [1].", "--max-model-len 8192,16384,32768") == []
+    assert invented_figures("Use 1024 [1].", '"cudagraph_capture_sizes":[256,512,1024]') == []
+    assert invented_figures("Up to 256 [1].", "sizes 64,128,256,512") == []
+    assert invented_figures("Each GPU has 96 GB free [1].", "1,096,384 tokens") == ["96 GB"]
+    text = "Check memory with `nvidia-smi [3]. Then lower `--gpu-memory-utilization` to 0.85 [1]."
+    assert fix_citations(text, ["p1", "p2", "p3"]) == (
+        "Check memory with `nvidia-smi [1]. Then lower `--gpu-memory-utilization` to 0.85 [2].", ["p3", "p1"])
+    assert drop_unsupported(text.replace("[3]", "[7]"), 3)[1] == 1
+    assert drop_unsupported("Keep \ue000 out [1].", 3) == ("Keep  out [1].", 0)  # the mask character never turns into "["
+    out: list[str] = []
+    drop = _DropThink(out.append, template_opens=True)
+    drop("Raise it ")
+    assert out == []
+    drop.parsed_reasoning()  # the server sent reasoning_content: no </think> will come
+    drop("[1].")
+    assert "".join(out) == "Raise it [1]."
