@@ -54,8 +54,8 @@ class ServingReport:
     waiting: float | None = None
     kv_cache_usage: float | None = None  # 0..1
     preemptions: float | None = None
-    # Preemptions is a counter since the server started: how many came since this process's
-    # last probe of the same server (within PREEMPTION_WINDOW_S), when there was one.
+    # Preemptions is a counter since the server started: how many came during a second read
+    # of /metrics, PREEMPTION_SAMPLE_S later, when it is above 0.
     preemptions_new: float | None = None
     preemptions_window_s: float | None = None
     metrics_error: str | None = None
@@ -195,8 +195,9 @@ def interpret(report: ServingReport) -> None:
                            "the KV cache is running out and sequences are recomputed", "vllm-preemption"))
     elif report.preemptions and report.preemptions > 0:
         # A counter since start: 200 preemptions a week ago kept doctor failing (trial).
-        add(ServingFinding("info", f"{report.preemptions:.0f} preemptions since the server started (a counter: probe again "
-                           "to see whether it still grows)", "vllm-preemption"))
+        window = f"; none in a {report.preemptions_window_s:.0f} s sample" if report.preemptions_window_s else ""
+        add(ServingFinding("info", f"{report.preemptions:.0f} preemptions since the server started{window}: under load, "
+                           "probe again to see whether they still grow", "vllm-preemption"))
     if waiting and waiting > 0 and (usage is None or usage < 0.99):
         add(ServingFinding("info", f"{waiting:.0f} requests waiting while the KV cache has room: the batch ceiling (max-num-seqs) may be the limit",
                            "vllm-requests-hang"))
@@ -220,8 +221,10 @@ def _unreachable(exc: BaseException, base: str) -> str:
     if isinstance(reason, ssl.SSLCertVerificationError):
         return (f"{ADDRESS_PROBLEM}{host}'s TLS certificate is not trusted ({reason.verify_message or reason}): "
                 "use the server's CA, or its plain-HTTP address inside the cluster")
-    if isinstance(reason, ssl.SSLError) and "WRONG_VERSION_NUMBER" in str(reason):
-        return f"{ADDRESS_PROBLEM}{host} speaks plain HTTP, not TLS: use http:// instead of https://"
+    if isinstance(reason, ssl.SSLError) and base.startswith("https://"):
+        # OpenSSL before 3.2 says WRONG_VERSION_NUMBER, later ones "record layer failure" (review)
+        return (f"{ADDRESS_PROBLEM}{host} did not complete a TLS handshake ({reason}): if it speaks plain HTTP, "
+                "use http:// instead of https://")
     if isinstance(reason, ConnectionResetError) and base.startswith("http://"):
         return (f"{ADDRESS_PROBLEM}{host} reset the connection: if it serves TLS, use https:// instead of http://; "
                 "otherwise something in between (a proxy, a firewall) refused it")
@@ -280,25 +283,30 @@ def serving_status(base_url: Annotated[str, URL], timeout_s: Annotated[float, Gt
             report.metrics_error = f"HTTP {status}"
     except (urllib.error.URLError, OSError, TimeoutError) as exc:
         report.metrics_error = str(getattr(exc, "reason", exc))
-    _preemptions_since_last(report)
+    _preemptions_since_last(report, timeout_s)
     interpret(report)
     return report
 
 
-PREEMPTION_WINDOW_S = 900.0
-_LAST_PREEMPTIONS: dict[str, tuple[float, float]] = {}  # base URL → (monotonic time, counter)
+PREEMPTION_SAMPLE_S = 1.0
 
 
-def _preemptions_since_last(report: ServingReport) -> None:
-    """Compare the preemption counter with this process's last probe of the same server: a
-    counter alone cannot tell "growing now" from "a week ago"."""
+def _preemptions_since_last(report: ServingReport, timeout_s: float = 3.0) -> None:
+    """Read the preemption counter again a second later: a counter alone cannot tell "growing
+    now" from "a week ago", and a memory of the last probe lived only as long as one process
+    (each `assistant doctor` is a new one; review)."""
     import time
 
-    if report.preemptions is None:
+    if not report.preemptions:
         return
-    now = time.monotonic()
-    last = _LAST_PREEMPTIONS.get(report.base_url)
-    _LAST_PREEMPTIONS[report.base_url] = (now, report.preemptions)
-    if last is not None and now - last[0] <= PREEMPTION_WINDOW_S and report.preemptions >= last[1]:
-        report.preemptions_new = report.preemptions - last[1]
-        report.preemptions_window_s = now - last[0]
+    started = time.monotonic()
+    time.sleep(PREEMPTION_SAMPLE_S)
+    try:
+        status, body = _get(f"{report.base_url}/metrics", timeout_s)
+    except (urllib.error.URLError, OSError, TimeoutError):
+        return
+    later = read_metrics(body).values.get("preemptions") if status == 200 else None
+    if later is not None and later >= report.preemptions:
+        report.preemptions_new = later - report.preemptions
+        report.preemptions_window_s = time.monotonic() - started
+        report.preemptions = later
