@@ -380,7 +380,19 @@ def _command_and_tail(line: str) -> tuple[str, str]:
     tail = line[end:].strip(" \t`")
     if not re.search(r"[A-Za-z]{2,}|[\u4e00-\u9fff]", tail) or tail.startswith(("-", "\\", "|", ">", "&", ";")):
         return line, ""
+    if not _terse(tail) or not _names_a_symptom(tail):
+        # a sentence of its own outweighs the flags already, and "help" or "报错" says nothing
+        # the flags do not (review: "… --max-model-len 32768 help" lost its article): read whole
+        return line, ""
     return line[:end].rstrip(), _with_products(line[:end], tail)
+
+
+def _terse(words: str, most: int = 6) -> bool:
+    """A complaint of a few words ("OOM", "hangs at startup", "显存不够"): beside a command
+    line its flags outweigh it; a whole sentence holds its own."""
+    from oncall_common.lang import cjk_count
+
+    return len(re.findall(r"[A-Za-z]{2,}", words)) <= most and cjk_count(words) <= 16
 
 
 def _take_inline_commands(line: str, parts: QuestionParts) -> str:
@@ -403,7 +415,9 @@ def _with_products(command: str, words: str) -> str:
     … 显存不够" searched as "显存不够" alone got FastDeploy's OOM articles."""
     from .scope import detect
 
-    if detect(words).products:
+    if not _terse(words) or not _names_a_symptom(words) or detect(words).products:
+        # a sentence says enough (the product, everywhere in a tool's own docs, adds nothing), and
+        # "用 报错" with it would pass for a query of its own
         return words
     products = " ".join(sorted(detect(command).products))
     return f"{products} {words}".strip()
@@ -537,6 +551,11 @@ def retrieval_text(question: str) -> str:
         return without_ruled_out(without_tried_settings(question))
     query = parts.query()
     if len(query.strip()) < 8 and not _names_a_symptom(query):
+        return without_ruled_out(without_tried_settings(question))
+    if "\n" not in question.strip() and _INLINE_COMMAND.match(question.lstrip()) and not _terse(query, most=8):
+        # One line that opens with its command and goes on with a sentence is read whole, as
+        # before: "lmdeploy serve api_server 起的 QwQ-32B，返回的 content 里…" lost its article
+        # without "api_server" (dev). Only a terse complaint after it is read alone.
         return without_ruled_out(without_tried_settings(question))
     return without_ruled_out(without_tried_settings(query))
 

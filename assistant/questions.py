@@ -197,6 +197,7 @@ class Tail:
     whole_bytes: int
     lines: int  # 0 when `text` is the end of one long line
     chars: int
+    head_lines: int = 0  # opening lines kept too (`head_and_tail`)
 
 
 def tail_within(text: str, max_bytes: int, total: int = 0) -> Tail | None:
@@ -223,3 +224,31 @@ def tail_within(text: str, max_bytes: int, total: int = 0) -> Tail | None:
         return Tail(end, whole, 0, len(end))
     body = "\n".join(reversed(kept))
     return Tail(body, whole, len(kept), len(body))
+
+
+def head_and_tail(text: str, max_bytes: int) -> Tail | None:
+    """A chat message over the limit: its opening prose (up to a quarter of the room; the
+    asker's words above a pasted log) and its last whole lines, a code fence reopened when the
+    cut falls inside one. The tail alone kept a log's closing fence, not its opening one, so
+    the question after the log was read as code and ignored (review). None when it fits."""
+    if len(text.strip().encode("utf-8")) <= max_bytes:
+        return None
+    lines = text.strip().splitlines()
+    head: list[str] = []
+    size = 0
+    for line in lines:
+        cost = len(line.encode("utf-8")) + 1
+        if line.lstrip().startswith("```") or size + cost > max_bytes // 4:
+            break
+        head.append(line)
+        size += cost
+    rest = lines[len(head):]
+    tail = tail_within("\n".join(rest), max_bytes - size - 4)
+    if tail is None:  # cannot happen: the whole did not fit
+        return None
+    kept = tail.text.splitlines()
+    before = rest[:len(rest) - len(kept)] if tail.lines else rest
+    if sum(line.lstrip().startswith("```") for line in before) % 2:
+        kept = ["```", *kept]  # the cut fell inside a fenced block
+    body = "\n".join(head + kept)
+    return Tail(body, max(tail.whole_bytes, len(text.encode("utf-8"))), tail.lines, len(body), len(head))

@@ -54,8 +54,9 @@ def cjk_count(text: str) -> int:
     return sum(1 for ch in text if is_cjk(ch))
 
 
-def _line_is_zh(line: str, quoting: bool = False) -> bool:
-    """`quoting`: the question is an English sentence quoting Chinese (see `_QUOTED`)."""
+def _line_is_zh(line: str, quoting: bool = False, particles: bool = True) -> bool:
+    """`quoting`: the question is an English sentence quoting Chinese (see `_QUOTED`).
+    `particles`: a lone Chinese particle may mark a Chinese writer (questions, not answers)."""
     if cjk_count(line) < 1:
         return False
     code_free = re.sub(_CODE_SPAN, " ", line)
@@ -69,9 +70,10 @@ def _line_is_zh(line: str, quoting: bool = False) -> bool:
     # illegal memory access was encountered，vLLM 0.9.1 H20 跑 DeepSeek-R1" was answered in English.
     if cjk_count(re.sub(_PATHS, " ", own)) >= 1 and any(ch in own for ch in "，？；"):
         return True  # not "。" alone: 'the model replies 好。 to every prompt' is English (review)
-    # A Chinese particle or preposition standing alone among English words is a Chinese
-    # writer's: "vLLM OOM 了", "H100 上 vLLM CUDA out of memory" were answered in English (trial).
-    if re.search(_LONE_PARTICLE, re.sub(_PATHS, " ", own)):
+    # A Chinese particle ending the line, or a preposition between two English words, is a
+    # Chinese writer's: "vLLM OOM 了", "H100 上 vLLM CUDA out of memory" were answered in English
+    # (trial). Not one quoted as output: "Qwen replies with a single 了" (review).
+    if particles and _lone_particle(re.sub(_PATHS, " ", own)):
         return True
     if cjk_count(line) < 2:
         return False
@@ -94,7 +96,17 @@ def _line_is_zh(line: str, quoting: bool = False) -> bool:
     return cjk >= 2 and cjk >= 0.3 * len(words)
 
 
-_LONE_PARTICLE = "(?<![\u3400-\u9fff])[了上的在用跑时后吗呢吧啊和把被给对从到里中下](?![\u3400-\u9fff])"
+_FINAL_PARTICLE = re.compile(r"(?:^|[\sA-Za-z0-9])([了吗呢吧啊])[\s?？!！]*$")
+_BETWEEN_WORDS = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]* ([上在用跑跟和])(?= [A-Za-z0-9])")
+_QUOTING_WORD = re.compile(r"(?i)\b(?:replies|reply|outputs?|emits?|returns?|prints?|says?|generates?|token|tokens|character|"
+                           r"char|single|extra|trailing|with|word|like|the|a|an)\s*$")
+
+
+def _lone_particle(text: str) -> bool:
+    m = _FINAL_PARTICLE.search(text)
+    if m and not _QUOTING_WORD.search(text[:m.start(1)]):
+        return True
+    return bool(_BETWEEN_WORDS.search(text))
 # Two Chinese characters or more standing as words, not inside a path or a name
 # ("/data/模型/千问72B" is no sentence).
 # (Strings, compiled by `re` on first use, as above.)
@@ -110,11 +122,11 @@ _FLAG_ARG = f"(?<!\\S)--?[A-Za-z][\\w.-]*(?:[= ](?!-)(?:[^\\s{_CJK}]+|(?!\\S*(?:
 PASTED_FLAG, PASTED_PATH = _FLAG_ARG, _PATHS
 
 
-def detect_lang(text: str) -> str:
+def detect_lang(text: str, particles: bool = True) -> str:
     """Return "zh" or "en". Judged per line, so a Chinese question above a pasted English
     log stays Chinese."""
     if not any(is_cjk(ch) for ch in text):
         return "en"
     frame = re.sub(_QUOTED, " ", re.sub(_CODE_SPAN, " ", text))
     quoting = not cjk_count(frame) and len(_WORD.findall(frame)) >= ENGLISH_FRAME_WORDS
-    return "zh" if any(_line_is_zh(line, quoting) for line in text.splitlines()) else "en"
+    return "zh" if any(_line_is_zh(line, quoting, particles) for line in text.splitlines()) else "en"

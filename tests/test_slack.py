@@ -342,7 +342,7 @@ def test_a_pasted_log_over_the_limit_is_answered_from_its_tail(slack):
     httpx.post(live.url + "/slack/events", content=body, headers=_signed(body))
     answer = _text_of(_posts(standin, "C12")[-1])
     assert "could not answer" not in answer and "out of memory" in answer.lower()
-    assert "只按最后" in answer and "字节的上限" in answer  # the note, in the asker's language
+    assert "只按开头 1 行和最后" in answer and "字节的上限" in answer  # the note, in the asker's language
 
 
 def test_tried_that_in_a_slack_thread_is_told_the_fix_it_tried(slack):
@@ -425,3 +425,45 @@ def test_the_bot_token_is_checked_at_start_and_a_refused_one_is_said(slack, bund
     standin.fail["apps.connections.open"] = [(200, {"ok": False, "error": "invalid_auth"}, {})]
     with pytest.raises(ConfigError, match=r"Slack refused SLACK_APP_TOKEN \(invalid_auth\)"):
         run_socket_mode(settings)
+
+
+def test_review_of_the_slack_changes():
+    """A long paste kept the log's closing fence, not its opening one, so the question after it
+    was read as code; a private-use character crashed rendering; globs became italics; the
+    autolink pattern was quadratic; a bold bullet ended the Fix section."""
+    from assistant.cleaning import split_question
+    from assistant.interfaces.chat import tried_first_fix
+    from assistant.questions import head_and_tail
+
+    log = "\n".join(f"INFO line {i} " + "x" * 60 for i in range(200))
+    msg = f"vLLM 挂了，日志如下：\n```\n{log}\ntorch.OutOfMemoryError: CUDA out of memory\n```\nonly since I enabled speculative decoding, why?"
+    kept = head_and_tail(msg, 8192)
+    assert len(kept.text.encode()) <= 8192 and kept.head_lines == 1
+    parts = split_question(kept.text)
+    assert parts.prose == ["vLLM 挂了，日志如下：", "only since I enabled speculative decoding, why?"]
+    assert parts.errors == ["torch.OutOfMemoryError: CUDA out of memory"]
+    assert to_mrkdwn("set `--x`\ue0019\ue001 now") == "set `--x`9 now"
+    assert to_mrkdwn("Check /sys/class/*/device/*/numa_node") == "Check /sys/class/*/device/*/numa_node"
+    started = time.perf_counter()
+    to_mrkdwn("<https://" * 12000)
+    assert time.perf_counter() - started < 0.5
+    assert "<https://good|https://good>" not in to_mrkdwn("<https://evil|https://good>")
+    assert tried_first_fix("**Fix** [1]\n\n* **Lower** `--max-num-seqs` to 64 [1]") == "--max-num-seqs"
+
+
+def test_a_slack_outage_at_start_is_no_refused_token(slack, bundled_settings):
+    """A 503 (or a proxy's page) on auth.test stopped Socket Mode as "Slack refused the token"
+    and showed the page's HTML on /readyz (review)."""
+    from dataclasses import replace as _replace
+
+    from assistant.interfaces import chat
+    from assistant.interfaces.slack import build_app, check_token
+
+    _, standin, _ = slack
+    never = lambda *_a: None  # noqa: E731
+    settings = _replace(bundled_settings, slack_bot_token="xoxb-x", slack_signing_secret="s", slack_api_url=standin.url)
+    standin.fail["auth.test"] = [(503, {"html": "<html>503</html>"}, {})] * 4
+    status: dict = {}
+    assert check_token(build_app(settings, chat.Hooks("slack", never, never, never, None)), status) is None
+    assert status["token"].startswith("unchecked (") and "<" not in status["token"]
+    standin.fail.pop("auth.test", None)

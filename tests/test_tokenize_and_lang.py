@@ -117,6 +117,11 @@ def test_real_words_and_versions_are_not_corrected_into_kb_terms():
         ("ASCEND 910B 上 vLLM OOM", "zh"),
         ("why is TTFT so high on 千问 model", "en"),
         ("model path /data/模型/上/x fails", "en"),
+        # ... but not a character quoted as output (review)
+        ("Qwen replies with a single 了 after every answer", "en"),
+        ("tokenizer splits 中 into two tokens", "en"),
+        ("the model replies 了。 to every prompt", "en"),
+        ("the model output ends with 了", "en"),
     ],
 )
 def test_language_detection(text, lang):
@@ -192,3 +197,8 @@ def test_a_long_run_with_no_space_is_read_in_linear_time():
     reply = "原因见 [1]。" + "显存" * 50_000
     assert finishes_within(2.0, detect_lang, reply) and detect_lang(reply) == "zh"
     assert detect_lang("模型放在 /data/模型/千问72B 下面，启动报错") == "zh"  # paths still set aside
+
+
+def test_an_english_answer_quoting_a_particle_stays_english():
+    """The LLM check judges an answer, not an asker: "The repeated 了 comes from …" is English (review)."""
+    assert detect_lang("It ends every reply with 了", particles=False) == "en"

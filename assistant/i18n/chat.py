@@ -19,6 +19,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "the message is {whole} bytes, over the {limit}-byte limit; answered from its last {lines} lines "
               "(`ask --log FILE` diagnoses a whole log)",
     },
+    "answered_head_tail": {
+        "zh": "消息有 {whole} 字节，超过 {limit} 字节的上限，只按开头 {head} 行和最后 {lines} 行回答；整份日志请用 `ask --log FILE` 诊断",
+        "en": "the message is {whole} bytes, over the {limit}-byte limit; answered from its first {head} and last {lines} lines "
+              "(`ask --log FILE` diagnoses a whole log)",
+    },
     "answered_tail_chars": {
         "zh": "消息有 {whole} 字节，超过 {limit} 字节的上限，只按最后 {chars} 个字符回答；整份日志请用 `ask --log FILE` 诊断",
         "en": "the message is {whole} bytes, over the {limit}-byte limit; answered from its last {chars} characters "

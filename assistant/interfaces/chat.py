@@ -187,11 +187,11 @@ def respond(hooks: Hooks, question: str, note_keys: Iterable[str] = ()) -> Reply
     the adapter adds (the thread's history could not be read)."""
     if not question:
         return Reply(text=t("chat.empty_question", NOTICE_LANG))
-    from assistant.questions import tail_within
+    from assistant.questions import head_and_tail
     from oncall_common.lang import detect_lang
 
     lang: Lang = "zh" if detect_lang(question) == "zh" else "en"
-    tail = tail_within(question, hooks.max_question_bytes)
+    tail = head_and_tail(question, hooks.max_question_bytes)
     if tail is not None:
         question = tail.text
     try:
@@ -204,9 +204,9 @@ def respond(hooks: Hooks, question: str, note_keys: Iterable[str] = ()) -> Reply
     for key in reversed(list(note_keys)):
         result.notes.insert(0, t(key, result.lang))
     if tail is not None:
-        key = "chat.answered_tail_lines" if tail.lines else "chat.answered_tail_chars"
+        key = "chat.answered_tail_chars" if not tail.lines else "chat.answered_head_tail" if tail.head_lines else "chat.answered_tail_lines"
         result.notes.insert(0, t(key, result.lang, whole=tail.whole_bytes, limit=hooks.max_question_bytes,
-                                 lines=tail.lines, chars=tail.chars))
+                                 lines=tail.lines, chars=tail.chars, head=tail.head_lines))
     return Reply(answer=result, answer_id=hooks.record(result))
 
 
@@ -312,7 +312,9 @@ _NEW_SUBJECT = re.compile(r"separate (?:thing|question|issue|topic)|(?:different
 # The fix section of an earlier answer, as markdown (`**Fix**`, `## Fix`) or as a chat
 # platform rendered it (Slack's `*解决办法*`): in a Slack thread the bot's answers are mrkdwn.
 _FIX_HEADING = re.compile(r"\*\*(?:Fix|Fixes|解决办法)\*\*|^\*(?:Fix|Fixes|解决办法)\*|^#+ *(?:Fix|Fixes|解决办法)\b", re.M)
-_NEXT_HEADING = re.compile(r"^\*{1,2}[^*\n]+\*{1,2}|^#+ ", re.M)
+# A heading line: markdown's **x** at a line's start as before, mrkdwn's *x* only as the whole
+# line (with its [n]): a "* **Lower** `--max-num-seqs`" bullet ended the Fix section (review).
+_NEXT_HEADING = re.compile(r"^\*\*[^*\n]+\*\*|^\*[^*\n]+\*[ \t]*(?:\[\d+\])?[ \t]*$|^#+ ", re.M)
 _FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]{2,60}")
 # A setting the fix names: --max-num-seqs, `max_num_seqs`, `kv-cache-ratio`, ENABLE_V1_KVCACHE_SCHEDULER.
 _SETTING = re.compile(r"(?<![\w-])(--[a-z][\w-]{2,60})|`([a-z][a-z0-9]*(?:[_-][a-z0-9]+)+)`|(?<![\w-])([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?![\w-])")
@@ -393,13 +395,16 @@ _HEADING = re.compile(r"^#{1,6}\s+(.*)$")
 _BULLET = re.compile(r"^(\s*)[-*+]\s+(.*)$")
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
 # *one star* is markdown's italic; left as it is, Slack shows it bold (trial).
-_ITALIC = re.compile(r"(?<![*\w])\*(?![\s*])([^*\n]+?)(?<![\s*])\*(?![*\w])")
+# Not a glob: /sys/class/*/device/* (review).
+_ITALIC = re.compile(r"(?<![*\w/.~])\*(?![\s*])([^*\n]+?)(?<![\s*/])\*(?![*\w/.])")
 # [^\[\]] (not [^\]]): a match attempt stops at the next "[", so "[[[[…" is linear, not quadratic.
 # A URL may hold one level of parentheses: "…feature-overview.html#profiling_(metrics)" lost its
 # ")" to the link and left one after it (trial).
 _LINK = re.compile(r"\[([^\[\]]+)\]\((https?://(?:[^()\s]|\([^()\s]*\))+)\)")
 # <https://x> is markdown's autolink; escaped, it showed as "&lt;https://x&gt;" text (trial).
-_AUTOLINK = re.compile(r"&lt;(https?://[^\s<>]+?)&gt;")
+# Linear (no "&" but an entity's own, so no rescan to the run's end), and no "|", which would
+# let <https://evil|https://good> show one address and link to another (review).
+_AUTOLINK = re.compile(r"&lt;(https?://(?:[^\s<>&|]|&(?!lt;|gt;))+)&gt;")
 
 
 def render_markdown(markdown: str, dialect: Dialect) -> str:
@@ -481,7 +486,7 @@ def render_inline(text: str, dialect: Dialect) -> str:
         spans.append(dialect.escape(m.group(0)))
         return f"\ue001{len(spans) - 1}\ue001"
 
-    text = dialect.escape(_INLINE_CODE.sub(aside, text))
+    text = dialect.escape(_INLINE_CODE.sub(aside, text.replace("\ue001", "")))  # the placeholder's own character, if any, goes
     text = _ITALIC.sub(lambda m: dialect.italic.format(m.group(1)), text)
     text = _BOLD.sub(lambda m: dialect.bold.format(m.group(1)), text)
     text = _LINK.sub(lambda m: dialect.link.format(label=m.group(1), url=m.group(2)), text)

@@ -166,11 +166,13 @@ class _Bot:
         history = _thread_history(client, event)
         question = thread_question(event.get("text", ""), history or [], self.bot_user)
         reply = chat.respond(self.hooks, question, () if history is not None else ("chat.thread_unread",))
-        if reply.answer is None:
-            payloads = [{"text": reply.text}]
-        else:
-            payloads = [{"unfurl_links": False, **p} for p in answer_messages(reply.answer, reply.answer_id)]
         lang = reply.answer.lang if reply.answer is not None else chat.NOTICE_LANG
+        try:
+            payloads = ([{"text": reply.text}] if reply.answer is None
+                        else [{"unfurl_links": False, **p} for p in answer_messages(reply.answer, reply.answer_id)])
+        except Exception:  # a rendering bug: said in the thread, its traceback in the log
+            log.exception("slack: rendering an answer failed")
+            payloads = [{"text": t("chat.cannot_answer", lang, message=t("chat.answer_failed", lang))}]
         _post_all(client, channel, ts, thread_ts, payloads, lang)
 
     def on_direct_message(self, event: dict, body: dict, client: WebClient) -> None:
@@ -220,13 +222,17 @@ def _post_all(client: WebClient, channel: str, ts: str, thread_ts: str, payloads
 
 
 def _slack_error(exc: Exception) -> str:
-    """Slack's error code (ratelimited, msg_too_long, invalid_auth) or the transport's, in a word or two."""
+    """Slack's error code (ratelimited, msg_too_long, invalid_auth), else the HTTP status or the
+    transport's error, in a word or two: never a response body (a proxy's HTML page)."""
     response = getattr(exc, "response", None)
     try:
         code = response.get("error") if response is not None else None
     except Exception:
         code = None
-    return str(code) if code else type(exc).__name__
+    if isinstance(code, str) and re.fullmatch(r"[a-z_]{2,60}", code):
+        return code
+    status = getattr(response, "status_code", None)
+    return f"HTTP {status}" if isinstance(status, int) else type(exc).__name__
 
 
 def _react(client: WebClient, channel: str, ts: str, remove: str, add: str) -> None:
@@ -457,12 +463,19 @@ def run_socket_mode(settings: Settings) -> None:
                           "use the app-level token (xapp-…) with the connections:write scope, from the app's Basic Information page") from exc
 
 
+# What Slack says of a token it will not take; anything else (429, 5xx, a proxy's page) is
+# Slack or the network, not the token (review: a 503 stopped Socket Mode as "refused").
+_AUTH_ERRORS = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired", "no_permission",
+                          "missing_scope", "not_allowed_token_type"})
+
+
 def check_token(app: App, status: dict | None = None) -> str | None:
     """Ask Slack once, at start, whose the bot token is (auth.test), instead of on the first
     event: there Bolt's own call held that event's ack (6 s against Slack's 3; trial), and a
     refused token dropped every mention behind a 200 with no line in our log saying why. The
     result is handed to Bolt's authorization, so events need no call of their own; `status`
-    (shown by /readyz) says how it went. Returns Slack's error code when it refused the token."""
+    (shown by /readyz: a code, never Slack's response body) says how it went. Returns Slack's
+    error code when it refused the token itself."""
     from slack_bolt.middleware.authorization.single_team_authorization import SingleTeamAuthorization
     from slack_sdk.errors import SlackApiError
 
@@ -471,11 +484,15 @@ def check_token(app: App, status: dict | None = None) -> str | None:
         result = app.client.auth_test()
     except SlackApiError as exc:
         error = _slack_error(exc)
+        if error not in _AUTH_ERRORS:
+            status["token"] = f"unchecked ({error})"
+            log.warning("slack: could not check the bot token (%s); it is checked again on the first event", error)
+            return None
         status["token"] = f"refused ({error})"
         log.error("slack: Slack refused SLACK_BOT_TOKEN (%s): mentions cannot be answered; use the bot token (xoxb-…) "
                   "of the app installed in this workspace", error)
         return error
-    except OSError as exc:
+    except Exception as exc:  # unreachable, a malformed slack_api_url: the thread must not die silently
         status["token"] = "unchecked (Slack unreachable)"
         log.warning("slack: could not reach Slack to check the bot token (%s); it is checked again on the first event",
                     type(exc).__name__)
