@@ -134,6 +134,7 @@ def test_feedback_export_writes_draft_eval_cases(bundled_env, tmp_path):
     from assistant.answer import Answer, Citation
     from assistant.ops.evaluate import load_cases
     from assistant.ops.feedback import FeedbackStore
+    from oncall_common.errors import AssistantError
 
     db = tmp_path / "feedback.sqlite3"
     store = FeedbackStore(db)
@@ -145,9 +146,21 @@ def test_feedback_export_writes_draft_eval_cases(bundled_env, tmp_path):
     out = tmp_path / "drafts.jsonl"
     proc = run_cli(["assistant", "feedback", "export", "--out", str(out)], dict(bundled_env, ASSISTANT_FEEDBACK_DB=str(db)))
     assert proc.returncode == 0 and "1 draft case" in proc.stderr.decode()
-    (case,) = load_cases(out)  # the eval reads the drafts as they are
-    assert case.question == "显存又爆了" and case.lang == "zh" and case.expect == []
     assert "swap-space" in out.read_text(encoding="utf-8")
+    # an unfilled draft is refused by name, not scored (trial); filled, it is a case
+    with pytest.raises(AssistantError, match="is an unfilled feedback draft"):
+        load_cases(out)
+    draft = json.loads(out.read_text(encoding="utf-8"))
+    assert draft["draft"]["cited_files"] == ["en/vllm-cuda-oom.md"]
+    draft.pop("draft")
+    draft["expect"] = [["swap-space"]]
+    out.write_text(json.dumps(draft, ensure_ascii=False) + "\n", encoding="utf-8")
+    (case,) = load_cases(out)
+    assert case.question == "显存又爆了" and case.lang == "zh"
+    # a mistyped database path is said, not created empty (trial)
+    nowhere = tmp_path / "nodir" / "fb.sqlite3"
+    proc = run_cli(["assistant", "feedback", "export", "--out", str(out)], dict(bundled_env, ASSISTANT_FEEDBACK_DB=str(nowhere)))
+    assert proc.returncode == 2 and "no feedback database at" in proc.stderr.decode() and not nowhere.parent.exists()
 
 
 def test_paths_that_cannot_be_written_get_one_line_not_an_internal_error(bundled_env, tmp_path):
@@ -162,6 +175,9 @@ def test_paths_that_cannot_be_written_get_one_line_not_an_internal_error(bundled
     cases = tmp_path / "cases.jsonl"
     cases.write_text('{"id": "c1", "lang": "en", "question": "CUDA out of memory", "expect_topic": "vllm-cuda-oom", '
                      '"expect": [["gpu-memory-utilization"]]}\n', encoding="utf-8")
+    from assistant.ops.feedback import FeedbackStore
+
+    FeedbackStore(tmp_path / "fb.sqlite3")  # a database that exists: the --out path is what fails
     runs = {
         "export": (["assistant", "feedback", "export", "--out", str(tmp_path / "no" / "such" / "x.jsonl")],
                    dict(bundled_env, ASSISTANT_FEEDBACK_DB=str(tmp_path / "fb.sqlite3")), "No such file or directory"),

@@ -56,7 +56,7 @@ def test_thresholds_are_checked_per_language():
                          "all": summarise([_result("zh", 1)] * 10)}}
     assert check_thresholds(report, "hybrid", 0.98, 0.90) == []
     assert check_thresholds(report, "hybrid", 0.98, 0.95) == ["hybrid/en: pass@1 0.900 < 0.95"]
-    assert "| hybrid | en | 10 | 0.900 |" in to_markdown(report, [], "cases.jsonl")
+    assert "| hybrid | en | 10 | 10 / 0 | 0.900 |" in to_markdown(report, [], "cases.jsonl")
 
 
 def test_a_rate_over_no_cases_reads_as_a_dash_not_zero():
@@ -68,13 +68,13 @@ def test_a_rate_over_no_cases_reads_as_a_dash_not_zero():
     table = to_markdown(report, [], "cases.jsonl")
     zh = next(line for line in table.splitlines() if line.startswith("| hybrid | zh |"))
     en = next(line for line in table.splitlines() if line.startswith("| hybrid | en |"))
-    assert zh.split(" | ")[7:10] == ["–", "–", "0.000"]  # OOS refused, OOS answered as sure (no such case), false refusals
-    assert en.split(" | ")[3:8] == ["–", "–", "–", "–", "1.000"]  # nothing in scope; both refused
+    assert zh.split(" | ")[8:11] == ["–", "–", "0.000"]  # OOS refused, OOS answered as sure (no such case), false refusals
+    assert en.split(" | ")[4:9] == ["–", "–", "–", "–", "1.000"]  # nothing in scope; both refused
 
 
 def test_malformed_case_file_gives_a_located_error(tmp_path):
     bad = tmp_path / "cases.jsonl"
-    bad.write_text('{"id": "a", "lang": "en", "question": "q", "expect": [], "grounded": true}\n{"id": "b"}\n')
+    bad.write_text('{"id": "a", "lang": "en", "question": "q", "expect": [["x"]], "grounded": true}\n{"id": "b"}\n')
     with pytest.raises(AssistantError) as err:
         load_cases(bad)
     assert "cases.jsonl:2" in str(err.value)
@@ -348,3 +348,62 @@ def test_a_teams_case_is_judged_by_its_file_and_a_miss_names_the_missing_text(bu
     rows_out = {r["id"]: r for r in report["results"]["hybrid"]}
     assert rows_out["x-1"]["rank"] == 1 and rows_out["x-1"]["file_ok"] and rows_out["x-1"]["answer_has_fix"] is None
     assert rows_out["x-2"]["cited_files"][0] == "gateway.md" and rows_out["x-2"]["answer_has_fix"] is False
+    # ... and the stale string is said before the run, as in no document of this KB (trial), and
+    # the report says what it measured and which bars judged it
+    warned = run_cli(["assistant", "eval", "--kb", str(docs), "--cases", str(cases), "--mode", "hybrid", "--out", str(out),
+                      "--min-file1", "0.9"], env, timeout=300)
+    assert "1 case(s) expect fix strings that no document of this KB holds" in warned.stderr.decode()
+    assert "x-2 (gatewayctl quota set)" in warned.stderr.decode()
+    report = json.loads((out / "report.json").read_text())
+    assert report["run"]["kb"]["documents"] == 2 and report["run"]["bars"]["min-file1"] == 0.9
+    assert report["run"]["warnings"] and "no document of this KB holds" in (out / "report.md").read_text()
+    assert report["results"]["hybrid"][0]["question"].startswith("TLS certificate") and report["results"]["hybrid"][0]["answer_start"]
+
+
+def test_a_teams_case_file_is_checked_before_the_run_with_exit_code_2(bundled_env, tmp_path):
+    """From a team lead's trial of measuring their own runbooks in CI: "grounded": "false" was
+    read as true, a typo'd key ignored, duplicate ids both ran, an unfilled feedback draft
+    was scored, an empty question failed after the whole run, --judge test on a file without
+    splits judged nothing and passed, a bar of 1.5 or NaN was taken, a BOM was an error,
+    and all of it exited 1 like a real regression."""
+    good = {"id": "g", "lang": "en", "question": "requests hang after I enabled logprobs", "expect": [["kernel.msgmax"]], "grounded": True}
+    bad_lines = {
+        "grounded must be true or false": {**good, "grounded": "false"},
+        "unknown field 'expect_files' (did you mean 'expect_file'?)": {**good, "expect_files": "x.md"},
+        "question must be a string": {**good, "question": ["q"]},
+        "id must be a non-empty string": {**good, "id": 7},
+        "unfilled feedback draft": {**good, "expect": [], "draft": {"todo": "fill expect"}},
+        "the question is empty": {**good, "question": "   "},
+        "split must be dev or test": {**good, "split": "prod"},
+        "is out of scope (grounded: false) yet names what answers it": {**good, "grounded": False},
+    }
+    f = tmp_path / "cases.jsonl"
+    for message, row in bad_lines.items():
+        f.write_text(json.dumps(good) + "\n" + json.dumps(row) + "\n", encoding="utf-8")
+        with pytest.raises(AssistantError, match="cases.jsonl:2: ") as err:
+            load_cases(f)
+        assert message in str(err.value) and err.value.exit_code == 2, (message, str(err.value))
+    f.write_text(json.dumps(good) + "\n" + json.dumps(good) + "\n", encoding="utf-8")
+    with pytest.raises(AssistantError, match="case id 'g' is also on line 1"):
+        load_cases(f)
+    f.write_bytes(b"\xef\xbb\xbf" + json.dumps(good).encode() + b"\r\n")
+    assert [c.id for c in load_cases(f)] == ["g"]  # a Windows editor's BOM and CRLF
+    out = tmp_path / "out"
+    judged = run_cli(["assistant", "eval", "--cases", str(f), "--mode", "hybrid", "--judge", "test", "--out", str(out)], bundled_env)
+    assert judged.returncode == 2 and "--judge test: no case in" in judged.stderr.decode()
+    for bar in (["--min-pass1", "1.5"], ["--max-false-refusals", "nan"]):
+        wrong = run_cli(["assistant", "eval", "--cases", str(f), "--mode", "hybrid", "--out", str(out), *bar], bundled_env)
+        assert wrong.returncode == 2 and "must be a share from 0 to 1" in wrong.stderr.decode(), wrong.stderr.decode()
+    missing = run_cli(["assistant", "eval", "--cases", str(tmp_path / "nope.jsonl"), "--out", str(out)], bundled_env)
+    assert missing.returncode == 2 and "no case file at" in missing.stderr.decode()
+
+
+def test_a_case_that_only_says_answer_it_is_no_retrieval_miss_and_has_no_fix_to_find():
+    """"expect": [] (should be answered) read pass@1 0 with the right file first, and "answer
+    has fix" 1.000 with nothing to find (trial): both leave it out of their denominators."""
+    from dataclasses import replace as _replace
+
+    answered = _result("en", None)
+    answered = _replace(answered, case=_replace(answered.case, expect=[], expect_file="", topics=()))
+    m = summarise([answered, _result("en", 1)])
+    assert (m.ranked_cases, m.pass1, m.fix_cases) == (1, 1.0, 1) and m.false_refusal == 0

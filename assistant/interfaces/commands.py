@@ -143,6 +143,8 @@ def _build_bundled(rebuild: bool) -> None:
 @click.option("--min-fix", type=float, default=0.0, help="Per-language bar for answer-has-fix.")
 @click.option("--min-oos", type=float, default=1.0, show_default=True, help="Per-language bar for out-of-scope refusals.")
 @click.option("--max-false-refusals", type=float, default=0.03, show_default=True)
+@click.option("--min-file1", type=float, default=0.0, help="Per-language bar for file@1 (cases with expect_file: your own docs).")
+@click.option("--max-oos-sure", type=float, default=1.0, help="Per-language bar for out-of-scope questions answered with no doubt.")
 @click.option("--split", type=click.Choice(["all", "dev", "test"]), default="all", show_default=True,
               help="Run only one split of a set that has one (tune on dev; report test).")
 @click.option("--judge", type=click.Choice(["all", "dev", "test"]), default="all", show_default=True,
@@ -158,31 +160,37 @@ def _build_bundled(rebuild: bool) -> None:
 @click.option("--llm", "with_llm", is_flag=True, help="Also answer every case with the configured LLM and report its metrics.")
 @click.option("--kb", type=click.Path(file_okay=False), default=None, help="KB directory (default: the bundled KB).")
 def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, min_topic1: float, min_fix: float, min_oos: float,
-             max_false_refusals: float, split: str, judge: str, fit: bool, fit_exemplars: bool, fit_with: tuple[str, ...],
-             fit_with_kb: tuple[str, ...], out: str, with_llm: bool, kb: str | None) -> None:
-    """Score retrieval and answers on symptom→fix cases; exit 1 under the thresholds."""
+             max_false_refusals: float, min_file1: float, max_oos_sure: float, split: str, judge: str, fit: bool,
+             fit_exemplars: bool, fit_with: tuple[str, ...], fit_with_kb: tuple[str, ...], out: str, with_llm: bool,
+             kb: str | None) -> None:
+    """Score retrieval and answers on symptom→fix cases; exit 1 under the thresholds, 2 when
+    the case file, the KB or a bar is wrong."""
 
     def body() -> None:
-        from assistant.ops.evaluate import (Thresholds, check_thresholds, evaluate, load_cases, missing_files, reliability, to_json,
-                                            to_markdown)
         from assistant.knowledge import open_kb
+        from assistant.ops.evaluate import (Thresholds, case_warnings, check_thresholds, evaluate, load_cases, reliability, to_json,
+                                            to_markdown)
+        from oncall_common.errors import BadInput
 
+        bar = Thresholds(min_pass3, min_pass1, min_topic1, min_fix, min_oos, max_false_refusals, min_file1, max_oos_sure)
         settings = settings_for(kb)
-        case_list = load_cases(Path(cases))
+        case_list = load_cases(Path(cases), settings.max_question_bytes)
         out_dir = _writable_dir(Path(out))  # before the run, not after it: a long eval's figures were lost
         if split != "all":
             case_list = [c for c in case_list if c.split == split]
             if not case_list:
-                from oncall_common.errors import AssistantError
-
-                raise AssistantError(f"no cases in {cases} with split {split!r}", "cases carry a split field: dev or test")
+                raise BadInput(f"no cases in {cases} with split {split!r}", "cases carry a split field: dev or test")
+        if judge != "all" and not any(c.split == judge for c in case_list):
+            # judged nothing, it passed everything, even an empty KB (trial)
+            raise BadInput(f"--judge {judge}: no case in {cases} has split {judge!r}",
+                           "leave --judge out for a file without splits, or add \"split\": \"dev\"/\"test\" to its cases")
         kb_ = open_kb(settings)
-        missing = missing_files(kb_, case_list)
-        if missing:
-            click.echo(f"warning: {len(missing)} case(s) expect a file this KB does not have, counted as file@1 misses (pass@1 and the fix are still scored): "
-                       + "; ".join(missing[:5]) + (" …" if len(missing) > 5 else ""), err=True)
+        warnings = case_warnings(kb_, case_list)
+        for line in warnings:
+            click.echo(f"warning: {line}", err=True)
+
         def dev(path: str) -> list:
-            return [c for c in load_cases(Path(path)) if c.split in ("dev", "")]
+            return [c for c in load_cases(Path(path), settings.max_question_bytes) if c.split in ("dev", "")]
 
         if fit_exemplars:
             from assistant.refusal import build_exemplars, reset_model
@@ -217,18 +225,31 @@ def eval_cmd(cases: str, mode: str, min_pass3: float, min_pass1: float, min_topi
         collected: dict = {}
         report = evaluate(kb_, settings, case_list, modes, collected)
         judged = "hybrid" if "hybrid" in modes else modes[0]
-        bar = Thresholds(min_pass3, min_pass1, min_topic1, min_fix, min_oos, max_false_refusals)
         problems = check_thresholds(report, judged, bar=bar, group_prefix="" if judge == "all" else judge + "/")
         calibration = reliability(collected[judged])
-        md = to_markdown(report, problems, cases, calibration)
+        context = _eval_context(kb_, settings, bar, judge, warnings)
+        md = to_markdown(report, problems, cases, calibration, context)
         (out_dir / "report.md").write_text(md, encoding="utf-8")
-        (out_dir / "report.json").write_text(json.dumps(to_json(report, problems, cases, calibration, collected), ensure_ascii=False, indent=1), encoding="utf-8")
+        (out_dir / "report.json").write_text(json.dumps(to_json(report, problems, cases, calibration, collected, context),
+                                                        ensure_ascii=False, indent=1), encoding="utf-8")
         click.echo(md)
         click.echo(f"reports: {out_dir / 'report.md'}, {out_dir / 'report.json'}", err=True)
         if problems:
             sys.exit(1)
 
     _run(body)
+
+
+def _eval_context(kb, settings, bar, judge: str, warnings: list[str]) -> dict:
+    """What an eval report was measured on and judged by, for the report itself."""
+    import dataclasses
+    from datetime import datetime, timezone
+
+    manifest = kb.index.manifest if isinstance(kb.index.manifest, dict) else {}
+    return {"kb": {"path": str(settings.kb_dir), "documents": len({m.source for m in kb.index.docs.values()}),
+                   "chunks": len(kb.index.chunks), "built_at": manifest.get("built_at", "?")},
+            "bars": {k.replace("_", "-"): v for k, v in dataclasses.asdict(bar).items()}, "judge": judge, "warnings": warnings,
+            "at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 
 
 @assistant.command(name="tools")
@@ -408,14 +429,22 @@ def feedback_export(out: str) -> None:
     def body() -> None:
         from assistant.ops.store import open_state
 
+        from assistant.config import feedback_path
+        from oncall_common.errors import BadInput
+
         settings = settings_for(None)
+        path = feedback_path(settings)
+        if not settings.state_url and not path.exists():
+            # opened, a mistyped path made an empty database (and its folder) and exported nothing, exit 0 (trial)
+            raise BadInput(f"no feedback database at {path}", "set ASSISTANT_FEEDBACK_DB to the file `assistant serve` writes")
         cases = open_state(settings).export_negative()
         lines = "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases)
         if out == "-":
             click.echo(lines, nl=False)
         else:
             Path(out).write_text(lines, encoding="utf-8")
-        click.echo(f"{len(cases)} draft case(s); fill in `expect` before adding them to eval/cases.jsonl", err=True)
+        click.echo(f"{len(cases)} draft case(s); fill in `expect` (and `expect_file` for your own docs) before adding them to "
+                   "your cases file: `assistant eval` refuses an unfilled draft", err=True)
 
     _run(body)
 

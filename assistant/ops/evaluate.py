@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assistant.config import Settings
-from oncall_common.errors import AssistantError, BadInput
+from oncall_common.errors import BadInput
 from oncall_common.lang import LANGS, detect_lang
 
 
@@ -61,7 +61,8 @@ class CaseResult:
                 "unsure": self.unsure, "cited": self.cited[:3], "cited_files": list(dict.fromkeys(self.cited_files))[:3],
                 "rank": self.rank, "file_ok": self.file_ok if self.case.expect_file else None,
                 "answer_has_fix": self.answer_pass if self.case.grounded and self.case.expect else None,  # nothing to check: not "found"
-                "confidence": None if self.confidence is None else round(self.confidence, 3), "answer_chars": self.answer_chars}
+                "confidence": None if self.confidence is None else round(self.confidence, 3), "answer_chars": self.answer_chars,
+                "question": self.case.question[:300], "answer_start": self.answer_text[:300]}
 
 
 @dataclass
@@ -85,6 +86,8 @@ class Metrics:
     topic_cases: int = 0
     topic1: float = 0.0  # first cited article is an expected topic
     topic3: float = 0.0  # an expected topic among the first three distinct cited articles
+    fix_cases: int = 0  # in-scope cases with fix strings (answer_fix's denominator)
+    ranked_cases: int = 0  # in-scope cases naming what answers them (pass@k's denominator)
     file_cases: int = 0
     file1: float = 0.0  # first citation comes from the expected file
     max_answer_chars: int = 0
@@ -95,52 +98,115 @@ class Metrics:
     failures: list[str] = field(default_factory=list)
 
 
-def load_cases(path: Path) -> list[Case]:
+CASE_KEYS = ("id", "lang", "kind", "question", "expect", "expect_topic", "expect_file", "grounded", "source", "split",
+             "note", "draft",
+             "log", "tool", "expected", "arguments", "key", "missing")  # the last six: eval/capacity.jsonl's figure checks
+_HINT = ("each line needs id and question; an in-scope case also expect (fix strings) and expect_topic or expect_file; "
+         "an out-of-scope one expect_topic \"oos\" or grounded: false")
+
+
+def load_cases(path: Path, max_question_bytes: int = 8192) -> list[Case]:
+    """Read and check a case file before anything runs. Every problem is one line naming the
+    file, line and field, with exit code 2 (bad input), never a figure: a team's CI must tell
+    "our runbooks regressed" (exit 1) from "the case file is broken" (trial: "grounded":
+    "false" was read as true, a typo'd key was ignored, duplicate ids ran twice, an empty
+    question failed after the whole run, an unfilled feedback draft was scored)."""
     cases = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()  # a Windows editor's BOM is no error
     except FileNotFoundError as exc:
-        raise AssistantError(f"no case file at {path}",
-                             "the case sets live in a checkout's eval/ folder: run from the repository root, "
-                             "or pass --cases FILE (one JSON case per line, see the README's Eval section)") from exc
+        raise BadInput(f"no case file at {path}",
+                       "the case sets live in a checkout's eval/ folder: run from the repository root, "
+                       "or pass --cases FILE (one JSON case per line, see the README's Eval section)") from exc
     except OSError as exc:
-        raise AssistantError(f"cannot read eval cases {path}: {exc.strerror or exc}") from exc
+        raise BadInput(f"cannot read eval cases {path}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise BadInput(f"{path} is not UTF-8 text (byte {exc.start} cannot be decoded)",
-                              "save the case file as UTF-8, one JSON case per line") from exc
+                       "save the case file as UTF-8, one JSON case per line") from exc
+    seen: dict[str, int] = {}
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             raw = json.loads(line)
-            if not isinstance(raw, dict):
-                raise AssistantError(f"{path}:{n}: not a case (a JSON object with id and question)")
-            lang = str(raw.get("lang") or detect_lang(str(raw["question"])))
-            if lang not in LANGS:
-                raise AssistantError(f"{path}:{n}: lang {lang!r} is not one of {', '.join(LANGS)}",
-                                     "leave lang out to have it detected from the question")
-            topic = raw.get("expect_topic") or ()
-            topics = tuple(str(t) for t in ([topic] if isinstance(topic, str) else topic))
-            grounded = bool(raw.get("grounded", topics != ("oos",)))
-            if not any(key in raw for key in ("expect", "expect_topic", "expect_file", "grounded", "expected")):
-                # Only an id and a question: scored as it stood, it counted a miss against
-                # whatever was cited. ("expect": [] or "grounded": true says "should be answered";
-                # a capacity case checks its "expected" figure.)
-                raise AssistantError(f"{path}:{n}: case {raw['id']!r} has nothing to check it by",
-                                     "an in-scope case needs expect (fix strings), expect_topic or expect_file; "
-                                     "an out-of-scope one expect_topic \"oos\" or grounded: false")
-            cases.append(
-                Case(str(raw["id"]), lang, str(raw.get("kind", "")), str(raw["question"]),
-                     _expect_groups(path, n, raw), grounded,
-                     () if topics == ("oos",) else topics, _files(raw.get("expect_file", "")),
-                     str(raw.get("source", "")), str(raw.get("split", "")))
-            )
-        except (ValueError, KeyError, TypeError) as exc:
-            raise AssistantError(f"{path}:{n}: malformed case ({exc})", "each line needs id and question; an in-scope case also expect (fix strings) and expect_topic or "
-                                 "expect_file; an out-of-scope one expect_topic \"oos\" or grounded: false") from exc
+        except ValueError as exc:
+            raise BadInput(f"{path}:{n}: malformed case ({exc})", _HINT) from exc
+        case = _case(path, n, raw, max_question_bytes)
+        if case.id in seen:
+            raise BadInput(f"{path}:{n}: case id {case.id!r} is also on line {seen[case.id]}", "give each case its own id")
+        seen[case.id] = n
+        cases.append(case)
     if not cases:
-        raise AssistantError(f"no cases in {path}", "one JSON object per line: id, question, expect (and expect_topic or expect_file)")
+        raise BadInput(f"no cases in {path}", "one JSON object per line: id, question, expect (and expect_topic or expect_file)")
     return cases
+
+
+def _labels(where: str, cid: str, raw: dict) -> str:
+    """Check the string fields (lang, kind, source, split, note); the lang given, or ""."""
+    for key in ("lang", "kind", "source", "split", "note"):
+        if key in raw and not isinstance(raw[key], str):
+            raise BadInput(f"{where}: case {cid!r}: {key} must be a string")
+    lang = raw.get("lang") or ""
+    if lang and lang not in LANGS:
+        raise BadInput(f"{where}: lang {lang!r} is not one of {', '.join(LANGS)}", "leave lang out to have it detected from the question")
+    if raw.get("split", "") not in ("", "dev", "test"):
+        raise BadInput(f"{where}: case {cid!r}: split must be dev or test, got {raw['split']!r}")
+    return lang
+
+
+def _case(path: Path, n: int, raw: object, max_question_bytes: int) -> Case:
+    """One line's case, checked field by field."""
+    import difflib
+
+    from assistant.questions import validate_question
+
+    where = f"{path}:{n}"
+    if not isinstance(raw, dict):
+        raise BadInput(f"{where}: not a case (a JSON object with id and question)", _HINT)
+    unknown = [key for key in raw if key not in CASE_KEYS]
+    if unknown:
+        near = difflib.get_close_matches(str(unknown[0]), CASE_KEYS, n=1)
+        raise BadInput(f"{where}: unknown field {unknown[0]!r}" + (f" (did you mean {near[0]!r}?)" if near else ""),
+                       "fields: " + ", ".join(CASE_KEYS))
+    for key in ("id", "question"):
+        if key not in raw:
+            raise BadInput(f"{where}: the case has no {key}", _HINT)
+    cid = raw["id"]
+    if not isinstance(cid, str) or not cid.strip():
+        raise BadInput(f"{where}: id must be a non-empty string, got {json.dumps(cid, ensure_ascii=False)[:40]}")
+    if not isinstance(raw["question"], str):
+        raise BadInput(f"{where}: case {cid!r}: question must be a string")
+    try:
+        question = validate_question(raw["question"], max_question_bytes)
+    except BadInput as exc:
+        raise BadInput(f"{where}: case {cid!r}: {exc.message}", "fix the question in the case file") from exc
+    lang = _labels(where, cid, raw) or detect_lang(question)
+    topic = raw.get("expect_topic") or ()
+    if not (isinstance(topic, (str, tuple)) or isinstance(topic, list) and all(isinstance(t, str) for t in topic)):
+        raise BadInput(f"{where}: case {cid!r}: expect_topic must be an article id or a list of them")
+    topics = tuple([topic] if isinstance(topic, str) else topic)
+    if "grounded" in raw and not isinstance(raw["grounded"], bool):
+        raise BadInput(f"{where}: case {cid!r}: grounded must be true or false, got {json.dumps(raw['grounded'])[:40]}")
+    grounded = raw.get("grounded", topics != ("oos",))
+    files = raw.get("expect_file") or ""  # null and [] say "no file", as out-of-scope cases write it
+    if not (isinstance(files, str) or isinstance(files, list) and all(isinstance(f, str) and f for f in files)):
+        raise BadInput(f"{where}: case {cid!r}: expect_file must be a path or a list of paths")
+    expect = _expect_groups(path, n, raw)
+    if isinstance(raw.get("draft"), dict) and not expect:
+        raise BadInput(f"{where}: case {cid!r} is an unfilled feedback draft (expect is empty)",
+                       "fill in expect (and expect_file for your own docs) as draft.todo says, then drop the draft field")
+    if not any(key in raw for key in ("expect", "expect_topic", "expect_file", "grounded", "expected")):
+        # Only an id and a question: scored as it stood, it counted a miss against whatever was
+        # cited. ("expect": [] or "grounded": true says "should be answered": only the refusal
+        # is judged; a capacity case checks its "expected" figure.)
+        raise BadInput(f"{where}: case {cid!r} has nothing to check it by",
+                       "an in-scope case needs expect (fix strings), expect_topic or expect_file; "
+                       "an out-of-scope one expect_topic \"oos\" or grounded: false")
+    if not grounded and (expect or files or topics not in ((), ("oos",))):
+        raise BadInput(f"{where}: case {cid!r} is out of scope (grounded: false) yet names what answers it",
+                       "drop expect/expect_file/expect_topic, or set grounded: true")
+    return Case(cid, lang, str(raw.get("kind", "")), question, expect, grounded,
+                () if topics == ("oos",) else topics, _files(files), str(raw.get("source", "")), str(raw.get("split", "")))
 
 
 def _expect_groups(path: Path, n: int, raw: dict) -> list[list[str]]:
@@ -153,7 +219,7 @@ def _expect_groups(path: Path, n: int, raw: dict) -> list[list[str]]:
     if groups is not None and all(isinstance(g, list) and g and all(isinstance(a, str) and a.strip() for a in g)
                                   for g in groups):
         return [list(g) for g in groups]
-    raise AssistantError(f"{path}:{n}: case {raw.get('id')!r} has a malformed expect: {json.dumps(value, ensure_ascii=False)[:80]}",
+    raise BadInput(f"{path}:{n}: case {raw.get('id')!r} has a malformed expect: {json.dumps(value, ensure_ascii=False)[:80]}",
                          'write a list of groups, each a string or a non-empty list of alternative strings, '
                          'e.g. [["kernel.msgmax"], ["1048576", "1MB"]]')
 
@@ -163,6 +229,34 @@ def missing_files(kb, cases: list[Case]) -> list[str]:
     would otherwise count quietly as a miss in every run."""
     return [f"{c.id} ({', '.join((c.expect_file,) if isinstance(c.expect_file, str) else c.expect_file)})"
             for c in cases if c.expect_file and not _named_sources(kb, c.expect_file)]
+
+
+def case_warnings(kb, cases: list[Case]) -> list[str]:
+    """What about the cases and this KB makes figures suspect, for stderr and the report."""
+    warnings: list[str] = []
+    missing = missing_files(kb, cases)
+    if missing:
+        warnings.append(f"{len(missing)} case(s) expect a file this KB does not have, counted as file@1 misses (pass@1 and the "
+                        "fix are still scored): " + "; ".join(missing[:5]) + (" …" if len(missing) > 5 else ""))
+    nowhere = unfindable_expects(kb, [c for c in cases if c.grounded])
+    if nowhere:
+        warnings.append(f"{len(nowhere)} case(s) expect fix strings that no document of this KB holds (a typo, or a runbook "
+                        "that changed): " + "; ".join(nowhere[:5]) + (" …" if len(nowhere) > 5 else ""))
+    return warnings
+
+
+def unfindable_expects(kb, cases: list[Case]) -> list[str]:
+    """Cases with a group of fix strings that no document of this KB holds: a typo, or a
+    runbook that no longer says it. The miss read "right file first, but `x` is not in the
+    answer", as if the answer had cut it (trial)."""
+    everything = "\n".join(_article_texts(kb).values()).lower()
+    out = []
+    for c in cases:
+        for group in c.expect:
+            if not any(alt.lower() in everything for alt in group):
+                out.append(f"{c.id} ({' / '.join(group)[:60]})")
+                break
+    return out
 
 
 def passes(text: str, expect: list[list[str]]) -> bool:
@@ -195,8 +289,10 @@ def run_case(kb, settings: Settings, case: Case, mode: str, texts: dict[str, str
     named = _named_sources(kb, case.expect_file) if case.expect_file and not case.expect else set()
     for i, art in enumerate(result.articles, 1):
         # A case that names only its file is ranked by that file: with no fix strings it
-        # scored pass@1 0 and was listed "not in top 3 (got gateway)" with gateway.md first (trial).
-        if case.expect and passes(texts.get(art.doc_id, ""), case.expect) or named and _sources_of(kb, art.doc_id) & named:
+        # scored pass@1 0 and was listed "not in top 3 (got gateway)" with gateway.md first (trial);
+        # one that names only its article, by that article.
+        if (case.expect and passes(texts.get(art.doc_id, ""), case.expect) or named and _sources_of(kb, art.doc_id) & named
+                or not case.expect and not named and art.doc_id in case.topics):
             rank = i
             break
     refs = {int(n) for n in re.findall(r"\[(\d+)\]", answer.answer)}
@@ -261,11 +357,19 @@ def summarise(results: list[CaseResult]) -> Metrics:
     scoped = [r for r in results if r.case.grounded]
     oos = [r for r in results if not r.case.grounded]
     m.in_scope, m.out_of_scope = len(scoped), len(oos)
+    # Ranked over the cases that say what answers them (fix strings, a file, an article): one
+    # that only says "should be answered" scored pass@1 0 with the right file first (trial).
+    ranked = [r for r in scoped if r.case.expect or r.case.expect_file or r.case.topics]
+    m.ranked_cases = len(ranked)
+    if ranked:
+        m.pass1 = sum(r.rank == 1 for r in ranked) / len(ranked)
+        m.pass3 = sum(r.rank is not None and r.rank <= 3 for r in ranked) / len(ranked)
+        m.mrr = sum(1 / r.rank for r in ranked if r.rank) / len(ranked)
     if scoped:
-        m.pass1 = sum(r.rank == 1 for r in scoped) / len(scoped)
-        m.pass3 = sum(r.rank is not None and r.rank <= 3 for r in scoped) / len(scoped)
-        m.mrr = sum(1 / r.rank for r in scoped if r.rank) / len(scoped)
-        m.answer_fix = sum(r.answer_pass for r in scoped) / len(scoped)
+        # over the cases that name fix strings: one with none has nothing to find (it read 1.000)
+        fixable = [r for r in scoped if r.case.expect]
+        m.fix_cases = len(fixable)
+        m.answer_fix = sum(r.answer_pass for r in fixable) / len(fixable) if fixable else 0.0
         m.grounded_rate = sum(r.grounded for r in scoped) / len(scoped)
         m.false_refusal = 1 - m.grounded_rate
         m.unsure_right = sum(r.grounded and r.unsure for r in scoped) / len(scoped)
@@ -381,6 +485,16 @@ class Thresholds:
     min_fix: float = 0.0
     min_oos_refusal: float = 1.0
     max_false_refusal: float = 0.03
+    min_file1: float = 0.0
+    max_oos_sure: float = 1.0
+
+    def __post_init__(self) -> None:
+        import math
+
+        for name, value in vars(self).items():
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and 0.0 <= value <= 1.0):
+                # 1.5 could never pass and NaN never failed (trial)
+                raise BadInput(f"the bar {name.replace('_', '-')} must be a share from 0 to 1, got {value}")
 
 
 def check_thresholds(report: dict[str, dict[str, Metrics]], mode: str, min_pass3: float = 0.0, min_pass1: float = 0.0,
@@ -395,14 +509,17 @@ def check_thresholds(report: dict[str, dict[str, Metrics]], mode: str, min_pass3
         if not m or not m.n:
             continue
         name = f"{mode}/{group_prefix}{lang}"
-        checks = [("pass@3", m.pass3, bar.min_pass3, m.in_scope), ("pass@1", m.pass1, bar.min_pass1, m.in_scope),
-                  ("topic@1", m.topic1, bar.min_topic1, m.topic_cases), ("answer has fix", m.answer_fix, bar.min_fix, m.in_scope),
+        checks = [("pass@3", m.pass3, bar.min_pass3, m.ranked_cases), ("pass@1", m.pass1, bar.min_pass1, m.ranked_cases),
+                  ("topic@1", m.topic1, bar.min_topic1, m.topic_cases), ("answer has fix", m.answer_fix, bar.min_fix, m.fix_cases),
+                  ("file@1", m.file1, bar.min_file1, m.file_cases),
                   ("out-of-scope refused", m.oos_refusal, bar.min_oos_refusal, m.out_of_scope)]
         for label, value, floor, count in checks:
             if count and value < floor:
                 problems.append(f"{name}: {label} {value:.3f} < {floor}")
         if m.in_scope and m.false_refusal > bar.max_false_refusal:
             problems.append(f"{name}: false refusals {m.false_refusal:.3f} > {bar.max_false_refusal}")
+        if m.out_of_scope and m.sure_wrong > bar.max_oos_sure:
+            problems.append(f"{name}: out of scope answered as sure {m.sure_wrong:.3f} > {bar.max_oos_sure}")
     return problems
 
 
@@ -431,9 +548,12 @@ _LLM_COLUMNS = [("answer has fix", "answer_fix"), ("citations valid", "citations
 
 
 def to_json(report: dict[str, dict[str, Metrics]], problems: list[str], cases_path: str,
-            calibration: list[dict] | None = None, results: dict[str, list[CaseResult]] | None = None) -> dict:
+            calibration: list[dict] | None = None, results: dict[str, list[CaseResult]] | None = None,
+            context: dict | None = None) -> dict:
     return {
         "cases": cases_path,
+        # what was measured and how it was judged: a PASS from an empty KB looked healthy (trial)
+        "run": context or {},
         "passed": not problems,
         "problems": problems,
         "modes": {mode: {g: vars(m) for g, m in groups.items()} for mode, groups in report.items()},
@@ -444,7 +564,7 @@ def to_json(report: dict[str, dict[str, Metrics]], problems: list[str], cases_pa
 
 # What each rate is a share of: a rate over no cases is "–", not a 0.000 that reads as
 # "refused none".
-_DENOMINATORS = {"pass1": "in_scope", "pass3": "in_scope", "mrr": "in_scope", "answer_fix": "in_scope",
+_DENOMINATORS = {"pass1": "ranked_cases", "pass3": "ranked_cases", "mrr": "ranked_cases", "answer_fix": "fix_cases",
                  "false_refusal": "in_scope", "oos_refusal": "out_of_scope", "sure_wrong": "out_of_scope",
                  "unsure_right": "in_scope", "topic1": "topic_cases",
                  "topic3": "topic_cases", "file1": "file_cases"}
@@ -458,23 +578,30 @@ def _cell(m: Metrics, attr: str) -> str:
 
 
 def to_markdown(report: dict[str, dict[str, Metrics]], problems: list[str], cases_path: str,
-                calibration: list[dict] | None = None) -> str:
-    lines = ["# Eval report", "", f"Cases: `{cases_path}`", "",
-             "**Result: " + ("PASS**" if not problems else "FAIL**: " + "; ".join(problems)), ""]
+                calibration: list[dict] | None = None, context: dict | None = None) -> str:
+    lines = ["# Eval report", "", f"Cases: `{cases_path}`", ""]
+    if context:
+        kb = context.get("kb") or {}
+        lines += [f"KB: `{kb.get('path', '?')}` ({kb.get('documents', '?')} documents, {kb.get('chunks', '?')} chunks, "
+                  f"built {kb.get('built_at', '?')}); run {context.get('at', '?')}",
+                  "Bars (per language" + (f", {context['judge']} split" if context.get("judge") not in (None, "all") else "") + "): "
+                  + ", ".join(f"{k} {v}" for k, v in (context.get("bars") or {}).items()), ""]
+        lines += [f"- warning: {w}" for w in context.get("warnings") or ()] + ([""] if context.get("warnings") else [])
+    lines += ["**Result: " + ("PASS**" if not problems else "FAIL**: " + "; ".join(problems)), ""]
     any_groups = next(iter(report.values()))
     columns = list(_COLUMNS)
     if any(m.topic_cases for m in any_groups.values()):
         columns = _TOPIC_COLUMNS + columns
     if any(m.file_cases for m in any_groups.values()):
         columns = _FILE_COLUMNS + columns
-    lines += ["| mode | group | cases | " + " | ".join(c for c, _ in columns) + " |",
-              "|---|---|---|" + "---|" * len(columns)]
+    lines += ["| mode | group | cases | in / out of scope | " + " | ".join(c for c, _ in columns) + " |",
+              "|---|---|---|---|" + "---|" * len(columns)]
     for mode, groups in report.items():
         if mode == "llm":
             continue
         for g, m in groups.items():
             if m.n:
-                lines.append(f"| {mode} | {g} | {m.n} | " + " | ".join(_cell(m, a) for _, a in columns) + " |")
+                lines.append(f"| {mode} | {g} | {m.n} | {m.in_scope} / {m.out_of_scope} | " + " | ".join(_cell(m, a) for _, a in columns) + " |")
     if len(columns) > len(_COLUMNS):
         # A refused in-scope case still cites the closest article or file: the rank columns
         # measure retrieval, the refusal columns the decision (a trial recounted file@1 by

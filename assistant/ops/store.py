@@ -415,7 +415,11 @@ class StateStore:
                 "id": f"feedback-{answer_id}", "lang": lang or "en", "kind": "feedback", "question": question,
                 "expect": [], "grounded": True,
                 "draft": {"comments": joined or "", "answer_given": answer[:1000], "cited": [c["id"] for c in json.loads(citations)],
-                          "todo": "fill expect with the fix strings the answer should contain; set grounded false if out of scope"},
+                          # the files, which a team's own cases name in expect_file (ids alone did not say; trial)
+                          "cited_files": list(dict.fromkeys(c.get("source", "") for c in json.loads(citations) if c.get("source"))),
+                          "todo": "fill expect with the fix strings the answer should contain (and expect_file with the file "
+                                  "that answers, for your own docs), then drop this draft field; or set grounded false "
+                                  "if it is out of scope"},
             })
         return cases
 
