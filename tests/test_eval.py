@@ -358,6 +358,11 @@ def test_a_teams_case_is_judged_by_its_file_and_a_miss_names_the_missing_text(bu
     assert report["run"]["kb"]["documents"] == 2 and report["run"]["bars"]["min-file1"] == 0.9
     assert report["run"]["warnings"] and "no document of this KB holds" in (out / "report.md").read_text()
     assert report["results"]["hybrid"][0]["question"].startswith("TLS certificate") and report["results"]["hybrid"][0]["answer_start"]
+    # a case for a page under another folder is matched by its name only: said (trial)
+    rows[0]["expect_file"] = "runbooks/gateway.md"
+    cases.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    loose = run_cli(["assistant", "eval", "--kb", str(docs), "--cases", str(cases), "--mode", "hybrid", "--out", str(out)], env, timeout=300)
+    assert "matched by its last part only" in loose.stderr.decode() and "x-1 (runbooks/gateway.md → gateway.md)" in loose.stderr.decode()
 
 
 def test_a_teams_case_file_is_checked_before_the_run_with_exit_code_2(bundled_env, tmp_path):

@@ -238,11 +238,31 @@ def case_warnings(kb, cases: list[Case]) -> list[str]:
     if missing:
         warnings.append(f"{len(missing)} case(s) expect a file this KB does not have, counted as file@1 misses (pass@1 and the "
                         "fix are still scored): " + "; ".join(missing[:5]) + (" …" if len(missing) > 5 else ""))
+    loose = loosely_named(kb, cases)
+    if loose:
+        warnings.append(f"{len(loose)} case(s) name a file by a longer path than this KB has, matched by its last part only "
+                        "(a moved or deleted page still counts as found): " + "; ".join(loose[:5]) + (" …" if len(loose) > 5 else ""))
     nowhere = unfindable_expects(kb, [c for c in cases if c.grounded])
     if nowhere:
         warnings.append(f"{len(nowhere)} case(s) expect fix strings that no document of this KB holds (a typo, or a runbook "
                         "that changed): " + "; ".join(nowhere[:5]) + (" …" if len(nowhere) > 5 else ""))
     return warnings
+
+
+def loosely_named(kb, cases: list[Case]) -> list[str]:
+    """Cases whose `expect_file` names a path this KB has only the end of ("runbooks/gateway.md"
+    against a KB's "gateway.md"): a trial's case for a moved page scored 1.0 against another."""
+    sources = {_path(meta.source) for meta in kb.index.docs.values()}
+    out = []
+    for c in cases:
+        for expected in (c.expect_file,) if isinstance(c.expect_file, str) else c.expect_file:
+            e = _path(expected)
+            if e and e not in sources and not any(s.endswith("/" + e) for s in sources):
+                found = [s for s in sources if e.endswith("/" + s)]
+                if found:
+                    out.append(f"{c.id} ({expected} → {found[0]})")
+                    break
+    return out
 
 
 def unfindable_expects(kb, cases: list[Case]) -> list[str]:
