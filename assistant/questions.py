@@ -233,20 +233,25 @@ def head_and_tail(text: str, max_bytes: int) -> Tail | None:
     the question after the log was read as code and ignored (review). None when it fits."""
     if len(text.strip().encode("utf-8")) <= max_bytes:
         return None
+    from .cleaning import split_question
+
     lines = text.strip().splitlines()
     head: list[str] = []
     size = 0
     for line in lines:
         cost = len(line.encode("utf-8")) + 1
-        if line.lstrip().startswith("```") or size + cost > max_bytes // 4:
+        # only the asker's words: an unfenced log's first INFO lines pushed its traceback out (review)
+        if line.lstrip().startswith("```") or size + cost > max_bytes // 4 or not split_question(line).prose:
             break
         head.append(line)
         size += cost
     rest = lines[len(head):]
-    tail = tail_within("\n".join(rest), max_bytes - size - 4)
-    if tail is None:  # cannot happen: the whole did not fit
-        return None
-    kept = tail.text.splitlines()
+    room = max_bytes - size - 4
+    tail = tail_within("\n".join(rest), room)
+    # tail_within measures the text stripped: an indented rest that "fits" so still must be cut (review)
+    kept = tail.text.splitlines() if tail is not None else "\n".join(rest).strip().splitlines()
+    if tail is None:
+        tail = Tail("\n".join(kept), len(text.encode("utf-8")), len(kept), 0)
     before = rest[:len(rest) - len(kept)] if tail.lines else rest
     if sum(line.lstrip().startswith("```") for line in before) % 2:
         kept = ["```", *kept]  # the cut fell inside a fenced block

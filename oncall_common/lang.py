@@ -96,17 +96,21 @@ def _line_is_zh(line: str, quoting: bool = False, particles: bool = True) -> boo
     return cjk >= 2 and cjk >= 0.3 * len(words)
 
 
-_FINAL_PARTICLE = re.compile(r"(?:^|[\sA-Za-z0-9])([了吗呢吧啊])[\s?？!！]*$")
-_BETWEEN_WORDS = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]* ([上在用跑跟和])(?= [A-Za-z0-9])")
-_QUOTING_WORD = re.compile(r"(?i)\b(?:replies|reply|outputs?|emits?|returns?|prints?|says?|generates?|token|tokens|character|"
-                           r"char|single|extra|trailing|with|word|like|the|a|an)\s*$")
+# A Chinese particle, preposition or measure word standing alone among English words ("vLLM OOM
+# 了", "H100上 vLLM …", "vllm 里 CUDA OOM"); linear: one character and its neighbours.
+_LONE_PARTICLE = re.compile("(?<![\u3400-\u9fff])[了上的在用跑时后吗呢吧啊和把被给对从到里中下](?![\u3400-\u9fff])")
+# ... unless quoted as what a model or tokenizer printed ("replies with a single 了", "splits 中 into …")
+_QUOTING_WORD = re.compile(r"(?i)\b(?:replies|reply|outputs?|emits?|returns?|prints?|says?|generates?|splits?|token|tokens|"
+                           r"character|char|single|extra|trailing|with|word|like|the|a|an|ends)\W*$")
 
 
 def _lone_particle(text: str) -> bool:
-    m = _FINAL_PARTICLE.search(text)
-    if m and not _QUOTING_WORD.search(text[:m.start(1)]):
-        return True
-    return bool(_BETWEEN_WORDS.search(text))
+    for m in _LONE_PARTICLE.finditer(text):
+        if not _QUOTING_WORD.search(text[max(0, m.start() - 24):m.start()]):
+            return True
+    return False
+
+
 # Two Chinese characters or more standing as words, not inside a path or a name
 # ("/data/模型/千问72B" is no sentence).
 # (Strings, compiled by `re` on first use, as above.)

@@ -161,6 +161,8 @@ def test_feedback_export_writes_draft_eval_cases(bundled_env, tmp_path):
     nowhere = tmp_path / "nodir" / "fb.sqlite3"
     proc = run_cli(["assistant", "feedback", "export", "--out", str(out)], dict(bundled_env, ASSISTANT_FEEDBACK_DB=str(nowhere)))
     assert proc.returncode == 2 and "no feedback database at" in proc.stderr.decode() and not nowhere.parent.exists()
+    proc = run_cli(["assistant", "feedback", "export", "--out", str(out)], dict(bundled_env, ASSISTANT_STATE_URL=f"sqlite:///{nowhere}"))
+    assert proc.returncode == 2 and "no feedback database at" in proc.stderr.decode() and not nowhere.parent.exists()
 
 
 def test_paths_that_cannot_be_written_get_one_line_not_an_internal_error(bundled_env, tmp_path):

@@ -356,6 +356,7 @@ def test_a_teams_case_is_judged_by_its_file_and_a_miss_names_the_missing_text(bu
     assert "x-2 (gatewayctl quota set)" in warned.stderr.decode()
     report = json.loads((out / "report.json").read_text())
     assert report["run"]["kb"]["documents"] == 2 and report["run"]["bars"]["min-file1"] == 0.9
+    assert report["run"]["kb"]["path"] == "docs"  # not the absolute path of someone's home (review)
     assert report["run"]["warnings"] and "no document of this KB holds" in (out / "report.md").read_text()
     assert report["results"]["hybrid"][0]["question"].startswith("TLS certificate") and report["results"]["hybrid"][0]["answer_start"]
     # a case for a page under another folder is matched by its name only: said (trial)
@@ -412,3 +413,6 @@ def test_a_case_that_only_says_answer_it_is_no_retrieval_miss_and_has_no_fix_to_
     answered = _replace(answered, case=_replace(answered.case, expect=[], expect_file="", topics=()))
     m = summarise([answered, _result("en", 1)])
     assert (m.ranked_cases, m.pass1, m.fix_cases) == (1, 1.0, 1) and m.false_refusal == 0
+    assert m.failures == []  # and not listed as "not in top 3" (second review)
+    refused = _replace(answered, grounded=False)
+    assert summarise([refused]).failures[0].endswith("refused an in-scope question — " + refused.case.question[:80])

@@ -270,7 +270,7 @@ def test_the_askers_words_after_a_command_line_are_searched_with_its_product():
     assert retrieval_text("vllm serve /models/qwen --gpu-memory-utilization 0.97 显存不够") == "vllm 显存不够"
     # words that only ask leave the line whole, as before (review: "vllm help" lost its article)
     for asking in ("help", "报错", "error"):
-        line = f"vllm serve m --max-model-len 32768 {asking}"
+        line = f"vllm serve m --gpu-memory-utilization 0.97 {asking}"
         assert retrieval_text(line) == line
     # a whole command, or one piped on, stays one paste
     for command in ("pip install vllm", "vllm serve /models/q --port 8000 | tee log.txt",

@@ -447,8 +447,19 @@ def test_review_of_the_slack_changes():
     started = time.perf_counter()
     to_mrkdwn("<https://" * 12000)
     assert time.perf_counter() - started < 0.5
-    assert "<https://good|https://good>" not in to_mrkdwn("<https://evil|https://good>")
+    assert to_mrkdwn("<https://evil|https://good>") == "&lt;https://evil|https://good&gt;"  # no link shown as another
     assert tried_first_fix("**Fix** [1]\n\n* **Lower** `--max-num-seqs` to 64 [1]") == "--max-num-seqs"
+    assert to_mrkdwn("This is *important*. And *x*, in /sys/class/*/device/*") == "This is _important_. And _x_, in /sys/class/*/device/*"
+    # an unfenced log: its first INFO lines are no head; the traceback stays (second review)
+    lines = [f"2024-05-01 12:00:{i % 60:02d} INFO engine.py:0 step {i} " + "y" * 80 for i in range(300)]
+    unfenced = "\n".join(lines + ["torch.OutOfMemoryError: CUDA out of memory"] + lines[:60] + ["why does this happen?"])
+    kept = head_and_tail(unfenced, 8192)
+    assert kept.head_lines == 0 and "OutOfMemoryError" in kept.text and kept.text.endswith("why does this happen?")
+    # a few bytes over with an indented rest: still cut, never passed on whole (second review)
+    over = "why?\n" + "\n".join("        File x.py, line 1" for _ in range(315))
+    over += "x" * (8195 - len(over.encode()))  # 3 bytes over, its rest "fitting" once stripped of its indent
+    cut = head_and_tail(over, 8192)
+    assert len(over.encode()) == 8195 and cut is not None and len(cut.text.encode()) <= 8192
 
 
 def test_a_slack_outage_at_start_is_no_refused_token(slack, bundled_settings):

@@ -122,6 +122,11 @@ def test_real_words_and_versions_are_not_corrected_into_kb_terms():
         ("tokenizer splits 中 into two tokens", "en"),
         ("the model replies 了。 to every prompt", "en"),
         ("the model output ends with 了", "en"),
+        # without a space, and the other particles and prepositions (review)
+        ("H100上 vLLM CUDA out of memory", "zh"),
+        ("A100 下 vllm hang", "zh"),
+        ("vllm 里 CUDA OOM", "zh"),
+        ("TP=4 时 NCCL timeout", "zh"),
     ],
 )
 def test_language_detection(text, lang):
@@ -201,4 +206,8 @@ def test_a_long_run_with_no_space_is_read_in_linear_time():
 
 def test_an_english_answer_quoting_a_particle_stays_english():
     """The LLM check judges an answer, not an asker: "The repeated 了 comes from …" is English (review)."""
-    assert detect_lang("It ends every reply with 了", particles=False) == "en"
+    assert detect_lang("Then it crashes 了 every time") == "zh"
+    assert detect_lang("Then it crashes 了 every time", particles=False) == "en"
+    from .conftest import finishes_within
+
+    assert finishes_within(0.5, detect_lang, "上 " + "a1" * 50_000)  # one character and its neighbours: linear (review)

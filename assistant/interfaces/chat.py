@@ -396,7 +396,7 @@ _BULLET = re.compile(r"^(\s*)[-*+]\s+(.*)$")
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
 # *one star* is markdown's italic; left as it is, Slack shows it bold (trial).
 # Not a glob: /sys/class/*/device/* (review).
-_ITALIC = re.compile(r"(?<![*\w/.~])\*(?![\s*])([^*\n]+?)(?<![\s*/])\*(?![*\w/.])")
+_ITALIC = re.compile(r"(?<![*\w/.~])\*(?![\s*])([^*\n]+?)(?<![\s*/])\*(?![*\w/])(?!\.\w)")
 # [^\[\]] (not [^\]]): a match attempt stops at the next "[", so "[[[[…" is linear, not quadratic.
 # A URL may hold one level of parentheses: "…feature-overview.html#profiling_(metrics)" lost its
 # ")" to the link and left one after it (trial).

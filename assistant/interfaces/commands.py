@@ -246,7 +246,13 @@ def _eval_context(kb, settings, bar, judge: str, warnings: list[str]) -> dict:
     from datetime import datetime, timezone
 
     manifest = kb.index.manifest if isinstance(kb.index.manifest, dict) else {}
-    return {"kb": {"path": str(settings.kb_dir), "documents": len({m.source for m in kb.index.docs.values()}),
+    from assistant.config import bundled_kb_dir
+
+    # As given when relative, else its last part: reports are uploaded as CI artifacts, and a
+    # home directory's path is nobody's business there (review).
+    given = Path(settings.kb_dir)
+    shown = "bundled" if given.resolve() == bundled_kb_dir().resolve() else str(given) if not given.is_absolute() else given.name
+    return {"kb": {"path": shown, "documents": len({m.source for m in kb.index.docs.values()}),
                    "chunks": len(kb.index.chunks), "built_at": manifest.get("built_at", "?")},
             "bars": {k.replace("_", "-"): v for k, v in dataclasses.asdict(bar).items()}, "judge": judge, "warnings": warnings,
             "at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
@@ -433,8 +439,9 @@ def feedback_export(out: str) -> None:
         from oncall_common.errors import BadInput
 
         settings = settings_for(None)
-        path = feedback_path(settings)
-        if not settings.state_url and not path.exists():
+        url = settings.state_url
+        path = Path(url[len("sqlite://"):]) if url.startswith("sqlite:///") else feedback_path(settings)
+        if (not url or url.startswith("sqlite:///")) and not path.exists():
             # opened, a mistyped path made an empty database (and its folder) and exported nothing, exit 0 (trial)
             raise BadInput(f"no feedback database at {path}", "set ASSISTANT_FEEDBACK_DB to the file `assistant serve` writes")
         cases = open_state(settings).export_negative()

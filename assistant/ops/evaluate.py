@@ -192,9 +192,10 @@ def _case(path: Path, n: int, raw: object, max_question_bytes: int) -> Case:
     if not (isinstance(files, str) or isinstance(files, list) and all(isinstance(f, str) and f for f in files)):
         raise BadInput(f"{where}: case {cid!r}: expect_file must be a path or a list of paths")
     expect = _expect_groups(path, n, raw)
-    if isinstance(raw.get("draft"), dict) and not expect:
+    if isinstance(raw.get("draft"), dict) and grounded and not expect and not files and not (topics and topics != ("oos",)):
         raise BadInput(f"{where}: case {cid!r} is an unfilled feedback draft (expect is empty)",
-                       "fill in expect (and expect_file for your own docs) as draft.todo says, then drop the draft field")
+                       "fill in expect (and expect_file for your own docs) as draft.todo says, or set grounded false "
+                       "if it is out of scope; then drop the draft field")
     if not any(key in raw for key in ("expect", "expect_topic", "expect_file", "grounded", "expected")):
         # Only an id and a question: scored as it stood, it counted a miss against whatever was
         # cited. ("expect": [] or "grounded": true says "should be answered": only the refusal
@@ -420,6 +421,9 @@ def summarise(results: list[CaseResult]) -> Metrics:
 
 def _miss(r: CaseResult) -> str:
     """What went wrong with one case, as the report lists it; "" when nothing did."""
+    if r.case.grounded and not (r.case.expect or r.case.expect_file or r.case.topics):
+        # "should be answered" alone: only its refusal is judged (review: listed "not in top 3")
+        return "" if r.grounded else f"{r.case.id}: refused an in-scope question — {r.case.question[:80]}"
     if r.case.topics and r.case.grounded and (not r.cited or r.cited[0] not in r.case.topics):
         got = ", ".join(r.cited[:3]) or "nothing"
         return f"{r.case.id}: expected {'/'.join(r.case.topics)}, cited {got}{'' if r.grounded else ' (refused)'} — {r.case.question[:160]}"
