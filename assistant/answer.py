@@ -172,7 +172,7 @@ def answer_question(
     tool_calls = [c.to_dict() for c in (log_call, *(calc.calls if calc is not None else ())) if c is not None]
     fallback: FallbackReason | None = None
     llm_wanted = bool(settings.llm_base_url) and use_llm is not False
-    answer = _not_a_problem(text, diagnosis, only_the_log, kb, answer_lang)
+    answer = _not_a_problem(text, diagnosis, only_the_log, kb, answer_lang, log_first_line)
     if answer is not None:
         result.grounded, llm_wanted = False, False
     if use_llm and not settings.llm_base_url:
@@ -320,12 +320,15 @@ def _top_is_passage(result: Retrieval) -> bool:
     return bool(result.articles) and result.articles[0].passage
 
 
-def _not_a_problem(text: str, diagnosis, only_the_log: bool, kb, lang: str) -> Answer | None:
+def _not_a_problem(text: str, diagnosis, only_the_log: bool, kb, lang: str, first_line: int = 1) -> Answer | None:
     """The answer to what asks about no problem, or None: a healthy log alone (`ask --log
     healthy.log` is not a question about debug switches), or what the assistant knows
     ("what does this assistant know about?" got the KV-cache article at 0.95)."""
     if only_the_log and not any(f.severity != "info" for f in diagnosis.findings):
-        clean = [t("answer.log_clean", lang, lines=diagnosis.lines)]
+        # Of a long log only its end was read: the all-clear says so itself (trial: a crash at the
+        # middle of a 200 MB log got "nothing in this log (14275 lines)", the caveat on stderr).
+        clean = [t("answer.log_clean_tail" if first_line > 1 else "answer.log_clean", lang, lines=f"{diagnosis.lines:,}",
+                   before=f"{first_line - 1:,}")]
         clean += [f"- {c.get(lang, c['en'])}" for c in diagnosis.computed]
         return Answer(text, "\n".join(clean), lang, False, [], coverage="none")
     if diagnosis is None and _healthy_paste(text, kb):

@@ -338,7 +338,7 @@ def split_question(text: str) -> QuestionParts:
             _read_log_line(line, parts)
         elif _LOG_PREFIX.match(line):
             _read_log_line(line, parts, problem=bool(_LOG_LEVEL_PROBLEM.search(line[:80])) or is_error)
-        elif _COMMAND.match(line) and not _prose_after_command_word(line) or _LITERAL.match(line):
+        elif _COMMAND.match(line) and not _prose_after_command_word(line) or _LITERAL.match(line) or _XTRACE.match(line):
             _read_command_line(line, parts)
         elif in_fence:
             _read_fenced(line, is_error, parts)
@@ -355,6 +355,11 @@ def split_question(text: str) -> QuestionParts:
         else:
             parts.prose.append(line)
     return parts
+
+
+# A shell's trace of what a container's entrypoint ran (`bash -x`): "+ export HF_TOKEN=…" was
+# prose, and "the KB has nothing on HF_TOKEN" the answer to a download timeout (trial).
+_XTRACE = re.compile(r"^\+{1,3} (?:export|cd|exec|set|echo|python3?|vllm|pip3?|mkdir|source|\.|[A-Za-z_][A-Za-z0-9_]*=)(?:\s|$)")
 
 
 def _read_command_line(line: str, parts: QuestionParts) -> None:

@@ -29,6 +29,42 @@ PROCESS_TAG = (r"(?:\([\w.\-]{1,40}(?: [\w.\-]{1,20})?(?:(?: (?:pid|rank)=\d{1,1
 _PROCESS_TAGS = re.compile(rf"^\s*(?:{PROCESS_TAG})+")
 
 
+# What log shippers wrap a line in: ANSI colours (a terminal capture), Docker's `logs -t` time
+# stamp, kubectl's `--prefix` tag. Left on, a traceback's last line no longer started the line
+# and a failed start-up was called clean (trial).
+_ANSI_CODE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_SHIPPER_PREFIX = re.compile(r"^(?:\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})\s|\[pod/[^\]\s]{1,253}\]\s)+")
+_JSON_MESSAGE = ("msg", "message", "log", "MESSAGE")
+_JSON_LEVEL = ("level", "levelname", "severity", "lvl", "log.level", "PRIORITY")
+
+
+def unwrapped(line: str) -> str:
+    """A log line as the server printed it: ANSI codes, a shipper's time stamp or pod tag, and
+    a JSON-lines envelope ({"msg": …, "level": "ERROR"} from Loki, ELK or Fluent Bit, whose
+    level may come after a long message) taken off, the level put first."""
+    if "\x1b" in line:
+        line = _ANSI_CODE.sub("", line)
+    if line[:1].isdigit() or line.startswith("[pod/"):
+        line = _SHIPPER_PREFIX.sub("", line, count=1)
+    stripped = line.strip()
+    if stripped.startswith("{") and stripped.endswith("}") and len(stripped) < 100_000:
+        import json
+
+        try:
+            record = json.loads(stripped)
+        except ValueError:
+            return line
+        if isinstance(record, dict):
+            message = next((record[k] for k in _JSON_MESSAGE if isinstance(record.get(k), str)), None)
+            if message is not None:
+                level = next((str(record[k]) for k in _JSON_LEVEL if isinstance(record.get(k), (str, int))), "")
+                message = unwrapped(message.rstrip("\n"))
+                shown = level.upper()
+                said = shown and re.search(rf"\b{re.escape(shown)}\b", message[:100])
+                return f"{shown} {message}" if shown and not said else message
+    return line
+
+
 def untagged(line: str) -> str:
     """The line without the process tag in front of it: "(EngineCore pid=1) torch.AcceleratorError:
     CUDA error" is a bare traceback line, and "(EngineCore pid=1)   File …" a stack frame."""

@@ -1336,3 +1336,56 @@ def test_a_traceback_logged_line_by_line_ends_in_its_cause(bundled_settings):
                'ERROR 06-20 02:41:26 [serving_chat.py:200]   File "/usr/lib/vllm/serving_chat.py", line 190, in create\n'
                "ERROR 06-20 02:41:26 [serving_chat.py:200] jinja2.exceptions.TemplateError: Conversation roles must alternate\n")
     assert not any(f.fatal for f in diagnose_text(request, bundled_settings).findings if "TemplateError" in f.signature)
+
+
+HF_TIMEOUT_LOG = """INFO 04-09 05:39:40 [api_server.py:1043] vLLM API server version 0.8.3
+INFO 04-09 05:39:41 [api_server.py:1044] args: Namespace(model='Qwen/Qwen2.5-7B', hf_token='hf_qXkVbRzTnWmLpJsYdFgHc', api_key='sk-prod-7Hq2xVb9', max_model_len=8192)
+Traceback (most recent call last):
+  File "/usr/lib/python3/site-packages/urllib3/connection.py", line 198, in _new_conn
+    sock = connection.create_connection(
+TimeoutError: timed out
+"""
+
+
+def test_wrapped_logs_read_as_the_server_printed_them_and_secrets_stay_out():
+    """From a trial with real logs: `docker logs -t` time stamps and kubectl's `--prefix` tags
+    hid a traceback's last line (a failed start-up was called clean), JSON lines with their
+    level after a long message lost it, ANSI colours reached the findings, and the server's
+    hf_token and api_key came back in the settings."""
+    plain = diagnose_text(HF_TIMEOUT_LOG)
+    assert [f.signature for f in plain.findings if f.severity == "critical"] == ["TimeoutError: timed out"]
+    docker = "".join(f"2025-04-09T05:39:{i:02d}.123456789Z {line}\n" for i, line in enumerate(HF_TIMEOUT_LOG.splitlines()))
+    kubectl = "".join(f"[pod/vllm-0/vllm] {line}\n" for line in HF_TIMEOUT_LOG.splitlines())
+    colour = HF_TIMEOUT_LOG.replace("INFO", "\x1b[32mINFO\x1b[0m").replace("TimeoutError", "\x1b[1;31mTimeoutError\x1b[0m")
+    for wrapped in (docker, kubectl, colour):
+        d = diagnose_text(wrapped)
+        assert [f.signature for f in d.findings if f.severity == "critical"] == ["TimeoutError: timed out"], wrapped[:80]
+        assert "\x1b" not in json.dumps([f.example for f in d.findings])
+    message_first = ('{"msg": "' + "RuntimeError: Error in model execution (input dumped to /tmp/x.pkl): " + "y" * 90
+                     + ' CUDA error: an illegal memory access was encountered", "ts": 1, "level": "ERROR"}\n')
+    (found,) = [f for f in diagnose_text(message_first).findings if f.severity == "critical"]
+    assert found.example.startswith("ERROR RuntimeError") and "illegal memory access" in found.example
+    settings = plain.settings
+    assert settings["--hf-token"] == "<redacted>" and settings["--api-key"] == "<redacted>" and settings["--max-model-len"] == "8192"
+    assert "hf_qXk" not in json.dumps(diagnose_text(docker).settings)
+
+
+def test_a_gzip_log_and_a_long_clean_tail_are_said_as_such(tmp_path, bundled_settings, bundled_kb):
+    """A rotated `.gz` log was "binary data" with a hint that failed the same way; a 200 MB
+    log whose crash sat in its middle got "nothing in this log (14275 lines)" (trial)."""
+    import gzip
+
+    from assistant.answer import answer_question
+    from assistant.ops.doctor import _log_findings
+
+    gz = tmp_path / "server.log.1.gz"
+    gz.write_bytes(gzip.compress(HF_TIMEOUT_LOG.encode()))
+    with pytest.raises(ValueError, match=r"gzip-compressed: `zcat .*server.log.1.gz \| ask --log -` reads it"):
+        diagnose_log(path=str(gz))
+    healthy = "INFO 04-09 05:39:40 [loggers.py:1] Avg prompt throughput: 1.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs\n" * 20
+    answer = answer_question("What does this log show is wrong?", bundled_settings, kb=bundled_kb, use_llm=False,
+                             log_text=healthy, log_first_line=720_001)
+    assert "in the last 20 lines of this log; the 720,000 lines before them were not read" in answer.answer
+    report = diagnose_text(healthy)
+    report.unread_bytes = 199_000_000
+    assert [f.severity for f in _log_findings(report) if "not read" in f.message or "MB" in f.message] == ["warning"]

@@ -265,6 +265,11 @@ MESSAGES = {
         "zh": '这份日志（{lines} 行）里没有找到知识库认识的故障特征，也没有 ERROR 级别的异常。',
         "en": 'No failure signature the KB knows, and no ERROR-level exception, in this log ({lines} lines).',
     },
+    'log_clean_tail': {
+        "zh": '这份日志只读了结尾 {lines} 行，其中没有找到知识库认识的故障特征，也没有 ERROR 级别的异常；前面 {before} 行没有读，那里的故障不会显示。',
+        "en": 'No failure signature the KB knows, and no ERROR-level exception, in the last {lines} lines of this log; '
+              'the {before} lines before them were not read, and a failure there would not show.',
+    },
     'log_question': {  # `ask --log FILE` with no question: the log is the question
         "zh": '这份日志说明了什么问题？',
         "en": 'What does this log show is wrong?',

@@ -126,7 +126,10 @@ def _log_findings(report: LogDiagnosis) -> list[Finding]:
     if report.unread_bytes:
         from assistant.tools.logs import unread_note
 
-        out.append(Finding("info", "log", unread_note(report.unread_bytes, "en")))
+        # A warning when the read part holds no failure: an all-clear for a crash never read (a
+        # 200 MB log's OOM at its middle) exited 0 (trial).
+        quiet = not any(f.severity != "info" for f in report.findings)
+        out.append(Finding("warning" if quiet else "info", "log", unread_note(report.unread_bytes, "en")))
     out += [Finding("info", "log", c["en"]) for c in report.computed]
     if report.platform and report.platform != "nvidia" and any(f.severity != "info" and f.article for f in report.findings):
         # The articles a finding names are mostly written for NVIDIA/CUDA: on a ROCm log the

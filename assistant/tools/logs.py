@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Annotated
 
 from assistant.i18n import both
-from assistant.names import EXCEPTION_NAME, setting_key, untagged
+from assistant.names import EXCEPTION_NAME, setting_key, untagged, unwrapped
 
 from . import LOCAL_PATH, tool
 
@@ -175,7 +175,7 @@ def _level(line: str) -> str:
 
 def is_crash_line(line: str) -> bool:
     """Whether one log line is the server failing (see `_fatal`), read with its own level."""
-    line = untagged(line[:MAX_LINE])
+    line = untagged(unwrapped(line[:MAX_LINE]))
     return _fatal(line, _level(line))
 
 
@@ -196,9 +196,9 @@ def _fatal(line: str, level: str) -> bool:
 
 def _last_line(lines: list[str]) -> str:
     for line in reversed(lines[-LAST_LINES:]):
-        last = untagged(_ANSI.sub("", line[-MAX_LINE:].rstrip("\r").split("\r")[-1])).strip()
+        last = untagged(unwrapped(line[-MAX_LINE:].rstrip("\r").split("\r")[-1])).strip()
         if last and not STATS_LINE.search(last):
-            return last[:300]
+            return _cut(last)
     return ""
 
 
@@ -265,7 +265,7 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
     logged: bool | None = None  # inside a traceback logged line by line: whether for one request
     frame: tuple[str, int] | None = None  # the line before was a traceback frame: (its log prefix, its indent)
     for n, full in enumerate(lines, first_line):
-        full = untagged(full)
+        full = untagged(unwrapped(full))
         line = full[:MAX_LINE]
         low = _norm(line)
         level = _level(line)
@@ -308,7 +308,7 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
                     severity = "warning"
                 seen = found.get(key)
                 if seen is None:
-                    found[key] = LogFinding(sig, article, severity, 1, n, line.strip()[:300], error and severity == "critical")
+                    found[key] = LogFinding(sig, article, severity, 1, n, _cut(line.strip()), error and severity == "critical")
                     continue
                 seen.count += 1
                 if SEVERITY[severity] < SEVERITY[seen.severity]:  # first seen as a warning, later as an error
@@ -396,6 +396,9 @@ _NESTED = re.compile(r"\{[^{}]*\}|\[[^\[\]]*\]")
 _ARG = re.compile(r"(?:'(\w+)': |\b(\w+)=)('[^']{0,200}'|\"[^\"]{0,200}\"|[^,(){}\[\]\s]{1,80})")
 
 
+_SECRET_NAME = re.compile(r"(?i)token|key|secret|passw|credential|auth")
+
+
 def _settings(line: str, settings: dict[str, str]) -> None:
     """The settings a vLLM start-up line prints, as the flags that set them. An answer then
     says "you run with `--gpu-memory-utilization 0.95`" instead of "raise it to 0.95"."""
@@ -414,7 +417,10 @@ def _settings(line: str, settings: dict[str, str]) -> None:
         value = value.strip("'\"")
         if value in ("None", "False", "") or len(value) > 80:
             continue
-        settings.setdefault("--" + (key_a or key_b).replace("_", "-"), "" if value == "True" else value)
+        key = key_a or key_b
+        if _SECRET_NAME.search(key):
+            value = "<redacted>"  # the server's hf_token and api_key came back in `ask --json` (trial)
+        settings.setdefault("--" + key.replace("_", "-"), "" if value == "True" else value)
 
 
 def settings_in(text: str) -> dict[str, str]:
@@ -508,7 +514,7 @@ def _frames_of_crashes(lines: list[str], found: dict[str, LogFinding], first_lin
     for f in found.values():
         if f.fatal or f.severity == "info":
             continue
-        line = untagged(lines[f.first_line - first_line])
+        line = untagged(unwrapped(lines[f.first_line - first_line]))
         if line[:1].isspace() and any(0 < c - f.first_line <= TRACEBACK_LINES for c in crashes):
             f.severity, f.fatal = "critical", True
 
@@ -539,6 +545,19 @@ def _indent(text: str) -> int:
 
 
 FINDING_CHARS = 160
+
+
+EXAMPLE_CHARS = 300
+
+
+def _cut(text: str) -> str:
+    """A finding's example line cut between words: cut mid-word, "…stacktrace below might be"
+    ended in "mig", which read as a question about MIG (trial)."""
+    if len(text) <= EXAMPLE_CHARS:
+        return text
+    cut = text[:EXAMPLE_CHARS]
+    space = cut.rfind(" ")
+    return cut[:space] if space > EXAMPLE_CHARS // 2 else cut
 
 
 def shown_signature(text: str) -> str:
@@ -583,7 +602,7 @@ def _unmatched(line: str, n: int, found: dict[str, LogFinding], fatal: bool, err
         if (not fatal and not plain) or lesser is None:
             return
         del found[lesser]
-    found[key] = LogFinding(text, "", "critical" if fatal else "warning", 1, n, line.strip()[:300], fatal)
+    found[key] = LogFinding(text, "", "critical" if fatal else "warning", 1, n, _cut(line.strip()), fatal)
 
 
 @tool
@@ -686,6 +705,8 @@ def read_tail_located(path: str, limit: int = LOG_TAIL_BYTES, count_lines: bool 
             head = os.read(fd, min(start, STARTUP_HEAD_BYTES))
     finally:
         os.close(fd)
+    if data[:2] == b"\x1f\x8b" or head[:2] == b"\x1f\x8b":
+        raise ValueError(f"{path} is gzip-compressed: `zcat {path} | ask --log -` reads it")
     if _binary(data):
         raise ValueError(f"{path} looks like binary data, not a text log")
     text, first_line = with_startup(data.decode("utf-8", errors="replace"), first_line, startup_lines(head))
@@ -789,6 +810,8 @@ def read_tail_stream(stream, limit: int = LOG_TAIL_BYTES, notes: list[str] | Non
     bytes, with the newlines of what was passed over counted so findings keep their line in
     the log. `notes` gets a line when the pipe was not read to its end."""
     tail = stream_tail(stream, limit)
+    if (tail.head or tail.data)[:2] == b"\x1f\x8b":
+        raise ValueError("the log on stdin is gzip-compressed: pipe it through `zcat` first")
     if _binary(tail.data):
         raise ValueError("the log on stdin looks like binary data, not a text log")
     if tail.stopped and notes is not None:
