@@ -1389,3 +1389,16 @@ def test_a_gzip_log_and_a_long_clean_tail_are_said_as_such(tmp_path, bundled_set
     report = diagnose_text(healthy)
     report.unread_bytes = 199_000_000
     assert [f.severity for f in _log_findings(report) if "not read" in f.message or "MB" in f.message] == ["warning"]
+
+
+def test_a_traceback_frame_and_an_empty_error_line_are_no_findings():
+    """vLLM logs a traceback at ERROR line by line: the frame of pynccl.py read as an NCCL
+    crash, and the closing line with no message was listed as a warning (trial)."""
+    log = ('ERROR 04-09 05:39:54 [core.py:390] Traceback (most recent call last):\n'
+           'ERROR 04-09 05:39:54 [core.py:390]   File "/usr/lib/python3/site-packages/vllm/distributed/pynccl.py", line 89, in __init__\n'
+           'ERROR 04-09 05:39:54 [core.py:390]     self.comm = self.nccl.ncclCommInitRank(\n'
+           'ERROR 04-09 05:39:54 [core.py:390] RuntimeError: NCCL error: unhandled system error\n'
+           'ERROR 04-09 05:39:54 [core.py:390] \n')
+    listed = [(f.signature, f.first_line) for f in diagnose_text(log).findings]
+    assert not [s for s, n in listed if "pynccl.py" in s or n == 5], listed
+    assert any(s == "NCCL error" for s, _ in listed)

@@ -314,7 +314,10 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
                 if SEVERITY[severity] < SEVERITY[seen.severity]:  # first seen as a warning, later as an error
                     seen.severity = severity
                 seen.fatal = seen.fatal or (error and severity == "critical")
-        if not matched_articles and not source_line and (fatal or request_error or level in ("ERROR", "CRITICAL", "FATAL")):  # refused requests too, as warnings
+        # Not a traceback's frame (`File ".../pynccl.py", line 89` read as an NCCL crash) nor an
+        # ERROR line with no message (a logged traceback's closing line; trial).
+        listed = not source_line and _frame_of(line) is None and not _EMPTY_MESSAGE.match(message_of(line))
+        if not matched_articles and listed and (fatal or request_error or level in ("ERROR", "CRITICAL", "FATAL")):  # refused requests too, as warnings
             # An error line of its own (no exception class), said as a sentence: not a frame of a
             # traceback logged line by line, nor a request the server failed (review).
             said = error and logged is None and not in_request and _SENTENCE_ERROR.match(message_of(line)) is not None
@@ -353,6 +356,10 @@ def _message(line: str) -> str:
 
 _STAMP_AND_LEVEL = re.compile(r"^\s*(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\s+)?"
                               r"(?:(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL|PANIC)\b:?\s+)?")
+
+
+# What is left of a line that says nothing: vLLM's own time stamp and its source tag alone.
+_EMPTY_MESSAGE = re.compile(r"^\s*(?:\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?)?\s*(?:\[?[\w./-]{1,120}:\d{1,6}\])?\s*$")
 
 
 def message_of(line: str) -> str:
