@@ -98,15 +98,15 @@ def _line_is_zh(line: str, quoting: bool = False, particles: bool = True) -> boo
 
 # A Chinese particle, preposition or measure word standing alone among English words ("vLLM OOM
 # 了", "H100上 vLLM …", "vllm 里 CUDA OOM"); linear: one character and its neighbours.
-_LONE_PARTICLE = re.compile("(?<![\u3400-\u9fff])[了上的在用跑时后吗呢吧啊和把被给对从到里中下](?![\u3400-\u9fff])")
+_LONE_PARTICLE = "(?<![\u3400-\u9fff])[了上的在用跑时后吗呢吧啊和把被给对从到里中下](?![\u3400-\u9fff])"
 # ... unless quoted as what a model or tokenizer printed ("replies with a single 了", "splits 中 into …")
-_QUOTING_WORD = re.compile(r"(?i)\b(?:replies|reply|outputs?|emits?|returns?|prints?|says?|generates?|splits?|token|tokens|"
-                           r"character|char|single|extra|trailing|with|word|like|the|a|an|ends)\W*$")
+_QUOTING_WORD = (r"(?i)\b(?:replies|reply|outputs?|emits?|returns?|prints?|says?|generates?|splits?|token|tokens|"
+                 r"character|char|single|extra|trailing|with|word|like|the|a|an|ends)\W*$")
 
 
 def _lone_particle(text: str) -> bool:
-    for m in _LONE_PARTICLE.finditer(text):
-        if not _QUOTING_WORD.search(text[max(0, m.start() - 24):m.start()]):
+    for m in re.finditer(_LONE_PARTICLE, text):
+        if not re.search(_QUOTING_WORD, text[max(0, m.start() - 24):m.start()]):
             return True
     return False
 
