@@ -505,6 +505,10 @@ def _above_the_answer(text: str, result: Retrieval, diagnosis, calc, lang: str) 
         from .calculations import explain
 
         extras.append(explain(calc, lang))
+    if diagnosis is not None and not diagnosis.findings and _ASKS_CRASH.search(text):
+        # A log with no finding at all: "why did the server crash?" beside a healthy vLLM log got
+        # an article, sure, and nothing said the log shows no crash (trial).
+        extras.append(t("answer.log_no_crash", lang))
     if diagnosis is not None and diagnosis.findings:
         # A log asked about on its own leads with what went wrong: a FastDeploy log of
         # `free_list_len: 0` opened on its decode budget, computed from its start-up lines,

@@ -1159,6 +1159,13 @@ def kb_keyword_coverage(query_terms: set[str], doc_freq: dict[str, int], n_artic
                             doc_freq, n_articles)
 
 
+def _log_engine_first(articles: list, by_log: bool) -> list:
+    """When a log named its engine and the question none (`by_log`), that engine's articles (or
+    neutral ones) come before another engine's, whatever the scores: a vLLM log with "why did
+    the server crash?" was answered, sure, from FastDeploy's start-up OOM article (trial)."""
+    return sorted(articles, key=lambda a: a.product_conflict) if by_log else articles
+
+
 def search(
     index: KBIndex,
     embedder,
@@ -1293,7 +1300,8 @@ def search(
     favour_named_headings(query, list(by_article.values()))
     apply_page_prior(index, qvec[0], list(by_article.values()), mode, question, lang)
     favour_named_paths(question, list(by_article.values()))
-    articles = team_passage_first(sorted(by_article.values(), key=lambda a: -a.score)[:limit])
+    articles = _log_engine_first(team_passage_first(sorted(by_article.values(), key=lambda a: -a.score)[:limit]),
+                                 ranking_scope is not scope)
     timings["search"] = (time.perf_counter() - t1) * 1000
     result = Retrieval(question, lang, mode, articles, False, timings, scope)
     result.unknown_codes = unknown_codes(index, _URL.sub(" ", query))

@@ -1402,3 +1402,26 @@ def test_a_traceback_frame_and_an_empty_error_line_are_no_findings():
     listed = [(f.signature, f.first_line) for f in diagnose_text(log).findings]
     assert not [s for s, n in listed if "pynccl.py" in s or n == 5], listed
     assert any(s == "NCCL error" for s, _ in listed)
+
+
+HEALTHY_VLLM_LOG = ("INFO 04-09 05:39:31 [__init__.py:239] Automatically detected platform cuda.\n"
+                    "INFO 04-09 05:39:33 [api_server.py:1034] vLLM API server version 0.8.3\n"
+                    "INFO 04-09 05:39:33 [api_server.py:1035] args: Namespace(model='meta-llama/Llama-3.1-8B-Instruct', "
+                    "max_model_len=32768, gpu_memory_utilization=0.9, tensor_parallel_size=1)\n"
+                    + "".join(f"(APIServer pid=1) INFO 04-10 05:30:{i:02d} [loggers.py:123] Engine 000: Avg prompt throughput: 7{i}.5 tokens/s, "
+                              f"Avg generation throughput: 17{i}.0 tokens/s, Running: {i} reqs, Waiting: 0 reqs, GPU KV cache usage: 3{i % 10}.6%\n"
+                              '(APIServer pid=1) INFO:     10.0.0.90:34534 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+                              for i in range(30)))
+
+
+def test_a_healthy_vllm_log_asked_why_it_crashed_says_so_and_stays_on_vllm(bundled_settings, bundled_kb):
+    """A healthy vLLM log with "why did the server crash?" was answered, sure, from FastDeploy's
+    start-up OOM article, and nothing said the log shows no crash (trial with real logs)."""
+    from assistant.answer import answer_question
+
+    trace: dict = {}
+    answer = answer_question("why did the server crash?", bundled_settings, kb=bundled_kb, use_llm=False,
+                             log_text=HEALTHY_VLLM_LOG, trace=trace)
+    assert answer.answer.startswith("**The log shows no crash**")
+    assert not [a for a in trace["retrieval"].articles[:3] if a.product == "fastdeploy"]
+    assert not answer.citations or answer.citations[0].id.startswith("vllm-")
