@@ -32,7 +32,7 @@ _PROCESS_TAGS = re.compile(rf"^\s*(?:{PROCESS_TAG})+")
 # What log shippers wrap a line in: ANSI colours (a terminal capture), Docker's `logs -t` time
 # stamp, kubectl's `--prefix` tag. Left on, a traceback's last line no longer started the line
 # and a failed start-up was called clean (trial).
-_ANSI_CODE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+ANSI_CODE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # one pattern for logs and questions alike
 _SHIPPER_PREFIX = re.compile(r"^(?:\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})\s|\[pod/[^\]\s]{1,253}\]\s)+")
 _JSON_MESSAGE = ("msg", "message", "log", "MESSAGE")
 _JSON_LEVEL = ("level", "levelname", "severity", "lvl", "log.level", "PRIORITY")
@@ -43,7 +43,7 @@ def unwrapped(line: str) -> str:
     a JSON-lines envelope ({"msg": …, "level": "ERROR"} from Loki, ELK or Fluent Bit, whose
     level may come after a long message) taken off, the level put first."""
     if "\x1b" in line:
-        line = _ANSI_CODE.sub("", line)
+        line = ANSI_CODE.sub("", line)
     if line[:1].isdigit() or line.startswith("[pod/"):
         line = _SHIPPER_PREFIX.sub("", line, count=1)
     stripped = line.strip()

@@ -51,14 +51,15 @@ def might_paste(question: str) -> bool:
     return "\n" in text or any(hint in text for hint in _INLINE_COMMAND_HINTS)
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
 def validate_question(question: str, max_bytes: int) -> str:
     """Reject what cannot be a question, with a message a person can act on."""
     if not isinstance(question, str):
         raise BadQuestion("the question must be text", "send the question as a string")
-    text = _ANSI.sub("", question).strip() if "\x1b" in question else question.strip()  # a coloured terminal capture
+    if "\x1b" in question:  # a coloured terminal capture
+        from .names import ANSI_CODE
+
+        question = ANSI_CODE.sub("", question)
+    text = question.strip()
     if not text:
         raise BadQuestion("the question is empty", 'ask something, e.g. "why are requests stuck?"')
     size = len(text.encode("utf-8", errors="replace"))

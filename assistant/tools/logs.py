@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Annotated
 
 from assistant.i18n import both
-from assistant.names import EXCEPTION_NAME, setting_key, untagged, unwrapped
+from assistant.names import ANSI_CODE, EXCEPTION_NAME, setting_key, untagged, unwrapped
 
 from . import LOCAL_PATH, tool
 
@@ -123,7 +123,6 @@ STATS_LINES_KEPT = 5
 # "(VllmWorker rank=0 pid=42) ERROR …", FastDeploy's "[2025-… ] [   ERROR]", Python's
 # "… - ERROR - …", TGI's "2025-…Z ERROR …", with or without colour codes.
 _LEVEL = re.compile(r"\b(CRITICAL|FATAL|ERROR|WARNING|WARN|INFO|DEBUG)\b")
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 LEVEL_PREFIX = 100  # characters of a line that can hold its level
 # The server going down, whatever the log level says.
 _DEATH = re.compile(r"EngineDeadError|engine is already dead|is already dead, terminating|terminating server process"
@@ -165,7 +164,7 @@ _GLOG_LEVELS = {"E": "ERROR", "F": "FATAL", "W": "WARNING", "I": "INFO"}
 
 
 def _level(line: str) -> str:
-    head = _ANSI.sub("", line[:LEVEL_PREFIX + 40])[:LEVEL_PREFIX]
+    head = ANSI_CODE.sub("", line[:LEVEL_PREFIX + 40])[:LEVEL_PREFIX]
     m = _LEVEL.search(head)
     if m:
         return m.group(1).upper()
@@ -315,9 +314,10 @@ def diagnose_text(text: str, kb: object = None, first_line: int = 1) -> LogDiagn
                     seen.severity = severity
                 seen.fatal = seen.fatal or (error and severity == "critical")
         # Not a traceback's frame (`File ".../pynccl.py", line 89` read as an NCCL crash) nor an
-        # ERROR line with no message (a logged traceback's closing line; trial).
-        listed = not source_line and _frame_of(line) is None and not _EMPTY_MESSAGE.match(message_of(line))
-        if not matched_articles and listed and (fatal or request_error or level in ("ERROR", "CRITICAL", "FATAL")):  # refused requests too, as warnings
+        # ERROR line with no message (a logged traceback's closing line; trial); judged only for
+        # the error lines, not every line of a 2 MB log.
+        if (not matched_articles and not source_line and (fatal or request_error or level in ("ERROR", "CRITICAL", "FATAL"))  # refused requests too, as warnings
+                and _frame_of(line) is None and not _EMPTY_MESSAGE.match(message_of(line))):
             # An error line of its own (no exception class), said as a sentence: not a frame of a
             # traceback logged line by line, nor a request the server failed (review).
             said = error and logged is None and not in_request and _SENTENCE_ERROR.match(message_of(line)) is not None
@@ -557,14 +557,17 @@ FINDING_CHARS = 160
 EXAMPLE_CHARS = 300
 
 
+def _between_words(text: str, most: int) -> str:
+    """`text` cut to at most `most` characters at its last space, when that is past the middle."""
+    cut = text[:most]
+    space = cut.rfind(" ")
+    return cut[:space] if space > most // 2 else cut
+
+
 def _cut(text: str) -> str:
     """A finding's example line cut between words: cut mid-word, "…stacktrace below might be"
     ended in "mig", which read as a question about MIG (trial)."""
-    if len(text) <= EXAMPLE_CHARS:
-        return text
-    cut = text[:EXAMPLE_CHARS]
-    space = cut.rfind(" ")
-    return cut[:space] if space > EXAMPLE_CHARS // 2 else cut
+    return text if len(text) <= EXAMPLE_CHARS else _between_words(text, EXAMPLE_CHARS)
 
 
 def shown_signature(text: str) -> str:
@@ -572,9 +575,7 @@ def shown_signature(text: str) -> str:
     (NCCL's watchdog lines were listed as "ran for 600021 millisecon", newcomer)."""
     if len(text) < FINDING_CHARS:
         return text
-    cut = text[:FINDING_CHARS - 1]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > FINDING_CHARS // 2 else cut).rstrip(" ,;:") + "…"
+    return _between_words(text, FINDING_CHARS - 1).rstrip(" ,;:") + "…"
 
 
 def _unmatched(line: str, n: int, found: dict[str, LogFinding], fatal: bool, error: bool = False) -> None:
