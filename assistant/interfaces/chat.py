@@ -188,9 +188,7 @@ def respond(hooks: Hooks, question: str, note_keys: Iterable[str] = ()) -> Reply
     if not question:
         return Reply(text=t("chat.empty_question", NOTICE_LANG))
     from assistant.questions import head_and_tail
-    from oncall_common.lang import detect_lang
 
-    lang: Lang = "zh" if detect_lang(question) == "zh" else "en"
     tail = head_and_tail(question, hooks.max_question_bytes)
     if tail is not None:
         question = tail.text
@@ -199,6 +197,9 @@ def respond(hooks: Hooks, question: str, note_keys: Iterable[str] = ()) -> Reply
     except Exception as exc:
         if not hasattr(exc, "message"):  # not an AssistantError: a bug, whose traceback belongs in the log
             log.exception("%s: answering failed", hooks.channel)
+        from oncall_common.lang import detect_lang
+
+        lang: Lang = "zh" if detect_lang(question) == "zh" else "en"  # only here: an answer knows its own
         message = getattr(exc, "message", None) or t("chat.answer_failed", lang)
         return Reply(text=t("chat.cannot_answer", lang, message=message))
     for key in reversed(list(note_keys)):

@@ -283,7 +283,7 @@ def serving_status(base_url: Annotated[str, URL], timeout_s: Annotated[float, Gt
             report.metrics_error = f"HTTP {status}"
     except (urllib.error.URLError, OSError, TimeoutError) as exc:
         report.metrics_error = str(getattr(exc, "reason", exc))
-    _preemptions_since_last(report, timeout_s)
+    _preemption_growth(report, timeout_s)
     interpret(report)
     return report
 
@@ -291,7 +291,7 @@ def serving_status(base_url: Annotated[str, URL], timeout_s: Annotated[float, Gt
 PREEMPTION_SAMPLE_S = 1.0
 
 
-def _preemptions_since_last(report: ServingReport, timeout_s: float = 3.0) -> None:
+def _preemption_growth(report: ServingReport, timeout_s: float = 3.0) -> None:
     """Read the preemption counter again a second later: a counter alone cannot tell "growing
     now" from "a week ago", and a memory of the last probe lived only as long as one process
     (each `assistant doctor` is a new one; review)."""
