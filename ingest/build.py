@@ -18,6 +18,7 @@ texts are embedded once, and a build uses up to `threads` cores.
 from __future__ import annotations
 
 import contextlib
+import csv
 import json
 import os
 import shutil
@@ -185,7 +186,8 @@ def _name_the_bulk(sources: list[str], progress) -> None:
         return
     source, count = Counter(sources).most_common(1)[0]
     if count >= BULK_CHUNKS and count * 2 > len(sources):
-        progress(f"{source}: {count} of them; a log dump or generated page? list it in .kbignore to leave it out")
+        progress(f"{source}: {count} of them (most of the ingest time); if it is a log, a changelog or a generated page, "
+                 "list it in .kbignore to leave it out")
 
 
 def _report_skipped(skipped: list[Skipped], progress: Progress, heading: str = "skipped {n} path(s):") -> None:
@@ -296,6 +298,19 @@ def _embed_keeping(index_dir: Path, embedder: Embedder, hashes: list[str], texts
         raise
 
 
+def _parse_all(files: list[tuple[Path, Path, bytes]]) -> tuple[list, list[Skipped]]:
+    """Each file parsed on its own: one a parser cannot read (a CSV cell over the csv module's
+    limit, a notebook with a cell of nulls) took the whole KB down with it, and every `ask` said
+    "internal error" (review). Such a file is passed over with the parser's reason."""
+    parsed, unparsed = [], []
+    for path, root, raw in files:
+        try:
+            parsed.append(parse_document(path, root, raw))
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError, csv.Error) as exc:
+            unparsed.append(Skipped(str(path.resolve()), f"could not be parsed ({type(exc).__name__}: {str(exc)[:120]})"))
+    return parsed, unparsed
+
+
 def build_index(
     index_dir: Path,
     sources: list[Path],
@@ -327,7 +342,11 @@ def build_index(
         skipped_content = {s.path: s.reason for s in skipped if s.reason == "empty" or s.reason.startswith(("binary", "not text"))}
         for path in skipped_content:
             stats[path] = _stat(path)
-        docs, renamed, aside = read_documents([parse_document(p, root, raw) for p, root, raw in files])
+        parsed, unparsed = _parse_all(files)
+        if unparsed:
+            _report_skipped(unparsed, progress, "could not parse:")
+            skipped = skipped + unparsed
+        docs, renamed, aside = read_documents(parsed)
         if aside:
             # Listed like the files passed over (`assistant ingest --status` has them all), and
             # kept with their hashes: an edit to a copy is a change the freshness check sees.

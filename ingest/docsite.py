@@ -64,7 +64,13 @@ _SUMMARY_BARE = re.compile(r"^\s*</?summary(?:\s[^>]*)?>\s*$", re.I)
 _DETAILS_TAIL = re.compile(r"</details>\s*$", re.I)
 _SUMMARY = re.compile(r"^(\s*)<summary(?:\s[^>]*)?>(.*?)</summary>\s*(.*)$", re.I)
 _TAG = re.compile(r"<[^<>]*>")
-_HINTS = ("!!!", "???", "===", "8<-", "{#", "{:", "```{", "~~~{", ":::", "[!", "<details", "<DETAILS")
+# GitBook's Liquid blocks: {% hint style="warning" %} … {% endhint %}, {% tab title="pip" %}; the
+# others ({% tabs %}, {% code title="x" %}, {% embed url="…" %}) only wrap. They were quoted raw (trial).
+_LIQUID_HINT = re.compile(r"""^\s*\{%-?\s*hint\s+style=["']?(\w+)["']?\s*-?%\}(.*)$""")
+_LIQUID_TAB = re.compile(r"""^\s*\{%-?\s*tab\s+title=["']([^"']*)["']\s*-?%\}\s*$""")
+_LIQUID_TAG = re.compile(r"^\s*\{%-?\s*(?:end\w*|tabs|code|embed|raw|content-ref|file|swagger)\b[^%]*-?%\}\s*$")
+_LIQUID_END = re.compile(r"\{%-?\s*endhint\s*-?%\}\s*$")
+_HINTS = ("!!!", "???", "===", "8<-", "{#", "{:", "```{", "~~~{", ":::", "[!", "<details", "<DETAILS", "{%")
 
 
 def looks_like_doc_site(text: str) -> bool:
@@ -107,7 +113,7 @@ class _Unwrapper:
             self.closers.pop()
             self.out.append("")
             return
-        if self._myst(body) or self._snippet(body) or self._mkdocs(body, strip) or self._details(body):
+        if self._myst(body) or self._snippet(body) or self._mkdocs(body, strip) or self._details(body) or self._liquid(body):
             return
         opened = _FENCE.match(body)
         if opened:
@@ -116,6 +122,26 @@ class _Unwrapper:
         if alert:
             body = f"{alert.group(1)}**{alert.group(2).capitalize()}**"
         self.out.append(_without_attributes(body) if body.startswith("#") else body)
+
+    def _liquid(self, body: str) -> bool:
+        """GitBook's blocks: a hint's kind and a tab's title become bold titles, the wrappers go."""
+        hint = _LIQUID_HINT.match(body)
+        if hint:
+            self.out.append(f"**{hint.group(1).capitalize()}**")
+            rest = _LIQUID_END.sub("", hint.group(2)).strip()
+            self.out.extend([rest, ""] if rest else [""])
+            return True
+        tab = _LIQUID_TAB.match(body)
+        if tab:
+            self.out.extend([f"**{tab.group(1)}**", ""])
+            return True
+        if _LIQUID_TAG.match(body):
+            self.out.append("")
+            return True
+        if _LIQUID_END.search(body) and "{%" in body:
+            self.out.append(_LIQUID_END.sub("", body))
+            return True
+        return False
 
     def _myst(self, body: str) -> bool:
         myst = _MYST_OPEN.match(body.strip())

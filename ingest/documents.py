@@ -21,7 +21,7 @@ from pathlib import Path
 
 from oncall_common.lang import cjk_count, detect_lang
 
-from .files import HTML_SUFFIXES, MARKDOWN_SUFFIXES, RST_SUFFIXES, content_hash, find_files, read_text  # noqa: F401  (re-exported)
+from .files import HTML_SUFFIXES, MARKDOWN_SUFFIXES, RST_SUFFIXES, TEXT_SUFFIXES, content_hash, find_files, read_text  # noqa: F401  (re-exported)
 
 _FRONT = re.compile(r"\A---\s*\n(.*?)\n---\s*\n", re.S)
 # Hugo writes its front matter in TOML between `+++` lines (title, weight, url…).
@@ -47,7 +47,7 @@ class Document:
     critical: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     sources: tuple[str, ...] = field(default=())
-    format: str = "markdown"  # markdown | text | html | rst (what the file was; html and rst are chunked as markdown)
+    format: str = "markdown"  # markdown | text | html | rst | csv (what the file was; html, rst and csv are chunked as markdown)
     structured: bool = False  # front matter declares the article structure (has an `id`)
     applies_to: dict = field(default_factory=dict, hash=False, compare=False)
     root: str = ""  # the source root it was found under
@@ -88,12 +88,21 @@ def parse_document(path: Path, root: Path, raw: bytes) -> Document:
 
         html_title, text = html_to_markdown(text)
         fmt = "html"
+    elif suffix == ".csv":
+        from .exports import csv_to_markdown
+
+        html_title, text = csv_to_markdown(text, path.stem)
+        fmt = "csv"
     elif suffix in RST_SUFFIXES:
         from .rst import rst_to_markdown
 
         html_title, text = rst_to_markdown(text)
         fmt = "rst"
     else:
+        if suffix == ".ipynb":
+            from .exports import notebook_to_markdown
+
+            text = notebook_to_markdown(text)
         meta, text = _front_matter(text)
         if suffix in MARKDOWN_SUFFIXES:
             text = promote_bold_headings(text)
@@ -101,21 +110,25 @@ def parse_document(path: Path, root: Path, raw: bytes) -> Document:
 
         if suffix == ".mdx" or (suffix in MARKDOWN_SUFFIXES and looks_like_mdx(text)):
             text = mdx_to_markdown(text)
-        fmt = "markdown" if suffix in MARKDOWN_SUFFIXES or looks_like_markdown(text) else "text"
+        fmt = "markdown" if suffix in MARKDOWN_SUFFIXES or suffix == ".ipynb" or looks_like_markdown(text) else "text"
         if fmt == "markdown":
             from .docsite import looks_like_doc_site, unwrap_doc_site_markup
 
             if looks_like_doc_site(text):
                 text = unwrap_doc_site_markup(text)
     is_markdown = fmt != "text"
+    if is_markdown and fmt == "markdown" and "<table" in text.lower():
+        text = html_tables_to_pipes(text)
     if is_markdown:
         text = strip_non_content(text)
     source = str(path.relative_to(root)) if root.is_dir() else path.name
     from .chunking import heading_text, text_title  # chunking imports this module
 
     # A heading's words, not its markup: "Gemma 2: [`collection`](https://…)" titled every passage with the link.
-    title = str(meta.get("title") or html_title or (heading_text(_first_heading(text)) if is_markdown else text_title(text))
-                or path.stem)
+    # A .txt read as markdown (bullets, code spans) with no markdown heading still has its first line:
+    # "推理服务值班手册（FastDeploy 常见问题）" over "1.显存不足" was titled by the file name (trial).
+    title = str(meta.get("title") or html_title or (heading_text(_first_heading(text)) if is_markdown else "")
+                or (text_title(text) if not is_markdown or suffix in TEXT_SUFFIXES else "") or path.stem)
     lang = str(meta.get("lang") or document_lang(text))
     doc_id = str(meta.get("id") or _slug(str(Path(source).with_suffix(""))))
     return Document(
@@ -295,6 +308,43 @@ def promote_bold_headings(text: str) -> str:
     for n, title in found.items():
         lines[n] = f"## {title}"
     return "\n".join(lines)
+
+
+_HTML_TABLE = re.compile(r"<table\b.*?</table\s*>", re.I | re.S)
+
+
+def html_tables_to_pipes(text: str) -> str:
+    """HTML tables written into markdown (Feishu, Yuque and GitBook exports: `<table>` with `<br>`
+    in its cells) as pipe tables, outside code: kept as HTML, a 9 kB parameter table was one chunk
+    of markup, its rows never split, and the row asked about was not quoted (trial)."""
+    from bs4 import BeautifulSoup
+
+    from .html import convert_soup, expand_spans
+
+    def pipes(m: re.Match) -> str:
+        soup = BeautifulSoup(m.group(0), "html.parser")
+        expand_spans(soup)
+        return "\n\n" + convert_soup(soup).strip() + "\n\n"
+
+    out: list[str] = []
+    fence = ""
+    prose: list[str] = []  # the lines since the last code block, converted together (a table spans lines)
+    for line in [*text.split("\n"), None]:
+        opened = _FENCE.match(line) if line is not None else None
+        if line is None or (opened and not fence):
+            if prose:
+                out.append(_HTML_TABLE.sub(pipes, "\n".join(prose)))
+            prose = []
+        if line is None:
+            break
+        if opened and (not fence or opened.group(1)[0] == fence):
+            fence = "" if fence else opened.group(1)[0]
+            out.append(line)
+        elif fence:
+            out.append(line)
+        else:
+            prose.append(line)
+    return "\n".join(out)
 
 
 def strip_non_content(text: str) -> str:

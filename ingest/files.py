@@ -18,7 +18,8 @@ MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdx"}  # .mdx: markdown with JSX comp
 TEXT_SUFFIXES = {".txt", ".text"}
 HTML_SUFFIXES = {".html", ".htm"}
 RST_SUFFIXES = {".rst", ".rest"}  # reStructuredText (Sphinx doc trees), converted by rst.py
-SUFFIXES = MARKDOWN_SUFFIXES | TEXT_SUFFIXES | HTML_SUFFIXES | RST_SUFFIXES
+EXPORT_SUFFIXES = {".csv", ".ipynb"}  # a Notion database, a Jupyter notebook (exports.py)
+SUFFIXES = MARKDOWN_SUFFIXES | TEXT_SUFFIXES | HTML_SUFFIXES | RST_SUFFIXES | EXPORT_SUFFIXES
 # A runbook or a wiki page is kilobytes; a file this big is a log or a dump, not a document.
 MAX_FILE_BYTES = 2_000_000
 # Files about a doc tree rather than in it: where it was copied from, its licence, who wrote
@@ -59,6 +60,7 @@ def survey(root: Path) -> tuple[list[Path], list[Skipped]]:
     Hidden folders (.git, .venv…) are reported once and never walked.
     """
     skipped: list[Skipped] = []
+    links: list[Path] = []  # symlinks to files inside the tree
     if root.is_file():
         candidates = [root]
     elif root.is_dir():
@@ -76,6 +78,8 @@ def survey(root: Path) -> tuple[list[Path], list[Skipped]]:
                     skipped.append(Skipped(full, "hidden"))
                 elif os.path.islink(full) and not os.path.exists(full):
                     skipped.append(Skipped(full, "broken or looping symlink"))
+                elif os.path.islink(full) and _inside(Path(os.path.realpath(full)), root):
+                    links.append(Path(folder, name))
                 else:
                     candidates.append(Path(folder, name))
         candidates.sort()
@@ -89,7 +93,35 @@ def survey(root: Path) -> tuple[list[Path], list[Skipped]]:
             skipped.append(Skipped(str(path), why))
         else:
             out.append(path)
-    return out, skipped
+    # A link to a file read anyway is read there: indexed twice, one page had two documents and
+    # two titles (trial). A link to one that is not read (in a hidden folder, ignored) is read as itself.
+    read = {os.path.realpath(path) for path in out}
+    for path in sorted(links):
+        target = os.path.realpath(path)
+        why = f"symlink to {os.path.relpath(target, os.path.realpath(root))}, read there" if target in read else _why_not(path, root, ignored)
+        if why:
+            skipped.append(Skipped(str(path), why))
+        else:
+            out.append(path)
+            read.add(target)
+    return sorted(out), skipped
+
+
+def _inside(path: Path, root: Path) -> bool:
+    real = Path(os.path.realpath(root))
+    return path == real or real in path.parents
+
+
+# Text formats a runbook repo holds that are not read, with the command that makes them markdown:
+# 4 of a repo's 5 runbooks were skipped as "unknown type (.adoc)" with nothing said to do (trial).
+_CONVERT = {
+    ".adoc": ": AsciiDoc is not read; convert it: asciidoctor -b docbook -o - FILE | pandoc -f docbook -t gfm -o FILE.md",
+    ".asciidoc": ": AsciiDoc is not read; convert it: asciidoctor -b docbook -o - FILE | pandoc -f docbook -t gfm -o FILE.md",
+    ".org": ": Org is not read; convert it: pandoc -f org -t gfm -o FILE.md FILE",
+    ".docx": ": Word is not read; convert it: pandoc -t gfm -o FILE.md FILE",
+    ".textile": ": Textile is not read; convert it: pandoc -f textile -t gfm -o FILE.md FILE",
+    ".wiki": ": MediaWiki markup is not read; convert it: pandoc -f mediawiki -t gfm -o FILE.md FILE",
+}
 
 
 def _why_not(path: Path, root: Path, ignored: list[str]) -> str:
@@ -98,9 +130,11 @@ def _why_not(path: Path, root: Path, ignored: list[str]) -> str:
         return f"listed in {IGNORE_FILE}"
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
-        return f"unknown type ({suffix or 'no extension'})"
+        return f"unknown type ({suffix or 'no extension'}{_CONVERT.get(suffix, '')})"
     if _about_the_tree(path, root):
         return "about the tree, not documentation (provenance, licence or authors)"
+    if _sphinx_artefact(path, root):
+        return "a Sphinx build's page source copy, index or search page (the built page is read)"
     size = _size(path)
     if size < 0:
         return "not a readable regular file"
@@ -117,6 +151,29 @@ def _about_the_tree(path: Path, root: Path) -> bool:
     if root.is_file() or stem.lower().replace("-", "_") not in META_STEMS:
         return False
     return stem.isupper() or path.parent == root
+
+
+_SPHINX_PAGES = frozenset({"genindex.html", "search.html", "py-modindex.html", "searchindex.js"})
+
+
+def _sphinx_artefact(path: Path, root: Path) -> bool:
+    """In a built Sphinx site (`.buildinfo` or `searchindex.js` beside its pages), the `_sources/`
+    copies of every page, the general index and the search page: each page was indexed twice,
+    cited as `_sources/usage/log.md.txt`, and the index answered parameter questions (trial)."""
+    if root.is_file():
+        return False
+    parts = path.relative_to(root).parts
+    if "_sources" not in parts[:-1] and path.name not in _SPHINX_PAGES:
+        return False
+    site = path.parent
+    while "_sources" in site.parts[len(root.parts):]:
+        site = site.parent
+    for folder in (site, *site.parents):
+        if (folder / ".buildinfo").is_file() or (folder / "searchindex.js").is_file():
+            return True
+        if folder == root or root not in folder.parents:
+            break
+    return False
 
 
 # Paths a team leaves out of its KB, one glob per line, in a file at the tree's root:
@@ -159,6 +216,11 @@ def read_text(raw: bytes) -> tuple[str | None, str]:
     tools, or Windows-1252 for Western ones ("server’s", "café"), whichever the bytes look
     like: a file of one was skipped, or read as the other's mojibake.
     """
+    if raw[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"):
+        return _decoded(raw, "utf-32")
+    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        # How Notepad and PowerShell's Out-File save by default: read as "binary" and skipped (trial).
+        return _decoded(raw, "utf-16")
     if b"\x00" in raw[:8192]:
         return None, "binary"
     kind = next((name for magic, name in _MAGIC if raw.startswith(magic)), None)
@@ -181,6 +243,15 @@ def read_text(raw: bytes) -> tuple[str | None, str]:
             return None, "binary"
         return text, ""
     return None, "not text (neither UTF-8, GB18030 nor Windows-1252)"
+
+
+def _decoded(raw: bytes, encoding: str) -> tuple[str | None, str]:
+    """A file whose byte-order mark names its encoding (the codec reads and drops the mark)."""
+    try:
+        text = raw.decode(encoding)
+    except UnicodeDecodeError:
+        return None, f"not text (starts with a {encoding.upper()} byte-order mark, but is not {encoding.upper()})"
+    return (None, "binary") if _controls(text) > 0.01 else (text, "")
 
 
 def _utf8_with_strays(raw: bytes) -> str | None:

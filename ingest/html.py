@@ -20,6 +20,12 @@ _DROP_MARKERS = re.compile(
     r"edit-?section|pagination|cookie)([-_\s]|$)",
     re.I,
 )
+# What says of itself that it is the page's content (not a guess from a class name). Not <article>:
+# a teaser in a sidebar is one too, and kept the sidebar and lost the page (review).
+_CONTENT_MARKS = ("main", "[role=main]", "[itemprop=articleBody]", "#main-content", ".wiki-content")
+# Permalink marks beside headings (Sphinx's "¶", MkDocs' and others' anchors): "Log Description ¶"
+# titled every citation and the refusal's topic list (trial).
+_PERMALINKS = "a.headerlink, a.anchorlink, a.header-anchor, a.anchor-link"
 # Where a page keeps its content, best first.
 _MAIN = ("main", "article", "[role=main]", "#main-content", ".wiki-content", "#content", "#mw-content-text", ".content", "body")
 
@@ -46,11 +52,22 @@ def html_to_markdown(html: str) -> tuple[str, str]:
         title = soup.title.get_text(" ", strip=True)
     elif h1 is not None:
         title = h1.get_text(" ", strip=True)
+    _confluence_macros(soup)
+    _code_tables(soup)
+    _content_tabs(soup)
     for tag in soup.find_all(_DROP_TAGS):
         tag.decompose()
     for tag in soup.find_all(attrs={"role": list(_DROP_ROLES)}):
         tag.decompose()
-    for tag in soup.find_all(_is_chrome):
+    for tag in soup.select(_PERMALINKS):
+        tag.decompose()
+    # Chrome markers never reach the content or what wraps it: the Read-the-Docs theme wraps
+    # every page in `div.wy-grid-for-nav` > `section.wy-nav-content-wrap`, and a built
+    # Sphinx site of 15 pages gave 0 chunks (trial).
+    content_at = next((tag for tag in (soup.select_one(selector) for selector in _CONTENT_MARKS)
+                       if tag is not None and tag.get_text(strip=True)), None)
+    keep = {id(content_at), *(id(parent) for parent in content_at.parents)} if content_at is not None else set()
+    for tag in soup.find_all(lambda tag: id(tag) not in keep and _is_chrome(tag)):
         tag.decompose()
     main = None
     for selector in _MAIN:
@@ -70,7 +87,66 @@ def html_to_markdown(html: str) -> tuple[str, str]:
     return title, markdown
 
 
+def _code_tables(soup) -> None:
+    """Pygments' line-numbered code (`table.highlighttable`, what MkDocs Material and Sphinx emit
+    with line numbers on): the numbers' cell is dropped and the code's <pre> stands alone. As a
+    table, each block became one row with the numbers shown and its newlines gone, so a multi-line
+    `docker run … \\` could not be pasted (46% of a built site's chunks, trial)."""
+    for table in soup.select("table.highlighttable"):
+        code = table.select_one("td.code pre")
+        if code is not None:
+            table.replace_with(code)
+    for tag in soup.select("span.linenos, .linenodiv"):
+        tag.decompose()
+
+
+def _content_tabs(soup) -> None:
+    """MkDocs Material's content tabs: each label becomes a bold title over its block. The labels
+    sat glued in one line ("GPUCPU") above both commands, unsaid which was which (trial)."""
+    for tabs in soup.select("div.tabbed-set"):
+        labels = tabs.select(".tabbed-labels label") or tabs.find_all("label", recursive=False)
+        blocks = tabs.select(".tabbed-content > .tabbed-block") or tabs.select(".tabbed-content")
+        if len(labels) != len(blocks):
+            continue
+        for label, block in zip(labels, blocks):
+            title = soup.new_tag("p")
+            strong = soup.new_tag("strong")
+            strong.string = label.get_text(" ", strip=True)
+            title.append(strong)
+            block.insert(0, title)
+        for label in labels:
+            label.decompose()
+
+
+def _confluence_macros(soup) -> None:
+    """Confluence storage format (the REST "storage" export, unrendered macros in a saved page):
+    a code macro becomes a code block in its language, and the other macros' parameters, which
+    are settings and not text, are dropped. Flattened, the language name was glued onto the
+    command it labels ("bashgatewayctl pool drain …", trial)."""
+    for macro in soup.find_all("ac:structured-macro"):
+        if macro.get("ac:name") not in ("code", "noformat") or macro.find("ac:plain-text-body") is None:
+            continue
+        language = macro.find("ac:parameter", attrs={"ac:name": "language"})
+        pre = soup.new_tag("pre")
+        code = soup.new_tag("code")
+        if language is not None and language.get_text(strip=True):
+            code["class"] = f"language-{language.get_text(strip=True)}"
+        code.string = macro.find("ac:plain-text-body").get_text()
+        pre.append(code)
+        macro.replace_with(pre)
+    for parameter in soup.find_all("ac:parameter"):
+        parameter.decompose()
+
+
 _MD_LINK = re.compile(r"\[([^\]\n]*)\]\([^)\n]*\)")
+
+
+# A static site's not-found page ("404 - Not found", "Page not found"): listed among a tree's topics (trial).
+_NOT_FOUND = re.compile(r"^\s*(?:404\b|page not found\b|not found\b|页面不存在|找不到页面)", re.I)
+
+
+def is_not_found_page(title: str) -> bool:
+    return bool(_NOT_FOUND.match(title or ""))
 
 
 def is_link_index(markdown: str) -> bool:

@@ -36,7 +36,7 @@ from typing import Callable, TypeVar
 from oncall_common.errors import IndexError_
 
 from .records import Chunk
-from .files import HTML_SUFFIXES, Skipped, content_hash, find_files, read_text, survey
+from .files import HTML_SUFFIXES, MARKDOWN_SUFFIXES, Skipped, content_hash, find_files, read_text, survey
 from .keyword import KeywordIndex
 from .tokenize import Tokenizer
 
@@ -221,17 +221,36 @@ def scan_sources(sources: list[Path]) -> tuple[list[tuple[Path, Path, bytes]], l
                 # cite, listed among the KB's topics ("empty").
                 skipped.append(Skipped(str(path.resolve()), "empty"))
                 continue
-            if path.suffix.lower() in HTML_SUFFIXES and _link_index(text):
-                skipped.append(Skipped(str(path.resolve()), "a page of links (an index or site map), not documentation"))
+            suffix = path.suffix.lower()
+            why = _html_skip_reason(text) if suffix in HTML_SUFFIXES else _markdown_skip_reason(text) if suffix in MARKDOWN_SUFFIXES else ""
+            if why:
+                skipped.append(Skipped(str(path.resolve()), why))
                 continue
             out.append((path, root, raw))
     return out, skipped
 
 
-def _link_index(html: str) -> bool:
-    from .html import html_to_markdown, is_link_index
+def _markdown_skip_reason(text: str) -> str:
+    """A markdown page of links and nothing else (GitBook's SUMMARY.md) is a table of contents:
+    it was indexed as the document "Table of contents" and listed among a tree's topics (trial)."""
+    if "](" not in text:
+        return ""
+    from .html import is_link_index
 
-    return is_link_index(html_to_markdown(html)[1])
+    return "a page of links (a table of contents or site map), not documentation" if is_link_index(text) else ""
+
+
+def _html_skip_reason(html: str) -> str:
+    """Why an HTML page is not indexed ("" when it is): a page of links, or one with no text once
+    its navigation and chrome are removed (a built site's pages gave 0 chunks, with nothing said, trial)."""
+    from .html import html_to_markdown, is_link_index, is_not_found_page
+
+    title, markdown = html_to_markdown(html)
+    if not re.search(r"\w", markdown):
+        return "no text once its navigation and page chrome are removed"
+    if is_not_found_page(title):
+        return "a site's not-found (404) page, not documentation"
+    return "a page of links (an index or site map), not documentation" if is_link_index(markdown) else ""
 
 
 def scan(sources: list[Path]) -> list[tuple[Path, Path, bytes]]:

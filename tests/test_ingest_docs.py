@@ -1150,7 +1150,7 @@ def test_a_kbignore_leaves_files_out_and_the_bulk_of_the_embedding_is_named(tmp_
     assert sum("listed in .kbignore" in m for m in messages) == 3, messages
     said: list[str] = []
     build._name_the_bulk(["dump.md"] * 120 + ["ok.md"] * 10, said.append)
-    assert said == ["dump.md: 120 of them; a log dump or generated page? list it in .kbignore to leave it out"]
+    assert said == ["dump.md: 120 of them (most of the ingest time); if it is a log, a changelog or a generated page, list it in .kbignore to leave it out"]
     build._name_the_bulk(["a.md"] * 60 + ["b.md"] * 60, said.append)
     assert len(said) == 1
 
@@ -1170,6 +1170,180 @@ def test_utf8_with_stray_bytes_keeps_its_utf8_and_an_image_named_md_is_skipped(t
     _, kb = _build(tmp_path, docs, messages=messages)
     assert {c.source for c in kb.index.chunks} == {"ok.md"}
     assert any("diagram.md: binary (PNG image)" in m for m in messages), messages
+
+
+def test_utf16_files_with_a_byte_order_mark_are_read():
+    """Notepad and PowerShell's Out-File save UTF-16 with a BOM: it was skipped as "binary" (trial)."""
+    from ingest.files import read_text
+
+    text = "# Graceful shutdown\n\nSend SIGTERM; 显存 is freed after 30 s.\n"
+    assert read_text(text.encode("utf-16")) == (text, "")
+    assert read_text(text.encode("utf-32")) == (text, "")
+    assert read_text(b"\xff\xfe" + b"\x00\xd8") [0] is None  # a lone surrogate: not UTF-16 after all
+
+
+def test_a_built_sphinx_site_is_read_once_without_its_chrome_sources_or_index_pages(tmp_path):
+    """The Read-the-Docs theme wraps each page in `wy-grid-for-nav`/`wy-nav-content`: a built site of
+    15 pages gave 0 chunks. Its `_sources/` copies, genindex and search pages were indexed beside the
+    pages, and "¶" permalinks titled every citation (trial)."""
+    site = tmp_path / "docs" / "_build" / "html"
+    page = ("<html><head><title>Log Description — FastDeploy</title></head><body class='wy-body-for-nav'>"
+            "<div class='wy-grid-for-nav'><nav class='wy-nav-side'><div class='wy-menu'>Parameters Metrics FAQ</div></nav>"
+            "<section class='wy-nav-content-wrap'><div class='wy-nav-content'><div class='rst-content'>"
+            "<div role='navigation' aria-label='breadcrumbs'>Home / Log Description</div>"
+            "<div class='document' role='main'><div itemprop='articleBody'><section id='log'>"
+            "<h1>Log Description<a class='headerlink' href='#log'>¶</a></h1><p>Logs are written under ./log.</p>"
+            "<section><h2>Changing the directory<a class='headerlink' href='#dir'>¶</a></h2>"
+            "<p>Set the environment variable FD_LOG_DIR=/var/log/fastdeploy before starting the server.</p></section>"
+            "</section></div></div><footer>Next Previous</footer></div></div></section></div></body></html>")
+    _doc(site, "usage/log.html", page)
+    _doc(site, "_sources/usage/log.md.txt", "# Log Description\n\nSet FD_LOG_DIR to change the directory.\n")
+    _doc(site, "genindex.html", "<html><body><div role='main'><h1>Index</h1><ul><li>FD_LOG_DIR (usage/log.html)</li></ul></div></body></html>")
+    _doc(site, "search.html", "<html><body><div role='main'><h1>Search</h1><p>Please activate JavaScript to search.</p></div></body></html>")
+    _doc(site, ".buildinfo", "# Sphinx build info version 1\nconfig: 0\n")
+    _doc(site, "empty.html", "<html><body><nav>Home Docs</nav><div class='sidebar'>Parameters Metrics</div></body></html>")
+    messages: list[str] = []
+    _, kb = _build(tmp_path, tmp_path / "docs", messages=messages)
+    sources = {c.source for c in kb.index.chunks}
+    assert sources == {"_build/html/usage/log.html"}, sources
+    text = "\n".join(f"{c.title}\n{c.text}" for c in kb.index.chunks)
+    assert "FD_LOG_DIR=/var/log/fastdeploy" in text and "Changing the directory" in text
+    assert "¶" not in text and "Parameters Metrics FAQ" not in text and "Next Previous" not in text
+    assert sum("Sphinx build" in m for m in messages) >= 1, messages
+    assert any("empty.html: no text once its navigation and page chrome are removed" in m for m in messages), messages
+
+
+def test_notion_csv_databases_and_notebooks_are_read_and_a_symlink_once(tmp_path):
+    """A Notion database exists only as a CSV and ML teams keep notebooks: both were skipped as
+    "unknown type", so an alert threshold only the CSV held was refused. A symlink to a page in
+    the tree indexed the page twice (trial)."""
+    import json as json_
+    import os
+
+    docs = tmp_path / "docs"
+    _doc(docs, "Oncall/Alerts 3c4d5e6f708192a3b4c5d6e7f8091a2b.csv",
+         "Name,Severity,Threshold,Action\nKVCacheUsageHigh,P2,> 0.95 for 10m,lower --max-num-seqs\n"
+         "PreemptionsSpike,P2,> 1/s for 5m,\"raise --gpu-memory-utilization, then scale out\"\n")
+    notebook = {"metadata": {"kernelspec": {"language": "python"}}, "cells": [
+        {"cell_type": "markdown", "source": ["# FP8 KV cache\n", "\n", "Halve the KV cache's memory."]},
+        {"cell_type": "code", "source": "from vllm import LLM\nllm = LLM(model='m', kv_cache_dtype='fp8')", "outputs": [{"text": "noise"}]}]}
+    _doc(docs, "notebooks/kv.ipynb", json_.dumps(notebook))
+    _doc(docs, "Oncall/FAQ.md", "# FastDeploy FAQ\n\n## Stuck requests\nRaise `kernel.msgmax`.\n")
+    (docs / "latest-faq.md").symlink_to(docs / "Oncall" / "FAQ.md")
+    messages: list[str] = []
+    _, kb = _build(tmp_path, docs, messages=messages)
+    by_source = {}
+    for chunk in kb.index.chunks:
+        by_source.setdefault(chunk.source, []).append(chunk)
+    assert set(by_source) == {"Oncall/Alerts 3c4d5e6f708192a3b4c5d6e7f8091a2b.csv", "notebooks/kv.ipynb", "Oncall/FAQ.md"}
+    table = "\n".join(c.text for c in by_source["Oncall/Alerts 3c4d5e6f708192a3b4c5d6e7f8091a2b.csv"])
+    assert "| PreemptionsSpike | P2 | > 1/s for 5m | raise --gpu-memory-utilization, then scale out |" in table
+    assert by_source["Oncall/Alerts 3c4d5e6f708192a3b4c5d6e7f8091a2b.csv"][0].title.startswith("Alerts")
+    assert "3c4d5e6f" not in by_source["Oncall/Alerts 3c4d5e6f708192a3b4c5d6e7f8091a2b.csv"][0].title
+    cells = "\n".join(c.text for c in by_source["notebooks/kv.ipynb"])
+    assert "```python\nfrom vllm import LLM" in cells and "kv_cache_dtype='fp8'" in cells and "noise" not in cells
+    assert any("latest-faq.md: symlink to Oncall/FAQ.md, read there" in m for m in messages), messages
+    assert not os.path.islink(docs / "Oncall" / "FAQ.md")
+
+
+def test_a_text_file_read_as_markdown_without_headings_is_titled_by_its_first_line(tmp_path):
+    text = ("推理服务值班手册（FastDeploy 常见问题）\n维护：推理平台组  更新：2025-03-01\n\n\n1.显存不足\n"
+            "- 降低 `gpu_memory_utilization`。\n\n2.请求卡住\n- 调大 `kernel.msgmax`。\n")
+    doc = _doc(tmp_path, "FastDeploy值班手册.txt", text.encode("gb18030"))
+    assert doc.title == "推理服务值班手册（FastDeploy 常见问题）"
+
+
+def test_a_built_mkdocs_site_keeps_its_code_lines_and_tab_titles_and_skips_its_404_page(tmp_path):
+    """Pygments' line-numbered code became one table row with the numbers shown and the newlines
+    gone; content tabs read "GPUCPU" over both commands; 404.html was listed as a topic (trial)."""
+    from ingest.html import html_to_markdown
+
+    code = ("<div class='language-bash highlight'><table class='highlighttable'><tr><td class='linenos'><div class='linenodiv'>"
+            "<pre><span class='normal'><a href='#l-1'>1</a></span>\n<span class='normal'><a href='#l-2'>2</a></span></pre></div></td>"
+            "<td class='code'><div><pre><code><a id='l-1'></a>docker run --gpus all \\\n<a id='l-2'></a>    vllm/vllm-openai:latest\n"
+            "</code></pre></div></td></tr></table></div>")
+    page = ("<html><body><header class='md-header'>vLLM</header><main class='md-main'><div class='md-content'><article>"
+            "<h1>Using Docker</h1><div class='tabbed-set'><input type='radio'><input type='radio'><div class='tabbed-labels'>"
+            "<label>GPU</label><label>CPU</label></div><div class='tabbed-content'><div class='tabbed-block'>" + code +
+            "</div><div class='tabbed-block'><p>Set VLLM_CPU_KVCACHE_SPACE=40 on CPU.</p></div></div></div>"
+            "</article></div></main></body></html>")
+    _, markdown = html_to_markdown(page)
+    assert "```\ndocker run --gpus all \\\n    vllm/vllm-openai:latest\n```" in markdown, markdown
+    assert "| " not in markdown and "GPUCPU" not in markdown
+    assert markdown.index("**GPU**") < markdown.index("docker run") < markdown.index("**CPU**") < markdown.index("VLLM_CPU_KVCACHE_SPACE")
+    # an <article> teaser in a sidebar is no page content (review)
+    teaser = ("<html><body><div class='content'><h1>GPU OOM</h1><p>Lower --gpu-memory-utilization to 0.85.</p></div>"
+              "<div class='sidebar'><article><p>Teaser of another post.</p></article></div></body></html>")
+    assert "0.85" in html_to_markdown(teaser)[1] and "Teaser" not in html_to_markdown(teaser)[1]
+    docs = tmp_path / "docs"
+    _doc(docs, "site/index.html", page)
+    _doc(docs, "site/404.html", "<html><head><title>404 - Not found</title></head><body><main><h1>404 - Not found</h1>"
+                                "<p>The page you asked for is not here.</p></main></body></html>")
+    messages: list[str] = []
+    _, kb = _build(tmp_path, docs, messages=messages)
+    assert {c.source for c in kb.index.chunks} == {"site/index.html"}
+    assert any("404.html: a site's not-found (404) page" in m for m in messages), messages
+
+
+def test_chinese_wiki_exports_html_tables_gitbook_blocks_and_summary(tmp_path):
+    """Feishu/Yuque/GitBook exports: a <table> in markdown stayed one chunk of HTML and its row was
+    never quoted; {% hint %} blocks were quoted raw; SUMMARY.md was indexed as "Table of contents"; an
+    .adoc runbook was skipped with nothing said to do (trial)."""
+    from ingest.documents import parse_document
+
+    page = ("# 参数说明\n\n{% hint style=\"warning\" %}\n建议启用服务管理全局 Block 功能\n{% endhint %}\n\n"
+            "<table><thead><tr><th>参数名</th><th>说明</th></tr></thead><tbody>\n"
+            "<tr><td>port</td><td>服务HTTP请求端口号，<br>默认8000</td></tr>\n"
+            "<tr><td>max_num_seqs</td><td>最大并发数，<br/>默认为8</td></tr></tbody></table>\n")
+    docs = tmp_path / "docs"
+    _doc(docs, "部署指南/参数 说明.md", page)
+    _doc(docs, "SUMMARY.md", "# Table of contents\n\n* [参数说明](部署指南/参数 说明.md)\n* [FAQ](faq.md)\n* [日志](log.md)\n"
+                             "* [指标](metrics.md)\n* [调度](scheduler.md)\n")
+    _doc(docs, "runbooks/distributed.adoc", "= Distributed\n\n== NCCL\nSet NCCL_DEBUG=INFO.\n")
+    messages: list[str] = []
+    _, kb = _build(tmp_path, docs, messages=messages)
+    text = "\n".join(c.text for c in kb.index.chunks)
+    assert "| max_num_seqs | 最大并发数， 默认为8 |" in text and "<table" not in text and "<td>" not in text
+    assert "**Warning**" in text and "{%" not in text
+    assert {c.source for c in kb.index.chunks} == {"部署指南/参数 说明.md"}
+    assert any("SUMMARY.md: a page of links" in m for m in messages), messages
+    assert any("distributed.adoc: unknown type (.adoc: AsciiDoc is not read; convert it:" in m for m in messages), messages
+    assert parse_document(docs / "SUMMARY.md", docs, (docs / "SUMMARY.md").read_bytes())  # still parses on its own
+
+
+def test_a_file_no_parser_can_read_is_skipped_and_the_rest_indexed(tmp_path):
+    """A notebook cell of nulls and a CSV with a cell over the csv module's limit took the whole KB
+    down: every `ask` said "internal error" (review). A spreadsheet's far-right stray cell made a
+    450 kB CSV 3.6 GB of padded markdown."""
+    from ingest.exports import csv_to_markdown
+
+    docs = tmp_path / "docs"
+    _doc(docs, "gpu.md", "# GPU OOM\n\nLower `--gpu-memory-utilization` to 0.85.\n")
+    _doc(docs, "bad.ipynb", '{"cells": [{"cell_type": "markdown", "source": ["# Notes\\n", null, 3, "Raise kernel.msgmax first."]}]}')
+    _doc(docs, "big.csv", 'name,notes\nrow,"' + "x" * 200_000 + '"\n')
+    _doc(docs, "oddly.ipynb", '{"cells": {"not": "a list"}}')
+    messages: list[str] = []
+    _, kb = _build(tmp_path, docs, messages=messages)
+    assert {"gpu.md", "bad.ipynb", "big.csv"} <= {c.source for c in kb.index.chunks}
+    wide = "\n".join(["a,b" + "," * 3000 + "x"] + ["1,2" + "," * 3000 for _ in range(150)])
+    assert len(csv_to_markdown(wide, "wide")[1]) < 4 * len(wide)
+
+
+def test_confluence_code_macros_become_code_blocks():
+    """Storage-format code macros were flattened: the language name was glued onto the command
+    ("bashgatewayctl pool drain …", trial)."""
+    from ingest.html import html_to_markdown
+
+    html = ("<html><body><div id='main-content' class='wiki-content'><h2>Fix</h2>"
+            "<ac:structured-macro ac:name='code'><ac:parameter ac:name='language'>bash</ac:parameter>"
+            "<ac:parameter ac:name='title'>drain</ac:parameter><ac:plain-text-body><![CDATA[gatewayctl pool drain --pool vllm-a100"
+            "]]></ac:plain-text-body></ac:structured-macro>"
+            "<ac:structured-macro ac:name='info'><ac:parameter ac:name='icon'>true</ac:parameter>"
+            "<ac:rich-text-body><p>Check GW_MAX_INFLIGHT first.</p></ac:rich-text-body></ac:structured-macro></div></body></html>")
+    _, markdown = html_to_markdown(html)
+    assert "```\ngatewayctl pool drain --pool vllm-a100\n```" in markdown, markdown
+    assert "bash" not in markdown and "drain\n" not in markdown.split("```")[0] and "true" not in markdown
+    assert "Check GW_MAX_INFLIGHT first." in markdown
 
 
 # ---------------------------------------------------------------- metadata
@@ -1509,7 +1683,8 @@ def test_an_image_with_an_angle_bracket_destination_is_dropped_whole(tmp_path):
 def test_an_html_logo_and_badge_links_are_dropped_and_text_in_html_stays(tmp_path):
     """A README opens with a centred logo and badge links in HTML (`<p align="center">`, an
     `<a>` around an `<img>`): quoted under the passage, they took 1,000 characters of the
-    answer's room. Text in HTML, a table's tags and inline code stay as written."""
+    answer's room. Text in HTML and inline code stay as written; a table becomes a pipe table
+    (`html_tables_to_pipes`)."""
     text = ("# LoRAX\n\n<p align=\"center\">\n    <img src=\"logo.png\" alt=\"LoRAX Logo\" style=\"width:200px;\" />\n</p>\n"
             "<p align=\"center\">\n    <em>Multi-LoRA inference server</em>\n</p>\n<p align=\"center\">\n\n"
             "<a href=\"https://discord.gg/x\" target=\"_blank\">\n    <img src=\"https://dcbadge.vercel.app/api/server/x\" alt=\"discord\">\n"
@@ -1521,7 +1696,7 @@ def test_an_html_logo_and_badge_links_are_dropped_and_text_in_html_stays(tmp_pat
     assert "<img src=\"logo" not in body and "dcbadge" not in body and "shields.io" not in body
     assert "<p align" not in body and "</a>" not in body.split("Docs")[0] and "</img>" not in body
     assert "Multi-LoRA inference server" in body and "`<img src=x>` in code stays" in body
-    assert "<table><tr><td>max-input-length</td></tr></table>" in body and "Docs</a> <br/> for more." in body
+    assert "| max-input-length |" in body and "<table>" not in body and "Docs</a> <br/> for more." in body
 
 
 def test_a_fix_line_that_edits_something_is_no_byline():
