@@ -99,13 +99,25 @@ def _line_is_zh(line: str, quoting: bool = False, particles: bool = True) -> boo
 # A Chinese particle, preposition or measure word standing alone among English words ("vLLM OOM
 # 了", "H100上 vLLM …", "vllm 里 CUDA OOM"); linear: one character and its neighbours.
 _LONE_PARTICLE = "(?<![\u3400-\u9fff])[了上的在用跑时后吗呢吧啊和把被给对从到里中下](?![\u3400-\u9fff])"
+# A reporting verb standing alone in a terse line is one too: "vllm 报 NCCL error", "vllm 又报 CUDA
+# out of memory" were answered in English (trial). Not in an English sentence that names the word
+# ("I see 报错 in the log when starting vllm …").
+_LONE_REPORT = "(?<![\u3400-\u9fff])(?:又|还|也|都|一直|总是?|老是?|还是)?报错?(?=\\s*[A-Za-z0-9])"
+TERSE_WORDS = 8
+# ... after a subject, not an English verb naming the word: "I see 报错 in the log", "What does 报错
+# mean", "log contains 报错 token" are English (review).
+_NAMING_VERB = (r"(?i)\b(?:see|sees|saw|seeing|show|shows|showing|contain|contains|containing|does|do|did|mean|means"
+                r"|translate|translates|get|gets|got|the|a|an|word|is|are|was|were|says?|said|print|prints|printed"
+                r"|display|displays|returns?|outputs?|with|like|of|about)\W*$")
 # ... unless quoted as what a model or tokenizer printed ("replies with a single 了", "splits 中 into …")
 _QUOTING_WORD = (r"(?i)\b(?:replies|reply|outputs?|emits?|returns?|prints?|says?|generates?|splits?|token|tokens|"
                  r"character|char|single|extra|trailing|with|word|like|the|a|an|ends)\W*$")
 
 
 def _lone_particle(text: str) -> bool:
-    for m in re.finditer(_LONE_PARTICLE, text):
+    reports = [m for m in re.finditer(_LONE_REPORT, text) if not re.search(_NAMING_VERB, text[max(0, m.start() - 24):m.start()])
+               ] if len(_WORD.findall(text)) <= TERSE_WORDS else []
+    for m in reports + list(re.finditer(_LONE_PARTICLE, text)):
         if not re.search(_QUOTING_WORD, text[max(0, m.start() - 24):m.start()]):
             return True
     return False

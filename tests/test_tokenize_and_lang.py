@@ -113,6 +113,16 @@ def test_real_words_and_versions_are_not_corrected_into_kb_terms():
         ('`./demo mnn_taiyi/ 1 demo.jpg "一只可爱的猫"` errors out. What arguments does the demo expect?', "en"),
         # one Chinese particle or preposition among English words is a Chinese writer (trial)
         ("vLLM OOM 了", "zh"),
+        # a reporting verb alone in a terse line (trial), not in an English sentence naming it
+        ("vllm 报 NCCL error", "zh"),
+        ("vllm 又报 CUDA out of memory", "zh"),
+        ("tp=2 报 NCCL error", "zh"),
+        ("the log says 报错 then exits", "en"),
+        # ... nor after an English verb naming the word (review)
+        ("I see 报错 in the log when starting vllm", "en"),
+        ("What does 报错 mean in the vLLM log?", "en"),
+        ("log contains 报错 token", "en"),
+        ("How to translate 报 to English", "en"),
         ("H100 上 vLLM CUDA out of memory", "zh"),
         ("ASCEND 910B 上 vLLM OOM", "zh"),
         ("why is TTFT so high on 千问 model", "en"),
