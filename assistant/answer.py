@@ -229,7 +229,8 @@ def _extractive(text: str, kb, result: Retrieval, diagnosis, calc, lang: str, to
         # got its figure, then "I won't guess a fix", the KB's topics and an unrelated closest
         # entry (trial). A refusal that names what the KB lacks (LoRA, another product) stays.
         answer = Answer(text, t("answer.computed_alone", lang), lang, False, [], coverage="none")
-    elif computed and calc.call is not None and calc.call.name == "logprobs_message_size" and calc.call.result.get("fits") and answer.grounded:
+    elif (computed and calc.call is not None and calc.call.name == "logprobs_message_size" and calc.call.result.get("fits")
+          and calc.call.result.get("messages_per_queue") != 0 and answer.grounded):
         # The asker's msgmax already holds the message: the article on that limit still led,
         # sure, telling them to raise what they had raised (trial: n=2 hung with msgmax 1048576).
         answer.coverage = "tentative"
@@ -1251,30 +1252,18 @@ def _tried_its_fixes(kb, art: ArticleMatch, lang: str, question: str) -> bool:
     return sum(1 for name in tried if _setting_in(text, name)) >= TRIED_ENOUGH
 
 
-# What a text that deals with running out of memory writes: the error, or the memory knobs
-# and the KV cache that an article on memory tunes.
-_ON_MEMORY = re.compile(r"\boom\b|out of memory|outofmemory|显存(?:不足|不够|溢出)|内存不足|内存溢出"
-                        r"|gpu-memory-utilization|kv[ -]?cache|kv 缓存")
-
-
-_MEMORY_WORD = re.compile(r"memory|显存|内存|vram")
-
-
 def _unsaid_oom(kb, art: ArticleMatch, question: str) -> bool:
     """Whether the question is about running out of memory and the cited document, in every
     language it has, never deals with memory: its subject matched, not its symptom.
     "prompt_logprobs=20 makes vllm OOM" was given the logprobs-nondeterminism article as sure,
     "2080TI 跑 32B-GPTQ 一直报显存不足" the CPU-only torch one (Left list, dev)."""
-    from .symptoms import denied, named
+    from .symptoms import deals_with_memory, denied, named
 
     if "oom" not in named(question) or "oom" in denied(question):
         return False
     texts_ = ["\n".join(c.text for c in kb.article_chunks(art.doc_id, lang)).lower().replace("_", "-")
               for lang in kb.article_langs(art.doc_id)]
-    # A document that speaks of memory at least twice in one language deals with it, in its own
-    # words (a model's README: "显存", "VRAM"); one remark ("float32 needs more memory") does not.
-    deals = any(_ON_MEMORY.search(text) or len(_MEMORY_WORD.findall(text)) >= 2 for text in texts_)
-    return bool(texts_) and not deals
+    return bool(texts_) and not any(deals_with_memory(text) for text in texts_)
 
 
 # A title that only suspects the failure ("vLLM seems stuck: debug logging switches") is about
@@ -1342,7 +1331,7 @@ def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[s
     # Tried and still on the command line: both are said. A chat follow-up ("tried that, still
     # OOM") marks the first answer's setting tried; said only as "your command line", the
     # second answer was the first one word for word.
-    said = [f"`{name}`" for name in tried if in_article(name)]
+    said = [f"`{name}{_tried_value(question, name)}`" for name in tried if in_article(name)]
     named = [f"`{flag}{' ' + value if value and flag.startswith('--') else ('=' + value if value else '')}`"
              for flag, value in flags.items() if in_article(flag) and bare(flag) in pasted]
     out = []
@@ -1353,6 +1342,27 @@ def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[s
     if said:
         out += ["", f"**{labels['tried']}:** " + ", ".join(said[:6])]
     return over + out
+
+
+# Between a setting and its value: "=", "is", "set to", "已经降到"; and, after a first value, the
+# second of "from 32768 to 8192" / "从 0.95 降到 0.8".
+_VALUE_GAP = (r"[ \t=:：]*(?:(?:is|was|now|at|set to|to|of|from|already|已经|已|都|现在|目前|从|设为|设成|设置为|设置成|改成|改为"
+              r"|调到|调成|降到|降低到|调低到|调整为|为|是)[ \t]*)*")
+_NUMBER = r"(\d[\d.,]*[kKmMgG]?)(?![\w.])"
+_THEN_TO = r"[ \t]*(?:to|→|->|降到|改成|改为|调到|调成|降低到|调低到|到)[ \t]*" + _NUMBER
+
+
+def _tried_value(question: str, name: str) -> str:
+    """The value the asker says a tried setting has now, " 8192" of "max-model-len 已经降到 8192 了，
+    还是 OOM" (it was said back as `max-model-len` alone, trial); the second of "from 32768 to
+    8192"; "" when the words after the name give none ("--enforce-eager on 2 GPUs", review)."""
+    # the last time it is named: "… --max-model-len 32768 …\nI lowered --max-model-len to 8192" runs 8192 now
+    found = list(re.finditer(re.escape(name) + r"(?![\w-])" + _VALUE_GAP + _NUMBER, question))
+    if not found:
+        return ""
+    last = found[-1]
+    then = re.match(_THEN_TO, question[last.end():])
+    return f" {(then or last).group(1).rstrip('.,')}"
 
 
 # vLLM's 400 for a request longer than the context, with the asker's numbers in it.

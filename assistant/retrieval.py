@@ -385,6 +385,67 @@ def demote_ruled_out(question: str, matches: list[ArticleMatch], metas: dict) ->
             match.score *= RULED_OUT_FACTOR
 
 
+# One GPU said, and no second: "Qwen2.5-72B-Instruct-AWQ 单卡 48G 能起来吗" got the NCCL article
+# for starting on several GPUs under its sizing note (trial). A document titled by several GPUs
+# is about a set-up the asker does not have.
+_ONE_GPU = re.compile(r"单卡|单张卡|一张卡|一块卡|单块卡|单 ?gpu|\b(?:a )?single (?:gpu|card)\b|\bone (?:gpu|card)\b|\b1 ?(?:x ?)?gpu\b", re.I)
+_MANY_GPUS = re.compile(r"多卡|多张|多块|多机|多节点|双卡|两张|张量并行|tensor\s*(?:并行|parallel)|\btp\s*[=:]?\s*(?:[2-9]|[1-9]\d)"
+                        r"|\b(?:several|multiple|multi)[ -]?(?:gpu|card|node)s?|\b(?:[2-9]|[1-9]\d+)\s*(?:x\s*)?(?:gpus|cards|nodes)\b"
+                        r"|\b(?:two|three|four|five|six|seven|eight|sixteen)\s+(?:gpus|cards|nodes)\b|\b(?:[2-9]|[1-9]\d+)\s*[x×]\s*[a-z]"
+                        r"|(?:[2-9]|[1-9]\d+|[两二三四五六七八九十])\s*[张块台]?\s*卡|[2-9]\s*[张块台]|\bnodes\b|\bnccl\b|分布式|distributed|\bray\b",
+                        re.I)
+# Not multi-node titles: an address or network article answers one GPU's questions too ("单卡为什么
+# 也要去连 dns.google", VLLM_HOST_IP).
+_TITLE_MANY = re.compile(r"several gpus|multiple gpus|multi-gpu|多卡", re.I)
+
+
+def demote_other_gpu_count(question: str, matches: list[ArticleMatch], metas: dict) -> None:
+    """A question on one GPU: documents titled by several GPUs yield (as a ruled-out subject)."""
+    if not _ONE_GPU.search(question) or _MANY_GPUS.search(question):
+        return
+    for match in matches:
+        meta = metas.get(match.doc_id)
+        title = match.chunks[0].chunk.title if match.passage else getattr(meta, "title", "")
+        if _TITLE_MANY.search(title) and not match.signatures:
+            match.score *= RULED_OUT_FACTOR
+
+
+# Kept of a document's score when the question asks about running out of memory and the
+# document, in every language it has, never deals with memory, while another candidate does:
+# "vllm 起不来 报 OOM 咋办" got the model-download article (its "How people ask" says 起不来)
+# over the CUDA OOM one, and then a note that the article never speaks of memory (trial).
+MEMORYLESS_FACTOR = 0.7
+
+
+def memory_docs(index: KBIndex) -> frozenset[str]:
+    """The ids of the documents that deal with memory in at least one language, cached per index."""
+    from .symptoms import deals_with_memory
+
+    def build() -> frozenset[str]:
+        texts: dict[tuple[str, str], list[str]] = {}
+        for chunk in index.chunks:
+            texts.setdefault((chunk.doc_id, chunk.lang), []).append(chunk.text)
+        return frozenset(doc for (doc, _lang), parts in texts.items()
+                         if deals_with_memory("\n".join(parts).lower().replace("_", "-")))
+
+    return derived(index, "_memory_docs", build)
+
+
+def demote_memoryless(index: KBIndex, question: str, matches: list[ArticleMatch]) -> None:
+    """An OOM question's candidates that never deal with memory yield to one that does; one whose
+    log signature the question quotes keeps its place."""
+    from .symptoms import denied, named
+
+    if "oom" not in named(question) or "oom" in denied(question):
+        return
+    on_memory = memory_docs(index)
+    if not any(m.doc_id in on_memory for m in matches):
+        return
+    for match in matches:
+        if match.doc_id not in on_memory and not match.signatures:
+            match.score *= MEMORYLESS_FACTOR
+
+
 # An alert's or an env var's name: three capitalised parts (KVCacheUsageHigh, GPUMemoryHigh) or
 # UPPER_SNAKE of three words (FD_DISABLED_RECOVER). Not flags or snake_case settings, which a
 # parameter table heads as often as the runbook section that explains them (one file@1 lost
@@ -414,6 +475,23 @@ def favour_named_headings(query: str, matches: list[ArticleMatch]) -> None:
         heading = match.passage.split(" > ", 1)[-1].lower()  # the section's own heading, or a page's title
         if any(name in heading for name in names):
             match.score += HEADING_NAME_BONUS
+
+
+def names_a_heading(index: KBIndex, query: str) -> bool:
+    """Whether the question names an alert or env var that titles a page or section of this KB:
+    then that page is its subject, whatever near-domain word comes with the name. "KVCacheUsageHigh
+    alert fired, what should I do?" was refused, "nothing on dashboards and alerting", above the
+    team's page titled KVCacheUsageHigh with its "What to do" steps (trial)."""
+    from .scope import _dashed, _found, kb_text
+
+    names = {_dashed(m.group(0).lower()) for m in _HEADING_NAME.finditer(query[:8000]) if _alert_like(m.group(0))}
+    if not names:
+        return False
+    heads, _body, per_doc = kb_text(index)
+    # An alert is named by a page or two; a name in most pages is the product's ("TabbyAPI" in
+    # a tabbyAPI tree, whose near-domain questions it let through, dev trees).
+    most = max(3, len(per_doc) // 10)
+    return any(_found(heads, (name,)) and sum(1 for text in per_doc if _found(text, (name,))) <= most for name in sorted(names))
 
 
 # Two passages this close, from files whose paths differ by a model or version name ("internvl2.0/
@@ -1226,7 +1304,7 @@ def search(
 
     sigs = signature_hits(index, question)
     query_terms = set(tokens)
-    unseen = unseen_entities(scope, index)
+    unseen = unseen_entities(scope, index) if not names_a_heading(index, query) else []
     # A subject the KB does not cover (covers(): no heading names it, at most one passing
     # remark does) matches only that remark: its words are no evidence that an article
     # answers. "How to enable speculative decoding?" matched the logprobs article's one
@@ -1297,6 +1375,8 @@ def search(
 
     twin_grounding(index, list(by_article.values()), lang)
     demote_ruled_out(question, list(by_article.values()), metas)
+    demote_memoryless(index, question, list(by_article.values()))
+    demote_other_gpu_count(question, list(by_article.values()), metas)
     favour_named_headings(query, list(by_article.values()))
     apply_page_prior(index, qvec[0], list(by_article.values()), mode, question, lang)
     favour_named_paths(question, list(by_article.values()))

@@ -79,6 +79,18 @@ def _said_not(text: str, start: int, end: int) -> bool:
     return bool(cue or _gone_after().search(text[end:end + 12]))
 
 
+# What a text that deals with running out of memory writes: the error, or the memory knobs and
+# the KV cache that an article on memory tunes; or memory words at least twice in its own words
+# (a model's README: "显存", "VRAM"). One remark ("float32 needs more memory") does not.
+_ON_MEMORY = r"\boom\b|out of memory|outofmemory|显存(?:不足|不够|溢出)|内存不足|内存溢出|gpu-memory-utilization|kv[ -]?cache|kv 缓存"
+_MEMORY_WORD = r"memory|显存|内存|vram"
+
+
+def deals_with_memory(text: str) -> bool:
+    """Whether a document's text (one language, lower case, "_" written "-") deals with memory."""
+    return bool(re.search(_ON_MEMORY, text)) or len(re.findall(_MEMORY_WORD, text)) >= 2
+
+
 def named(text: str) -> set[str]:
     """The failures a text names at all (a title, a heading)."""
     return {name for name in FAILURES if _pattern(name).search(text)}

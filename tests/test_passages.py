@@ -3000,3 +3000,22 @@ def test_a_section_the_question_matches_leads_the_entries_keyed_by_codes_it_does
     behind = _behind(kb, "gateway returns 429, what to do?", top, [code, step, top], [], where, quoted)
     assert id(code) in behind and id(step) not in behind
     assert not _behind(kb, "how do I raise a tenant's rate limit?", top, [code, step, top], [], where, quoted)  # no code named
+
+
+def test_a_page_titled_by_the_alert_asked_about_answers_it_whatever_subject_word_comes_with_it(tmp_path):
+    """"KVCacheUsageHigh alert fired, what should I do?" was refused, "nothing on dashboards and
+    alerting", above the team's page titled KVCacheUsageHigh with its "What to do" (trial)."""
+    settings, kb = docs_kb(tmp_path, {
+        "Alerts/KVCacheUsageHigh 9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b.md": (
+            "# KVCacheUsageHigh\n\nSeverity: P2\nExpression: vllm:gpu_cache_usage_perc\nThreshold: > 0.95 for 10m\n\n"
+            "## What it means\n\nThe KV cache of a replica has been above 95% full for ten minutes. New requests wait.\n\n"
+            "## What to do\n\n1. If preemptions grow, restart the replica with `--max-num-seqs 128`.\n"
+            "2. If the alert persists after 30 minutes, scale out: `kubectl scale deploy/vllm-qwen --replicas=6`.\n"),
+        "Deploy/Nginx load balancer.md": (
+            "# Nginx load balancer\n\n## Upstreams\n\nEach vLLM replica is an upstream; `proxy_read_timeout 300s` keeps long streams.\n"),
+    })
+    for question in ("KVCacheUsageHigh alert fired, what should I do?", "KVCacheUsageHigh 告警了怎么处理"):
+        answer = answer_question(question, settings, kb=kb)
+        assert answer.grounded and answer.citations[0].source.startswith("Alerts/KVCacheUsageHigh"), question
+        assert "--max-num-seqs 128" in answer.answer
+    assert not answer_question("How do I set up a Grafana dashboard for vLLM?", settings, kb=kb).grounded
