@@ -230,11 +230,17 @@ class CapacityAnswer:
 
 # A last line that changes one of the values before it: a chat follow-up folded under the
 # thread's first question ("and with 32768?", "那如果 max-model-len 改成 16k 呢"), or a what-if.
-_FOLLOW_ON = re.compile(r"^\W*(?:and|what about|how about|then|with|那|那么|那如果|如果|要是|假如|换成|改成)\b|" + _WHAT_IF.pattern, re.I)
+# The Chinese words need no word boundary after them: "那每个请求 3万 token 呢" was no follow-up
+# (trial), since 那 and 每 are both word characters to `\b`.
+_FOLLOW_ON = re.compile(r"^\W*(?:(?:and|what about|how about|then|with)\b|那(?![个些边里时])|那么|那如果|如果|要是|假如|换成|改成)|"
+                        + _WHAT_IF.pattern, re.I)
 FOLLOW_ON_CHARS = 100
 # The values such a line may change; a log's figures (GPU KV cache size) are not settings.
 _ADJUSTABLE = ("max_model_len", "tokens_per_request", "max_num_seqs", "gpu_memory_utilization", "block_size",
                "tensor_parallel_size", "sessions", "input_tokens", "output_tokens", "kv_cache_ratio")
+# What a follow-on line may replace: the card too, "换成 80G 的卡呢" after 单卡 24G asked which of
+# the two was meant (trial).
+_STAGED = (*_ADJUSTABLE, "gpu_count", "gpu_memory")
 # A last line that is only a new value ("and with 32768?", "那 40960 呢", "what about 16k?"): a
 # number in a longer line ("and why do I see Xid 79?", "then CUDA error 700") is no new setting.
 _JUST_A_NUMBER = re.compile(r"\W*(?:and|what about|how about|then|那么?|那如果|如果|要是|假如|换成|改成)?\s*(?:with|at|to|if|用|改成|换成)?\s*"
@@ -357,7 +363,7 @@ class _Facts:
             self._problem(key, bad[0])
             return None
         values = sorted({q.value for q in found})
-        top = max((self._stage(q) for q in found), default=0) if key in _ADJUSTABLE or key == "gpu_count" else 0
+        top = max((self._stage(q) for q in found), default=0) if key in _STAGED else 0
         later = [q for q in found if top and self._stage(q) == top]
         if len(values) > 1 and later and len({q.value for q in later}) == 1 and len(later) < len(found):
             old = max((q for q in found if self._stage(q) < top), key=self._stage)  # the value it replaces
@@ -384,14 +390,9 @@ class _Facts:
                 return None
             if q.unit == "bytes" and q.scale in ("gb", "g", "mb", "kb", "tb"):
                 self.notes.append(_msg("binary_units", text=q.text, scale=q.scale, unit=q.scale[0].upper()))
-            if key == "max_model_len" and q.scale == "ki" and q.value is not None:
-                # vLLM reads --max-model-len 16K as 16384 (16k as 16000): "16K" computed as
-                # 16,000 gave 31 requests where vLLM's 16384 gives 30 (trial).
-                binary = q.value / 1000 * 1024
-                self.notes.append(_msg("binary_k", text=q.text, value=_plain(binary)))
-                return Value(key, _number(binary), "question", q.text, q.approximate)
-            if q.scale in ("k", "ki") and q.unit == "count":  # "4k" tokens: 4,000 or 4,096, the answer moves by one request
-                self.notes.append(_msg("decimal_k", text=q.text, value=_plain(q.value), binary=_plain(q.value / 1000 * 1024)))
+            binary = self._binary_k(key, q)
+            if binary is not None:
+                return binary
             if logged and logged != [q.value]:
                 self.notes.append(_msg("question_over_log", setting=key, logged=_plain(logged[0]), text=q.text))
             return Value(key, _number(q.value), "question", q.text, q.approximate)
@@ -403,6 +404,37 @@ class _Facts:
             return Value(key, _number(logged[0]), "log", raw_key)
         return None
 
+    def _binary_k(self, key: str, q: Quantity) -> Value | None:
+        """The value of an "Nk" read in 1024s, with the note that says why; None when it is read as
+        written (noted, for a count: "4k" tokens are 4,000 or 4,096, the answer moves by one request)."""
+        if q.value is None:
+            return None
+        binary = q.value / 1000 * 1024
+        if key == "max_model_len" and q.scale == "ki":
+            # vLLM reads --max-model-len 16K as 16384 (16k as 16000): "16K" computed as
+            # 16,000 gave 31 requests where vLLM's 16384 gives 30 (trial).
+            self.notes.append(_msg("binary_k", text=q.text, value=_plain(binary)))
+            return Value(key, _number(binary), "question", q.text, q.approximate)
+        if self._in_1024s(key, q):
+            self.notes.append(_msg("binary_elsewhere", text=q.text, value=_plain(binary)))
+            return Value(key, _number(binary), "question", q.text, q.approximate)
+        if q.scale in ("k", "ki") and q.unit == "count":
+            self.notes.append(_msg("decimal_k", text=q.text, value=_plain(q.value), binary=_plain(binary)))
+        return None
+
+    def _in_1024s(self, key: str, q: Quantity) -> bool:
+        """Whether "Nk" means N × 1024 here: that size is written out in the question or its log ("32k"
+        beside a pasted "Maximum concurrency for 32,768 tokens"), or the same setting was given in
+        1024s before it ("max-model-len 32768", then "改成 16k 呢"); both were read in 1000s (trial).
+        Only token sizes count: "--max-num-seqs 2048" made "2k" tokens 2,048 (review)."""
+        if q.scale != "k" or q.unit != "count" or q.value is None or q.value % 1000:
+            return False
+        binary = q.value / 1000 * 1024
+        sizes = [o.value for label in _TOKEN_SIZES for o in self.x.by_label(label) if o.value is not None and not o.scale]
+        sizes += [v for label in _TOKEN_SIZES for _raw, v in self.log.get(label, [])]
+        same = [o.value for o in self.x.by_label(key) if o.value is not None and not o.scale]
+        return binary in sizes or any(v >= 1024 and v % 1024 == 0 and v % 1000 for v in same)
+
     def _problem(self, key: str, q: Quantity) -> None:
         kind = q.problem if q.problem in ("range", "negative", "too_large", "not_integer") else "other"
         shown = q.text[:24] if kind == "too_large" else q.text
@@ -412,6 +444,10 @@ class _Facts:
         if key not in self._reported:
             self._reported.add(key)
             self.problems.append(text)
+
+
+# The labels that are token counts of a request or a context, for reading "Nk" (`_Facts._in_1024s`).
+_TOKEN_SIZES = ("max_model_len", "tokens_per_request", "tokens", "input_tokens", "output_tokens", "max_concurrency_tokens")
 
 
 def _number(value: Decimal) -> int | float:
@@ -658,8 +694,21 @@ def _plan_kv_tokens(f: _Facts) -> _Plan:
     size = f.get("block_size")
     block = int(size.value) if size is not None and size.value >= 1 else 16
     per = (plan.args["kv_cache_tokens"] // block // int(sessions.value)) * block if sessions is not None and sessions.value >= 1 else 0
-    if longest is not None:
+    # A request length the asker states is what their requests take; --max-model-len only bounds
+    # one: "上下文 32k，平均每个请求 4k token，并发 200 能跑吗" was computed for 32,000-token requests,
+    # 14 at once instead of 114 (trial).
+    # Only a whole request: a prompt alone ("prompts are about 2000 tokens") still takes the bound (review).
+    stated = f.has("tokens_per_request") or (f.has("input_tokens") and f.has("output_tokens"))
+    if longest is not None and not stated:
         plan.need("max_model_len", "tokens_per_request", longest)
+    elif longest is not None:
+        _request_tokens(plan, "tokens_per_request")
+        plan.values.append(longest)
+        if plan.args.get("tokens_per_request", 0) > longest.value:
+            # vLLM refuses a request longer than its context (HTTP 400): 45 of 10,000 tokens "fit"
+            # at --max-model-len 4096 (review). The bound is what fits, said so.
+            plan.notes.append(_msg("over_max_model_len", stated=_plain(plan.args["tokens_per_request"]), limit=longest.written))
+            plan.args["tokens_per_request"] = int(longest.value)
     elif per > 0:
         plan.values.append(sessions)
         plan.need("max_model_len", "tokens_per_request",
@@ -1006,8 +1055,32 @@ def _plan_logprobs(f: _Facts) -> _Plan:
         plan.need("msgmax", "msgmax", msgmax)
     elif "msgmax" not in f._reported:
         plan.default("msgmax", "msgmax", 8192, _msg("default.msgmax"))
-    plan.optional("msgmnb", f.get("msgmnb"))
+    msgmnb = f.get("msgmnb")
+    if msgmnb is None and msgmax is not None and _queue_is_the_limit(plan.args, msgmax.value, f.x.text):
+        # msgmax raised alone: at msgmnb's default no message of this size fits in a queue, and the
+        # send still blocks. "已经 sysctl -w kernel.msgmax=1048576 了，还是卡" was told the article's
+        # cause was unlikely to be theirs (trial). Not when some requests go through ("n=1 正常"):
+        # then the queue holds the messages, and the hang has another cause.
+        plan.default("msgmnb", "msgmnb", DEFAULT_MSGMNB, _msg("default.msgmnb", msgmnb=f"{DEFAULT_MSGMNB:,}"))
+    else:
+        plan.optional("msgmnb", msgmnb)
     return plan
+
+
+def _queue_is_the_limit(args: dict, msgmax, text: str) -> bool:
+    """Whether msgmnb's default is what still blocks: the message fits the asker's msgmax but not a
+    default queue, msgmnb is not named, and no request is said to go through."""
+    from .tools.capacity import _message_bytes
+
+    if any(k not in args for k in ("mtp", "max_batch", "top_logprobs")):
+        return False
+    size = _message_bytes(bool(args["mtp"]), int(args["max_batch"]), int(args["top_logprobs"]), int(args.get("mtp_tokens", 6)))
+    return DEFAULT_MSGMNB < size <= msgmax and "msgmnb" not in text and not _WORKS_SOMETIMES.search(text)
+
+
+DEFAULT_MSGMNB = 16384  # Linux's MSGMNB: the bytes one System V queue holds unless raised
+# Some logprobs requests work: the IPC carries the messages ("n=1 正常，n=2 就 hang 住").
+_WORKS_SOMETIMES = re.compile(r"正常|没问题|能返回|可以返回|\bworks?\b|\bfine\b|\bok\b|succeed", re.I)
 
 
 # ---------------------------------------------------------------- routing
@@ -1039,6 +1112,15 @@ _CONC_FIGURE = re.compile(r"how many|多少|(?<!好)几个(?=[^，。；,;.!！\
                           r"|take (?:it|that|the load)|hold (?:it|that|them)|sustain (?:it|that|this))\b[^.!\n]{0,20}\?"
                           # "… util 0.95 instead of 0.92: KV tokens and concurrency at 32k?" (trial)
                           r"|\bkv (?:cache )?tokens and concurrency\b[^.!\n]{0,40}\?|\bconcurrency (?:at|for|with) \d[^.!\n]{0,30}\?"
+                          # a target load asked whether it fits: "能不能支持 200 并发", "并发 200 能扛住吗",
+                          # "can it handle 200 concurrent requests?" computed nothing (trial)
+                          r"|(?:能不能|能否|可不可以|可否|是否能|能)(?:支持|扛住?|撑住?|顶住?|跑|带|承受)[^，,。；;？?\n\d]{0,6}\d[\d.]*\s*[万千k]?\s*(?:个|路)?\s*并发"
+                          r"|并发\s*(?:数\s*)?\d[\d.]*\s*[万千k]?[^，,。；;\n]{0,8}(?:扛得?住|撑得?住|顶得?住|跑得?动|扛不扛|撑不撑|行不行|能不能|能否)"
+                          # (the modal with its subject and the verb: "why would vllm hang when we run 200
+                          # concurrent requests?" asks for the hang's cause, review)
+                          r"|\b(?:can|could|will|would)\s+(?:it|this|that|vllm|the (?:server|box|node|gpu|card|setup|deployment)"
+                          r"|(?:a|an|one|the|my|our)\s+(?:single\s+)?[\w.-]+(?:\s+[\w.-]+)?)\s+(?:handle|serve|support|sustain|take|run|hold)\s+"
+                          r"(?:~|about |around |roughly )?\d[\d,.]*k?\+? ?(?:concurrent|simultaneous|parallel)"
                           r"|(?<![\"'=])capacity|容量|能跑几|能撑")
 
 

@@ -1428,3 +1428,97 @@ def test_a_known_models_concurrency_with_no_gpu_named_asks_for_the_gpu():
         answer = capacity_answer(question)
         assert answer is not None and answer.tool == "kv_cache_capacity" and answer.missing == ["gpu_memory"], question
     assert capacity_answer("Qwen2.5-7B 怎么部署") is None  # no figure asked
+
+
+def test_a_stated_request_length_beats_max_model_len():
+    """"上下文 32k，平均每个请求 4k token，并发 200 能跑吗" was computed for 32,000-token requests:
+    14 at once instead of 114, said to be what vLLM's log prints (trial)."""
+    log = "INFO GPU KV cache size: 458,752 tokens\nINFO Maximum concurrency for 32,768 tokens per request: 14.00x\n"
+    for question, lang in ((log + "上下文 32k，平均每个请求 4k token，并发 200 能跑吗", "zh"),
+                           ("GPU KV cache size: 458,752 tokens. max-model-len 32k. Average request is about 4k tokens. "
+                            "Can it serve 200 concurrent requests?", "en")):
+        answer = capacity_answer(question)
+        assert answer.tool == "kv_tokens_concurrency" and answer.calls[0].arguments["tokens_per_request"] == 4000
+        assert answer.calls[0].value.concurrent_requests == 114
+        text = explain(answer, lang)
+        assert "14.34" not in text and "114.69" in text
+    # with no stated length, or a prompt alone, full-length requests as before (review)
+    assert capacity_answer("GPU KV cache size: 458,752 tokens. With --max-model-len 32768, how many requests fit?").calls[0].value.concurrent_requests == 14
+    half = capacity_answer("GPU KV cache size: 458,752 tokens, max-model-len 32768, prompts are about 2000 tokens, how many concurrent requests fit?")
+    assert half.calls and half.calls[0].value.concurrent_requests == 14
+    # a stated length over the context is refused by vLLM: the bound, said so (review)
+    over = capacity_answer("GPU KV cache size: 458,752 tokens. --max-model-len 4096. Each request is about 10000 tokens. How many concurrent requests fit?")
+    assert over.calls[0].arguments["tokens_per_request"] == 4096 and "HTTP 400" in explain(over, "en")
+
+
+@pytest.mark.parametrize("question", ["单卡 80G 跑 Qwen2.5-7B-Instruct，max-model-len 32768，能不能支持 200 并发",
+                                      "80G 显存 跑 Qwen2.5-7B-Instruct，上下文 32k，并发 200 能扛住吗",
+                                      "Qwen2.5-7B-Instruct on one 80GB GPU, max-model-len 32768, can it handle 200 concurrent requests?"])
+def test_a_target_load_asked_whether_it_fits_is_computed(question):
+    """Naming the concurrency wanted ("能不能支持 200 并发") turned the calculation off, while
+    "最多能并发多少" computed it (trial)."""
+    answer = capacity_answer(question)
+    assert answer is not None and answer.tool == "kv_cache_capacity" and not answer.missing and answer.calls
+
+
+def test_a_load_named_beside_a_hang_asks_for_no_calculation():
+    assert capacity_answer("vllm 200 并发的时候卡住了，能不能支持这么多并发") is None
+    assert capacity_answer("we run 200 concurrent users on vllm and requests hang, why?") is None
+    # a modal verb with another subject asks for a cause (review)
+    assert capacity_answer("Why would vllm hang when we run 200 concurrent requests?") is None
+    assert capacity_answer("vllm crashes with CUDA OOM, could that be because we run 256 concurrent requests?") is None
+
+
+@pytest.mark.parametrize("follow_up", ["换成 80G 的卡呢", "那 80G 的卡呢", "what about an 80GB card?"])
+def test_a_follow_up_card_replaces_the_earlier_one(follow_up):
+    """"换成 80G 的卡呢" after 单卡 24G asked which of the two was meant (trial)."""
+    answer = capacity_answer("Qwen2.5-7B-Instruct 单卡 24G，max-model-len 32768，最多能并发多少\n" + follow_up)
+    assert not answer.problems and answer.calls
+    assert next(v for v in answer.values if v.key == "gpu_memory").value == 80
+
+
+def test_a_chinese_follow_up_needs_no_space_after_na():
+    """"那每个请求 3万 token 呢" was no follow-up: 那 and 每 are both word characters to \\b (trial)."""
+    answer = capacity_answer("FastDeploy block 数 1万，block_size 64，每个请求 1.5万 token，能并发多少\n那每个请求 3万 token 呢")
+    assert not answer.problems and answer.calls[0].value.concurrent_requests == 21  # 10000 × 64 ÷ 30000
+    from assistant.calculations import is_follow_on
+
+    assert is_follow_on("那每个请求 3万 token 呢") and not is_follow_on("那个 server 又挂了，日志在下面")
+
+
+def test_k_is_read_in_1024s_where_the_question_or_its_log_writes_sizes_so():
+    """"改成 16k 呢" after max-model-len 32768 was computed at 16,000, and "上下文 32k" beside a pasted
+    "Maximum concurrency for 32,768 tokens" at 32,000 (trial). Alone, "32k" stays 32,000, said so."""
+    chat = capacity_answer("Qwen2.5-7B-Instruct 单卡 80G，max-model-len 32768，最多能并发多少\n那如果 max-model-len 改成 16k 呢")
+    assert next(v for v in chat.values if v.key == "max_model_len").value == 16384
+    logged = capacity_answer("INFO GPU KV cache size: 458,752 tokens\nINFO Maximum concurrency for 32,768 tokens per request: 14.00x\n"
+                             "上下文 32k，能并发多少")
+    assert logged.calls[0].arguments["tokens_per_request"] == 32768 and logged.calls[0].value.concurrent_requests == 14
+    # a count that is no token size does not decide it: "--max-num-seqs 2048" made "2k" 2,048 (review)
+    seqs = capacity_answer("vllm 日志 GPU KV cache size: 130,000 tokens，--max-num-seqs 2048，平均每个请求 2k token，能并发多少")
+    assert seqs.calls[0].arguments["tokens_per_request"] == 2000
+    alone = capacity_answer("Qwen2.5-7B-Instruct 单卡 80G，上下文 32k，最多能并发多少")
+    assert next(v for v in alone.values if v.key == "max_model_len").value == 32000
+    assert "32k 按 32,000 计算" in explain(alone, "zh")
+
+
+def test_msgmax_raised_alone_is_checked_against_msgmnbs_default():
+    """"已经 sysctl -w kernel.msgmax=1048576 了，还是卡" was told the article's cause was unlikely to be
+    theirs (trial): at msgmnb's default (16384) no 133,136-byte message fits in a queue. Not when the
+    asker names msgmnb, nor when some requests go through (n=1 works: the queue holds them)."""
+    alone = capacity_answer("fastdeploy 开 logprobs 卡住，我已经 sysctl -w kernel.msgmax=1048576 了，还是卡")
+    assert alone.calls[0].arguments["msgmnb"] == 16384 and alone.calls[0].value.messages_per_queue == 0
+    assert "16,384" in explain(alone, "zh") and alone.calls[0].value.fits  # msgmax itself holds the message
+    for named in ("开了 logprobs 卡住，msgmax 和 msgmnb 都已经调大了，msgmax=1048576",
+                  "FD 开了 --enable-logprob，n=1 正常，请求里 n=2 就 hang 住不返回。kernel.msgmax 已经调到 1048576 了。"):
+        assert "msgmnb" not in capacity_answer(named).calls[0].arguments, named
+
+
+def test_a_full_queue_keeps_the_logprobs_article_sure(bundled_settings, bundled_kb):
+    from assistant.answer import answer_question
+
+    stuck = answer_question("fastdeploy 开 logprobs 卡住，我已经 sysctl -w kernel.msgmax=1048576 了，还是卡", bundled_settings, kb=bundled_kb)
+    assert stuck.citations[0].id == "fastdeploy-logprobs-hang" and stuck.coverage == "full"
+    works = answer_question("FD 开了 --enable-logprob，n=1 正常，请求里 n=2 就 hang 住不返回。kernel.msgmax 已经调到 1048576 了。",
+                            bundled_settings, kb=bundled_kb)
+    assert works.coverage == "tentative"

@@ -351,6 +351,14 @@ MESSAGES = {
         "zh": '{text} 按 {value} 计算；如果指的是 1024 的倍数，请写 {binary}',
         "en": '{text} is read as {value}; write {binary} if you mean multiples of 1024',
     },
+    'over_max_model_len': {
+        "zh": '每个请求 {stated} token 超过了 --max-model-len {limit}：vLLM 会直接拒绝这样的请求（HTTP 400），这里按 {limit} 计算',
+        "en": 'requests of {stated} tokens are over --max-model-len {limit}: vLLM refuses them (HTTP 400), so this computes with {limit}',
+    },
+    'binary_elsewhere': {
+        "zh": '{text} 按 {value} 计算：问题或日志里的大小是按 1024 写的',
+        "en": '{text} is read as {value}: the question or its log writes sizes in multiples of 1024',
+    },
     'binary_k': {
         "zh": '{text} 按 {value} 计算：vLLM 把 --max-model-len 的大写 K 当作 1024（小写 k 是 1000）',
         "en": '{text} is read as {value}, as vLLM reads an upper-case K in --max-model-len (1024; a lower-case k is 1000)',
@@ -542,6 +550,11 @@ MESSAGES = {
     'faq_example': {
         "zh": '按 FastDeploy FAQ 公式里消息的固定尺寸计算：{values}（编译 FastDeploy 时定下，不随请求或批大小变化）',
         "en": "{values} are the sizes FastDeploy's message is built with (its FAQ's formula; fixed when FastDeploy is compiled, whatever a request or batch asks)",
+    },
+    'default.msgmnb': {
+        "zh": '问题里没说调过 kernel.msgmnb（一个队列能放的字节数），按 Linux 默认值 {msgmnb} 计算：比一条消息还小时，发送会一直阻塞（`ipcs -l` 的 max size of queue 可查看）',
+        "en": 'kernel.msgmnb (the bytes one queue holds) {msgmnb} is the Linux default, used because the question does not say it was raised: '
+              'below one message\'s size a send blocks for good (`ipcs -l` shows max size of queue)',
     },
     'default.msgmax': {
         "zh": '问题里没有给 kernel.msgmax，按 Linux 默认值 8192 计算（`sysctl kernel.msgmax` 可查看）',

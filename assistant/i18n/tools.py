@@ -53,9 +53,10 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "kv_tokens_concurrency.kv_cache": {
         "zh": "{kv_tokens} 个 token 的 KV Cache 能容纳 {exact:.2f} 个 {tokens} token 的请求"
-              "（vLLM 日志里的 `Maximum concurrency … {exact:.2f}x`）：同时大约 {fits} 个，其余排队。",
+              "（与 vLLM `Maximum concurrency` 日志行的算法相同：--max-model-len 为 {tokens} 时它打印 `… {exact:.2f}x`）：同时大约 {fits} 个，其余排队。",
         "en": "{kv_tokens} tokens of KV cache hold {exact:.2f} requests of {tokens} tokens "
-              "(vLLM prints this as `Maximum concurrency … {exact:.2f}x`): about {fits} at once; the rest wait in the queue.",
+              "(as vLLM's `Maximum concurrency` line computes it: with --max-model-len {tokens} it prints `… {exact:.2f}x`): "
+              "about {fits} at once; the rest wait in the queue.",
     },
     "kv_tokens_concurrency.capped": {
         "zh": "KV Cache 能容纳 {exact:.2f} 个这样的请求，但 max_num_seqs 把批大小限制在 {fits}，超出的请求排队。",
