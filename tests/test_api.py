@@ -207,6 +207,25 @@ def test_openai_compatible_chat_answers_a_follow_up_in_its_conversation(server):
     assert resp.choices[0].message.content
 
 
+def test_a_chat_follow_up_asking_for_english_answers_the_question_before_it_in_english(server):
+    """"英文怎么说" and "what about in English?" got the same Chinese answer again (trial)."""
+    import openai
+
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+    first = "vllm 跑 Qwen2.5-14B，A100 40G，启动报 CUDA out of memory"
+    reply = client.chat.completions.create(model="kb-assistant", messages=[{"role": "user", "content": first}])
+    for ask_again in ("英文怎么说", "what about in English?"):
+        messages = [{"role": "user", "content": first}, {"role": "assistant", "content": reply.choices[0].message.content},
+                    {"role": "user", "content": ask_again}]
+        again = client.chat.completions.create(model="kb-assistant", messages=messages)
+        text = again.choices[0].message.content
+        assert (again.model_extra or {})["citations"][0]["id"] == "vllm-cuda-oom"
+        assert "vLLM: CUDA out of memory" in text and "显存" not in text, ask_again
+    back = [{"role": "user", "content": "vLLM CUDA out of memory at startup"}, {"role": "assistant", "content": "…"},
+            {"role": "user", "content": "中文呢"}]
+    assert "显存" in client.chat.completions.create(model="kb-assistant", messages=back).choices[0].message.content
+
+
 def test_a_chat_follow_up_saying_the_fix_failed_is_told_its_first_setting_was_tried(server):
     """"tried that, still preempting. what next?" got the same fix list, the setting it had
     tried first (a newcomer trial); the last answer's first fix is what "that" is."""

@@ -109,6 +109,14 @@ def test_first_to_take_asks_the_shared_store_only_for_new_events(caplog):
     assert chat.first_to_take("x", chat.SeenEvents(), _hooks())  # no store: the local check decides
 
 
+def test_a_message_asking_for_the_other_language_asks_the_one_before_it_again():
+    assert chat.thread_question("英文怎么说", ["vllm 启动报 OOM"]) == "vllm 启动报 OOM"
+    assert chat.thread_question("in English please", ["q", "and with 0.95?"]) == "q\nand with 0.95?"
+    assert [chat.language_request(m) for m in ("英文怎么说", "what about in English?", "中文呢", "English")] == ["en", "en", "zh", "en"]
+    assert chat.language_request("how do I set the english tokenizer") is None and chat.language_request("英文文档在哪里") is None
+    assert chat.thread_question("英文怎么说", []) == "英文怎么说"  # nothing before it: the message itself
+
+
 def test_a_follow_up_carries_the_threads_first_question():
     assert chat.thread_question("and with MTP?", ["logprobs hang", "still hangs"]) == "logprobs hang\nand with MTP?"
     assert chat.thread_question("only", ["", "only"]) == "only"  # blanks and the question itself are not earlier questions

@@ -365,6 +365,22 @@ def test_tried_that_in_a_slack_thread_is_told_the_fix_it_tried(slack):
     standin.replies = []
 
 
+def test_asking_for_english_in_a_thread_answers_the_question_before_it_in_english(slack):
+    """"英文怎么说" in a thread got the same Chinese answer; only the OpenAI-style route passed the
+    language (review)."""
+    live, standin, _ = slack
+    first = "<@UBOT> vllm 跑 Qwen2.5-14B，A100 40G，启动报 CUDA out of memory"
+    standin.replies = [{"user": "U1", "text": first, "ts": "1700000021.000100"},
+                       {"bot_id": "B1", "text": "…", "ts": "1700000021.000200"},
+                       {"user": "U1", "text": "<@UBOT> 英文怎么说", "ts": "1700000021.000300"}]
+    body = _event({"type": "app_mention", "user": "U1", "text": "<@UBOT> 英文怎么说", "ts": "1700000021.000300",
+                   "thread_ts": "1700000021.000100", "channel": "C21"}, "Ev021")
+    httpx.post(live.url + "/slack/events", content=body, headers=_signed(body))
+    text = _text_of(_posts(standin, "C21")[-1])
+    assert "vLLM: CUDA out of memory" in text and "显存" not in text, text[:300]
+    standin.replies = []
+
+
 def test_an_unreadable_thread_is_said_and_slack_markup_is_not_searched(slack):
     """A 429 on conversations.replies answered a follow-up without its context, silently; and
     Slack's link, channel and escape markup went into the question (trial)."""

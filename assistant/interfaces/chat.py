@@ -137,7 +137,7 @@ class Hooks:
     first replica to take an event, False for the others, None when the store cannot say."""
 
     channel: str
-    answer: Callable[[str], Answer]
+    answer: Callable[..., Answer]  # (question, lang=None): lang when the asker named one ("英文怎么说")
     record: Callable[[Answer], str]
     feedback: Callable[[str, int, str], None]
     claim: Callable[[str], bool | None] | None = None
@@ -156,11 +156,11 @@ def bind(settings: Settings, kb: Callable[[], KB | None], store: AnswerStore, ch
 
     caller = remote_caller(settings.serving_hosts_allow)
 
-    def answer(question: str) -> Answer:
+    def answer(question: str, lang: str | None = None) -> Answer:
         loaded = kb()  # wait for the index before taking a slot: a queue slot is for answering
         with gate(question) if gate is not None else nullcontext(), acting_for(caller):
             # a chat user is a remote caller, and so is the LLM answering them
-            return answer_question(question, settings, kb=loaded)
+            return answer_question(question, settings, kb=loaded, lang=lang)
 
     def feedback(answer_id: str, rating: int, user: str) -> None:
         store.add_feedback(answer_id, rating, "", user)
@@ -179,12 +179,13 @@ class Reply:
     text: str = ""
 
 
-def respond(hooks: Hooks, question: str, note_keys: Iterable[str] = ()) -> Reply:
+def respond(hooks: Hooks, question: str, note_keys: Iterable[str] = (), lang: str | None = None) -> Reply:
     """Answer `question`, or say in one line why not: a bad question or a broken index must
     reach the asker as a sentence, never as silence in the thread. A message over the
     question limit (a pasted log) is answered from its last lines, as `ask -` does, with a
     note saying so; the notes are in the asker's language. `note_keys`: i18n keys of notes
-    the adapter adds (the thread's history could not be read)."""
+    the adapter adds (the thread's history could not be read); `lang`, the answer's language when
+    the asker asked for one (`language_request`)."""
     if not question:
         return Reply(text=t("chat.empty_question", NOTICE_LANG))
     from assistant.questions import head_and_tail
@@ -193,7 +194,7 @@ def respond(hooks: Hooks, question: str, note_keys: Iterable[str] = ()) -> Reply
     if tail is not None:
         question = tail.text
     try:
-        result = hooks.answer(question)
+        result = hooks.answer(question, lang) if lang else hooks.answer(question)
     except Exception as exc:
         if not hasattr(exc, "message"):  # not an AssistantError: a bug, whose traceback belongs in the log
             log.exception("%s: answering failed", hooks.channel)
@@ -257,11 +258,35 @@ def first_to_take(event_id: str | None, seen: SeenEvents, hooks: Hooks) -> bool:
     return True
 
 
+# A message that only asks for the last answer in the other language: "英文怎么说" and "what about
+# in English?" got the same Chinese answer again (trial), though every article has its twin.
+_IN_LANG = {
+    "en": re.compile(r"^\W*(?:那|请|能)?(?:用)?(?:英文|英语)(?:怎么说|版本?|回答|说一下|说|呢|吧)?\W*$"
+                     r"|^\W*(?:(?:can|could) you |please )?(?:(?:answer|say|reply|repeat|write|explain)(?: it| that| this)? )?"
+                     r"(?:in )?english(?: please| version)?\W*$|^\W*(?:what|how) about in english\W*$", re.I),
+    "zh": re.compile(r"^\W*(?:那|请|能)?(?:用)?(?:中文|汉语)(?:怎么说|版本?|回答|说一下|说|呢|吧)?\W*$"
+                     r"|^\W*(?:(?:can|could) you |please )?(?:(?:answer|say|reply|repeat|write|explain)(?: it| that| this)? )?"
+                     r"in chinese(?: please)?\W*$|^\W*(?:what|how) about in chinese\W*$", re.I),
+}
+
+
+def language_request(text: str) -> str | None:
+    """The language a message asks the last answer in, when that is all it asks."""
+    text = text.strip()
+    if len(text) > 40:
+        return None
+    return next((lang for lang, pattern in _IN_LANG.items() if pattern.match(text)), None)
+
+
 def thread_question(current: str, earlier: Iterable[str]) -> str:
     """The question to answer: a follow-up ("and with MTP?") means little alone, so it carries
     the thread's first question with it. `earlier` holds what people (not the bot) wrote
-    before in the thread, oldest first, platform markup already removed."""
+    before in the thread, oldest first, platform markup already removed. A message that only
+    asks for another language ("英文怎么说") asks the message before it again (`language_request`
+    gives the language)."""
     asked = [text for text in earlier if text and text != current]
+    if asked and language_request(current):
+        return thread_question(asked[-1], asked[:-1])
     if not asked or not _follow_up(current):
         return current  # whole: one too long is refused as such, not cut
     room = MAX_QUESTION_BYTES - len(current.encode("utf-8")) - 1

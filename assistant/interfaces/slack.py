@@ -135,7 +135,7 @@ def thread_question(text: str, history: list[dict], bot_user: str | None) -> str
         turns.append(("assistant", _message_text(m)) if by_bot else ("user", plain_text(_message_text(m))))
     current = plain_text(text)
     question = chat.thread_question(current, (said for role, said in turns if role == "user"))
-    if question != current:
+    if question != current and not chat.language_request(current):
         question += chat.tried_note([*turns, ("user", current)], current)
     return question
 
@@ -165,7 +165,9 @@ class _Bot:
         _acknowledge(client, channel, ts)
         history = _thread_history(client, event)
         question = thread_question(event.get("text", ""), history or [], self.bot_user)
-        reply = chat.respond(self.hooks, question, () if history is not None else ("chat.thread_unread",))
+        # "英文怎么说": the question before it again, in that language (the OpenAI-style route does the same)
+        asked = chat.language_request(plain_text(event.get("text", ""))) if question != plain_text(event.get("text", "")) else None
+        reply = chat.respond(self.hooks, question, () if history is not None else ("chat.thread_unread",), lang=asked)
         lang = reply.answer.lang if reply.answer is not None else chat.NOTICE_LANG
         try:
             payloads = ([{"text": reply.text}] if reply.answer is None

@@ -27,7 +27,12 @@ async def chat_completions(req: ChatRequest, request: Request, state: State, cli
     """OpenAI-compatible chat: the last user message is the question, with the conversation's first user message
     before it when there is one ("still failing, what next?" means nothing alone); the answer text ends with its
     sources and the response carries an extra `citations` list. With `stream: true`, chat.completion.chunk events."""
-    ask_req = AskRequest(question=conversation_question(req.messages))
+    # "英文怎么说": the question before it again, in the language asked for (chat.language_request)
+    from assistant.interfaces.chat import language_request
+
+    said = [_text(msg) for msg in req.messages if msg.role == "user"]
+    ask_req = AskRequest(question=conversation_question(req.messages),
+                         lang=language_request(said[-1]) if len(said) > 1 else None)
     # Refused before any work, with the status a plain call gets (422, 413): once stream events
     # flow it is 200, and an empty question came back as a 200 "error: …" message.
     try:
@@ -130,7 +135,7 @@ def conversation_question(messages: list[ChatMessage]) -> str:
     """The question a chat front end asks: its last user message, folded with the earlier ones
     the way a Slack thread is (`chat.thread_question`). Only users' messages count: the
     assistant's own earlier answers are not the asker's words."""
-    from assistant.interfaces.chat import thread_question
+    from assistant.interfaces.chat import language_request, thread_question
 
     said = [_text(msg) for msg in messages if msg.role == "user"]
     if not said:
@@ -141,7 +146,7 @@ def conversation_question(messages: list[ChatMessage]) -> str:
         raise BadQuestion("the last message has no text: this assistant reads text only, not images or files",
                           "write the question, or paste the error text, as a text part")
     question = thread_question(said[-1], said[:-1])
-    if question != said[-1]:  # a follow-up: "tried that, still failing"
+    if question != said[-1] and not language_request(said[-1]):  # a follow-up: "tried that, still failing"
         question += _tried_note(messages, said[-1])
     return question
 
