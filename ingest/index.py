@@ -99,7 +99,10 @@ SCHEMA = 16
 # 35: an HTML <img> is dropped like a markdown image, and so is a line of layout tags left
 #     with nothing to render (a README's centred logo and badge links).
 # 36: ... and a bare </img> line (SGLang's README).
-RULES = 36
+# 37: exported doc trees: HTML tables in markdown become pipe tables, GitBook hint/tab blocks bold
+#     titles; Pygments line-numbered code, MkDocs content tabs, Confluence code macros and
+#     permalinks in HTML; CSV and notebooks read; a .txt read as markdown titled by its first line.
+RULES = 37
 FAISS_TOP = 2_000
 
 
