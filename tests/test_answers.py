@@ -83,7 +83,11 @@ def test_a_one_gpu_question_is_not_given_the_several_gpus_article(bundled_settin
     for question in ("单卡正常，多卡启动报 NCCL error", "single GPU works, --tensor-parallel-size 2 fails with an NCCL error",
                      # several GPUs named as a count (review)
                      "单卡能跑，8卡就起不来，一直卡在初始化", "单卡正常，四卡启动就卡住不动",
-                     "vllm works on a single GPU but hangs at startup on 16 GPUs", "vllm works on one GPU, but with two GPUs it hangs at startup"):
+                     "vllm works on a single GPU but hangs at startup on 16 GPUs", "vllm works on one GPU, but with two GPUs it hangs at startup",
+                     # one GPU said to work, beside a flag or "4 PCIe GPUs" (dev)
+                     "vllm in docker crashes as soon as I pass --tensor-parallel-size; log mentions ncclShmOpen. single GPU is fine.",
+                     "4 PCIe GPUs, no NVLink. Server hangs forever printing\nDEBUG client.py Waiting for output from MQLLMEngine.\n"
+                     "and crashes after about an hour. Single GPU OK."):
         assert _ask(bundled_settings, bundled_kb, question).citations[0].id == "vllm-nccl-error-multi-gpu", question
 
 
