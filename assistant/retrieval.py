@@ -427,8 +427,11 @@ def memory_docs(index: KBIndex) -> frozenset[str]:
         texts: dict[tuple[str, str], list[str]] = {}
         for chunk in index.chunks:
             texts.setdefault((chunk.doc_id, chunk.lang), []).append(chunk.text)
+        # A team's page answers by its passages: one remark on memory ("a minimum of 48GB of
+        # combined CPU and GPU memory") can be the answer, and demoting its page lost it (unseen tree).
+        passages = {m.id for m in index.docs.values() if not getattr(m, "structured", True)}
         return frozenset(doc for (doc, _lang), parts in texts.items()
-                         if deals_with_memory("\n".join(parts).lower().replace("_", "-")))
+                         if deals_with_memory("\n".join(parts).lower().replace("_", "-"), once=doc in passages))
 
     return derived(index, "_memory_docs", build)
 

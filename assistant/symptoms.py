@@ -86,9 +86,10 @@ _ON_MEMORY = r"\boom\b|out of memory|outofmemory|显存(?:不足|不够|溢出)|
 _MEMORY_WORD = r"memory|显存|内存|vram"
 
 
-def deals_with_memory(text: str) -> bool:
-    """Whether a document's text (one language, lower case, "_" written "-") deals with memory."""
-    return bool(re.search(_ON_MEMORY, text)) or len(re.findall(_MEMORY_WORD, text)) >= 2
+def deals_with_memory(text: str, once: bool = False) -> bool:
+    """Whether a document's text (one language, lower case, "_" written "-") deals with memory;
+    `once`: a single memory word is enough."""
+    return bool(re.search(_ON_MEMORY, text)) or len(re.findall(_MEMORY_WORD, text)) >= (1 if once else 2)
 
 
 def named(text: str) -> set[str]:

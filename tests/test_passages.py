@@ -3019,3 +3019,21 @@ def test_a_page_titled_by_the_alert_asked_about_answers_it_whatever_subject_word
         assert answer.grounded and answer.citations[0].source.startswith("Alerts/KVCacheUsageHigh"), question
         assert "--max-num-seqs 128" in answer.answer
     assert not answer_question("How do I set up a Grafana dashboard for vLLM?", settings, kb=kb).grounded
+
+
+def test_a_team_page_that_remarks_on_memory_once_is_no_memoryless_page(tmp_path):
+    """An OOM question's candidates that never deal with memory yield (retrieval.demote_memoryless);
+    on a team's tree one remark can be the answer ("a minimum of 48GB of combined CPU and GPU
+    memory … use CPU for onnx export"), and demoting its page lost it (an unseen tree)."""
+    from assistant.retrieval import memory_docs
+
+    settings, kb = docs_kb(tmp_path, {
+        "diffusers.md": "# Diffusers\n\n## ONNX export\nWe recommend a device with a minimum of 48GB of combined CPU and GPU "
+                        "memory for exporting ONNX models. If not, use CPU for onnx export: `--onnx-device cpu`.\n",
+        "ptq.md": "# LLM PTQ\n\n## Out of memory\nIf calibration runs out of memory (OOM), lower `--calib-batch-size` "
+                  "or set `--gpu-memory-utilization 0.8`.\n",
+        "serving.md": "# Serving\n\n## Ports\nThe server listens on 8000; set `--port` to change it.\n"})
+    docs = memory_docs(kb.index)
+    assert {"diffusers", "ptq"} <= docs and "serving" not in docs
+    answer = answer_question("ONNX export of my diffusion model hits OOM, what should I do?", settings, kb=kb)
+    assert answer.citations[0].source == "diffusers.md"
