@@ -310,41 +310,71 @@ def promote_bold_headings(text: str) -> str:
     return "\n".join(lines)
 
 
-_HTML_TABLE = re.compile(r"<table\b.*?</table\s*>", re.I | re.S)
+_TABLE_TAG = re.compile(r"<(/?)table\b[^>]*>", re.I)
+_OPEN_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 def html_tables_to_pipes(text: str) -> str:
     """HTML tables written into markdown (Feishu, Yuque and GitBook exports: `<table>` with `<br>`
-    in its cells) as pipe tables, outside code: kept as HTML, a 9 kB parameter table was one chunk
-    of markup, its rows never split, and the row asked about was not quoted (trial)."""
+    in its cells) as pipe tables: kept as HTML, a 9 kB parameter table was one chunk of markup,
+    its rows never split, and the row asked about was not quoted (trial). Only a table that opens
+    a line outside code (CommonMark fences: a run closed by one as long), matched with its own
+    closing tag, nested tables and all; an unclosed one stays as written. One pass over the tags
+    (review: a lazy match was quadratic on an unclosed `<table`, and rewrote samples in code and
+    inline mentions)."""
+    lines = text.split("\n")
+    code = _code_lines(lines)
+    spans: dict[int, int] = {}  # the first line of a top-level block table -> its last line
+    stack: list[tuple[int, bool]] = []  # open tables: (line, opens a line)
+    for n, line in enumerate(lines):
+        if code[n]:
+            continue
+        for tag in _TABLE_TAG.finditer(line):
+            if not tag.group(1):
+                stack.append((n, tag.start() <= 3 and not line[:tag.start()].strip()))
+            elif stack:
+                start, block = stack.pop()
+                if not stack and block and not line[tag.end():].strip():
+                    spans[start] = n
+    out: list[str] = []
+    n = 0
+    while n < len(lines):
+        if n in spans:
+            out.extend(["", _pipes("\n".join(lines[n:spans[n] + 1])), ""])
+            n = spans[n] + 1
+            continue
+        out.append(lines[n])
+        n += 1
+    return "\n".join(out)
+
+
+def _code_lines(lines: list[str]) -> list[bool]:
+    """Which lines are inside (or open or close) a fenced code block, CommonMark's way: a fence is
+    closed by a run of its character at least as long."""
+    marks: list[bool] = []
+    fence = ""
+    for line in lines:
+        opened = _OPEN_FENCE.match(line)
+        if fence:
+            marks.append(True)
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence) and not line.strip().strip(fence[0]):
+                fence = ""
+        elif opened:
+            fence = opened.group(1)
+            marks.append(True)
+        else:
+            marks.append(False)
+    return marks
+
+
+def _pipes(html: str) -> str:
     from bs4 import BeautifulSoup
 
     from .html import convert_soup, expand_spans
 
-    def pipes(m: re.Match) -> str:
-        soup = BeautifulSoup(m.group(0), "html.parser")
-        expand_spans(soup)
-        return "\n\n" + convert_soup(soup).strip() + "\n\n"
-
-    out: list[str] = []
-    fence = ""
-    prose: list[str] = []  # the lines since the last code block, converted together (a table spans lines)
-    for line in [*text.split("\n"), None]:
-        opened = _FENCE.match(line) if line is not None else None
-        if line is None or (opened and not fence):
-            if prose:
-                out.append(_HTML_TABLE.sub(pipes, "\n".join(prose)))
-            prose = []
-        if line is None:
-            break
-        if opened and (not fence or opened.group(1)[0] == fence):
-            fence = "" if fence else opened.group(1)[0]
-            out.append(line)
-        elif fence:
-            out.append(line)
-        else:
-            prose.append(line)
-    return "\n".join(out)
+    soup = BeautifulSoup(html, "html.parser")
+    expand_spans(soup)
+    return convert_soup(soup).strip()
 
 
 def strip_non_content(text: str) -> str:

@@ -29,16 +29,19 @@ def csv_to_markdown(text: str, stem: str) -> tuple[str, str]:
         dialect = csv.Sniffer().sniff(text[:4096], delimiters=",;\t|")
     except csv.Error:
         dialect = csv.excel
-    csv.field_size_limit(max(len(text), 131072))  # a long cell (a runbook step in a Notion database) is text too
+    limit = csv.field_size_limit(max(len(text), 131072))  # a long cell (a runbook step in a Notion database) is text too
     try:
         rows = [row for row in csv.reader(io.StringIO(text), dialect) if any(cell.strip() for cell in row)]
     except csv.Error:  # a stray quote or NUL: the rows as lines, unsplit
         rows = [[line] for line in text.splitlines() if line.strip()]
+    finally:
+        csv.field_size_limit(limit)
     if not rows:
         return title, f"# {title}\n"
     # Columns empty in every row are no columns: a spreadsheet's stray cell far to the right made a
-    # 450 kB CSV 3.6 GB of padded markdown (review). Past MAX_COLUMNS, the rest joins the last.
-    used = [i for i in range(max(len(row) for row in rows)) if any(i < len(row) and row[i].strip() for row in rows)]
+    # 450 kB CSV 3.6 GB of padded markdown, then 42 s of scanning (reviews). One pass over the
+    # cells finds the used ones; past MAX_COLUMNS, the rest joins the last.
+    used = sorted({i for row in rows for i, cell in enumerate(row) if cell.strip()})
     rows = [[row[i] if i < len(row) else "" for i in used] for row in rows]
     rows = [row[:MAX_COLUMNS - 1] + [" ".join(row[MAX_COLUMNS - 1:])] if len(row) > MAX_COLUMNS else row for row in rows]
     width = max(1, min(len(used), MAX_COLUMNS))

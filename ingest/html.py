@@ -103,10 +103,14 @@ def _code_tables(soup) -> None:
 def _content_tabs(soup) -> None:
     """MkDocs Material's content tabs: each label becomes a bold title over its block. The labels
     sat glued in one line ("GPUCPU") above both commands, unsaid which was which (trial)."""
-    for tabs in soup.select("div.tabbed-set"):
-        labels = tabs.select(".tabbed-labels label") or tabs.find_all("label", recursive=False)
-        blocks = tabs.select(".tabbed-content > .tabbed-block") or tabs.select(".tabbed-content")
-        if len(labels) != len(blocks):
+    # innermost first, each set with its own labels and blocks: vLLM's install page nests tabs
+    # (GPU vendor, then pip or docker), and an outer label went over an inner block (review)
+    for tabs in reversed(soup.select("div.tabbed-set")):
+        row = tabs.find("div", class_="tabbed-labels", recursive=False)
+        labels = row.find_all("label", recursive=False) if row is not None else tabs.find_all("label", recursive=False)
+        content = tabs.find("div", class_="tabbed-content", recursive=False)
+        blocks = content.find_all(class_="tabbed-block", recursive=False) if content is not None else []
+        if not labels or len(labels) != len(blocks):
             continue
         for label, block in zip(labels, blocks):
             title = soup.new_tag("p")
@@ -142,11 +146,14 @@ _MD_LINK = re.compile(r"\[([^\]\n]*)\]\([^)\n]*\)")
 
 
 # A static site's not-found page ("404 - Not found", "Page not found"): listed among a tree's topics (trial).
-_NOT_FOUND = re.compile(r"^\s*(?:404\b|page not found\b|not found\b|页面不存在|找不到页面)", re.I)
+# Only a title that is all "not found" and a short page: a runbook titled "404 Not Found from
+# /v1/chat/completions" is documentation (review).
+_NOT_FOUND = re.compile(r"^\s*(?:404(?:\s*[-–:|]?\s*(?:page\s+)?not\s+found)?|(?:page\s+)?not\s+found|页面不存在|找不到页面)"
+                        r"\s*(?:[|–—-]\s*[^|–—-]{0,60})?$", re.I)
 
 
-def is_not_found_page(title: str) -> bool:
-    return bool(_NOT_FOUND.match(title or ""))
+def is_not_found_page(title: str, markdown: str) -> bool:
+    return bool(_NOT_FOUND.match(title or "")) and len(markdown) < 400 and "```" not in markdown
 
 
 def is_link_index(markdown: str) -> bool:

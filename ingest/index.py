@@ -225,7 +225,11 @@ def scan_sources(sources: list[Path]) -> tuple[list[tuple[Path, Path, bytes]], l
                 skipped.append(Skipped(str(path.resolve()), "empty"))
                 continue
             suffix = path.suffix.lower()
-            why = _html_skip_reason(text) if suffix in HTML_SUFFIXES else _markdown_skip_reason(text) if suffix in MARKDOWN_SUFFIXES else ""
+            try:
+                why = (_html_skip_reason(text) if suffix in HTML_SUFFIXES
+                       else _markdown_skip_reason(path, text) if suffix in MARKDOWN_SUFFIXES else "")
+            except (ValueError, TypeError, RecursionError) as exc:  # a page 400 <div>s deep took the whole build down (review)
+                why = f"could not be parsed ({type(exc).__name__}: {str(exc)[:120]})"
             if why:
                 skipped.append(Skipped(str(path.resolve()), why))
                 continue
@@ -233,10 +237,14 @@ def scan_sources(sources: list[Path]) -> tuple[list[tuple[Path, Path, bytes]], l
     return out, skipped
 
 
-def _markdown_skip_reason(text: str) -> str:
-    """A markdown page of links and nothing else (GitBook's SUMMARY.md) is a table of contents:
-    it was indexed as the document "Table of contents" and listed among a tree's topics (trial)."""
-    if "](" not in text:
+_TOC_NAMES = frozenset({"summary.md", "_sidebar.md", "_navbar.md", "toc.md"})
+
+
+def _markdown_skip_reason(path: Path, text: str) -> str:
+    """A doc site's table of contents (GitBook's SUMMARY.md, docsify's _sidebar.md), when it is
+    links and nothing else: it was indexed as the document "Table of contents" and listed among a
+    tree's topics (trial). Only by those names: an FAQ answered by links is documentation (review)."""
+    if path.name.lower() not in _TOC_NAMES or "](" not in text:
         return ""
     from .html import is_link_index
 
@@ -251,7 +259,7 @@ def _html_skip_reason(html: str) -> str:
     title, markdown = html_to_markdown(html)
     if not re.search(r"\w", markdown):
         return "no text once its navigation and page chrome are removed"
-    if is_not_found_page(title):
+    if is_not_found_page(title, markdown):
         return "a site's not-found (404) page, not documentation"
     return "a page of links (an index or site map), not documentation" if is_link_index(markdown) else ""
 

@@ -1311,6 +1311,36 @@ def test_chinese_wiki_exports_html_tables_gitbook_blocks_and_summary(tmp_path):
     assert parse_document(docs / "SUMMARY.md", docs, (docs / "SUMMARY.md").read_bytes())  # still parses on its own
 
 
+def test_html_samples_in_code_and_pages_of_links_stay_as_written(tmp_path):
+    """A longer fence around a ```html sample, an indented sample and an inline `<table>` were
+    rewritten; an FAQ answered by links was skipped as a table of contents; a runbook on HTTP 404
+    was skipped as a site's 404 page; nested tabs got the outer labels (review)."""
+    from ingest.documents import html_tables_to_pipes
+    from ingest.html import html_to_markdown, is_not_found_page
+
+    sample = ("`````markdown\n```html\n<table><tr><td>keep</td></tr></table>\n```\n`````\n\n"
+              "    <table><tr><td>indented</td></tr></table>\n\nwrites `<table>` and closes `</table>`.\n")
+    assert html_tables_to_pipes(sample) == sample
+    assert html_tables_to_pipes("<table>\n<tr><td>a</td></tr>\n" * 3) == "<table>\n<tr><td>a</td></tr>\n" * 3  # never closed
+    docs = tmp_path / "docs"
+    faq = "".join(f"## Requests hang {n}\nSee [raise kernel.msgmax to 1048576 and kernel.msgmnb](logprobs-{n}.md)\n\n" for n in range(6))
+    _doc(docs, "faq.md", faq)
+    messages: list[str] = []
+    _, kb = _build(tmp_path, docs, messages=messages)
+    assert {c.source for c in kb.index.chunks} == {"faq.md"}, messages
+    assert not is_not_found_page("404 Not Found from /v1/chat/completions", "# 404 Not Found\n\n" + "Check the model name. " * 30)
+    assert is_not_found_page("404 - Not found | vLLM", "# 404 - Not found\n\nThe page is not here.\n")
+    nested = ("<html><body><main><div class='tabbed-set'><div class='tabbed-labels'><label>NVIDIA CUDA</label><label>AMD ROCm</label></div>"
+              "<div class='tabbed-content'><div class='tabbed-block'><p>For CUDA:</p><div class='tabbed-set'><div class='tabbed-labels'>"
+              "<label>pip</label><label>docker</label></div><div class='tabbed-content'><div class='tabbed-block'><p>pip install vllm</p></div>"
+              "<div class='tabbed-block'><p>docker run vllm/vllm-openai</p></div></div></div></div>"
+              "<div class='tabbed-block'><p>For ROCm: build from source.</p></div></div></div></main></body></html>")
+    markdown = html_to_markdown(nested)[1]
+    order = [markdown.index(x) for x in ("**NVIDIA CUDA**", "For CUDA", "**pip**", "pip install", "**docker**", "docker run",
+                                         "**AMD ROCm**", "For ROCm")]
+    assert order == sorted(order), markdown
+
+
 def test_a_file_no_parser_can_read_is_skipped_and_the_rest_indexed(tmp_path):
     """A notebook cell of nulls and a CSV with a cell over the csv module's limit took the whole KB
     down: every `ask` said "internal error" (review). A spreadsheet's far-right stray cell made a
@@ -1322,9 +1352,12 @@ def test_a_file_no_parser_can_read_is_skipped_and_the_rest_indexed(tmp_path):
     _doc(docs, "bad.ipynb", '{"cells": [{"cell_type": "markdown", "source": ["# Notes\\n", null, 3, "Raise kernel.msgmax first."]}]}')
     _doc(docs, "big.csv", 'name,notes\nrow,"' + "x" * 200_000 + '"\n')
     _doc(docs, "oddly.ipynb", '{"cells": {"not": "a list"}}')
+    (docs / "deep.html").write_text("<html><body>" + "<div>" * 400 + "<p>text</p>" + "</div>" * 400 + "</body></html>")
     messages: list[str] = []
     _, kb = _build(tmp_path, docs, messages=messages)
     assert {"gpu.md", "bad.ipynb", "big.csv"} <= {c.source for c in kb.index.chunks}
+    # a page 400 <div>s deep raised RecursionError in the scan and no index was built (review)
+    assert any("deep.html: could not be parsed (RecursionError" in m for m in messages), messages
     wide = "\n".join(["a,b" + "," * 3000 + "x"] + ["1,2" + "," * 3000 for _ in range(150)])
     assert len(csv_to_markdown(wide, "wide")[1]) < 4 * len(wide)
 
