@@ -1349,19 +1349,27 @@ def _your_settings(kb, art: ArticleMatch, lang: str, labels: dict, flags: dict[s
 _VALUE_GAP = (r"[ \t=:：]*(?:(?:is|was|now|at|set to|to|of|from|already|已经|已|都|现在|目前|从|设为|设成|设置为|设置成|改成|改为"
               r"|调到|调成|降到|降低到|调低到|调整为|为|是)[ \t]*)*")
 _NUMBER = r"(\d[\d.,]*[kKmMgG]?)(?![\w.])"
-_THEN_TO = r"[ \t]*(?:to|→|->|降到|改成|改为|调到|调成|降低到|调低到|到)[ \t]*" + _NUMBER
+_THEN_TO = (r"[ \t]*(?:(?:down |up )?to|→|->|=>|(?:降|改|调|设|升|加|减)(?:低|小|大|高|少)?(?:到|成|为)了?|到)[ \t]*"
+            + _NUMBER)
+# Switches take no value: "tried --enforce-eager already 3 times" is no "--enforce-eager 3" (review).
+_SWITCH = re.compile(r"(?:^|-)(?:enable|disable|no|enforce|trust|use)-", re.I)
+_FROM = re.compile(r"(?:\bfrom|从)[ \t]*$")
 
 
 def _tried_value(question: str, name: str) -> str:
     """The value the asker says a tried setting has now, " 8192" of "max-model-len 已经降到 8192 了，
     还是 OOM" (it was said back as `max-model-len` alone, trial); the second of "from 32768 to
     8192"; "" when the words after the name give none ("--enforce-eager on 2 GPUs", review)."""
+    if _SWITCH.search(name.lstrip("-").replace("_", "-")):
+        return ""
     # the last time it is named: "… --max-model-len 32768 …\nI lowered --max-model-len to 8192" runs 8192 now
     found = list(re.finditer(re.escape(name) + r"(?![\w-])" + _VALUE_GAP + _NUMBER, question))
     if not found:
         return ""
     last = found[-1]
     then = re.match(_THEN_TO, question[last.end():])
+    if then is None and _FROM.search(question[:last.start(1)]):
+        return ""  # "from 32768" with no target: the old value, not the one in use
     return f" {(then or last).group(1).rstrip('.,')}"
 
 

@@ -447,7 +447,8 @@ class _Facts:
 
 
 # The labels that are token counts of a request or a context, for reading "Nk" (`_Facts._in_1024s`).
-_TOKEN_SIZES = ("max_model_len", "tokens_per_request", "tokens", "input_tokens", "output_tokens", "max_concurrency_tokens")
+# Not the bare "tokens" label: "--max-num-batched-tokens 4096" is no request size (review).
+_TOKEN_SIZES = ("max_model_len", "tokens_per_request", "input_tokens", "output_tokens", "max_concurrency_tokens")
 
 
 def _number(value: Decimal) -> int | float:
@@ -1075,12 +1076,15 @@ def _queue_is_the_limit(args: dict, msgmax, text: str) -> bool:
     if any(k not in args for k in ("mtp", "max_batch", "top_logprobs")):
         return False
     size = _message_bytes(bool(args["mtp"]), int(args["max_batch"]), int(args["top_logprobs"]), int(args.get("mtp_tokens", 6)))
-    return DEFAULT_MSGMNB < size <= msgmax and "msgmnb" not in text and not _WORKS_SOMETIMES.search(text)
+    return DEFAULT_MSGMNB < size <= msgmax and "msgmnb" not in text.lower() and not _WORKS_SOMETIMES.search(text)
 
 
 DEFAULT_MSGMNB = 16384  # Linux's MSGMNB: the bytes one System V queue holds unless raised
 # Some logprobs requests work: the IPC carries the messages ("n=1 正常，n=2 就 hang 住").
-_WORKS_SOMETIMES = re.compile(r"正常|没问题|能返回|可以返回|\bworks?\b|\bfine\b|\bok\b|succeed", re.I)
+# A shape of partial success, not any "works": "still doesn't work", "不正常" are no such (review).
+_WORKS_SOMETIMES = re.compile(r"\bn\s*=\s*1\b[^。，,.;；\n]{0,12}(?<![不没])(?:正常|works?|fine|ok)"
+                              r"|(?:有的|部分|有些|一部分|\bsome (?:requests?|of them|calls?))[^。，,.;；\n]{0,20}"
+                              r"(?<![不没])(?:正常|能返回|可以返回|works?|fine|go(?:es)? through|succeed|returns?)", re.I)
 
 
 # ---------------------------------------------------------------- routing
@@ -1118,7 +1122,8 @@ _CONC_FIGURE = re.compile(r"how many|多少|(?<!好)几个(?=[^，。；,;.!！\
                           r"|并发\s*(?:数\s*)?\d[\d.]*\s*[万千k]?[^，,。；;\n]{0,8}(?:扛得?住|撑得?住|顶得?住|跑得?动|扛不扛|撑不撑|行不行|能不能|能否)"
                           # (the modal with its subject and the verb: "why would vllm hang when we run 200
                           # concurrent requests?" asks for the hang's cause, review)
-                          r"|\b(?:can|could|will|would)\s+(?:it|this|that|vllm|the (?:server|box|node|gpu|card|setup|deployment)"
+                          # at a clause's start: "why would vllm run 200 concurrent … so slowly?" asks why (review)
+                          r"|(?:^|[,;:?!，；：？！]\s*|\.\s+|\b(?:and|so|but)\s+)(?:can|could|will|would)\s+(?:it|this|that|vllm|the (?:server|box|node|gpu|card|setup|deployment)"
                           r"|(?:a|an|one|the|my|our)\s+(?:single\s+)?[\w.-]+(?:\s+[\w.-]+)?)\s+(?:handle|serve|support|sustain|take|run|hold)\s+"
                           r"(?:~|about |around |roughly )?\d[\d,.]*k?\+? ?(?:concurrent|simultaneous|parallel)"
                           r"|(?<![\"'=])capacity|容量|能跑几|能撑")
@@ -1253,7 +1258,12 @@ def route(x: Extraction, facts: _Facts, asked: str) -> str | None:
     # unless the asker wonders what another size would do: torch's "GPU 0 has a total capacity
     # of 79.10 GiB" in a pasted OOM made an upper bound (30 requests) of the logged 467,920
     # tokens' 28.
-    memory = (facts.asked("gpu_memory") and (not logged_tokens or bool(_WHAT_IF.search(t)) or _says_gpu_memory(t))) or (
+    # ... but the one GPU named beside a logged KV cache, with no model to size, is where that cache is:
+    # "On an H100 80GB: GPU KV cache size: 458,752 tokens … Can it handle 100 concurrent requests?"
+    # asked for the weights (review). Two GPUs named ("this log is from our A10 … on an H100?") ask about the other.
+    other_gpu = named_model(x.text) is not None or len({q.value for q in x.by_label("gpu_memory")}) > 1
+    memory = (facts.asked("gpu_memory") and (not logged_tokens or bool(_WHAT_IF.search(t))
+                                             or (_says_gpu_memory(t) and other_gpu))) or (
         facts.asked("weights") and not logged_tokens) or (
         known and (_one_size_card(x.text) is not None or facts.asked("max_model_len") or bool(_ASK_CONC.search(t))))
     if memory and _asks_anything(t):

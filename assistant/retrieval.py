@@ -389,7 +389,7 @@ def demote_ruled_out(question: str, matches: list[ArticleMatch], metas: dict) ->
 # for starting on several GPUs under its sizing note (trial). A document titled by several GPUs
 # is about a set-up the asker does not have.
 _ONE_GPU = re.compile(r"单卡|单张卡|一张卡|一块卡|单块卡|单 ?gpu|\b(?:a )?single (?:gpu|card)\b|\bone (?:gpu|card)\b|\b1 ?(?:x ?)?gpu\b", re.I)
-_MANY_GPUS = re.compile(r"多卡|多张|多块|多机|多节点|双卡|两张|张量并行|tensor[\s_-]*(?:并行|parallel)|\btp\s*[=:]?\s*(?:[2-9]|[1-9]\d)"
+_MANY_GPUS = re.compile(r"多卡|多张|多块|多机|多节点|双卡|两张|别的卡|其他卡|其它卡|\bother (?:gpus?|cards?)\b|张量并行|tensor[\s_-]*(?:并行|parallel)|\btp\s*[=:]?\s*(?:[2-9]|[1-9]\d)"
                         # one GPU said to work is the contrast to several that fail ("single GPU is fine", dev)
                         r"|\b(?:single|one|1)\s*gpu\s*(?:is\s*|works?\s*)?(?:fine|ok|okay|good|works?)\b|单卡(?:正常|没问题|可以|能跑|ok)"
                         r"|\b(?:several|multiple|multi)[ -]?(?:gpu|card|node)s?|\b(?:[2-9]|[1-9]\d+)\s*(?:x\s*)?(?:[a-z]+\s+)?(?:gpus|cards|nodes)\b"

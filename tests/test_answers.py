@@ -861,6 +861,10 @@ def test_running_on_a_product_the_kb_lacks_is_still_refused(bundled_settings, bu
     # the second of "from A to B", and nothing from words that give no value (review)
     ("vllm 跑 Qwen2.5-14B A100 40G 启动 OOM，max-model-len 已经从 32768 降到 8192 了，还是 OOM", "`max-model-len 8192`", None),
     ("vLLM CUDA out of memory at startup, Llama-3.1-8B, tried --enforce-eager on 2 GPUs, still OOM", "`--enforce-eager`", None),
+    ("vllm 跑 Qwen2.5-14B A100 40G 启动 OOM，gpu-memory-utilization 从 0.95 改到 0.8 了，还是 OOM", "`gpu-memory-utilization 0.8`", None),
+    ("vLLM CUDA out of memory at startup on an A100 40GB, I lowered --gpu-memory-utilization from 0.95 down to 0.8, still OOM",
+     "`--gpu-memory-utilization 0.8`", None),
+    ("vLLM CUDA out of memory at startup, Llama-3.1-8B, tried --enforce-eager already 3 times, still OOM", "`--enforce-eager`", None),
     ("多卡启动报 NCCL error，4 张 4090，docker 里跑的\n加了 --ipc=host 还是不行", "`--ipc`", None),
 ])
 def test_a_follow_up_that_says_the_fix_failed_changes_the_answer(bundled_settings, bundled_kb, question, tried, quoted):

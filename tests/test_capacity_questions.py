@@ -1467,6 +1467,15 @@ def test_a_load_named_beside_a_hang_asks_for_no_calculation():
     # a modal verb with another subject asks for a cause (review)
     assert capacity_answer("Why would vllm hang when we run 200 concurrent requests?") is None
     assert capacity_answer("vllm crashes with CUDA OOM, could that be because we run 256 concurrent requests?") is None
+    assert capacity_answer("Why would vllm run 200 concurrent requests so slowly? TTFT is 30 s") is None
+    assert capacity_answer("How would vllm handle 500 concurrent requests when the KV cache is full, do they queue or fail?") is None
+
+
+def test_the_one_gpu_named_beside_a_logged_kv_cache_is_where_that_cache_is():
+    """"On an H100 80GB: GPU KV cache size: 458,752 tokens, max-model-len 8192. Can it handle 100
+    concurrent requests?" asked for the model's weights (review): 458,752 ÷ 8,192 = 56."""
+    answer = capacity_answer("On an H100 80GB: GPU KV cache size: 458,752 tokens, max-model-len 8192. Can it handle 100 concurrent requests?")
+    assert answer.tool == "kv_tokens_concurrency" and answer.calls[0].value.concurrent_requests == 56
 
 
 @pytest.mark.parametrize("follow_up", ["换成 80G 的卡呢", "那 80G 的卡呢", "what about an 80GB card?"])
@@ -1497,6 +1506,9 @@ def test_k_is_read_in_1024s_where_the_question_or_its_log_writes_sizes_so():
     # a count that is no token size does not decide it: "--max-num-seqs 2048" made "2k" 2,048 (review)
     seqs = capacity_answer("vllm 日志 GPU KV cache size: 130,000 tokens，--max-num-seqs 2048，平均每个请求 2k token，能并发多少")
     assert seqs.calls[0].arguments["tokens_per_request"] == 2000
+    batch = capacity_answer("GPU KV cache size: 130,000 tokens, --max-num-batched-tokens 4096, requests average 4k tokens, "
+                            "how many concurrent requests?")
+    assert batch.calls[0].arguments["tokens_per_request"] == 4000 and batch.calls[0].value.concurrent_requests == 32
     alone = capacity_answer("Qwen2.5-7B-Instruct 单卡 80G，上下文 32k，最多能并发多少")
     assert next(v for v in alone.values if v.key == "max_model_len").value == 32000
     assert "32k 按 32,000 计算" in explain(alone, "zh")
@@ -1509,7 +1521,11 @@ def test_msgmax_raised_alone_is_checked_against_msgmnbs_default():
     alone = capacity_answer("fastdeploy 开 logprobs 卡住，我已经 sysctl -w kernel.msgmax=1048576 了，还是卡")
     assert alone.calls[0].arguments["msgmnb"] == 16384 and alone.calls[0].value.messages_per_queue == 0
     assert "16,384" in explain(alone, "zh") and alone.calls[0].value.fits  # msgmax itself holds the message
-    for named in ("开了 logprobs 卡住，msgmax 和 msgmnb 都已经调大了，msgmax=1048576",
+    # "still doesn't work", "不正常" say no request goes through (review)
+    for stuck in ("FastDeploy with logprobs: requests hang; I already ran sysctl -w kernel.msgmax=1048576, still doesn't work",
+                  "fastdeploy 开 logprobs 卡住，已经 sysctl -w kernel.msgmax=1048576 了，还是卡，返回一直不正常"):
+        assert capacity_answer(stuck).calls[0].arguments.get("msgmnb") == 16384, stuck
+    for named in ("开了 logprobs 卡住，msgmax 和 msgmnb 都已经调大了，msgmax=1048576", "logprobs hang, MSGMNB raised too, msgmax=1048576",
                   "FD 开了 --enable-logprob，n=1 正常，请求里 n=2 就 hang 住不返回。kernel.msgmax 已经调到 1048576 了。"):
         assert "msgmnb" not in capacity_answer(named).calls[0].arguments, named
 

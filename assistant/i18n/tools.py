@@ -53,9 +53,9 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "kv_tokens_concurrency.kv_cache": {
         "zh": "{kv_tokens} 个 token 的 KV Cache 能容纳 {exact:.2f} 个 {tokens} token 的请求"
-              "（与 vLLM `Maximum concurrency` 日志行的算法相同：--max-model-len 为 {tokens} 时它打印 `… {exact:.2f}x`）：同时大约 {fits} 个，其余排队。",
+              "（和 vLLM 日志 `Maximum concurrency` 一行的算法相同；那一行按服务的 --max-model-len 算）：同时大约 {fits} 个，其余排队。",
         "en": "{kv_tokens} tokens of KV cache hold {exact:.2f} requests of {tokens} tokens "
-              "(as vLLM's `Maximum concurrency` line computes it: with --max-model-len {tokens} it prints `… {exact:.2f}x`): "
+              "(the division vLLM's `Maximum concurrency` line makes; that line divides by the server's --max-model-len): "
               "about {fits} at once; the rest wait in the queue.",
     },
     "kv_tokens_concurrency.capped": {
