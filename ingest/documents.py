@@ -311,6 +311,7 @@ def promote_bold_headings(text: str) -> str:
 
 
 _TABLE_TAG = re.compile(r"<(/?)table\b[^>]*>", re.I)
+_INLINE_CODE = re.compile(r"`[^`\n]*`")
 _OPEN_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
@@ -329,7 +330,8 @@ def html_tables_to_pipes(text: str) -> str:
     for n, line in enumerate(lines):
         if code[n]:
             continue
-        for tag in _TABLE_TAG.finditer(line):
+        # tags in inline code are mentions: an unclosed "`<table>`" kept every later table as HTML
+        for tag in _TABLE_TAG.finditer(_INLINE_CODE.sub(lambda m: " " * len(m.group(0)), line)):
             if not tag.group(1):
                 stack.append((n, tag.start() <= 3 and not line[:tag.start()].strip()))
             elif stack:

@@ -1322,6 +1322,8 @@ def test_html_samples_in_code_and_pages_of_links_stay_as_written(tmp_path):
               "    <table><tr><td>indented</td></tr></table>\n\nwrites `<table>` and closes `</table>`.\n")
     assert html_tables_to_pipes(sample) == sample
     assert html_tables_to_pipes("<table>\n<tr><td>a</td></tr>\n" * 3) == "<table>\n<tr><td>a</td></tr>\n" * 3  # never closed
+    # a mention in inline code opens no table: the real one after it is still converted
+    assert "| port | 8000 |" in html_tables_to_pipes("Feishu writes `<table>` here.\n\n<table><tr><td>port</td><td>8000</td></tr></table>\n")
     docs = tmp_path / "docs"
     faq = "".join(f"## Requests hang {n}\nSee [raise kernel.msgmax to 1048576 and kernel.msgmnb](logprobs-{n}.md)\n\n" for n in range(6))
     _doc(docs, "faq.md", faq)
