@@ -1062,6 +1062,8 @@ def _plan_logprobs(f: _Facts) -> _Plan:
         # send still blocks. "已经 sysctl -w kernel.msgmax=1048576 了，还是卡" was told the article's
         # cause was unlikely to be theirs (trial). Not when some requests go through ("n=1 正常"):
         # then the queue holds the messages, and the hang has another cause.
+        from .tools.capacity import DEFAULT_MSGMNB
+
         plan.default("msgmnb", "msgmnb", DEFAULT_MSGMNB, _msg("default.msgmnb", msgmnb=f"{DEFAULT_MSGMNB:,}"))
     else:
         plan.optional("msgmnb", msgmnb)
@@ -1071,7 +1073,7 @@ def _plan_logprobs(f: _Facts) -> _Plan:
 def _queue_is_the_limit(args: dict, msgmax, text: str) -> bool:
     """Whether msgmnb's default is what still blocks: the message fits the asker's msgmax but not a
     default queue, msgmnb is not named, and no request is said to go through."""
-    from .tools.capacity import _message_bytes
+    from .tools.capacity import DEFAULT_MSGMNB, _message_bytes
 
     if any(k not in args for k in ("mtp", "max_batch", "top_logprobs")):
         return False
@@ -1079,7 +1081,6 @@ def _queue_is_the_limit(args: dict, msgmax, text: str) -> bool:
     return DEFAULT_MSGMNB < size <= msgmax and "msgmnb" not in text.lower() and not _WORKS_SOMETIMES.search(text)
 
 
-DEFAULT_MSGMNB = 16384  # Linux's MSGMNB: the bytes one System V queue holds unless raised
 # Some logprobs requests work: the IPC carries the messages ("n=1 正常，n=2 就 hang 住").
 # A shape of partial success, not any "works": "still doesn't work", "不正常" are no such (review).
 _WORKS_SOMETIMES = re.compile(r"\bn\s*=\s*1\b[^。，,.;；\n]{0,12}(?<![不没])(?:正常|works?|fine|ok)"
@@ -1120,9 +1121,8 @@ _CONC_FIGURE = re.compile(r"how many|多少|(?<!好)几个(?=[^，。；,;.!！\
                           # "can it handle 200 concurrent requests?" computed nothing (trial)
                           r"|(?:能不能|能否|可不可以|可否|是否能|能)(?:支持|扛住?|撑住?|顶住?|跑|带|承受)[^，,。；;？?\n\d]{0,6}\d[\d.]*\s*[万千k]?\s*(?:个|路)?\s*并发"
                           r"|并发\s*(?:数\s*)?\d[\d.]*\s*[万千k]?[^，,。；;\n]{0,8}(?:扛得?住|撑得?住|顶得?住|跑得?动|扛不扛|撑不撑|行不行|能不能|能否)"
-                          # (the modal with its subject and the verb: "why would vllm hang when we run 200
-                          # concurrent requests?" asks for the hang's cause, review)
-                          # at a clause's start: "why would vllm run 200 concurrent … so slowly?" asks why (review)
+                          # (a modal opening its clause, its subject and the verb: "why would vllm run 200
+                          # concurrent … so slowly?" and "… hang when we run 200 concurrent" ask why, review)
                           r"|(?:^|[,;:?!，；：？！]\s*|\.\s+|\b(?:and|so|but)\s+)(?:can|could|will|would)\s+(?:it|this|that|vllm|the (?:server|box|node|gpu|card|setup|deployment)"
                           r"|(?:a|an|one|the|my|our)\s+(?:single\s+)?[\w.-]+(?:\s+[\w.-]+)?)\s+(?:handle|serve|support|sustain|take|run|hold)\s+"
                           r"(?:~|about |around |roughly )?\d[\d,.]*k?\+? ?(?:concurrent|simultaneous|parallel)"
@@ -1198,6 +1198,11 @@ def _says_gpu_memory(asked: str) -> bool:
     return extract(asked).has("gpu_memory")
 
 
+def _names_another_gpu(x: Extraction) -> bool:
+    """A model to size, or two GPU sizes: the GPU asked about is not the one whose KV cache was logged."""
+    return named_model(x.text) is not None or len({q.value for q in x.by_label("gpu_memory")}) > 1
+
+
 def _logprobs_ruled_out(question: str) -> bool:
     """"我们没开 logprobs，请求还是卡住": the asker says logprobs is off, so its message size is
     no figure to compute (it opened the answer above the article that fits, trial)."""
@@ -1261,9 +1266,8 @@ def route(x: Extraction, facts: _Facts, asked: str) -> str | None:
     # ... but the one GPU named beside a logged KV cache, with no model to size, is where that cache is:
     # "On an H100 80GB: GPU KV cache size: 458,752 tokens … Can it handle 100 concurrent requests?"
     # asked for the weights (review). Two GPUs named ("this log is from our A10 … on an H100?") ask about the other.
-    other_gpu = named_model(x.text) is not None or len({q.value for q in x.by_label("gpu_memory")}) > 1
     memory = (facts.asked("gpu_memory") and (not logged_tokens or bool(_WHAT_IF.search(t))
-                                             or (_says_gpu_memory(t) and other_gpu))) or (
+                                             or (_says_gpu_memory(t) and _names_another_gpu(x)))) or (
         facts.asked("weights") and not logged_tokens) or (
         known and (_one_size_card(x.text) is not None or facts.asked("max_model_len") or bool(_ASK_CONC.search(t))))
     if memory and _asks_anything(t):

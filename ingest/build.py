@@ -18,7 +18,6 @@ texts are embedded once, and a build uses up to `threads` cores.
 from __future__ import annotations
 
 import contextlib
-import csv
 import json
 import os
 import shutil
@@ -34,7 +33,7 @@ from oncall_common.errors import IndexError_
 from .chunking import chunk_document, estimate_tokens
 from .documents import parse_document
 from .embedders import Embedder
-from .files import Skipped
+from .files import PARSE_ERRORS, Skipped, unparsable
 from .identity import read_documents
 from .index import RULES, SCHEMA, DocMeta, KBIndex, _read_verified, _stat, checksum, current_generation, index_lock, load_index, scan_sources
 from .keyword import KeywordIndex
@@ -306,8 +305,8 @@ def _parse_all(files: list[tuple[Path, Path, bytes]]) -> tuple[list, list[Skippe
     for path, root, raw in files:
         try:
             parsed.append(parse_document(path, root, raw))
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError, csv.Error) as exc:
-            unparsed.append(Skipped(str(path.resolve()), f"could not be parsed ({type(exc).__name__}: {str(exc)[:120]})"))
+        except PARSE_ERRORS as exc:
+            unparsed.append(unparsable(path, exc))
     return parsed, unparsed
 
 

@@ -138,7 +138,7 @@ class _Unwrapper:
         if _LIQUID_TAG.match(body):
             self.out.append("")
             return True
-        if _LIQUID_END.search(body) and "{%" in body:
+        if _LIQUID_END.search(body):
             self.out.append(_LIQUID_END.sub("", body))
             return True
         return False

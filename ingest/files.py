@@ -10,6 +10,7 @@ so `assistant ingest` can list what it skipped.
 from __future__ import annotations
 
 import codecs
+import csv
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,14 +115,24 @@ def _inside(path: Path, root: Path) -> bool:
 
 # Text formats a runbook repo holds that are not read, with the command that makes them markdown:
 # 4 of a repo's 5 runbooks were skipped as "unknown type (.adoc)" with nothing said to do (trial).
+_ASCIIDOC = ": AsciiDoc is not read; convert it: asciidoctor -b docbook -o - FILE | pandoc -f docbook -t gfm -o FILE.md"
 _CONVERT = {
-    ".adoc": ": AsciiDoc is not read; convert it: asciidoctor -b docbook -o - FILE | pandoc -f docbook -t gfm -o FILE.md",
-    ".asciidoc": ": AsciiDoc is not read; convert it: asciidoctor -b docbook -o - FILE | pandoc -f docbook -t gfm -o FILE.md",
+    ".adoc": _ASCIIDOC,
+    ".asciidoc": _ASCIIDOC,
     ".org": ": Org is not read; convert it: pandoc -f org -t gfm -o FILE.md FILE",
     ".docx": ": Word is not read; convert it: pandoc -t gfm -o FILE.md FILE",
     ".textile": ": Textile is not read; convert it: pandoc -f textile -t gfm -o FILE.md FILE",
     ".wiki": ": MediaWiki markup is not read; convert it: pandoc -f mediawiki -t gfm -o FILE.md FILE",
 }
+
+
+# What a parser raises on a file it cannot read (a CSV cell over csv's limit, a page 400 <div>s
+# deep): that file is passed over with the reason, never the whole build (ingest/build.py, index.py).
+PARSE_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError, csv.Error)
+
+
+def unparsable(path: Path, exc: Exception) -> Skipped:
+    return Skipped(str(path.resolve()), f"could not be parsed ({type(exc).__name__}: {str(exc)[:120]})")
 
 
 def _why_not(path: Path, root: Path, ignored: list[str]) -> str:

@@ -36,7 +36,7 @@ from typing import Callable, TypeVar
 from oncall_common.errors import IndexError_
 
 from .records import Chunk
-from .files import HTML_SUFFIXES, MARKDOWN_SUFFIXES, Skipped, content_hash, find_files, read_text, survey
+from .files import HTML_SUFFIXES, MARKDOWN_SUFFIXES, PARSE_ERRORS, Skipped, content_hash, find_files, read_text, survey, unparsable
 from .keyword import KeywordIndex
 from .tokenize import Tokenizer
 
@@ -230,8 +230,9 @@ def scan_sources(sources: list[Path]) -> tuple[list[tuple[Path, Path, bytes]], l
             try:
                 why = (_html_skip_reason(text) if suffix in HTML_SUFFIXES
                        else _markdown_skip_reason(path, text) if suffix in MARKDOWN_SUFFIXES else "")
-            except (ValueError, TypeError, RecursionError) as exc:  # a page 400 <div>s deep took the whole build down (review)
-                why = f"could not be parsed ({type(exc).__name__}: {str(exc)[:120]})"
+            except PARSE_ERRORS as exc:  # a page 400 <div>s deep took the whole build down (review)
+                skipped.append(unparsable(path, exc))
+                continue
             if why:
                 skipped.append(Skipped(str(path.resolve()), why))
                 continue

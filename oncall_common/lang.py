@@ -106,9 +106,9 @@ _LONE_REPORT = "(?<![\u3400-\u9fff])(?:又|还|也|都|一直|总是?|老是?|�
 TERSE_WORDS = 8
 # ... after a subject, not an English verb naming the word: "I see 报错 in the log", "What does 报错
 # mean", "log contains 报错 token" are English (review).
+# (the words `_QUOTING_WORD` below does not hold; both are checked)
 _NAMING_VERB = (r"(?i)\b(?:see|sees|saw|seeing|show|shows|showing|contain|contains|containing|does|do|did|mean|means"
-                r"|translate|translates|get|gets|got|the|a|an|word|is|are|was|were|says?|said|print|prints|printed"
-                r"|display|displays|returns?|outputs?|with|like|of|about)\W*$")
+                r"|translate|translates|get|gets|got|is|are|was|were|said|printed|display|displays|of|about)\W*$")
 # ... unless quoted as what a model or tokenizer printed ("replies with a single 了", "splits 中 into …")
 _QUOTING_WORD = (r"(?i)\b(?:replies|reply|outputs?|emits?|returns?|prints?|says?|generates?|splits?|token|tokens|"
                  r"character|char|single|extra|trailing|with|word|like|the|a|an|ends)\W*$")

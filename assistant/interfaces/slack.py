@@ -166,7 +166,8 @@ class _Bot:
         history = _thread_history(client, event)
         question = thread_question(event.get("text", ""), history or [], self.bot_user)
         # "英文怎么说": the question before it again, in that language (the OpenAI-style route does the same)
-        asked = chat.language_request(plain_text(event.get("text", ""))) if question != plain_text(event.get("text", "")) else None
+        said = plain_text(event.get("text", ""))
+        asked = chat.language_request(said) if question != said else None
         reply = chat.respond(self.hooks, question, () if history is not None else ("chat.thread_unread",), lang=asked)
         lang = reply.answer.lang if reply.answer is not None else chat.NOTICE_LANG
         try:

@@ -34,6 +34,7 @@ GIB = 1024**3
 DTYPE_BYTES = {"float32": 4, "fp32": 4, "float": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2,
                "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "int8": 1}
 DEFAULT_MSGMAX = 8192
+DEFAULT_MSGMNB = 16384  # Linux's MSGMNB: the bytes one System V queue holds unless raised
 RECOMMENDED_MSGMAX = 1048576
 RECOMMENDED_MSGMNB = 268435456
 CONFIG_MAX_BYTES = 1_000_000  # a real config.json is a few kB; this stops /dev/zero-style inputs
